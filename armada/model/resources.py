@@ -8,6 +8,7 @@ that the scheduler can do integer numpy arithmetic with no rounding surprises. A
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
@@ -59,7 +60,7 @@ def parse_quantity(value: str | int | float) -> Decimal:
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise QuantityError(f"not a finite quantity: {value!r}")
         return Decimal(repr(value))
     match = _QUANTITY.match(value.strip())
@@ -157,4 +158,6 @@ class ResourceIndex:
 
     def mapping(self, vector: ResourceVector) -> dict[str, int]:
         """Sparse mapping (non-zero entries) of a dense vector."""
-        return {name: int(vector[col]) for name, col in self._columns.items() if col < len(vector) and vector[col]}
+        return {
+            name: int(vector[col]) for name, col in self._columns.items() if col < len(vector) and vector[col]
+        }
