@@ -1,0 +1,28 @@
+"""The ``armada`` command: one binary for the server, the executor, users and operators."""
+
+from __future__ import annotations
+
+import typer
+
+import armada
+from armada.cli import admin, config, serve
+
+app = typer.Typer(
+    name="armada",
+    help="Armada: queue batch jobs and share Kubernetes clusters fairly between teams.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.command("serve")(serve.serve)
+app.add_typer(admin.app, name="admin")
+app.add_typer(config.app, name="config")
+
+
+@app.command("version")
+def version() -> None:
+    """Print armada's version."""
+    typer.echo(armada.__version__)
+
+
+def main() -> None:
+    app()
