@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from armada.eventstore.database import Database  # noqa: E402
-from armada.model import events as ev  # noqa: E402
-from armada.model.ids import new_run_id  # noqa: E402
-from bench.common import report, rss_mb  # noqa: E402
-from tests.factories import make_job, submission  # noqa: E402
+from armada.eventstore.database import Database
+from armada.model import events as ev
+from armada.model.ids import new_run_id
+from bench.common import report, rss_mb
+from tests.factories import make_job, submission
 
 
 def job_life(index: int) -> list[ev.Event]:
