@@ -19,6 +19,8 @@ import msgspec
 import yaml
 from msgspec import Meta
 
+from armada.scheduling.config import SchedulingConfig
+
 ENV_PREFIX = "ARMADA_"
 
 
@@ -74,6 +76,7 @@ class Settings(_Area):
     database: DatabaseSettings = msgspec.field(default_factory=DatabaseSettings)
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
     logging: LoggingSettings = msgspec.field(default_factory=LoggingSettings)
+    scheduling: SchedulingConfig = msgspec.field(default_factory=SchedulingConfig)
 
 
 def _env_name(*parts: str) -> str:
