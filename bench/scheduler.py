@@ -14,6 +14,7 @@ import resource
 import time
 
 import numpy as np
+from pyinstrument import Profiler
 
 from armada.model.resources import ResourceIndex, to_units
 from armada.scheduling import JobDb, JobRequirements, NodeDb, NodeSpec, QueueSpec, SchedulerState, schedule
@@ -100,18 +101,19 @@ def main() -> None:
 
     started = time.perf_counter()
     db, queues, config = build(args)
-    for q in range(len(db.queue_names)):  # steady state: queue orders are already sorted
+    for q in range(len(db.queue_names)):  # steady state: queue orders are already sorted,
         db.queued_rows(q)
+    db.nodes.pool_rows()  # and the pool index is built (it changes only when nodes come or go)
     build_seconds = time.perf_counter() - started
 
     profiler = None
     if args.profile:
-        from pyinstrument import Profiler
-
         profiler = Profiler()
         profiler.start()
     started = time.perf_counter()
-    result = schedule(db, queues=queues, config=config, state=SchedulerState(), now=0.0, clock=time.perf_counter)
+    result = schedule(
+        db, queues=queues, config=config, state=SchedulerState(), now=0.0, clock=time.perf_counter
+    )
     cycle_seconds = time.perf_counter() - started
     if profiler is not None:
         profiler.stop()

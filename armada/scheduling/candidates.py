@@ -69,13 +69,14 @@ def scan_queued(
     start: int,
     stop: int,
     want: int,
-    usable: BoolArray,
+    key_ok: BoolArray,
+    taken: BoolArray,
     cardinality: IntArray,
     gang_rep: IntArray,
 ) -> tuple[IntArray, IntArray]:
     """Next schedulable units of one queue's ``order[start:stop]``: (rows, positions).
 
-    ``usable`` masks rows (key allowed, not taken); gang members other than the gang's
+    Rows of keys not in ``key_ok`` or already ``taken`` are skipped; gang members other than the gang's
     representative are skipped, as are gangs not yet complete. Collects about ``want`` jobs.
     """
     keys_col, gang_col = db.cols["key"], db.cols["gang"]
@@ -86,7 +87,7 @@ def scan_queued(
     while p < stop and collected < want:
         end = min(stop, p + max(2 * (want - collected), 1024))
         seg = order[p:end]
-        ok = usable[seg].copy()
+        ok = key_ok[keys_col[seg]] & ~taken[seg]
         gangs = gang_col[seg]
         in_gang = np.flatnonzero(gangs >= 0)
         if len(in_gang):

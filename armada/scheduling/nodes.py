@@ -120,8 +120,14 @@ class NodeDb:
             return
         if row is None:
             row = self.ensure_row(node.id)
+        old = self.specs[row]
         self.specs[row] = node
-        self._touch()
+        # Only membership and label/taint changes invalidate the derived indexes; usage
+        # changes (the common re-report) just rewrite the row.
+        self._touch(
+            membership=old is None or old.pool != node.pool,
+            constraints=old is None or old.labels != node.labels or old.taints != node.taints,
+        )
         self._write(row, node)
 
     def remove(self, node_id: str) -> None:
@@ -131,12 +137,14 @@ class NodeDb:
             return
         self.specs[row] = None
         self.alive[row] = self.schedulable[row] = False
-        self._touch()
+        self._touch(membership=True, constraints=True)
 
-    def _touch(self) -> None:
+    def _touch(self, *, membership: bool, constraints: bool) -> None:
         self.version += 1
-        self._pool_rows = None
-        self._mask_cache.clear()
+        if membership:
+            self._pool_rows = None
+        if membership or constraints:
+            self._mask_cache.clear()
 
     def _grow(self, size: int) -> None:
         if size <= self._capacity:

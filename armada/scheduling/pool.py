@@ -26,7 +26,13 @@ from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import QueueShare
 from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
 from armada.scheduling.jobdb import QUEUED
-from armada.scheduling.placement import dominant_column, explain_misfit, place_identical, place_uniform_gang
+from armada.scheduling.placement import (
+    dominant_column,
+    explain_misfit,
+    fit_counts,
+    place_identical,
+    place_uniform_gang,
+)
 from armada.scheduling.preemption import Evictions
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.state import UsageHistory
@@ -152,6 +158,7 @@ class PoolCycle(Evictions):
         if not len(self.queues):
             return
         self.evict_for_fair_share()
+        self._fail_hopeless_keys()
         for qi, stop in enumerate(self.stop.tolist()):
             if stop < len(self.orders[qi]):
                 self.ctx.reasons.by_queue.setdefault(
@@ -174,16 +181,29 @@ class PoolCycle(Evictions):
                 break
         self.finish_evictions()
 
+    def _fail_hopeless_keys(self) -> None:
+        """Fail keys that fit on no node before looking at any job (a full cluster stays cheap).
+
+        Only when nothing can be preempted in this pool: then free space can only shrink
+        during the cycle, so a key that fits nowhere now never will.
+        """
+        if self.running_by_class[:, self.preemptible_classes].any():
+            return
+        keys = {k for q in self.db_queue.tolist() for k in self.db.queued_counts[q] if self.key_usable[k]}
+        for key in sorted(keys):
+            if not fit_counts(self.free, self.key_requests[key], self.mask(key), 1).any():
+                self._fail(key)
+
     def _round(self) -> tuple[Units, tuple[float, int] | None]:
         """Candidates of every queue for this round and the round's DRF boundary."""
-        usable_rows = ~self.ctx.taken
         key_ok = self.key_usable & ~self.key_failed
-        usable = usable_rows & key_ok[self.db.cols["key"][: len(usable_rows)]]
         slots = self._slot_estimate(key_ok)
         total_weight = float(self.weights.sum())
         parts: list[Units] = []
         boundary: tuple[float, int] | None = None
         for qi, spec in enumerate(self.queues):
+            if not key_ok[list(self.db.queued_counts[int(self.db_queue[qi])])].any():
+                self.cursor[qi] = self.stop[qi]
             tokens = math.floor(self.ctx.queue_tokens.get(spec.name, float(UNLIMITED)))
             want = max(128, math.ceil(1.5 * slots * self.weights[qi] / total_weight))
             rows = pos = np.zeros(0, dtype=np.int64)
@@ -194,7 +214,8 @@ class PoolCycle(Evictions):
                     start=int(self.cursor[qi]),
                     stop=int(self.stop[qi]),
                     want=want,
-                    usable=usable,
+                    key_ok=key_ok,
+                    taken=self.ctx.taken,
                     cardinality=self.cardinality,
                     gang_rep=self.gang_rep,
                 )
@@ -310,7 +331,7 @@ class PoolCycle(Evictions):
                 placement = self.place_uniform(self.free, key, request, mask, dominant)
                 if placement is None:
                     if self.urgent(units, u, u + 1) == 0:
-                        self._fail(key, u, j)
+                        self._fail(key)
                         return False
                 else:
                     self.commit(units, np.array([u]), placement)
@@ -321,7 +342,7 @@ class PoolCycle(Evictions):
         if i + fitted < j:
             fitted += self.urgent(units, i + fitted, j)
             if i + fitted < j:
-                self._fail(key, i + fitted, j)
+                self._fail(key)
                 return False
         return True
 
@@ -403,7 +424,7 @@ class PoolCycle(Evictions):
         self.first_new_on_node[unique[fresh]] = rows[first[fresh]]
         self.ctx.record_leases(rows, self.node_rows[nodes], self.pool)
 
-    def _fail(self, key: int, i: int, j: int) -> None:
+    def _fail(self, key: int) -> None:
         self.key_failed[key] = True
         info = self.db.keys.infos[key]
         reason = explain_misfit(

@@ -70,6 +70,10 @@ class Evictions(ABC):
         """Schedulable nodes admitting ``key``."""
 
     def __init__(self) -> None:
+        classes = self.ctx.config.priority_classes
+        self.preemptible_classes = [
+            i for i, n in enumerate(self.db.priority_class_names) if classes[n].preemptible
+        ]
         self._evicted: list[Units] = [empty_units() for _ in self.queues]
         self._next = np.zeros(len(self.queues), dtype=np.int64)
         self._members: dict[int, tuple[IntArray, IntArray]] = {}
@@ -80,11 +84,7 @@ class Evictions(ABC):
 
     def evict_for_fair_share(self) -> None:
         config = self.ctx.config
-        preemptible_classes = [
-            i
-            for i, name in enumerate(self.db.priority_class_names)
-            if config.priority_classes[name].preemptible
-        ]
+        preemptible_classes = self.preemptible_classes
         if not config.enable_fair_share_preemption or not preemptible_classes:
             return
         if not self.alloc_by_class[:, preemptible_classes].any():
