@@ -182,7 +182,8 @@ class NodeDb:
         self._taint_matrix[row] = False
         for taint in node.taints:
             if taint.effect in _BLOCKING_EFFECTS:
-                self._taint_matrix[row, self._taint_column(taint)] = True
+                column = self._taint_column(taint)  # may widen the matrix: index after
+                self._taint_matrix[row, column] = True
 
     def _set_label(self, row: int, key: str, value: str) -> None:
         if key not in self._labels:
