@@ -43,7 +43,7 @@ def test_demand_capped_queue_leaves_rest_to_others() -> None:
     sim.submit(job(f"c{i}", "C") for i in range(20))
     result = sim.cycle()
     counts = Counter(lease.job_id[0] for lease in result.leases)
-    assert counts == {"a": 1, "b": 5, "c": 4} or counts == {"a": 1, "b": 4, "c": 5}
+    assert counts in ({"a": 1, "b": 5, "c": 4}, {"a": 1, "b": 4, "c": 5})
     assert result.shares["default"]["A"].adjusted_fair_share == pytest.approx(0.1)
     assert result.shares["default"]["B"].adjusted_fair_share == pytest.approx(0.45)
 
