@@ -1,0 +1,458 @@
+"""One pool's share of a cycle: fair-share eviction, then DRF-ordered placement in rounds.
+
+Each round takes a prefix of every queue (:mod:`.candidates`), merges them into DRF order and
+walks that order. A *run* of consecutive identical units is placed with one vectorised
+best-fit step, which is exactly what one-at-a-time placement would do; long stretches that
+mix keys are first tried *fused* (each key placed in bulk) and kept only if every unit fits.
+A key that does not fit fails for the rest of the pool's cycle, and the round restarts
+because the queues that lost a job now have lower costs than the merge assumed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from armada.scheduling.candidates import (
+    Units,
+    first_violation,
+    merge_order,
+    queue_costs,
+    scan_queued,
+)
+from armada.scheduling.context import CycleContext
+from armada.scheduling.decisions import QueueShare
+from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
+from armada.scheduling.jobdb import QUEUED
+from armada.scheduling.placement import (
+    dominant_column,
+    explain_misfit,
+    fit_counts,
+    place_identical,
+    place_uniform_gang,
+)
+from armada.scheduling.preemption import Evictions
+from armada.scheduling.queues import QueueSpec
+from armada.scheduling.state import UsageHistory
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Below this many units a stretch is always placed run by run (exact sequential semantics).
+FUSE_MIN = 256
+FUSE_MAX = 1 << 16
+UNLIMITED = 1 << 62
+
+
+class PoolCycle(Evictions):
+    """Schedules one pool; results go into the shared :class:`CycleContext`."""
+
+    def __init__(
+        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+    ) -> None:
+        db, config = ctx.db, ctx.config
+        self.ctx, self.db, self.pool, self.node_rows = ctx, db, pool, node_rows
+        nodes = db.nodes
+        allocatable = nodes.allocatable()[node_rows]
+        running = db.node_allocation()[node_rows]
+        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - running.sum(axis=1)
+        self.running_by_class: IntArray = running.copy()
+        self.schedulable: BoolArray = nodes.schedulable[node_rows]
+        self.totals: IntArray = allocatable.sum(axis=0)
+        self.names = db.resources.names
+        self.scale = drf_scale(
+            self.totals, self.names, config.dominant_resource_fairness_resources_to_consider
+        )
+        self.local_node = np.full(nodes.size, -1, dtype=np.int64)
+        self.local_node[node_rows] = np.arange(len(node_rows))
+        self.key_requests = db.keys.requests()
+        infos = db.keys.infos
+        self.key_usable = ctx.key_ok & np.array([i.allows_pool(pool) for i in infos], dtype=bool)
+        self.cardinality = np.array([max(1, i.gang_cardinality) for i in infos], dtype=np.int64)
+        self.key_class = np.array([db.pc_index(i.index) for i in infos], dtype=np.int64)
+        self.uniform = np.array([bool(i.uniformity_label) for i in infos], dtype=bool)
+        self.key_failed = np.zeros(len(infos), dtype=bool)
+        self._masks: dict[int, BoolArray] = {}
+        self.gang_rep = np.full(len(db.gangs), -1, dtype=np.int64)
+        self._setup_queues(queues, usage)
+        self.first_new_on_node = np.full(len(node_rows), -1, dtype=np.int64)
+        budget = config.maximum_resource_fraction_to_schedule
+        self.budget = np.array(
+            [
+                int(budget[n] * t) if budget.get(n, 1.0) < 1.0 else UNLIMITED
+                for n, t in zip(self.names, self.totals, strict=True)
+            ]
+        )
+        self.scheduled_new = np.zeros(len(self.names), dtype=np.int64)
+        self.seg_len = FUSE_MIN
+        Evictions.__init__(self)
+
+    # -- set-up --------------------------------------------------------------------------
+
+    def _setup_queues(self, queues: list[QueueSpec], usage: UsageHistory) -> None:
+        db, pool = self.db, self.pool
+        specs = {q.name: q for q in queues}
+        for name in db.queue_names:
+            specs.setdefault(name, QueueSpec(name))
+        n_classes, width = len(db.priority_class_names), len(self.names)
+        active: list[QueueSpec] = []
+        demands: list[IntArray] = []
+        allocs: list[IntArray] = []
+        for name in sorted(specs):
+            index = db.queue_index(name)
+            alloc = db.queue_allocation(index, pool)[:, :width]
+            demand = np.zeros(width, dtype=np.int64)
+            for key, count in db.queued_counts[index].items():
+                if self.key_usable[key]:
+                    demand += count * self.key_requests[key]
+            if demand.any() or alloc.any():
+                active.append(specs[name])
+                demands.append(demand)
+                allocs.append(alloc)
+        self.queues = active
+        self.db_queue = np.array([db.queue_index(q.name) for q in active], dtype=np.int64)
+        self.local_queue = {int(q): i for i, q in enumerate(self.db_queue)}
+        count = len(active)
+        self.alloc_by_class: IntArray = np.array(allocs).reshape(count, n_classes, width).copy()
+        self.alloc: IntArray = self.alloc_by_class.sum(axis=1)
+        self.demand: IntArray = np.array(demands).reshape(count, width)
+        self.weights = np.array([q.priority_factor for q in active], dtype=np.float64)
+        self.usage = np.array([usage.of(pool, q.name) for q in active], dtype=np.float64)
+        self.limits = np.full((count, n_classes, width), UNLIMITED, dtype=np.int64)
+        for qi, spec in enumerate(active):
+            for ci, class_name in enumerate(db.priority_class_names):
+                fractions = dict(
+                    self.ctx.config.priority_classes[class_name].maximum_resource_fraction_per_queue
+                )
+                for resource, fraction in spec.resource_limits_by_priority_class_name.get(
+                    class_name, {}
+                ).items():
+                    fractions[resource] = min(fraction, fractions.get(resource, fraction))
+                for resource, fraction in fractions.items():
+                    # a fraction of 1 or more can never bind: the pool itself is the limit
+                    if fraction < 1.0 and resource in db.resources:
+                        column = db.resources.column(resource)
+                        self.limits[qi, ci, column] = int(fraction * self.totals[column])
+        self.orders = [db.queued_rows(int(q)) for q in self.db_queue]
+        self.cursor = np.zeros(count, dtype=np.int64)
+        lookback = self.ctx.config.max_queue_lookback
+        self.stop = np.array(
+            [len(o) if lookback <= 0 else min(len(o), lookback) for o in self.orders], dtype=np.int64
+        )
+        self.demand_share = np.minimum(1.0, dominant_shares(self.alloc + self.demand, self.scale))
+        self.adjusted = water_fill(self.weights, self.demand_share)
+
+    def mask(self, key: int) -> BoolArray:
+        mask = self._masks.get(key)
+        if mask is None:
+            info = self.db.keys.infos[key]
+            full = self.db.nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
+            mask = self._masks[key] = full[self.node_rows] & self.schedulable
+        return mask
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        if not len(self.queues):
+            return
+        self.evict_for_fair_share()
+        self._fail_hopeless_keys()
+        for qi, stop in enumerate(self.stop.tolist()):
+            if stop < len(self.orders[qi]):
+                self.ctx.reasons.by_queue.setdefault(
+                    self.queues[qi].name, f"beyond maxQueueLookback ({self.ctx.config.max_queue_lookback})"
+                )
+        while not self.ctx.out_of_time():
+            units, boundary = self._round()
+            if not len(units):
+                break
+            units = units.take(merge_order(units))
+            end, capped = self._global_cut(units)
+            if boundary is not None:
+                at = np.flatnonzero((units.queue == boundary[1]) & (units.cost == boundary[0]))
+                end = min(end, int(at[-1]))
+            done, failed = self._process(units, end)
+            self._advance(units, done)
+            if failed:
+                continue
+            if done == 0 or capped or boundary is None:
+                break
+        self.finish_evictions()
+
+    def _fail_hopeless_keys(self) -> None:
+        """Fail keys that fit on no node before looking at any job (a full cluster stays cheap).
+
+        Only when nothing can be preempted in this pool: then free space can only shrink
+        during the cycle, so a key that fits nowhere now never will.
+        """
+        if self.running_by_class[:, self.preemptible_classes].any():
+            return
+        keys = {k for q in self.db_queue.tolist() for k in self.db.queued_counts[q] if self.key_usable[k]}
+        for key in sorted(keys):
+            if not fit_counts(self.free, self.key_requests[key], self.mask(key), 1).any():
+                self._fail(key)
+
+    def _round(self) -> tuple[Units, tuple[float, int] | None]:
+        """Candidates of every queue for this round and the round's DRF boundary."""
+        key_ok = self.key_usable & ~self.key_failed
+        slots = self._slot_estimate(key_ok)
+        total_weight = float(self.weights.sum())
+        parts: list[Units] = []
+        boundary: tuple[float, int] | None = None
+        for qi, spec in enumerate(self.queues):
+            if not key_ok[list(self.db.queued_counts[int(self.db_queue[qi])])].any():
+                self.cursor[qi] = self.stop[qi]
+            tokens = math.floor(self.ctx.queue_tokens.get(spec.name, float(UNLIMITED)))
+            want = max(128, math.ceil(1.5 * slots * self.weights[qi] / total_weight))
+            rows = pos = np.zeros(0, dtype=np.int64)
+            if not spec.cordoned and tokens > 0:
+                rows, pos = scan_queued(
+                    self.db,
+                    order=self.orders[qi],
+                    start=int(self.cursor[qi]),
+                    stop=int(self.stop[qi]),
+                    want=want,
+                    key_ok=key_ok,
+                    taken=self.ctx.taken,
+                    cardinality=self.cardinality,
+                    gang_rep=self.gang_rep,
+                )
+            elif spec.cordoned:
+                self.ctx.reasons.by_queue[spec.name] = "queue is cordoned"
+            keys = self.db.cols["key"][rows].astype(np.int64)
+            queued = Units(rows, keys, self.cardinality[keys], np.zeros(len(rows), dtype=bool), pos,
+                           np.full(len(rows), qi), np.zeros(len(rows)))  # fmt: skip
+            cut = self._queue_cut(qi, queued, tokens)
+            chunked = cut == len(queued) and len(rows) >= want and (len(pos) and pos[-1] + 1 < self.stop[qi])
+            units = Units.concat([self.pending_evicted(qi), queued.take(slice(0, cut))])
+            if not len(units):
+                continue
+            requests = units.counts[:, None] * self.key_requests[units.keys]
+            units.cost = queue_costs(requests, self.alloc[qi], self.scale, self.usage[qi], self.weights[qi])
+            parts.append(units)
+            if chunked and (boundary is None or (units.cost[-1], qi) < boundary):
+                boundary = (float(units.cost[-1]), qi)
+        return Units.concat(parts), boundary
+
+    def _slot_estimate(self, key_ok: BoolArray) -> int:
+        """Most jobs of any usable key the pool's free capacity could hold (ignoring packing)."""
+        requests = self.key_requests[key_ok]
+        if not len(requests):
+            return 0
+        free = np.maximum(self.free[self.schedulable].sum(axis=0), 0)
+        with np.errstate(divide="ignore"):
+            per_resource = np.where(requests > 0, free // np.maximum(requests, 1), UNLIMITED)
+        return int(min(per_resource.min(axis=1).max(), 10**7))
+
+    def _queue_cut(self, qi: int, units: Units, tokens: int) -> int:
+        """How many of a queue's queued units its rate limit and class limits let through."""
+        if not len(units):
+            return 0
+        name = self.queues[qi].name
+        cut = int(np.searchsorted(np.cumsum(units.counts), tokens, side="right"))
+        if cut < len(units):
+            self.ctx.reasons.by_queue[name] = "queue rate limited (maximumPerQueueSchedulingRate)"
+        classes = self.key_class[units.keys[:cut]]
+        for ci in np.unique(classes).tolist():
+            members = np.flatnonzero(classes == ci)
+            requests = units.counts[members, None] * self.key_requests[units.keys[members]]
+            cumulative = np.cumsum(requests, axis=0) + self.alloc_by_class[qi, ci]
+            over = first_violation(cumulative, self.limits[qi, ci])
+            if over < len(members):
+                class_name = self.db.priority_class_names[ci]
+                for key in np.unique(units.keys[members[over:]]).tolist():
+                    self.ctx.reasons.by_queue_key[(name, key)] = (
+                        f"queue {name} over its {class_name} resource limit in pool {self.pool}"
+                    )
+                cut = min(cut, int(members[over]))
+        return cut
+
+    def _global_cut(self, units: Units) -> tuple[int, bool]:
+        """Prefix of the merged order within the global rate limit and the pool's budget."""
+        new = ~units.evicted
+        jobs = np.cumsum(units.counts * new)
+        end = int(np.searchsorted(jobs, math.floor(self.ctx.global_tokens), side="right"))
+        if end < len(units):
+            self.ctx.reasons.cycle = "global scheduling rate limit reached (maximumSchedulingRate)"
+        requests = (units.counts * new)[:, None] * self.key_requests[units.keys]
+        over = first_violation(np.cumsum(requests, axis=0) + self.scheduled_new, self.budget)
+        if over < end:
+            end = over
+            self.ctx.reasons.cycle = f"pool {self.pool}: maximumResourceFractionToSchedule reached"
+        return end, end < len(units)
+
+    def _advance(self, units: Units, done: int) -> None:
+        head = units.take(slice(0, done))
+        queued = ~head.evicted
+        np.maximum.at(self.cursor, head.queue[queued], head.pos[queued] + 1)
+        self.consume_evicted(head.queue[head.evicted])
+        self.ctx.considered += int(head.counts.sum())
+
+    def _process(self, units: Units, end: int) -> tuple[int, bool]:
+        """Place ``units[:end]``; returns how many were decided and whether a key failed."""
+        change = (units.keys[1:] != units.keys[:-1]) | units.evicted[1:] | units.evicted[:-1]
+        change |= self.uniform[units.keys[1:]]
+        starts = np.concatenate([[0], np.flatnonzero(change) + 1, [len(units)]])
+        special = [*np.flatnonzero(self.uniform[units.keys]).tolist(), len(units)]
+        i = 0
+        while i < end:
+            if self.ctx.out_of_time():
+                return i, False
+            run_end = min(end, int(starts[np.searchsorted(starts, i, side="right")]))
+            stretch = min(end, i + self.seg_len, special[int(np.searchsorted(special, i))])
+            if stretch - i >= FUSE_MIN and stretch > run_end:
+                if self._fused(units, i, stretch):
+                    i = stretch
+                    self.seg_len = min(2 * self.seg_len, FUSE_MAX)
+                    continue
+                self.seg_len = max(FUSE_MIN, self.seg_len // 4)
+            ok = self._exact(units, i, run_end)
+            i = run_end
+            if not ok:
+                return i, True
+        return i, False
+
+    # -- placing -------------------------------------------------------------------------
+
+    def _exact(self, units: Units, i: int, j: int) -> bool:
+        """Place the run ``units[i:j]`` (one key) as sequential best fit would; False if the key failed."""
+        if units.evicted[i]:
+            for u in range(i, j):
+                self.return_evicted(int(units.rows[u]))
+            return True
+        key = int(units.keys[i])
+        request, mask = self.key_requests[key], self.mask(key)
+        dominant = dominant_column(request, self.scale)
+        size = int(self.cardinality[key])
+        if self.uniform[key]:
+            for u in range(i, j):
+                placement = self.place_uniform(self.free, key, request, mask, dominant)
+                if placement is None:
+                    if self.urgent(units, u, u + 1) == 0:
+                        self._fail(key)
+                        return False
+                else:
+                    self.commit(units, np.array([u]), placement)
+            return True
+        nodes = place_identical(self.free, request, mask, int(units.counts[i:j].sum()), dominant).nodes
+        fitted = len(nodes) // size
+        self.commit(units, np.arange(i, i + fitted), nodes[: fitted * size])
+        if i + fitted < j:
+            fitted += self.urgent(units, i + fitted, j)
+            if i + fitted < j:
+                self._fail(key)
+                return False
+        return True
+
+    def place_uniform(
+        self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
+    ) -> IntArray | None:
+        codes, values = self.db.nodes.label_values(self.db.keys.infos[key].uniformity_label)
+        placement = place_uniform_gang(
+            free,
+            request=request,
+            mask=mask,
+            count=int(self.cardinality[key]),
+            dominant=dominant,
+            label_codes=codes[self.node_rows],
+            label_values=values,
+        )
+        return None if placement is None else placement.nodes
+
+    def _fused(self, units: Units, i: int, j: int) -> bool:
+        """Place ``units[i:j]`` key by key in bulk; commit only if every unit fits."""
+        trial = self.free.copy()
+        segment = np.arange(i, j)
+        evicted = segment[units.evicted[i:j]]
+        if len(evicted) and not self.evicted_fit(trial, units.rows[evicted]):
+            return False
+        plans: list[tuple[IntArray, IntArray]] = []
+        fresh = segment[~units.evicted[i:j]]
+        keys, first = np.unique(units.keys[fresh], return_index=True)
+        for key in keys[np.argsort(first)].tolist():
+            chosen = fresh[units.keys[fresh] == key]
+            request = self.key_requests[key]
+            total = int(units.counts[chosen].sum())
+            placement = place_identical(
+                trial, request, self.mask(key), total, dominant_column(request, self.scale)
+            )
+            if len(placement) < total:
+                return False
+            trial -= np.bincount(placement.nodes, minlength=len(trial))[:, None] * request
+            plans.append((chosen, placement.nodes))
+        for row in units.rows[evicted].tolist():
+            self.return_evicted(row)
+        for chosen, nodes in plans:
+            self.commit(units, chosen, nodes)
+        return True
+
+    def members(self, units: Units, chosen: IntArray) -> IntArray:
+        """Job rows of the chosen units, gang members expanded, in unit order."""
+        if not self.db.keys.infos[int(units.keys[chosen[0]])].gang_cardinality:
+            return units.rows[chosen]
+        out: list[int] = []
+        state, taken = self.db.cols["state"], self.ctx.taken
+        for row in units.rows[chosen].tolist():
+            gang = self.db.gangs[self.db.gang_of(row)]
+            assert gang is not None
+            size = int(self.cardinality[int(self.db.cols["key"][row])])
+            out.extend([m for m in gang.members if state[m] == QUEUED and not taken[m]][:size])
+        return np.array(out, dtype=np.int64)
+
+    def commit(self, units: Units, chosen: IntArray, nodes: IntArray) -> None:
+        """Lease the chosen units (all of one key) on local ``nodes``, one per member job."""
+        if not len(chosen):
+            return
+        key = int(units.keys[chosen[0]])
+        request = self.key_requests[key]
+        rows = self.members(units, chosen)
+        self.free -= np.bincount(nodes, minlength=len(self.free))[:, None] * request
+        per_queue = np.bincount(units.queue[chosen], weights=units.counts[chosen], minlength=len(self.queues))
+        added = per_queue.astype(np.int64)[:, None] * request
+        self.alloc += added
+        self.alloc_by_class[:, self.key_class[key]] += added
+        self.scheduled_new += len(rows) * request
+        self.ctx.global_tokens -= len(rows)
+        for qi in np.flatnonzero(per_queue).tolist():
+            name = self.queues[qi].name
+            if name in self.ctx.queue_tokens:
+                self.ctx.queue_tokens[name] -= float(per_queue[qi])
+        unique, first = np.unique(nodes, return_index=True)
+        fresh = self.first_new_on_node[unique] < 0
+        self.first_new_on_node[unique[fresh]] = rows[first[fresh]]
+        self.ctx.record_leases(rows, self.node_rows[nodes], self.pool)
+
+    def _fail(self, key: int) -> None:
+        self.key_failed[key] = True
+        info = self.db.keys.infos[key]
+        reason = explain_misfit(
+            self.free,
+            request=self.key_requests[key],
+            mask=self.mask(key),
+            names=self.names,
+            pool=self.pool,
+            constraints=info.describe_constraints(),
+        )
+        if info.gang_cardinality:
+            reason = f"gang of {info.gang_cardinality} does not fit: {reason}"
+        known = self.ctx.reasons.by_key.get(key)
+        self.ctx.reasons.by_key[key] = reason if known is None else f"{known}; {reason}"
+
+    # -- report --------------------------------------------------------------------------
+
+    def shares(self) -> dict[str, QueueShare]:
+        actual = dominant_shares(self.alloc, self.scale)
+        fair = fair_shares(self.weights, (self.demand_share > 0) | (actual > 0))
+        return {
+            q.name: QueueShare(
+                weight=q.priority_factor,
+                fair_share=float(fair[i]),
+                adjusted_fair_share=float(self.adjusted[i]),
+                actual_share=float(actual[i]),
+                demand=float(self.demand_share[i]),
+                usage=float(self.usage[i]),
+            )
+            for i, q in enumerate(self.queues)
+        }
