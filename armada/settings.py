@@ -70,12 +70,41 @@ class LoggingSettings(_Area):
     ] = "info"
 
 
+class SchedulerSettings(_Area):
+    """The scheduler *service*: its loop, leases and executor bookkeeping (the algorithm's
+    settings are the ``scheduling`` area)."""
+
+    cycle_period: Annotated[
+        float, Meta(gt=0, description="Seconds between scheduling cycles when nothing wakes the scheduler.")
+    ] = 1.0
+    min_cycle_interval: Annotated[
+        float,
+        Meta(ge=0, description="Least seconds between cycles, so a burst of submissions is scheduled together."),
+    ] = 0.05
+    executor_timeout: Annotated[
+        float, Meta(gt=0, description="Seconds of executor silence after which its runs expire and requeue.")
+    ] = 60.0
+    max_retries: Annotated[
+        int, Meta(ge=0, description="Requeues (lease returned or expired, node lost) before a job fails.")
+    ] = 3
+    max_unacknowledged_leases_per_executor: Annotated[
+        int, Meta(ge=1, description="Most runs leased to one executor and not yet reported back by it.")
+    ] = 2500
+    heartbeat_record_interval: Annotated[
+        float, Meta(gt=0, description="Seconds between executor heartbeats recorded in the event log.")
+    ] = 5.0
+    leader_retry_interval: Annotated[
+        float, Meta(gt=0, description="Seconds between attempts of a standby replica to become the leader.")
+    ] = 1.0
+
+
 class Settings(_Area):
     """All of armada's settings, one struct per area."""
 
     database: DatabaseSettings = msgspec.field(default_factory=DatabaseSettings)
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
     logging: LoggingSettings = msgspec.field(default_factory=LoggingSettings)
+    scheduler: SchedulerSettings = msgspec.field(default_factory=SchedulerSettings)
     scheduling: SchedulingConfig = msgspec.field(default_factory=SchedulingConfig)
 
 
