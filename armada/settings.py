@@ -79,7 +79,9 @@ class SchedulerSettings(_Area):
     ] = 1.0
     min_cycle_interval: Annotated[
         float,
-        Meta(ge=0, description="Least seconds between cycles, so a burst of submissions is scheduled together."),
+        Meta(
+            ge=0, description="Least seconds between cycles, so a burst of submissions is scheduled together."
+        ),
     ] = 0.05
     executor_timeout: Annotated[
         float, Meta(gt=0, description="Seconds of executor silence after which its runs expire and requeue.")

@@ -1,21 +1,27 @@
 """The Litestar application: routes, error handling, and the server's lifespan.
 
-The lifespan opens the database (migrating it) before the first request and closes it
-on shutdown; later components (scheduler, in-process executor) hang off the same hook.
+The lifespan opens the database (migrating it), loads the scheduler's in-memory state and
+follows the log, starts the scheduler loop (which only acts while this replica leads), and
+in development mode an in-process executor; all are stopped in reverse on shutdown.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 
 import armada
-from armada.api import system
+from armada.api import executor_routes, system
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.eventstore.database import Database
+from armada.services.follower import LogFollower
+from armada.services.leader import LeaderElection
+from armada.services.leases import LeaseService
+from armada.services.run_events import RunEventIntake
+from armada.services.scheduler import SchedulerService
 from armada.settings import Settings
 
 
@@ -24,15 +30,31 @@ def create_app(settings: Settings) -> Litestar:
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        await database.open()
-        app.state.database = database
-        try:
+        async with AsyncExitStack() as stack:
+            await database.open()
+            stack.push_async_callback(database.close)
+            follower = LogFollower(database.store, settings.scheduling)
+            await follower.load()
+            follower.start()
+            stack.push_async_callback(follower.stop)
+            scheduler = SchedulerService(
+                database.store,
+                follower,
+                LeaderElection(settings.database.url),
+                settings.scheduler,
+                settings.scheduling,
+            )
+            scheduler.start()
+            stack.push_async_callback(scheduler.stop)
+            app.state.database = database
+            app.state.follower = follower
+            app.state.scheduler = scheduler
+            app.state.leases = LeaseService(database.store, follower, settings.scheduler)
+            app.state.run_events = RunEventIntake(database.store, settings.scheduler)
             yield
-        finally:
-            await database.close()
 
     return Litestar(
-        route_handlers=[*system.ROUTES],
+        route_handlers=[*system.ROUTES, *executor_routes.ROUTES],
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.server.max_request_bytes,

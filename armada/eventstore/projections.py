@@ -143,11 +143,11 @@ def _reprioritized(event: ev.JobReprioritized, job: Row, run: Row) -> None:
 
 
 def _cancelling(event: ev.JobCancelling, job: Row, run: Row) -> None:
-    job["cancel_requested"] = True
+    job |= {"cancel_requested": True, "cancel_reason": event.reason, "cancel_user": event.requestor}
 
 
 def _preempting(event: ev.JobPreempting, job: Row, run: Row) -> None:
-    job["preempt_requested"] = True
+    job |= {"preempt_requested": True, "reason": event.reason}
 
 
 def _queued(event: ev.JobQueued, job: Row, run: Row) -> None:
