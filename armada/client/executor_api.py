@@ -56,18 +56,18 @@ class ExecutorApiClient:
         base = self._http.timeout
         read = None if base.read is None else base.read + request.wait_millis / 1000
         timeout = httpx.Timeout(connect=base.connect, read=read, write=base.write, pool=base.pool)
-        return await self._post("/v1/executor/lease", request, LeaseResponse, timeout=timeout)
+        return await self._post("/v1/executor/lease", request, LeaseResponse, limits=timeout)
 
     async def report_events(self, batch: RunEventBatch) -> None:
         """Deliver a batch of run events (the server deduplicates by event id)."""
         await self._post("/v1/executor/events", batch, EventsAccepted)
 
     async def _post(
-        self, path: str, body: msgspec.Struct, response_type: type[T], *, timeout: httpx.Timeout | None = None
+        self, path: str, body: msgspec.Struct, response_type: type[T], *, limits: httpx.Timeout | None = None
     ) -> T:
         try:
             response = await self._http.post(
-                path, content=msgspec.json.encode(body), timeout=timeout or self._http.timeout
+                path, content=msgspec.json.encode(body), timeout=limits or self._http.timeout
             )
         except httpx.HTTPError as exc:
             raise ExecutorApiError(f"{path}: {type(exc).__name__}: {exc}") from exc

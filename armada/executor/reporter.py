@@ -79,10 +79,10 @@ class EventReporter:
             if self._queue.empty():
                 self._idle.set()
 
-    async def flush(self, timeout: float) -> bool:
-        """Wait until everything queued so far is delivered; False if ``timeout`` passed first."""
+    async def flush(self, within: float) -> bool:
+        """Wait until everything queued so far is delivered; False if ``within`` seconds passed first."""
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(within):
                 await self._idle.wait()
         except TimeoutError:
             return False

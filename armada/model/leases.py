@@ -28,7 +28,15 @@ TERMINAL_KINDS: frozenset[EventKind] = frozenset({"succeeded", "failed", "leaseR
 LOG_TAIL_BYTES = 4096
 
 
-class Taint(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, forbid_unknown_fields=True):
+class _Wire(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    """JSON camelCase; defaults left out. Responses tolerate fields added later."""
+
+
+class _Strict(_Wire, forbid_unknown_fields=True):
+    """Executor-sent input: unknown fields are rejected."""
+
+
+class Taint(_Strict, kw_only=True):
     """A node taint, as in Kubernetes."""
 
     key: str
@@ -36,9 +44,7 @@ class Taint(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, fo
     effect: str = "NoSchedule"
 
 
-class NodeReport(
-    msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, forbid_unknown_fields=True
-):
+class NodeReport(_Strict, kw_only=True):
     """One node of the executor's cluster; quantities are Kubernetes quantity strings."""
 
     name: str
@@ -51,7 +57,7 @@ class NodeReport(
     ready: bool = True
 
 
-class RunReport(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, forbid_unknown_fields=True):
+class RunReport(_Strict, kw_only=True):
     """A run the executor still holds (its terminal event not yet delivered)."""
 
     run_id: str
@@ -59,9 +65,7 @@ class RunReport(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True
     phase: RunPhase
 
 
-class LeaseRequest(
-    msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, forbid_unknown_fields=True
-):
+class LeaseRequest(_Strict, kw_only=True):
     """Heartbeat: the executor's nodes and runs, and how many new runs it will take."""
 
     executor_id: str
@@ -73,7 +77,7 @@ class LeaseRequest(
     wait_millis: int = 0
 
 
-class Lease(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+class Lease(_Wire, kw_only=True):
     """A run the server asks this executor to start on ``node``."""
 
     run_id: str
@@ -92,7 +96,7 @@ class Lease(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
     gang_cardinality: int = 0
 
 
-class LeaseResponse(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+class LeaseResponse(_Wire, kw_only=True):
     """New leases, and runs to kill (``cancelRuns`` also names stale runs the server forgot)."""
 
     leases: list[Lease] = []
@@ -100,7 +104,7 @@ class LeaseResponse(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=
     preempt_runs: list[str] = []
 
 
-class RunEvent(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, forbid_unknown_fields=True):
+class RunEvent(_Strict, kw_only=True):
     """A change of a run's state, observed in the cluster."""
 
     #: Unique per event and stable across retries: the server deduplicates by it.
@@ -122,16 +126,14 @@ class RunEvent(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True,
     retryable: bool = False
 
 
-class RunEventBatch(
-    msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True, forbid_unknown_fields=True
-):
+class RunEventBatch(_Strict, kw_only=True):
     """Events sent together; the order within a batch is the order they happened per run."""
 
     executor_id: str
     events: list[RunEvent] = []
 
 
-class EventsAccepted(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+class EventsAccepted(_Wire, kw_only=True):
     """Response to a delivered event batch (empty; room to grow)."""
 
 

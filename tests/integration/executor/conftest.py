@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -45,14 +46,17 @@ def executor(server: ContractServer) -> RunningExecutor:
     """Run an executor against ``server`` for the duration of an ``async with``."""
 
     @asynccontextmanager
-    async def running(backend: ClusterBackend | None = None, **overrides: Any) -> AsyncIterator[Any]:
+    async def running(cluster: ClusterBackend | None = None, **overrides: Any) -> AsyncIterator[Any]:
         settings = fast_settings(server, **overrides)
-        task = asyncio.create_task(run_executor(settings, backend=backend))
+        task = asyncio.create_task(run_executor(settings, backend=cluster))
         try:
             yield task
         finally:
+            if task.done():
+                task.result()  # surface an executor that crashed
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     return running
 

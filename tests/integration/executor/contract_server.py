@@ -64,9 +64,9 @@ class ContractServer:
         """Run ids in the latest lease request."""
         return {r.run_id for r in self.lease_requests[-1].runs} if self.lease_requests else set()
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], within: float = 10.0) -> None:
         """Wait (event-driven, with a generous safety timeout) until ``predicate`` holds."""
-        async with asyncio.timeout(timeout), self._changed:
+        async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(predicate)
 
     async def start(self) -> None:
@@ -81,7 +81,7 @@ class ContractServer:
         )
         self._server = uvicorn.Server(config)
         self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
+        while not self._server.started:  # noqa: ASYNC110 - uvicorn offers no started event
             await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
