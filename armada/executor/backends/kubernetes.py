@@ -50,6 +50,8 @@ _ORPHAN_GRACE_SECONDS = 60.0
 async def api_client_from(settings: KubernetesSettings) -> client.ApiClient:
     """An API client from ``kubeconfig``, else in-cluster config, else ``~/.kube/config``."""
     configuration = client.Configuration()
+    # Pods are read as JSON: a field the client's models think required must not break the watch.
+    configuration.client_side_validation = False
     if settings.kubeconfig:
         await config.load_kube_config(
             config_file=settings.kubeconfig,
