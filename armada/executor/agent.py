@@ -129,7 +129,9 @@ class ExecutorAgent:
     def _launch(self, lease: Lease) -> None:
         if not self.tracker.accept(lease):
             return
-        self._log.info("leased", run_id=lease.run_id, job_id=lease.job_id, queue=lease.queue, node=lease.node)
+        self._log.debug(
+            "leased", run_id=lease.run_id, job_id=lease.job_id, queue=lease.queue, node=lease.node
+        )
         self._spawn(lease.run_id, self._launch_or_return(lease))
 
     def _kill(self, run_id: str, why: str) -> None:

@@ -136,7 +136,7 @@ class RunTracker:
             run_attempted=status.run_attempted,
             retryable=status.retryable,
         )
-        log.info("run event", run_id=run.run_id, job_id=run.job_id, kind=status.kind, reason=status.reason)
+        log.debug("run event", run_id=run.run_id, job_id=run.job_id, kind=status.kind, reason=status.reason)
         run.undelivered += 1
         if run.confirmed:
             await self._publish(event)
