@@ -11,7 +11,8 @@ from kubernetes_asyncio import client
 from armada.executor.backends.kubernetes import KubernetesBackend
 from armada.executor.settings import KubernetesSettings
 from armada.model.leases import Lease
-from tests.integration.executor.conftest import lease
+from tests.integration.executor.conftest import RunningExecutor, lease
+from tests.integration.executor.contract_server import ContractServer
 from tests.integration.executor.kube_double import kube_api, node, plain_pod
 from tests.integration.executor.recorder import Recorder
 
@@ -214,3 +215,23 @@ async def test_pods_left_by_an_earlier_executor_are_found(api: client.ApiClient)
     backend = KubernetesBackend(settings(), 300.0, api=api)
     found = await backend.discover()
     assert [(f.run_id, f.job_id, f.phase) for f in found] == [("old", "j0", "running")]
+
+
+async def test_agent_runs_and_cancels_pods_end_to_end(
+    api: client.ApiClient, server: ContractServer, executor: RunningExecutor
+) -> None:
+    core = client.CoreV1Api(api)
+    await core.create_node(node("node-1"))
+    backend = KubernetesBackend(settings(), 0.0, api=api)
+    server.offer(lease("r1", job="j1", node="node-1"), lease("r2", job="j2", node="node-1"))
+    async with executor(cluster=backend, backend="kubernetes", finished_run_retention_seconds=0):
+        await server.wait_for(lambda: "pending" in server.kinds("r1") and "pending" in server.kinds("r2"))
+        await set_status(core, "armada-j1-0", {"phase": "Running"})
+        await server.wait_for(lambda: "running" in server.kinds("r1"))
+        await set_status(core, "armada-j1-0", {"phase": "Succeeded"})
+        server.cancel.add("r2")
+        await server.wait_for(lambda: len(server.lease_requests) > 3 and not server.reported())
+    assert server.kinds("r1") == ["pending", "running", "succeeded"]
+    assert server.kinds("r2") == ["pending"]
+    assert (await core.list_namespaced_pod("default")).items == []
+    assert [n.name for n in server.lease_requests[0].nodes] == ["node-1"]
