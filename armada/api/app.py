@@ -7,9 +7,12 @@ in development mode an in-process executor; all are stopped in reverse on shutdo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
+import msgspec
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 
@@ -17,12 +20,31 @@ import armada
 from armada.api import executor_routes, system
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.eventstore.database import Database
+from armada.executor.runner import run_executor
+from armada.executor.settings import ExecutorSettings
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
 from armada.settings import Settings
+
+
+def dev_executor_settings(settings: Settings) -> ExecutorSettings:
+    """The in-process executor of ``armada serve --dev``: local processes, talking HTTP to us."""
+    host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
+    return msgspec.structs.replace(
+        settings.executor,
+        server_url=f"http://{host}:{settings.server.port}",
+        cluster_id=settings.executor.cluster_id,
+        backend="process",
+    )
+
+
+async def _stop_task(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def create_app(settings: Settings) -> Litestar:
@@ -51,6 +73,10 @@ def create_app(settings: Settings) -> Litestar:
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
             app.state.run_events = RunEventIntake(database.store, settings.scheduler)
+            if settings.server.dev:
+                stack.push_async_callback(
+                    _stop_task, asyncio.create_task(run_executor(dev_executor_settings(settings)))
+                )
             yield
 
     return Litestar(
