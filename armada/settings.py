@@ -70,6 +70,16 @@ class LoggingSettings(_Area):
     ] = "info"
 
 
+class SubmissionSettings(_Area):
+    min_job_resources: Annotated[
+        dict[str, str],
+        Meta(description="Smallest request per job and resource; smaller requests are rejected."),
+    ] = msgspec.field(default_factory=lambda: {"memory": "1Mi"})
+    max_pod_spec_bytes: Annotated[
+        int, Meta(ge=1, description="Largest pod spec accepted, measured as compact JSON.")
+    ] = 64 * 1024
+
+
 class Settings(_Area):
     """All of armada's settings, one struct per area."""
 
@@ -77,6 +87,7 @@ class Settings(_Area):
     server: ServerSettings = msgspec.field(default_factory=ServerSettings)
     logging: LoggingSettings = msgspec.field(default_factory=LoggingSettings)
     scheduling: SchedulingConfig = msgspec.field(default_factory=SchedulingConfig)
+    submission: SubmissionSettings = msgspec.field(default_factory=SubmissionSettings)
 
 
 def _env_name(*parts: str) -> str:

@@ -13,9 +13,11 @@ from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 
 import armada
-from armada.api import system
+from armada.api import job_routes, query_routes, queue_routes, system
+from armada.api.dependencies import DEPENDENCIES
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.eventstore.database import Database
+from armada.services.validation import SubmissionRules
 from armada.settings import Settings
 
 
@@ -26,13 +28,16 @@ def create_app(settings: Settings) -> Litestar:
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         await database.open()
         app.state.database = database
+        app.state.scheduling = settings.scheduling
+        app.state.submission_rules = SubmissionRules.from_settings(settings)
         try:
             yield
         finally:
             await database.close()
 
     return Litestar(
-        route_handlers=[*system.ROUTES],
+        route_handlers=[*system.ROUTES, *queue_routes.ROUTES, *job_routes.ROUTES, *query_routes.ROUTES],
+        dependencies=DEPENDENCIES,
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.server.max_request_bytes,
