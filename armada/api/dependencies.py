@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from litestar.datastructures import State
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 
 from armada.api.identity import provide_user
 from armada.eventstore.store import EventStore
@@ -32,3 +32,9 @@ DEPENDENCIES = {
     "scheduling": Provide(provide_scheduling),
     "user": Provide(provide_user),
 }
+
+#: Parameter types of route handlers that receive these dependencies by name.
+Store = NamedDependency[EventStore]
+Rules = NamedDependency[SubmissionRules]
+Scheduling = NamedDependency[SchedulingConfig]
+User = NamedDependency[str]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from litestar import post
+from litestar.params import JSONBody
 
-from armada.eventstore.store import EventStore
+from armada.api.dependencies import Rules, Scheduling, Store, User
 from armada.model.wire.jobs import (
     CancellationResult,
     JobCancelRequest,
@@ -16,23 +17,21 @@ from armada.model.wire.jobs import (
     JobSubmitRequest,
     JobSubmitResponse,
 )
-from armada.scheduling.config import SchedulingConfig
 from armada.services import job_actions
 from armada.services.submission import submit_jobs
-from armada.services.validation import SubmissionRules
 
 TAGS = ["jobs"]
 
 
 @post("/v1/job/submit", status_code=200, tags=TAGS, summary="Submit jobs: all are accepted or none")
 async def submit(
-    data: JobSubmitRequest, store: EventStore, rules: SubmissionRules, user: str
+    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User
 ) -> JobSubmitResponse:
     return await submit_jobs(store, data, rules, user)
 
 
 @post("/v1/job/cancel", status_code=200, tags=TAGS, summary="Cancel jobs (or a job set if none is named)")
-async def cancel(data: JobCancelRequest, store: EventStore, user: str) -> CancellationResult:
+async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> CancellationResult:
     job_ids = [data.job_id, *data.job_ids] if data.job_id else data.job_ids
     cancelled = await job_actions.cancel_jobs(
         store, data.queue, data.job_set_id, job_ids, reason=data.reason, user=user
@@ -41,7 +40,7 @@ async def cancel(data: JobCancelRequest, store: EventStore, user: str) -> Cancel
 
 
 @post("/v1/jobset/cancel", status_code=200, tags=TAGS, summary="Cancel a job set's jobs in the given states")
-async def cancel_job_set(data: JobSetCancelRequest, store: EventStore, user: str) -> CancellationResult:
+async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user: User) -> CancellationResult:
     states = data.filter.states if data.filter else []
     cancelled = await job_actions.cancel_job_set(
         store, data.queue, data.job_set_id, states, reason=data.reason, user=user
@@ -50,7 +49,9 @@ async def cancel_job_set(data: JobSetCancelRequest, store: EventStore, user: str
 
 
 @post("/v1/job/reprioritize", status_code=200, tags=TAGS, summary="Change jobs' priority within their queue")
-async def reprioritize(data: JobReprioritizeRequest, store: EventStore, user: str) -> JobReprioritizeResponse:
+async def reprioritize(
+    data: JSONBody[JobReprioritizeRequest], store: Store, user: User
+) -> JobReprioritizeResponse:
     results = await job_actions.reprioritize_jobs(
         store, data.queue, data.job_set_id, data.job_ids, new_priority=data.new_priority, user=user
     )
@@ -59,7 +60,7 @@ async def reprioritize(data: JobReprioritizeRequest, store: EventStore, user: st
 
 @post("/v1/job/preempt", status_code=200, tags=TAGS, summary="Preempt running jobs of preemptible classes")
 async def preempt(
-    data: JobPreemptRequest, store: EventStore, user: str, scheduling: SchedulingConfig
+    data: JSONBody[JobPreemptRequest], store: Store, user: User, scheduling: Scheduling
 ) -> JobPreemptResponse:
     preempted = await job_actions.preempt_jobs(
         store,

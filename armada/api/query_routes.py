@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from litestar import post
+from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
+from armada.api.dependencies import Store
 from armada.api.ndjson import ndjson
-from armada.eventstore.store import EventStore
 from armada.model.errors import InvalidRequest
 from armada.model.wire.events import JobSetRequest, encode_stream_line
 from armada.model.wire.queries import (
@@ -27,12 +28,12 @@ TAGS = ["jobs"]
 
 
 @post("/v1/job/status", status_code=200, tags=TAGS, summary="Job states by id (UNKNOWN if never submitted)")
-async def job_status(data: JobStatusRequest, store: EventStore) -> JobStatusResponse:
+async def job_status(data: JSONBody[JobStatusRequest], store: Store) -> JobStatusResponse:
     return JobStatusResponse(job_states=await queries.job_states(store, data.job_ids))
 
 
 @post("/v1/job/details", status_code=200, tags=TAGS, summary="Job details, with spec and runs when asked")
-async def job_details(data: JobDetailsRequest, store: EventStore) -> JobDetailsResponse:
+async def job_details(data: JSONBody[JobDetailsRequest], store: Store) -> JobDetailsResponse:
     details = await queries.job_details(
         store, data.job_ids, expand_spec=data.expand_job_spec, expand_runs=data.expand_job_run
     )
@@ -40,12 +41,12 @@ async def job_details(data: JobDetailsRequest, store: EventStore) -> JobDetailsR
 
 
 @post("/v1/run/details", status_code=200, tags=TAGS, summary="Run details by run id")
-async def run_details(data: JobRunDetailsRequest, store: EventStore) -> JobRunDetailsResponse:
+async def run_details(data: JSONBody[JobRunDetailsRequest], store: Store) -> JobRunDetailsResponse:
     return JobRunDetailsResponse(job_run_details=await queries.run_details(store, data.run_ids))
 
 
 @post("/v1/job/errors", status_code=200, tags=TAGS, summary="Why jobs failed")
-async def job_errors(data: JobErrorsRequest, store: EventStore) -> JobErrorsResponse:
+async def job_errors(data: JSONBody[JobErrorsRequest], store: Store) -> JobErrorsResponse:
     return JobErrorsResponse(job_errors=await queries.job_errors(store, data.job_ids))
 
 
@@ -56,7 +57,7 @@ async def job_errors(data: JobErrorsRequest, store: EventStore) -> JobErrorsResp
     summary="A job set's events as NDJSON; with watch=true the stream stays open for new ones",
 )
 async def job_set_events(
-    queue: str, job_set_id: str, store: EventStore, data: JobSetRequest | None = None
+    queue: FromPath[str], job_set_id: FromPath[str], store: Store, data: JSONBody[JobSetRequest | None] = None
 ) -> Stream:
     request = data or JobSetRequest()
     for name, given, expected in (("queue", request.queue, queue), ("id", request.id, job_set_id)):
