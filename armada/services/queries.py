@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, overload
 
 import msgspec
 from sqlalchemy import Row, select
@@ -32,6 +33,17 @@ _CHUNK = 1000
 _job_decoder = msgspec.json.Decoder(Job)
 
 
+@overload
+def _utc(moment: datetime) -> datetime: ...
+@overload
+def _utc(moment: None) -> None: ...
+def _utc(moment: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
+
+
 async def _rows(conn: AsyncConnection, query: Any, column: Any, keys: Sequence[str]) -> list[Row[Any]]:
     """Rows whose ``column`` is one of ``keys``, queried in chunks (parameter limits)."""
     unique = list(dict.fromkeys(keys))
@@ -57,10 +69,10 @@ def _run_details(row: Row[Any]) -> JobRunDetails:
         state=UPSTREAM_RUN_STATES[RunState(row.state)],
         cluster=row.cluster,
         node=row.node,
-        leased_ts=row.leased,
-        pending_ts=row.pending,
-        started_ts=row.started,
-        finished_ts=row.finished,
+        leased_ts=_utc(row.leased),
+        pending_ts=_utc(row.pending),
+        started_ts=_utc(row.started),
+        finished_ts=_utc(row.finished),
     )
 
 
@@ -84,9 +96,9 @@ async def job_details(
             jobset=row.job_set_id,
             namespace=row.namespace,
             state=row.state,
-            submitted_ts=row.submitted,
-            last_transition_ts=row.last_transition,
-            cancel_ts=row.cancel_ts,
+            submitted_ts=_utc(row.submitted),
+            last_transition_ts=_utc(row.last_transition),
+            cancel_ts=_utc(row.cancel_ts),
             cancel_reason=row.cancel_reason or "",
             cancel_user=row.cancel_user or "",
             latest_run_id=row.latest_run_id or "",
