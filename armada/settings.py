@@ -76,6 +76,10 @@ class SchedulerSettings(_Area):
     """The scheduler *service*: its loop, leases and executor bookkeeping (the algorithm's
     settings are the ``scheduling`` area)."""
 
+    enabled: Annotated[
+        bool,
+        Meta(description="Run the scheduling loop in this replica (off: serve the API and executors only)."),
+    ] = True
     cycle_period: Annotated[
         float, Meta(gt=0, description="Seconds between scheduling cycles when nothing wakes the scheduler.")
     ] = 1.0
@@ -102,6 +106,16 @@ class SchedulerSettings(_Area):
     ] = 1.0
 
 
+class SubmissionSettings(_Area):
+    min_job_resources: Annotated[
+        dict[str, str],
+        Meta(description="Smallest request per job and resource; smaller requests are rejected."),
+    ] = msgspec.field(default_factory=lambda: {"memory": "1Mi"})
+    max_pod_spec_bytes: Annotated[
+        int, Meta(ge=1, description="Largest pod spec accepted, measured as compact JSON.")
+    ] = 64 * 1024
+
+
 class Settings(_Area):
     """All of armada's settings, one struct per area."""
 
@@ -110,6 +124,7 @@ class Settings(_Area):
     logging: LoggingSettings = msgspec.field(default_factory=LoggingSettings)
     scheduler: SchedulerSettings = msgspec.field(default_factory=SchedulerSettings)
     scheduling: SchedulingConfig = msgspec.field(default_factory=SchedulingConfig)
+    submission: SubmissionSettings = msgspec.field(default_factory=SubmissionSettings)
     executor: ExecutorSettings = msgspec.field(default_factory=ExecutorSettings)
 
 

@@ -17,7 +17,8 @@ from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 
 import armada
-from armada.api import executor_routes, system
+from armada.api import executor_routes, job_routes, query_routes, queue_routes, system
+from armada.api.dependencies import DEPENDENCIES
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.eventstore.database import Database
 from armada.executor.runner import run_executor
@@ -27,6 +28,7 @@ from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
+from armada.services.validation import SubmissionRules
 from armada.settings import Settings
 
 
@@ -66,9 +68,12 @@ def create_app(settings: Settings) -> Litestar:
                 settings.scheduler,
                 settings.scheduling,
             )
-            scheduler.start()
-            stack.push_async_callback(scheduler.stop)
+            if settings.scheduler.enabled:
+                scheduler.start()
+                stack.push_async_callback(scheduler.stop)
             app.state.database = database
+            app.state.scheduling = settings.scheduling
+            app.state.submission_rules = SubmissionRules.from_settings(settings)
             app.state.follower = follower
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
@@ -80,7 +85,14 @@ def create_app(settings: Settings) -> Litestar:
             yield
 
     return Litestar(
-        route_handlers=[*system.ROUTES, *executor_routes.ROUTES],
+        route_handlers=[
+            *system.ROUTES,
+            *queue_routes.ROUTES,
+            *job_routes.ROUTES,
+            *query_routes.ROUTES,
+            *executor_routes.ROUTES,
+        ],
+        dependencies=DEPENDENCIES,
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.server.max_request_bytes,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from litestar import post
 from litestar.datastructures import State
+from litestar.params import JSONBody
 
 from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, RunEventBatch
 from armada.services.leases import LeaseService
@@ -11,13 +12,13 @@ from armada.services.run_events import RunEventIntake
 
 
 @post("/v1/executor/lease", status_code=200, tags=["executor"], summary="Heartbeat, node report and leases")
-async def lease(data: LeaseRequest, state: State) -> LeaseResponse:
+async def lease(data: JSONBody[LeaseRequest], state: State) -> LeaseResponse:
     service: LeaseService = state.leases
     return await service.lease(data)
 
 
 @post("/v1/executor/events", status_code=200, tags=["executor"], summary="Report run events (idempotent)")
-async def events(data: RunEventBatch, state: State) -> EventsAccepted:
+async def events(data: JSONBody[RunEventBatch], state: State) -> EventsAccepted:
     intake: RunEventIntake = state.run_events
     await intake.report(data)
     return EventsAccepted()

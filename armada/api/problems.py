@@ -7,6 +7,7 @@ Unexpected exceptions become a 500 problem without internals.
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -33,6 +34,9 @@ def _armada_error(_request: Request[Any, Any, Any], exc: ArmadaError) -> Respons
     return problem(exc.status, exc.title, exc.detail, field=exc.field)
 
 
+_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
+
+
 def _validation_error(_request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
     """Litestar's body/parameter validation: report the first field that failed."""
     field: str | None = None
@@ -40,10 +44,14 @@ def _validation_error(_request: Request[Any, Any, Any], exc: ValidationException
     extra = exc.extra if isinstance(exc.extra, list) else []
     if extra and isinstance(extra[0], dict):
         first = extra[0]
-        field = str(first.get("key") or "") or None
+        # "data" is Litestar's name for the whole body: leave it out of the field path.
+        field = str(first.get("key") or "").removeprefix("data") or None
         message = first.get("message")
         if message:
             detail = str(message)
+            unknown = _UNKNOWN_FIELD.search(detail)
+            if unknown:
+                field = f"{field}.{unknown[1]}" if field else unknown[1]
     return problem(400, "Bad request", detail, field=field)
 
 

@@ -33,6 +33,8 @@ class JobState(StrEnum):
 
 
 TERMINAL_JOB_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.PREEMPTED})
+#: States of jobs that are not finished: waiting in their queue or holding a node.
+UNFINISHED_JOB_STATES = (JobState.QUEUED, JobState.LEASED, JobState.PENDING, JobState.RUNNING)
 
 
 class RunState(StrEnum):
