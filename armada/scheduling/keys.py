@@ -89,7 +89,7 @@ class KeyTable:
         """K x R request matrix over the current resource index."""
         width = len(self._resources)
         if self._requests.shape[1] < width:
-            wider = np.zeros((len(self.infos), width), dtype=np.int64)
+            wider = np.zeros((self._requests.shape[0], width), dtype=np.int64)
             wider[:, : self._requests.shape[1]] = self._requests
             self._requests = wider
         return self._requests
