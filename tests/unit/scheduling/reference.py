@@ -130,7 +130,8 @@ def reference_schedule(
             return best[2]
 
         state = [_Queue(q, _units(q, jobs, pool, rejected | set(leases), default, config)) for q in queues]
-        failed: set[tuple[object, ...]] = set()
+        # Keys that fit on no node of the pool at the start are skipped up front.
+        failed = {u[0].key(default) for q in state for u in q.units if best_node(u[0], free, pool_nodes) is None}
         while True:
             heads = []
             for q in state:
