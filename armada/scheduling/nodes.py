@@ -182,8 +182,8 @@ class NodeDb:
         self._taint_matrix[row] = False
         for taint in node.taints:
             if taint.effect in _BLOCKING_EFFECTS:
-                column = self._taint_column(taint)  # may widen the matrix: index after
-                self._taint_matrix[row, column] = True
+                taint_column = self._taint_column(taint)  # may widen the matrix: index after
+                self._taint_matrix[row, taint_column] = True
 
     def _set_label(self, row: int, key: str, value: str) -> None:
         if key not in self._labels:

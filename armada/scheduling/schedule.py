@@ -13,7 +13,6 @@ import numpy.typing as npt
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import CycleStats, Leases, QueueShare, Reasons, Rejection, SchedulingResult
-from armada.scheduling.fairshare import dominant_shares, drf_scale
 from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.placement import explain_misfit
 from armada.scheduling.pool import PoolCycle
@@ -41,7 +40,7 @@ def schedule(
     started = clock()
     deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
     pools = db.nodes.pool_rows()
-    usage = state.usage.advanced(now, _current_shares(db, config, pools), config.usage_half_life)
+    usage = state.usage.decayed(now, config.usage_half_life)
     key_ok, rejected = _rejected_keys(db, pools)
     ctx = CycleContext(
         db=db,
@@ -88,7 +87,11 @@ def schedule(
             queue_buckets={
                 name: TokenBucket(max(0.0, tokens), now) for name, tokens in ctx.queue_tokens.items()
             },
-            usage=usage,
+            usage=usage.holding(
+                {pool: {q: s.actual_share for q, s in by_queue.items()} for pool, by_queue in shares.items()}
+            )
+            if config.usage_half_life > 0
+            else usage,
         ),
     )
 
@@ -99,23 +102,6 @@ def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
         db.lease(lease.job_id, lease.node_id, lease.pool)
     for job_id in {p.job_id for p in result.preemptions} | {r.job_id for r in result.rejections}:
         db.remove(job_id)
-
-
-def _current_shares(
-    db: JobDb, config: SchedulingConfig, pools: dict[str, npt.NDArray[np.int64]]
-) -> dict[str, dict[str, float]]:
-    """Dominant share each queue holds now, per pool (the usage held since the last cycle)."""
-    out: dict[str, dict[str, float]] = {}
-    allocatable = db.nodes.allocatable()
-    for pool, rows in pools.items():
-        totals = allocatable[rows].sum(axis=0)
-        scale = drf_scale(totals, db.resources.names, config.dominant_resource_fairness_resources_to_consider)
-        held = {
-            name: float(dominant_shares(db.queue_allocation(q, pool).sum(axis=0)[: len(scale)], scale))
-            for q, name in enumerate(db.queue_names)
-        }
-        out[pool] = {name: share for name, share in held.items() if share > 0}
-    return out
 
 
 def _rejected_keys(db: JobDb, pools: dict[str, npt.NDArray[np.int64]]) -> tuple[BoolArray, dict[int, str]]:
