@@ -159,11 +159,8 @@ class PoolCycle(Evictions):
             return
         self.evict_for_fair_share()
         self._fail_hopeless_keys()
-        for qi, stop in enumerate(self.stop.tolist()):
-            if stop < len(self.orders[qi]):
-                self.ctx.reasons.by_queue.setdefault(
-                    self.queues[qi].name, f"beyond maxQueueLookback ({self.ctx.config.max_queue_lookback})"
-                )
+        if (self.stop < np.array([len(o) for o in self.orders], dtype=np.int64)).any():
+            self.ctx.reasons.lookback = self.ctx.config.max_queue_lookback
         while not self.ctx.out_of_time():
             units, boundary = self._round()
             if not len(units):

@@ -79,7 +79,10 @@ def reference_schedule(
         totals = {r: sum(n.allocatable.get(r, 0) for n in pool_nodes) for r in names}
         considered = config.dominant_resource_fairness_resources_to_consider
         scale = {r: 1.0 / totals[r] if r in considered and totals[r] > 0 else 0.0 for r in names}
-        free = {n.id: {r: n.allocatable.get(r, 0) - n.non_armada_allocated.get(r, 0) for r in names} for n in pool_nodes}
+        free = {
+            n.id: {r: n.allocatable.get(r, 0) - n.non_armada_allocated.get(r, 0) for r in names}
+            for n in pool_nodes
+        }
 
         def share(alloc: dict[str, int]) -> float:
             return max(alloc.get(r, 0) * scale[r] for r in names)  # noqa: B023
@@ -88,7 +91,9 @@ def reference_schedule(
             weighted = [job.requests.get(r, 0) * (scale[r] if scale[r] > 0 else 1e-30) for r in names]  # noqa: B023
             return names[weighted.index(max(weighted))]
 
-        def best_node(job: JobRequirements, free: dict[str, dict[str, int]], allowed: list[NodeSpec]) -> str | None:
+        def best_node(
+            job: JobRequirements, free: dict[str, dict[str, int]], allowed: list[NodeSpec]
+        ) -> str | None:
             fitting = [
                 n for n in allowed
                 if n.ready and not n.unschedulable and admits(n, job)
@@ -114,7 +119,7 @@ def reference_schedule(
                     if chosen is None:
                         break
                     placed[member.id] = chosen
-                    for r in names:  # noqa: B023
+                    for r in names:
                         trial[chosen][r] -= member.requests.get(r, 0)
                 if len(placed) < len(unit):
                     continue
@@ -131,13 +136,17 @@ def reference_schedule(
 
         state = [_Queue(q, _units(q, jobs, pool, rejected | set(leases), default, config)) for q in queues]
         # Keys that fit on no node of the pool at the start are skipped up front.
-        failed = {u[0].key(default) for q in state for u in q.units if best_node(u[0], free, pool_nodes) is None}
+        failed = {
+            u[0].key(default) for q in state for u in q.units if best_node(u[0], free, pool_nodes) is None
+        }
         while True:
             heads = []
             for q in state:
                 q.units = [u for u in q.units if u[0].key(default) not in failed]
                 if q.units:
-                    after = {r: q.alloc.get(r, 0) + sum(m.requests.get(r, 0) for m in q.units[0]) for r in names}
+                    after = {
+                        r: q.alloc.get(r, 0) + sum(m.requests.get(r, 0) for m in q.units[0]) for r in names
+                    }
                     heads.append(((share(after) + 0.0) / q.spec.priority_factor, q.spec.name, q))
             if not heads:
                 break
@@ -155,7 +164,12 @@ def reference_schedule(
 
 
 def _units(
-    queue: QueueSpec, jobs: list[JobRequirements], pool: str, excluded: set[str], default: str, config: SchedulingConfig
+    queue: QueueSpec,
+    jobs: list[JobRequirements],
+    pool: str,
+    excluded: set[str],
+    default: str,
+    config: SchedulingConfig,
 ) -> list[list[JobRequirements]]:
     mine = [(i, j) for i, j in enumerate(jobs) if j.queue == queue.name and j.id not in excluded]
     mine = [(i, j) for i, j in mine if not j.pools or pool in j.pools]

@@ -29,7 +29,10 @@ def nodes(draw: st.DrawFn) -> list[NodeSpec]:
     out = []
     for i in range(draw(st.integers(1, 6))):
         gpu = draw(st.sampled_from([0, 0, 2]))
-        allocatable = {"cpu": draw(st.sampled_from([2, 4, 8])) * 1000, "memory": draw(st.sampled_from([4, 8, 16])) * GI}
+        allocatable = {
+            "cpu": draw(st.sampled_from([2, 4, 8])) * 1000,
+            "memory": draw(st.sampled_from([4, 8, 16])) * GI,
+        }
         if gpu:
             allocatable[GPU] = gpu
         ready, unschedulable = draw(st.sampled_from([(True, False)] * 6 + [(False, False), (True, True)]))
