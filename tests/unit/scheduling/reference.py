@@ -1,8 +1,9 @@
 """A slow, obviously-correct scheduler to compare the vectorised one against.
 
 One unit (job or whole gang) at a time: pick the queue whose cost after its next unit is
-lowest, try to place each member on the best-fit node, remember keys that did not fit.
-No preemption, no rate limits: tests using it configure those away.
+lowest, place each member on the best-fit node, remember keys that did not fit. Keys that
+fit on no node when the pool's turn starts are skipped up front. No preemption and no rate
+limits: tests using it configure those away.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 from armada.scheduling import JobRequirements, NodeSpec, QueueSpec, SchedulingConfig
 from armada.scheduling.nodes import tolerates
 from armada.scheduling.requirements import NodeSelectorRequirement
+
+Free = dict[str, dict[str, int]]
 
 
 def _expression_holds(e: NodeSelectorRequirement, labels: dict[str, str]) -> bool:
@@ -46,6 +49,13 @@ def admits(node: NodeSpec, job: JobRequirements) -> bool:
     return not job.pools or node.pool in job.pools
 
 
+def _shape_fits(node: NodeSpec, job: JobRequirements) -> bool:
+    return all(
+        node.allocatable.get(r, 0) - node.non_armada_allocated.get(r, 0) >= units
+        for r, units in job.requests.items()
+    )
+
+
 @dataclass
 class _Queue:
     spec: QueueSpec
@@ -53,106 +63,91 @@ class _Queue:
     alloc: dict[str, int] = field(default_factory=dict)
 
 
-def reference_schedule(
-    nodes: list[NodeSpec], jobs: list[JobRequirements], queues: list[QueueSpec], config: SchedulingConfig
-) -> tuple[dict[str, str], set[str]]:
-    """(job id -> node id leases, rejected job ids) for an empty cluster."""
-    names = ["cpu", "memory"]
-    for thing in [*(n.allocatable for n in nodes), *(j.requests for j in jobs)]:
-        names += [r for r in thing if r not in names]
-    default = config.default_priority_class_name
-    pools_with_nodes = {n.pool for n in nodes}
-    rejected = {
-        j.id
-        for j in jobs
-        if nodes
-        and (not j.pools or pools_with_nodes & set(j.pools))
-        and not any(
-            admits(n, j) and all(n.allocatable.get(r, 0) - n.non_armada_allocated.get(r, 0) >= u
-                                 for r, u in j.requests.items())
-            for n in nodes
-        )
-    }  # fmt: skip
-    leases: dict[str, str] = {}
-    for pool in sorted({n.pool for n in nodes}):
-        pool_nodes = sorted((n for n in nodes if n.pool == pool), key=lambda n: n.id)
-        totals = {r: sum(n.allocatable.get(r, 0) for n in pool_nodes) for r in names}
+class _Pool:
+    """One pool's cycle, one unit at a time."""
+
+    def __init__(self, nodes: list[NodeSpec], names: list[str], config: SchedulingConfig) -> None:
+        self.nodes = sorted(nodes, key=lambda n: n.id)
+        self.names = names
+        totals = {r: sum(n.allocatable.get(r, 0) for n in self.nodes) for r in names}
         considered = config.dominant_resource_fairness_resources_to_consider
-        scale = {r: 1.0 / totals[r] if r in considered and totals[r] > 0 else 0.0 for r in names}
-        free = {
+        self.scale = {r: 1.0 / totals[r] if r in considered and totals[r] > 0 else 0.0 for r in names}
+        self.free: Free = {
             n.id: {r: n.allocatable.get(r, 0) - n.non_armada_allocated.get(r, 0) for r in names}
-            for n in pool_nodes
+            for n in self.nodes
         }
 
-        def share(alloc: dict[str, int]) -> float:
-            return max(alloc.get(r, 0) * scale[r] for r in names)  # noqa: B023
+    def share(self, alloc: dict[str, int]) -> float:
+        return max(alloc.get(r, 0) * self.scale[r] for r in self.names)
 
-        def dominant(job: JobRequirements) -> str:
-            weighted = [job.requests.get(r, 0) * (scale[r] if scale[r] > 0 else 1e-30) for r in names]  # noqa: B023
-            return names[weighted.index(max(weighted))]
+    def dominant(self, job: JobRequirements) -> str:
+        weighted = [
+            job.requests.get(r, 0) * (self.scale[r] if self.scale[r] > 0 else 1e-30) for r in self.names
+        ]
+        return self.names[weighted.index(max(weighted))]
 
-        def best_node(
-            job: JobRequirements, free: dict[str, dict[str, int]], allowed: list[NodeSpec]
-        ) -> str | None:
-            fitting = [
-                n for n in allowed
-                if n.ready and not n.unschedulable and admits(n, job)
-                and all(free[n.id][r] >= job.requests.get(r, 0) for r in names)
-            ]  # fmt: skip
-            if not fitting:
-                return None
-            d = dominant(job)
-            return min(fitting, key=lambda n: (free[n.id][d], n.id)).id
+    def usable(self, job: JobRequirements, nodes: list[NodeSpec]) -> list[NodeSpec]:
+        return [n for n in nodes if n.ready and not n.unschedulable and admits(n, job)]
 
-        def place(unit: list[JobRequirements]) -> dict[str, str] | None:
-            label = unit[0].gang_node_uniformity_label
-            groups = [pool_nodes] if not label else [
-                [n for n in pool_nodes if n.labels.get(label) == value]  # noqa: B023
-                for value in sorted({n.labels[label] for n in pool_nodes if label in n.labels})  # noqa: B023
-            ]  # fmt: skip
-            best: tuple[int, str, dict[str, str], dict[str, dict[str, int]]] | None = None
-            for group in groups:
-                trial = {k: dict(v) for k, v in free.items()}  # noqa: B023
-                placed: dict[str, str] = {}
-                for member in unit:
-                    chosen = best_node(member, trial, group)
-                    if chosen is None:
-                        break
-                    placed[member.id] = chosen
-                    for r in names:
-                        trial[chosen][r] -= member.requests.get(r, 0)
-                if len(placed) < len(unit):
-                    continue
-                d = dominant(unit[0])
-                usable = [n for n in group if n.ready and not n.unschedulable and admits(n, unit[0])]
-                leftover = sum(trial[n.id][d] for n in usable)
-                value = group[0].labels.get(label, "") if label else ""
-                if best is None or (leftover, value) < best[:2]:
-                    best = (leftover, value, placed, trial)
-            if best is None:
-                return None
-            free.update(best[3])  # noqa: B023
-            return best[2]
+    def best_node(self, job: JobRequirements, free: Free, nodes: list[NodeSpec]) -> str | None:
+        fitting = [
+            n for n in self.usable(job, nodes) if all(free[n.id][r] >= u for r, u in job.requests.items())
+        ]
+        if not fitting:
+            return None
+        d = self.dominant(job)
+        return min(fitting, key=lambda n: (free[n.id][d], n.id)).id
 
-        state = [_Queue(q, _units(q, jobs, pool, rejected | set(leases), default, config)) for q in queues]
-        # Keys that fit on no node of the pool at the start are skipped up front.
+    def place(self, unit: list[JobRequirements]) -> dict[str, str] | None:
+        """Sequential best fit of every member; for uniform gangs the tightest label value."""
+        label = unit[0].gang_node_uniformity_label
+        values = sorted({n.labels[label] for n in self.nodes if label in n.labels}) if label else [""]
+        best: tuple[int, str, dict[str, str], Free] | None = None
+        for value in values:
+            group = [n for n in self.nodes if not label or n.labels.get(label) == value]
+            trial = {k: dict(v) for k, v in self.free.items()}
+            placed: dict[str, str] = {}
+            for member in unit:
+                chosen = self.best_node(member, trial, group)
+                if chosen is None:
+                    break
+                placed[member.id] = chosen
+                for r, units in member.requests.items():
+                    trial[chosen][r] -= units
+            if len(placed) < len(unit):
+                continue
+            d = self.dominant(unit[0])
+            leftover = sum(trial[n.id][d] for n in self.usable(unit[0], group))
+            if best is None or (leftover, value) < best[:2]:
+                best = (leftover, value, placed, trial)
+        if best is None:
+            return None
+        self.free = best[3]
+        return best[2]
+
+    def run(self, queues: list[_Queue], default: str) -> dict[str, str]:
+        leases: dict[str, str] = {}
         failed = {
-            u[0].key(default) for q in state for u in q.units if best_node(u[0], free, pool_nodes) is None
+            u[0].key(default)
+            for q in queues
+            for u in q.units
+            if not self.best_node(u[0], self.free, self.nodes)
         }
         while True:
             heads = []
-            for q in state:
+            for q in queues:
                 q.units = [u for u in q.units if u[0].key(default) not in failed]
                 if q.units:
-                    after = {
-                        r: q.alloc.get(r, 0) + sum(m.requests.get(r, 0) for m in q.units[0]) for r in names
-                    }
-                    heads.append(((share(after) + 0.0) / q.spec.priority_factor, q.spec.name, q))
+                    after = dict(q.alloc)
+                    for member in q.units[0]:
+                        for r, units in member.requests.items():
+                            after[r] = after.get(r, 0) + units
+                    heads.append(((self.share(after) + 0.0) / q.spec.priority_factor, q.spec.name, q))
             if not heads:
-                break
-            _, _, queue = min(heads, key=lambda h: (h[0], h[1]))
+                return leases
+            queue = min(heads, key=lambda h: (h[0], h[1]))[2]
             unit = queue.units.pop(0)
-            placed = place(unit)
+            placed = self.place(unit)
             if placed is None:
                 failed.add(unit[0].key(default))
                 continue
@@ -160,21 +155,50 @@ def reference_schedule(
             for member in unit:
                 for r, units in member.requests.items():
                     queue.alloc[r] = queue.alloc.get(r, 0) + units
+
+
+def reference_schedule(
+    nodes: list[NodeSpec], jobs: list[JobRequirements], queues: list[QueueSpec], config: SchedulingConfig
+) -> tuple[dict[str, str], set[str]]:
+    """(job id -> node id leases, rejected job ids) for an empty cluster."""
+    names = ["cpu", "memory"]
+    for resources in [*(n.allocatable for n in nodes), *(j.requests for j in jobs)]:
+        names += [r for r in resources if r not in names]
+    pools_with_nodes = {n.pool for n in nodes}
+    rejected = {
+        j.id
+        for j in jobs
+        if nodes
+        and (not j.pools or pools_with_nodes & set(j.pools))
+        and not any(admits(n, j) and _shape_fits(n, j) for n in nodes)
+    }
+    leases: dict[str, str] = {}
+    default = config.default_priority_class_name
+    for pool in sorted(pools_with_nodes):
+        excluded = rejected | set(leases)
+        state = [_Queue(q, _units(q, jobs, pool, excluded, config)) for q in queues]
+        leases.update(_Pool([n for n in nodes if n.pool == pool], names, config).run(state, default))
     return leases, rejected
 
 
 def _units(
-    queue: QueueSpec,
-    jobs: list[JobRequirements],
-    pool: str,
-    excluded: set[str],
-    default: str,
-    config: SchedulingConfig,
+    queue: QueueSpec, jobs: list[JobRequirements], pool: str, excluded: set[str], config: SchedulingConfig
 ) -> list[list[JobRequirements]]:
-    mine = [(i, j) for i, j in enumerate(jobs) if j.queue == queue.name and j.id not in excluded]
-    mine = [(i, j) for i, j in mine if not j.pools or pool in j.pools]
-    order = sorted(mine, key=lambda p: (-config.priority_class(p[1].priority_class_name).priority,
-                                        p[1].priority, p[1].submitted, p[0]))  # fmt: skip
+    """A queue's units in queue order: single jobs, and complete gangs at their first member."""
+    mine = [
+        (i, j)
+        for i, j in enumerate(jobs)
+        if j.queue == queue.name and j.id not in excluded and (not j.pools or pool in j.pools)
+    ]
+    order = sorted(
+        mine,
+        key=lambda p: (
+            -config.priority_class(p[1].priority_class_name).priority,
+            p[1].priority,
+            p[1].submitted,
+            p[0],
+        ),
+    )
     units: list[list[JobRequirements]] = []
     seen: set[str] = set()
     for _, j in order:
@@ -182,7 +206,7 @@ def _units(
             units.append([j])
         elif j.gang_id not in seen:
             seen.add(j.gang_id)
-            members = [m for _, m in order if m.gang_id == j.gang_id]
+            members = sorted((m for _, m in order if m.gang_id == j.gang_id), key=jobs.index)
             if len(members) >= j.gang_cardinality:
-                units.append(sorted(members, key=lambda m: jobs.index(m))[: j.gang_cardinality])
+                units.append(members[: j.gang_cardinality])
     return units

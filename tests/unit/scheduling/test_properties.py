@@ -174,8 +174,10 @@ def test_shares_track_weights(weights: list[float], node_count: int, size: tuple
                                   for i in range(node_count)])  # fmt: skip
     for q, weight in enumerate(weights):
         sim.queue(f"q{q}", weight)
-        sim.submit(JobRequirements(id=f"q{q}-{i}", queue=f"q{q}", requests={"cpu": cpu * 1000, "memory": memory * GI},
-                                   submitted=float(i)) for i in range(200))  # fmt: skip
+        requests = {"cpu": cpu * 1000, "memory": memory * GI}
+        sim.submit(
+            JobRequirements(id=f"q{q}-{i}", queue=f"q{q}", requests=requests, submitted=i) for i in range(200)
+        )
     result = sim.cycle(apply=False)
     shares = result.shares["default"]
     one_job = max(cpu * 1000 / (16000 * node_count), memory / (64 * node_count))

@@ -51,8 +51,8 @@ class Runner:
     def __init__(self, scenario: dict[str, Any]) -> None:
         self.sim = Sim(_config(scenario.get("config", {})), nodes=_nodes(scenario["clusters"]))
         for q in scenario["queues"]:
-            self.sim.queue(q["name"], q.get("weight", 1.0),
-                           resource_limits_by_priority_class_name=q.get("resourceLimitsByPriorityClassName", {}))  # fmt: skip
+            limits = q.get("resourceLimitsByPriorityClassName", {})
+            self.sim.queue(q["name"], q.get("weight", 1.0), resource_limits_by_priority_class_name=limits)
         self.counters: Counter[str] = Counter()
         self.ids_by_prefix: dict[str, list[str]] = {}
 
