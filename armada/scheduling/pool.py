@@ -219,8 +219,15 @@ class PoolCycle(Evictions):
             elif spec.cordoned:
                 self.ctx.reasons.by_queue[spec.name] = "queue is cordoned"
             keys = self.db.cols["key"][rows].astype(np.int64)
-            queued = Units(rows, keys, self.cardinality[keys], np.zeros(len(rows), dtype=bool), pos,
-                           np.full(len(rows), qi), np.zeros(len(rows)))  # fmt: skip
+            queued = Units(
+                rows,
+                keys,
+                self.cardinality[keys],
+                np.zeros(len(rows), dtype=bool),
+                pos,
+                np.full(len(rows), qi),
+                np.zeros(len(rows)),
+            )
             cut = self._queue_cut(qi, queued, tokens)
             chunked = cut == len(queued) and len(rows) >= want and (len(pos) and pos[-1] + 1 < self.stop[qi])
             units = Units.concat([self.pending_evicted(qi), queued.take(slice(0, cut))])

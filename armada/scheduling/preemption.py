@@ -130,8 +130,15 @@ class Evictions(ABC):
         chosen = np.array(reps, dtype=np.int64)
         counts = np.array([len(self._members[int(rows[i])][0]) for i in reps], dtype=np.int64)
         n = len(chosen)
-        return Units(rows[chosen], keys[chosen], counts, np.ones(n, dtype=bool), np.full(n, -1),
-                     np.full(n, qi), np.zeros(n))  # fmt: skip
+        return Units(
+            rows[chosen],
+            keys[chosen],
+            counts,
+            np.ones(n, dtype=bool),
+            np.full(n, -1),
+            np.full(n, qi),
+            np.zeros(n),
+        )
 
     def _take_off(self, rows: IntArray, keys: IntArray, local: IntArray, qi: IntArray, sign: int) -> None:
         """Remove (``sign=+1``) or restore (``-1``) running jobs' resources from their nodes."""

@@ -47,16 +47,21 @@ def schedule(
         config=config,
         clock=clock,
         deadline=deadline,
-        global_tokens=tokens_now(state.global_bucket, now, config.maximum_scheduling_rate,
-                                 config.maximum_scheduling_burst),
+        global_tokens=tokens_now(
+            state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
+        ),
         queue_tokens={
-            name: tokens_now(state.queue_buckets.get(name), now, config.maximum_per_queue_scheduling_rate,
-                             config.maximum_per_queue_scheduling_burst)
+            name: tokens_now(
+                state.queue_buckets.get(name),
+                now,
+                config.maximum_per_queue_scheduling_rate,
+                config.maximum_per_queue_scheduling_burst,
+            )
             for name in db.queue_names
         },
         taken=np.zeros(len(db.ids), dtype=bool),
         key_ok=key_ok,
-    )  # fmt: skip
+    )
     ctx.reasons.by_key.update(rejected)
     rejections = _rejections(db, rejected)
     shares: dict[str, dict[str, QueueShare]] = {}

@@ -9,8 +9,15 @@ GPU = "nvidia.com/gpu"
 
 
 def gpu_job(job_id: str, queue: str, submitted: float) -> object:
-    return job(job_id, queue, cpu=1, memory_gi=1, extra={GPU: 1}, submitted=submitted,
-               priority_class_name="armada-preemptible")  # fmt: skip
+    return job(
+        job_id,
+        queue,
+        cpu=1,
+        memory_gi=1,
+        extra={GPU: 1},
+        submitted=submitted,
+        priority_class_name="armada-preemptible",
+    )
 
 
 def gpu_cluster() -> Sim:

@@ -22,7 +22,7 @@ def rounds(draw: st.DrawFn) -> list[list[JobRequirements]]:
     out = []
     n = 0
     for _ in range(draw(st.integers(1, 4))):
-        batch = []
+        batch: list[JobRequirements] = []
         for _ in range(draw(st.integers(0, 25))):
             size = draw(st.sampled_from([1, 1, 1, 2]))
             common = {
@@ -60,10 +60,14 @@ def check_cluster(sim: Sim, cluster: list[NodeSpec]) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rounds(), st.integers(1, 4), st.sampled_from([0.5, 1.0, 2.0]))
-def test_preemption_keeps_cluster_consistent(batches: list[list[JobRequirements]], nodes: int, protected: float) -> None:
+def test_preemption_keeps_cluster_consistent(
+    batches: list[list[JobRequirements]], nodes: int, protected: float
+) -> None:
     cluster = [NodeSpec(id=f"n{i}", allocatable={"cpu": 4000, "memory": 16 * GI}) for i in range(nodes)]
     config = unlimited(
-        priority_classes=CLASSES, default_priority_class_name="high", protected_fraction_of_fair_share=protected
+        priority_classes=CLASSES,
+        default_priority_class_name="high",
+        protected_fraction_of_fair_share=protected,
     )
     sim = Sim(config, nodes=cluster)
     for name, factor in (("qa", 1.0), ("qb", 2.0), ("qc", 1.0)):

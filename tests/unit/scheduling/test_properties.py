@@ -55,11 +55,16 @@ AFFINITIES = [
     (),
     (NodeSelectorTerm((NodeSelectorRequirement("zone", "In", ("a",)),)),),
     (NodeSelectorTerm((NodeSelectorRequirement("rank", "Gt", ("1",)),)),),
-    (NodeSelectorTerm((NodeSelectorRequirement("zone", "NotIn", ("a",)),)),
-     NodeSelectorTerm((NodeSelectorRequirement("rank", "Lt", ("1",)),))),
-    (NodeSelectorTerm((NodeSelectorRequirement("gpu", "DoesNotExist"),
-                       NodeSelectorRequirement("zone", "Exists"))),),
-]  # fmt: skip
+    (
+        NodeSelectorTerm((NodeSelectorRequirement("zone", "NotIn", ("a",)),)),
+        NodeSelectorTerm((NodeSelectorRequirement("rank", "Lt", ("1",)),)),
+    ),
+    (
+        NodeSelectorTerm(
+            (NodeSelectorRequirement("gpu", "DoesNotExist"), NodeSelectorRequirement("zone", "Exists"))
+        ),
+    ),
+]
 
 
 @st.composite
@@ -147,8 +152,10 @@ def test_safety_properties(cluster: list[NodeSpec], jobs: list[JobRequirements])
             continue
         for node in cluster:
             if node.ready and not node.unschedulable and admits(node, j):
-                free = {r: node.allocatable.get(r, 0) - node.non_armada_allocated.get(r, 0) - used[node.id][r]
-                        for r in j.requests}  # fmt: skip
+                free = {
+                    r: node.allocatable.get(r, 0) - node.non_armada_allocated.get(r, 0) - used[node.id][r]
+                    for r in j.requests
+                }
                 assert any(free[r] < units for r, units in j.requests.items()), (j.id, node.id)
         assert result.reasons.for_job(sim.db, j.id)
 
@@ -170,8 +177,12 @@ def test_deterministic(cluster: list[NodeSpec], jobs: list[JobRequirements]) -> 
 )
 def test_shares_track_weights(weights: list[float], node_count: int, size: tuple[int, int]) -> None:
     cpu, memory = size
-    sim = Sim(unlimited(), nodes=[NodeSpec(id=f"n{i}", allocatable={"cpu": 16000, "memory": 64 * GI})
-                                  for i in range(node_count)])  # fmt: skip
+    sim = Sim(
+        unlimited(),
+        nodes=[
+            NodeSpec(id=f"n{i}", allocatable={"cpu": 16000, "memory": 64 * GI}) for i in range(node_count)
+        ],
+    )
     for q, weight in enumerate(weights):
         sim.queue(f"q{q}", weight)
         requests = {"cpu": cpu * 1000, "memory": memory * GI}
