@@ -110,6 +110,9 @@ class JobDb:
         node = int(self.cols["node"][self._row_of[job_id]])
         return self.nodes.ids[node] if node >= 0 else None
 
+    def has_queue(self, name: str) -> bool:
+        return name in self._queue_index
+
     def queue_index(self, name: str) -> int:
         index = self._queue_index.get(name)
         if index is None:

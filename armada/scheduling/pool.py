@@ -93,7 +93,8 @@ class PoolCycle(Evictions):
 
     def _setup_queues(self, queues: list[QueueSpec], usage: UsageHistory) -> None:
         db, pool = self.db, self.pool
-        specs = {q.name: q for q in queues}
+        # Queues the db has never seen hold nothing; queues without a spec get default settings.
+        specs = {q.name: q for q in queues if db.has_queue(q.name)}
         for name in db.queue_names:
             specs.setdefault(name, QueueSpec(name))
         n_classes, width = len(db.priority_class_names), len(self.names)
@@ -258,6 +259,8 @@ class PoolCycle(Evictions):
         cut = int(np.searchsorted(np.cumsum(units.counts), tokens, side="right"))
         if cut < len(units):
             self.ctx.reasons.by_queue[name] = "queue rate limited (maximumPerQueueSchedulingRate)"
+        if (self.limits[qi] >= UNLIMITED).all():
+            return cut
         classes = self.key_class[units.keys[:cut]]
         for ci in np.unique(classes).tolist():
             members = np.flatnonzero(classes == ci)
@@ -280,6 +283,8 @@ class PoolCycle(Evictions):
         end = int(np.searchsorted(jobs, math.floor(self.ctx.global_tokens), side="right"))
         if end < len(units):
             self.ctx.reasons.cycle = "global scheduling rate limit reached (maximumSchedulingRate)"
+        if (self.budget >= UNLIMITED).all():
+            return end, end < len(units)
         requests = (units.counts * new)[:, None] * self.key_requests[units.keys]
         over = first_violation(np.cumsum(requests, axis=0) + self.scheduled_new, self.budget)
         if over < end:
@@ -301,17 +306,22 @@ class PoolCycle(Evictions):
         starts = np.concatenate([[0], np.flatnonzero(change) + 1, [len(units)]])
         special = [*np.flatnonzero(self.uniform[units.keys]).tolist(), len(units)]
         i = 0
+        fuse = True  # a stretch too short to fuse ends fusing until the next round
         while i < end:
             if self.ctx.out_of_time():
                 return i, False
             run_end = min(end, int(starts[np.searchsorted(starts, i, side="right")]))
             stretch = min(end, i + self.seg_len, special[int(np.searchsorted(special, i))])
-            if stretch - i >= FUSE_MIN and stretch > run_end:
+            if fuse and stretch - i >= FUSE_MIN and stretch > run_end:
                 if self._fused(units, i, stretch):
                     i = stretch
                     self.seg_len = min(2 * self.seg_len, FUSE_MAX)
                     continue
-                self.seg_len = max(FUSE_MIN, self.seg_len // 4)
+                # Near capacity: halve the stretch; below FUSE_MIN go run by run.
+                self.seg_len = (stretch - i) // 2
+                if self.seg_len < FUSE_MIN:
+                    fuse, self.seg_len = False, FUSE_MIN
+                continue
             ok = self._exact(units, i, run_end)
             i = run_end
             if not ok:
@@ -397,12 +407,15 @@ class PoolCycle(Evictions):
         if not self.db.keys.infos[int(units.keys[chosen[0]])].gang_cardinality:
             return units.rows[chosen]
         out: list[int] = []
-        state, taken = self.db.cols["state"], self.ctx.taken
-        for row in units.rows[chosen].tolist():
-            gang = self.db.gangs[self.db.gang_of(row)]
+        state, taken, gangs = self.db.cols["state"], self.ctx.taken, self.db.gangs
+        size = int(self.cardinality[int(units.keys[chosen[0]])])
+        for gang_index in self.db.cols["gang"][units.rows[chosen]].tolist():
+            gang = gangs[gang_index]
             assert gang is not None
-            size = int(self.cardinality[int(self.db.cols["key"][row])])
-            out.extend([m for m in gang.members if state[m] == QUEUED and not taken[m]][:size])
+            if len(gang.members) == size:  # the usual case: exactly the gang, all queued
+                out.extend(gang.members)
+            else:
+                out.extend([m for m in gang.members if state[m] == QUEUED and not taken[m]][:size])
         return np.array(out, dtype=np.int64)
 
     def commit(self, units: Units, chosen: IntArray, nodes: IntArray) -> None:

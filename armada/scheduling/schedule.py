@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -159,18 +160,28 @@ def _leases(ctx: CycleContext) -> Leases:
     if not ctx.lease_rows:
         return Leases()
     rows = np.concatenate(ctx.lease_rows).tolist()
-    nodes = np.concatenate(ctx.lease_nodes).tolist()
-    pools = [
-        pool for pool, chunk in zip(ctx.lease_pools, ctx.lease_rows, strict=True) for _ in range(len(chunk))
-    ]
-    ids, node_ids, specs = ctx.db.ids, ctx.db.nodes.ids, ctx.db.nodes.specs
-    executors = {n: (specs[n].executor if specs[n] is not None else "") for n in set(nodes)}
+    nodes = np.concatenate(ctx.lease_nodes)
+    pools: list[str] = []
+    for pool, chunk in zip(ctx.lease_pools, ctx.lease_rows, strict=True):
+        pools += [pool] * len(chunk)
+    used, inverse = np.unique(nodes, return_inverse=True)
+    specs = ctx.db.nodes.specs
+    node_ids = [ctx.db.nodes.ids[n] for n in used.tolist()]
+    executors = [spec.executor if (spec := specs[n]) is not None else "" for n in used.tolist()]
+    pick = inverse.tolist()
     return Leases(
-        job_ids=[ids[r] or "" for r in rows],
-        node_ids=[node_ids[n] for n in nodes],
+        job_ids=_pick(ctx.db.ids, rows),  # type: ignore[arg-type]  # leased rows always have ids
+        node_ids=_pick(node_ids, pick),
         pools=pools,
-        executors=[executors[n] for n in nodes],
+        executors=_pick(executors, pick),
     )
+
+
+def _pick(values: list[str], indices: list[int]) -> list[str]:
+    """``[values[i] for i in indices]``, several times faster for long lists."""
+    if len(indices) == 1:
+        return [values[indices[0]]]
+    return list(operator.itemgetter(*indices)(values)) if indices else []
 
 
 def _summaries(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 
 from hypothesis import HealthCheck, given, settings
@@ -196,3 +197,44 @@ def test_shares_track_weights(weights: list[float], node_count: int, size: tuple
     for a, wa in enumerate(weights):
         for b, wb in enumerate(weights):
             assert shares[f"q{a}"].actual_share / wa <= (shares[f"q{b}"].actual_share + one_job) / wb + 1e-9
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.integers(15, 40))
+def test_bulk_fused_placement_is_safe_and_work_conserving(seed: int, node_count: int) -> None:
+    """Hundreds of interleaved jobs of a few keys exercise the fused bulk path."""
+    rng = random.Random(seed)
+    cluster = [
+        NodeSpec(id=f"n{i:02d}", labels={"zone": "ab"[i % 2]}, allocatable={"cpu": 64000, "memory": 256 * GI})
+        for i in range(node_count)
+    ]
+    jobs: list[JobRequirements] = []
+    for i in range(900):
+        cpu, selector = rng.choice([(1000, {}), (2000, {}), (1000, {"zone": "a"}), (4000, {})])
+        size = 2 if rng.random() < 0.1 else 1
+        jobs.extend(
+            JobRequirements(
+                id=f"j{i}-{m}",
+                queue=rng.choice(["qa", "qb", "qc"]) if size == 1 else "qa",
+                requests={"cpu": cpu, "memory": GI},
+                node_selector=selector,
+                submitted=float(i),
+                gang_id=f"g{i}" if size > 1 else "",
+                gang_cardinality=size,
+            )
+            for m in range(size)
+        )
+    _, result = run(cluster, jobs)
+    used: dict[str, int] = defaultdict(int)
+    by_id = {j.id: j for j in jobs}
+    for lease in result.leases:
+        used[lease.node_id] += by_id[lease.job_id].requests["cpu"]
+        assert admits({n.id: n for n in cluster}[lease.node_id], by_id[lease.job_id])
+    assert all(units <= 64000 for units in used.values())
+    leased = set(result.leases.job_ids)
+    for j in jobs:
+        if j.gang_id:
+            assert (f"{j.gang_id}-0" in leased) == (f"{j.gang_id}-1" in leased)
+        elif j.id not in leased:
+            fits = [n for n in cluster if admits(n, j) and 64000 - used[n.id] >= j.requests["cpu"]]
+            assert not fits, j.id
