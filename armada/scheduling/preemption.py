@@ -21,35 +21,18 @@ from armada.scheduling.candidates import Units, empty_units
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import Preemption
 from armada.scheduling.fairshare import dominant_shares
-from armada.scheduling.jobdb import RUNNING, JobDb
+from armada.scheduling.jobdb import RUNNING
 from armada.scheduling.placement import dominant_column, place_identical
+from armada.scheduling.poolstate import PoolState
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.state import UsageHistory
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-class Evictions(ABC):
-    """Preemption half of :class:`armada.scheduling.pool.PoolCycle` (shares its state)."""
-
-    ctx: CycleContext
-    db: JobDb
-    pool: str
-    node_rows: IntArray
-    local_node: IntArray
-    free: IntArray
-    running_by_class: IntArray
-    alloc: IntArray
-    alloc_by_class: IntArray
-    adjusted: npt.NDArray[np.float64]
-    scale: npt.NDArray[np.float64]
-    key_requests: IntArray
-    key_class: IntArray
-    cardinality: IntArray
-    uniform: BoolArray
-    queues: list[QueueSpec]
-    local_queue: dict[int, int]
-    first_new_on_node: IntArray
+class Evictions(PoolState, ABC):
+    """Preemption half of :class:`armada.scheduling.pool.PoolCycle`."""
 
     @abstractmethod
     def members(self, units: Units, chosen: IntArray) -> IntArray:
@@ -65,11 +48,10 @@ class Evictions(ABC):
     ) -> IntArray | None:
         """Nodes for one uniform gang of ``key`` on ``free``, or None."""
 
-    @abstractmethod
-    def mask(self, key: int) -> BoolArray:
-        """Schedulable nodes admitting ``key``."""
-
-    def __init__(self) -> None:
+    def __init__(
+        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+    ) -> None:
+        super().__init__(ctx, pool, node_rows, queues, usage)
         classes = self.ctx.config.priority_classes
         self.preemptible_classes = [
             i for i, n in enumerate(self.db.priority_class_names) if classes[n].preemptible
