@@ -78,3 +78,11 @@ def test_gang_bookkeeping_and_errors() -> None:
         db.requeue("g1")
     with pytest.raises(ValueError, match="unknown priority class"):
         db.add(job("x", "q", priority_class_name="nope"))
+
+
+def test_scheduling_key_description() -> None:
+    db = make()
+    gang = {"gang_id": "g", "gang_cardinality": 2, "gang_node_uniformity_label": "rack"}
+    db.add(job("a", "q", cpu=0.5, memory_gi=4, node_selector={"zone": "a"}, pools=("p",), **gang))
+    info = db.keys.infos[int(db.cols["key"][db.row("a")])]
+    assert info.describe() == "cpu=500m memory=4Gi armada-default zone=a pools=p gang of 2 by rack"

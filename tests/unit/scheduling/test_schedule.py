@@ -254,3 +254,26 @@ def test_decisions_are_deterministic() -> None:
         return list(zip(result.leases.job_ids, result.leases.node_ids, strict=True))
 
     assert run() == run()
+
+
+def test_schedule_only_reads_the_job_db() -> None:
+    sim = Sim(nodes=[node("n0", cpu=4)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(6))
+    before = (list(sim.db.ids), sim.db.cols["state"].copy(), [dict(c) for c in sim.db.queued_counts])
+    result = sim.cycle(apply=False)
+    assert len(result.leases) == 4
+    after = (list(sim.db.ids), sim.db.cols["state"].copy(), [dict(c) for c in sim.db.queued_counts])
+    assert before[0] == after[0] and (before[1] == after[1]).all() and before[2] == after[2]
+
+
+def test_key_summary_counts_waiting_jobs_per_key() -> None:
+    sim = Sim(nodes=[node("n0", cpu=2)])
+    sim.queue("A")
+    sim.queue("B")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(3))
+    sim.submit(job(f"b{i}", "B", submitted=i) for i in range(3))
+    result = sim.cycle()
+    key = int(sim.db.cols["key"][sim.db.row("a2")])
+    assert sum(result.key_summary[key].values()) == 4
+    assert sim.db.keys.infos[key].describe() == "cpu=1 memory=1Gi armada-default"
