@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -82,7 +84,7 @@ def test_gang_bookkeeping_and_errors() -> None:
 
 def test_scheduling_key_description() -> None:
     db = make()
-    gang = {"gang_id": "g", "gang_cardinality": 2, "gang_node_uniformity_label": "rack"}
+    gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2, "gang_node_uniformity_label": "rack"}
     db.add(job("a", "q", cpu=0.5, memory_gi=4, node_selector={"zone": "a"}, pools=("p",), **gang))
     info = db.keys.infos[int(db.cols["key"][db.row("a")])]
     assert info.describe() == "cpu=500m memory=4Gi armada-default zone=a pools=p gang of 2 by rack"
