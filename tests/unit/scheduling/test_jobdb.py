@@ -88,3 +88,23 @@ def test_scheduling_key_description() -> None:
     db.add(job("a", "q", cpu=0.5, memory_gi=4, node_selector={"zone": "a"}, pools=("p",), **gang))
     info = db.keys.infos[int(db.cols["key"][db.row("a")])]
     assert info.describe() == "cpu=500m memory=4Gi armada-default zone=a pools=p gang of 2 by rack"
+
+
+def test_removed_rows_are_reclaimed() -> None:
+    db = make()
+    db.compact_min = 4
+    gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2}
+    db.add_many([job(f"old{i}", "q", submitted=i) for i in range(20)])
+    db.add_many([job("g0", "q", submitted=30, **gang), job("g1", "q", submitted=31, **gang)])
+    db.lease("old19", "n1", "default")
+    for i in range(15):
+        db.remove(f"old{i}")
+    db.add(job("new", "q", submitted=40))  # triggers compaction
+    assert len(db.ids) == len(db) == 8
+    assert order(db, "q") == ["old15", "old16", "old17", "old18", "g0", "g1", "new"]
+    assert db.node_of("old19") == "n1"
+    node = db.nodes.row("n1")
+    assert node is not None and db.jobs_on_node(node) == {db.row("old19")}
+    assert db.gang_queued[db.gang_of(db.row("g1"))] == 2
+    db.remove("old19")
+    assert not db.node_allocation().any()
