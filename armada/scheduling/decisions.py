@@ -106,6 +106,8 @@ class Reasons(msgspec.Struct):
         gang = db.gang_of(row)
         key = int(db.cols["key"][row])
         cardinality = db.keys.infos[key].gang_cardinality
+        if gang >= 0 and db.gang_mixed[gang]:
+            return "gang members have different scheduling requirements"
         if gang >= 0 and db.gang_queued[gang] < cardinality:
             return f"gang incomplete {db.gang_queued[gang]}/{cardinality}"
         queue = int(db.cols["queue"][row])

@@ -48,6 +48,8 @@ class Gang:
 
     gang_id: str
     queue: int
+    #: scheduling key of the first member; members must share it to be schedulable
+    key: int
     members: list[int] = field(default_factory=list)
 
 
@@ -79,6 +81,8 @@ class JobDb:
         self.gangs: list[Gang | None] = []
         #: queued member count per gang index
         self.gang_queued: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        #: per gang index: members with differing scheduling keys (never schedulable)
+        self.gang_mixed: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._gang_index: dict[tuple[int, str], int] = {}
         self._node_jobs: dict[int, set[int]] = {}
         self._node_alloc = np.zeros((0, len(self.priority_class_names), 0), dtype=np.int64)
@@ -155,7 +159,7 @@ class JobDb:
             values["key"].append(key)
             values["priority"].append(job.priority)
             values["submitted"].append(job.submitted)
-            values["gang"].append(self._join_gang(row, queue, job.gang_id) if job.gang_id else -1)
+            values["gang"].append(self._join_gang(row, queue, job.gang_id, key) if job.gang_id else -1)
             counts = self.queued_counts[queue]
             counts[key] = counts.get(key, 0) + 1
             self._orders[queue].pending.append(row)
@@ -292,6 +296,7 @@ class JobDb:
             assert gang is not None
             gang.members = new_row[gang.members].tolist()
         self.gang_queued = self.gang_queued[kept]
+        self.gang_mixed = self.gang_mixed[kept]
         self._gang_index = {(g.queue, g.gang_id): i for i, g in enumerate(self.gangs) if g is not None}
         self._node_jobs = {n: {int(new_row[r]) for r in rows} for n, rows in self._node_jobs.items() if rows}
 
@@ -314,18 +319,19 @@ class JobDb:
             new[: shape[0], :, : shape[2]] = self._node_alloc
             self._node_alloc = new
 
-    def _join_gang(self, row: int, queue: int, gang_id: str) -> int:
+    def _join_gang(self, row: int, queue: int, gang_id: str, key: int) -> int:
         index = self._gang_index.get((queue, gang_id))
         if index is None:
             index = self._gang_index[(queue, gang_id)] = len(self.gangs)
-            self.gangs.append(Gang(gang_id, queue))
+            self.gangs.append(Gang(gang_id, queue, key))
             if index >= len(self.gang_queued):
-                self.gang_queued = np.concatenate(
-                    [self.gang_queued, np.zeros(max(64, index), dtype=np.int64)]
-                )
+                more = max(64, index)
+                self.gang_queued = np.concatenate([self.gang_queued, np.zeros(more, dtype=np.int64)])
+                self.gang_mixed = np.concatenate([self.gang_mixed, np.zeros(more, dtype=bool)])
         gang = self.gangs[index]
         assert gang is not None
         gang.members.append(row)
+        self.gang_mixed[index] |= key != gang.key
         self.gang_queued[index] += 1
         return index
 

@@ -277,3 +277,13 @@ def test_key_summary_counts_waiting_jobs_per_key() -> None:
     key = int(sim.db.cols["key"][sim.db.row("a2")])
     assert sum(result.key_summary[key].values()) == 4
     assert sim.db.keys.infos[key].describe() == "cpu=1 memory=1Gi armada-default"
+
+
+def test_gang_with_differing_members_is_reported_not_scheduled() -> None:
+    sim = Sim(nodes=[node("n0", cpu=8)])
+    sim.queue("A")
+    gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2}
+    sim.submit([job("g0", "A", cpu=1, **gang), job("g1", "A", cpu=2, **gang)])
+    result = sim.cycle()
+    assert not result.leases
+    assert result.reasons.for_job(sim.db, "g0") == "gang members have different scheduling requirements"
