@@ -82,14 +82,16 @@ class PoolCycle(Evictions):
     def _fail_hopeless_keys(self) -> None:
         """Fail keys that fit on no node before looking at any job (a full cluster stays cheap).
 
-        Only when nothing can be preempted in this pool: then free space can only shrink
-        during the cycle, so a key that fits nowhere now never will.
+        A key that fits nowhere even counting what it could urgency-preempt is skipped for the
+        pool's turn. Not after fair-share evictions: those free space during the turn.
         """
-        if self.running_by_class[:, self.preemptible_classes].any():
+        if self.evicted_any():
             return
         keys = {k for q in self.db_queue.tolist() for k in self.db.queued_counts[q] if self.key_usable[k]}
         for key in sorted(keys):
-            if not fit_counts(self.free, self.key_requests[key], self.mask(key), 1).any():
+            lower = self.lower_classes(self.db.keys.infos[key].priority)
+            free = self.free + self.running_by_class[:, lower].sum(axis=1) if lower else self.free
+            if not fit_counts(free, self.key_requests[key], self.mask(key), 1).any():
                 self._fail(key)
 
     def _round(self) -> tuple[Units, tuple[float, int] | None]:

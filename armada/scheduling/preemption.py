@@ -198,17 +198,24 @@ class Evictions(PoolState, ABC):
 
     # -- urgency -------------------------------------------------------------------------
 
+    def lower_classes(self, priority: int) -> list[int]:
+        """Preemptible priority classes a job of ``priority`` may urgency-preempt."""
+        classes = self.ctx.config.priority_classes
+        names = self.db.priority_class_names
+        return [
+            i
+            for i, name in enumerate(names)
+            if classes[name].preemptible and classes[name].priority < priority
+        ]
+
+    def evicted_any(self) -> bool:
+        return any(len(units) for units in self._evicted)
+
     def urgent(self, units: Units, i: int, j: int) -> int:
         """Place units ``i..j`` (one key) by preempting lower classes; returns how many fitted."""
         key = int(units.keys[i])
         info = self.db.keys.infos[key]
-        config = self.ctx.config
-        lower = [
-            ci
-            for ci, name in enumerate(self.db.priority_class_names)
-            if config.priority_classes[name].preemptible
-            and config.priority_classes[name].priority < info.priority
-        ]
+        lower = self.lower_classes(info.priority)
         if not lower or not self.running_by_class[:, lower].any():
             return 0
         request, size = self.key_requests[key], int(self.cardinality[key])

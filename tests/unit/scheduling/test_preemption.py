@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from armada.scheduling import RUNNING
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
 
@@ -129,3 +131,19 @@ def test_gang_members_are_preempted_together() -> None:
     result = sim.cycle()
     assert sorted(p.job_id for p in result.preemptions) == ["g0", "g1"]
     assert result.leases.job_ids == ["urgent"]
+
+
+def test_fair_share_is_per_pool() -> None:
+    sim = Sim(nodes=[node("a0", cpu=4, pool="a"), node("b0", cpu=4, pool="b")])
+    sim.queue("X")
+    sim.queue("Y")
+    preemptible: dict[str, Any] = {"priority_class_name": "armada-preemptible"}
+    sim.submit(job(f"x{i}", "X", submitted=i, **preemptible) for i in range(8))
+    sim.cycle()
+    assert sim.running("X") == 8
+    # Y only wants pool b: X keeps pool a entirely and halves its use of pool b.
+    sim.submit(job(f"y{i}", "Y", submitted=10 + i, pools=("b",), **preemptible) for i in range(8))
+    result = sim.cycle()
+    assert {p.pool for p in result.preemptions} == {"b"} and len(result.preemptions) == 2
+    assert result.shares["a"]["X"].actual_share == 1.0
+    assert result.shares["b"]["X"].actual_share == result.shares["b"]["Y"].actual_share == 0.5
