@@ -19,7 +19,7 @@ import uvicorn
 from armada.api.app import create_app
 from armada.eventstore.store import EventStore
 from armada.model.events import Event
-from armada.settings import DatabaseSettings, Settings
+from armada.settings import DatabaseSettings, SchedulerSettings, Settings
 from tests.processes import free_port
 
 T = TypeVar("T")
@@ -54,6 +54,8 @@ def serving(database_url: str, settings: Settings | None = None) -> Iterator[Api
         database=DatabaseSettings(url=database_url),
         scheduling=settings.scheduling,
         submission=settings.submission,
+        # The tests stand in for the scheduler and executors by appending their events.
+        scheduler=SchedulerSettings(enabled=False),
     )
     app = create_app(settings)
     port = free_port()

@@ -6,6 +6,7 @@ import typer
 
 import armada
 from armada.cli import admin, config, jobs, queues, serve, watch
+from armada.executor.cli import executor
 
 app = typer.Typer(
     name="armada",
@@ -14,6 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("serve")(serve.serve)
+app.command("executor")(executor)
 app.add_typer(admin.app, name="admin")
 app.add_typer(config.app, name="config")
 app.add_typer(queues.app, name="queue")

@@ -63,6 +63,9 @@ def job_row(event: ev.JobSubmitted) -> Row:
         "cancel_reason": None,
         "cancel_user": None,
         "cancel_ts": None,
+        "cancel_requested": False,
+        "preempt_requested": False,
+        "attempts": 0,
         "spec": _job_encoder.encode(job),
     }
 
@@ -139,6 +142,18 @@ def _reprioritized(event: ev.JobReprioritized, job: Row, run: Row) -> None:
     job["priority"] = event.new_priority
 
 
+def _cancelling(event: ev.JobCancelling, job: Row, run: Row) -> None:
+    job |= {"cancel_requested": True, "cancel_reason": event.reason, "cancel_user": event.requestor}
+
+
+def _preempting(event: ev.JobPreempting, job: Row, run: Row) -> None:
+    job |= {"preempt_requested": True, "reason": event.reason}
+
+
+def _queued(event: ev.JobQueued, job: Row, run: Row) -> None:
+    job["attempts"] = event.attempts
+
+
 _DETAILS: dict[type[ev.Event], Callable[[Any, Row, Row], None]] = {
     ev.JobLeased: _leased,
     ev.JobPending: _pending,
@@ -150,6 +165,9 @@ _DETAILS: dict[type[ev.Event], Callable[[Any, Row, Row], None]] = {
     ev.JobLeaseReturned: _lease_returned,
     ev.JobLeaseExpired: _lease_expired,
     ev.JobReprioritized: _reprioritized,
+    ev.JobCancelling: _cancelling,
+    ev.JobPreempting: _preempting,
+    ev.JobQueued: _queued,
 }
 
 

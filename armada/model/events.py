@@ -11,13 +11,22 @@ events and is also stored in indexed columns of the ``events`` table.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
 from armada.model.jobs import Job
 from armada.model.queues import Queue
 from armada.model.states import FailureCause
+
+
+class Envelope(TypedDict, total=False):
+    """The envelope fields, for building events of one job with ``**envelope``."""
+
+    queue: str
+    job_set_id: str
+    job_id: str
+    run_id: str
 
 
 def utcnow() -> datetime:

@@ -82,6 +82,9 @@ def upgrade() -> None:
         sa.Column("cancel_reason", sa.String, nullable=True),
         sa.Column("cancel_user", sa.String(256), nullable=True),
         sa.Column("cancel_ts", TS, nullable=True),
+        sa.Column("cancel_requested", sa.Boolean, nullable=False),
+        sa.Column("preempt_requested", sa.Boolean, nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False),
         sa.Column("spec", sa.LargeBinary, nullable=False),
     )
     op.create_index("ix_jobs_queue_state", "jobs", ["queue", "state"])

@@ -1,0 +1,96 @@
+"""Typed HTTP client for the two executor endpoints of the Armada server."""
+
+from __future__ import annotations
+
+import ssl
+from types import TracebackType
+from typing import Self, TypeVar
+
+import httpx
+import msgspec
+
+from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, RunEventBatch
+
+T = TypeVar("T")
+
+#: Status codes worth retrying: the request may succeed later unchanged.
+RETRYABLE_STATUS = frozenset({401, 403, 408, 425, 429, 500, 502, 503, 504})
+
+
+class ExecutorApiError(Exception):
+    """A call to the server failed; ``retryable`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class ExecutorApiClient:
+    """``POST /v1/executor/lease`` and ``POST /v1/executor/events`` over one connection pool."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str = "",
+        ca_cert: str = "",
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"content-type": "application/json"}
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            headers=headers,
+            timeout=timeout,
+            verify=ssl.create_default_context(cafile=ca_cert) if ca_cert else True,
+            transport=transport,
+        )
+
+    async def lease(self, request: LeaseRequest) -> LeaseResponse:
+        """Heartbeat: report nodes and runs; get leases and kill orders.
+
+        The read timeout is stretched by the long-poll wait the request allows.
+        """
+        base = self._http.timeout
+        read = None if base.read is None else base.read + request.wait_millis / 1000
+        timeout = httpx.Timeout(connect=base.connect, read=read, write=base.write, pool=base.pool)
+        return await self._post("/v1/executor/lease", request, LeaseResponse, limits=timeout)
+
+    async def report_events(self, batch: RunEventBatch) -> None:
+        """Deliver a batch of run events (the server deduplicates by event id)."""
+        await self._post("/v1/executor/events", batch, EventsAccepted)
+
+    async def _post(
+        self, path: str, body: msgspec.Struct, response_type: type[T], *, limits: httpx.Timeout | None = None
+    ) -> T:
+        try:
+            response = await self._http.post(
+                path, content=msgspec.json.encode(body), timeout=limits or self._http.timeout
+            )
+        except httpx.HTTPError as exc:
+            raise ExecutorApiError(f"{path}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 300:
+            raise ExecutorApiError(
+                f"{path}: HTTP {response.status_code}: {response.text[:500]}",
+                status=response.status_code,
+                retryable=response.status_code in RETRYABLE_STATUS,
+            )
+        try:
+            return msgspec.json.decode(response.content or b"{}", type=response_type)
+        except msgspec.DecodeError as exc:
+            raise ExecutorApiError(f"{path}: bad response: {exc}", status=response.status_code) from exc
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,187 @@
+"""The executor agent: lease loop, event reporter and run tracker around one backend."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from contextlib import suppress
+from typing import Any
+
+import structlog
+
+from armada.client.executor_api import ExecutorApiClient
+from armada.executor.backend import ClusterBackend, RunStatus
+from armada.executor.backoff import Backoff
+from armada.executor.reporter import EventReporter
+from armada.executor.settings import ExecutorSettings
+from armada.executor.tracker import RunTracker
+from armada.model.leases import Lease, LeaseRequest, LeaseResponse, RunEvent
+
+log = structlog.get_logger(__name__)
+
+
+class ExecutorAgent:
+    """Serves one cluster: pulls leases, starts and kills runs, reports their events."""
+
+    def __init__(
+        self, settings: ExecutorSettings, backend: ClusterBackend, client: ExecutorApiClient
+    ) -> None:
+        self._settings = settings
+        self._backend = backend
+        self._client = client
+        self.reporter = EventReporter(
+            client,
+            settings.cluster_id,
+            on_delivered=self._delivered,
+            backoff=self._backoff(),
+            batch_size=settings.event_batch_size,
+            max_buffered=settings.max_buffered_events,
+        )
+        self.tracker = RunTracker(self.reporter.put, backend.release)
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._stopping = asyncio.Event()
+        self._log = log.bind(executor_id=settings.cluster_id, pool=settings.pool)
+
+    def _backoff(self) -> Backoff:
+        return Backoff(self._settings.retry_initial_seconds, self._settings.retry_max_seconds)
+
+    def stop(self) -> None:
+        """Ask ``run`` to return (after a graceful shutdown)."""
+        self._stopping.set()
+
+    async def run(self) -> None:
+        """Adopt leftover runs, then lease and report until ``stop`` is called."""
+        found = await self._backend.discover()
+        self.tracker.adopt(found)
+        if found:
+            self._log.info("adopted runs from an earlier executor", runs=len(found))
+        await self._backend.start(self.tracker)
+        reporter = asyncio.create_task(self.reporter.run(), name="event-reporter")
+        leasing = asyncio.create_task(self._lease_loop(), name="lease-loop")
+        stopping = asyncio.create_task(self._stopping.wait(), name="stop-signal")
+        try:
+            await asyncio.wait({reporter, leasing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            crashed = [t for t in (reporter, leasing) if t.done() and not t.cancelled() and t.exception()]
+            for task in (leasing, stopping):
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+            await self._shutdown(reporter)
+        if crashed:
+            raise RuntimeError(f"executor task {crashed[0].get_name()} failed") from crashed[0].exception()
+
+    async def _shutdown(self, reporter: asyncio.Task[None]) -> None:
+        if self._settings.kill_runs_on_shutdown:
+            for report in self.tracker.reports():
+                self._kill(report.run_id, "shutdown")
+        pending = list(self._tasks.values())
+        if pending:
+            await asyncio.wait(pending, timeout=self._settings.shutdown_flush_seconds)
+        flushed = await self.reporter.flush(self._settings.shutdown_flush_seconds)
+        if not flushed:
+            self._log.warning("shutting down with undelivered events", backlog=self.reporter.backlog)
+        reporter.cancel()
+        for task in [reporter, *self._tasks.values()]:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+        await self._backend.close()
+        self._log.info("executor stopped")
+
+    async def _lease_loop(self) -> None:
+        backoff = self._backoff()
+        while True:
+            started = time.monotonic()
+            try:
+                response = await self._client.lease(await self._lease_request())
+            except Exception as exc:
+                delay = backoff.next_delay()
+                self._log.warning("lease call failed", error=repr(exc), retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
+                continue
+            backoff.reset()
+            await self._apply(response)
+            busy = bool(response.leases or response.cancel_runs or response.preempt_runs)
+            idle_wait = self._settings.idle_lease_interval_seconds - (time.monotonic() - started)
+            if not busy and idle_wait > 0:
+                await asyncio.sleep(idle_wait)
+
+    async def _lease_request(self) -> LeaseRequest:
+        settings = self._settings
+        room = settings.max_leased_runs - self.tracker.count("leased")
+        return LeaseRequest(
+            executor_id=settings.cluster_id,
+            pool=settings.pool,
+            nodes=await self._backend.nodes(),
+            runs=self.tracker.reports(),
+            max_new_leases=0 if self.reporter.full else max(0, min(settings.max_new_leases, room)),
+            wait_millis=int(settings.lease_wait_seconds * 1000),
+        )
+
+    async def _apply(self, response: LeaseResponse) -> None:
+        for run_id in response.cancel_runs:
+            self._kill(run_id, "cancel")
+        for run_id in response.preempt_runs:
+            self._kill(run_id, "preempt")
+        await self.tracker.confirm_all()
+        for lease in response.leases:
+            self._launch(lease)
+
+    def _launch(self, lease: Lease) -> None:
+        if not self.tracker.accept(lease):
+            return
+        self._log.debug(
+            "leased", run_id=lease.run_id, job_id=lease.job_id, queue=lease.queue, node=lease.node
+        )
+        self._spawn(lease.run_id, self._launch_or_return(lease))
+
+    def _kill(self, run_id: str, why: str) -> None:
+        if not self.tracker.start_kill(run_id, why):
+            return
+        self._log.info("killing run", run_id=run_id, why=why)
+        launching = self._tasks.get(run_id)
+
+        async def kill() -> None:
+            if launching is not None:
+                launching.cancel()
+                with suppress(asyncio.CancelledError):
+                    await launching
+            backoff = self._backoff()
+            while True:
+                try:
+                    await self._backend.kill(run_id)
+                    return
+                except Exception as exc:
+                    delay = backoff.next_delay()
+                    self._log.warning("kill failed; retrying", run_id=run_id, error=repr(exc), retry_in=delay)
+                    await asyncio.sleep(delay)
+
+        self._spawn(run_id, kill())
+
+    def _spawn(self, run_id: str, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work, name=f"run-{run_id}")
+
+        def done(finished: asyncio.Task[None]) -> None:
+            if self._tasks.get(run_id) is finished:
+                del self._tasks[run_id]
+            if not finished.cancelled() and finished.exception() is not None:
+                self._log.error("backend call failed", run_id=run_id, error=repr(finished.exception()))
+
+        self._tasks[run_id] = task
+        task.add_done_callback(done)
+
+    async def _delivered(self, events: list[RunEvent]) -> None:
+        await self.tracker.delivered(events)
+
+    async def _launch_or_return(self, lease: Lease) -> None:
+        """A launch the backend could not handle gives the lease back rather than hang."""
+        try:
+            await self._backend.launch(lease)
+        except Exception as exc:
+            self._log.exception("launch failed", run_id=lease.run_id, job_id=lease.job_id)
+            status = RunStatus(
+                run_id=lease.run_id, kind="leaseReturned", reason=f"launch failed: {exc}", retryable=True
+            )
+            await self.tracker.observe(status)

@@ -1,0 +1,74 @@
+"""Node reports from the Kubernetes API's node and pod JSON.
+
+A node's capacity for Armada is its allocatable resources minus what pods *not* started
+by Armada (daemon sets, system pods) request on it; the server subtracts its own runs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from armada.executor.backends.kube_pods import is_finished, run_id_of
+from armada.model.leases import NodeReport, Taint
+from armada.model.resources import QuantityError, format_units, to_units
+
+Json = dict[str, Any]
+
+
+def pod_requests(pod: Json) -> dict[str, int]:
+    """A pod's effective requests in integer units: containers summed, init containers' peak."""
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = defaultdict(int)
+    for container in spec.get("containers") or []:
+        for name, value in ((container.get("resources") or {}).get("requests") or {}).items():
+            total[name] += _units(name, value)
+    for container in spec.get("initContainers") or []:
+        for name, value in ((container.get("resources") or {}).get("requests") or {}).items():
+            total[name] = max(total[name], _units(name, value))
+    return dict(total)
+
+
+def _units(name: str, value: str | int | float) -> int:
+    try:
+        return to_units(name, value)
+    except QuantityError:
+        return 0
+
+
+def non_armada_usage(pods: Iterable[Json]) -> dict[str, dict[str, int]]:
+    """Requests of active non-Armada pods, per node name."""
+    usage: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or run_id_of(pod) or is_finished(pod):
+            continue
+        for name, units in pod_requests(pod).items():
+            usage[node][name] += units
+    return usage
+
+
+def node_report(node: Json, used: dict[str, int]) -> NodeReport:
+    """One node as the lease call reports it."""
+    metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    conditions = status.get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return NodeReport(
+        name=str(metadata.get("name", "")),
+        labels=dict(metadata.get("labels") or {}),
+        taints=[
+            Taint(key=t["key"], value=t.get("value") or "", effect=t.get("effect") or "NoSchedule")
+            for t in spec.get("taints") or []
+        ],
+        allocatable={k: str(v) for k, v in (status.get("allocatable") or {}).items()},
+        allocated_non_armada={name: format_units(name, units) for name, units in used.items() if units},
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready,
+    )
+
+
+def node_reports(nodes: Iterable[Json], pods: Iterable[Json]) -> list[NodeReport]:
+    """Every node with what non-Armada pods use on it."""
+    usage = non_armada_usage(pods)
+    return [node_report(node, usage.get((node.get("metadata") or {}).get("name", ""), {})) for node in nodes]

@@ -1,0 +1,267 @@
+"""Local cluster of one node: each run is a subprocess of this host (no images).
+
+The first container's ``command + args`` (just ``args`` when there is no command) is run
+as one *simple command of a POSIX shell*: ``( "$@" )``. Words are passed as they are (no
+re-splitting or globbing), but a shell builtin works as the command name, so
+``args: ["exit", "1"]`` fails with exit code 1 and ``["sleep", "100s"]`` just sleeps.
+That wrapper shell then writes the exit code to the run's directory, so the result
+survives an executor restart. Each run gets its own session (process group), which is
+what cancel and preempt kill, first with SIGTERM and, after a grace period, SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+import structlog
+
+from armada.executor.backend import FoundRun, RunObserver, RunStatus
+from armada.executor.backends.process_state import RunDir, run_dirs
+from armada.executor.commands import container_argv, first_container
+from armada.executor.env import container_env, expand_refs
+from armada.executor.podspec import pod_name
+from armada.executor.settings import ProcessSettings
+from armada.model.leases import FailureCause, Lease, NodeReport
+
+log = structlog.get_logger(__name__)
+
+_WRAPPER = 'f=$1; shift; ( "$@" ); rc=$?; echo "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$rc"'
+_POLL_SECONDS = 0.5
+
+
+def host_capacity() -> dict[str, str]:
+    """This host's CPUs and physical memory as Kubernetes quantities."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"cpu": str(os.cpu_count() or 1), "memory": str(memory)}
+
+
+def inherited_env() -> dict[str, str]:
+    """The executor's environment minus its own ``ARMADA_*`` settings (tokens stay private)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("ARMADA_")}
+
+
+@dataclass
+class LocalRun:
+    """A run this backend is responsible for."""
+
+    lease: Lease
+    dir: RunDir
+    pid: int | None = None
+    process: asyncio.subprocess.Process | None = None
+    watcher: asyncio.Task[None] | None = None
+    exited: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class ProcessBackend:
+    """A ``ClusterBackend`` running jobs as local processes."""
+
+    def __init__(self, settings: ProcessSettings, cluster_id: str, retention_seconds: float) -> None:
+        self._settings = settings
+        self._root = Path(settings.state_dir or Path(tempfile.gettempdir()) / f"armada-executor-{cluster_id}")
+        self._retention = retention_seconds
+        self._node_name = settings.node_name or socket.gethostname()
+        capacity = host_capacity()
+        self._node = NodeReport(
+            name=self._node_name,
+            labels={"kubernetes.io/hostname": self._node_name},
+            allocatable={
+                "cpu": settings.cpu or capacity["cpu"],
+                "memory": settings.memory or capacity["memory"],
+            },
+        )
+        self._runs: dict[str, LocalRun] = {}
+        self._observer: RunObserver | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+
+    async def discover(self) -> list[FoundRun]:
+        """Runs in the state directory whose results were never delivered."""
+        found = []
+        for run_dir in run_dirs(self._root):
+            lease = run_dir.lease()
+            if lease is None or run_dir.released:
+                continue
+            run = LocalRun(lease=lease, dir=run_dir, pid=run_dir.live_pid())
+            self._runs[lease.run_id] = run
+            found.append(FoundRun(run_id=lease.run_id, job_id=lease.job_id, phase="running"))
+        return found
+
+    async def start(self, observer: RunObserver) -> None:
+        """Follow adopted runs and start sweeping old run directories."""
+        self._observer = observer
+        for run in self._runs.values():
+            run.watcher = asyncio.create_task(self._watch(run))
+        self._sweeper = asyncio.create_task(self._sweep())
+
+    async def close(self) -> None:
+        """Stop following runs; their processes carry on in their own sessions."""
+        tasks = [t for t in (self._sweeper, *(r.watcher for r in self._runs.values())) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def nodes(self) -> list[NodeReport]:
+        """The one local node."""
+        return [self._node]
+
+    async def launch(self, lease: Lease) -> None:
+        """Spawn the run's process in a new session (once per run)."""
+        run_dir = RunDir.of(self._root, lease.run_id)
+        if lease.run_id in self._runs or run_dir.path.exists():
+            return
+        run = LocalRun(lease=lease, dir=run_dir)
+        self._runs[lease.run_id] = run
+        run_dir.create(lease)
+        container = first_container(lease.pod_spec)
+        name = pod_name(lease.job_id)
+        env = container_env(container, lease, pod_name=name, node=self._node_name)
+        argv = [expand_refs(word, env) for word in container_argv(lease.pod_spec)]
+        cwd = container.get("workingDir") or str(run_dir.work)
+        base = RunStatus(run_id=lease.run_id, kind="pending", node=self._node_name, pod_name=name)
+        await self._report().observe(base)
+        try:
+            run.process = await self._spawn(run_dir, argv, cwd, env)
+        except OSError as exc:  # e.g. a workingDir that does not exist: retrying will not help
+            reason = f"cannot start process: {exc}"
+            await self._report().observe(
+                msgspec.structs.replace(base, kind="failed", reason=reason, cause="Error")
+            )
+            return
+        run.pid = run.process.pid
+        run_dir.record_pid(run.pid)
+        log.info("process started", run_id=lease.run_id, job_id=lease.job_id, pid=run.pid, argv=argv)
+        await self._report().observe(msgspec.structs.replace(base, kind="running"))
+        run.watcher = asyncio.create_task(self._watch(run))
+
+    async def _spawn(
+        self, run_dir: RunDir, argv: list[str], cwd: str, env: dict[str, str]
+    ) -> asyncio.subprocess.Process:
+        """Start the wrapper shell in its own session, output to the run's ``output`` file."""
+        with run_dir.output.open("wb") as output:
+            return await asyncio.create_subprocess_exec(
+                "/bin/sh",
+                "-c",
+                _WRAPPER,
+                "armada-run",
+                str(run_dir.exit_file),
+                *(argv or ["true"]),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=output,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=cwd,
+                env={**inherited_env(), **env},
+                start_new_session=True,
+            )
+
+    async def kill(self, run_id: str) -> None:
+        """Kill the run's process group (TERM, then KILL after the grace period)."""
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            if run.watcher is not None:
+                run.watcher.cancel()
+            run.pid = run.pid or run.dir.live_pid()
+            if run.pid is not None and not run.exited.is_set():
+                _signal_group(run.pid, signal.SIGTERM)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._settings.kill_grace_seconds):
+                        await self._wait_exit(run)
+                _signal_group(run.pid, signal.SIGKILL)
+                await self._wait_exit(run)
+            run.dir.remove()
+        else:
+            run_dir = RunDir.of(self._root, run_id)
+            if (pid := run_dir.live_pid()) is not None:
+                _signal_group(pid, signal.SIGKILL)
+            run_dir.remove()
+        await self._report().gone(run_id)
+
+    async def release(self, run_id: str) -> None:
+        """Keep the run's directory (output) for the retention period."""
+        run = self._runs.pop(run_id, None)
+        run_dir = run.dir if run is not None else RunDir.of(self._root, run_id)
+        if self._retention <= 0:
+            run_dir.remove()
+        elif run_dir.path.exists():
+            run_dir.mark_released()
+
+    def _report(self) -> RunObserver:
+        if self._observer is None:
+            raise RuntimeError("backend not started")
+        return self._observer
+
+    async def _wait_exit(self, run: LocalRun) -> None:
+        if run.process is not None:
+            await run.process.wait()
+        else:
+            # Not our child (adopted after a restart): nothing to wait on but the pid.
+            while run.pid is not None and run.dir.live_pid() is not None:  # noqa: ASYNC110
+                await asyncio.sleep(_POLL_SECONDS)
+        run.exited.set()
+
+    async def _watch(self, run: LocalRun) -> None:
+        """Wait for the run's end (or deadline) and report how it ended."""
+        deadline = run.lease.pod_spec.get("activeDeadlineSeconds")
+        try:
+            async with asyncio.timeout(float(deadline) if deadline else None):
+                await self._wait_exit(run)
+        except TimeoutError:
+            assert run.pid is not None
+            _signal_group(run.pid, signal.SIGKILL)
+            await self._wait_exit(run)
+            await self._finish(run, None, reason="DeadlineExceeded", cause="DeadlineExceeded")
+            return
+        code = run.dir.exit_code()
+        if code is None and run.process is not None and run.process.returncode is not None:
+            code = run.process.returncode
+        await self._finish(run, code)
+
+    async def _finish(
+        self, run: LocalRun, code: int | None, *, reason: str = "", cause: FailureCause = ""
+    ) -> None:
+        base = RunStatus(
+            run_id=run.lease.run_id,
+            kind="succeeded",
+            node=self._node_name,
+            pod_name=pod_name(run.lease.job_id),
+            exit_code=code,
+            run_attempted=True,
+        )
+        if code == 0 and not cause:
+            await self._report().observe(base)
+            return
+        if code is not None and code < 0:
+            code = 128 - code
+        if not reason:
+            reason = f"exit code {code}" if code is not None else "process lost while the executor was down"
+        failed = msgspec.structs.replace(
+            base,
+            kind="failed",
+            exit_code=code,
+            reason=reason,
+            cause=cause or "Error",
+            log_tail=run.dir.log_tail(),
+            retryable=code is None,
+        )
+        await self._report().observe(failed)
+
+    async def _sweep(self) -> None:
+        """Delete run directories whose retention period is over."""
+        while True:
+            for run_dir in run_dirs(self._root):
+                since = run_dir.released_since()
+                if since is not None and time.time() - since >= self._retention:
+                    run_dir.remove()
+            await asyncio.sleep(max(1.0, min(self._retention, 60.0)))
+
+
+def _signal_group(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)

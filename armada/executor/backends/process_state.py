@@ -1,0 +1,123 @@
+"""On-disk state of the process backend: one directory per run.
+
+``<state_dir>/runs/<runId>/`` holds ``lease.json``, ``pid`` (pid and kernel start time,
+so a recycled pid is never mistaken for the run), ``output`` (stdout and stderr),
+``exit_code`` (written by the run's wrapper shell, so it exists even if the executor
+was dead when the run ended) and, once the result was delivered, ``released``.
+A restarted executor rebuilds its view of its runs from these directories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from armada.model.leases import LOG_TAIL_BYTES, Lease, tail_text
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _start_time(pid: int) -> str | None:
+    """Kernel start time of a live (non-zombie) process; None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:  # pragma: no cover - no procfs: fall back to a signal probe
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        return ""
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths and records of one run's directory."""
+
+    path: Path
+
+    @classmethod
+    def of(cls, root: Path, run_id: str) -> RunDir:
+        return cls(root / "runs" / _UNSAFE.sub("_", run_id))
+
+    @property
+    def output(self) -> Path:
+        return self.path / "output"
+
+    @property
+    def exit_file(self) -> Path:
+        return self.path / "exit_code"
+
+    @property
+    def work(self) -> Path:
+        return self.path / "work"
+
+    def create(self, lease: Lease) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+        (self.path / "lease.json").write_bytes(msgspec.json.encode(lease))
+
+    def lease(self) -> Lease | None:
+        try:
+            return msgspec.json.decode((self.path / "lease.json").read_bytes(), type=Lease)
+        except (OSError, msgspec.DecodeError):
+            return None
+
+    def record_pid(self, pid: int) -> None:
+        (self.path / "pid").write_text(f"{pid} {_start_time(pid) or ''}\n")
+
+    def live_pid(self) -> int | None:
+        """The run's process id if that very process is still alive."""
+        try:
+            pid_text, _, started = (self.path / "pid").read_text().strip().partition(" ")
+        except OSError:
+            return None
+        pid = int(pid_text)
+        now = _start_time(pid)
+        return pid if now is not None and (not started or now == started) else None
+
+    def exit_code(self) -> int | None:
+        try:
+            return int(self.exit_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def log_tail(self) -> str:
+        try:
+            with self.output.open("rb") as output:
+                output.seek(max(0, output.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+                return tail_text(output.read())
+        except OSError:
+            return ""
+
+    @property
+    def released(self) -> bool:
+        return (self.path / "released").exists()
+
+    def mark_released(self) -> None:
+        (self.path / "released").touch()
+
+    def released_since(self) -> float | None:
+        """Wall-clock time the result was delivered, if it was."""
+        try:
+            return (self.path / "released").stat().st_mtime
+        except OSError:
+            return None
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(self.path)
+
+
+def run_dirs(root: Path) -> list[RunDir]:
+    """Every run directory under ``root``."""
+    runs = root / "runs"
+    return [RunDir(path) for path in sorted(runs.iterdir())] if runs.is_dir() else []

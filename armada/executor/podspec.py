@@ -1,0 +1,55 @@
+"""Building the Kubernetes pod of a lease: name, labels, annotations, env and node pin."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from armada.executor.env import armada_env
+from armada.model.leases import Lease
+
+JOB_ID_LABEL = "armada_job_id"
+RUN_ID_LABEL = "armada_job_run_id"
+QUEUE_LABEL = "armada_queue_id"
+JOB_SET_ANNOTATION = "armada_jobset_id"
+OWNER_ANNOTATION = "armada_owner"
+
+
+def pod_name(job_id: str) -> str:
+    """``armada-<jobId>-0``, lower-cased because pod names must be DNS labels."""
+    return f"armada-{job_id.lower()}-0"
+
+
+def build_pod(lease: Lease, *, node_id_label: str = "kubernetes.io/hostname") -> dict[str, Any]:
+    """The pod manifest (JSON) that runs ``lease`` on its node."""
+    spec = copy.deepcopy(lease.pod_spec)
+    spec["restartPolicy"] = "Never"
+    if lease.node:
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), node_id_label: lease.node}
+    if lease.priority_class_name:
+        spec["priorityClassName"] = lease.priority_class_name
+    extra_env = armada_env(lease)
+    for key in ("initContainers", "containers"):
+        for container in spec.get(key) or []:
+            kept = [e for e in container.get("env") or [] if e.get("name") not in extra_env]
+            container["env"] = [*kept, *({"name": k, "value": v} for k, v in extra_env.items())]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name(lease.job_id),
+            "namespace": lease.namespace,
+            "labels": {
+                **lease.labels,
+                JOB_ID_LABEL: lease.job_id,
+                RUN_ID_LABEL: lease.run_id,
+                QUEUE_LABEL: lease.queue,
+            },
+            "annotations": {
+                **lease.annotations,
+                JOB_SET_ANNOTATION: lease.job_set_id,
+                OWNER_ANNOTATION: lease.owner,
+            },
+        },
+        "spec": spec,
+    }

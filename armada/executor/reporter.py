@@ -1,0 +1,129 @@
+"""Delivers run events to the server in batches, retrying until they get through.
+
+Events are never dropped because the server is away: a failed batch is retried, with the
+same event ids, after an exponential back-off with jitter. Memory stays bounded because
+``put`` waits while the buffer is full, which slows the backends down instead. Only a
+batch the server rejects as invalid (4xx) is split until the offending event is found,
+and that one event is logged and skipped so that it cannot block the rest for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import structlog
+
+from armada.client.executor_api import ExecutorApiError
+from armada.executor.backoff import Backoff
+from armada.model.leases import RunEvent, RunEventBatch
+
+log = structlog.get_logger(__name__)
+
+
+class EventSender(Protocol):
+    """What the reporter needs of the API client."""
+
+    async def report_events(self, batch: RunEventBatch) -> None: ...
+
+
+class EventReporter:
+    """A bounded queue of run events and the task that drains it to the server."""
+
+    def __init__(
+        self,
+        sender: EventSender,
+        executor_id: str,
+        *,
+        on_delivered: Callable[[list[RunEvent]], Awaitable[None]],
+        backoff: Backoff,
+        batch_size: int = 500,
+        max_buffered: int = 100_000,
+    ) -> None:
+        self._sender = sender
+        self._executor_id = executor_id
+        self._on_delivered = on_delivered
+        self._backoff = backoff
+        self._batch_size = batch_size
+        self._queue: asyncio.Queue[RunEvent] = asyncio.Queue(maxsize=max_buffered)
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @property
+    def backlog(self) -> int:
+        """Events accepted but not yet delivered."""
+        return self._queue.qsize() + self._in_flight
+
+    @property
+    def full(self) -> bool:
+        """Whether ``put`` would wait: the server has not been keeping up."""
+        return self._queue.full()
+
+    async def put(self, event: RunEvent) -> None:
+        """Queue ``event`` for delivery, waiting while the buffer is full."""
+        self._idle.clear()
+        await self._queue.put(event)
+
+    async def run(self) -> None:
+        """Deliver queued events until cancelled."""
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < self._batch_size and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            self._in_flight = len(batch)
+            await self._deliver(batch)
+            self._in_flight = 0
+            try:
+                await self._on_delivered(batch)
+            except Exception:  # a clean-up failure must not stop event delivery
+                log.exception("after-delivery handler failed", events=len(batch))
+            if self._queue.empty():
+                self._idle.set()
+
+    async def flush(self, within: float) -> bool:
+        """Wait until everything queued so far is delivered; False if ``within`` seconds passed first."""
+        try:
+            async with asyncio.timeout(within):
+                await self._idle.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def _deliver(self, events: list[RunEvent]) -> None:
+        while True:
+            try:
+                await self._sender.report_events(RunEventBatch(executor_id=self._executor_id, events=events))
+            except ExecutorApiError as exc:
+                if not exc.retryable:
+                    await self._isolate_rejected(events, exc)
+                    return
+                delay = self._backoff.next_delay()
+                log.warning(
+                    "event delivery failed; retrying",
+                    error=str(exc),
+                    events=len(events),
+                    failures=self._backoff.failures,
+                    retry_in=round(delay, 2),
+                )
+                await asyncio.sleep(delay)
+            else:
+                self._backoff.reset()
+                log.debug("events delivered", events=len(events))
+                return
+
+    async def _isolate_rejected(self, events: list[RunEvent], exc: ExecutorApiError) -> None:
+        if len(events) == 1:
+            event = events[0]
+            log.error(
+                "server rejected event; skipping it",
+                error=str(exc),
+                event_id=event.event_id,
+                run_id=event.run_id,
+                kind=event.kind,
+            )
+            return
+        middle = len(events) // 2
+        await self._deliver(events[:middle])
+        await self._deliver(events[middle:])

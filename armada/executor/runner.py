@@ -1,0 +1,54 @@
+"""Running an executor: in its own process (``armada executor``) or inside another loop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import structlog
+
+from armada.client.executor_api import ExecutorApiClient
+from armada.executor.agent import ExecutorAgent
+from armada.executor.backend import ClusterBackend
+from armada.executor.backends import make_backend
+from armada.executor.settings import ExecutorSettings
+
+log = structlog.get_logger(__name__)
+
+
+async def run_executor(
+    settings: ExecutorSettings,
+    *,
+    backend: ClusterBackend | None = None,
+    handle_signals: bool = False,
+) -> None:
+    """Serve one cluster until cancelled (or, with ``handle_signals``, SIGTERM/SIGINT).
+
+    Either way the shutdown is graceful: buffered events are flushed for up to
+    ``shutdown_flush_seconds`` and runs are left running unless
+    ``kill_runs_on_shutdown``. ``armada serve --dev`` runs this as a task in its own loop.
+    """
+    backend = backend or make_backend(settings)
+    async with ExecutorApiClient(
+        settings.server_url,
+        token=settings.token,
+        ca_cert=settings.ca_cert,
+        timeout=settings.request_timeout_seconds,
+    ) as client:
+        agent = ExecutorAgent(settings, backend, client)
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
+        for signum in signals:
+            loop.add_signal_handler(signum, agent.stop)
+        log.info(
+            "executor starting",
+            executor_id=settings.cluster_id,
+            pool=settings.pool,
+            backend=settings.backend,
+            server=settings.server_url,
+        )
+        try:
+            await agent.run()
+        finally:
+            for signum in signals:
+                loop.remove_signal_handler(signum)

@@ -1,0 +1,135 @@
+"""Executor settings: one plain struct with defaults, loaded by the global settings loader.
+
+Durations are seconds (floats). Quantities are Kubernetes quantity strings.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+BackendName = Literal["kubernetes", "process", "fake"]
+
+
+class FakeNodeTemplate(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """A group of identical simulated nodes (one entry of ``--fake-nodes-file``)."""
+
+    #: How many nodes to make from this template.
+    count: int = 1
+    #: Node names are ``<prefix>-<n>``; empty means ``<clusterId>-node``.
+    name_prefix: str = ""
+    #: Allocatable resources, e.g. ``{"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"}``.
+    allocatable: dict[str, str] = {}
+    #: Node labels (``kubernetes.io/hostname`` is always set to the node name).
+    labels: dict[str, str] = {}
+    #: Node taints, each ``{"key", "value", "effect"}``.
+    taints: list[dict[str, str]] = []
+
+
+class FakeSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """Simulated cluster: runs take the time of the ``sleep N`` in their command."""
+
+    #: Node templates; when empty, ``nodes`` nodes of ``node_cpu``/``node_memory`` are made.
+    node_templates: list[FakeNodeTemplate] = []
+    #: Number of identical nodes when no templates are given.
+    nodes: int = 5000
+    #: CPU of each identical node.
+    node_cpu: str = "64"
+    #: Memory of each identical node.
+    node_memory: str = "512Gi"
+    #: Run time of a job whose command has no ``sleep N``.
+    default_run_seconds: float = 1.0
+    #: Simulated seconds per real second (e.g. 60 makes ``sleep 60`` last one second).
+    speed: float = 1.0
+
+
+class ProcessSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """Local cluster of one node: jobs run as subprocesses of this host."""
+
+    #: CPU offered to the scheduler; empty means this host's CPU count.
+    cpu: str = ""
+    #: Memory offered to the scheduler; empty means this host's physical memory.
+    memory: str = ""
+    #: Node name; empty means this host's name.
+    node_name: str = ""
+    #: Where run state (pid, output, exit code) is kept so that a restarted executor finds
+    #: its processes again; empty means ``<tmp>/armada-executor-<clusterId>``.
+    state_dir: str = ""
+    #: Seconds between SIGTERM and SIGKILL to a killed run's process group.
+    kill_grace_seconds: float = 5.0
+
+
+class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """Real cluster, reached with kubernetes-asyncio."""
+
+    #: Kubeconfig file; empty means in-cluster config (then ``~/.kube/config``).
+    kubeconfig: str = ""
+    #: Kubeconfig context; empty means the current context.
+    context: str = ""
+    #: Seconds between full pod relists that repair anything a watch missed.
+    resync_seconds: float = 60.0
+    #: Seconds between node reports refreshed from the API.
+    node_refresh_seconds: float = 10.0
+    #: Seconds between checks for stuck pods and finished pods to delete.
+    housekeeping_seconds: float = 10.0
+    #: Return the lease of a pod that is still unscheduled after this long.
+    unschedulable_deadline_seconds: float = 300.0
+    #: Return the lease of a pod still pulling its image (back-off) after this long.
+    image_pull_deadline_seconds: float = 900.0
+    #: Return the lease of a pod pending for any other reason after this long.
+    pending_deadline_seconds: float = 900.0
+    #: Grace period given to pods deleted on cancel or preempt.
+    pod_kill_grace_seconds: int = 30
+    #: Node label that names the node a pod is pinned to.
+    node_id_label: str = "kubernetes.io/hostname"
+
+
+class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """Everything an ``armada executor`` needs; one executor serves one cluster."""
+
+    #: Base URL of the Armada server, e.g. ``https://armada.example.com``.
+    server_url: str = "http://127.0.0.1:8080"
+    #: Cluster id, also the executor id: unique per executor.
+    cluster_id: str = "local"
+    #: Pool this cluster's nodes belong to.
+    pool: str = "default"
+    #: Bearer token sent to the server; empty sends none.
+    token: str = ""
+    #: CA bundle to verify the server's TLS certificate; empty uses the system store.
+    ca_cert: str = ""
+    #: Which cluster backend runs the jobs.
+    backend: BackendName = "process"
+    #: How long the server may hold a lease call with nothing new (long poll); also
+    #: bounds the time between heartbeats.
+    lease_wait_seconds: float = 1.5
+    #: Least time between two lease calls that brought nothing new.
+    idle_lease_interval_seconds: float = 1.0
+    #: Most new leases asked for in one call.
+    max_new_leases: int = 1000
+    #: Most runs held in the ``leased`` phase (accepted, not yet in the cluster).
+    max_leased_runs: int = 2500
+    #: Timeout of one HTTP call to the server.
+    request_timeout_seconds: float = 30.0
+    #: Events sent in one ``/v1/executor/events`` call at most.
+    event_batch_size: int = 500
+    #: Events buffered while the server is unreachable before backends are slowed down
+    #: (events are never dropped).
+    max_buffered_events: int = 100_000
+    #: First retry delay of a failed call; doubles per failure (with jitter).
+    retry_initial_seconds: float = 0.2
+    #: Largest retry delay.
+    retry_max_seconds: float = 15.0
+    #: On shutdown, how long to keep trying to deliver buffered events.
+    shutdown_flush_seconds: float = 10.0
+    #: Kill every held run on shutdown; otherwise runs keep going and a restarted
+    #: executor adopts them again.
+    kill_runs_on_shutdown: bool = False
+    #: Seconds a finished pod/process directory is kept after its result was delivered.
+    finished_run_retention_seconds: float = 300.0
+    #: Options of the ``fake`` backend.
+    fake: FakeSettings = msgspec.field(default_factory=FakeSettings)
+    #: Options of the ``process`` backend.
+    process: ProcessSettings = msgspec.field(default_factory=ProcessSettings)
+    #: Options of the ``kubernetes`` backend.
+    kubernetes: KubernetesSettings = msgspec.field(default_factory=KubernetesSettings)

@@ -1,0 +1,142 @@
+"""Wire contract between the server and its executors (``/v1/executor/*``).
+
+One executor serves one cluster. It calls ``POST /v1/executor/lease`` as its heartbeat: it
+reports its nodes and every run it still holds, and gets back new leases plus the runs it
+must kill. Run state changes travel separately, batched, on ``POST /v1/executor/events``;
+each event carries an ``eventId`` that stays the same across retries so the server can
+deduplicate and every event takes effect exactly once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+
+#: What the executor knows of a run it holds. ``leased``: accepted, not yet created in the
+#: cluster; ``terminating``: a kill is in progress.
+RunPhase = Literal["leased", "pending", "running", "terminating"]
+#: Kinds of run events. ``leaseReturned``: the executor gives the run back without a
+#: result (could not start it, stuck pod); the server may lease the job again.
+EventKind = Literal["pending", "running", "succeeded", "failed", "leaseReturned"]
+#: Why a run failed, when known.
+FailureCause = Literal["", "Error", "OOM", "DeadlineExceeded", "Evicted"]
+TERMINAL_KINDS: frozenset[EventKind] = frozenset({"succeeded", "failed", "leaseReturned"})
+#: Bytes of a failed run's output kept in ``RunEvent.log_tail``.
+LOG_TAIL_BYTES = 4096
+
+
+class _Wire(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    """JSON camelCase; defaults left out. Responses tolerate fields added later."""
+
+
+class _Strict(_Wire, forbid_unknown_fields=True):
+    """Executor-sent input: unknown fields are rejected."""
+
+
+class Taint(_Strict, kw_only=True):
+    """A node taint, as in Kubernetes."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+class NodeReport(_Strict, kw_only=True):
+    """One node of the executor's cluster; quantities are Kubernetes quantity strings."""
+
+    name: str
+    labels: dict[str, str] = {}
+    taints: list[Taint] = []
+    allocatable: dict[str, str] = {}
+    #: Requests of pods not started by Armada (daemon sets, system pods) on this node.
+    allocated_non_armada: dict[str, str] = {}
+    unschedulable: bool = False
+    ready: bool = True
+
+
+class RunReport(_Strict, kw_only=True):
+    """A run the executor still holds (its terminal event not yet delivered)."""
+
+    run_id: str
+    job_id: str
+    phase: RunPhase
+
+
+class LeaseRequest(_Strict, kw_only=True):
+    """Heartbeat: the executor's nodes and runs, and how many new runs it will take."""
+
+    executor_id: str
+    pool: str
+    nodes: list[NodeReport] = []
+    runs: list[RunReport] = []
+    max_new_leases: int = 0
+    #: How long the server may hold the call when it has nothing new (long poll).
+    wait_millis: int = 0
+
+
+class Lease(_Wire, kw_only=True):
+    """A run the server asks this executor to start on ``node``."""
+
+    run_id: str
+    job_id: str
+    queue: str
+    job_set_id: str
+    owner: str = ""
+    namespace: str = "default"
+    node: str = ""
+    #: The job's Kubernetes PodSpec, as JSON.
+    pod_spec: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    priority_class_name: str = ""
+    gang_id: str = ""
+    gang_cardinality: int = 0
+
+
+class LeaseResponse(_Wire, kw_only=True):
+    """New leases, and runs to kill (``cancelRuns`` also names stale runs the server forgot)."""
+
+    leases: list[Lease] = []
+    cancel_runs: list[str] = []
+    preempt_runs: list[str] = []
+
+
+class RunEvent(_Strict, kw_only=True):
+    """A change of a run's state, observed in the cluster."""
+
+    #: Unique per event and stable across retries: the server deduplicates by it.
+    event_id: str = msgspec.field(default_factory=lambda: uuid.uuid4().hex)
+    run_id: str
+    job_id: str
+    kind: EventKind
+    time: datetime = msgspec.field(default_factory=lambda: datetime.now(UTC))
+    node: str = ""
+    pod_name: str = ""
+    exit_code: int | None = None
+    reason: str = ""
+    cause: FailureCause = ""
+    #: Last ``LOG_TAIL_BYTES`` of the run's output (failed runs).
+    log_tail: str = ""
+    #: For ``leaseReturned``: whether the container ever started.
+    run_attempted: bool = False
+    #: Whether the server may retry the job on another run.
+    retryable: bool = False
+
+
+class RunEventBatch(_Strict, kw_only=True):
+    """Events sent together; the order within a batch is the order they happened per run."""
+
+    executor_id: str
+    events: list[RunEvent] = []
+
+
+class EventsAccepted(_Wire, kw_only=True):
+    """Response to a delivered event batch (empty; room to grow)."""
+
+
+def tail_text(data: bytes, limit: int = LOG_TAIL_BYTES) -> str:
+    """The last ``limit`` bytes of ``data`` as text, never splitting a UTF-8 sequence badly."""
+    return data[-limit:].decode("utf-8", errors="replace")

@@ -1,0 +1,143 @@
+"""A small in-test Armada server speaking the executor wire contract over real HTTP.
+
+It hands out the leases a test queues, cancels what a test asks, records events
+deduplicated by event id (as the real server must), and can fail on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import uvicorn
+
+from armada.model.leases import Lease, LeaseRequest, LeaseResponse, RunEvent, RunEventBatch
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ContractServer:
+    """State and ASGI app of the test double."""
+
+    def __init__(self, *, tls: tuple[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.tls = tls
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.queued: list[Lease] = []
+        self.active: dict[str, str] = {}
+        self.cancel: set[str] = set()
+        self.preempt: set[str] = set()
+        self.events: dict[str, RunEvent] = {}
+        self.deliveries = 0
+        self.lease_requests: list[LeaseRequest] = []
+        self.auth_headers: list[str] = []
+        #: Event calls to fail with 503 before the work is done / after it is recorded.
+        self.fail_events_before = 0
+        self.fail_events_after = 0
+        self._changed = asyncio.Condition()
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # --- test controls -------------------------------------------------------------
+    def offer(self, *leases: Lease) -> None:
+        """Queue leases; also counts them as active on the server."""
+        for lease in leases:
+            self.queued.append(lease)
+            self.active[lease.run_id] = lease.job_id
+
+    def kinds(self, run_id: str) -> list[str]:
+        """Distinct event kinds received for ``run_id``, in arrival order."""
+        return [e.kind for e in self.events.values() if e.run_id == run_id]
+
+    def reported(self) -> set[str]:
+        """Run ids in the latest lease request."""
+        return {r.run_id for r in self.lease_requests[-1].runs} if self.lease_requests else set()
+
+    async def wait_for(self, predicate: Callable[[], bool], within: float = 10.0) -> None:
+        """Wait (event-driven, with a generous safety timeout) until ``predicate`` holds."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(predicate)
+
+    async def start(self) -> None:
+        config = uvicorn.Config(
+            self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="off",
+            ws="none",
+            interface="asgi3",
+            ssl_certfile=self.tls[0] if self.tls else None,
+            ssl_keyfile=self.tls[1] if self.tls else None,
+        )
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve())
+        while not self._server.started:  # noqa: ASYNC110 - uvicorn offers no started event
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            await self._task
+            self._server = None
+
+    # --- the contract ---------------------------------------------------------------
+    async def _lease(self, request: LeaseRequest) -> LeaseResponse:
+        self.lease_requests.append(request)
+        held = {r.run_id for r in request.runs}
+        give = self.queued[: request.max_new_leases]
+        del self.queued[: len(give)]
+        return LeaseResponse(
+            leases=give,
+            cancel_runs=sorted(r for r in held if r in self.cancel or r not in self.active),
+            preempt_runs=sorted(r for r in held if r in self.preempt),
+        )
+
+    async def _events(self, batch: RunEventBatch) -> None:
+        self.deliveries += 1
+        for event in batch.events:
+            self.events.setdefault(event.event_id, event)
+
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http"
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = dict(scope["headers"])
+        self.auth_headers.append(headers.get(b"authorization", b"").decode())
+        status, payload = await self._route(scope["path"], body)
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"json")]})
+        await send({"type": "http.response.body", "body": payload})
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _route(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if path == "/v1/executor/lease":
+            request = msgspec.json.decode(body, type=LeaseRequest)
+            return 200, msgspec.json.encode(await self._lease(request))
+        if path == "/v1/executor/events":
+            batch = msgspec.json.decode(body, type=RunEventBatch)
+            if self.fail_events_before > 0:
+                self.fail_events_before -= 1
+                return 503, b"{}"
+            await self._events(batch)
+            if self.fail_events_after > 0:
+                self.fail_events_after -= 1
+                return 503, b"{}"
+            return 200, b"{}"
+        return 404, b"{}"

@@ -1,0 +1,152 @@
+"""The agent against an in-test HTTP server speaking the executor contract."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from armada.executor.backends.fake import FakeBackend
+from armada.executor.runner import run_executor
+from armada.executor.settings import FakeSettings, ProcessSettings
+from tests.integration.executor.conftest import RunningExecutor, fast_settings, lease
+from tests.integration.executor.contract_server import ContractServer
+
+
+def fake(**kw: object) -> FakeBackend:
+    return FakeBackend(FakeSettings(nodes=2, **kw), "test-cluster")  # type: ignore[arg-type]
+
+
+async def test_leases_run_to_completion_with_events(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.offer(lease("r1", argv=["sleep", "0"]), lease("r2", argv=["sh", "-c", "sleep 0; exit 3"]))
+    async with executor(cluster=fake()):
+        await server.wait_for(lambda: {"r1", "r2"} <= {e.run_id for e in server.events.values()})
+        await server.wait_for(lambda: len(server.lease_requests) > 1 and not server.reported())
+    assert server.kinds("r1") == ["pending", "running", "succeeded"]
+    assert server.kinds("r2") == ["pending", "running", "failed"]
+    failed = next(e for e in server.events.values() if e.kind == "failed")
+    assert (failed.exit_code, failed.cause) == (3, "Error")
+    first = server.lease_requests[0]
+    assert first.executor_id == "test-cluster"
+    assert [n.name for n in first.nodes] == ["test-cluster-node-0", "test-cluster-node-1"]
+
+
+async def test_repeated_lease_starts_one_run(server: ContractServer, executor: RunningExecutor) -> None:
+    server.offer(lease("r1", argv=["sleep", "1000"]))
+    async with executor(cluster=fake()):
+        await server.wait_for(lambda: "running" in server.kinds("r1"))
+        server.offer(lease("r1", argv=["sleep", "1000"]))
+        await server.wait_for(lambda: not server.queued)
+        server.cancel.add("r1")
+        await server.wait_for(lambda: len(server.lease_requests) > 3 and "r1" not in server.reported())
+    assert server.kinds("r1") == ["pending", "running"]
+
+
+async def test_cancel_kills_and_never_reports_a_result(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.offer(lease("r1", argv=["sleep", "1000"]), lease("r2", argv=["sleep", "1000"]))
+    async with executor(cluster=fake()):
+        await server.wait_for(lambda: "running" in server.kinds("r1") and "running" in server.kinds("r2"))
+        server.cancel.add("r1")
+        server.preempt.add("r2")
+        await server.wait_for(lambda: not server.reported() & {"r1", "r2"})
+    assert server.kinds("r1") == ["pending", "running"]
+    assert server.kinds("r2") == ["pending", "running"]
+    phases = {r.phase for req in server.lease_requests for r in req.runs if r.run_id == "r1"}
+    assert "terminating" in phases or phases <= {"leased", "pending", "running"}
+
+
+async def test_stale_runs_the_server_forgot_are_killed(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.offer(lease("r1", argv=["sleep", "1000"]))
+    async with executor(cluster=fake()):
+        await server.wait_for(lambda: "running" in server.kinds("r1"))
+        del server.active["r1"]
+        await server.wait_for(lambda: len(server.lease_requests) > 2 and "r1" not in server.reported())
+    assert server.kinds("r1") == ["pending", "running"]
+
+
+async def test_events_survive_an_outage_and_keep_their_ids(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.fail_events_before = 3
+    server.fail_events_after = 2
+    server.offer(*(lease(f"r{i}", argv=["sleep", "0"]) for i in range(20)))
+    async with executor(cluster=fake()):
+        await server.wait_for(lambda: sum(e.kind == "succeeded" for e in server.events.values()) == 20)
+        await server.wait_for(lambda: len(server.lease_requests) > 1 and not server.reported())
+        await server.stop()
+        server.offer(*(lease(f"s{i}", argv=["sleep", "0"]) for i in range(5)))
+        await server.start()
+        await server.wait_for(lambda: sum(e.kind == "succeeded" for e in server.events.values()) == 25)
+    for i in range(20):
+        assert server.kinds(f"r{i}") == ["pending", "running", "succeeded"]
+    assert server.deliveries > 1
+
+
+async def test_bearer_token_is_sent(server: ContractServer, executor: RunningExecutor) -> None:
+    async with executor(cluster=fake(), token="s3cret"):
+        await server.wait_for(lambda: len(server.lease_requests) > 0)
+    assert "Bearer s3cret" in server.auth_headers
+
+
+async def test_restarted_executor_cleans_stale_runs_and_keeps_live_ones(
+    server: ContractServer, executor: RunningExecutor, tmp_path: Path
+) -> None:
+    """A run the server expired while the executor was down is never reported as succeeded."""
+    go = tmp_path / "go"
+    wait_then_succeed = ["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done"]
+    server.offer(lease("stale", argv=wait_then_succeed), lease("live", argv=wait_then_succeed))
+    process = {"backend": "process", "process": ProcessSettings(state_dir=str(tmp_path / "state"))}
+    async with executor(**process):
+        await server.wait_for(
+            lambda: "running" in server.kinds("stale") and "running" in server.kinds("live")
+        )
+    del server.active["stale"]
+    go.touch()
+    exit_files = [tmp_path / "state" / "runs" / run / "exit_code" for run in ("stale", "live")]
+    while not all(f.exists() for f in exit_files):  # noqa: ASYNC110 - waiting on files written by processes
+        await asyncio.sleep(0.05)
+    async with executor(**process):
+        await server.wait_for(lambda: "succeeded" in server.kinds("live"))
+        await server.wait_for(lambda: len(server.lease_requests) > 4 and not server.reported())
+    assert server.kinds("stale") == ["pending", "running"]
+    assert server.kinds("live") == ["pending", "running", "succeeded"]
+    assert not (tmp_path / "state" / "runs" / "stale").exists()
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, made with the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    files = ["-keyout", str(key), "-out", str(cert)]
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", *subject, *files],
+        check=True,
+        capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+async def test_tls_server_verified_with_ca_cert(self_signed: tuple[str, str]) -> None:
+    tls_server = ContractServer(tls=self_signed)
+    await tls_server.start()
+    try:
+        settings = fast_settings(tls_server, ca_cert=self_signed[0])
+        task = asyncio.create_task(run_executor(settings, backend=fake()))
+        await tls_server.wait_for(lambda: len(tls_server.lease_requests) > 0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    finally:
+        await tls_server.stop()
+    assert tls_server.url.startswith("https://")

@@ -1,0 +1,59 @@
+"""The fake backend at scale: 10,000 nodes, thousands of concurrent runs, over real HTTP."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from armada.executor.backends.fake import FakeBackend, load_node_templates, make_nodes
+from armada.executor.settings import FakeSettings
+from tests.integration.executor.conftest import RunningExecutor, lease
+from tests.integration.executor.contract_server import ContractServer
+
+RUNS = 3000
+
+
+async def test_ten_thousand_nodes_and_thousands_of_concurrent_runs(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    backend = FakeBackend(FakeSettings(nodes=10_000), "big")
+    server.offer(
+        *(
+            lease(f"r{i}", argv=["sh", "-c", "sleep 3; exit 3" if i % 10 == 0 else "sleep 3"])
+            for i in range(RUNS)
+        )
+    )
+    async with executor(cluster=backend, cluster_id="big", max_new_leases=1000, event_batch_size=1000):
+        await server.wait_for(
+            lambda: sum(e.kind in ("succeeded", "failed") for e in server.events.values()) == RUNS
+        )
+    request = server.lease_requests[0]
+    assert len(request.nodes) == 10_000
+    assert request.nodes[-1].allocatable == {"cpu": "64", "memory": "512Gi"}
+    kinds = Counter((e.run_id, e.kind) for e in server.events.values())
+    assert all(count == 1 for count in kinds.values())
+    assert sum(kinds[(f"r{i}", "running")] for i in range(RUNS)) == RUNS
+    failed = [e for e in server.events.values() if e.kind == "failed"]
+    assert len(failed) == RUNS // 10 and {e.exit_code for e in failed} == {3}
+    running_at_once = max(len(r.runs) for r in server.lease_requests)
+    assert running_at_once > 1000, "runs overlap rather than run one after another"
+
+
+def test_node_templates_file(tmp_path: Path) -> None:
+    path = tmp_path / "nodes.yaml"
+    path.write_text(
+        """
+- count: 2
+  namePrefix: gpu
+  allocatable: {cpu: "32", memory: 256Gi, nvidia.com/gpu: "8"}
+  labels: {accelerator: a100}
+  taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+- count: 3
+  allocatable: {cpu: "8", memory: 32Gi}
+"""
+    )
+    nodes = make_nodes(FakeSettings(node_templates=load_node_templates(path)), "c1")
+    assert [n.name for n in nodes] == ["gpu-0", "gpu-1", "c1-t1-0", "c1-t1-1", "c1-t1-2"]
+    assert nodes[0].allocatable["nvidia.com/gpu"] == "8"
+    assert nodes[0].labels == {"accelerator": "a100", "kubernetes.io/hostname": "gpu-0"}
+    assert nodes[0].taints[0].key == "nvidia.com/gpu" and nodes[2].taints == []

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from armada.executor.env import container_env, expand_refs
+from armada.executor.podspec import build_pod, pod_name
+from armada.model.leases import Lease
+
+
+def make_lease(**fields: object) -> Lease:
+    spec = {
+        "restartPolicy": "Always",
+        "nodeSelector": {"disk": "ssd"},
+        "initContainers": [{"name": "init", "image": "x"}],
+        "containers": [{"name": "main", "image": "x", "env": [{"name": "ARMADA_QUEUE", "value": "spoofed"}]}],
+    }
+    base: dict[str, object] = {
+        "run_id": "r1",
+        "job_id": "01HXYZABC",
+        "queue": "q",
+        "job_set_id": "set",
+        "owner": "alice",
+        "namespace": "ns",
+        "node": "node-7",
+        "pod_spec": spec,
+        "labels": {"team": "a"},
+        "annotations": {"armadaproject.io/gangId": "g"},
+    }
+    return Lease(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_pod_name_is_a_dns_label() -> None:
+    assert pod_name("01HXYZABC") == "armada-01hxyzabc-0"
+
+
+def test_build_pod() -> None:
+    leased = make_lease(priority_class_name="armada-default")
+    pod = build_pod(leased)
+    meta, spec = pod["metadata"], pod["spec"]
+    assert (meta["name"], meta["namespace"]) == ("armada-01hxyzabc-0", "ns")
+    assert meta["labels"] == {
+        "team": "a",
+        "armada_job_id": "01HXYZABC",
+        "armada_job_run_id": "r1",
+        "armada_queue_id": "q",
+    }
+    assert meta["annotations"] == {
+        "armadaproject.io/gangId": "g",
+        "armada_jobset_id": "set",
+        "armada_owner": "alice",
+    }
+    assert spec["restartPolicy"] == "Never"
+    assert spec["nodeSelector"] == {"disk": "ssd", "kubernetes.io/hostname": "node-7"}
+    assert spec["priorityClassName"] == "armada-default"
+    for container in (spec["initContainers"][0], spec["containers"][0]):
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env == {"ARMADA_JOB_ID": "01HXYZABC", "ARMADA_QUEUE": "q", "ARMADA_JOB_SET_ID": "set"}
+    assert leased.pod_spec["restartPolicy"] == "Always", "the lease's spec is not modified"
+
+
+def test_gang_env_and_custom_node_label() -> None:
+    pod = build_pod(make_lease(gang_id="g", gang_cardinality=3), node_id_label="example.com/node")
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    assert (env["ARMADA_GANG_ID"], env["ARMADA_GANG_CARDINALITY"]) == ("g", "3")
+    assert pod["spec"]["nodeSelector"]["example.com/node"] == "node-7"
+
+
+def test_container_env_resolves_field_refs() -> None:
+    container = {
+        "env": [
+            {
+                "name": "GANG",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['armadaproject.io/gangId']"}},
+            },
+            {"name": "TEAM", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['team']"}}},
+            {"name": "UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+            {"name": "GREETING", "value": "hi $(POD) $$(POD) $(MISSING)"},
+        ]
+    }
+    env = container_env(container, make_lease(), pod_name="armada-x-0", node="n")
+    assert env["GANG"] == "g" and env["TEAM"] == "a" and env["UID"] == "r1" and env["POD"] == "armada-x-0"
+    assert env["SECRET"] == ""
+    assert env["GREETING"] == "hi armada-x-0 $(POD) $(MISSING)"
+    assert env["ARMADA_JOB_ID"] == "01HXYZABC"
+
+
+def test_expand_refs() -> None:
+    assert expand_refs("$(A)-$(B)", {"A": "1"}) == "1-$(B)"

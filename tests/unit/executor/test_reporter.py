@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import asyncio
+import random
+
+from armada.client.executor_api import ExecutorApiError
+from armada.executor.backoff import Backoff
+from armada.executor.reporter import EventReporter
+from armada.model.leases import RunEvent, RunEventBatch
+
+
+class FlakyServer:
+    """Fails a number of calls, rejects events of run ``bad``, records the rest by event id."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+        self.received: dict[str, RunEvent] = {}
+
+    async def report_events(self, batch: RunEventBatch) -> None:
+        self.calls += 1
+        if any(e.run_id == "bad" for e in batch.events):
+            raise ExecutorApiError("400", status=400, retryable=False)
+        if self.failures > 0:
+            self.failures -= 1
+            raise ExecutorApiError("503", status=503)
+        for event in batch.events:
+            self.received.setdefault(event.event_id, event)
+
+
+async def test_retries_until_delivered_and_isolates_rejected_events() -> None:
+    server = FlakyServer(failures=5)
+    delivered: list[RunEvent] = []
+
+    async def on_delivered(events: list[RunEvent]) -> None:
+        delivered.extend(events)
+
+    reporter = EventReporter(
+        server, "ex", on_delivered=on_delivered, backoff=Backoff(0.001, 0.002, random.Random(0)), batch_size=4
+    )
+    events = [RunEvent(run_id=f"r{i}" if i != 5 else "bad", job_id="j", kind="pending") for i in range(10)]
+    for event in events:
+        await reporter.put(event)
+    task = asyncio.create_task(reporter.run())
+    assert await reporter.flush(within=30)
+    task.cancel()
+    assert len(server.received) == 9
+    assert "bad" not in {e.run_id for e in server.received.values()}
+    assert {e.event_id for e in delivered} == {e.event_id for e in events}
+    assert reporter.backlog == 0
+
+
+async def test_full_buffer_makes_put_wait() -> None:
+    reporter = EventReporter(
+        FlakyServer(0),
+        "ex",
+        on_delivered=lambda _: asyncio.sleep(0),
+        backoff=Backoff(0.001, 0.002),
+        max_buffered=2,
+    )
+    await reporter.put(RunEvent(run_id="a", job_id="j", kind="pending"))
+    await reporter.put(RunEvent(run_id="b", job_id="j", kind="pending"))
+    assert reporter.full
+    blocked = asyncio.create_task(reporter.put(RunEvent(run_id="c", job_id="j", kind="pending")))
+    await asyncio.sleep(0)
+    assert not blocked.done()
+    runner = asyncio.create_task(reporter.run())
+    await blocked
+    assert await reporter.flush(within=30)
+    runner.cancel()
+
+
+def test_backoff_grows_and_resets() -> None:
+    backoff = Backoff(1.0, 8.0, random.Random(3))
+    delays = [backoff.next_delay() for _ in range(10)]
+    assert all(0.5 <= d <= 8.0 for d in delays)
+    assert max(delays[5:]) > 2.0
+    backoff.reset()
+    assert backoff.next_delay() <= 1.0

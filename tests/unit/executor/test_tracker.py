@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from armada.executor.backend import FoundRun, RunStatus
+from armada.executor.tracker import RunTracker
+from armada.model.leases import Lease, RunEvent
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[RunEvent] = []
+        self.released: list[str] = []
+
+    async def publish(self, event: RunEvent) -> None:
+        self.events.append(event)
+
+    async def release(self, run_id: str) -> None:
+        self.released.append(run_id)
+
+
+def make() -> tuple[RunTracker, Sink]:
+    sink = Sink()
+    return RunTracker(sink.publish, sink.release), sink
+
+
+def lease(run_id: str) -> Lease:
+    return Lease(run_id=run_id, job_id=f"job-{run_id}", queue="q", job_set_id="s")
+
+
+async def test_only_forward_moves_become_events() -> None:
+    tracker, sink = make()
+    assert tracker.accept(lease("r1"))
+    assert not tracker.accept(lease("r1"))
+    for kind in ("pending", "pending", "running", "pending", "succeeded", "failed"):
+        await tracker.observe(RunStatus(run_id="r1", kind=kind))  # type: ignore[arg-type]
+    assert [e.kind for e in sink.events] == ["pending", "running", "succeeded"]
+    assert [r.phase for r in tracker.reports()] == ["running"], "held until delivered"
+    await tracker.delivered(sink.events)
+    assert tracker.reports() == [] and sink.released == ["r1"]
+
+
+async def test_killed_run_reports_nothing_more_and_leaves_when_gone() -> None:
+    tracker, sink = make()
+    tracker.accept(lease("r1"))
+    await tracker.observe(RunStatus(run_id="r1", kind="running"))
+    assert tracker.start_kill("r1", "cancel")
+    assert not tracker.start_kill("r1", "cancel")
+    assert [r.phase for r in tracker.reports()] == ["terminating"]
+    await tracker.observe(RunStatus(run_id="r1", kind="succeeded"))
+    await tracker.gone("r1")
+    assert [e.kind for e in sink.events] == ["running"]
+    assert tracker.holds("r1"), "its running event is not delivered yet"
+    await tracker.delivered(sink.events)
+    assert not tracker.holds("r1")
+
+
+async def test_unexpected_disappearance_returns_the_lease() -> None:
+    tracker, sink = make()
+    tracker.accept(lease("r1"))
+    await tracker.observe(RunStatus(run_id="r1", kind="running"))
+    await tracker.gone("r1")
+    returned = sink.events[-1]
+    assert (returned.kind, returned.run_attempted, returned.retryable) == ("leaseReturned", True, True)
+
+
+async def test_adopted_runs_wait_for_confirmation() -> None:
+    tracker, sink = make()
+    tracker.adopt(
+        [
+            FoundRun(run_id="stale", job_id="j1", phase="running"),
+            FoundRun(run_id="live", job_id="j2", phase="running"),
+        ]
+    )
+    await tracker.observe(RunStatus(run_id="stale", kind="succeeded"))
+    await tracker.observe(RunStatus(run_id="live", kind="succeeded"))
+    assert sink.events == []
+    tracker.start_kill("stale", "cancel")
+    await tracker.confirm_all()
+    assert [(e.run_id, e.kind) for e in sink.events] == [("live", "succeeded")]
+    await tracker.gone("stale")
+    assert not tracker.holds("stale")
+
+
+async def test_unknown_runs_are_ignored() -> None:
+    tracker, sink = make()
+    await tracker.observe(RunStatus(run_id="nope", kind="running"))
+    await tracker.gone("nope")
+    assert sink.events == [] and not tracker.start_kill("nope", "cancel")
