@@ -131,9 +131,11 @@ class PoolCycle(Evictions):
                 np.full(len(rows), qi),
                 np.zeros(len(rows)),
             )
-            cut = self._queue_cut(qi, queued, tokens)
+            cut = self._rate_cut(qi, queued, tokens)
             chunked = cut == len(queued) and len(rows) >= want and (len(pos) and pos[-1] + 1 < self.stop[qi])
-            units = Units.concat([self.pending_evicted(qi), queued.take(slice(0, cut))])
+            units = Units.concat(
+                [self.pending_evicted(qi), self._within_class_limits(qi, queued.take(slice(0, cut)))]
+            )
             if not len(units):
                 continue
             requests = units.counts[:, None] * self.key_requests[units.keys]
@@ -153,30 +155,35 @@ class PoolCycle(Evictions):
             per_resource = np.where(requests > 0, free // np.maximum(requests, 1), UNLIMITED)
         return int(min(per_resource.min(axis=1).max(), 10**7))
 
-    def _queue_cut(self, qi: int, units: Units, tokens: int) -> int:
-        """How many of a queue's queued units its rate limit and class limits let through."""
-        if not len(units):
-            return 0
-        name = self.queues[qi].name
+    def _rate_cut(self, qi: int, units: Units, tokens: int) -> int:
+        """How many of a queue's queued units its token bucket lets through."""
         cut = int(np.searchsorted(np.cumsum(units.counts), tokens, side="right"))
         if cut < len(units):
-            self.ctx.reasons.by_queue[name] = "queue rate limited (maximumPerQueueSchedulingRate)"
-        if (self.limits[qi] >= UNLIMITED).all():
-            return cut
-        classes = self.key_class[units.keys[:cut]]
+            self.ctx.reasons.by_queue[self.queues[qi].name] = (
+                "queue rate limited (maximumPerQueueSchedulingRate)"
+            )
+        return cut
+
+    def _within_class_limits(self, qi: int, units: Units) -> Units:
+        """Drop, per priority class, the queue's units from the first that would pass its limit."""
+        if not len(units) or (self.limits[qi] >= UNLIMITED).all():
+            return units
+        name = self.queues[qi].name
+        classes = self.key_class[units.keys]
+        keep = np.ones(len(units), dtype=bool)
         for ci in np.unique(classes).tolist():
             members = np.flatnonzero(classes == ci)
             requests = units.counts[members, None] * self.key_requests[units.keys[members]]
-            cumulative = np.cumsum(requests, axis=0) + self.alloc_by_class[qi, ci]
-            over = first_violation(cumulative, self.limits[qi, ci])
+            over = first_violation(
+                np.cumsum(requests, axis=0) + self.alloc_by_class[qi, ci], self.limits[qi, ci]
+            )
             if over < len(members):
+                keep[members[over:]] = False
                 class_name = self.db.priority_class_names[ci]
+                reason = f"queue {name} over its {class_name} resource limit in pool {self.pool}"
                 for key in np.unique(units.keys[members[over:]]).tolist():
-                    self.ctx.reasons.by_queue_key[(name, key)] = (
-                        f"queue {name} over its {class_name} resource limit in pool {self.pool}"
-                    )
-                cut = min(cut, int(members[over]))
-        return cut
+                    self.ctx.reasons.by_queue_key[(name, key)] = reason
+        return units if keep.all() else units.take(np.flatnonzero(keep))
 
     def _global_cut(self, units: Units) -> tuple[int, bool]:
         """Prefix of the merged order within the global rate limit and the pool's budget."""

@@ -287,3 +287,17 @@ def test_gang_with_differing_members_is_reported_not_scheduled() -> None:
     result = sim.cycle()
     assert not result.leases
     assert result.reasons.for_job(sim.db, "g0") == "gang members have different scheduling requirements"
+
+
+def test_class_limit_does_not_block_other_classes_of_the_queue() -> None:
+    limited = {"priority": 1000, "maximumResourceFractionPerQueue": {"cpu": 0.25}}
+    config = unlimited(
+        priority_classes={"armada-default": limited, "free": {"priority": 1000}},
+        default_priority_class_name="armada-default",
+    )
+    sim = Sim(config, nodes=[node("n0", cpu=8, memory_gi=1000)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(6))
+    sim.submit(job(f"f{i}", "A", submitted=10 + i, priority_class_name="free") for i in range(3))
+    result = sim.cycle()
+    assert sorted(result.leases.job_ids) == ["a0", "a1", "f0", "f1", "f2"]
