@@ -182,7 +182,7 @@ class PoolCycle(Evictions):
                 class_name = self.db.priority_class_names[ci]
                 reason = f"queue {name} over its {class_name} resource limit in pool {self.pool}"
                 for key in np.unique(units.keys[members[over:]]).tolist():
-                    self.ctx.reasons.by_queue_key[(name, key)] = reason
+                    self.ctx.reasons.by_queue_key.setdefault(name, {})[key] = reason
         return units if keep.all() else units.take(np.flatnonzero(keep))
 
     def _global_cut(self, units: Units) -> tuple[int, bool]:

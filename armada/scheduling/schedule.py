@@ -64,6 +64,8 @@ def schedule(
         key_ok=key_ok,
     )
     ctx.reasons.by_key.update(rejected)
+    if not pools:
+        ctx.reasons.cycle = "no nodes reported by any executor"
     rejections = _rejections(db, rejected)
     shares: dict[str, dict[str, QueueShare]] = {}
     for pool, rows in pools.items():
