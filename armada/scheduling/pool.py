@@ -32,9 +32,9 @@ from armada.scheduling.placement import (
     place_uniform_gang,
 )
 from armada.scheduling.poolstate import UNLIMITED
-from armada.scheduling.preemption import Evictions
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.state import UsageHistory
+from armada.scheduling.urgency import Urgency
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -44,7 +44,7 @@ FUSE_MIN = 256
 FUSE_MAX = 1 << 16
 
 
-class PoolCycle(Evictions):
+class PoolCycle(Urgency):
     """Schedules one pool; results go into the shared :class:`CycleContext`."""
 
     def __init__(
@@ -67,6 +67,7 @@ class PoolCycle(Evictions):
             if not len(units):
                 break
             units = units.take(merge_order(units))
+            self.start_round(units)
             end, capped = self._global_cut(units)
             if boundary is not None:
                 at = np.flatnonzero((units.queue == boundary[1]) & (units.cost == boundary[0]))
@@ -242,8 +243,7 @@ class PoolCycle(Evictions):
     def _exact(self, units: Units, i: int, j: int) -> bool:
         """Place the run ``units[i:j]`` (one key) as sequential best fit would; False if the key failed."""
         if units.evicted[i]:
-            for u in range(i, j):
-                self.return_evicted(int(units.rows[u]))
+            self.settle_evicted(units.rows[i:j])
             return True
         key = int(units.keys[i])
         request, mask = self.key_requests[key], self.mask(key)
@@ -251,7 +251,7 @@ class PoolCycle(Evictions):
         size = int(self.cardinality[key])
         if self.uniform[key]:
             for u in range(i, j):
-                placement = self.place_uniform(self.free, key, request, mask, dominant)
+                placement = self.place_uniform(self.free - self.held, key, request, mask, dominant)
                 if placement is None:
                     if self.urgent(units, u, u + 1) == 0:
                         self._fail(key)
@@ -259,7 +259,7 @@ class PoolCycle(Evictions):
                 else:
                     self.commit(units, np.array([u]), placement)
             return True
-        nodes = place_identical(self.free, request, mask, int(units.counts[i:j].sum()), dominant).nodes
+        nodes = self._place_run(request, mask, int(units.counts[i:j].sum()), dominant)
         fitted = len(nodes) // size
         self.commit(units, np.arange(i, i + fitted), nodes[: fitted * size])
         if i + fitted < j:
@@ -268,6 +268,15 @@ class PoolCycle(Evictions):
                 self._fail(key)
                 return False
         return True
+
+    def _place_run(self, request: IntArray, mask: BoolArray, count: int, dominant: int) -> IntArray:
+        """Nodes for ``count`` identical jobs: free space first, then space held by evicted jobs."""
+        strict = self.free - self.held
+        nodes = place_identical(strict, request, mask, count, dominant).nodes
+        if len(nodes) == count or not self.held.any():
+            return nodes
+        strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
+        return np.concatenate([nodes, self.displace(strict, request, mask, count - len(nodes))])
 
     def place_uniform(
         self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
@@ -286,11 +295,14 @@ class PoolCycle(Evictions):
 
     def _fused(self, units: Units, i: int, j: int) -> bool:
         """Place ``units[i:j]`` key by key in bulk; commit only if every unit fits."""
-        trial = self.free.copy()
+        # New jobs get free space only; evicted jobs of the stretch come back to their held space.
+        trial = self.free - self.held
         segment = np.arange(i, j)
         evicted = segment[units.evicted[i:j]]
-        if len(evicted) and not self.evicted_fit(trial, units.rows[evicted]):
-            return False
+        if len(evicted):
+            need = self.evicted_need(units.rows[evicted])
+            if ((self.free - need < 0) & (need > 0)).any():
+                return False
         plans: list[tuple[IntArray, IntArray]] = []
         fresh = segment[~units.evicted[i:j]]
         keys, first = np.unique(units.keys[fresh], return_index=True)
@@ -305,8 +317,8 @@ class PoolCycle(Evictions):
                 return False
             trial -= np.bincount(placement.nodes, minlength=len(trial))[:, None] * request
             plans.append((chosen, placement.nodes))
-        for row in units.rows[evicted].tolist():
-            self.return_evicted(row)
+        if len(evicted):
+            self.settle_evicted(units.rows[evicted])
         for chosen, nodes in plans:
             self.commit(units, chosen, nodes)
         return True
