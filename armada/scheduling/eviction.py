@@ -44,6 +44,8 @@ class Eviction(PoolState):
         #: per job row: NOT_EVICTED / PENDING / RETURNED / LOST, and the local node it was on
         self.ev_state = np.zeros(0, dtype=np.int8)
         self.ev_node = np.zeros(0, dtype=np.int64)
+        #: per evicted row: the node whose first new job is blamed if it is lost
+        self.lost_to = np.zeros(0, dtype=np.int64)
         self._gang_members: dict[int, IntArray] = {}
         #: resources of pending evicted jobs per node
         self.held: IntArray = np.zeros_like(self.free)
@@ -81,6 +83,7 @@ class Eviction(PoolState):
         self.ev_node = np.full(n, -1, dtype=np.int64)
         self.ev_state[rows] = PENDING
         self.ev_node[rows] = local[rows]
+        self.lost_to = self.ev_node.copy()
         self._take_off(rows, +1)
         np.add.at(self.held, local[rows], self.key_requests[keys])
         for qi in np.unique(queues).tolist():
@@ -166,6 +169,7 @@ class Eviction(PoolState):
                 while len(placed) < count and mask[node] and (strict[node] >= request).all():
                     placed.append(node)
                     strict[node] -= request
+                    self.lost_to[rows] = node  # the new job on ``node`` takes their place
         return np.array(placed, dtype=np.int64)
 
     def _expand(self, reps: IntArray) -> tuple[IntArray, IntArray]:
@@ -231,7 +235,7 @@ class Eviction(PoolState):
                 f"preempted to restore fair share in pool {self.pool}: queue {name} was above "
                 f"{self.ctx.config.protected_fraction_of_fair_share:g}x its fair share"
             )
-            self.preempt(lost, self.first_new_on_node[self.ev_node[lost]], reason)
+            self.preempt(lost, self.first_new_on_node[self.lost_to[lost]], reason)
 
     def preempt(self, rows: IntArray, by: IntArray, reason: str) -> None:
         """Record preemptions of ``rows``, each caused by job row ``by`` (-1 = unknown)."""

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.candidates import Units
-from armada.scheduling.eviction import PENDING, Eviction
+from armada.scheduling.eviction import LOST, PENDING, Eviction
 from armada.scheduling.jobdb import RUNNING
 from armada.scheduling.placement import dominant_column, place_identical
 
@@ -85,10 +85,10 @@ class Urgency(Eviction, ABC):
         """Preempt lower-class jobs on ``node`` until ``need`` is free there."""
         db = self.db
         classes = self.ctx.config.priority_classes
-        pending = self.ev_state if len(self.ev_state) else np.zeros(len(db.ids), dtype=np.int8)
+        evicted = self.ev_state if len(self.ev_state) else np.zeros(len(db.ids), dtype=np.int8)
         victims = []
         for row in db.jobs_on_node(int(self.node_rows[node])):
-            if self.ctx.taken[row] or pending[row] == PENDING:
+            if self.ctx.taken[row] or evicted[row] in (PENDING, LOST):  # not on the node now
                 continue
             pc = classes[db.keys.infos[int(db.cols["key"][row])].priority_class]
             if pc.preemptible and pc.priority < priority:
