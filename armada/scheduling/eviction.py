@@ -51,6 +51,7 @@ class Eviction(PoolState):
         self.held: IntArray = np.zeros_like(self.free)
         self._round_units = empty_units()
         self._claims: list[int] | None = None
+        self._claim_at = 0
 
     # -- evicting ------------------------------------------------------------------------
 
@@ -136,6 +137,7 @@ class Eviction(PoolState):
         """Remember the round's DRF order of pending evicted units (for :meth:`displace`)."""
         self._round_units = units
         self._claims = None
+        self._claim_at = 0
 
     def _claimable(self) -> list[int]:
         """Pending evicted units of this round, latest in DRF order first."""
@@ -144,15 +146,22 @@ class Eviction(PoolState):
             self._claims = units.rows[np.flatnonzero(units.evicted)[::-1]].tolist()
         return self._claims
 
-    def displace(self, strict: IntArray, request: IntArray, mask: BoolArray, count: int) -> IntArray:
-        """Nodes for up to ``count`` jobs on space held by pending evicted jobs.
+    def displace(
+        self, strict: IntArray, request: IntArray, mask: BoolArray, count: int, size: int = 1
+    ) -> IntArray:
+        """Nodes for up to ``count`` jobs (whole groups of ``size``) on space held by evicted jobs.
 
         ``strict`` is the free space net of held space. The evicted units that come last in
         DRF order give up their space first, only on nodes where the job can then fit; they
-        are lost (preempted when the turn ends).
+        are lost (preempted when the turn ends). Claims that do not complete a group of
+        ``size`` jobs are undone, so nothing is preempted for a job that is not placed.
         """
         placed: list[int] = []
-        for rep in self._claimable():
+        claimed: list[IntArray] = []  # rows claimed for the group being placed
+        claims = self._claimable()
+        while self._claim_at < len(claims) and self.ev_state[claims[self._claim_at]] != PENDING:
+            self._claim_at += 1  # settled or claimed units never become pending again
+        for rep in claims[self._claim_at :]:
             if len(placed) >= count:
                 break
             if self.ev_state[rep] != PENDING:
@@ -161,16 +170,26 @@ class Eviction(PoolState):
             nodes = self.ev_node[rows]
             if not any(mask[n] and (strict[n] + self.held[n] >= request).all() for n in nodes.tolist()):
                 continue
-            requests = self.key_requests[self.db.cols["key"][rows].astype(np.int64)]
-            self.ev_state[rows] = LOST
-            np.subtract.at(self.held, nodes, requests)
-            np.add.at(strict, nodes, requests)
+            self._claim(rows, strict, +1)
+            claimed.append(rows)
             for node in dict.fromkeys(nodes.tolist()):
                 while len(placed) < count and mask[node] and (strict[node] >= request).all():
                     placed.append(node)
                     strict[node] -= request
-                    self.lost_to[rows] = node  # the new job on ``node`` takes their place
-        return np.array(placed, dtype=np.int64)
+                    if len(placed) % size == 0:  # a whole group placed: its claims stand
+                        self.lost_to[np.concatenate(claimed)] = node
+                        claimed = []
+        for rows in claimed:
+            self._claim(rows, strict, -1)
+        return np.array(placed[: len(placed) - len(placed) % size], dtype=np.int64)
+
+    def _claim(self, rows: IntArray, strict: IntArray, sign: int) -> None:
+        """Give up (``+1``) or take back (``-1``) the held space of pending evicted ``rows``."""
+        nodes = self.ev_node[rows]
+        requests = self.key_requests[self.db.cols["key"][rows].astype(np.int64)] * sign
+        self.ev_state[rows] = LOST if sign > 0 else PENDING
+        np.subtract.at(self.held, nodes, requests)
+        np.add.at(strict, nodes, requests)
 
     def _expand(self, reps: IntArray) -> tuple[IntArray, IntArray]:
         """Member rows of evicted units and, per row, the index of its unit."""

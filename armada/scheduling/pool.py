@@ -259,7 +259,7 @@ class PoolCycle(Urgency):
                 else:
                     self.commit(units, np.array([u]), placement)
             return True
-        nodes = self._place_run(request, mask, int(units.counts[i:j].sum()), dominant)
+        nodes = self._place_run(request, mask, int(units.counts[i:j].sum()), dominant, size)
         fitted = len(nodes) // size
         self.commit(units, np.arange(i, i + fitted), nodes[: fitted * size])
         if i + fitted < j:
@@ -269,14 +269,17 @@ class PoolCycle(Urgency):
                 return False
         return True
 
-    def _place_run(self, request: IntArray, mask: BoolArray, count: int, dominant: int) -> IntArray:
+    def _place_run(
+        self, request: IntArray, mask: BoolArray, count: int, dominant: int, size: int
+    ) -> IntArray:
         """Nodes for ``count`` identical jobs: free space first, then space held by evicted jobs."""
         strict = self.free - self.held
         nodes = place_identical(strict, request, mask, count, dominant).nodes
+        nodes = nodes[: len(nodes) - len(nodes) % size]
         if len(nodes) == count or not self.held.any():
             return nodes
         strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
-        return np.concatenate([nodes, self.displace(strict, request, mask, count - len(nodes))])
+        return np.concatenate([nodes, self.displace(strict, request, mask, count - len(nodes), size)])
 
     def place_uniform(
         self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
