@@ -175,6 +175,7 @@ class ProcessBackend:
                         await self._wait_exit(run)
                 _signal_group(run.pid, signal.SIGKILL)
                 await self._wait_exit(run)
+                await self._wait_group_gone(run.pid)
             run.dir.remove()
         else:
             run_dir = RunDir.of(self._root, run_id)
@@ -191,6 +192,13 @@ class ProcessBackend:
             run_dir.remove()
         elif run_dir.path.exists():
             run_dir.mark_released()
+
+    async def _wait_group_gone(self, pgid: int) -> None:
+        """Wait (bounded) for the group's other members: SIGKILL takes effect asynchronously."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._settings.kill_grace_seconds):
+                while _group_exists(pgid):  # noqa: ASYNC110 - the kernel offers nothing to wait on
+                    await asyncio.sleep(0.02)
 
     def _report(self) -> RunObserver:
         if self._observer is None:
@@ -260,6 +268,16 @@ class ProcessBackend:
                 if since is not None and time.time() - since >= self._retention:
                     run_dir.remove()
             await asyncio.sleep(max(1.0, min(self._retention, 60.0)))
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _signal_group(pid: int, signum: signal.Signals) -> None:
