@@ -7,6 +7,8 @@ re-splitting or globbing), but a shell builtin works as the command name, so
 That wrapper shell then writes the exit code to the run's directory, so the result
 survives an executor restart. Each run gets its own session (process group), which is
 what cancel and preempt kill, first with SIGTERM and, after a grace period, SIGKILL.
+Each run also gets a random ``RANDOM`` variable, so that scripts written for bash such as
+``sh -c 'sleep $(( (RANDOM % 60) + 10 ))'`` also work where ``/bin/sh`` is dash.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 import tempfile
@@ -157,7 +160,7 @@ class ProcessBackend:
                 stdout=output,
                 stderr=asyncio.subprocess.STDOUT,
                 cwd=cwd,
-                env={**inherited_env(), **env},
+                env={**inherited_env(), "RANDOM": str(random.randrange(32768)), **env},
                 start_new_session=True,
             )
 
@@ -171,7 +174,7 @@ class ProcessBackend:
             if run.pid is not None and not run.exited.is_set():
                 _signal_group(run.pid, signal.SIGTERM)
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self._settings.kill_grace_seconds):
+                    async with asyncio.timeout(self._grace(run.lease)):
                         await self._wait_exit(run)
                 _signal_group(run.pid, signal.SIGKILL)
                 await self._wait_exit(run)
@@ -192,6 +195,11 @@ class ProcessBackend:
             run_dir.remove()
         elif run_dir.path.exists():
             run_dir.mark_released()
+
+    def _grace(self, lease: Lease) -> float:
+        """The pod's ``terminationGracePeriodSeconds``, else the configured grace."""
+        grace = lease.pod_spec.get("terminationGracePeriodSeconds")
+        return float(grace) if grace is not None else self._settings.kill_grace_seconds
 
     async def _wait_group_gone(self, pgid: int) -> None:
         """Wait (bounded) for the group's other members: SIGKILL takes effect asynchronously."""
