@@ -205,13 +205,9 @@ async def test_node_report_subtracts_non_armada_pods(setup: Setup, api: client.A
 async def test_pods_left_by_an_earlier_executor_are_found(api: client.ApiClient) -> None:
     core = client.CoreV1Api(api)
     labels = {"armada_job_run_id": "old", "armada_job_id": "j0"}
-    await core.create_namespaced_pod(
-        "default",
-        {
-            **plain_pod("armada-j0-0", "n", "1", "1Gi", labels),
-            "metadata": {"name": "armada-j0-0", "namespace": "default", "labels": labels},
-        },
-    )
+    pod = plain_pod("armada-j0-0", "n", "1", "1Gi", labels)
+    pod["metadata"]["namespace"] = "default"
+    await core.create_namespaced_pod("default", pod)
     backend = KubernetesBackend(settings(), 300.0, api=api)
     found = await backend.discover()
     assert [(f.run_id, f.job_id, f.phase) for f in found] == [("old", "j0", "running")]
