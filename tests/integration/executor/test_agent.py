@@ -150,3 +150,24 @@ async def test_tls_server_verified_with_ca_cert(self_signed: tuple[str, str]) ->
     finally:
         await tls_server.stop()
     assert tls_server.url.startswith("https://")
+
+
+async def test_no_new_leases_while_events_cannot_be_delivered(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.fail_events_before = 10**9
+    server.offer(*(lease(f"r{i}", argv=["sleep", "0"]) for i in range(3)))
+    async with executor(cluster=fake(), max_buffered_events=2, event_batch_size=1):
+        await server.wait_for(
+            lambda: server.lease_requests[-1].max_new_leases == 0 if server.lease_requests else False
+        )
+        server.fail_events_before = 0
+        await server.wait_for(lambda: all("succeeded" in server.kinds(f"r{i}") for i in range(3)))
+        await server.wait_for(lambda: server.lease_requests[-1].max_new_leases > 0)
+
+
+async def test_leased_runs_limit_caps_new_leases(server: ContractServer, executor: RunningExecutor) -> None:
+    server.offer(*(lease(f"r{i}", argv=["sleep", "1000"]) for i in range(5)))
+    async with executor(cluster=fake(), max_leased_runs=3, max_new_leases=100):
+        await server.wait_for(lambda: all("running" in server.kinds(f"r{i}") for i in range(5)))
+    assert server.lease_requests[0].max_new_leases == 3
