@@ -220,10 +220,12 @@ class KubernetesBackend:
 
     async def release(self, run_id: str) -> None:
         """The result is delivered: the finished pod may go after the retention period."""
-        if run_id in self._pods:
-            self._released[run_id] = time.monotonic()
-            if self._retention <= 0:
-                await self.housekeeping()
+        pod = self._pods.get(run_id)
+        if pod is None:
+            return
+        self._released[run_id] = time.monotonic()
+        if self._retention <= 0 and is_finished(pod):
+            await self._delete(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"], grace=0)
 
     def _report(self) -> RunObserver:
         if self._observer is None:
