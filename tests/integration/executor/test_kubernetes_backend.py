@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -231,3 +232,24 @@ async def test_agent_runs_and_cancels_pods_end_to_end(
     assert server.kinds("r2") == ["pending"]
     assert (await core.list_namespaced_pod("default")).items == []
     assert [n.name for n in server.lease_requests[0].nodes] == ["node-1"]
+
+
+async def test_executor_reaches_the_cluster_through_a_kubeconfig(
+    api: client.ApiClient, server: ContractServer, executor: RunningExecutor, tmp_path: Path
+) -> None:
+    await client.CoreV1Api(api).create_node(node("node-k"))
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        f"""
+apiVersion: v1
+kind: Config
+clusters: [{{name: test, cluster: {{server: "{api.configuration.host}"}}}}]
+users: [{{name: test, user: {{token: abc}}}}]
+contexts: [{{name: test, context: {{cluster: test, user: test}}}}]
+current-context: test
+"""
+    )
+    kube = KubernetesSettings(kubeconfig=str(kubeconfig))
+    async with executor(backend="kubernetes", kubernetes=kube):
+        await server.wait_for(lambda: bool(server.lease_requests))
+    assert [n.name for n in server.lease_requests[0].nodes] == ["node-k"]
