@@ -192,3 +192,13 @@ async def test_run_finishing_during_a_partition_is_reported_once_after_it(
     assert server.kinds("r1") == ["pending", "running", "failed"]
     failed = [e for e in server.events.values() if e.kind == "failed"]
     assert len(failed) == 1 and failed[0].exit_code == 5
+
+
+async def test_leases_beyond_the_budget_are_left_for_the_server_to_resend(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.greedy = True
+    server.offer(*(lease(f"r{i}", argv=["sleep", "1000"]) for i in range(5)))
+    async with executor(cluster=fake(), max_leased_runs=2, max_new_leases=2):
+        await server.wait_for(lambda: all("running" in server.kinds(f"r{i}") for i in range(5)))
+        assert max(len(r.runs) for r in server.lease_requests[:2]) <= 2
