@@ -197,7 +197,10 @@ class KubernetesBackend:
         namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
         gone = self._deleted.setdefault(run_id, asyncio.Event())
         exists = await self._delete(namespace, name)
-        async with asyncio.timeout(self._settings.pod_kill_grace_seconds + 60):
+        grace = self._settings.pod_kill_grace_seconds
+        if grace is None:
+            grace = int(pod.get("spec", {}).get("terminationGracePeriodSeconds") or 30)
+        async with asyncio.timeout(grace + 60):
             # The watch normally reports the deletion; a broken or lagging watch is covered
             # by asking the API directly every few seconds.
             while exists and not gone.is_set():
@@ -233,10 +236,13 @@ class KubernetesBackend:
         return self._observer
 
     async def _delete(self, namespace: str, name: str, grace: int | None = None) -> bool:
-        """Delete a pod; False if it did not exist."""
+        """Delete a pod (``grace`` None: the kill grace setting, else the pod's own); False if absent."""
         grace = self._settings.pod_kill_grace_seconds if grace is None else grace
         try:
-            await self._core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace)
+            if grace is None:
+                await self._core.delete_namespaced_pod(name, namespace)
+            else:
+                await self._core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace)
         except ApiException as exc:
             if exc.status == 404:
                 return False
