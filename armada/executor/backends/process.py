@@ -225,8 +225,10 @@ class ProcessBackend:
     async def _watch(self, run: LocalRun) -> None:
         """Wait for the run's end (or deadline) and report how it ended."""
         deadline = run.lease.pod_spec.get("activeDeadlineSeconds")
+        started = run.dir.started_at() or time.time()
+        remaining = max(0.0, float(deadline) - (time.time() - started)) if deadline else None
         try:
-            async with asyncio.timeout(float(deadline) if deadline else None):
+            async with asyncio.timeout(remaining):
                 await self._wait_exit(run)
         except TimeoutError:
             assert run.pid is not None
