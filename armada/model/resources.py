@@ -8,6 +8,7 @@ that the scheduler can do integer numpy arithmetic with no rounding surprises. A
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -83,8 +84,12 @@ def resolution_of(resource: str) -> Decimal:
     return DEFAULT_RESOLUTIONS.get(resource, Decimal(1))
 
 
+@functools.lru_cache(maxsize=8192)
 def to_units(resource: str, value: str | int | float) -> int:
-    """Quantity of ``resource`` as integer units of its resolution, rounded up."""
+    """Quantity of ``resource`` as integer units of its resolution, rounded up.
+
+    Cached: workloads repeat the same few quantities millions of times.
+    """
     quantity = parse_quantity(value)
     try:
         units = (quantity / resolution_of(resource)).to_integral_value(rounding=ROUND_CEILING)

@@ -1,1 +1,94 @@
-"""scheduling package."""
+"""Armada's scheduling core: pure, deterministic, numpy-vectorised.
+
+No I/O and no imports of ``api``/``eventstore``/``services``. The scheduler service keeps
+one :class:`NodeDb` and one :class:`JobDb` in memory, applies the event log to them
+incrementally, and calls :func:`schedule` once per cycle::
+
+    from armada.model.resources import ResourceIndex
+    from armada.scheduling import (
+        JobDb, NodeDb, NodeSpec, QueueSpec, SchedulerState, SchedulingConfig,
+        apply_decisions, requirements_from_pod_spec, schedule,
+    )
+
+    config = SchedulingConfig()                      # the ``scheduling`` settings area
+    nodes = NodeDb(ResourceIndex())
+    db = JobDb(config, nodes)
+    state = SchedulerState()                          # carried from cycle to cycle
+
+    nodes.upsert(NodeSpec(id="n1", pool="default", executor="cluster-a",
+                          allocatable={"cpu": 32_000, "memory": 256 * 2**30}))
+    db.add(requirements_from_pod_spec(job_id="j1", queue="q", pod_spec=pod_spec,
+                                      annotations=annotations, submitted=t))
+    # ... leased / running / finished events -> db.lease / db.requeue / db.remove;
+    # reprioritised -> db.reprioritise; node reports -> nodes.upsert / nodes.remove
+
+    result = schedule(db, queues=[QueueSpec("q", priority_factor=1.0)], config=config,
+                      state=state, now=now)
+    for lease in result.leases:          # columnar; iterating yields Lease structs
+        ...                              # append JobRunLeased(lease.job_id, lease.node_id, ...)
+    for p in result.preemptions: ...     # p.job_id preempted by p.preempted_by, p.reason
+    for r in result.rejections: ...      # fail r.job_id as Rejected with r.reason
+    result.reasons.for_job(db, job_id)   # why one queued job is still waiting
+    result.queue_summary                 # queue -> reason -> count (scheduling reports)
+    result.shares                        # pool -> queue -> QueueShare
+    state = result.state                 # token buckets + usage history for the next cycle
+    apply_decisions(db, result)          # or feed the appended events back into db
+
+``schedule`` only reads the job db; decisions take effect when they are applied.
+"""
+
+from armada.scheduling.config import PriorityClass, SchedulingConfig
+from armada.scheduling.decisions import (
+    CycleStats,
+    Lease,
+    Leases,
+    Preemption,
+    QueueShare,
+    Reasons,
+    Rejection,
+    SchedulingResult,
+)
+from armada.scheduling.jobdb import QUEUED, RUNNING, JobDb
+from armada.scheduling.nodes import NodeDb, NodeSpec, Taint
+from armada.scheduling.queues import QueueSpec
+from armada.scheduling.requirements import (
+    JobRequirements,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    RequirementsError,
+    Toleration,
+    requirements_from_pod_spec,
+)
+from armada.scheduling.schedule import apply_decisions, schedule
+from armada.scheduling.state import SchedulerState, TokenBucket, UsageHistory
+
+__all__ = [
+    "QUEUED",
+    "RUNNING",
+    "CycleStats",
+    "JobDb",
+    "JobRequirements",
+    "Lease",
+    "Leases",
+    "NodeDb",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "NodeSpec",
+    "Preemption",
+    "PriorityClass",
+    "QueueShare",
+    "QueueSpec",
+    "Reasons",
+    "Rejection",
+    "RequirementsError",
+    "SchedulerState",
+    "SchedulingConfig",
+    "SchedulingResult",
+    "Taint",
+    "TokenBucket",
+    "Toleration",
+    "UsageHistory",
+    "apply_decisions",
+    "requirements_from_pod_spec",
+    "schedule",
+]

@@ -68,7 +68,7 @@ class ContractServer:
         """Run ids in the latest lease request."""
         return {r.run_id for r in self.lease_requests[-1].runs} if self.lease_requests else set()
 
-    async def wait_for(self, predicate: Callable[[], bool], within: float = 10.0) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], within: float = 120.0) -> None:
         """Wait (event-driven, with a generous safety timeout) until ``predicate`` holds."""
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(predicate)

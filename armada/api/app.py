@@ -1,0 +1,102 @@
+"""The Litestar application: routes, error handling, and the server's lifespan.
+
+The lifespan opens the database (migrating it), loads the scheduler's in-memory state and
+follows the log, starts the scheduler loop (which only acts while this replica leads), and
+in development mode an in-process executor; all are stopped in reverse on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import msgspec
+from litestar import Litestar
+from litestar.openapi import OpenAPIConfig
+
+import armada
+from armada.api import executor_routes, job_routes, query_routes, queue_routes, system
+from armada.api.dependencies import DEPENDENCIES
+from armada.api.problems import EXCEPTION_HANDLERS
+from armada.eventstore.database import Database
+from armada.executor.runner import run_executor
+from armada.executor.settings import ExecutorSettings
+from armada.services.follower import LogFollower
+from armada.services.leader import LeaderElection
+from armada.services.leases import LeaseService
+from armada.services.run_events import RunEventIntake
+from armada.services.scheduler import SchedulerService
+from armada.services.validation import SubmissionRules
+from armada.settings import Settings
+
+
+def dev_executor_settings(settings: Settings) -> ExecutorSettings:
+    """The in-process executor of ``armada serve --dev``: local processes, talking HTTP to us."""
+    host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
+    return msgspec.structs.replace(
+        settings.executor,
+        server_url=f"http://{host}:{settings.server.port}",
+        cluster_id=settings.executor.cluster_id,
+        backend="process",
+    )
+
+
+async def _stop_task(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def create_app(settings: Settings) -> Litestar:
+    database = Database(settings.database.url, pool_size=settings.database.pool_size)
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            await database.open()
+            stack.push_async_callback(database.close)
+            follower = LogFollower(database.store, settings.scheduling)
+            await follower.load()
+            follower.start()
+            stack.push_async_callback(follower.stop)
+            scheduler = SchedulerService(
+                database.store,
+                follower,
+                LeaderElection(settings.database.url),
+                settings.scheduler,
+                settings.scheduling,
+            )
+            if settings.scheduler.enabled:
+                scheduler.start()
+                stack.push_async_callback(scheduler.stop)
+            app.state.database = database
+            app.state.scheduling = settings.scheduling
+            app.state.submission_rules = SubmissionRules.from_settings(settings)
+            app.state.follower = follower
+            app.state.scheduler = scheduler
+            app.state.leases = LeaseService(database.store, follower, settings.scheduler)
+            app.state.run_events = RunEventIntake(database.store, settings.scheduler)
+            if settings.server.dev:
+                stack.push_async_callback(
+                    _stop_task, asyncio.create_task(run_executor(dev_executor_settings(settings)))
+                )
+            yield
+
+    return Litestar(
+        route_handlers=[
+            *system.ROUTES,
+            *queue_routes.ROUTES,
+            *job_routes.ROUTES,
+            *query_routes.ROUTES,
+            *executor_routes.ROUTES,
+        ],
+        dependencies=DEPENDENCIES,
+        lifespan=[lifespan],
+        exception_handlers=EXCEPTION_HANDLERS,
+        request_max_body_size=settings.server.max_request_bytes,
+        openapi_config=OpenAPIConfig(title="Armada", version=armada.__version__, path="/schema"),
+        logging_config=None,
+        debug=False,
+    )

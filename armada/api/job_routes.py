@@ -1,0 +1,77 @@
+"""Job command endpoints: submit, cancel, cancel a job set, reprioritize, preempt."""
+
+from __future__ import annotations
+
+from litestar import post
+from litestar.params import JSONBody
+
+from armada.api.dependencies import Rules, Scheduling, Store, User
+from armada.model.wire.jobs import (
+    CancellationResult,
+    JobCancelRequest,
+    JobPreemptRequest,
+    JobPreemptResponse,
+    JobReprioritizeRequest,
+    JobReprioritizeResponse,
+    JobSetCancelRequest,
+    JobSubmitRequest,
+    JobSubmitResponse,
+)
+from armada.services import job_actions
+from armada.services.submission import submit_jobs
+
+TAGS = ["jobs"]
+
+
+@post("/v1/job/submit", status_code=200, tags=TAGS, summary="Submit jobs: all are accepted or none")
+async def submit(
+    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User
+) -> JobSubmitResponse:
+    return await submit_jobs(store, data, rules, user)
+
+
+@post("/v1/job/cancel", status_code=200, tags=TAGS, summary="Cancel jobs (or a job set if none is named)")
+async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> CancellationResult:
+    job_ids = [data.job_id, *data.job_ids] if data.job_id else data.job_ids
+    cancelled = await job_actions.cancel_jobs(
+        store, data.queue, data.job_set_id, job_ids, reason=data.reason, user=user
+    )
+    return CancellationResult(cancelled_ids=cancelled)
+
+
+@post("/v1/jobset/cancel", status_code=200, tags=TAGS, summary="Cancel a job set's jobs in the given states")
+async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user: User) -> CancellationResult:
+    states = data.filter.states if data.filter else []
+    cancelled = await job_actions.cancel_job_set(
+        store, data.queue, data.job_set_id, states, reason=data.reason, user=user
+    )
+    return CancellationResult(cancelled_ids=cancelled)
+
+
+@post("/v1/job/reprioritize", status_code=200, tags=TAGS, summary="Change jobs' priority within their queue")
+async def reprioritize(
+    data: JSONBody[JobReprioritizeRequest], store: Store, user: User
+) -> JobReprioritizeResponse:
+    results = await job_actions.reprioritize_jobs(
+        store, data.queue, data.job_set_id, data.job_ids, new_priority=data.new_priority, user=user
+    )
+    return JobReprioritizeResponse(reprioritization_results=results)
+
+
+@post("/v1/job/preempt", status_code=200, tags=TAGS, summary="Preempt running jobs of preemptible classes")
+async def preempt(
+    data: JSONBody[JobPreemptRequest], store: Store, user: User, scheduling: Scheduling
+) -> JobPreemptResponse:
+    preempted = await job_actions.preempt_jobs(
+        store,
+        data.queue,
+        data.job_set_id,
+        data.job_ids,
+        reason=data.reason,
+        user=user,
+        priority_classes=scheduling.priority_classes,
+    )
+    return JobPreemptResponse(preempted_ids=preempted)
+
+
+ROUTES = [submit, cancel, cancel_job_set, reprioritize, preempt]

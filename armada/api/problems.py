@@ -1,0 +1,79 @@
+"""RFC 9457 problem responses for every error a client can cause.
+
+Handlers turn :class:`~armada.model.errors.ArmadaError`, Litestar's own HTTP errors and
+msgspec validation errors into ``application/problem+json`` bodies that name the field.
+Unexpected exceptions become a 500 problem without internals.
+"""
+
+from __future__ import annotations
+
+import re
+from http import HTTPStatus
+from typing import Any
+
+import structlog
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.types import ExceptionHandlersMap
+
+from armada.model.errors import ArmadaError
+
+PROBLEM_JSON = "application/problem+json"
+log = structlog.get_logger(__name__)
+
+
+def problem(status: int, title: str, detail: str, *, field: str | None = None, **extra: Any) -> Response[Any]:
+    body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+    if field is not None:
+        body["field"] = field
+    body.update(extra)
+    return Response(content=body, status_code=status, media_type=PROBLEM_JSON)
+
+
+def _armada_error(_request: Request[Any, Any, Any], exc: ArmadaError) -> Response[Any]:
+    return problem(exc.status, exc.title, exc.detail, field=exc.field)
+
+
+_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
+
+
+def _validation_error(_request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
+    """Litestar's body/parameter validation: report the first field that failed."""
+    field: str | None = None
+    detail = exc.detail
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    if extra and isinstance(extra[0], dict):
+        first = extra[0]
+        # "data" is Litestar's name for the whole body: leave it out of the field path.
+        field = str(first.get("key") or "").removeprefix("data") or None
+        message = first.get("message")
+        if message:
+            detail = str(message)
+            unknown = _UNKNOWN_FIELD.search(detail)
+            if unknown:
+                field = f"{field}.{unknown[1]}" if field else unknown[1]
+    return problem(400, "Bad request", detail, field=field)
+
+
+def _http_error(_request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    return problem(exc.status_code, _reason(exc.status_code), exc.detail)
+
+
+def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    log.exception("unhandled error", path=request.url.path)
+    return problem(500, "Internal server error", "an unexpected error occurred; see the server log")
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {
+    ArmadaError: _armada_error,
+    ValidationException: _validation_error,
+    HTTPException: _http_error,
+    Exception: _unexpected,
+}

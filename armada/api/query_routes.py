@@ -1,0 +1,80 @@
+"""Job query endpoints and the job-set event stream."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from litestar import post
+from litestar.params import FromPath, JSONBody
+from litestar.response import Stream
+
+from armada.api.dependencies import Store
+from armada.api.ndjson import ndjson
+from armada.model.errors import InvalidRequest
+from armada.model.wire.events import JobSetRequest, encode_stream_line
+from armada.model.wire.queries import (
+    JobDetailsRequest,
+    JobDetailsResponse,
+    JobErrorsRequest,
+    JobErrorsResponse,
+    JobRunDetailsRequest,
+    JobRunDetailsResponse,
+    JobStatusRequest,
+    JobStatusResponse,
+)
+from armada.services import queries, streams
+
+TAGS = ["jobs"]
+
+
+@post("/v1/job/status", status_code=200, tags=TAGS, summary="Job states by id (UNKNOWN if never submitted)")
+async def job_status(data: JSONBody[JobStatusRequest], store: Store) -> JobStatusResponse:
+    return JobStatusResponse(job_states=await queries.job_states(store, data.job_ids))
+
+
+@post("/v1/job/details", status_code=200, tags=TAGS, summary="Job details, with spec and runs when asked")
+async def job_details(data: JSONBody[JobDetailsRequest], store: Store) -> JobDetailsResponse:
+    details = await queries.job_details(
+        store, data.job_ids, expand_spec=data.expand_job_spec, expand_runs=data.expand_job_run
+    )
+    return JobDetailsResponse(job_details=details)
+
+
+@post("/v1/run/details", status_code=200, tags=TAGS, summary="Run details by run id")
+async def run_details(data: JSONBody[JobRunDetailsRequest], store: Store) -> JobRunDetailsResponse:
+    return JobRunDetailsResponse(job_run_details=await queries.run_details(store, data.run_ids))
+
+
+@post("/v1/job/errors", status_code=200, tags=TAGS, summary="Why jobs failed")
+async def job_errors(data: JSONBody[JobErrorsRequest], store: Store) -> JobErrorsResponse:
+    return JobErrorsResponse(job_errors=await queries.job_errors(store, data.job_ids))
+
+
+@post(
+    "/v1/job-set/{queue:str}/{job_set_id:str}",
+    status_code=200,
+    tags=["events"],
+    summary="A job set's events as NDJSON; with watch=true the stream stays open for new ones",
+)
+async def job_set_events(
+    queue: FromPath[str], job_set_id: FromPath[str], store: Store, data: JSONBody[JobSetRequest | None] = None
+) -> Stream:
+    request = data or JobSetRequest()
+    for name, given, expected in (("queue", request.queue, queue), ("id", request.id, job_set_id)):
+        if given and given != expected:
+            raise InvalidRequest(
+                f"the body's {name} {given!r} differs from the path's {expected!r}", field=name
+            )
+    after = streams.parse_message_id(request.from_message_id)
+    if request.error_if_missing:
+        await streams.require_job_set(store, queue, job_set_id)
+    events = streams.job_set_events(store, queue, job_set_id, after=after, watch=request.watch)
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for stored in events:
+            yield encode_stream_line(stored.seq, stored.event)
+
+    return ndjson(lines())
+
+
+ROUTES = [job_status, job_details, run_details, job_errors, job_set_events]

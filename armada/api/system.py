@@ -1,0 +1,35 @@
+"""Operational endpoints: liveness/readiness and the version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Response, get
+from litestar.datastructures import State
+
+import armada
+from armada.api.problems import problem
+from armada.eventstore.database import Database
+
+
+class VersionInfo(msgspec.Struct):
+    version: str
+
+
+@get("/health", summary="204 when the database answers, 503 otherwise", tags=["system"])
+async def health(state: State) -> Response[Any]:
+    database: Database = state.database
+    try:
+        await database.ping()
+    except Exception as exc:  # any failure to reach the database means "not ready"
+        return problem(503, "Service unavailable", f"database unavailable: {type(exc).__name__}")
+    return Response(content=None, status_code=204)
+
+
+@get("/version", summary="The server's version", tags=["system"])
+async def version() -> VersionInfo:
+    return VersionInfo(version=armada.__version__)
+
+
+ROUTES = [health, version]

@@ -1,0 +1,25 @@
+"""``armada config``: inspect settings."""
+
+from __future__ import annotations
+
+import msgspec
+import typer
+import yaml
+
+from armada.cli.options import ConfigOption, settings_or_exit
+from armada.settings import settings_markdown
+
+app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
+
+
+@app.command("show")
+def show(config: ConfigOption = None) -> None:
+    """Print the effective settings (defaults, file and environment merged) as YAML."""
+    settings = settings_or_exit(config, {})
+    typer.echo(yaml.safe_dump(msgspec.to_builtins(settings), sort_keys=False), nl=False)
+
+
+@app.command("docs")
+def docs() -> None:
+    """Print the settings reference (docs/configuration.md) as Markdown."""
+    typer.echo(settings_markdown())

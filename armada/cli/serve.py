@@ -1,0 +1,88 @@
+"""``armada serve``: the API, the event store and the scheduler in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Iterator
+from typing import Annotated
+
+import structlog
+import typer
+import uvicorn
+
+import armada
+from armada.api.app import create_app
+from armada.cli.options import ConfigOption, DatabaseUrlOption, settings_or_exit
+from armada.eventstore import migrate
+from armada.eventstore.database import Database
+from armada.eventstore.dialects import normalise_url
+from armada.logs import configure_logging
+from armada.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default 8080).")] = None,
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+    dev: Annotated[
+        bool | None, typer.Option("--dev", help="Also run a local process executor in this server.")
+    ] = None,
+) -> None:
+    """Serve the REST API, the event store and the scheduler."""
+    settings = settings_or_exit(
+        config,
+        {"server": {"host": host, "port": port, "dev": dev}, "database": {"url": database_url}},
+    )
+    configure_logging(settings.logging)
+    try:
+        asyncio.run(_prepare_database(settings))
+    except migrate.SchemaTooNew as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    log.info(
+        "armada starting",
+        version=armada.__version__,
+        host=settings.server.host,
+        port=settings.server.port,
+        database=normalise_url(settings.database.url).render_as_string(hide_password=True),
+    )
+    server = _GracefulServer(
+        uvicorn.Config(
+            create_app(settings),
+            host=settings.server.host,
+            port=settings.server.port,
+            log_config=None,
+            lifespan="on",
+            timeout_graceful_shutdown=settings.server.shutdown_timeout,
+        )
+    )
+    server.run()
+    if not server.started:
+        raise typer.Exit(1)
+
+
+async def _prepare_database(settings: Settings) -> None:
+    """Migrate before accepting traffic, so that schema problems fail fast and clearly."""
+    database = Database(settings.database.url)
+    try:
+        await migrate.upgrade(database.engine)
+    finally:
+        await database.close()
+
+
+class _GracefulServer(uvicorn.Server):
+    """Stops gracefully on SIGTERM/SIGINT and exits 0 (uvicorn would re-raise the signal)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

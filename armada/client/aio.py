@@ -1,0 +1,137 @@
+"""The asyncio client (the executor, async programs). Mirrors :class:`~armada.client.sync.ArmadaClient`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from types import TracebackType
+from typing import TypeVar
+
+import httpx
+
+from armada.client import calls
+from armada.client.calls import Call, StreamedEvent
+from armada.client.config import ClientConfig
+from armada.model.queues import Queue
+from armada.model.wire import jobs, queries
+from armada.model.wire.queues import BatchQueueResponse
+
+T = TypeVar("T")
+
+
+class AsyncArmadaClient:
+    """Typed client of the job and queue API over ``httpx.AsyncClient``."""
+
+    def __init__(
+        self, config: ClientConfig | str | None = None, *, transport: httpx.AsyncBaseTransport | None = None
+    ):
+        config = ClientConfig(armada_url=config) if isinstance(config, str) else config or ClientConfig()
+        self.config = config
+        self._http = httpx.AsyncClient(transport=transport, **config.httpx_options())
+
+    async def __aenter__(self) -> AsyncArmadaClient:
+        return self
+
+    async def __aexit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def send(self, call: Call[T]) -> T:
+        return call.decode(await self._http.request(call.method, call.path, **call.request_options()))
+
+    async def stream(self, call: Call[T]) -> AsyncGenerator[T, None]:
+        """Results of a streamed call, one per NDJSON line, as they arrive."""
+        async with self._http.stream(call.method, call.path, **call.request_options()) as response:
+            if response.is_error:
+                await response.aread()
+                calls.check(response)
+            async for line in response.aiter_lines():
+                if line.strip():
+                    yield call.decode_line(line)
+
+    async def health(self) -> bool:
+        return (await self._http.get("/health")).status_code == 204
+
+    # --- queues -----------------------------------------------------------------------
+
+    async def create_queue(self, queue: Queue) -> None:
+        await self.send(calls.create_queue(queue))
+
+    async def update_queue(self, queue: Queue) -> None:
+        await self.send(calls.update_queue(queue))
+
+    async def delete_queue(self, name: str) -> None:
+        await self.send(calls.delete_queue(name))
+
+    async def get_queue(self, name: str) -> Queue:
+        return await self.send(calls.get_queue(name))
+
+    async def list_queues(self) -> list[Queue]:
+        lines = self.stream(calls.list_queues())
+        return [line.result.Event.queue async for line in lines if line.result.Event.queue]
+
+    async def cordon_queue(self, name: str, cordoned: bool = True) -> None:
+        await self.send(calls.cordon_queue(name, cordoned))
+
+    async def create_queues(self, queues: Sequence[Queue]) -> BatchQueueResponse:
+        return await self.send(calls.create_queues(queues))
+
+    async def update_queues(self, queues: Sequence[Queue]) -> BatchQueueResponse:
+        return await self.send(calls.update_queues(queues))
+
+    async def active_queues(self) -> dict[str, list[str]]:
+        response = await self.send(calls.active_queues())
+        return {pool: active.queues for pool, active in response.active_queues_by_pool.items()}
+
+    # --- jobs -------------------------------------------------------------------------
+
+    async def submit_jobs(
+        self, queue: str, job_set_id: str, items: Sequence[jobs.JobSubmitRequestItem]
+    ) -> list[str]:
+        """Submit jobs (all or none); return their ids in order."""
+        response = await self.send(calls.submit_jobs(queue, job_set_id, items))
+        return [item.job_id for item in response.job_response_items]
+
+    async def cancel_jobs(
+        self, queue: str, job_set_id: str, job_ids: Sequence[str], reason: str = ""
+    ) -> list[str]:
+        return (await self.send(calls.cancel_jobs(queue, job_set_id, job_ids, reason))).cancelled_ids
+
+    async def cancel_job_set(
+        self, queue: str, job_set_id: str, states: Sequence[jobs.StateName] = (), reason: str = ""
+    ) -> list[str]:
+        return (await self.send(calls.cancel_job_set(queue, job_set_id, states, reason))).cancelled_ids
+
+    async def reprioritize_jobs(
+        self, queue: str, job_set_id: str, job_ids: Sequence[str], new_priority: float
+    ) -> dict[str, str]:
+        call = calls.reprioritize_jobs(queue, job_set_id, job_ids, new_priority)
+        return (await self.send(call)).reprioritization_results
+
+    async def preempt_jobs(
+        self, queue: str, job_set_id: str, job_ids: Sequence[str], reason: str = ""
+    ) -> list[str]:
+        return (await self.send(calls.preempt_jobs(queue, job_set_id, job_ids, reason))).preempted_ids
+
+    async def job_status(self, job_ids: Sequence[str]) -> dict[str, str]:
+        return (await self.send(calls.job_status(job_ids))).job_states
+
+    async def job_details(
+        self, job_ids: Sequence[str], *, expand_spec: bool = False, expand_runs: bool = False
+    ) -> dict[str, queries.JobDetails]:
+        return (await self.send(calls.job_details(job_ids, expand_spec, expand_runs))).job_details
+
+    async def run_details(self, run_ids: Sequence[str]) -> dict[str, queries.JobRunDetails]:
+        return (await self.send(calls.run_details(run_ids))).job_run_details
+
+    async def job_errors(self, job_ids: Sequence[str]) -> dict[str, str]:
+        return (await self.send(calls.job_errors(job_ids))).job_errors
+
+    def job_set_events(
+        self, queue: str, job_set_id: str, *, watch: bool = False, from_message_id: str = ""
+    ) -> AsyncGenerator[StreamedEvent, None]:
+        """The job set's events; with ``watch`` the iterator follows new events until closed."""
+        return self.stream(
+            calls.job_set_events(queue, job_set_id, watch=watch, from_message_id=from_message_id)
+        )

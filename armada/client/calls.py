@@ -1,0 +1,193 @@
+"""The API's calls as data: method, path, body and response type.
+
+Both clients build the same :class:`Call` objects and differ only in how they send them,
+so the mapping of operations to endpoints exists once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, NamedTuple, TypeVar
+from urllib.parse import quote
+
+import httpx
+import msgspec
+
+from armada.client.errors import ArmadaApiError
+from armada.model.events import AnyEvent
+from armada.model.queues import Queue
+from armada.model.wire.base import Empty
+from armada.model.wire.events import JobSetRequest, decode_stream_line
+from armada.model.wire.jobs import (
+    CancellationResult,
+    JobCancelRequest,
+    JobPreemptRequest,
+    JobPreemptResponse,
+    JobReprioritizeRequest,
+    JobReprioritizeResponse,
+    JobSetCancelRequest,
+    JobSetFilter,
+    JobSubmitRequest,
+    JobSubmitRequestItem,
+    JobSubmitResponse,
+    StateName,
+)
+from armada.model.wire.queries import (
+    ActiveQueuesRequest,
+    JobDetailsRequest,
+    JobDetailsResponse,
+    JobErrorsRequest,
+    JobErrorsResponse,
+    JobRunDetailsRequest,
+    JobRunDetailsResponse,
+    JobStatusRequest,
+    JobStatusResponse,
+)
+from armada.model.wire.queues import ActiveQueuesResponse, BatchQueueResponse, QueueList, StreamingQueueLine
+
+T = TypeVar("T")
+_encoder = msgspec.json.Encoder()
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+class Call(NamedTuple, Generic[T]):
+    method: str
+    path: str
+    body: msgspec.Struct | None
+    result: type[T]
+    #: For streamed calls: how one line of the response becomes a ``result``.
+    line_parser: Callable[[str], T] | None = None
+
+    def request_options(self) -> dict[str, Any]:
+        if self.body is None:
+            return {}
+        return {"content": _encoder.encode(self.body), "headers": JSON_HEADERS}
+
+    def decode(self, response: httpx.Response) -> T:
+        check(response)
+        return msgspec.json.decode(response.content, type=self.result)
+
+    def decode_line(self, line: str) -> T:
+        """One line of a streamed response."""
+        if self.line_parser is not None:
+            return self.line_parser(line)
+        return msgspec.json.decode(line, type=self.result)
+
+
+def check(response: httpx.Response) -> None:
+    """Raise :class:`ArmadaApiError` for a non-2xx response (its body must have been read)."""
+    if response.is_error:
+        raise ArmadaApiError.from_response(response)
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def create_queue(queue: Queue) -> Call[Empty]:
+    return Call("POST", "/v1/queue", queue, Empty)
+
+
+def update_queue(queue: Queue) -> Call[Empty]:
+    return Call("PUT", f"/v1/queue/{_segment(queue.name)}", queue, Empty)
+
+
+def delete_queue(name: str) -> Call[Empty]:
+    return Call("DELETE", f"/v1/queue/{_segment(name)}", None, Empty)
+
+
+def get_queue(name: str) -> Call[Queue]:
+    return Call("GET", f"/v1/queue/{_segment(name)}", None, Queue)
+
+
+def cordon_queue(name: str, cordoned: bool) -> Call[Empty]:
+    action = "cordon" if cordoned else "uncordon"
+    return Call("POST", f"/v1/queue/{_segment(name)}/{action}", None, Empty)
+
+
+def create_queues(queues: Sequence[Queue]) -> Call[BatchQueueResponse]:
+    return Call("POST", "/v1/batched/create_queues", QueueList(queues=list(queues)), BatchQueueResponse)
+
+
+def update_queues(queues: Sequence[Queue]) -> Call[BatchQueueResponse]:
+    return Call("PUT", "/v1/batched/update_queues", QueueList(queues=list(queues)), BatchQueueResponse)
+
+
+def list_queues() -> Call[StreamingQueueLine]:
+    """Streamed: one :class:`StreamingQueueLine` per line."""
+    return Call("GET", "/v1/batched/queues", None, StreamingQueueLine)
+
+
+def active_queues() -> Call[ActiveQueuesResponse]:
+    return Call("POST", "/v1/queues/active", ActiveQueuesRequest(), ActiveQueuesResponse)
+
+
+def submit_jobs(
+    queue: str, job_set_id: str, items: Sequence[JobSubmitRequestItem]
+) -> Call[JobSubmitResponse]:
+    body = JobSubmitRequest(queue=queue, job_set_id=job_set_id, job_request_items=list(items))
+    return Call("POST", "/v1/job/submit", body, JobSubmitResponse)
+
+
+def cancel_jobs(queue: str, job_set_id: str, job_ids: Sequence[str], reason: str) -> Call[CancellationResult]:
+    body = JobCancelRequest(queue=queue, job_set_id=job_set_id, job_ids=list(job_ids), reason=reason)
+    return Call("POST", "/v1/job/cancel", body, CancellationResult)
+
+
+def cancel_job_set(
+    queue: str, job_set_id: str, states: Sequence[StateName], reason: str
+) -> Call[CancellationResult]:
+    body = JobSetCancelRequest(
+        queue=queue, job_set_id=job_set_id, filter=JobSetFilter(states=list(states)), reason=reason
+    )
+    return Call("POST", "/v1/jobset/cancel", body, CancellationResult)
+
+
+def reprioritize_jobs(
+    queue: str, job_set_id: str, job_ids: Sequence[str], new_priority: float
+) -> Call[JobReprioritizeResponse]:
+    body = JobReprioritizeRequest(
+        queue=queue, job_set_id=job_set_id, job_ids=list(job_ids), new_priority=new_priority
+    )
+    return Call("POST", "/v1/job/reprioritize", body, JobReprioritizeResponse)
+
+
+def preempt_jobs(
+    queue: str, job_set_id: str, job_ids: Sequence[str], reason: str
+) -> Call[JobPreemptResponse]:
+    body = JobPreemptRequest(queue=queue, job_set_id=job_set_id, job_ids=list(job_ids), reason=reason)
+    return Call("POST", "/v1/job/preempt", body, JobPreemptResponse)
+
+
+def job_status(job_ids: Sequence[str]) -> Call[JobStatusResponse]:
+    return Call("POST", "/v1/job/status", JobStatusRequest(job_ids=list(job_ids)), JobStatusResponse)
+
+
+def job_details(job_ids: Sequence[str], expand_spec: bool, expand_runs: bool) -> Call[JobDetailsResponse]:
+    body = JobDetailsRequest(job_ids=list(job_ids), expand_job_spec=expand_spec, expand_job_run=expand_runs)
+    return Call("POST", "/v1/job/details", body, JobDetailsResponse)
+
+
+def run_details(run_ids: Sequence[str]) -> Call[JobRunDetailsResponse]:
+    return Call("POST", "/v1/run/details", JobRunDetailsRequest(run_ids=list(run_ids)), JobRunDetailsResponse)
+
+
+def job_errors(job_ids: Sequence[str]) -> Call[JobErrorsResponse]:
+    return Call("POST", "/v1/job/errors", JobErrorsRequest(job_ids=list(job_ids)), JobErrorsResponse)
+
+
+class StreamedEvent(NamedTuple):
+    message_id: str
+    event: AnyEvent
+
+
+def _event_line(line: str) -> StreamedEvent:
+    message_id, event = decode_stream_line(line)
+    return StreamedEvent(message_id, event)
+
+
+def job_set_events(queue: str, job_set_id: str, *, watch: bool, from_message_id: str) -> Call[StreamedEvent]:
+    """Streamed: one :class:`StreamedEvent` per line."""
+    body = JobSetRequest(watch=watch, from_message_id=from_message_id)
+    path = f"/v1/job-set/{_segment(queue)}/{_segment(job_set_id)}"
+    return Call("POST", path, body, StreamedEvent, _event_line)

@@ -1,0 +1,82 @@
+"""Where the server is and how to reach it: URL, credentials, CA certificate.
+
+The CLI resolves these from ``--url``, ``ARMADA_URL`` and a contexts file
+(``~/.config/armada/config.yaml``, armadactl-style)::
+
+    currentContext: local
+    contexts:
+      local:
+        armadaUrl: http://127.0.0.1:8080
+        token: ...            # or username/password
+        caCert: /path/ca.pem
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import yaml
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+CONTEXTS_FILE = Path("~/.config/armada/config.yaml")
+
+
+class ClientConfig(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
+    armada_url: str = DEFAULT_URL
+    token: str = ""
+    username: str = ""
+    password: str = ""
+    ca_cert: str = ""
+    timeout: float = 30.0
+
+    def httpx_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``httpx.Client``/``httpx.AsyncClient``."""
+        options: dict[str, Any] = {
+            "base_url": self.armada_url.rstrip("/"),
+            "timeout": httpx.Timeout(self.timeout),
+        }
+        if self.token:
+            options["headers"] = {"Authorization": f"Bearer {self.token}"}
+        elif self.username:
+            options["auth"] = httpx.BasicAuth(self.username, self.password)
+        if self.ca_cert:
+            options["verify"] = ssl.create_default_context(cafile=self.ca_cert)
+        return options
+
+
+class ContextsFile(msgspec.Struct, rename="camel", kw_only=True):
+    current_context: str = ""
+    contexts: dict[str, ClientConfig] = {}
+
+
+class ConfigError(ValueError):
+    """The contexts file cannot be used; the message says why."""
+
+
+def load_config(url: str | None = None, context: str | None = None, path: Path | None = None) -> ClientConfig:
+    """Connection settings: explicit URL, else ``ARMADA_URL``, else the contexts file, else the default."""
+    config = _from_contexts_file((path or CONTEXTS_FILE).expanduser(), context)
+    chosen = url or os.environ.get("ARMADA_URL")
+    return msgspec.structs.replace(config, armada_url=chosen) if chosen else config
+
+
+def _from_contexts_file(path: Path, context: str | None) -> ClientConfig:
+    if not path.exists():
+        if context:
+            raise ConfigError(f"context {context!r} requested but {path} does not exist")
+        return ClientConfig()
+    try:
+        contexts = msgspec.convert(yaml.safe_load(path.read_text()) or {}, ContextsFile)
+    except (OSError, yaml.YAMLError, msgspec.ValidationError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    name = context or contexts.current_context
+    if not name:
+        return ClientConfig()
+    if name not in contexts.contexts:
+        raise ConfigError(f"{path}: no context named {name!r}")
+    return contexts.contexts[name]

@@ -1,0 +1,136 @@
+"""The blocking client (scripts, the CLI). Mirrors :class:`~armada.client.aio.AsyncArmadaClient`."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from types import TracebackType
+from typing import TypeVar
+
+import httpx
+
+from armada.client import calls
+from armada.client.calls import Call, StreamedEvent
+from armada.client.config import ClientConfig
+from armada.model.queues import Queue
+from armada.model.wire import jobs, queries
+from armada.model.wire.queues import BatchQueueResponse
+
+T = TypeVar("T")
+
+
+class ArmadaClient:
+    """Typed client of the job and queue API over ``httpx.Client``."""
+
+    def __init__(
+        self, config: ClientConfig | str | None = None, *, transport: httpx.BaseTransport | None = None
+    ):
+        config = ClientConfig(armada_url=config) if isinstance(config, str) else config or ClientConfig()
+        self.config = config
+        self._http = httpx.Client(transport=transport, **config.httpx_options())
+
+    def __enter__(self) -> ArmadaClient:
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send(self, call: Call[T]) -> T:
+        return call.decode(self._http.request(call.method, call.path, **call.request_options()))
+
+    def stream(self, call: Call[T]) -> Generator[T, None, None]:
+        """Results of a streamed call, one per NDJSON line, as they arrive."""
+        with self._http.stream(call.method, call.path, **call.request_options()) as response:
+            if response.is_error:
+                response.read()
+                calls.check(response)
+            for line in response.iter_lines():
+                if line.strip():
+                    yield call.decode_line(line)
+
+    def health(self) -> bool:
+        return self._http.get("/health").status_code == 204
+
+    # --- queues -----------------------------------------------------------------------
+
+    def create_queue(self, queue: Queue) -> None:
+        self.send(calls.create_queue(queue))
+
+    def update_queue(self, queue: Queue) -> None:
+        self.send(calls.update_queue(queue))
+
+    def delete_queue(self, name: str) -> None:
+        self.send(calls.delete_queue(name))
+
+    def get_queue(self, name: str) -> Queue:
+        return self.send(calls.get_queue(name))
+
+    def list_queues(self) -> list[Queue]:
+        return [
+            line.result.Event.queue for line in self.stream(calls.list_queues()) if line.result.Event.queue
+        ]
+
+    def cordon_queue(self, name: str, cordoned: bool = True) -> None:
+        self.send(calls.cordon_queue(name, cordoned))
+
+    def create_queues(self, queues: Sequence[Queue]) -> BatchQueueResponse:
+        return self.send(calls.create_queues(queues))
+
+    def update_queues(self, queues: Sequence[Queue]) -> BatchQueueResponse:
+        return self.send(calls.update_queues(queues))
+
+    def active_queues(self) -> dict[str, list[str]]:
+        response = self.send(calls.active_queues())
+        return {pool: active.queues for pool, active in response.active_queues_by_pool.items()}
+
+    # --- jobs -------------------------------------------------------------------------
+
+    def submit_jobs(
+        self, queue: str, job_set_id: str, items: Sequence[jobs.JobSubmitRequestItem]
+    ) -> list[str]:
+        """Submit jobs (all or none); return their ids in order."""
+        response = self.send(calls.submit_jobs(queue, job_set_id, items))
+        return [item.job_id for item in response.job_response_items]
+
+    def cancel_jobs(self, queue: str, job_set_id: str, job_ids: Sequence[str], reason: str = "") -> list[str]:
+        return self.send(calls.cancel_jobs(queue, job_set_id, job_ids, reason)).cancelled_ids
+
+    def cancel_job_set(
+        self, queue: str, job_set_id: str, states: Sequence[jobs.StateName] = (), reason: str = ""
+    ) -> list[str]:
+        return self.send(calls.cancel_job_set(queue, job_set_id, states, reason)).cancelled_ids
+
+    def reprioritize_jobs(
+        self, queue: str, job_set_id: str, job_ids: Sequence[str], new_priority: float
+    ) -> dict[str, str]:
+        call = calls.reprioritize_jobs(queue, job_set_id, job_ids, new_priority)
+        return self.send(call).reprioritization_results
+
+    def preempt_jobs(
+        self, queue: str, job_set_id: str, job_ids: Sequence[str], reason: str = ""
+    ) -> list[str]:
+        return self.send(calls.preempt_jobs(queue, job_set_id, job_ids, reason)).preempted_ids
+
+    def job_status(self, job_ids: Sequence[str]) -> dict[str, str]:
+        return self.send(calls.job_status(job_ids)).job_states
+
+    def job_details(
+        self, job_ids: Sequence[str], *, expand_spec: bool = False, expand_runs: bool = False
+    ) -> dict[str, queries.JobDetails]:
+        return self.send(calls.job_details(job_ids, expand_spec, expand_runs)).job_details
+
+    def run_details(self, run_ids: Sequence[str]) -> dict[str, queries.JobRunDetails]:
+        return self.send(calls.run_details(run_ids)).job_run_details
+
+    def job_errors(self, job_ids: Sequence[str]) -> dict[str, str]:
+        return self.send(calls.job_errors(job_ids)).job_errors
+
+    def job_set_events(
+        self, queue: str, job_set_id: str, *, watch: bool = False, from_message_id: str = ""
+    ) -> Generator[StreamedEvent, None, None]:
+        """The job set's events; with ``watch`` the iterator follows new events until closed."""
+        return self.stream(
+            calls.job_set_events(queue, job_set_id, watch=watch, from_message_id=from_message_id)
+        )

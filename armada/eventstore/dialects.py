@@ -1,0 +1,168 @@
+"""Everything that differs between SQLite and PostgreSQL, in one place.
+
+SQLite (the embedded default) runs in WAL mode with ``BEGIN IMMEDIATE`` for write
+transactions, so a writer never deadlocks upgrading a read lock. PostgreSQL serialises
+appends with a transaction-scoped advisory lock (so sequence order equals commit order)
+and wakes other replicas with ``NOTIFY``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import msgspec
+from sqlalchemy import JSON, Column, String, Table, bindparam, event, insert, text, update
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+NOTIFY_CHANNEL = "armada_events"
+#: Key of the advisory lock that serialises appends to the log (arbitrary, fixed).
+APPEND_LOCK_KEY = 0x41524D41  # "ARMA"
+#: Execution option that makes a SQLite transaction take the write lock at BEGIN.
+WRITE_OPTION = "armada_write"
+
+
+def normalise_url(url: str) -> URL:
+    """Pick the async driver when a URL names only the database kind."""
+    parsed = make_url(url)
+    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    elif parsed.drivername in ("postgresql", "postgres", "postgresql+psycopg2"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def is_postgres(engine_or_conn: AsyncEngine | AsyncConnection) -> bool:
+    return engine_or_conn.dialect.name == "postgresql"
+
+
+def _json_serializer(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    parsed = normalise_url(url)
+    options: dict[str, Any] = {"json_serializer": _json_serializer, "json_deserializer": msgspec.json.decode}
+    if parsed.drivername.startswith("sqlite"):
+        engine = create_async_engine(parsed, connect_args={"timeout": 30}, **options)
+        _configure_sqlite(engine)
+    else:
+        engine = create_async_engine(
+            parsed, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True, **options
+        )
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA cache_size=-65536")
+        cursor.execute("PRAGMA temp_store=MEMORY")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def on_begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get(WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+async def lock_log(conn: AsyncConnection) -> None:
+    """Serialise appends across processes (SQLite's BEGIN IMMEDIATE already does)."""
+    if is_postgres(conn):
+        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
+
+
+async def notify(conn: AsyncConnection, seq: int) -> None:
+    """Tell other replicas the log grew; PostgreSQL delivers it at commit."""
+    if is_postgres(conn):
+        await conn.execute(
+            text("SELECT pg_notify(:channel, :seq)"), {"channel": NOTIFY_CHANNEL, "seq": str(seq)}
+        )
+
+
+def libpq_conninfo(url: str) -> str:
+    """A PostgreSQL URL as plain libpq understands it (for the LISTEN connection)."""
+    return normalise_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+# --- bulk writes: the append hot path ----------------------------------------------------
+#
+# PostgreSQL gets COPY for inserts and one ``UPDATE ... FROM unnest(arrays)`` per group of
+# updates (a handful of round trips per append instead of one per row); SQLite, which runs
+# in-process, is fastest with plain executemany.
+
+
+async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Insert many rows (every row has every column of ``table``)."""
+    if not rows:
+        return
+    if not is_postgres(conn):
+        await conn.execute(insert(table), rows)
+        return
+    columns = [column.name for column in table.columns]
+    json_positions = [i for i, column in enumerate(table.columns) if isinstance(column.type, JSON)]
+    values_of = operator.itemgetter(*columns)
+    driver = await _driver_connection(conn)
+    # Binary COPY: bytea payloads and timestamps go over as they are, with no text escaping.
+    statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
+    async with driver.cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types([_copy_type(conn, column) for column in table.columns])
+        for row in rows:
+            values = values_of(row)
+            if json_positions:
+                values = list(values)
+                for position in json_positions:
+                    values[position] = _json_serializer(values[position])
+            await copy.write_row(values)
+
+
+async def update_rows(
+    conn: AsyncConnection, table: Table, key: str, columns: tuple[str, ...], rows: list[dict[str, Any]]
+) -> None:
+    """Set ``columns`` on many rows; each row holds the new values and its key under ``"_pk"``."""
+    if not rows:
+        return
+    if not is_postgres(conn):
+        statement = (
+            update(table)
+            .where(table.c[key] == bindparam("_pk"))
+            .values({column: bindparam(column) for column in columns})
+        )
+        await conn.execute(statement, rows)
+        return
+    names = ["_pk", *columns]
+    types = [_pg_type(conn, table.c[key]), *(_pg_type(conn, table.c[c]) for c in columns)]
+    json_columns = {c for c in columns if isinstance(table.c[c].type, JSON)}
+    arrays = [
+        [_json_serializer(row[name]) if name in json_columns else row[name] for row in rows] for name in names
+    ]
+    unnest = ", ".join(f"%s::{pg_type}[]" for pg_type in types)
+    assignments = ", ".join(f"{c} = v.{c}" for c in columns)
+    sql = (
+        f"UPDATE {table.name} AS t SET {assignments} FROM unnest({unnest}) AS v({', '.join(names)}) "
+        f"WHERE t.{key} = v._pk"
+    )
+    driver = await _driver_connection(conn)
+    async with driver.cursor() as cursor:
+        await cursor.execute(sql, arrays)
+
+
+def _copy_type(conn: AsyncConnection, column: Column[Any]) -> str:
+    """Binary COPY type of a column; JSON goes as text (its serialisation), which json accepts."""
+    return "text" if isinstance(column.type, JSON) else _pg_type(conn, column).lower()
+
+
+def _pg_type(conn: AsyncConnection, column: Column[Any]) -> str:
+    return "text" if isinstance(column.type, String) else column.type.compile(dialect=conn.dialect)
+
+
+async def _driver_connection(conn: AsyncConnection) -> Any:
+    """The psycopg connection under SQLAlchemy's, inside the same transaction."""
+    raw = await conn.get_raw_connection()
+    return raw.driver_connection

@@ -1,0 +1,83 @@
+"""Change notification: wake waiters (event streams, the scheduler) when events commit.
+
+In one process :class:`ChangeNotifier` is enough. With PostgreSQL a :class:`PgListener`
+also listens for ``NOTIFY`` so that appends made by other replicas wake this one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import psycopg
+import structlog
+
+from armada.eventstore.dialects import NOTIFY_CHANNEL, libpq_conninfo
+
+log = structlog.get_logger(__name__)
+
+
+class ChangeNotifier:
+    """Tracks the highest committed sequence number and wakes whoever waits for more."""
+
+    def __init__(self, head: int = 0) -> None:
+        self._head = head
+        self._changed = asyncio.Event()
+
+    @property
+    def head(self) -> int:
+        return self._head
+
+    def publish(self, seq: int) -> None:
+        if seq > self._head:
+            self._head = seq
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
+
+    async def wait(self, after_seq: int, timeout: float | None = None) -> int:
+        """Wait until the head passes ``after_seq`` (or ``timeout``); return the head."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self._head <= after_seq:
+                    await self._changed.wait()
+        return self._head
+
+
+class PgListener:
+    """Feeds PostgreSQL ``NOTIFY`` messages into a :class:`ChangeNotifier`, reconnecting."""
+
+    def __init__(self, url: str, notifier: ChangeNotifier, *, max_backoff: float = 5.0) -> None:
+        self._conninfo = libpq_conninfo(url)
+        self._notifier = notifier
+        self._max_backoff = max_backoff
+        self._task: asyncio.Task[None] | None = None
+        self.connected = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="pg-listener")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        backoff = 0.1
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    # Anything committed while we were not listening: catch up once.
+                    cursor = await conn.execute("SELECT coalesce(max(seq), 0) FROM events")
+                    row = await cursor.fetchone()
+                    self._notifier.publish(int(row[0]) if row else 0)
+                    self.connected.set()
+                    backoff = 0.1
+                    async for message in conn.notifies():
+                        self._notifier.publish(int(message.payload))
+            except (psycopg.Error, OSError) as exc:
+                self.connected.clear()
+                log.warning("event listener disconnected", error=str(exc), retry_in=backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self._max_backoff)

@@ -1,0 +1,145 @@
+"""Tables: the append-only ``events`` log and the views projected from it.
+
+The views (``queues``, ``jobs``, ``runs``, ``executors``, ``nodes``) hold nothing that is not
+derivable from the log; ``armada admin rebuild-views`` recreates them by replay. They carry
+no foreign keys, so a batch of projections can be applied in any grouping.
+
+Indexes cost every append, so only those a query needs exist. Job ids are ULIDs, so
+ordering by ``job_id`` is ordering by submission time without an index on ``submitted``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Double,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    text,
+)
+
+metadata = MetaData()
+
+# SQLite only auto-increments "INTEGER PRIMARY KEY"; we assign seq ourselves anyway.
+SeqType = BigInteger().with_variant(Integer(), "sqlite")
+
+events = Table(
+    "events",
+    metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=False),
+    Column("created", DateTime(timezone=True), nullable=False),
+    Column("queue", String(63), nullable=False),
+    Column("job_set_id", String(1024), nullable=False),
+    Column("job_id", String(26), nullable=False),
+    Column("run_id", String(36), nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+    Index("ix_events_job_set", "queue", "job_set_id", "seq"),
+    Index("ix_events_job", "job_id", "seq"),
+)
+
+queues = Table(
+    "queues",
+    metadata,
+    Column("name", String(63), primary_key=True),
+    Column("priority_factor", Double, nullable=False),
+    Column("cordoned", Boolean, nullable=False),
+    Column("spec", JSON, nullable=False),
+    Column("created", DateTime(timezone=True), nullable=False),
+    Column("updated", DateTime(timezone=True), nullable=False),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", String(26), primary_key=True),
+    Column("queue", String(63), nullable=False),
+    Column("job_set_id", String(1024), nullable=False),
+    Column("owner", String(256), nullable=False),
+    Column("namespace", String(256), nullable=False),
+    Column("client_id", String(100), nullable=True),
+    Column("priority", Double, nullable=False),
+    Column("priority_class", String(256), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("submitted", DateTime(timezone=True), nullable=False),
+    Column("last_transition", DateTime(timezone=True), nullable=False),
+    Column("cpu_millis", BigInteger, nullable=False),
+    Column("memory_bytes", BigInteger, nullable=False),
+    Column("gpu", BigInteger, nullable=False),
+    Column("gang_id", String(256), nullable=True),
+    Column("annotations", JSON, nullable=False),
+    Column("latest_run_id", String(36), nullable=True),
+    Column("cluster", String(256), nullable=True),
+    Column("node", String(256), nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("reason", String, nullable=True),
+    Column("cancel_reason", String, nullable=True),
+    Column("cancel_user", String(256), nullable=True),
+    Column("cancel_ts", DateTime(timezone=True), nullable=True),
+    Column("cancel_requested", Boolean, nullable=False),
+    Column("preempt_requested", Boolean, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("spec", LargeBinary, nullable=False),
+    Index("ix_jobs_queue_state", "queue", "state"),
+    Index("ix_jobs_job_set", "queue", "job_set_id", "state"),
+    Index(
+        "ix_jobs_client_id",
+        "queue",
+        "client_id",
+        postgresql_where=text("client_id IS NOT NULL"),
+        sqlite_where=text("client_id IS NOT NULL"),
+    ),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(36), primary_key=True),
+    Column("job_id", String(26), nullable=False),
+    Column("queue", String(63), nullable=False),
+    Column("cluster", String(256), nullable=False),
+    Column("node", String(256), nullable=False),
+    Column("pool", String(256), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("leased", DateTime(timezone=True), nullable=False),
+    Column("pending", DateTime(timezone=True), nullable=True),
+    Column("started", DateTime(timezone=True), nullable=True),
+    Column("finished", DateTime(timezone=True), nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("reason", String, nullable=True),
+    Index("ix_runs_job", "job_id"),
+    # Room on each page lets state changes be HOT updates (no index writes).
+    postgresql_with={"fillfactor": 80},
+)
+
+executors = Table(
+    "executors",
+    metadata,
+    Column("executor_id", String(256), primary_key=True),
+    Column("pool", String(256), nullable=False),
+    Column("node_count", Integer, nullable=False),
+    Column("first_seen", DateTime(timezone=True), nullable=False),
+    Column("last_seen", DateTime(timezone=True), nullable=False),
+)
+
+nodes = Table(
+    "nodes",
+    metadata,
+    Column("executor_id", String(256), primary_key=True),
+    Column("name", String(256), primary_key=True),
+    Column("pool", String(256), nullable=False),
+    Column("spec", JSON, nullable=False),
+    Column("unschedulable", Boolean, nullable=False),
+    Column("ready", Boolean, nullable=False),
+    Column("updated", DateTime(timezone=True), nullable=False),
+)
+
+VIEWS = (queues, jobs, runs, executors, nodes)

@@ -1,0 +1,125 @@
+"""The event store: append events with their view updates atomically, read them back.
+
+``append`` is all or nothing: the events and every view change they imply commit in one
+transaction, or nothing does. Appends are serialised (in-process lock plus a database
+lock), so sequence numbers are dense and readers never see a later seq before an earlier
+one. The log is only ever inserted into.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import NamedTuple
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from armada.eventstore import dialects, projections, schema
+from armada.eventstore.notify import ChangeNotifier
+from armada.model.events import AnyEvent, Event, decode_event, encode_event
+
+
+class StoredEvent(NamedTuple):
+    seq: int
+    event: AnyEvent
+
+
+class Transaction:
+    """A write transaction: read the views consistently, then stage events to append.
+
+    Obtained from :meth:`EventStore.transaction`; the staged events are appended when the
+    ``async with`` block exits without error, and discarded with everything else if not.
+    """
+
+    def __init__(self, connection: AsyncConnection) -> None:
+        self.connection = connection
+        self.staged: list[Event] = []
+
+    def append(self, events: Sequence[Event]) -> None:
+        self.staged.extend(events)
+
+
+class EventStore:
+    def __init__(self, engine: AsyncEngine, notifier: ChangeNotifier | None = None) -> None:
+        self.engine = engine
+        self.notifier = notifier or ChangeNotifier()
+        self._append_lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Transaction]:
+        """Serialised write transaction whose staged events are appended on success."""
+        async with self._append_lock, self.engine.connect() as raw:
+            conn = await raw.execution_options(**{dialects.WRITE_OPTION: True})
+            async with conn.begin():
+                await dialects.lock_log(conn)
+                tx = Transaction(conn)
+                yield tx
+                head = await self._write(conn, tx.staged) if tx.staged else 0
+        if head:
+            self.notifier.publish(head)
+
+    async def append(self, events: Sequence[Event]) -> int:
+        """Append ``events`` (and their view updates) atomically; return the last seq."""
+        if not events:
+            return await self.head()
+        async with self.transaction() as tx:
+            tx.append(events)
+        return self.notifier.head
+
+    async def _write(self, conn: AsyncConnection, events: Sequence[Event]) -> int:
+        head = int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)
+        rows = [
+            {
+                "seq": head + offset,
+                "created": event.created,
+                "queue": event.queue,
+                "job_set_id": event.job_set_id,
+                "job_id": event.job_id,
+                "run_id": event.run_id,
+                "type": event.type,
+                "payload": encode_event(event),
+            }
+            for offset, event in enumerate(events, start=1)
+        ]
+        await dialects.insert_rows(conn, schema.events, rows)
+        await projections.apply(conn, projections.ViewChanges().add_all(events))
+        last = head + len(events)
+        await dialects.notify(conn, last)
+        return last
+
+    async def head(self) -> int:
+        """Sequence number of the newest committed event (0 for an empty log)."""
+        async with self.engine.connect() as conn:
+            return int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)
+
+    async def read(
+        self,
+        after_seq: int = 0,
+        *,
+        queue: str | None = None,
+        job_set_id: str | None = None,
+        job_id: str | None = None,
+        until_seq: int | None = None,
+        limit: int = 1000,
+    ) -> list[StoredEvent]:
+        """Events after ``after_seq`` (exclusive), oldest first, optionally of one job set or job."""
+        events = schema.events
+        query = select(events.c.seq, events.c.payload).where(events.c.seq > after_seq)
+        if queue is not None:
+            query = query.where(events.c.queue == queue)
+        if job_set_id is not None:
+            query = query.where(events.c.job_set_id == job_set_id)
+        if job_id is not None:
+            query = query.where(events.c.job_id == job_id)
+        if until_seq is not None:
+            query = query.where(events.c.seq <= until_seq)
+        query = query.order_by(events.c.seq).limit(limit)
+        async with self.engine.connect() as conn:
+            result = await conn.execute(query)
+            return [StoredEvent(seq, decode_event(payload)) for seq, payload in result]
+
+    async def wait_for_change(self, after_seq: int, timeout: float | None = None) -> int:
+        """Wait until an event after ``after_seq`` commits (or timeout); return the head."""
+        return await self.notifier.wait(after_seq, timeout)

@@ -1,0 +1,55 @@
+"""Structured logging: console output for people at a terminal, JSON lines otherwise."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+from armada.settings import LoggingSettings
+
+
+def configure_logging(settings: LoggingSettings) -> None:
+    """Route structlog and the standard library (uvicorn, alembic) through one renderer."""
+    use_console = settings.format == "console" or (settings.format == "auto" and sys.stderr.isatty())
+    renderer: structlog.types.Processor = (
+        structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
+    )
+    shared: list[structlog.types.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    structlog.configure(
+        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info if not use_console else _identity,
+                renderer,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.level.upper())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "alembic"):
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = True
+    logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def _identity(
+    _logger: object, _name: str, event_dict: structlog.types.EventDict
+) -> structlog.types.EventDict:
+    return event_dict

@@ -1,0 +1,234 @@
+"""Event types: the only way state changes.
+
+Every event is a msgspec Struct in one tagged union (tag field ``type``), serialised with
+camelCase names. Events are kept forever, so they follow msgspec's schema-evolution rules:
+never remove or retype a field, and give every new field a default.
+
+The envelope (``queue``, ``jobSetId``, ``jobId``, ``runId``, ``created``) is common to all
+events and is also stored in indexed columns of the ``events`` table.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, TypedDict
+
+import msgspec
+
+from armada.model.jobs import Job
+from armada.model.queues import Queue
+from armada.model.states import FailureCause
+
+
+class Envelope(TypedDict, total=False):
+    """The envelope fields, for building events of one job with ``**envelope``."""
+
+    queue: str
+    job_set_id: str
+    job_id: str
+    run_id: str
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Event(msgspec.Struct, tag_field="type", rename="camel", kw_only=True, omit_defaults=True):
+    """Base of every event. Subclasses set ``tag`` to their upstream message name."""
+
+    created: datetime = msgspec.field(default_factory=utcnow)
+    queue: str = ""
+    job_set_id: str = ""
+    job_id: str = ""
+    run_id: str = ""
+
+    @property
+    def type(self) -> str:
+        return str(self.__struct_config__.tag)
+
+
+# --- job lifecycle (names as upstream's apiEventMessage) ------------------------------------
+
+
+class JobSubmitted(Event, tag="submitted"):
+    job: Job
+
+
+class JobQueued(Event, tag="queued"):
+    """The job waits for the scheduler: after submission and after every requeue."""
+
+    attempts: int = 0
+
+
+class JobLeased(Event, tag="leased"):
+    cluster_id: str
+    node_id: str
+    pool: str = "default"
+
+
+class JobPending(Event, tag="pending"):
+    cluster_id: str = ""
+    node_name: str = ""
+    pod_name: str = ""
+
+
+class JobRunning(Event, tag="running"):
+    cluster_id: str = ""
+    node_name: str = ""
+    pod_name: str = ""
+    pool: str = ""
+
+
+class JobSucceeded(Event, tag="succeeded"):
+    cluster_id: str = ""
+    node_name: str = ""
+    pod_name: str = ""
+
+
+class JobFailed(Event, tag="failed"):
+    reason: str = ""
+    cause: FailureCause = FailureCause.ERROR
+    exit_code: int | None = None
+    retryable: bool = False
+    log_tail: str = ""
+    cluster_id: str = ""
+    node_name: str = ""
+    pod_name: str = ""
+
+
+class JobCancelling(Event, tag="cancelling"):
+    reason: str = ""
+    requestor: str = ""
+
+
+class JobCancelled(Event, tag="cancelled"):
+    reason: str = ""
+    requestor: str = ""
+
+
+class JobReprioritizing(Event, tag="reprioritizing"):
+    new_priority: float
+    requestor: str = ""
+
+
+class JobReprioritized(Event, tag="reprioritized"):
+    new_priority: float
+    requestor: str = ""
+
+
+class JobPreempting(Event, tag="preempting"):
+    reason: str = ""
+    requestor: str = ""
+
+
+class JobPreempted(Event, tag="preempted"):
+    preempting_job_id: str = ""
+    reason: str = ""
+    requestor: str = ""
+
+
+class JobLeaseReturned(Event, tag="leaseReturned"):
+    cluster_id: str = ""
+    reason: str = ""
+    run_attempted: bool = False
+
+
+class JobLeaseExpired(Event, tag="leaseExpired"):
+    cluster_id: str = ""
+
+
+# --- queues ------------------------------------------------------------------------------
+
+
+class QueueCreated(Event, tag="queueCreated"):
+    spec: Queue
+    requestor: str = ""
+
+
+class QueueUpdated(Event, tag="queueUpdated"):
+    """Replaces the whole queue definition (cordoning is an update too)."""
+
+    spec: Queue
+    requestor: str = ""
+
+
+class QueueDeleted(Event, tag="queueDeleted"):
+    requestor: str = ""
+
+
+# --- executors and their nodes -----------------------------------------------------------
+
+
+class Taint(msgspec.Struct, kw_only=True, omit_defaults=True):
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+class ExecutorNode(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """A node as last reported by its executor; resources in integer units (see ``resources``)."""
+
+    name: str
+    labels: dict[str, str] = {}
+    taints: list[Taint] = []
+    allocatable: dict[str, int] = {}
+    allocated_non_armada: dict[str, int] = {}
+    unschedulable: bool = False
+    ready: bool = True
+
+
+class ExecutorReported(Event, tag="executorReported"):
+    """An executor's node set changed (or it joined): replaces its nodes in the views."""
+
+    executor_id: str
+    pool: str = "default"
+    nodes: list[ExecutorNode] = []
+
+
+class ExecutorHeartbeat(Event, tag="executorHeartbeat"):
+    """Periodic sign of life, recorded sparsely (not every lease call)."""
+
+    executor_id: str
+
+
+AnyEvent = (
+    JobSubmitted
+    | JobQueued
+    | JobLeased
+    | JobPending
+    | JobRunning
+    | JobSucceeded
+    | JobFailed
+    | JobCancelling
+    | JobCancelled
+    | JobReprioritizing
+    | JobReprioritized
+    | JobPreempting
+    | JobPreempted
+    | JobLeaseReturned
+    | JobLeaseExpired
+    | QueueCreated
+    | QueueUpdated
+    | QueueDeleted
+    | ExecutorReported
+    | ExecutorHeartbeat
+)
+
+#: Upstream stream message names: the job events a job set's event stream carries.
+JOB_EVENT_TYPES = frozenset(
+    cls.__struct_config__.tag
+    for cls in AnyEvent.__args__
+    if issubclass(cls, Event) and cls.__name__.startswith("Job")
+)
+
+_encoder = msgspec.json.Encoder()
+_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(AnyEvent)
+
+
+def encode_event(event: Event) -> bytes:
+    return _encoder.encode(event)
+
+
+def decode_event(payload: bytes) -> AnyEvent:
+    result: AnyEvent = _decoder.decode(payload)
+    return result

@@ -1,0 +1,65 @@
+"""Queues: the unit of fair sharing. One per team, project or user."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+import msgspec
+
+#: Queue names: 1-63 characters, letters, digits, ``-``, ``_`` and ``.``, starting with a
+#: letter or digit. Small enough to be safe in URLs, labels and metric names.
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+class SubjectKind(StrEnum):
+    USER = "User"
+    GROUP = "Group"
+
+
+class QueueVerb(StrEnum):
+    SUBMIT = "submit"
+    CANCEL = "cancel"
+    REPRIORITIZE = "reprioritize"
+    PREEMPT = "preempt"
+    WATCH = "watch"
+
+
+class PermissionSubject(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    kind: SubjectKind
+    name: str
+
+
+class QueuePermissions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Grants ``verbs`` on the queue to every subject listed."""
+
+    subjects: list[PermissionSubject] = []
+    verbs: list[QueueVerb] = []
+
+
+class PriorityClassPoolLimits(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
+    maximum_resource_fraction: dict[str, float] = {}
+
+
+class PriorityClassLimits(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
+    """Caps on the fraction of a pool's resources a queue may hold in one priority class."""
+
+    maximum_resource_fraction: dict[str, float] = {}
+    maximum_resource_fraction_by_pool: dict[str, PriorityClassPoolLimits] = {}
+
+
+class Queue(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """A queue as users define it (upstream ``apiQueue`` field names).
+
+    ``priorityFactor`` is the queue's *weight*: a queue with factor 2 gets twice the fair
+    share of a queue with factor 1 (upstream Armada inverts this).
+    """
+
+    name: str
+    priority_factor: float = 1.0
+    user_owners: list[str] = []
+    group_owners: list[str] = []
+    permissions: list[QueuePermissions] = []
+    cordoned: bool = False
+    labels: dict[str, str] = {}
+    resource_limits_by_priority_class_name: dict[str, PriorityClassLimits] = {}

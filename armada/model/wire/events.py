@@ -1,0 +1,44 @@
+"""The job-set event stream: request body and line format.
+
+Each line is ``{"result": {"id": "<seq>", "message": {"<type>": {...event fields...}}}}``,
+the shape of upstream's ``apiEventStreamMessage`` behind grpc-gateway.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from armada.model.events import AnyEvent, Event
+from armada.model.wire.base import Request
+
+
+class JobSetRequest(Request):
+    watch: bool = False
+    from_message_id: str = ""
+    error_if_missing: bool = False
+    # Upstream repeats the path parameters in the body; accepted and checked.
+    queue: str = ""
+    id: str = ""
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_stream_line(message_id: int, event: Event) -> bytes:
+    """One NDJSON line of the stream (with its newline)."""
+    fields = msgspec.to_builtins(event)
+    kind = fields.pop("type")
+    return _encoder.encode({"result": {"id": str(message_id), "message": {kind: fields}}}) + b"\n"
+
+
+def decode_stream_line(line: bytes | str) -> tuple[str, AnyEvent]:
+    """The message id and the event of one stream line; raises ``ValueError`` on an error line."""
+    data: dict[str, Any] = msgspec.json.decode(line)
+    if "error" in data and "result" not in data:
+        raise ValueError(str(data["error"]))
+    result = data["result"]
+    ((kind, fields),) = result["message"].items()
+    event: AnyEvent = msgspec.convert({**fields, "type": kind}, AnyEvent)
+    return str(result["id"]), event

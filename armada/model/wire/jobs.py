@@ -1,0 +1,84 @@
+"""Bodies of the job commands: submit, cancel, reprioritize, preempt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from armada.model.wire.base import Request, Response
+
+#: A job state given by name (``"RUNNING"``) or by upstream's protobuf number (``2``).
+StateName = str | int
+
+
+class JobSubmitRequestItem(Request):
+    priority: float = 0.0
+    namespace: str = ""
+    client_id: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    pod_spec: dict[str, Any] | None = None
+    pod_specs: list[dict[str, Any]] = []
+
+
+class JobSubmitRequest(Request):
+    queue: str
+    job_set_id: str
+    job_request_items: list[JobSubmitRequestItem]
+
+
+class JobSubmitResponseItem(Response):
+    job_id: str
+    error: str = ""
+
+
+class JobSubmitResponse(Response):
+    job_response_items: list[JobSubmitResponseItem] = []
+
+
+class JobCancelRequest(Request):
+    queue: str = ""
+    job_set_id: str = ""
+    job_id: str = ""
+    job_ids: list[str] = []
+    reason: str = ""
+
+
+class JobSetFilter(Request):
+    states: list[StateName] = []
+
+
+class JobSetCancelRequest(Request):
+    queue: str
+    job_set_id: str
+    filter: JobSetFilter | None = None
+    reason: str = ""
+
+
+class CancellationResult(Response):
+    cancelled_ids: list[str] = []
+
+
+class JobReprioritizeRequest(Request):
+    new_priority: float
+    queue: str = ""
+    job_set_id: str = ""
+    job_ids: list[str] = []
+
+
+class JobReprioritizeResponse(Response):
+    """Per job: ``""`` when reprioritised, otherwise why not."""
+
+    reprioritization_results: dict[str, str] = {}
+
+
+class JobPreemptRequest(Request):
+    job_ids: list[str]
+    queue: str = ""
+    job_set_id: str = ""
+    reason: str = ""
+
+
+class JobPreemptResponse(Response):
+    """Upstream answers ``{}``; ``preemptedIds`` (ours) lists the jobs preemption was asked of."""
+
+    preempted_ids: list[str] = []

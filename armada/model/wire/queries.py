@@ -1,0 +1,74 @@
+"""Bodies of the job queries: status, details, run details, errors."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from armada.model.jobs import Job
+from armada.model.wire.base import Request, Response
+
+
+class JobStatusRequest(Request):
+    job_ids: list[str]
+
+
+class JobStatusResponse(Response):
+    job_states: dict[str, str] = {}
+
+
+class JobDetailsRequest(Request):
+    job_ids: list[str]
+    expand_job_spec: bool = False
+    expand_job_run: bool = False
+
+
+class JobRunDetails(Response):
+    run_id: str
+    job_id: str
+    state: str
+    cluster: str = ""
+    node: str = ""
+    leased_ts: datetime | None = None
+    pending_ts: datetime | None = None
+    started_ts: datetime | None = None
+    finished_ts: datetime | None = None
+
+
+class JobDetails(Response):
+    job_id: str
+    queue: str
+    jobset: str
+    namespace: str
+    state: str
+    submitted_ts: datetime
+    last_transition_ts: datetime
+    cancel_ts: datetime | None = None
+    cancel_reason: str = ""
+    cancel_user: str = ""
+    latest_run_id: str = ""
+    job_spec: Job | None = None
+    job_runs: list[JobRunDetails] = []
+
+
+class JobDetailsResponse(Response):
+    job_details: dict[str, JobDetails] = {}
+
+
+class JobRunDetailsRequest(Request):
+    run_ids: list[str]
+
+
+class JobRunDetailsResponse(Response):
+    job_run_details: dict[str, JobRunDetails] = {}
+
+
+class JobErrorsRequest(Request):
+    job_ids: list[str]
+
+
+class JobErrorsResponse(Response):
+    job_errors: dict[str, str] = {}
+
+
+class ActiveQueuesRequest(Request):
+    """Upstream's request has no fields; accepted for symmetry."""

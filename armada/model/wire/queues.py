@@ -1,0 +1,46 @@
+"""Queue API bodies beyond the :class:`~armada.model.queues.Queue` itself."""
+
+from __future__ import annotations
+
+from armada.model.queues import Queue
+from armada.model.wire.base import Request, Response
+
+
+class QueueList(Request):
+    """Body of the batched create/update calls."""
+
+    queues: list[Queue]
+
+
+class QueueFailure(Response):
+    queue: Queue
+    error: str
+
+
+class BatchQueueResponse(Response):
+    """Queues of a batch that could not be created or updated, with the reason each."""
+
+    failed_queues: list[QueueFailure] = []
+
+
+class ActiveQueues(Response):
+    queues: list[str] = []
+
+
+class ActiveQueuesResponse(Response):
+    active_queues_by_pool: dict[str, ActiveQueues] = {}
+
+
+class StreamingQueue(Response):
+    """One line of ``GET /v1/batched/queues``: a queue, or the end marker."""
+
+    queue: Queue | None = None
+    end: dict[str, str] | None = None
+
+
+class StreamingQueueMessage(Response):
+    Event: StreamingQueue
+
+
+class StreamingQueueLine(Response):
+    result: StreamingQueueMessage

@@ -1,0 +1,81 @@
+"""Scheduling configuration: the ``scheduling`` area of the application settings.
+
+Keys are camelCase and defaults follow upstream Armada's scheduler configuration, so an
+upstream ``scheduling:`` block mostly carries over unchanged.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+DEFAULT_PRIORITY_CLASS = "armada-default"
+PREEMPTIBLE_PRIORITY_CLASS = "armada-preemptible"
+
+
+class PriorityClass(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True):
+    """A named class of jobs: how urgent they are and whether they may be preempted."""
+
+    #: Higher runs first within a queue, and may urgency-preempt lower *preemptible* classes.
+    priority: int = 1000
+    #: Jobs of a preemptible class may be evicted for urgency or to restore fair share.
+    preemptible: bool = False
+    #: Cap on the fraction of each pool resource one queue may hold in this class (missing = 1.0).
+    maximum_resource_fraction_per_queue: dict[str, float] = msgspec.field(default_factory=dict)
+
+
+def _default_priority_classes() -> dict[str, PriorityClass]:
+    return {
+        DEFAULT_PRIORITY_CLASS: PriorityClass(
+            priority=1000, preemptible=False, maximum_resource_fraction_per_queue={"cpu": 1.0, "memory": 1.0}
+        ),
+        PREEMPTIBLE_PRIORITY_CLASS: PriorityClass(priority=1000, preemptible=True),
+    }
+
+
+class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True):
+    """Everything the scheduling core needs to know that is not the cluster or the queues."""
+
+    #: Priority classes by name; jobs name one (or get ``defaultPriorityClassName``).
+    priority_classes: dict[str, PriorityClass] = msgspec.field(default_factory=_default_priority_classes)
+    #: Class given to jobs that name none.
+    default_priority_class_name: str = DEFAULT_PRIORITY_CLASS
+    #: A queue is only fair-share preempted while its actual share exceeds this multiple of its
+    #: (demand-adjusted) fair share. ``1.0`` = reclaim anything above the fair share.
+    protected_fraction_of_fair_share: float = 1.0
+    #: Half-life in seconds of the decayed past usage added to a queue's cost ("fair share over
+    #: time"). ``0`` disables history: plain instantaneous dominant resource fairness.
+    usage_half_life: float = 0.0
+    #: Resources whose share counts towards a queue's dominant share (others are ignored).
+    dominant_resource_fairness_resources_to_consider: list[str] = msgspec.field(
+        default_factory=lambda: ["cpu", "memory", "nvidia.com/gpu", "ephemeral-storage"]
+    )
+    #: Global token bucket: jobs per second scheduled over all queues and pools.
+    maximum_scheduling_rate: float = 100.0
+    #: Global token bucket capacity (the most jobs one cycle can schedule after idling).
+    maximum_scheduling_burst: int = 1000
+    #: Per-queue token bucket: jobs per second.
+    maximum_per_queue_scheduling_rate: float = 50.0
+    #: Per-queue token bucket capacity.
+    maximum_per_queue_scheduling_burst: int = 1000
+    #: How many queued jobs per queue (in queue order) one cycle looks at; ``0`` = no limit.
+    max_queue_lookback: int = 100_000
+    #: Per pool and cycle, stop once this fraction of a resource has been newly scheduled.
+    maximum_resource_fraction_to_schedule: dict[str, float] = msgspec.field(
+        default_factory=lambda: {"cpu": 1.0, "memory": 1.0}
+    )
+    #: Time budget of one cycle in seconds; when spent the cycle stops cleanly. ``0`` = no budget.
+    max_scheduling_duration: float = 5.0
+    #: Whether fair-share preemption runs at all (urgency preemption always does).
+    enable_fair_share_preemption: bool = True
+
+    def __post_init__(self) -> None:
+        if self.default_priority_class_name not in self.priority_classes:
+            raise ValueError(
+                f"defaultPriorityClassName {self.default_priority_class_name!r} is not configured"
+            )
+        if self.usage_half_life < 0 or self.protected_fraction_of_fair_share < 0:
+            raise ValueError("usageHalfLife and protectedFractionOfFairShare must be >= 0")
+
+    def priority_class(self, name: str) -> PriorityClass:
+        """The class called ``name``, or the default class for an empty name."""
+        return self.priority_classes[name or self.default_priority_class_name]

@@ -1,0 +1,52 @@
+"""Mutable bookkeeping shared by the pools of one cycle (never outlives the cycle)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.decisions import Preemption, Reasons
+from armada.scheduling.jobdb import JobDb
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass
+class CycleContext:
+    db: JobDb
+    config: SchedulingConfig
+    clock: Callable[[], float]
+    deadline: float
+    global_tokens: float
+    #: tokens per queue name (missing = not limited yet this cycle; filled by the caller)
+    queue_tokens: dict[str, float]
+    #: per job row: leased or preempted in this cycle already (the db itself is not mutated)
+    taken: BoolArray
+    #: per scheduling key: may be scheduled at all this cycle (not rejected)
+    key_ok: BoolArray
+    reasons: Reasons = field(default_factory=Reasons)
+    lease_rows: list[IntArray] = field(default_factory=list)
+    lease_nodes: list[IntArray] = field(default_factory=list)
+    lease_pools: list[str] = field(default_factory=list)
+    preemptions: list[Preemption] = field(default_factory=list)
+    considered: int = 0
+    stopped: str = ""
+
+    def out_of_time(self) -> bool:
+        if self.stopped:
+            return True
+        if self.clock() > self.deadline:
+            self.stopped = "time budget"
+            self.reasons.cycle = "scheduling cycle stopped: maxSchedulingDuration exhausted"
+        return bool(self.stopped)
+
+    def record_leases(self, rows: IntArray, nodes: IntArray, pool: str) -> None:
+        self.lease_rows.append(rows)
+        self.lease_nodes.append(nodes)
+        self.lease_pools.append(pool)
+        self.taken[rows] = True

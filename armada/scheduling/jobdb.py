@@ -1,0 +1,386 @@
+"""The scheduler's in-memory job database: columnar, incrementally updated.
+
+The scheduler service applies the event log to a :class:`JobDb` (submitted, leased,
+requeued, finished, reprioritised) and hands it to :func:`armada.scheduling.schedule` each
+cycle. A job costs one row in a few numpy columns plus its id; queued jobs are kept in
+per-queue orders that are re-sorted only when something changed, and the aggregates a
+cycle needs (queued count per queue and scheduling key, allocation per node and per queue)
+are maintained on every update instead of being recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from armada.model.resources import ResourceVector
+from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.keys import KeyTable
+from armada.scheduling.nodes import NodeDb
+from armada.scheduling.queueorder import QueueOrder
+from armada.scheduling.requirements import JobRequirements
+
+Rows = npt.NDArray[np.int64]
+
+FREE, QUEUED, RUNNING = 0, 1, 2
+
+_COLUMNS: dict[str, tuple[type[np.generic], object]] = {
+    "queue": (np.int32, -1),
+    "key": (np.int32, -1),
+    "priority": (np.float64, 0.0),
+    "submitted": (np.float64, 0.0),
+    "seq": (np.int64, 0),
+    "state": (np.int8, FREE),
+    "node": (np.int64, -1),
+    "gang": (np.int64, -1),
+    "pool": (np.int32, -1),
+    "run_seq": (np.int64, 0),
+}
+
+
+@dataclass
+class Gang:
+    """Members (rows) of one gang; gang ids are scoped by queue."""
+
+    gang_id: str
+    queue: int
+    #: scheduling key of the first member; members must share it to be schedulable
+    key: int
+    members: list[int] = field(default_factory=list)
+
+
+class JobDb:
+    """All jobs the scheduler knows about that are queued or running."""
+
+    #: Removed jobs' rows are reclaimed once they outnumber live rows and this minimum.
+    compact_min = 1 << 16
+
+    def __init__(self, config: SchedulingConfig, nodes: NodeDb) -> None:
+        self.config = config
+        self.nodes = nodes
+        self.resources = nodes.resources
+        self.keys = KeyTable(config, self.resources)
+        self.priority_class_names = list(config.priority_classes)
+        self._pc_index = {name: i for i, name in enumerate(self.priority_class_names)}
+        self.ids: list[str | None] = []
+        self._row_of: dict[str, int] = {}
+        self.cols: dict[str, npt.NDArray[Any]] = {
+            name: np.zeros(0, dtype=dtype) for name, (dtype, _) in _COLUMNS.items()
+        }
+        self.queue_names: list[str] = []
+        self._queue_index: dict[str, int] = {}
+        self._orders: list[QueueOrder] = []
+        #: queued job count per queue and scheduling key
+        self.queued_counts: list[dict[int, int]] = []
+        self.pool_names: list[str] = []
+        self._pool_index: dict[str, int] = {}
+        self.gangs: list[Gang | None] = []
+        #: queued member count per gang index
+        self.gang_queued: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        #: per gang index: members with differing scheduling keys (never schedulable)
+        self.gang_mixed: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._gang_index: dict[tuple[int, str], int] = {}
+        self._node_jobs: dict[int, set[int]] = {}
+        self._node_alloc = np.zeros((0, len(self.priority_class_names), 0), dtype=np.int64)
+        self._queue_alloc: dict[tuple[int, str], npt.NDArray[np.int64]] = {}
+        self._seq = 0
+        self._run_seq = 0
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._row_of)
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._row_of
+
+    def row(self, job_id: str) -> int:
+        return self._row_of[job_id]
+
+    def state(self, job_id: str) -> int:
+        return int(self.cols["state"][self._row_of[job_id]])
+
+    def node_of(self, job_id: str) -> str | None:
+        node = int(self.cols["node"][self._row_of[job_id]])
+        return self.nodes.ids[node] if node >= 0 else None
+
+    def has_queue(self, name: str) -> bool:
+        return name in self._queue_index
+
+    def queue_index(self, name: str) -> int:
+        index = self._queue_index.get(name)
+        if index is None:
+            index = self._queue_index[name] = len(self.queue_names)
+            self.queue_names.append(name)
+            self._orders.append(QueueOrder())
+            self.queued_counts.append({})
+        return index
+
+    def pool_index(self, name: str) -> int:
+        index = self._pool_index.get(name)
+        if index is None:
+            index = self._pool_index[name] = len(self.pool_names)
+            self.pool_names.append(name)
+        return index
+
+    def col(self, name: str) -> npt.NDArray[Any]:
+        return self.cols[name][: len(self.ids)]
+
+    # -- updates -------------------------------------------------------------------------
+
+    def add(self, job: JobRequirements) -> None:
+        """A job was submitted (or requeued from the log): it is queued."""
+        self.add_many((job,))
+
+    def add_many(self, jobs: Iterable[JobRequirements]) -> None:
+        """Queue many jobs at once (cheaper per job than :meth:`add`)."""
+        default_pc = self.config.default_priority_class_name
+        batch = list(jobs)
+        keys = [self.keys.intern(job.key(default_pc)) for job in batch]  # validates before any change
+        ids = {job.id for job in batch}
+        if len(ids) < len(batch) or not ids.isdisjoint(self._row_of):
+            known = sorted(i for i in ids if i in self._row_of) or ["(duplicated in the batch)"]
+            raise ValueError(f"job {known[0]} is already known")
+        if len(self.ids) - len(self._row_of) > max(self.compact_min, len(self._row_of)):
+            self._compact()
+        start = len(self.ids)
+        values: dict[str, list[Any]] = {
+            name: [] for name in ("queue", "key", "priority", "submitted", "gang")
+        }
+        for job, key in zip(batch, keys, strict=True):
+            row = self._row_of[job.id] = len(self.ids)
+            self.ids.append(job.id)
+            queue = self.queue_index(job.queue)
+            values["queue"].append(queue)
+            values["key"].append(key)
+            values["priority"].append(job.priority)
+            values["submitted"].append(job.submitted)
+            values["gang"].append(self._join_gang(row, queue, job.gang_id, key) if job.gang_id else -1)
+            counts = self.queued_counts[queue]
+            counts[key] = counts.get(key, 0) + 1
+            self._orders[queue].pending.append(row)
+        end = len(self.ids)
+        self._grow(end)
+        for name, column in values.items():
+            self.cols[name][start:end] = column
+        self.cols["seq"][start:end] = np.arange(self._seq, self._seq + end - start)
+        self._seq += end - start
+        self.cols["state"][start:end] = QUEUED
+
+    def add_running(self, job: JobRequirements, node_id: str, pool: str) -> None:
+        """A job already leased to a node (state rebuilt from the log at start-up)."""
+        self.add(job)
+        self.lease(job.id, node_id, pool)
+
+    def lease(self, job_id: str, node_id: str, pool: str) -> None:
+        """A queued job was leased to ``node_id``: it now holds resources there."""
+        row = self._row_of[job_id]
+        if self.cols["state"][row] != QUEUED:
+            raise ValueError(f"job {job_id} is not queued")
+        self._dequeue(row)
+        node = self.nodes.ensure_row(node_id)
+        cols = self.cols
+        cols["state"][row] = RUNNING
+        cols["node"][row] = node
+        cols["pool"][row] = self.pool_index(pool)
+        cols["run_seq"][row] = self._run_seq
+        self._run_seq += 1
+        self._node_jobs.setdefault(node, set()).add(row)
+        self._account(row, +1)
+
+    def requeue(self, job_id: str) -> None:
+        """A running job returns to its queue (lease returned or expired, preempted and retried)."""
+        row = self._row_of[job_id]
+        if self.cols["state"][row] != RUNNING:
+            raise ValueError(f"job {job_id} is not running")
+        self._release(row)
+        queue = int(self.cols["queue"][row])
+        self.cols["state"][row] = QUEUED
+        counts = self.queued_counts[queue]
+        key = int(self.cols["key"][row])
+        counts[key] = counts.get(key, 0) + 1
+        self._gang_delta(row, +1)
+        order = self._orders[queue]
+        order.pending.append(row)
+        order.dirty = True
+
+    def remove(self, job_id: str) -> None:
+        """A job left the scheduler's view: finished, cancelled, rejected or preempted."""
+        row = self._row_of.pop(job_id)
+        state = self.cols["state"][row]
+        if state == QUEUED:
+            self._dequeue(row)
+        elif state == RUNNING:
+            self._release(row)
+        gang = int(self.cols["gang"][row])
+        if gang >= 0:
+            info = self.gangs[gang]
+            assert info is not None
+            info.members.remove(row)
+            if not info.members:
+                self.gangs[gang] = None
+                del self._gang_index[(info.queue, info.gang_id)]
+        self.cols["state"][row] = FREE
+        self.ids[row] = None
+
+    def reprioritise(self, job_id: str, priority: float) -> None:
+        """Change a job's priority; a queued job moves within its queue next cycle."""
+        row = self._row_of[job_id]
+        self.cols["priority"][row] = priority
+        if self.cols["state"][row] == QUEUED:
+            self._orders[int(self.cols["queue"][row])].dirty = True
+
+    # -- what a cycle reads --------------------------------------------------------------
+
+    def queued_rows(self, queue: int) -> Rows:
+        """Queued rows of ``queue`` in queue order (higher class priority, lower priority, older)."""
+        state = self.cols["state"]
+        return self._orders[queue].read(lambda rows: state[rows] == QUEUED, self._sorted, self._sort_key)
+
+    def node_allocation(self) -> npt.NDArray[np.int64]:
+        """``nodes x priority classes x R`` units held by running jobs."""
+        self._grow_nodes()
+        return self._node_alloc[: self.nodes.size]
+
+    def queue_allocation(self, queue: int, pool: str) -> npt.NDArray[np.int64]:
+        """``priority classes x R`` units running for ``queue`` in ``pool``."""
+        alloc = self._queue_alloc.get((queue, pool))
+        width = len(self.resources)
+        if alloc is None:
+            return np.zeros((len(self.priority_class_names), width), dtype=np.int64)
+        if alloc.shape[1] < width:
+            alloc = self._queue_alloc[(queue, pool)] = np.pad(alloc, ((0, 0), (0, width - alloc.shape[1])))
+        return alloc
+
+    def jobs_on_node(self, node: int) -> set[int]:
+        return self._node_jobs.get(node, set())
+
+    def running_rows(self, queue: int, pool: str) -> Rows:
+        """Running rows of ``queue`` in ``pool`` (a scan; only used for fair-share eviction)."""
+        n = len(self.ids)
+        pool_index = self._pool_index.get(pool, -2)
+        mask = (self.cols["state"][:n] == RUNNING) & (self.cols["queue"][:n] == queue)
+        mask &= self.cols["pool"][:n] == pool_index
+        return np.flatnonzero(mask)
+
+    def gang_of(self, row: int) -> int:
+        """Gang index of ``row``, -1 outside any gang."""
+        return int(self.cols["gang"][row])
+
+    def pc_index(self, key: int) -> int:
+        return self._pc_index[self.keys.infos[key].priority_class]
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _compact(self) -> None:
+        """Drop the rows of removed jobs and empty gangs, so a long-lived db stays its live size."""
+        n = len(self.ids)
+        live = np.flatnonzero(self.cols["state"][:n] != FREE)
+        new_row = np.full(n, -1, dtype=np.int64)
+        new_row[live] = np.arange(len(live))
+        kept = [i for i, g in enumerate(self.gangs) if g is not None]
+        new_gang = np.full(len(self.gangs) + 1, -1, dtype=np.int64)  # the extra -1 maps "no gang" to itself
+        new_gang[kept] = np.arange(len(kept))
+        self.cols = {name: column[live] for name, column in self.cols.items()}
+        self.cols["gang"] = new_gang[self.cols["gang"]]
+        self.ids = [self.ids[r] for r in live.tolist()]
+        self._row_of = {job_id: row for row, job_id in enumerate(self.ids) if job_id is not None}
+        for order in self._orders:
+            order.remap(new_row)
+        self.gangs = [self.gangs[i] for i in kept]
+        for gang in self.gangs:
+            assert gang is not None
+            gang.members = new_row[gang.members].tolist()
+        self.gang_queued = self.gang_queued[kept]
+        self.gang_mixed = self.gang_mixed[kept]
+        self._gang_index = {(g.queue, g.gang_id): i for i, g in enumerate(self.gangs) if g is not None}
+        self._node_jobs = {n: {int(new_row[r]) for r in rows} for n, rows in self._node_jobs.items() if rows}
+
+    def _grow(self, size: int) -> None:
+        capacity = len(self.cols["state"])
+        if size <= capacity:
+            return
+        capacity = max(1024, 2 * capacity, size)
+        for name, (dtype, fill) in _COLUMNS.items():
+            old = self.cols[name]
+            new = np.full(capacity, fill, dtype=dtype)
+            new[: len(old)] = old
+            self.cols[name] = new
+
+    def _grow_nodes(self) -> None:
+        shape = self._node_alloc.shape
+        width = len(self.resources)
+        if shape[0] < self.nodes.size or shape[2] < width:
+            new = np.zeros((max(self.nodes.size, 2 * shape[0]), shape[1], width), dtype=np.int64)
+            new[: shape[0], :, : shape[2]] = self._node_alloc
+            self._node_alloc = new
+
+    def _join_gang(self, row: int, queue: int, gang_id: str, key: int) -> int:
+        index = self._gang_index.get((queue, gang_id))
+        if index is None:
+            index = self._gang_index[(queue, gang_id)] = len(self.gangs)
+            self.gangs.append(Gang(gang_id, queue, key))
+            if index >= len(self.gang_queued):
+                more = max(64, index)
+                self.gang_queued = np.concatenate([self.gang_queued, np.zeros(more, dtype=np.int64)])
+                self.gang_mixed = np.concatenate([self.gang_mixed, np.zeros(more, dtype=bool)])
+        gang = self.gangs[index]
+        assert gang is not None
+        gang.members.append(row)
+        self.gang_mixed[index] |= key != gang.key
+        self.gang_queued[index] += 1
+        return index
+
+    def _gang_delta(self, row: int, delta: int) -> None:
+        gang = self.gang_of(row)
+        if gang >= 0:
+            self.gang_queued[gang] += delta
+
+    def _dequeue(self, row: int) -> None:
+        queue = int(self.cols["queue"][row])
+        key = int(self.cols["key"][row])
+        counts = self.queued_counts[queue]
+        counts[key] -= 1
+        if not counts[key]:
+            del counts[key]
+        self._gang_delta(row, -1)
+        self._orders[queue].stale += 1
+
+    def _account(self, row: int, sign: int) -> None:
+        key = int(self.cols["key"][row])
+        request: ResourceVector = self.keys.request(key) * sign
+        pc = self.pc_index(key)
+        self._grow_nodes()
+        self._node_alloc[int(self.cols["node"][row]), pc, : len(request)] += request
+        pool = self.pool_names[int(self.cols["pool"][row])]
+        alloc = self.queue_allocation(int(self.cols["queue"][row]), pool)
+        alloc[pc, : len(request)] += request
+        self._queue_alloc[(int(self.cols["queue"][row]), pool)] = alloc
+
+    def _release(self, row: int) -> None:
+        self._account(row, -1)
+        node = int(self.cols["node"][row])
+        self._node_jobs[node].discard(row)
+        self.cols["node"][row] = -1
+        self.cols["pool"][row] = -1
+
+    def _sorted(self, rows: Rows) -> Rows:
+        cols = self.cols
+        class_priority = self.keys.priorities()[cols["key"][rows]]
+        order: Rows = np.lexsort(
+            (cols["seq"][rows], cols["submitted"][rows], cols["priority"][rows], -class_priority)
+        )
+        return order
+
+    def _sort_key(self, row: int) -> tuple[float, ...]:
+        cols = self.cols
+        return (
+            -int(self.keys.priorities()[int(cols["key"][row])]),
+            float(cols["priority"][row]),
+            float(cols["submitted"][row]),
+            int(cols["seq"][row]),
+        )

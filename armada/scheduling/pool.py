@@ -1,0 +1,362 @@
+"""One pool's share of a cycle: fair-share eviction, then DRF-ordered placement in rounds.
+
+Each round takes a prefix of every queue (:mod:`.candidates`), merges them into DRF order and
+walks that order. A *run* of consecutive identical units is placed with one vectorised
+best-fit step, which is exactly what one-at-a-time placement would do; long stretches that
+mix keys are first tried *fused* (each key placed in bulk) and kept only if every unit fits.
+A key that does not fit fails for the rest of the pool's cycle, and the round restarts
+because the queues that lost a job now have lower costs than the merge assumed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from armada.scheduling.candidates import (
+    Units,
+    first_violation,
+    merge_order,
+    queue_costs,
+    scan_queued,
+)
+from armada.scheduling.context import CycleContext
+from armada.scheduling.jobdb import QUEUED
+from armada.scheduling.placement import (
+    dominant_column,
+    explain_misfit,
+    fit_counts,
+    place_identical,
+    place_uniform_gang,
+)
+from armada.scheduling.poolstate import UNLIMITED
+from armada.scheduling.preemption import Evictions
+from armada.scheduling.queues import QueueSpec
+from armada.scheduling.state import UsageHistory
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Below this many units a stretch is always placed run by run (exact sequential semantics).
+FUSE_MIN = 256
+FUSE_MAX = 1 << 16
+
+
+class PoolCycle(Evictions):
+    """Schedules one pool; results go into the shared :class:`CycleContext`."""
+
+    def __init__(
+        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+    ) -> None:
+        super().__init__(ctx, pool, node_rows, queues, usage)
+        self.seg_len = FUSE_MIN
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        if not len(self.queues):
+            return
+        self.evict_for_fair_share()
+        self._fail_hopeless_keys()
+        if (self.stop < np.array([len(o) for o in self.orders], dtype=np.int64)).any():
+            self.ctx.reasons.lookback = self.ctx.config.max_queue_lookback
+        while not self.ctx.out_of_time():
+            units, boundary = self._round()
+            if not len(units):
+                break
+            units = units.take(merge_order(units))
+            end, capped = self._global_cut(units)
+            if boundary is not None:
+                at = np.flatnonzero((units.queue == boundary[1]) & (units.cost == boundary[0]))
+                end = min(end, int(at[-1]))
+            done, failed = self._process(units, end)
+            self._advance(units, done)
+            if failed:
+                continue
+            if done == 0 or capped or boundary is None:
+                break
+        self.finish_evictions()
+
+    def _fail_hopeless_keys(self) -> None:
+        """Fail keys that fit on no node before looking at any job (a full cluster stays cheap).
+
+        A key that fits nowhere even counting what it could urgency-preempt is skipped for the
+        pool's turn. Not after fair-share evictions: those free space during the turn.
+        """
+        if self.evicted_any():
+            return
+        keys = {k for q in self.db_queue.tolist() for k in self.db.queued_counts[q] if self.key_usable[k]}
+        for key in sorted(keys):
+            lower = self.lower_classes(self.db.keys.infos[key].priority)
+            free = self.free + self.running_by_class[:, lower].sum(axis=1) if lower else self.free
+            if not fit_counts(free, self.key_requests[key], self.mask(key), 1).any():
+                self._fail(key)
+
+    def _round(self) -> tuple[Units, tuple[float, int] | None]:
+        """Candidates of every queue for this round and the round's DRF boundary."""
+        key_ok = self.key_usable & ~self.key_failed
+        slots = self._slot_estimate(key_ok)
+        total_weight = float(self.weights.sum())
+        parts: list[Units] = []
+        boundary: tuple[float, int] | None = None
+        for qi, spec in enumerate(self.queues):
+            if not key_ok[list(self.db.queued_counts[int(self.db_queue[qi])])].any():
+                self.cursor[qi] = self.stop[qi]
+            tokens = math.floor(self.ctx.queue_tokens.get(spec.name, float(UNLIMITED)))
+            want = max(128, math.ceil(1.5 * slots * self.weights[qi] / total_weight))
+            rows = pos = np.zeros(0, dtype=np.int64)
+            if not spec.cordoned and tokens > 0:
+                rows, pos = scan_queued(
+                    self.db,
+                    order=self.orders[qi],
+                    start=int(self.cursor[qi]),
+                    stop=int(self.stop[qi]),
+                    want=want,
+                    key_ok=key_ok,
+                    taken=self.ctx.taken,
+                    cardinality=self.cardinality,
+                    gang_rep=self.gang_rep,
+                )
+            elif spec.cordoned:
+                self.ctx.reasons.by_queue[spec.name] = "queue is cordoned"
+            keys = self.db.cols["key"][rows].astype(np.int64)
+            queued = Units(
+                rows,
+                keys,
+                self.cardinality[keys],
+                np.zeros(len(rows), dtype=bool),
+                pos,
+                np.full(len(rows), qi),
+                np.zeros(len(rows)),
+            )
+            cut = self._queue_cut(qi, queued, tokens)
+            chunked = cut == len(queued) and len(rows) >= want and (len(pos) and pos[-1] + 1 < self.stop[qi])
+            units = Units.concat([self.pending_evicted(qi), queued.take(slice(0, cut))])
+            if not len(units):
+                continue
+            requests = units.counts[:, None] * self.key_requests[units.keys]
+            units.cost = queue_costs(requests, self.alloc[qi], self.scale, self.usage[qi], self.weights[qi])
+            parts.append(units)
+            if chunked and (boundary is None or (units.cost[-1], qi) < boundary):
+                boundary = (float(units.cost[-1]), qi)
+        return Units.concat(parts), boundary
+
+    def _slot_estimate(self, key_ok: BoolArray) -> int:
+        """Most jobs of any usable key the pool's free capacity could hold (ignoring packing)."""
+        requests = self.key_requests[key_ok]
+        if not len(requests):
+            return 0
+        free = np.maximum(self.free[self.schedulable].sum(axis=0), 0)
+        with np.errstate(divide="ignore"):
+            per_resource = np.where(requests > 0, free // np.maximum(requests, 1), UNLIMITED)
+        return int(min(per_resource.min(axis=1).max(), 10**7))
+
+    def _queue_cut(self, qi: int, units: Units, tokens: int) -> int:
+        """How many of a queue's queued units its rate limit and class limits let through."""
+        if not len(units):
+            return 0
+        name = self.queues[qi].name
+        cut = int(np.searchsorted(np.cumsum(units.counts), tokens, side="right"))
+        if cut < len(units):
+            self.ctx.reasons.by_queue[name] = "queue rate limited (maximumPerQueueSchedulingRate)"
+        if (self.limits[qi] >= UNLIMITED).all():
+            return cut
+        classes = self.key_class[units.keys[:cut]]
+        for ci in np.unique(classes).tolist():
+            members = np.flatnonzero(classes == ci)
+            requests = units.counts[members, None] * self.key_requests[units.keys[members]]
+            cumulative = np.cumsum(requests, axis=0) + self.alloc_by_class[qi, ci]
+            over = first_violation(cumulative, self.limits[qi, ci])
+            if over < len(members):
+                class_name = self.db.priority_class_names[ci]
+                for key in np.unique(units.keys[members[over:]]).tolist():
+                    self.ctx.reasons.by_queue_key[(name, key)] = (
+                        f"queue {name} over its {class_name} resource limit in pool {self.pool}"
+                    )
+                cut = min(cut, int(members[over]))
+        return cut
+
+    def _global_cut(self, units: Units) -> tuple[int, bool]:
+        """Prefix of the merged order within the global rate limit and the pool's budget."""
+        new = ~units.evicted
+        jobs = np.cumsum(units.counts * new)
+        end = int(np.searchsorted(jobs, math.floor(self.ctx.global_tokens), side="right"))
+        if end < len(units):
+            self.ctx.reasons.cycle = "global scheduling rate limit reached (maximumSchedulingRate)"
+        if (self.budget >= UNLIMITED).all():
+            return end, end < len(units)
+        requests = (units.counts * new)[:, None] * self.key_requests[units.keys]
+        over = first_violation(np.cumsum(requests, axis=0) + self.scheduled_new, self.budget)
+        if over < end:
+            end = over
+            self.ctx.reasons.cycle = f"pool {self.pool}: maximumResourceFractionToSchedule reached"
+        return end, end < len(units)
+
+    def _advance(self, units: Units, done: int) -> None:
+        head = units.take(slice(0, done))
+        queued = ~head.evicted
+        np.maximum.at(self.cursor, head.queue[queued], head.pos[queued] + 1)
+        self.consume_evicted(head.queue[head.evicted])
+        self.ctx.considered += int(head.counts.sum())
+
+    def _process(self, units: Units, end: int) -> tuple[int, bool]:
+        """Place ``units[:end]``; returns how many were decided and whether a key failed."""
+        change = (units.keys[1:] != units.keys[:-1]) | units.evicted[1:] | units.evicted[:-1]
+        change |= self.uniform[units.keys[1:]]
+        starts = np.concatenate([[0], np.flatnonzero(change) + 1, [len(units)]])
+        special = [*np.flatnonzero(self.uniform[units.keys]).tolist(), len(units)]
+        i = 0
+        fuse = True  # a stretch too short to fuse ends fusing until the next round
+        while i < end:
+            if self.ctx.out_of_time():
+                return i, False
+            run_end = min(end, int(starts[np.searchsorted(starts, i, side="right")]))
+            stretch = min(end, i + self.seg_len, special[int(np.searchsorted(special, i))])
+            if fuse and stretch - i >= FUSE_MIN and stretch > run_end:
+                if self._fused(units, i, stretch):
+                    i = stretch
+                    self.seg_len = min(2 * self.seg_len, FUSE_MAX)
+                    continue
+                # Near capacity: halve the stretch; below FUSE_MIN go run by run.
+                self.seg_len = (stretch - i) // 2
+                if self.seg_len < FUSE_MIN:
+                    fuse, self.seg_len = False, FUSE_MIN
+                continue
+            ok = self._exact(units, i, run_end)
+            i = run_end
+            if not ok:
+                return i, True
+        return i, False
+
+    # -- placing -------------------------------------------------------------------------
+
+    def _exact(self, units: Units, i: int, j: int) -> bool:
+        """Place the run ``units[i:j]`` (one key) as sequential best fit would; False if the key failed."""
+        if units.evicted[i]:
+            for u in range(i, j):
+                self.return_evicted(int(units.rows[u]))
+            return True
+        key = int(units.keys[i])
+        request, mask = self.key_requests[key], self.mask(key)
+        dominant = dominant_column(request, self.scale)
+        size = int(self.cardinality[key])
+        if self.uniform[key]:
+            for u in range(i, j):
+                placement = self.place_uniform(self.free, key, request, mask, dominant)
+                if placement is None:
+                    if self.urgent(units, u, u + 1) == 0:
+                        self._fail(key)
+                        return False
+                else:
+                    self.commit(units, np.array([u]), placement)
+            return True
+        nodes = place_identical(self.free, request, mask, int(units.counts[i:j].sum()), dominant).nodes
+        fitted = len(nodes) // size
+        self.commit(units, np.arange(i, i + fitted), nodes[: fitted * size])
+        if i + fitted < j:
+            fitted += self.urgent(units, i + fitted, j)
+            if i + fitted < j:
+                self._fail(key)
+                return False
+        return True
+
+    def place_uniform(
+        self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
+    ) -> IntArray | None:
+        codes, values = self.db.nodes.label_values(self.db.keys.infos[key].uniformity_label)
+        placement = place_uniform_gang(
+            free,
+            request=request,
+            mask=mask,
+            count=int(self.cardinality[key]),
+            dominant=dominant,
+            label_codes=codes[self.node_rows],
+            label_values=values,
+        )
+        return None if placement is None else placement.nodes
+
+    def _fused(self, units: Units, i: int, j: int) -> bool:
+        """Place ``units[i:j]`` key by key in bulk; commit only if every unit fits."""
+        trial = self.free.copy()
+        segment = np.arange(i, j)
+        evicted = segment[units.evicted[i:j]]
+        if len(evicted) and not self.evicted_fit(trial, units.rows[evicted]):
+            return False
+        plans: list[tuple[IntArray, IntArray]] = []
+        fresh = segment[~units.evicted[i:j]]
+        keys, first = np.unique(units.keys[fresh], return_index=True)
+        for key in keys[np.argsort(first)].tolist():
+            chosen = fresh[units.keys[fresh] == key]
+            request = self.key_requests[key]
+            total = int(units.counts[chosen].sum())
+            placement = place_identical(
+                trial, request, self.mask(key), total, dominant_column(request, self.scale)
+            )
+            if len(placement) < total:
+                return False
+            trial -= np.bincount(placement.nodes, minlength=len(trial))[:, None] * request
+            plans.append((chosen, placement.nodes))
+        for row in units.rows[evicted].tolist():
+            self.return_evicted(row)
+        for chosen, nodes in plans:
+            self.commit(units, chosen, nodes)
+        return True
+
+    def members(self, units: Units, chosen: IntArray) -> IntArray:
+        """Job rows of the chosen units, gang members expanded, in unit order."""
+        if not self.db.keys.infos[int(units.keys[chosen[0]])].gang_cardinality:
+            return units.rows[chosen]
+        out: list[int] = []
+        state, taken, gangs = self.db.cols["state"], self.ctx.taken, self.db.gangs
+        size = int(self.cardinality[int(units.keys[chosen[0]])])
+        for gang_index in self.db.cols["gang"][units.rows[chosen]].tolist():
+            gang = gangs[gang_index]
+            assert gang is not None
+            if len(gang.members) == size:  # the usual case: exactly the gang, all queued
+                out.extend(gang.members)
+            else:
+                out.extend([m for m in gang.members if state[m] == QUEUED and not taken[m]][:size])
+        return np.array(out, dtype=np.int64)
+
+    def commit(self, units: Units, chosen: IntArray, nodes: IntArray) -> None:
+        """Lease the chosen units (all of one key) on local ``nodes``, one per member job."""
+        if not len(chosen):
+            return
+        key = int(units.keys[chosen[0]])
+        request = self.key_requests[key]
+        rows = self.members(units, chosen)
+        self.free -= np.bincount(nodes, minlength=len(self.free))[:, None] * request
+        per_queue = np.bincount(units.queue[chosen], weights=units.counts[chosen], minlength=len(self.queues))
+        added = per_queue.astype(np.int64)[:, None] * request
+        self.alloc += added
+        self.alloc_by_class[:, self.key_class[key]] += added
+        self.scheduled_new += len(rows) * request
+        self.ctx.global_tokens -= len(rows)
+        for qi in np.flatnonzero(per_queue).tolist():
+            name = self.queues[qi].name
+            if name in self.ctx.queue_tokens:
+                self.ctx.queue_tokens[name] -= float(per_queue[qi])
+        unique, first = np.unique(nodes, return_index=True)
+        fresh = self.first_new_on_node[unique] < 0
+        self.first_new_on_node[unique[fresh]] = rows[first[fresh]]
+        self.ctx.record_leases(rows, self.node_rows[nodes], self.pool)
+
+    def _fail(self, key: int) -> None:
+        self.key_failed[key] = True
+        info = self.db.keys.infos[key]
+        reason = explain_misfit(
+            self.free,
+            request=self.key_requests[key],
+            mask=self.mask(key),
+            names=self.names,
+            pool=self.pool,
+            constraints=info.describe_constraints(),
+        )
+        if info.gang_cardinality:
+            reason = f"gang of {info.gang_cardinality} does not fit: {reason}"
+        known = self.ctx.reasons.by_key.get(key)
+        self.ctx.reasons.by_key[key] = reason if known is None else f"{known}; {reason}"
+
+    # -- report --------------------------------------------------------------------------

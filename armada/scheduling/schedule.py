@@ -1,0 +1,211 @@
+"""One scheduling cycle over every pool: the entry point of the scheduling core."""
+
+from __future__ import annotations
+
+import math
+import operator
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.context import CycleContext
+from armada.scheduling.decisions import CycleStats, Leases, QueueShare, Reasons, Rejection, SchedulingResult
+from armada.scheduling.jobdb import QUEUED, JobDb
+from armada.scheduling.placement import explain_misfit
+from armada.scheduling.pool import PoolCycle
+from armada.scheduling.queues import QueueSpec
+from armada.scheduling.state import SchedulerState, TokenBucket, tokens_now
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def schedule(
+    db: JobDb,
+    *,
+    queues: Sequence[QueueSpec],
+    config: SchedulingConfig,
+    state: SchedulerState,
+    now: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> SchedulingResult:
+    """Decide leases, preemptions and rejections for one cycle. Reads ``db``, never changes it.
+
+    ``now`` (seconds, any epoch) drives rate-limit refill and usage decay; ``clock`` is only
+    used for the ``maxSchedulingDuration`` budget. Apply the result with :func:`apply_decisions`
+    (or by appending events that the service feeds back into ``db``).
+    """
+    started = clock()
+    deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
+    pools = db.nodes.pool_rows()
+    usage = state.usage.decayed(now, config.usage_half_life)
+    key_ok, rejected = _rejected_keys(db, pools)
+    ctx = CycleContext(
+        db=db,
+        config=config,
+        clock=clock,
+        deadline=deadline,
+        global_tokens=tokens_now(
+            state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
+        ),
+        queue_tokens={
+            name: tokens_now(
+                state.queue_buckets.get(name),
+                now,
+                config.maximum_per_queue_scheduling_rate,
+                config.maximum_per_queue_scheduling_burst,
+            )
+            for name in db.queue_names
+        },
+        taken=np.zeros(len(db.ids), dtype=bool),
+        key_ok=key_ok,
+    )
+    ctx.reasons.by_key.update(rejected)
+    rejections = _rejections(db, rejected)
+    shares: dict[str, dict[str, QueueShare]] = {}
+    for pool, rows in pools.items():
+        cycle = PoolCycle(ctx, pool, rows, list(queues), usage)
+        cycle.run()
+        shares[pool] = cycle.shares()
+    leases = _leases(ctx)
+    queue_summary, key_summary = _summaries(db, ctx.reasons, ctx.lease_rows, set(rejected))
+    return SchedulingResult(
+        leases=leases,
+        preemptions=ctx.preemptions,
+        rejections=rejections,
+        reasons=ctx.reasons,
+        shares=shares,
+        queue_summary=queue_summary,
+        key_summary=key_summary,
+        stats=CycleStats(
+            duration=clock() - started,
+            considered=ctx.considered,
+            scheduled=len(leases),
+            preempted=len(ctx.preemptions),
+            rejected=len(rejections),
+            stopped=ctx.stopped,
+        ),
+        state=SchedulerState(
+            global_bucket=TokenBucket(max(0.0, ctx.global_tokens), now),
+            queue_buckets={
+                name: TokenBucket(max(0.0, tokens), now) for name, tokens in ctx.queue_tokens.items()
+            },
+            usage=usage.holding(
+                {pool: {q: s.actual_share for q, s in by_queue.items()} for pool, by_queue in shares.items()}
+            )
+            if config.usage_half_life > 0
+            else usage,
+        ),
+    )
+
+
+def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
+    """Apply a cycle's decisions to the job db (what the service does via the event log)."""
+    for lease in result.leases:
+        db.lease(lease.job_id, lease.node_id, lease.pool)
+    for job_id in {p.job_id for p in result.preemptions} | {r.job_id for r in result.rejections}:
+        db.remove(job_id)
+
+
+def _rejected_keys(db: JobDb, pools: dict[str, npt.NDArray[np.int64]]) -> tuple[BoolArray, dict[int, str]]:
+    """Keys no live node shape could ever hold (ignoring current use): their jobs are rejected."""
+    key_ok = np.ones(len(db.keys), dtype=bool)
+    rejected: dict[int, str] = {}
+    if not pools:
+        return key_ok, rejected
+    nodes = db.nodes
+    shape = nodes.allocatable() - nodes.non_armada()
+    queued = set().union(*(counts.keys() for counts in db.queued_counts))
+    for key in sorted(queued):
+        info = db.keys.infos[key]
+        allowed = [p for p in pools if info.allows_pool(p)]
+        if not allowed:
+            key_ok[key] = False
+            rejected[key] = f"no nodes in pool(s) {', '.join(sorted(info.pools))}"
+            continue
+        rows = np.concatenate([pools[p] for p in allowed])
+        mask = np.zeros(nodes.size, dtype=bool)
+        mask[rows] = True
+        mask &= nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
+        request = db.keys.request(key)
+        if not ((shape[mask] >= request).all(axis=1)).any():
+            key_ok[key] = False
+            reason = explain_misfit(
+                shape,
+                request=request,
+                mask=mask,
+                names=db.resources.names,
+                pool="/".join(allowed),
+                constraints=info.describe_constraints(),
+            )
+            rejected[key] = f"fits no node shape in the cluster: {reason.replace(' free', '')}"
+    return key_ok, rejected
+
+
+def _rejections(db: JobDb, rejected: dict[int, str]) -> list[Rejection]:
+    """Queued jobs of rejected keys, unless the key is only missing its pool's nodes for now."""
+    final = {k: r for k, r in rejected.items() if not r.startswith("no nodes in pool")}
+    if not final:
+        return []
+    n = len(db.ids)
+    keys = db.cols["key"][:n]
+    rows = np.flatnonzero((db.cols["state"][:n] == QUEUED) & np.isin(keys, list(final)))
+    return [Rejection(db.ids[r] or "", final[int(keys[r])]) for r in rows.tolist()]
+
+
+def _leases(ctx: CycleContext) -> Leases:
+    if not ctx.lease_rows:
+        return Leases()
+    rows = np.concatenate(ctx.lease_rows).tolist()
+    nodes = np.concatenate(ctx.lease_nodes)
+    pools: list[str] = []
+    for pool, chunk in zip(ctx.lease_pools, ctx.lease_rows, strict=True):
+        pools += [pool] * len(chunk)
+    used, inverse = np.unique(nodes, return_inverse=True)
+    specs = ctx.db.nodes.specs
+    node_ids = [ctx.db.nodes.ids[n] for n in used.tolist()]
+    executors = [spec.executor if (spec := specs[n]) is not None else "" for n in used.tolist()]
+    pick = inverse.tolist()
+    return Leases(
+        job_ids=_pick(ctx.db.ids, rows),  # type: ignore[arg-type]  # leased rows always have ids
+        node_ids=_pick(node_ids, pick),
+        pools=pools,
+        executors=_pick(executors, pick),
+    )
+
+
+def _pick(values: list[str], indices: list[int]) -> list[str]:
+    """``[values[i] for i in indices]``, several times faster for long lists."""
+    if len(indices) == 1:
+        return [values[indices[0]]]
+    return list(operator.itemgetter(*indices)(values)) if indices else []
+
+
+def _summaries(
+    db: JobDb, reasons: Reasons, lease_rows: list[npt.NDArray[np.int64]], rejected: set[int]
+) -> tuple[dict[str, dict[str, int]], dict[int, dict[str, int]]]:
+    """Queued jobs left waiting, counted per queue and per key by reason."""
+    leased: Counter[tuple[int, int]] = Counter()
+    if lease_rows:
+        rows = np.concatenate(lease_rows)
+        pairs = db.cols["queue"][rows].astype(np.int64) * max(1, len(db.keys)) + db.cols["key"][rows]
+        values, counts = np.unique(pairs, return_counts=True)
+        for value, count in zip(values.tolist(), counts.tolist(), strict=True):
+            leased[divmod(value, max(1, len(db.keys)))] += count
+    by_queue: dict[str, dict[str, int]] = {}
+    by_key: dict[int, dict[str, int]] = {}
+    for q, counts_by_key in enumerate(db.queued_counts):
+        name = db.queue_names[q]
+        for key, count in counts_by_key.items():
+            waiting = count - leased[(q, key)]
+            if waiting <= 0 or key in rejected:
+                continue
+            reason = reasons.for_key(name, key)
+            queue_reasons = by_queue.setdefault(name, {})
+            queue_reasons[reason] = queue_reasons.get(reason, 0) + waiting
+            key_reasons = by_key.setdefault(key, {})
+            key_reasons[reason] = key_reasons.get(reason, 0) + waiting
+    return by_queue, by_key

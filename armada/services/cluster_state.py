@@ -1,0 +1,282 @@
+"""The scheduler's in-memory picture of the system, kept current by applying events.
+
+Every replica follows the log into a :class:`ClusterState`: the scheduling core's job and
+node databases, the queues, the executors and the active runs. The leader schedules from
+it; any replica answers executors' lease calls from it. Applying an event is pure
+bookkeeping: decisions (expiry, requeues, leases) are made elsewhere and come back here as
+events, so every replica that applies the same log holds the same state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from armada.model import events as ev
+from armada.model.jobs import RETRY_ON_PREEMPTION_ANNOTATION, Job
+from armada.model.resources import ResourceIndex
+from armada.model.states import RunState
+from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig, Taint
+from armada.scheduling.requirements import JobRequirements, RequirementsError, requirements_from_pod_spec
+
+log = structlog.get_logger(__name__)
+
+
+def node_key(executor: str, node: str) -> str:
+    """Node ids are unique per executor only; the scheduler keys nodes by both."""
+    return f"{executor}/{node}"
+
+
+@dataclass
+class RunInfo:
+    """A run that holds (or is about to hold) resources on a node."""
+
+    run_id: str
+    job_id: str
+    executor: str
+    node: str
+    state: RunState = RunState.LEASED
+    #: The executor has reported holding this run (so its absence later means it is gone).
+    acknowledged: bool = False
+
+
+@dataclass
+class ExecutorInfo:
+    executor_id: str
+    pool: str
+    nodes: dict[str, ev.ExecutorNode] = field(default_factory=dict)
+    last_seen: float = 0.0
+    #: Runs leased to this executor, by run id.
+    runs: dict[str, RunInfo] = field(default_factory=dict)
+
+
+@dataclass
+class JobExtras:
+    """What the scheduler must remember of a non-terminal job beyond its requirements."""
+
+    attempts: int = 0
+    cancel_requested: bool = False
+    preempt_requested: bool = False
+    retry_on_preemption: bool = False
+    run_id: str = ""
+
+
+class ClusterState:
+    """Queues, executors, nodes, active runs and schedulable jobs, as of log position ``seq``."""
+
+    def __init__(self, config: SchedulingConfig) -> None:
+        self.config = config
+        self.nodes = NodeDb(ResourceIndex())
+        self.jobs = JobDb(config, self.nodes)
+        self.queues: dict[str, QueueSpec] = {}
+        self.executors: dict[str, ExecutorInfo] = {}
+        self.runs: dict[str, RunInfo] = {}
+        self.extras: dict[str, JobExtras] = {}
+        self.seq = 0
+
+    # --- reading ----------------------------------------------------------------------
+
+    def queue_specs(self) -> list[QueueSpec]:
+        return list(self.queues.values())
+
+    def active_run(self, job_id: str) -> RunInfo | None:
+        extras = self.extras.get(job_id)
+        return self.runs.get(extras.run_id) if extras and extras.run_id else None
+
+    # --- applying events ----------------------------------------------------------------
+
+    def apply(self, seq: int, event: ev.Event) -> None:
+        self.apply_all([(seq, event)])
+
+    def apply_all(self, events: Iterable[tuple[int, ev.Event]]) -> None:
+        """Apply events in order; submissions are added to the job db in bulk.
+
+        New jobs are buffered and added together before any event that could concern them
+        (anything but their own ``queued``), which keeps order and is much cheaper per job.
+        """
+        submitted: list[JobRequirements] = []
+        for seq, event in events:
+            kind = type(event)
+            if kind is ev.JobSubmitted:
+                self._submitted(event, submitted)  # type: ignore[arg-type]
+            else:
+                if submitted and kind is not ev.JobQueued:
+                    self._add_jobs(submitted)
+                    submitted = []
+                handler = _HANDLERS.get(kind)
+                if handler is not None:
+                    handler(self, event)
+            self.seq = seq
+        if submitted:
+            self._add_jobs(submitted)
+
+    def _add_jobs(self, jobs: list[JobRequirements]) -> None:
+        try:
+            self.jobs.add_many(jobs)
+        except ValueError as exc:  # one bad job must not lose the others: add them one by one
+            log.error("bulk add failed, adding one by one", error=str(exc))
+            for job in jobs:
+                try:
+                    self.jobs.add(job)
+                except ValueError as one:
+                    log.error("job cannot be scheduled", job_id=job.id, error=str(one))
+                    self.extras.pop(job.id, None)
+
+    def _queue(self, event: ev.QueueCreated | ev.QueueUpdated) -> None:
+        spec = event.spec
+        limits = {
+            name: dict(pc.maximum_resource_fraction)
+            for name, pc in spec.resource_limits_by_priority_class_name.items()
+        }
+        self.queues[spec.name] = QueueSpec(
+            name=spec.name,
+            priority_factor=spec.priority_factor,
+            resource_limits_by_priority_class_name=limits,
+            cordoned=spec.cordoned,
+        )
+
+    def _queue_deleted(self, event: ev.QueueDeleted) -> None:
+        self.queues.pop(event.queue, None)
+
+    def _executor_reported(self, event: ev.ExecutorReported) -> None:
+        info = self.executors.get(event.executor_id)
+        if info is None:
+            info = self.executors[event.executor_id] = ExecutorInfo(event.executor_id, event.pool)
+        info.pool = event.pool
+        info.last_seen = max(info.last_seen, event.created.timestamp())
+        reported = {node.name: node for node in event.nodes}
+        for name in set(info.nodes) - set(reported):
+            self.nodes.remove(node_key(event.executor_id, name))
+        for node in event.nodes:
+            self.nodes.upsert(_node_spec(event.executor_id, event.pool, node))
+        info.nodes = reported
+
+    def _heartbeat(self, event: ev.ExecutorHeartbeat) -> None:
+        info = self.executors.get(event.executor_id)
+        if info is not None:
+            info.last_seen = max(info.last_seen, event.created.timestamp())
+
+    def _submitted(self, event: ev.JobSubmitted, buffer: list[JobRequirements]) -> None:
+        job = event.job
+        try:
+            buffer.append(requirements(job, submitted=event.created.timestamp()))
+        except (RequirementsError, ValueError) as exc:
+            # Submission validated the job; this only guards against a log older than the rules.
+            log.error("job cannot be scheduled", job_id=job.id, error=str(exc))
+            return
+        self.extras[job.id] = JobExtras(
+            retry_on_preemption=job.annotations.get(RETRY_ON_PREEMPTION_ANNOTATION, "").lower() == "true"
+        )
+
+    def _queued(self, event: ev.JobQueued) -> None:
+        extras = self.extras.get(event.job_id)
+        if extras is None:
+            return
+        extras.attempts = event.attempts
+        if event.job_id in self.jobs and self.jobs.node_of(event.job_id) is not None:
+            self.jobs.requeue(event.job_id)
+
+    def _leased(self, event: ev.JobLeased) -> None:
+        extras = self.extras.get(event.job_id)
+        if extras is None:
+            return
+        self.jobs.lease(event.job_id, node_key(event.cluster_id, event.node_id), event.pool)
+        run = RunInfo(event.run_id, event.job_id, event.cluster_id, event.node_id)
+        self.runs[event.run_id] = run
+        extras.run_id = event.run_id
+        executor = self.executors.get(event.cluster_id)
+        if executor is None:
+            executor = self.executors[event.cluster_id] = ExecutorInfo(event.cluster_id, event.pool)
+        executor.runs[event.run_id] = run
+
+    def _progress(self, event: ev.JobPending | ev.JobRunning) -> None:
+        run = self.runs.get(event.run_id)
+        if run is not None:
+            run.state = RunState.PENDING if isinstance(event, ev.JobPending) else RunState.RUNNING
+            run.acknowledged = True
+
+    def _run_ended(self, event: ev.JobLeaseReturned | ev.JobLeaseExpired) -> None:
+        self._drop_run(event.run_id)
+
+    def _finished(self, event: ev.Event) -> None:
+        extras = self.extras.pop(event.job_id, None)
+        if extras is not None and extras.run_id:
+            self._drop_run(extras.run_id)
+        if event.job_id in self.jobs:
+            self.jobs.remove(event.job_id)
+
+    def _cancelling(self, event: ev.JobCancelling) -> None:
+        extras = self.extras.get(event.job_id)
+        if extras is not None:
+            extras.cancel_requested = True
+
+    def _preempting(self, event: ev.JobPreempting) -> None:
+        extras = self.extras.get(event.job_id)
+        if extras is not None:
+            extras.preempt_requested = True
+
+    def _reprioritized(self, event: ev.JobReprioritized) -> None:
+        if event.job_id in self.jobs:
+            self.jobs.reprioritise(event.job_id, event.new_priority)
+
+    def _drop_run(self, run_id: str) -> None:
+        run = self.runs.pop(run_id, None)
+        if run is None:
+            return
+        executor = self.executors.get(run.executor)
+        if executor is not None:
+            executor.runs.pop(run_id, None)
+        extras = self.extras.get(run.job_id)
+        if extras is not None and extras.run_id == run_id:
+            extras.run_id = ""
+
+
+def requirements(job: Job, *, submitted: float) -> JobRequirements:
+    """The scheduling requirements of a submitted job."""
+    return requirements_from_pod_spec(
+        job_id=job.id,
+        queue=job.queue,
+        pod_spec=job.pod_spec,
+        annotations=job.annotations,
+        priority=job.priority,
+        submitted=submitted,
+    )
+
+
+def _node_spec(executor: str, pool: str, node: ev.ExecutorNode) -> NodeSpec:
+    return NodeSpec(
+        id=node_key(executor, node.name),
+        pool=pool,
+        executor=executor,
+        labels=dict(node.labels),
+        taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in node.taints),  # type: ignore[arg-type]
+        allocatable=dict(node.allocatable),
+        non_armada_allocated=dict(node.allocated_non_armada),
+        unschedulable=node.unschedulable,
+        ready=node.ready,
+    )
+
+
+_HANDLERS: dict[type[ev.Event], Any] = {
+    ev.QueueCreated: ClusterState._queue,
+    ev.QueueUpdated: ClusterState._queue,
+    ev.QueueDeleted: ClusterState._queue_deleted,
+    ev.ExecutorReported: ClusterState._executor_reported,
+    ev.ExecutorHeartbeat: ClusterState._heartbeat,
+    ev.JobQueued: ClusterState._queued,
+    ev.JobLeased: ClusterState._leased,
+    ev.JobPending: ClusterState._progress,
+    ev.JobRunning: ClusterState._progress,
+    ev.JobLeaseReturned: ClusterState._run_ended,
+    ev.JobLeaseExpired: ClusterState._run_ended,
+    ev.JobSucceeded: ClusterState._finished,
+    ev.JobFailed: ClusterState._finished,
+    ev.JobCancelled: ClusterState._finished,
+    ev.JobPreempted: ClusterState._finished,
+    ev.JobCancelling: ClusterState._cancelling,
+    ev.JobPreempting: ClusterState._preempting,
+    ev.JobReprioritized: ClusterState._reprioritized,
+}

@@ -1,0 +1,160 @@
+"""Keep a :class:`ClusterState` current: load it from the views, then follow the log.
+
+On start the state is rebuilt from the views in one consistent snapshot (never by reading
+every job ever submitted), then every event after the snapshot's sequence number is applied
+in order. ``catch_up()`` brings the state to the log's head on demand; a background task
+keeps standby replicas warm so that one can take over leadership at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import msgspec
+import structlog
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import schema
+from armada.eventstore.notify import ChangeNotifier
+from armada.eventstore.store import EventStore
+from armada.model import events as ev
+from armada.model.jobs import Job
+from armada.model.queues import Queue
+from armada.model.states import RunState
+from armada.scheduling import SchedulingConfig
+from armada.services.cluster_state import ClusterState
+
+log = structlog.get_logger(__name__)
+
+READ_BATCH = 5000
+ACTIVE_JOB_STATES = ("QUEUED", "LEASED", "PENDING", "RUNNING")
+ACTIVE_RUN_STATES = ("LEASED", "PENDING", "RUNNING")
+
+_job_decoder = msgspec.json.Decoder(Job)
+
+
+class LogFollower:
+    """Owns a :class:`ClusterState` and applies the log to it, one reader at a time."""
+
+    def __init__(self, store: EventStore, config: SchedulingConfig) -> None:
+        self.store = store
+        self.state = ClusterState(config)
+        #: Published with the state's sequence number after each batch is applied.
+        self.applied = ChangeNotifier()
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+
+    async def load(self) -> None:
+        """Rebuild the state from the views (a consistent snapshot) and its log position."""
+        state = ClusterState(self.state.config)
+        async with self.store.engine.connect() as raw:
+            conn = raw
+            if raw.dialect.name == "postgresql":
+                conn = await raw.execution_options(isolation_level="REPEATABLE READ")
+            async with conn.begin():
+                head = int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)
+                await _load_queues(conn, state)
+                await _load_executors(conn, state)
+                await _load_jobs(conn, state)
+        state.seq = head
+        self.state = state
+        self.applied.publish(head)
+        log.info("scheduler state loaded", seq=head, jobs=len(state.jobs), executors=len(state.executors))
+
+    async def catch_up(self) -> int:
+        """Apply every committed event not yet applied; return the state's sequence number."""
+        async with self._lock:
+            while True:
+                batch = await self.store.read(self.state.seq, limit=READ_BATCH)
+                self.state.apply_all(batch)
+                if batch:
+                    self.applied.publish(self.state.seq)
+                if len(batch) < READ_BATCH:
+                    return self.state.seq
+
+    def start(self) -> None:
+        """Follow the log in the background (hot standby)."""
+        self._task = asyncio.create_task(self._follow(), name="log-follower")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _follow(self) -> None:
+        while True:
+            try:
+                await self.store.wait_for_change(self.state.seq, timeout=1.0)
+                await self.catch_up()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the database may be down: keep trying
+                log.warning("log follower cannot read the log", error=str(exc))
+                await asyncio.sleep(1.0)
+
+
+async def _load_queues(conn: AsyncConnection, state: ClusterState) -> None:
+    for row in await conn.execute(select(schema.queues.c.name, schema.queues.c.spec)):
+        spec = msgspec.convert(row.spec, Queue)
+        state.apply(0, ev.QueueUpdated(queue=row.name, spec=spec))
+
+
+async def _load_executors(conn: AsyncConnection, state: ClusterState) -> None:
+    nodes: dict[str, list[ev.ExecutorNode]] = {}
+    for row in await conn.execute(select(schema.nodes.c.executor_id, schema.nodes.c.spec)):
+        nodes.setdefault(row.executor_id, []).append(msgspec.convert(row.spec, ev.ExecutorNode))
+    for row in await conn.execute(select(schema.executors)):
+        state.apply(
+            0,
+            ev.ExecutorReported(
+                executor_id=row.executor_id,
+                pool=row.pool,
+                nodes=nodes.get(row.executor_id, []),
+                created=row.last_seen,
+            ),
+        )
+
+
+async def _load_jobs(conn: AsyncConnection, state: ClusterState) -> None:
+    jobs = schema.jobs
+    rows = await conn.execute(
+        select(
+            jobs.c.spec,
+            jobs.c.priority,
+            jobs.c.submitted,
+            jobs.c.attempts,
+            jobs.c.cancel_requested,
+            jobs.c.preempt_requested,
+        )
+        .where(jobs.c.state.in_(ACTIVE_JOB_STATES))
+        .order_by(jobs.c.job_id)
+    )
+    for row in rows:
+        job = msgspec.structs.replace(_job_decoder.decode(row.spec), priority=row.priority)
+        envelope: ev.Envelope = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id}
+        state.apply(0, ev.JobSubmitted(job=job, created=row.submitted, **envelope))
+        state.apply(0, ev.JobQueued(attempts=row.attempts, **envelope))
+        if row.cancel_requested:
+            state.apply(0, ev.JobCancelling(**envelope))
+        if row.preempt_requested:
+            state.apply(0, ev.JobPreempting(**envelope))
+    runs = schema.runs
+    for run in await conn.execute(
+        select(runs, jobs.c.job_set_id)
+        .join(jobs, jobs.c.job_id == runs.c.job_id)
+        .where(runs.c.state.in_(ACTIVE_RUN_STATES))
+    ):
+        run_envelope: ev.Envelope = {
+            "queue": run.queue,
+            "job_set_id": run.job_set_id,
+            "job_id": run.job_id,
+            "run_id": run.run_id,
+        }
+        state.apply(0, ev.JobLeased(cluster_id=run.cluster, node_id=run.node, pool=run.pool, **run_envelope))
+        if run.state == RunState.PENDING:
+            state.apply(0, ev.JobPending(**run_envelope))
+        elif run.state == RunState.RUNNING:
+            state.apply(0, ev.JobRunning(**run_envelope))

@@ -1,0 +1,226 @@
+"""The executor lease protocol: heartbeats and node reports in; leases and kill orders out.
+
+Any replica can answer: it reads the :class:`ClusterState` it follows from the log. A lease
+call is idempotent — leases are the ``leased`` runs of this executor that it has not yet
+reported holding, so a retried call sends the same leases again and never creates a run.
+Runs the executor reports but the server no longer considers active are cancelled (stale);
+runs the executor stopped reporting after holding them are gone: a requested cancel or
+preemption is then confirmed, anything else is requeued.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+import msgspec
+import structlog
+from sqlalchemy import select
+
+from armada.eventstore import schema
+from armada.eventstore.store import EventStore, Transaction
+from armada.model import events as ev
+from armada.model.errors import InvalidRequest
+from armada.model.jobs import Job
+from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
+from armada.model.resources import QuantityError, parse_resource_list
+from armada.model.states import JobState, RunState
+from armada.services.cluster_state import ClusterState, RunInfo
+from armada.services.follower import LogFollower
+from armada.services.retries import requeue_or_fail
+from armada.services.scheduler import ID_CHUNK, job_rows
+from armada.settings import SchedulerSettings
+
+log = structlog.get_logger(__name__)
+
+_job_decoder = msgspec.json.Decoder(Job)
+
+
+def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
+    """Reported nodes with quantities parsed; a bad quantity is a 400 naming the node."""
+    nodes = []
+    for index, report in enumerate(reports):
+        try:
+            allocatable = parse_resource_list(report.allocatable)
+            non_armada = parse_resource_list(report.allocated_non_armada)
+        except QuantityError as exc:
+            raise InvalidRequest(str(exc), field=f"nodes[{index}]") from exc
+        nodes.append(
+            ev.ExecutorNode(
+                name=report.name,
+                labels=report.labels,
+                taints=[ev.Taint(key=t.key, value=t.value, effect=t.effect) for t in report.taints],
+                allocatable=allocatable,
+                allocated_non_armada=non_armada,
+                unschedulable=report.unschedulable,
+                ready=report.ready,
+            )
+        )
+    return nodes
+
+
+class LeaseService:
+    def __init__(
+        self,
+        store: EventStore,
+        follower: LogFollower,
+        settings: SchedulerSettings,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.follower = follower
+        self.settings = settings
+        self.clock = clock
+        self._heartbeat_recorded: dict[str, float] = {}
+
+    @property
+    def state(self) -> ClusterState:
+        return self.follower.state
+
+    async def lease(self, request: LeaseRequest) -> LeaseResponse:
+        nodes = executor_nodes(request.nodes)
+        await self.follower.catch_up()
+        await self._record_executor(request, nodes)
+        response = await self._respond(request)
+        if request.wait_millis > 0 and not (response.leases or response.cancel_runs or response.preempt_runs):
+            await self.follower.applied.wait(self.state.seq, timeout=request.wait_millis / 1000)
+            await self.follower.catch_up()
+            response = await self._respond(request)
+        return response
+
+    async def _record_executor(self, request: LeaseRequest, nodes: list[ev.ExecutorNode]) -> None:
+        """Append the executor's nodes when they change, and a heartbeat now and then."""
+        now = self.clock()
+        created = datetime.fromtimestamp(now, UTC)
+        known = self.state.executors.get(request.executor_id)
+        changed = known is None or known.pool != request.pool or list(known.nodes.values()) != nodes
+        if changed:
+            event: ev.Event = ev.ExecutorReported(
+                executor_id=request.executor_id, pool=request.pool, nodes=nodes, created=created
+            )
+        elif (
+            now - self._heartbeat_recorded.get(request.executor_id, 0.0)
+            >= self.settings.heartbeat_record_interval
+        ):
+            event = ev.ExecutorHeartbeat(executor_id=request.executor_id, created=created)
+        else:
+            return
+        await self.store.append([event])
+        self._heartbeat_recorded[request.executor_id] = now
+        await self.follower.catch_up()
+
+    async def _respond(self, request: LeaseRequest) -> LeaseResponse:
+        executor = self.state.executors.get(request.executor_id)
+        held = executor.runs if executor is not None else {}
+        reported = {run.run_id for run in request.runs}
+        cancel_runs: list[str] = []
+        preempt_runs: list[str] = []
+        for run_id in reported:
+            run = held.get(run_id)
+            extras = self.state.extras.get(run.job_id) if run is not None else None
+            if run is None or extras is None:
+                cancel_runs.append(run_id)  # stale: the server no longer wants this run
+                continue
+            run.acknowledged = True
+            if extras.cancel_requested:
+                cancel_runs.append(run_id)
+            elif extras.preempt_requested:
+                preempt_runs.append(run_id)
+        unreported = [run for run in held.values() if run.run_id not in reported]
+        ended = [
+            run
+            for run in unreported
+            if run.acknowledged or run.state != RunState.LEASED or self._kill_wanted(run)
+        ]
+        if ended:
+            await self._end_runs(ended)
+        to_send = [run for run in unreported if run not in ended]
+        limit = self.settings.max_unacknowledged_leases_per_executor
+        if request.max_new_leases > 0:
+            limit = min(limit, request.max_new_leases)
+        leases = await self._leases(to_send[:limit])
+        return LeaseResponse(
+            leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)
+        )
+
+    def _kill_wanted(self, run: RunInfo) -> bool:
+        extras = self.state.extras.get(run.job_id)
+        return extras is not None and (extras.cancel_requested or extras.preempt_requested)
+
+    async def _end_runs(self, runs: list[RunInfo]) -> None:
+        """Runs no longer on the executor: confirm a requested kill, else requeue the job."""
+        async with self.store.transaction() as tx:
+            rows = await job_rows(tx, [run.job_id for run in runs])
+            reasons = await _requested_reasons(tx, [run.job_id for run in runs])
+            for run in runs:
+                row = rows.get(run.job_id)
+                if row is None or row.run_id != run.run_id or not JobState(row.state).active:
+                    continue
+                extras = self.state.extras.get(run.job_id)
+                cancel_reason, requestor, preempt_reason = reasons.get(run.job_id, ("", "", ""))
+                envelope = row.envelope(run.run_id)
+                if extras is not None and extras.cancel_requested:
+                    tx.append([ev.JobCancelled(**envelope, reason=cancel_reason, requestor=requestor)])
+                elif extras is not None and extras.preempt_requested:
+                    tx.append([ev.JobPreempted(**envelope, reason=preempt_reason)])
+                else:
+                    why = "run disappeared from its executor"
+                    tx.append([ev.JobLeaseReturned(**envelope, cluster_id=run.executor, reason=why)])
+                    tx.append(
+                        requeue_or_fail(
+                            row.envelope(),
+                            attempts=extras.attempts if extras else 0,
+                            max_retries=self.settings.max_retries,
+                            reason=why,
+                        )
+                    )
+        await self.follower.catch_up()
+
+    async def _leases(self, runs: list[RunInfo]) -> list[Lease]:
+        if not runs:
+            return []
+        jobs = schema.jobs
+        specs: dict[str, Job] = {}
+        async with self.store.engine.connect() as conn:
+            ids = [run.job_id for run in runs]
+            for start in range(0, len(ids), ID_CHUNK):
+                result = await conn.execute(
+                    select(jobs.c.job_id, jobs.c.spec).where(jobs.c.job_id.in_(ids[start : start + ID_CHUNK]))
+                )
+                specs.update((job_id, _job_decoder.decode(spec)) for job_id, spec in result)
+        return [_lease(run, specs[run.job_id]) for run in runs if run.job_id in specs]
+
+
+def _lease(run: RunInfo, job: Job) -> Lease:
+    return Lease(
+        run_id=run.run_id,
+        job_id=job.id,
+        queue=job.queue,
+        job_set_id=job.job_set_id,
+        owner=job.owner,
+        namespace=job.namespace,
+        node=run.node,
+        pod_spec=job.pod_spec,
+        labels=job.labels,
+        annotations=job.annotations,
+        priority_class_name=job.priority_class_name,
+        gang_id=job.gang_id,
+        gang_cardinality=job.gang_cardinality if job.gang_id else 0,
+    )
+
+
+async def _requested_reasons(tx: Transaction, job_ids: list[str]) -> dict[str, tuple[str, str, str]]:
+    """Per job: the cancel reason and requestor, and the preemption reason, as requested."""
+    jobs = schema.jobs
+    found: dict[str, tuple[str, str, str]] = {}
+    for start in range(0, len(job_ids), ID_CHUNK):
+        result = await tx.connection.execute(
+            select(jobs.c.job_id, jobs.c.cancel_reason, jobs.c.cancel_user, jobs.c.reason).where(
+                jobs.c.job_id.in_(job_ids[start : start + ID_CHUNK])
+            )
+        )
+        found.update(
+            (row.job_id, (row.cancel_reason or "", row.cancel_user or "", row.reason or "")) for row in result
+        )
+    return found

@@ -1,0 +1,142 @@
+"""Read-only job queries served from the views: status, details, runs, errors, active queues."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, overload
+
+import msgspec
+from sqlalchemy import Row, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import schema
+from armada.eventstore.store import EventStore
+from armada.model.jobs import Job
+from armada.model.states import JobState, RunState
+from armada.model.wire.queries import JobDetails, JobRunDetails
+
+#: Run states by upstream's ``apiJobRunState`` names (including its "RUNS_" spelling).
+UPSTREAM_RUN_STATES = {
+    RunState.LEASED: "RUN_STATE_LEASED",
+    RunState.PENDING: "RUN_STATE_PENDING",
+    RunState.RUNNING: "RUN_STATE_RUNNING",
+    RunState.SUCCEEDED: "RUN_STATE_SUCCEEDED",
+    RunState.FAILED: "RUN_STATE_FAILED",
+    RunState.PREEMPTED: "RUN_STATE_PREEMPTED",
+    RunState.CANCELLED: "RUN_STATE_CANCELLED",
+    RunState.EXPIRED: "RUN_STATE_LEASE_EXPIRED",
+    RunState.RETURNED: "RUNS_STATE_LEASE_RETURNED",
+}
+_CHUNK = 1000
+_job_decoder = msgspec.json.Decoder(Job)
+
+
+@overload
+def _utc(moment: datetime) -> datetime: ...
+@overload
+def _utc(moment: None) -> None: ...
+def _utc(moment: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
+
+
+async def _rows(conn: AsyncConnection, query: Any, column: Any, keys: Sequence[str]) -> list[Row[Any]]:
+    """Rows whose ``column`` is one of ``keys``, queried in chunks (parameter limits)."""
+    unique = list(dict.fromkeys(keys))
+    found: list[Row[Any]] = []
+    for start in range(0, len(unique), _CHUNK):
+        found += (await conn.execute(query.where(column.in_(unique[start : start + _CHUNK])))).all()
+    return found
+
+
+async def job_states(store: EventStore, job_ids: Sequence[str]) -> dict[str, str]:
+    """State of each job by name; ``UNKNOWN`` for ids never submitted."""
+    jobs = schema.jobs
+    async with store.engine.connect() as conn:
+        rows = await _rows(conn, select(jobs.c.job_id, jobs.c.state), jobs.c.job_id, job_ids)
+    found = {row.job_id: row.state for row in rows}
+    return {job_id: found.get(job_id, JobState.UNKNOWN.value) for job_id in job_ids}
+
+
+def _run_details(row: Row[Any]) -> JobRunDetails:
+    return JobRunDetails(
+        run_id=row.run_id,
+        job_id=row.job_id,
+        state=UPSTREAM_RUN_STATES[RunState(row.state)],
+        cluster=row.cluster,
+        node=row.node,
+        leased_ts=_utc(row.leased),
+        pending_ts=_utc(row.pending),
+        started_ts=_utc(row.started),
+        finished_ts=_utc(row.finished),
+    )
+
+
+async def job_details(
+    store: EventStore, job_ids: Sequence[str], *, expand_spec: bool, expand_runs: bool
+) -> dict[str, JobDetails]:
+    """Details of the jobs that exist, with their spec and runs when asked."""
+    jobs, runs = schema.jobs, schema.runs
+    columns = [c for c in jobs.c if c.name != "spec" or expand_spec]
+    async with store.engine.connect() as conn:
+        rows = await _rows(conn, select(*columns), jobs.c.job_id, job_ids)
+        job_runs: dict[str, list[JobRunDetails]] = defaultdict(list)
+        if expand_runs and rows:
+            query = select(runs).order_by(runs.c.leased)
+            for run in await _rows(conn, query, runs.c.job_id, [row.job_id for row in rows]):
+                job_runs[run.job_id].append(_run_details(run))
+    return {
+        row.job_id: JobDetails(
+            job_id=row.job_id,
+            queue=row.queue,
+            jobset=row.job_set_id,
+            namespace=row.namespace,
+            state=row.state,
+            submitted_ts=_utc(row.submitted),
+            last_transition_ts=_utc(row.last_transition),
+            cancel_ts=_utc(row.cancel_ts),
+            cancel_reason=row.cancel_reason or "",
+            cancel_user=row.cancel_user or "",
+            latest_run_id=row.latest_run_id or "",
+            job_spec=_job_decoder.decode(row.spec) if expand_spec else None,
+            job_runs=job_runs.get(row.job_id, []),
+        )
+        for row in rows
+    }
+
+
+async def run_details(store: EventStore, run_ids: Sequence[str]) -> dict[str, JobRunDetails]:
+    runs = schema.runs
+    async with store.engine.connect() as conn:
+        rows = await _rows(conn, select(runs), runs.c.run_id, run_ids)
+    return {row.run_id: _run_details(row) for row in rows}
+
+
+async def job_errors(store: EventStore, job_ids: Sequence[str]) -> dict[str, str]:
+    """Why each known job failed (``""`` for jobs that have not failed)."""
+    jobs = schema.jobs
+    async with store.engine.connect() as conn:
+        query = select(jobs.c.job_id, jobs.c.state, jobs.c.reason)
+        rows = await _rows(conn, query, jobs.c.job_id, job_ids)
+    return {row.job_id: (row.reason or "") if row.state == JobState.FAILED.value else "" for row in rows}
+
+
+async def active_queues(store: EventStore) -> dict[str, list[str]]:
+    """Queues with unfinished jobs, by pool; a queued job counts in every known pool."""
+    jobs, runs = schema.jobs, schema.runs
+    async with store.engine.connect() as conn:
+        pools = set(await conn.scalars(select(schema.executors.c.pool).distinct())) or {"default"}
+        queued = set(await conn.scalars(select(jobs.c.queue).where(jobs.c.state == "QUEUED").distinct()))
+        running = await conn.execute(
+            select(runs.c.pool, runs.c.queue)
+            .where(runs.c.state.in_(["LEASED", "PENDING", "RUNNING"]))
+            .distinct()
+        )
+        by_pool: dict[str, set[str]] = {pool: set(queued) for pool in pools}
+        for pool, queue in running:
+            by_pool.setdefault(pool, set()).add(queue)
+    return {pool: sorted(queues) for pool, queues in sorted(by_pool.items()) if queues}

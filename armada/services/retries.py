@@ -1,0 +1,35 @@
+"""What happens to a job whose run ended without a result: requeue it, or give up.
+
+Runs end without a result when the executor returns the lease, the executor goes silent
+(lease expiry), the node is lost, or a job that opted in is preempted. Each such end counts
+one attempt; after ``maxRetries`` requeues the job fails with the reason.
+"""
+
+from __future__ import annotations
+
+from armada.model import events as ev
+from armada.model.states import FailureCause
+
+
+def requeue_or_fail(
+    envelope: ev.Envelope,
+    *,
+    attempts: int,
+    max_retries: int,
+    reason: str,
+    cause: FailureCause = FailureCause.ERROR,
+) -> list[ev.Event]:
+    """``queued`` with one more attempt, or ``failed`` once the retries are used up.
+
+    ``envelope`` holds the job's ``queue``, ``job_set_id`` and ``job_id``.
+    """
+    if attempts >= max_retries:
+        return [
+            ev.JobFailed(
+                **envelope,
+                reason=f"{reason}; gave up after {attempts + 1} attempts (maxRetries {max_retries})",
+                cause=cause,
+                retryable=False,
+            )
+        ]
+    return [ev.JobQueued(**envelope, attempts=attempts + 1)]

@@ -1,0 +1,183 @@
+"""Run events reported by executors, turned into job events exactly once.
+
+Executors retry event batches until delivered, so the same observation may arrive twice,
+and events of runs the server has since given up on may arrive late. Both are handled by
+the run's state machine, checked against the views inside the append transaction: an
+event that would not move its run forward is dropped. A killed run's failure becomes the
+cancellation or preemption that was asked for; a failure the executor marks retryable, or
+a returned lease, requeues the job until its retries are used up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import schema
+from armada.eventstore.store import EventStore
+from armada.model import events as ev
+from armada.model.leases import RunEvent, RunEventBatch
+from armada.model.states import FailureCause, JobState, RunState
+from armada.services.retries import requeue_or_fail
+from armada.services.scheduler import ID_CHUNK
+from armada.settings import SchedulerSettings
+
+log = structlog.get_logger(__name__)
+
+_RANK = {RunState.LEASED: 0, RunState.PENDING: 1, RunState.RUNNING: 2}
+
+
+@dataclass
+class _RunFacts:
+    """A run and its job as the views hold them, updated as the batch is applied."""
+
+    run_state: RunState
+    cluster: str
+    node: str
+    job_state: JobState
+    latest_run_id: str
+    envelope: ev.Envelope
+    attempts: int
+    cancel_requested: bool
+    preempt_requested: bool
+    cancel_reason: str
+    cancel_user: str
+    reason: str
+
+    @property
+    def active(self) -> bool:
+        return (
+            self.run_state.active and self.job_state.active and self.latest_run_id == self.envelope["run_id"]
+        )
+
+
+class RunEventIntake:
+    def __init__(self, store: EventStore, settings: SchedulerSettings) -> None:
+        self.store = store
+        self.settings = settings
+
+    async def report(self, batch: RunEventBatch) -> int:
+        """Append the job events the batch implies; return how many run events took effect."""
+        applied = 0
+        async with self.store.transaction() as tx:
+            facts = await self._facts(tx.connection, sorted({e.run_id for e in batch.events}))
+            for event in batch.events:
+                run = facts.get(event.run_id)
+                if run is None or run.cluster != batch.executor_id:
+                    continue
+                produced = self._translate(event, run)
+                if produced:
+                    tx.append(produced)
+                    applied += 1
+        return applied
+
+    async def _facts(self, conn: AsyncConnection, run_ids: list[str]) -> dict[str, _RunFacts]:
+        runs, jobs = schema.runs, schema.jobs
+        found: dict[str, _RunFacts] = {}
+        for start in range(0, len(run_ids), ID_CHUNK):
+            query = (
+                select(
+                    runs.c.run_id,
+                    runs.c.state.label("run_state"),
+                    runs.c.cluster,
+                    runs.c.node,
+                    jobs.c.job_id,
+                    jobs.c.queue,
+                    jobs.c.job_set_id,
+                    jobs.c.state.label("job_state"),
+                    jobs.c.latest_run_id,
+                    jobs.c.attempts,
+                    jobs.c.cancel_requested,
+                    jobs.c.preempt_requested,
+                    jobs.c.cancel_reason,
+                    jobs.c.cancel_user,
+                    jobs.c.reason,
+                )
+                .join(jobs, jobs.c.job_id == runs.c.job_id)
+                .where(runs.c.run_id.in_(run_ids[start : start + ID_CHUNK]))
+            )
+            for row in await conn.execute(query):
+                found[row.run_id] = _RunFacts(
+                    run_state=RunState(row.run_state),
+                    cluster=row.cluster,
+                    node=row.node,
+                    job_state=JobState(row.job_state),
+                    latest_run_id=row.latest_run_id or "",
+                    envelope={
+                        "queue": row.queue,
+                        "job_set_id": row.job_set_id,
+                        "job_id": row.job_id,
+                        "run_id": row.run_id,
+                    },
+                    attempts=row.attempts,
+                    cancel_requested=row.cancel_requested,
+                    preempt_requested=row.preempt_requested,
+                    cancel_reason=row.cancel_reason or "",
+                    cancel_user=row.cancel_user or "",
+                    reason=row.reason or "",
+                )
+        return found
+
+    def _translate(self, event: RunEvent, run: _RunFacts) -> list[ev.Event]:
+        if not run.active:
+            return []
+        where = {"cluster_id": run.cluster, "node_name": event.node or run.node, "pod_name": event.pod_name}
+        match event.kind:
+            case "pending" | "running":
+                target = RunState.PENDING if event.kind == "pending" else RunState.RUNNING
+                if _RANK[run.run_state] >= _RANK[target]:
+                    return []
+                run.run_state = target
+                if target == RunState.PENDING:
+                    return [ev.JobPending(**run.envelope, created=event.time, **where)]
+                return [ev.JobRunning(**run.envelope, created=event.time, **where)]
+            case "succeeded":
+                run.run_state = RunState.SUCCEEDED
+                return [ev.JobSucceeded(**run.envelope, created=event.time, **where)]
+            case "failed":
+                return self._ended(event, run, failed=True)
+            case "leaseReturned":
+                return self._ended(event, run, failed=False)
+
+    def _ended(self, event: RunEvent, run: _RunFacts, *, failed: bool) -> list[ev.Event]:
+        """A run that stopped without succeeding: killed on request, failed, or given back."""
+        run.run_state = RunState.FAILED if failed else RunState.RETURNED
+        envelope = run.envelope
+        if run.cancel_requested:
+            return [ev.JobCancelled(**envelope, reason=run.cancel_reason, requestor=run.cancel_user)]
+        if run.preempt_requested:
+            return [ev.JobPreempted(**envelope, reason=run.reason)]
+        if failed and not event.retryable:
+            return [
+                ev.JobFailed(
+                    **envelope,
+                    created=event.time,
+                    reason=event.reason,
+                    cause=FailureCause(event.cause) if event.cause else FailureCause.ERROR,
+                    exit_code=event.exit_code,
+                    retryable=False,
+                    log_tail=event.log_tail,
+                    cluster_id=run.cluster,
+                    node_name=event.node or run.node,
+                    pod_name=event.pod_name,
+                )
+            ]
+        job_envelope: ev.Envelope = {k: v for k, v in envelope.items() if k != "run_id"}  # type: ignore[assignment]
+        returned = ev.JobLeaseReturned(
+            **envelope,
+            cluster_id=run.cluster,
+            reason=event.reason,
+            run_attempted=event.run_attempted or failed,
+        )
+        return [
+            returned,
+            *requeue_or_fail(
+                job_envelope,
+                attempts=run.attempts,
+                max_retries=self.settings.max_retries,
+                reason=event.reason,
+            ),
+        ]

@@ -1,0 +1,253 @@
+"""The scheduler service: the leader's loop around the pure scheduling core.
+
+Each cycle brings the in-memory state up to the log's head, expires silent executors and
+requeues runs on lost nodes, asks the core for decisions, and appends them as events.
+Decisions are re-checked against the views inside the append transaction, so a job
+cancelled while the core was thinking is never leased. New submissions wake the loop early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+
+import structlog
+from sqlalchemy import select
+
+from armada.eventstore import schema
+from armada.eventstore.store import EventStore, Transaction
+from armada.model import events as ev
+from armada.model.ids import new_run_id
+from armada.model.states import FailureCause, JobState
+from armada.scheduling import SchedulerState, SchedulingConfig, SchedulingResult, schedule
+from armada.services.cluster_state import ClusterState, RunInfo
+from armada.services.follower import LogFollower
+from armada.services.leader import LeaderElection
+from armada.services.retries import requeue_or_fail
+from armada.settings import SchedulerSettings
+
+log = structlog.get_logger(__name__)
+
+ID_CHUNK = 2000
+
+
+class JobRow:
+    """The view facts a decision is re-checked against."""
+
+    __slots__ = ("job_id", "job_set_id", "queue", "run_id", "state")
+
+    def __init__(self, job_id: str, queue: str, job_set_id: str, state: str, run_id: str | None) -> None:
+        self.job_id = job_id
+        self.queue = queue
+        self.job_set_id = job_set_id
+        self.state = state
+        self.run_id = run_id or ""
+
+    def envelope(self, run_id: str = "") -> ev.Envelope:
+        return {"queue": self.queue, "job_set_id": self.job_set_id, "job_id": self.job_id, "run_id": run_id}
+
+
+async def job_rows(tx: Transaction, job_ids: Sequence[str]) -> dict[str, JobRow]:
+    """Current view rows of ``job_ids``, read inside the append transaction."""
+    jobs = schema.jobs
+    found: dict[str, JobRow] = {}
+    for start in range(0, len(job_ids), ID_CHUNK):
+        chunk = job_ids[start : start + ID_CHUNK]
+        result = await tx.connection.execute(
+            select(jobs.c.job_id, jobs.c.queue, jobs.c.job_set_id, jobs.c.state, jobs.c.latest_run_id).where(
+                jobs.c.job_id.in_(chunk)
+            )
+        )
+        for row in result:
+            found[row.job_id] = JobRow(*row)
+    return found
+
+
+class SchedulerService:
+    def __init__(
+        self,
+        store: EventStore,
+        follower: LogFollower,
+        leader: LeaderElection,
+        settings: SchedulerSettings,
+        config: SchedulingConfig,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.follower = follower
+        self.leader = leader
+        self.settings = settings
+        self.config = config
+        self.clock = clock
+        self.scheduler_state = SchedulerState()
+        #: The last cycle's result, for scheduling reports.
+        self.last_result: SchedulingResult | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def state(self) -> ClusterState:
+        return self.follower.state
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="scheduler")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.leader.release()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                if not await self.leader.ensure():
+                    await asyncio.sleep(self.settings.leader_retry_interval)
+                    continue
+                await self.cycle()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failed cycle (database down, ...) is retried
+                log.exception("scheduling cycle failed", error=str(exc))
+                await asyncio.sleep(1.0)
+                continue
+            await self.store.wait_for_change(self.state.seq, timeout=self.settings.cycle_period)
+            await asyncio.sleep(self.settings.min_cycle_interval)
+
+    async def cycle(self) -> SchedulingResult:
+        """One scheduling cycle (callable directly in tests)."""
+        await self.follower.catch_up()
+        now = self.clock()
+        await self._expire_and_recover(now)
+        result = schedule(
+            self.state.jobs,
+            queues=self.state.queue_specs(),
+            config=self.config,
+            state=self.scheduler_state,
+            now=now,
+        )
+        await self._append_decisions(result)
+        self.scheduler_state = result.state
+        self.last_result = result
+        if result.stats.scheduled or result.stats.preempted or result.stats.rejected:
+            log.info(
+                "scheduling cycle",
+                scheduled=result.stats.scheduled,
+                preempted=result.stats.preempted,
+                rejected=result.stats.rejected,
+                seconds=round(result.stats.duration, 4),
+            )
+        return result
+
+    # --- executors gone silent and nodes lost -------------------------------------------
+
+    async def _expire_and_recover(self, now: float) -> None:
+        expired = [
+            info
+            for info in self.state.executors.values()
+            if info.nodes and now - info.last_seen > self.settings.executor_timeout
+        ]
+        lost: list[tuple[RunInfo, str, FailureCause, bool]] = []
+        for info in expired:
+            log.warning("executor timed out", executor=info.executor_id, runs=len(info.runs))
+            lost += [(run, "lease expired", FailureCause.LEASE_EXPIRED, True) for run in info.runs.values()]
+        for info in self.state.executors.values():
+            if info in expired:
+                continue
+            for run in info.runs.values():
+                node = info.nodes.get(run.node)
+                if node is None or not node.ready:
+                    lost.append((run, f"node {run.node} lost or not ready", FailureCause.ERROR, False))
+        if not expired and not lost:
+            return
+        async with self.store.transaction() as tx:
+            rows = await job_rows(tx, [run.job_id for run, *_ in lost])
+            for run, reason, cause, expiry in lost:
+                row = rows.get(run.job_id)
+                if row is None or row.run_id != run.run_id or not JobState(row.state).active:
+                    continue
+                envelope = row.envelope()
+                extras = self.state.extras.get(run.job_id)
+                attempts = extras.attempts if extras else 0
+                if expiry:
+                    tx.append([ev.JobLeaseExpired(**row.envelope(run.run_id), cluster_id=run.executor)])
+                else:
+                    tx.append(
+                        [
+                            ev.JobLeaseReturned(
+                                **row.envelope(run.run_id), cluster_id=run.executor, reason=reason
+                            )
+                        ]
+                    )
+                tx.append(
+                    requeue_or_fail(
+                        envelope,
+                        attempts=attempts,
+                        max_retries=self.settings.max_retries,
+                        reason=reason,
+                        cause=cause,
+                    )
+                )
+            for info in expired:  # its nodes leave the pool until it reports again
+                tx.append([ev.ExecutorReported(executor_id=info.executor_id, pool=info.pool, nodes=[])])
+        await self.follower.catch_up()
+
+    # --- decisions ----------------------------------------------------------------------
+
+    async def _append_decisions(self, result: SchedulingResult) -> None:
+        if not (len(result.leases) or result.preemptions or result.rejections):
+            return
+        job_ids = [
+            *result.leases.job_ids,
+            *(p.job_id for p in result.preemptions),
+            *(r.job_id for r in result.rejections),
+        ]
+        async with self.store.transaction() as tx:
+            rows = await job_rows(tx, job_ids)
+            for preemption in result.preemptions:
+                row = rows.get(preemption.job_id)
+                if row is None or not JobState(row.state).active:
+                    continue
+                tx.append(self._preemption_events(row, preemption.preempted_by, preemption.reason))
+            for job_id, node_id, pool, executor in zip(
+                result.leases.job_ids,
+                result.leases.node_ids,
+                result.leases.pools,
+                result.leases.executors,
+                strict=True,
+            ):
+                row = rows.get(job_id)
+                if row is None or row.state != JobState.QUEUED:
+                    continue
+                node_name = node_id.split("/", 1)[1] if "/" in node_id else node_id
+                tx.append(
+                    [
+                        ev.JobLeased(
+                            **row.envelope(new_run_id()), cluster_id=executor, node_id=node_name, pool=pool
+                        )
+                    ]
+                )
+            for rejection in result.rejections:
+                row = rows.get(rejection.job_id)
+                if row is None or row.state != JobState.QUEUED:
+                    continue
+                tx.append(
+                    [ev.JobFailed(**row.envelope(), reason=rejection.reason, cause=FailureCause.REJECTED)]
+                )
+
+    def _preemption_events(self, row: JobRow, preempted_by: str, reason: str) -> list[ev.Event]:
+        extras = self.state.extras.get(row.job_id)
+        text = f"preempted by {preempted_by}: {reason}" if preempted_by else reason
+        if extras is not None and extras.retry_on_preemption:
+            return [
+                ev.JobLeaseReturned(**row.envelope(row.run_id), reason=text, run_attempted=True),
+                *requeue_or_fail(
+                    row.envelope(),
+                    attempts=extras.attempts,
+                    max_retries=self.settings.max_retries,
+                    reason=text,
+                ),
+            ]
+        return [ev.JobPreempted(**row.envelope(row.run_id), preempting_job_id=preempted_by, reason=text)]

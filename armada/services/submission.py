@@ -1,0 +1,95 @@
+"""Job submission: validate, deduplicate by client id, append ``submitted`` + ``queued``.
+
+The whole request is one transaction: either every job is accepted or none is. Work is
+done per request rather than per job where it can be (one query for client ids), because
+submission throughput is bounded by how little happens per job.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+
+from armada.eventstore import schema
+from armada.eventstore.store import EventStore, Transaction
+from armada.model.errors import Conflict, NotFound
+from armada.model.events import Event, JobQueued, JobSubmitted
+from armada.model.ids import new_job_ids
+from armada.model.jobs import Job
+from armada.model.wire.jobs import JobSubmitRequest, JobSubmitResponse, JobSubmitResponseItem
+from armada.services.queues import load_queue
+from armada.services.validation import SubmissionRules, ValidItem, validate_submission
+
+
+async def submit_jobs(
+    store: EventStore, request: JobSubmitRequest, rules: SubmissionRules, user: str
+) -> JobSubmitResponse:
+    """Accept every job of ``request`` or none; a repeated ``clientId`` returns the original id."""
+    valid = validate_submission(request, rules)
+    async with store.transaction() as tx:
+        queue = await load_queue(tx.connection, request.queue)
+        if queue is None:
+            raise NotFound(f"queue {request.queue!r} does not exist; create it first", field="queue")
+        if queue.cordoned:
+            raise Conflict(f"queue {request.queue!r} is cordoned and accepts no jobs", field="queue")
+        known = await _known_client_ids(tx, request)
+        now = datetime.now(UTC)
+        job_ids: list[str] = []
+        events: list[Event] = []
+        fresh_ids = iter(new_job_ids(len(valid)))
+        for entry in valid:
+            client_id = entry.item.client_id
+            job_id = known.get(client_id) if client_id else None
+            if job_id is None:
+                job = _job(request, entry, next(fresh_ids), user, now)
+                job_id = job.id
+                if client_id:
+                    known[client_id] = job_id
+                events += _events(job, now)
+            job_ids.append(job_id)
+        tx.append(events)
+    return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
+
+
+async def _known_client_ids(tx: Transaction, request: JobSubmitRequest) -> dict[str, str]:
+    """Job ids already given to this request's client ids in this queue (one query)."""
+    client_ids = {item.client_id for item in request.job_request_items if item.client_id}
+    if not client_ids:
+        return {}
+    jobs = schema.jobs
+    rows = await tx.connection.execute(
+        select(jobs.c.client_id, jobs.c.job_id).where(
+            jobs.c.queue == request.queue, jobs.c.client_id.in_(sorted(client_ids))
+        )
+    )
+    return {client_id: job_id for client_id, job_id in rows}
+
+
+def _events(job: Job, now: datetime) -> tuple[JobSubmitted, JobQueued]:
+    queue, job_set_id = job.queue, job.job_set_id
+    return (
+        JobSubmitted(job=job, created=now, queue=queue, job_set_id=job_set_id, job_id=job.id),
+        JobQueued(created=now, queue=queue, job_set_id=job_set_id, job_id=job.id),
+    )
+
+
+def _job(request: JobSubmitRequest, entry: ValidItem, job_id: str, user: str, now: datetime) -> Job:
+    item, pod_spec, info = entry
+    if "priorityClassName" not in pod_spec:
+        pod_spec = {**pod_spec, "priorityClassName": info.priority_class_name}
+    return Job(
+        id=job_id,
+        queue=request.queue,
+        job_set_id=request.job_set_id,
+        namespace=item.namespace,
+        owner=user,
+        client_id=item.client_id,
+        priority=item.priority,
+        priority_class_name=info.priority_class_name,
+        labels=item.labels,
+        annotations=item.annotations,
+        pod_spec=pod_spec,
+        created=now,
+        scheduling_resource_requirements=info.requirements,
+    )

@@ -1,0 +1,256 @@
+"""Settings: one struct per area, from defaults, an optional YAML file, and ``ARMADA_*`` variables.
+
+Precedence, lowest first: defaults, the ``--config`` file, environment variables
+(``ARMADA_<AREA>_<FIELD>``, e.g. ``ARMADA_DATABASE_URL`` or ``ARMADA_SERVER_PORT``), then
+command-line flags. Defaults run with no file at all. YAML keys are camelCase like upstream.
+Every field carries a description; ``armada config docs`` renders them to
+``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import yaml
+from msgspec import Meta
+
+from armada.executor.settings import ExecutorSettings
+from armada.scheduling.config import SchedulingConfig
+
+ENV_PREFIX = "ARMADA_"
+
+
+class SettingsError(ValueError):
+    """Configuration that cannot be used; the message names the key."""
+
+
+class _Area(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
+    """Base of every settings area."""
+
+
+class DatabaseSettings(_Area):
+    url: Annotated[
+        str,
+        Meta(
+            description="SQLAlchemy URL of the database. The default is an embedded SQLite file; "
+            "use postgresql+psycopg://user@host:5432/db for PostgreSQL."
+        ),
+    ] = "sqlite:///armada.db"
+    pool_size: Annotated[int, Meta(ge=1, description="Connections kept open to PostgreSQL.")] = 10
+
+
+class ServerSettings(_Area):
+    host: Annotated[str, Meta(description="Address the HTTP server binds to.")] = "127.0.0.1"
+    port: Annotated[int, Meta(ge=0, le=65535, description="Port the HTTP server listens on.")] = 8080
+    dev: Annotated[
+        bool,
+        Meta(
+            description="Development mode: also run one in-process executor with the local process backend."
+        ),
+    ] = False
+    max_request_bytes: Annotated[
+        int, Meta(ge=1024, description="Largest request body accepted; larger ones get 413.")
+    ] = 16 * 1024 * 1024
+    shutdown_timeout: Annotated[
+        int, Meta(ge=0, description="Seconds to let in-flight requests finish on SIGTERM.")
+    ] = 10
+
+
+class LoggingSettings(_Area):
+    format: Annotated[
+        Literal["auto", "console", "json"],
+        Meta(description="Log format: console for people, json for machines, auto picks by terminal."),
+    ] = "auto"
+    level: Annotated[
+        Literal["debug", "info", "warning", "error"], Meta(description="Lowest level logged.")
+    ] = "info"
+
+
+class SchedulerSettings(_Area):
+    """The scheduler *service*: its loop, leases and executor bookkeeping (the algorithm's
+    settings are the ``scheduling`` area)."""
+
+    enabled: Annotated[
+        bool,
+        Meta(description="Run the scheduling loop in this replica (off: serve the API and executors only)."),
+    ] = True
+    cycle_period: Annotated[
+        float, Meta(gt=0, description="Seconds between scheduling cycles when nothing wakes the scheduler.")
+    ] = 1.0
+    min_cycle_interval: Annotated[
+        float,
+        Meta(
+            ge=0, description="Least seconds between cycles, so a burst of submissions is scheduled together."
+        ),
+    ] = 0.05
+    executor_timeout: Annotated[
+        float, Meta(gt=0, description="Seconds of executor silence after which its runs expire and requeue.")
+    ] = 60.0
+    max_retries: Annotated[
+        int, Meta(ge=0, description="Requeues (lease returned or expired, node lost) before a job fails.")
+    ] = 3
+    max_unacknowledged_leases_per_executor: Annotated[
+        int, Meta(ge=1, description="Most runs leased to one executor and not yet reported back by it.")
+    ] = 2500
+    heartbeat_record_interval: Annotated[
+        float, Meta(gt=0, description="Seconds between executor heartbeats recorded in the event log.")
+    ] = 5.0
+    leader_retry_interval: Annotated[
+        float, Meta(gt=0, description="Seconds between attempts of a standby replica to become the leader.")
+    ] = 1.0
+
+
+class SubmissionSettings(_Area):
+    min_job_resources: Annotated[
+        dict[str, str],
+        Meta(description="Smallest request per job and resource; smaller requests are rejected."),
+    ] = msgspec.field(default_factory=lambda: {"memory": "1Mi"})
+    max_pod_spec_bytes: Annotated[
+        int, Meta(ge=1, description="Largest pod spec accepted, measured as compact JSON.")
+    ] = 64 * 1024
+
+
+class Settings(_Area):
+    """All of armada's settings, one struct per area."""
+
+    database: DatabaseSettings = msgspec.field(default_factory=DatabaseSettings)
+    server: ServerSettings = msgspec.field(default_factory=ServerSettings)
+    logging: LoggingSettings = msgspec.field(default_factory=LoggingSettings)
+    scheduler: SchedulerSettings = msgspec.field(default_factory=SchedulerSettings)
+    scheduling: SchedulingConfig = msgspec.field(default_factory=SchedulingConfig)
+    submission: SubmissionSettings = msgspec.field(default_factory=SubmissionSettings)
+    executor: ExecutorSettings = msgspec.field(default_factory=ExecutorSettings)
+
+
+def _env_name(*parts: str) -> str:
+    return ENV_PREFIX + "_".join(re.sub(r"(?<!^)(?=[A-Z])", "_", p).upper() for p in parts)
+
+
+def _env_value(raw: str) -> Any:
+    """Environment values are strings; JSON lists and objects are allowed for nested fields."""
+    stripped = raw.strip()
+    if stripped[:1] in ("[", "{"):
+        try:
+            return msgspec.json.decode(stripped)
+        except msgspec.DecodeError:
+            return raw
+    return raw
+
+
+def _from_environment(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for area in msgspec.structs.fields(Settings):
+        area_type = area.type
+        for field in msgspec.structs.fields(area_type):
+            name = _env_name(area.encode_name, field.encode_name)
+            if name in env:
+                found.setdefault(area.encode_name, {})[field.encode_name] = _env_value(env[name])
+    return found
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_settings(
+    config_file: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Settings:
+    """Build :class:`Settings` from the file, the environment and explicit overrides."""
+    data: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            loaded = yaml.safe_load(config_file.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise SettingsError(f"cannot read {config_file}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise SettingsError(f"{config_file}: the top level must be a mapping of areas")
+        data = loaded
+    data = _merge(data, _from_environment(os.environ if env is None else env))
+    data = _merge(
+        data, {k: {f: v for f, v in area.items() if v is not None} for k, area in (overrides or {}).items()}
+    )
+    try:
+        return msgspec.convert(data, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise SettingsError(f"invalid configuration: {exc}") from exc
+
+
+def settings_markdown() -> str:
+    """Reference of every setting, generated from the structs (``docs/configuration.md``).
+
+    A field's description is its ``Meta(description=...)`` or, failing that, the ``#:``
+    comment above it in the source; nested structs are flattened into dotted keys.
+    """
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated by `armada config docs`; do not edit by hand.",
+        "",
+        "Settings come from defaults, then `--config FILE` (YAML, camelCase keys), then",
+        "`ARMADA_<AREA>_<FIELD>` environment variables, then command-line flags. Nested",
+        "keys (more than one dot) are set in the file, or as JSON in their area's variable.",
+        "",
+    ]
+    defaults = msgspec.to_builtins(Settings())
+    for area in msgspec.structs.fields(Settings):
+        lines += [f"## `{area.encode_name}`", ""]
+        doc = inspect.getdoc(area.type)
+        if doc and doc != inspect.getdoc(_Area):
+            lines += [" ".join(doc.split()), ""]
+        lines += ["| key | environment | default | description |", "|---|---|---|---|"]
+        lines += _field_rows(area.type, [area.encode_name], defaults[area.encode_name])
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _field_rows(struct: type[Any], path: list[str], defaults: dict[str, Any]) -> list[str]:
+    rows = []
+    comments = _field_comments(struct)
+    for field in msgspec.structs.fields(struct):
+        key = [*path, field.encode_name]
+        if isinstance(field.type, type) and issubclass(field.type, msgspec.Struct):
+            rows += _field_rows(field.type, key, defaults.get(field.encode_name) or {})
+            continue
+        description = _meta_description(field.type) or comments.get(field.name, "")
+        env_name = f"`{_env_name(*key)}`" if len(key) == 2 else ""
+        default = msgspec.json.encode(defaults.get(field.encode_name)).decode()
+        rows.append(f"| `{'.'.join(key)}` | {env_name} | `{default}` | {description} |")
+    return rows
+
+
+def _meta_description(annotation: Any) -> str:
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, Meta) and meta.description:
+            return meta.description
+    return ""
+
+
+def _field_comments(struct: type[Any]) -> dict[str, str]:
+    """``#:`` comments above each field of a struct's source."""
+    comments: dict[str, str] = {}
+    pending: list[str] = []
+    for line in inspect.getsource(struct).splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#:"):
+            pending.append(stripped[2:].strip())
+            continue
+        match = re.match(r"^(\w+)\s*:", stripped)
+        if match and pending:
+            comments[match.group(1)] = " ".join(pending)
+        pending = []
+    return comments

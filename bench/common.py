@@ -1,0 +1,18 @@
+"""Shared pieces of the benchmarks: process memory and the one-JSON-line result."""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from typing import Any
+
+
+def rss_mb() -> float:
+    """Peak resident memory of this process in MiB (Linux reports KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def report(result: dict[str, Any]) -> None:
+    """Print the result as the last line of output, as every benchmark does."""
+    sys.stdout.write(json.dumps(result) + "\n")

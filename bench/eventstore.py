@@ -1,0 +1,81 @@
+"""Append synthetic job events through the real ``append()`` (projections included).
+
+    python bench/eventstore.py --database-url URL --events 200000 --batch 1000
+
+Each job contributes its whole life (submitted, queued, leased, running, succeeded), so
+the projections do inserts and updates of jobs and runs as in production. The last line
+is JSON with ``events_per_second``, ``rss_mb`` and ``database``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from armada.eventstore.database import Database
+from armada.model import events as ev
+from armada.model.ids import new_run_id
+from bench.common import report, rss_mb
+from tests.factories import make_job, submission
+
+
+def job_life(index: int) -> list[ev.Event]:
+    job = make_job(queue=f"queue-{index % 10}", job_set_id=f"set-{index % 100}")
+    now = datetime.now(UTC)
+    env = {
+        "queue": job.queue,
+        "job_set_id": job.job_set_id,
+        "job_id": job.id,
+        "run_id": new_run_id(),
+        "created": now,
+    }
+    return [
+        *submission(job, now),
+        ev.JobLeased(**env, cluster_id="cluster-1", node_id=f"node-{index % 1000}"),
+        ev.JobRunning(**env, node_name=f"node-{index % 1000}", pod_name=f"armada-{job.id}-0"),
+        ev.JobSucceeded(**env, node_name=f"node-{index % 1000}"),
+    ]
+
+
+async def run(url: str, total: int, batch: int) -> dict[str, object]:
+    database = await Database(url).open(listen=False)
+    try:
+        # Leases, runs and completions arrive in later batches than submissions, as in life.
+        lives = [job_life(i) for i in range(total // 5)]
+        ordered = [e for phase in range(5) for life in lives for e in life[phase : phase + 1]]
+        start = time.perf_counter()
+        for offset in range(0, len(ordered), batch):
+            await database.store.append(ordered[offset : offset + batch])
+        elapsed = time.perf_counter() - start
+        return {
+            "benchmark": "eventstore",
+            "database": database.engine.dialect.name,
+            "events": len(ordered),
+            "batch": batch,
+            "seconds": round(elapsed, 3),
+            "events_per_second": round(len(ordered) / elapsed),
+            "rss_mb": rss_mb(),
+        }
+    finally:
+        await database.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--database-url", default="sqlite:///bench-eventstore.db")
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--batch", type=int, default=1000)
+    args = parser.parse_args()
+    report(asyncio.run(run(args.database_url, args.events, args.batch)))
+
+
+if __name__ == "__main__":
+    main()

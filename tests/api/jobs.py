@@ -1,0 +1,50 @@
+"""Job bodies for API tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from armada.model import events as ev
+from armada.model.ids import new_run_id
+from armada.model.wire.jobs import JobSubmitRequestItem
+from tests.servers import ApiServer
+
+
+def pod_spec(cpu: str = "1", memory: str = "64Mi", **extra: Any) -> dict[str, Any]:
+    resources = {"cpu": cpu, "memory": memory}
+    return {
+        "containers": [
+            {
+                "name": "main",
+                "image": "alpine",
+                "args": ["sleep", "1"],
+                "resources": {"requests": dict(resources), "limits": dict(resources)},
+            }
+        ],
+        **extra,
+    }
+
+
+def item(**fields: Any) -> JobSubmitRequestItem:
+    fields.setdefault("namespace", "default")
+    fields.setdefault("pod_spec", pod_spec())
+    return JobSubmitRequestItem(**fields)
+
+
+def raw_item(**fields: Any) -> dict[str, Any]:
+    """A request item as JSON, for requests the typed client would not build."""
+    return {"namespace": "default", "podSpec": pod_spec(), **fields}
+
+
+def start(server: ApiServer, queue: str, job_set_id: str, job_id: str, *, node: str = "node-1") -> str:
+    """Stand in for the scheduler and an executor: lease the job and run it; return the run id."""
+    run_id = new_run_id()
+    envelope = {"queue": queue, "job_set_id": job_set_id, "job_id": job_id, "run_id": run_id}
+    server.append(
+        [
+            ev.JobLeased(**envelope, cluster_id="cluster-1", node_id=node, pool="gpu"),
+            ev.JobPending(**envelope, cluster_id="cluster-1", node_name=node, pod_name=f"armada-{job_id}-0"),
+            ev.JobRunning(**envelope, cluster_id="cluster-1", node_name=node, pod_name=f"armada-{job_id}-0"),
+        ]
+    )
+    return run_id

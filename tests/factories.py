@@ -1,0 +1,205 @@
+"""Builders of jobs and event streams for tests and benchmarks."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+from armada.model import events as ev
+from armada.model.ids import new_job_id, new_run_id
+from armada.model.jobs import Job, ResourceRequirements
+from armada.model.queues import Queue
+
+
+def make_job(
+    *,
+    job_id: str | None = None,
+    queue: str = "queue-a",
+    job_set_id: str = "set-1",
+    cpu: str = "1",
+    memory: str = "1Gi",
+    priority: float = 0.0,
+    annotations: dict[str, str] | None = None,
+    client_id: str = "",
+) -> Job:
+    resources = {"cpu": cpu, "memory": memory}
+    return Job(
+        id=job_id or new_job_id(),
+        queue=queue,
+        job_set_id=job_set_id,
+        namespace="default",
+        owner="alice",
+        client_id=client_id,
+        priority=priority,
+        annotations=annotations or {},
+        pod_spec={
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "alpine",
+                    "args": ["sleep", "1"],
+                    "resources": {"requests": resources, "limits": resources},
+                }
+            ]
+        },
+        scheduling_resource_requirements=ResourceRequirements(requests=resources, limits=resources),
+    )
+
+
+def submission(job: Job, when: datetime | None = None) -> list[ev.Event]:
+    """The events a successful submission appends: ``submitted`` then ``queued``."""
+    created = when or datetime.now(UTC)
+    envelope = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id, "created": created}
+    return [ev.JobSubmitted(job=job, **envelope), ev.JobQueued(**envelope)]
+
+
+class RandomHistory:
+    """A random but plausible event history exercising every event type.
+
+    Jobs move through valid lifecycles (queued → leased → pending → running → terminal, with
+    requeues, cancellations, preemptions and reprioritisations); queues are created,
+    updated and deleted; executors report nodes and heartbeat.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.clock = datetime(2026, 1, 1, tzinfo=UTC)
+        self.queues: set[str] = set()
+        self.queued: list[Job] = []
+        self.active: dict[str, tuple[Job, str, str]] = {}  # job id -> (job, run id, phase)
+
+    def _tick(self) -> datetime:
+        self.clock += timedelta(milliseconds=self.rng.randint(1, 500))
+        return self.clock
+
+    def _env(self, job: Job, run_id: str = "") -> dict[str, object]:
+        return {
+            "queue": job.queue,
+            "job_set_id": job.job_set_id,
+            "job_id": job.id,
+            "run_id": run_id,
+            "created": self._tick(),
+        }
+
+    def events(self, count: int) -> Iterator[ev.Event]:
+        produced = 0
+        while produced < count:
+            for event in self._step():
+                produced += 1
+                yield event
+
+    def _step(self) -> list[ev.Event]:
+        rng = self.rng
+        roll = rng.random()
+        if not self.queues or roll < 0.03:
+            return self._queue_change()
+        if roll < 0.06:
+            return self._executor_change()
+        if roll < 0.35 or not (self.queued or self.active):
+            job = make_job(
+                queue=rng.choice(sorted(self.queues)),
+                job_set_id=f"set-{rng.randint(1, 5)}",
+                cpu=rng.choice(["100m", "1", "2"]),
+                priority=float(rng.randint(0, 3)),
+            )
+            self.queued.append(job)
+            return submission(job, self._tick())
+        if self.queued and (roll < 0.6 or not self.active):
+            return self._from_queued(self.queued.pop(rng.randrange(len(self.queued))))
+        job_id = rng.choice(sorted(self.active))
+        return self._from_active(*self.active.pop(job_id))
+
+    def _queue_change(self) -> list[ev.Event]:
+        busy = {j.queue for j in self.queued} | {j.queue for j, _, _ in self.active.values()}
+        idle = sorted(self.queues - busy)
+        if idle and self.rng.random() < 0.3:
+            name = self.rng.choice(idle)
+            self.queues.discard(name)
+            return [ev.QueueDeleted(queue=name, created=self._tick())]
+        name = f"queue-{self.rng.randint(1, 6)}"
+        spec = Queue(
+            name=name,
+            priority_factor=self.rng.choice([0.5, 1.0, 2.0]),
+            cordoned=self.rng.random() < 0.2,
+            labels={"team": name},
+        )
+        if name not in self.queues:
+            self.queues.add(name)
+            return [ev.QueueCreated(queue=name, spec=spec, created=self._tick())]
+        return [ev.QueueUpdated(queue=name, spec=spec, created=self._tick())]
+
+    def _executor_change(self) -> list[ev.Event]:
+        executor = f"cluster-{self.rng.randint(1, 3)}"
+        if self.rng.random() < 0.5:
+            return [ev.ExecutorHeartbeat(executor_id=executor, created=self._tick())]
+        nodes = [
+            ev.ExecutorNode(
+                name=f"{executor}-node-{i}",
+                labels={"zone": str(i % 2)},
+                allocatable={"cpu": 32000, "memory": 2**37},
+                ready=self.rng.random() < 0.9,
+            )
+            for i in range(self.rng.randint(0, 4))
+        ]
+        return [ev.ExecutorReported(executor_id=executor, pool="default", nodes=nodes, created=self._tick())]
+
+    def _from_queued(self, job: Job) -> list[ev.Event]:
+        roll = self.rng.random()
+        if roll < 0.15:
+            return [
+                ev.JobCancelling(**self._env(job), reason="stop"),
+                ev.JobCancelled(**self._env(job), reason="stop", requestor="alice"),
+            ]
+        if roll < 0.25:
+            self.queued.append(job)
+            priority = float(self.rng.randint(0, 9))
+            return [
+                ev.JobReprioritizing(**self._env(job), new_priority=priority),
+                ev.JobReprioritized(**self._env(job), new_priority=priority),
+            ]
+        if roll < 0.3:
+            return [ev.JobFailed(**self._env(job), reason="fits no node", cause=ev.FailureCause.REJECTED)]
+        run_id = new_run_id()
+        self.active[job.id] = (job, run_id, "leased")
+        return [ev.JobLeased(**self._env(job, run_id), cluster_id="cluster-1", node_id="node-1")]
+
+    def _from_active(self, job: Job, run_id: str, phase: str) -> list[ev.Event]:
+        env = self._env(job, run_id)
+        roll = self.rng.random()
+        if roll < 0.1:
+            self.queued.append(job)
+            return [
+                ev.JobLeaseReturned(**env, reason="pod stuck", run_attempted=phase == "running"),
+                ev.JobQueued(**self._env(job), attempts=1),
+            ]
+        if roll < 0.15:
+            self.queued.append(job)
+            return [
+                ev.JobLeaseExpired(**env, cluster_id="cluster-1"),
+                ev.JobQueued(**self._env(job), attempts=1),
+            ]
+        if roll < 0.22:
+            return [
+                ev.JobPreempting(**env, reason="fair share"),
+                ev.JobPreempted(**self._env(job, run_id), reason="fair share", preempting_job_id="x"),
+            ]
+        if roll < 0.28:
+            return [ev.JobCancelled(**env, reason="user", requestor="bob")]
+        if phase == "leased":
+            self.active[job.id] = (job, run_id, "pending")
+            return [
+                ev.JobPending(
+                    **env, cluster_id="cluster-1", node_name="node-1", pod_name=f"armada-{job.id}-0"
+                )
+            ]
+        if phase == "pending":
+            self.active[job.id] = (job, run_id, "running")
+            return [
+                ev.JobRunning(
+                    **env, cluster_id="cluster-1", node_name="node-1", pod_name=f"armada-{job.id}-0"
+                )
+            ]
+        if roll < 0.7:
+            return [ev.JobSucceeded(**env, cluster_id="cluster-1", node_name="node-1")]
+        return [ev.JobFailed(**env, reason="exit 3", exit_code=3, log_tail="boom")]

@@ -1,0 +1,51 @@
+"""One Alembic history for both databases: single head, reversible, matches the schema."""
+
+from __future__ import annotations
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
+
+from armada.eventstore import dialects, migrate
+from armada.eventstore.database import Database
+from armada.eventstore.schema import metadata
+
+
+def test_history_has_a_single_head() -> None:
+    assert len(ScriptDirectory.from_config(migrate.alembic_config()).get_heads()) == 1
+
+
+async def test_upgrade_downgrade_upgrade(database_url: str) -> None:
+    engine = dialects.create_engine(database_url)
+    try:
+        await migrate.upgrade(engine)
+        head = await migrate.current_revision(engine)
+        assert head is not None
+        await migrate.downgrade(engine, "base")
+        async with engine.connect() as conn:
+            tables = await conn.run_sync(lambda sync: inspect(sync).get_table_names())
+        assert set(tables) <= {"alembic_version"}
+        await migrate.upgrade(engine)
+        assert await migrate.current_revision(engine) == head
+    finally:
+        await engine.dispose()
+
+
+async def test_migrated_schema_matches_the_table_definitions(database: Database) -> None:
+    async with database.engine.connect() as conn:
+        diff = await conn.run_sync(lambda sync: compare_metadata(MigrationContext.configure(sync), metadata))
+    assert diff == []
+
+
+async def test_refuses_a_database_newer_than_the_code(database_url: str) -> None:
+    engine = dialects.create_engine(database_url)
+    try:
+        await migrate.upgrade(engine)
+        async with engine.begin() as conn:
+            await conn.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
+        with pytest.raises(migrate.SchemaTooNew, match="newer than this armada"):
+            await migrate.upgrade(engine)
+    finally:
+        await engine.dispose()

@@ -1,0 +1,243 @@
+"""The scheduler service and the lease protocol, in-process, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import select
+
+from armada.eventstore import schema
+from armada.eventstore.database import Database
+from armada.model import events as ev
+from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunReport
+from armada.model.queues import Queue
+from armada.scheduling import SchedulingConfig
+from armada.services.follower import LogFollower
+from armada.services.leader import LeaderElection
+from armada.services.leases import LeaseService
+from armada.services.run_events import RunEventIntake
+from armada.services.scheduler import SchedulerService
+from armada.settings import SchedulerSettings
+from tests.factories import make_job, submission
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()  # event timestamps use the wall clock
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Harness:
+    """Server-side services wired as ``armada serve`` wires them, with a controllable clock."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.clock = Clock()
+        self.settings = SchedulerSettings(executor_timeout=60, max_retries=1)
+        config = SchedulingConfig(maximum_scheduling_rate=1e9, maximum_per_queue_scheduling_rate=1e9)
+        self.follower = LogFollower(database.store, config)
+        self.scheduler = SchedulerService(
+            database.store,
+            self.follower,
+            LeaderElection(database.url),
+            self.settings,
+            config,
+            clock=self.clock,
+        )
+        self.leases = LeaseService(database.store, self.follower, self.settings, clock=self.clock)
+        self.intake = RunEventIntake(database.store, self.settings)
+
+    async def lease(self, executor: str = "c1", runs: list[RunReport] | None = None, nodes: int = 2):
+        node_reports = [
+            NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(nodes)
+        ]
+        return await self.leases.lease(
+            LeaseRequest(executor_id=executor, pool="default", nodes=node_reports, runs=runs or [])
+        )
+
+    async def job_states(self) -> dict[str, str]:
+        async with self.database.engine.connect() as conn:
+            return dict((await conn.execute(select(schema.jobs.c.job_id, schema.jobs.c.state))).all())
+
+    async def event_types(self, job_id: str) -> list[str]:
+        return [s.event.type for s in await self.database.store.read(0, job_id=job_id)]
+
+
+@pytest.fixture
+async def harness(database: Database) -> AsyncIterator[Harness]:
+    h = Harness(database)
+    await h.follower.load()
+    await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
+    yield h
+    await h.scheduler.leader.release()
+
+
+async def submit(h: Harness, count: int, cpu: str = "1") -> list[str]:
+    jobs = [make_job(queue="q", cpu=cpu, memory="1Gi") for _ in range(count)]
+    await h.database.store.append([e for job in jobs for e in submission(job)])
+    return [job.id for job in jobs]
+
+
+def report(run_id: str, job_id: str, phase: str = "running") -> RunReport:
+    return RunReport(run_id=run_id, job_id=job_id, phase=phase)  # type: ignore[arg-type]
+
+
+async def test_jobs_flow_from_queued_to_succeeded(harness: Harness) -> None:
+    h = harness
+    job_ids = await submit(h, 3)
+    assert (await h.lease()).leases == []  # nodes are known only after this first report
+    result = await h.scheduler.cycle()
+    assert result.stats.scheduled == 3
+    leases = (await h.lease()).leases
+    assert sorted(lease.job_id for lease in leases) == sorted(job_ids)
+    assert all(lease.pod_spec["containers"] for lease in leases)
+    # Retried lease call (nothing reported yet): the same leases, no new runs.
+    again = (await h.lease()).leases
+    assert sorted(lease.run_id for lease in again) == sorted(lease.run_id for lease in leases)
+    held = [report(lease.run_id, lease.job_id) for lease in leases]
+    assert (await h.lease(runs=held)).leases == []
+    events = [RunEvent(run_id=lease.run_id, job_id=lease.job_id, kind="running") for lease in leases]
+    events += [RunEvent(run_id=lease.run_id, job_id=lease.job_id, kind="succeeded") for lease in leases]
+    batch = RunEventBatch(executor_id="c1", events=events)
+    assert await h.intake.report(batch) == 6
+    assert await h.intake.report(batch) == 0  # a retried batch changes nothing
+    assert set((await h.job_states()).values()) == {"SUCCEEDED"}
+    assert await h.event_types(job_ids[0]) == ["submitted", "queued", "leased", "running", "succeeded"]
+
+
+async def test_a_job_too_big_for_every_node_is_rejected(harness: Harness) -> None:
+    h = harness
+    await h.lease()
+    [big] = await submit(h, 1, cpu="64")
+    await h.scheduler.cycle()
+    assert (await h.job_states())[big] == "FAILED"
+    failed = (await h.database.store.read(0, job_id=big))[-1].event
+    assert isinstance(failed, ev.JobFailed) and failed.cause == ev.FailureCause.REJECTED
+
+
+async def test_silent_executor_expires_and_jobs_requeue_then_fail(harness: Harness) -> None:
+    h = harness
+    await h.lease()
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    [lease] = (await h.lease()).leases
+    await h.lease(runs=[report(lease.run_id, job_id)])
+    h.clock.now += 61  # executor c1 goes silent
+    await h.scheduler.cycle()
+    assert (await h.job_states())[job_id] == "QUEUED"
+    assert (await h.event_types(job_id))[-2:] == ["leaseExpired", "queued"]
+    # c1 comes back; the job runs again and its executor goes silent again: retries used up.
+    await h.lease()
+    await h.scheduler.cycle()
+    [second] = (await h.lease()).leases
+    assert second.run_id != lease.run_id
+    await h.lease(runs=[report(second.run_id, job_id)])
+    h.clock.now += 61
+    await h.scheduler.cycle()
+    assert (await h.job_states())[job_id] == "FAILED"
+
+
+async def test_cancel_of_a_running_job_waits_for_the_executor(harness: Harness) -> None:
+    h = harness
+    await h.lease()
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    [lease] = (await h.lease()).leases
+    held = [report(lease.run_id, job_id)]
+    await h.lease(runs=held)
+    envelope: ev.Envelope = {"queue": "q", "job_set_id": "set-1", "job_id": job_id}
+    await h.database.store.append(
+        [ev.JobCancelling(**envelope, reason="no longer needed", requestor="alice")]
+    )
+    response = await h.lease(runs=held)
+    assert response.cancel_runs == [lease.run_id]
+    assert (await h.job_states())[job_id] == "LEASED"  # still active until the executor confirms
+    await h.lease(runs=[])  # the executor killed it: it no longer reports the run
+    assert (await h.job_states())[job_id] == "CANCELLED"
+    cancelled = (await h.database.store.read(0, job_id=job_id))[-1].event
+    assert isinstance(cancelled, ev.JobCancelled) and cancelled.reason == "no longer needed"
+
+
+async def test_runs_the_server_forgot_are_cancelled_as_stale(harness: Harness) -> None:
+    response = await harness.lease(runs=[report("00000000-0000-0000-0000-000000000000", "nope")])
+    assert response.cancel_runs == ["00000000-0000-0000-0000-000000000000"]
+
+
+async def test_runs_on_a_lost_node_are_requeued(harness: Harness) -> None:
+    h = harness
+    await h.lease(nodes=1)
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    [lease] = (await h.lease(nodes=1)).leases
+    await h.lease(nodes=1, runs=[report(lease.run_id, job_id)])
+    await h.lease(nodes=0, runs=[report(lease.run_id, job_id)])  # node n0 disappeared
+    await h.scheduler.cycle()
+    assert (await h.event_types(job_id))[-2:] == ["leaseReturned", "queued"]
+
+
+async def test_failed_and_returned_runs(harness: Harness) -> None:
+    h = harness
+    await h.lease()
+    failing, returned = await submit(h, 2)
+    await h.scheduler.cycle()
+    runs = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
+    await h.intake.report(
+        RunEventBatch(
+            executor_id="c1",
+            events=[
+                RunEvent(
+                    run_id=runs[failing],
+                    job_id=failing,
+                    kind="failed",
+                    exit_code=3,
+                    reason="exit 3",
+                    cause="OOM",
+                ),
+                RunEvent(run_id=runs[returned], job_id=returned, kind="leaseReturned", reason="image pull"),
+            ],
+        )
+    )
+    states = await h.job_states()
+    assert (states[failing], states[returned]) == ("FAILED", "QUEUED")
+    failed = (await h.database.store.read(0, job_id=failing))[-1].event
+    assert isinstance(failed, ev.JobFailed)
+    assert (failed.exit_code, failed.cause) == (3, ev.FailureCause.OOM)
+
+
+async def test_restart_rebuilds_the_same_state_from_the_views(harness: Harness) -> None:
+    h = harness
+    await h.lease()
+    await submit(h, 12)  # 8 cpus of nodes: 8 run, 4 stay queued
+    await h.scheduler.cycle()
+    leases = (await h.lease()).leases
+    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases])
+    await h.follower.catch_up()
+    live = h.follower.state
+    restarted = LogFollower(h.database.store, live.config)
+    await restarted.load()
+    rebuilt = restarted.state
+    assert rebuilt.seq == live.seq
+    assert sorted(rebuilt.runs) == sorted(live.runs) and len(rebuilt.runs) == 8
+    assert len(rebuilt.jobs) == len(live.jobs) == 12
+    assert set(rebuilt.executors["c1"].nodes) == {"n0", "n1"}
+    assert set(rebuilt.queues) == {"q"}
+
+
+@pytest.mark.postgres
+async def test_only_one_replica_leads(database: Database) -> None:
+    if not database.is_postgres:
+        pytest.skip("leader election needs PostgreSQL")
+    first, second = LeaderElection(database.url), LeaderElection(database.url)
+    try:
+        assert await first.ensure()
+        assert not await second.ensure()
+        await first.release()
+        assert await second.ensure()
+        assert not await first.ensure()
+    finally:
+        await first.release()
+        await second.release()

@@ -1,0 +1,108 @@
+"""Start real ``armada`` processes for end-to-end tests and wait until they answer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def armada_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "armada", *args]
+
+
+def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARMADA_")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["ARMADA_LOGGING_FORMAT"] = "json"
+    env.update(extra or {})
+    return env
+
+
+class ArmadaProcess:
+    """A running ``armada`` subprocess whose output goes to a log file."""
+
+    def __init__(self, args: Sequence[str], *, cwd: Path, log_path: Path, env: dict[str, str] | None = None):
+        self.args = list(args)
+        self.log_path = log_path
+        self._log = log_path.open("ab")
+        self.process = subprocess.Popen(
+            armada_command(*args), cwd=cwd, env=process_env(env), stdout=self._log, stderr=subprocess.STDOUT
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def signal(self, signum: int) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+
+    def wait(self, timeout: float = 30) -> int:
+        return self.process.wait(timeout)
+
+    def stop(self, timeout: float = 15) -> int | None:
+        """SIGTERM, then SIGKILL if it will not go."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+        return self.process.returncode
+
+
+def wait_until_healthy(url: str, process: ArmadaProcess, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.process.poll() is not None:
+            raise RuntimeError(f"armada exited with {process.process.returncode}:\n{process.log()}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 204:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} not healthy after {timeout}s:\n{process.log()}")
+
+
+class Server:
+    """A running ``armada serve`` with its base URL."""
+
+    def __init__(self, process: ArmadaProcess, url: str) -> None:
+        self.process = process
+        self.url = url
+
+
+@contextmanager
+def running_server(
+    workdir: Path, *args: str, database_url: str | None = None, env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    port = free_port()
+    command = ["serve", "--port", str(port), *args]
+    if database_url:
+        command += ["--database-url", database_url]
+    process = ArmadaProcess(command, cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_healthy(url, process)
+        yield Server(process, url)
+    finally:
+        process.stop()

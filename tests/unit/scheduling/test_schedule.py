@@ -1,0 +1,289 @@
+"""Behaviour of one and several cycles: fair share, bursting, gangs, limits, reasons."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from armada.scheduling import Taint, Toleration, schedule
+from tests.unit.scheduling.helpers import Sim, job, node, unlimited
+
+
+def test_weighted_drf_splits_capacity_by_priority_factor() -> None:
+    sim = Sim(nodes=[node(f"n{i}", cpu=10, memory_gi=100) for i in range(3)])
+    sim.queue("A", 2.0)
+    sim.queue("B", 1.0)
+    sim.submit(job(f"a{i}", "A") for i in range(100))
+    sim.submit(job(f"b{i}", "B") for i in range(100))
+    result = sim.cycle()
+    counts = Counter(lease.job_id[0] for lease in result.leases)
+    assert counts == {"a": 20, "b": 10}
+    shares = result.shares["default"]
+    assert shares["A"].fair_share == pytest.approx(2 / 3)
+    assert shares["A"].actual_share == pytest.approx(2 / 3)
+
+
+def test_idle_queue_share_is_usable_by_others() -> None:
+    sim = Sim(nodes=[node("n0", cpu=10, memory_gi=100)])
+    sim.queue("A", 2.0)
+    sim.queue("B", 1.0)
+    sim.submit(job(f"b{i}", "B") for i in range(20))
+    result = sim.cycle()
+    assert len(result.leases) == 10
+    assert result.shares["default"]["B"].adjusted_fair_share == pytest.approx(1.0)
+
+
+def test_demand_capped_queue_leaves_rest_to_others() -> None:
+    sim = Sim(nodes=[node("n0", cpu=10, memory_gi=100)])
+    for name in "ABC":
+        sim.queue(name)
+    sim.submit([job("a0", "A")])
+    sim.submit(job(f"b{i}", "B") for i in range(20))
+    sim.submit(job(f"c{i}", "C") for i in range(20))
+    result = sim.cycle()
+    counts = Counter(lease.job_id[0] for lease in result.leases)
+    assert counts in ({"a": 1, "b": 5, "c": 4}, {"a": 1, "b": 4, "c": 5})
+    assert result.shares["default"]["A"].adjusted_fair_share == pytest.approx(0.1)
+    assert result.shares["default"]["B"].adjusted_fair_share == pytest.approx(0.45)
+
+
+def test_queue_order_priority_class_then_priority_then_age() -> None:
+    config = unlimited(
+        priority_classes={
+            "low": {"priority": 100, "preemptible": False},
+            "high": {"priority": 200, "preemptible": False},
+        },
+        default_priority_class_name="low",
+    )
+    sim = Sim(config, nodes=[node("n0", cpu=2, memory_gi=100)])
+    sim.queue("A")
+    sim.submit(
+        [
+            job("old-low", "A", submitted=1, priority_class_name="low"),
+            job("new-low-urgent", "A", submitted=3, priority=-5, priority_class_name="low"),
+            job("new-high", "A", submitted=2, priority_class_name="high"),
+            job("newest-low", "A", submitted=4, priority_class_name="low"),
+        ]
+    )
+    result = sim.cycle()
+    assert sorted(result.leases.job_ids) == ["new-high", "new-low-urgent"]
+
+
+def test_reprioritise_takes_effect_next_cycle() -> None:
+    sim = Sim(nodes=[node("n0", cpu=1, memory_gi=100)])
+    sim.queue("A")
+    sim.submit([job("first", "A", submitted=1), job("second", "A", submitted=2)])
+    sim.db.reprioritise("second", -1.0)
+    assert sim.cycle().leases.job_ids == ["second"]
+
+
+def test_unschedulable_reason_is_concrete() -> None:
+    sim = Sim(nodes=[node(f"n{i}", cpu=32, memory_gi=256) for i in range(3)])
+    sim.queue("A")
+    sim.submit([job("filler", "A", cpu=20, submitted=0)])
+    sim.cycle()
+    sim.submit([job("big", "A", cpu=31, submitted=1), job("bigger", "A", cpu=31, submitted=2)])
+    sim.submit([job(f"x{i}", "A", cpu=31, submitted=3) for i in range(2)])
+    result = sim.cycle()
+    assert len(result.leases) == 2
+    waiting = [j for j in ("big", "bigger", "x0", "x1") if j not in result.leases.job_ids]
+    reason = result.reasons.for_job(sim.db, waiting[0])
+    assert reason == (
+        "no node with 31 cpu free in pool default; 3 nodes match selector; best has 12 cpu free"
+    )
+    assert result.queue_summary["A"] == {reason: 2}
+
+
+def test_selector_taints_and_rejection() -> None:
+    sim = Sim(
+        nodes=[
+            node("cpu-node", labels={"kind": "cpu"}),
+            node("gpu-node", labels={"kind": "gpu"}, taints=(Taint("gpu", "true", "NoSchedule"),)),
+        ]
+    )
+    sim.queue("A")
+    tolerate = (Toleration(key="gpu", operator="Exists"),)
+    sim.submit(
+        [
+            job("wants-gpu", "A", node_selector={"kind": "gpu"}),
+            job("wants-gpu-tolerates", "A", node_selector={"kind": "gpu"}, tolerations=tolerate),
+            job("huge", "A", cpu=64),
+            job("nowhere", "A", node_selector={"kind": "tpu"}),
+        ]
+    )
+    result = sim.cycle(apply=False)
+    assert dict(zip(result.leases.job_ids, result.leases.node_ids, strict=True)) == {
+        "wants-gpu-tolerates": "gpu-node"
+    }
+    assert {r.job_id for r in result.rejections} == {"wants-gpu", "huge", "nowhere"}
+    huge = next(r for r in result.rejections if r.job_id == "huge")
+    assert "64 cpu" in huge.reason and "best has 8 cpu" in huge.reason
+
+
+def test_pools_are_scheduled_independently_and_jobs_may_restrict_pools() -> None:
+    sim = Sim(nodes=[node("a0", cpu=2, pool="a"), node("b0", cpu=2, pool="b")])
+    sim.queue("Q")
+    sim.submit([job(f"j{i}", "Q", submitted=i, pools=("b",)) for i in range(3)])
+    sim.submit([job("any", "Q", submitted=10)])
+    result = sim.cycle()
+    placed = dict(zip(result.leases.job_ids, result.leases.pools, strict=True))
+    assert placed == {"j0": "b", "j1": "b", "any": "a"}
+
+
+def test_gang_all_or_nothing_and_incomplete_reason() -> None:
+    sim = Sim(nodes=[node(f"n{i}", cpu=2) for i in range(2)])
+    sim.queue("A")
+    gang: dict[str, Any] = {"gang_id": "g1", "gang_cardinality": 3}
+    sim.submit([job("g1-0", "A", **gang), job("g1-1", "A", **gang)])
+    result = sim.cycle()
+    assert not result.leases
+    assert result.reasons.for_job(sim.db, "g1-0") == "gang incomplete 2/3"
+    sim.submit([job("g1-2", "A", **gang)])
+    assert sorted(sim.cycle().leases.job_ids) == ["g1-0", "g1-1", "g1-2"]
+    too_big: dict[str, Any] = {"gang_id": "g2", "gang_cardinality": 2}
+    sim.submit([job("g2-0", "A", cpu=1, **too_big), job("g2-1", "A", cpu=1, **too_big)])
+    result = sim.cycle()
+    assert not result.leases
+    assert result.reasons.for_job(sim.db, "g2-0").startswith("gang of 2 does not fit")
+
+
+def test_gang_node_uniformity_label() -> None:
+    nodes = [node(f"{zone}{i}", cpu=2, labels={"zone": zone}) for zone in "ab" for i in range(2)]
+    sim = Sim(nodes=nodes)
+    sim.queue("A")
+    sim.submit([job("filler", "A", cpu=1, submitted=0, node_selector={"zone": "a"})])
+    sim.cycle()
+    gang: dict[str, Any] = {
+        "gang_id": "g",
+        "gang_cardinality": 4,
+        "gang_node_uniformity_label": "zone",
+        "submitted": 1,
+    }
+    sim.submit([job(f"g{i}", "A", **gang) for i in range(4)])
+    result = sim.cycle()
+    assert sorted(result.leases.node_ids) == ["b0", "b0", "b1", "b1"]
+
+
+def test_rate_limits_carry_across_cycles() -> None:
+    config = unlimited(maximum_scheduling_rate=2.0, maximum_scheduling_burst=5)
+    sim = Sim(config, nodes=[node("n0", cpu=100, memory_gi=1000)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(20))
+    first = sim.cycle(advance=0)
+    assert len(first.leases) == 5
+    assert (
+        first.reasons.for_job(sim.db, "a10") == "global scheduling rate limit reached (maximumSchedulingRate)"
+    )
+    assert len(sim.cycle(advance=1.0).leases) == 2
+    assert len(sim.cycle(advance=10.0).leases) == 5
+
+
+def test_per_queue_rate_limit() -> None:
+    config = unlimited(maximum_per_queue_scheduling_rate=1.0, maximum_per_queue_scheduling_burst=3)
+    sim = Sim(config, nodes=[node("n0", cpu=100, memory_gi=1000)])
+    sim.queue("A")
+    sim.queue("B")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(10))
+    sim.submit(job(f"b{i}", "B", submitted=i) for i in range(2))
+    result = sim.cycle()
+    assert Counter(j[0] for j in result.leases.job_ids) == {"a": 3, "b": 2}
+    assert result.queue_summary["A"] == {"queue rate limited (maximumPerQueueSchedulingRate)": 7}
+
+
+def test_priority_class_fraction_limits_a_queue() -> None:
+    config = unlimited(
+        priority_classes={
+            "armada-default": {"priority": 1000, "maximumResourceFractionPerQueue": {"cpu": 0.25}}
+        }
+    )
+    sim = Sim(config, nodes=[node("n0", cpu=8, memory_gi=1000)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(8))
+    result = sim.cycle()
+    assert len(result.leases) == 2
+    assert (
+        result.reasons.for_job(sim.db, "a5")
+        == "queue A over its armada-default resource limit in pool default"
+    )
+
+
+def test_max_queue_lookback() -> None:
+    sim = Sim(unlimited(max_queue_lookback=3), nodes=[node("n0", cpu=100, memory_gi=1000)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(10))
+    result = sim.cycle()
+    assert len(result.leases) == 3
+    assert result.reasons.for_job(sim.db, "a9") == "beyond maxQueueLookback (3)"
+
+
+def test_time_budget_stops_cleanly() -> None:
+    ticks = iter(range(1000))
+    config = unlimited(max_scheduling_duration=2.5)
+    sim = Sim(config, nodes=[node(f"n{i}", cpu=1, labels={"n": str(i)}) for i in range(10)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i, node_selector={"n": str(i)}) for i in range(10))
+    result = schedule(
+        sim.db,
+        queues=list(sim.queues.values()),
+        config=config,
+        state=sim.state,
+        now=0.0,
+        clock=lambda: float(next(ticks)),
+    )
+    assert result.stats.stopped == "time budget"
+    assert result.reasons.cycle.startswith("scheduling cycle stopped")
+
+
+def test_maximum_resource_fraction_to_schedule() -> None:
+    sim = Sim(unlimited(maximum_resource_fraction_to_schedule={"cpu": 0.5}), nodes=[node("n0", cpu=10)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(10))
+    assert len(sim.cycle().leases) == 5
+    assert len(sim.cycle().leases) == 5
+
+
+def test_decisions_are_deterministic() -> None:
+    def run() -> list[tuple[str, str]]:
+        sim = Sim(nodes=[node(f"n{i}", cpu=4) for i in range(5)])
+        for q in "ABC":
+            sim.queue(q, factor=1.0 + "ABC".index(q))
+            sim.submit(job(f"{q}{i}", q, cpu=1 + i % 3, submitted=i) for i in range(10))
+        result = sim.cycle()
+        return list(zip(result.leases.job_ids, result.leases.node_ids, strict=True))
+
+    assert run() == run()
+
+
+def test_schedule_only_reads_the_job_db() -> None:
+    sim = Sim(nodes=[node("n0", cpu=4)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(6))
+    before = (list(sim.db.ids), sim.db.cols["state"].copy(), [dict(c) for c in sim.db.queued_counts])
+    result = sim.cycle(apply=False)
+    assert len(result.leases) == 4
+    after = (list(sim.db.ids), sim.db.cols["state"].copy(), [dict(c) for c in sim.db.queued_counts])
+    assert before[0] == after[0] and (before[1] == after[1]).all() and before[2] == after[2]
+
+
+def test_key_summary_counts_waiting_jobs_per_key() -> None:
+    sim = Sim(nodes=[node("n0", cpu=2)])
+    sim.queue("A")
+    sim.queue("B")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(3))
+    sim.submit(job(f"b{i}", "B", submitted=i) for i in range(3))
+    result = sim.cycle()
+    key = int(sim.db.cols["key"][sim.db.row("a2")])
+    assert sum(result.key_summary[key].values()) == 4
+    assert sim.db.keys.infos[key].describe() == "cpu=1 memory=1Gi armada-default"
+
+
+def test_gang_with_differing_members_is_reported_not_scheduled() -> None:
+    sim = Sim(nodes=[node("n0", cpu=8)])
+    sim.queue("A")
+    gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2}
+    sim.submit([job("g0", "A", cpu=1, **gang), job("g1", "A", cpu=2, **gang)])
+    result = sim.cycle()
+    assert not result.leases
+    assert result.reasons.for_job(sim.db, "g0") == "gang members have different scheduling requirements"

@@ -1,0 +1,70 @@
+"""Settings: defaults, YAML file, environment, flags — and the generated reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from armada.settings import Settings, SettingsError, load_settings, settings_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_need_no_file() -> None:
+    settings = load_settings(env={})
+    assert settings == Settings()
+    assert settings.database.url == "sqlite:///armada.db"
+    assert (settings.server.host, settings.server.port) == ("127.0.0.1", 8080)
+
+
+def test_precedence_is_file_then_environment_then_flags(tmp_path: Path) -> None:
+    config = tmp_path / "armada.yaml"
+    config.write_text(
+        "server:\n  port: 9000\n  maxRequestBytes: 2048\ndatabase:\n  url: sqlite:///from-file.db\n"
+    )
+    env = {"ARMADA_SERVER_PORT": "9100", "ARMADA_LOGGING_LEVEL": "debug"}
+    settings = load_settings(
+        config, env=env, overrides={"database": {"url": "sqlite:///flag.db"}, "server": {"host": None}}
+    )
+    assert settings.server.port == 9100
+    assert settings.server.max_request_bytes == 2048
+    assert settings.logging.level == "debug"
+    assert settings.database.url == "sqlite:///flag.db"
+    assert settings.server.host == "127.0.0.1"  # a flag left unset changes nothing
+
+
+def test_environment_names_follow_camel_case_fields() -> None:
+    settings = load_settings(
+        env={"ARMADA_SERVER_MAX_REQUEST_BYTES": "4096", "ARMADA_DATABASE_POOL_SIZE": "3"}
+    )
+    assert (settings.server.max_request_bytes, settings.database.pool_size) == (4096, 3)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "fragment"),
+    [
+        ("server:\n  port: 70000\n", "server.port"),
+        ("server:\n  prot: 1\n", "prot"),
+        ("- just a list\n", "top level"),
+        ("server: [\n", "cannot read"),
+    ],
+)
+def test_bad_configuration_names_the_key(tmp_path: Path, yaml_text: str, fragment: str) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml_text)
+    with pytest.raises(SettingsError, match=fragment.replace(".", r"\.")):
+        load_settings(config, env={})
+
+
+def test_bad_environment_value_is_reported() -> None:
+    with pytest.raises(SettingsError, match="port"):
+        load_settings(env={"ARMADA_SERVER_PORT": "eighty"})
+
+
+def test_configuration_reference_is_up_to_date() -> None:
+    text = settings_markdown()
+    assert "`ARMADA_DATABASE_URL`" in text
+    assert (ROOT / "docs" / "configuration.md").read_text() == text + "\n", (
+        "run: armada config docs > docs/configuration.md"
+    )
