@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 from sqlalchemy import update
 
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.services.invariants import check
-from tests.databases import sqlite_url
 from tests.factories import RandomHistory, make_job, submission
-from tests.processes import armada_command, process_env
+from tests.faults.workload import admin_check
 
 
 async def test_a_random_plausible_history_passes(database: Database) -> None:
@@ -54,14 +50,16 @@ async def test_views_that_differ_from_a_replay_are_reported_and_left_alone(datab
     assert (await check(database.store)).violations == report.violations
 
 
-def test_admin_check_command_exits_nonzero_on_violations(tmp_path: Path) -> None:
-    url = sqlite_url(tmp_path)
-
-    def run() -> subprocess.CompletedProcess[str]:
-        command = armada_command("admin", "check", "--database-url", url)
-        return subprocess.run(command, env=process_env(), capture_output=True, text=True, timeout=60)
-
-    subprocess.run(armada_command("admin", "migrate", "--database-url", url), env=process_env(), check=True)
-    healthy = run()
+async def test_admin_check_command_says_ok_or_lists_violations_and_exits_1(database: Database) -> None:
+    job = make_job()
+    await database.store.append(submission(job))
+    healthy = admin_check(database.url)
     assert healthy.returncode == 0, healthy.stderr
-    assert healthy.stdout.startswith("ok (0 events")
+    assert healthy.stdout == "ok (2 events, 1 jobs, 0 runs checked)\n"
+
+    env = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id}
+    await database.store.append([ev.JobSucceeded(**env, run_id="ghost")])
+    broken = admin_check(database.url)
+    assert broken.returncode == 1
+    assert "succeeded names run ghost" in broken.stdout
+    assert broken.stdout.splitlines()[-1].startswith("FAILED: 1 violations listed")

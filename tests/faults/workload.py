@@ -109,14 +109,16 @@ def wait_until_all_finished(database_url: str, count: int, *, timeout: float) ->
     return wait_for(finished, timeout=timeout, what=f"{count} jobs to finish")
 
 
+def admin_check(database_url: str) -> subprocess.CompletedProcess[str]:
+    """Run ``armada admin check`` on the database."""
+    command = armada_command("admin", "check", "--database-url", database_url)
+    return subprocess.run(
+        command, check=False, env=process_env(), capture_output=True, text=True, timeout=300
+    )
+
+
 def assert_invariants_hold(database_url: str) -> None:
     """``armada admin check`` on the database: exit 0 and say ok."""
-    result = subprocess.run(
-        armada_command("admin", "check", "--database-url", database_url),
-        env=process_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = admin_check(database_url)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1].startswith("ok ")
