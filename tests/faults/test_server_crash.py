@@ -19,6 +19,7 @@ from tests.faults.workload import (
     Submitter,
     assert_invariants_hold,
     duplicated_client_ids,
+    event_counts,
     wait_until_all_finished,
 )
 from tests.processes import free_port, running_server
@@ -56,4 +57,7 @@ def test_server_killed_under_load_loses_and_doubles_nothing(tmp_path: Path) -> N
         assert {states[job_id] for job_id in acknowledged.values()} == {"SUCCEEDED"}, context
         assert len(states) == JOBS, context
         assert duplicated_client_ids(url) == [], context
+        # Executors kept running their jobs: no run expired, none was leased twice.
+        events = event_counts(url)
+        assert events["leaseExpired"] == 0 and events["leased"] == JOBS, events
         assert_invariants_hold(url)

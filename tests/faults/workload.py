@@ -34,8 +34,10 @@ LOAD_SERVER_ENV = {
 }
 
 
-#: Executor settings for fault tests: per-run log lines would cost more than the runs.
-LOAD_EXECUTOR_ENV = {"ARMADA_LOGGING_LEVEL": "warning"}
+#: Executor settings for fault tests: per-run log lines would cost more than the runs, and
+#: retries must stay well below the server's (shortened) executor timeout, as the
+#: defaults (15 s and 60 s) are, or a recovered server rightly expires a silent executor.
+LOAD_EXECUTOR_ENV = {"ARMADA_LOGGING_LEVEL": "warning", "ARMADA_EXECUTOR_RETRY_MAX_SECONDS": "1"}
 
 
 class Submitter(threading.Thread):
@@ -88,6 +90,12 @@ def job_states(database_url: str) -> dict[str, str]:
     """Every job's state, by job id, straight from the ``jobs`` view."""
     with psycopg.connect(libpq_conninfo(database_url)) as conn:
         return dict(conn.execute("SELECT job_id, state FROM jobs").fetchall())
+
+
+def event_counts(database_url: str) -> Counter[str]:
+    """How many events of each type the log holds."""
+    with psycopg.connect(libpq_conninfo(database_url)) as conn:
+        return Counter(dict(conn.execute("SELECT type, count(*) FROM events GROUP BY type").fetchall()))
 
 
 def duplicated_client_ids(database_url: str) -> list[str]:
