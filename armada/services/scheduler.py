@@ -139,14 +139,16 @@ class SchedulerService:
         await self._append_decisions(result)
         self.scheduler_state = result.state
         self.last_result = result
-        if result.stats.scheduled or result.stats.preempted or result.stats.rejected:
-            log.info(
-                "scheduling cycle",
-                scheduled=result.stats.scheduled,
-                preempted=result.stats.preempted,
-                rejected=result.stats.rejected,
-                seconds=round(result.stats.duration, 4),
-            )
+        busy = result.stats.scheduled or result.stats.preempted or result.stats.rejected
+        (log.info if busy else log.debug)(
+            "scheduling cycle",
+            seq=self.state.seq,
+            queued=len(self.state.jobs),
+            scheduled=result.stats.scheduled,
+            preempted=result.stats.preempted,
+            rejected=result.stats.rejected,
+            seconds=round(result.stats.duration, 4),
+        )
         return result
 
     # --- executors gone silent and nodes lost -------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -264,3 +265,17 @@ async def test_a_new_leader_gives_silent_executors_a_full_timeout_before_expirin
     restarted.clock.now += 61  # still silent a full timeout after the restart: now it expires
     await restarted.scheduler.cycle()
     assert (await restarted.event_types(job_id))[-2:] == ["leaseExpired", "queued"]
+
+
+async def test_long_poll_waits_through_unrelated_events_until_a_lease(harness: Harness) -> None:
+    h = harness
+    await h.lease()  # register nodes
+    nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(2)]
+    request = LeaseRequest(executor_id="c1", pool="default", nodes=nodes, wait_millis=20_000)
+    call = asyncio.create_task(h.leases.lease(request))
+    [job_id] = await submit(h, 1)  # wakes the waiting call, but there is no lease yet
+    await asyncio.sleep(0.3)
+    assert not call.done()
+    await h.scheduler.cycle()
+    response = await asyncio.wait_for(call, 10)
+    assert [lease.job_id for lease in response.leases] == [job_id]

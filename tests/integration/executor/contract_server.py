@@ -31,9 +31,10 @@ def free_port() -> int:
 class ContractServer:
     """State and ASGI app of the test double."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: tuple[str, str] | None = None) -> None:
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.tls = tls
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.queued: list[Lease] = []
         self.active: dict[str, str] = {}
         self.cancel: set[str] = set()
@@ -64,7 +65,7 @@ class ContractServer:
         """Run ids in the latest lease request."""
         return {r.run_id for r in self.lease_requests[-1].runs} if self.lease_requests else set()
 
-    async def wait_for(self, predicate: Callable[[], bool], within: float = 10.0) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], within: float = 120.0) -> None:
         """Wait (event-driven, with a generous safety timeout) until ``predicate`` holds."""
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(predicate)
@@ -78,6 +79,8 @@ class ContractServer:
             lifespan="off",
             ws="none",
             interface="asgi3",
+            ssl_certfile=self.tls[0] if self.tls else None,
+            ssl_keyfile=self.tls[1] if self.tls else None,
         )
         self._server = uvicorn.Server(config)
         self._task = asyncio.create_task(self._server.serve())
