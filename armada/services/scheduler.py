@@ -84,6 +84,10 @@ class SchedulerService:
         self.scheduler_state = SchedulerState()
         #: The last cycle's result, for scheduling reports.
         self.last_result: SchedulingResult | None = None
+        #: When this replica's current unbroken run of cycles began (None: not leading).
+        #: Executors cannot heartbeat into a log that nobody could write, so silence is
+        #: only counted from here: a server or database outage expires no one's runs.
+        self._watching_since: float | None = None
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -104,6 +108,7 @@ class SchedulerService:
         while True:
             try:
                 if not await self.leader.ensure():
+                    self._watching_since = None
                     await asyncio.sleep(self.settings.leader_retry_interval)
                     continue
                 await self.cycle()
@@ -111,6 +116,7 @@ class SchedulerService:
                 raise
             except Exception as exc:  # a failed cycle (database down, ...) is retried
                 log.exception("scheduling cycle failed", error=str(exc))
+                self._watching_since = None
                 await asyncio.sleep(1.0)
                 continue
             await self.store.wait_for_change(self.state.seq, timeout=self.settings.cycle_period)
@@ -120,6 +126,8 @@ class SchedulerService:
         """One scheduling cycle (callable directly in tests)."""
         await self.follower.catch_up()
         now = self.clock()
+        if self._watching_since is None:
+            self._watching_since = now
         await self._expire_and_recover(now)
         result = schedule(
             self.state.jobs,
@@ -146,10 +154,11 @@ class SchedulerService:
     # --- executors gone silent and nodes lost -------------------------------------------
 
     async def _expire_and_recover(self, now: float) -> None:
+        watching_since = self._watching_since or now
         expired = [
             info
             for info in self.state.executors.values()
-            if info.nodes and now - info.last_seen > self.settings.executor_timeout
+            if info.nodes and now - max(info.last_seen, watching_since) > self.settings.executor_timeout
         ]
         lost: list[tuple[RunInfo, str, FailureCause, bool]] = []
         for info in expired:

@@ -246,6 +246,29 @@ async def test_only_one_replica_leads(database: Database) -> None:
         await second.release()
 
 
+async def test_a_new_leader_gives_silent_executors_a_full_timeout_before_expiring_them(
+    database: Database,
+) -> None:
+    """Heartbeats cannot be recorded while no server runs: a restart must not expire every run."""
+    first = Harness(database)
+    await first.follower.load()
+    await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
+    await first.lease()
+    [job_id] = await submit(first, 1)
+    await first.scheduler.cycle()
+    [lease] = (await first.lease()).leases
+    await first.lease(runs=[report(lease.run_id, job_id)])
+
+    restarted = Harness(database)  # the server was down for longer than the executor timeout
+    restarted.clock.now = first.clock.now + 600
+    await restarted.follower.load()
+    await restarted.scheduler.cycle()
+    assert (await restarted.job_states())[job_id] == "LEASED"
+    restarted.clock.now += 61  # still silent a full timeout after the restart: now it expires
+    await restarted.scheduler.cycle()
+    assert (await restarted.event_types(job_id))[-2:] == ["leaseExpired", "queued"]
+
+
 async def test_long_poll_waits_through_unrelated_events_until_a_lease(harness: Harness) -> None:
     h = harness
     await h.lease()  # register nodes
