@@ -9,7 +9,7 @@ one. The log is only ever inserted into.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import NamedTuple
 
@@ -46,6 +46,8 @@ class EventStore:
         self.engine = engine
         self.notifier = notifier or ChangeNotifier()
         self._append_lock = asyncio.Lock()
+        #: Called with each committed batch of events (metrics); must be cheap and not raise.
+        self.listeners: list[Callable[[Sequence[Event]], None]] = []
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
@@ -59,6 +61,8 @@ class EventStore:
                 head = await self._write(conn, tx.staged) if tx.staged else 0
         if head:
             self.notifier.publish(head)
+            for listener in self.listeners:
+                listener(tx.staged)
 
     async def append(self, events: Sequence[Event]) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 import msgspec
 import structlog
@@ -43,6 +44,8 @@ class LogFollower:
         self.state = ClusterState(config)
         #: Published with the state's sequence number after each batch is applied.
         self.applied = ChangeNotifier()
+        #: Called after each event of the log is applied (not for the snapshot ``load`` reads).
+        self.listeners: list[Callable[[ClusterState, ev.Event], None]] = []
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
@@ -70,6 +73,8 @@ class LogFollower:
                 batch = await self.store.read(self.state.seq, limit=READ_BATCH)
                 for stored in batch:
                     self.state.apply(stored.seq, stored.event)
+                    for listener in self.listeners:
+                        listener(self.state, stored.event)
                 if batch:
                     self.applied.publish(self.state.seq)
                 if len(batch) < READ_BATCH:

@@ -21,6 +21,7 @@ from armada.eventstore.store import EventStore, Transaction
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
+from armada.reports.history import CycleHistory
 from armada.scheduling import SchedulerState, SchedulingConfig, SchedulingResult, schedule
 from armada.services.cluster_state import ClusterState, RunInfo
 from armada.services.follower import LogFollower
@@ -84,6 +85,8 @@ class SchedulerService:
         self.scheduler_state = SchedulerState()
         #: The last cycle's result, for scheduling reports.
         self.last_result: SchedulingResult | None = None
+        #: The last few cycles, kept small, for reports and metrics.
+        self.history = CycleHistory()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -128,6 +131,7 @@ class SchedulerService:
             state=self.scheduler_state,
             now=now,
         )
+        self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         await self._append_decisions(result)
         self.scheduler_state = result.state
         self.last_result = result
