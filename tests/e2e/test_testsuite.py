@@ -81,7 +81,8 @@ expectedEvents:
     times_out = job.format(args='"sleep", "60"', timeout="2s", expected="cancelled")
     (tmp_path / "times_out.yaml").write_text(times_out)
     junit = tmp_path / "junit.xml"
-    result = run_suite(server.url, tmp_path / "fails_early.yaml", tmp_path / "times_out.yaml", "--junit", junit)
+    cases = (tmp_path / "fails_early.yaml", tmp_path / "times_out.yaml")
+    result = run_suite(server.url, *cases, "--junit", junit)
     assert result.returncode == 1
     lines = {line.split()[1]: line for line in result.stdout.splitlines()[:-1]}
     assert "unexpected failed while waiting for succeeded" in lines["fails_early"]
