@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from armada.cli.connection import ContextOption, UrlOption, fail
 from armada.client import ConfigError, load_config
 from armada.testsuite.junit import write_junit
 from armada.testsuite.spec import SpecError, case_files, load_case
@@ -21,17 +22,17 @@ def run(
     paths: Annotated[
         list[Path], typer.Argument(help="Case files, or directories of *.yaml cases.", exists=True)
     ],
-    url: Annotated[str | None, typer.Option(help="Server URL (default: ARMADA_URL, then contexts).")] = None,
+    url: UrlOption = None,
+    context: ContextOption = None,
     junit: Annotated[Path | None, typer.Option(help="Also write a JUnit XML report here.")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Cases run at once.")] = 8,
 ) -> None:
     """Run every case; one line per case, then ``N passed, N failed``; exit 1 on any failure."""
     try:
-        config = load_config(url)
+        config = load_config(url, context)
         cases = [load_case(path) for path in case_files(paths)]
     except (ConfigError, SpecError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(str(exc), 2) from exc
     results = asyncio.run(
         run_cases(cases, config, concurrency=concurrency, report=lambda result: typer.echo(result.line()))
     )
