@@ -9,7 +9,7 @@ one. The log is only ever inserted into.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 from sqlalchemy import func, select
@@ -44,6 +44,8 @@ class EventStore:
         self.notifier = notifier or ChangeNotifier()
         self._append_lock = asyncio.Lock()
         self._recent = RecentEvents()
+        #: Called with each committed batch of events (metrics); must be cheap and not raise.
+        self.listeners: list[Callable[[Sequence[Event]], None]] = []
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
@@ -59,6 +61,8 @@ class EventStore:
                 self._recent.add(head - len(tx.staged) + 1, tx.staged)
         if head:
             self.notifier.publish(head)
+            for listener in self.listeners:
+                listener(tx.staged)
 
     async def append(self, events: Sequence[Event]) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""

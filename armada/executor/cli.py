@@ -9,12 +9,14 @@ from typing import Annotated, Any
 
 import msgspec
 import typer
+from prometheus_client import CollectorRegistry, start_http_server
 
 from armada.cli.options import ConfigOption, settings_or_exit
 from armada.executor.backends.fake import load_node_templates
 from armada.executor.runner import run_executor
 from armada.executor.settings import BackendName, ExecutorSettings
 from armada.logs import configure_logging
+from armada.metrics.executor import ExecutorMetrics
 
 _DEFAULTS = ExecutorSettings()
 
@@ -115,6 +117,9 @@ def executor(
         typer.Option(help="fake: YAML node templates (count, allocatable, labels, taints)."),
     ] = None,
     fake_speed: Annotated[float | None, typer.Option(help="fake: simulated seconds per real second.")] = None,
+    metrics_port: Annotated[
+        int, typer.Option(help="Serve Prometheus metrics on this port at /metrics (0: off).")
+    ] = 0,
 ) -> None:
     """Run the executor of one cluster: lease jobs from the server and run them.
 
@@ -140,4 +145,13 @@ def executor(
         fake_nodes_file=fake_nodes_file,
         fake_speed=fake_speed,
     )
-    asyncio.run(run_executor(settings, handle_signals=True))
+    if not metrics_port:
+        asyncio.run(run_executor(settings, handle_signals=True))
+        return
+    registry = CollectorRegistry()
+    metrics = ExecutorMetrics(registry)
+    metrics_server, _ = start_http_server(metrics_port, registry=registry)
+    try:
+        asyncio.run(run_executor(settings, handle_signals=True, metrics=metrics))
+    finally:
+        metrics_server.shutdown()
