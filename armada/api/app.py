@@ -17,7 +17,7 @@ from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 
 import armada
-from armada.api import executor_routes, job_routes, query_routes, queue_routes, system
+from armada.api import executor_routes, job_routes, lookout_routes, query_routes, queue_routes, system
 from armada.api.dependencies import DEPENDENCIES
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.eventstore.database import Database
@@ -91,6 +91,7 @@ def create_app(settings: Settings) -> Litestar:
             *job_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,
+            *lookout_routes.ROUTES,
         ],
         dependencies=DEPENDENCIES,
         lifespan=[lifespan],
