@@ -22,6 +22,7 @@ from litestar.static_files import create_static_files_router
 from armada.api.dependencies import Store
 from armada.lookout import STATIC_DIR, detail, jobs, overview
 from armada.lookout.wire import GroupsRequest, GroupsResponse, JobDetail, JobsRequest, JobsResponse, Overview
+from armada.model.states import JobState
 from armada.services.scheduler import SchedulerService
 
 TAGS = ["lookout"]
@@ -43,8 +44,11 @@ async def job_groups(data: JSONBody[GroupsRequest], store: Store) -> GroupsRespo
 
 
 @get("/api/v1/jobs/{job_id:str}", tags=TAGS, summary="One job with its spec, runs and events")
-async def job_detail(job_id: FromPath[str], store: Store) -> JobDetail:
-    return await detail.job_detail(store, job_id)
+async def job_detail(job_id: FromPath[str], store: Store, state: State) -> JobDetail:
+    found = await detail.job_detail(store, job_id)
+    if found.job.state == JobState.QUEUED:
+        found.pending_reason = detail.pending_reason(state.scheduler, job_id)
+    return found
 
 
 @get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors")

@@ -91,8 +91,8 @@ def test_cancel_from_the_ui_and_see_why_a_job_is_pending(
     row(page, waiter).get_by_role("link", name=waiter).click()
     drawer = page.locator("#drawer")
     expect(drawer.locator("h2 .badge")).to_have_text("QUEUED")
-    expect(drawer.locator("section.pending")).to_contain_text(re.compile(r"\S"))
-    expect(drawer.locator("section.pending .notice-loading")).to_have_count(0)
+    # The drawer refreshes as the log moves (executor heartbeats at least) until a cycle says why.
+    expect(drawer.locator("section.pending")).to_contain_text("Last scheduling cycle:")
     drawer.get_by_role("button", name="Close").click()
 
     page.get_by_role("checkbox", name="Select all on this page").check()

@@ -28,14 +28,21 @@ function summary(detail) {
   return h("dl", { class: "kv" }, rows.filter(Boolean).map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
-async function whyPending(slot) {
+/** The last cycle's reason (from the detail) and the full scheduling report, when there is one. */
+async function whyPending(slot, detail) {
+  const reason = detail.pendingReason
+    ? h("p", { class: "reason" }, "Last scheduling cycle: ", h("b", {}, detail.pendingReason))
+    : "";
+  fill(slot, reason); // the report follows (live refreshes redraw this without a loading flash)
   try {
-    const report = await api.schedulerReport(slot.dataset.jobId);
-    fill(slot, h("pre", { class: "report" }, report.report ?? JSON.stringify(report, null, 2)));
+    const report = await api.schedulerReport(detail.job.jobId);
+    fill(slot, reason, h("pre", { class: "report" }, report.report ?? JSON.stringify(report, null, 2)));
   } catch (error) {
-    fill(slot, error.status === 404
-      ? notice("No scheduling report for this job yet: it is queued and waits for the scheduler's next cycle.")
-      : notice(`Could not load the scheduling report: ${errorText(error)}`, "error"));
+    if (error.status === 404) {
+      fill(slot, reason || notice("No scheduling cycle has considered this job yet: it waits for the next one."));
+    } else {
+      fill(slot, reason, notice(`Could not load the scheduling report: ${errorText(error)}`, "error"));
+    }
   }
 }
 
@@ -84,7 +91,7 @@ export function createDrawer(el, app) {
       if (asked !== jobId) return;
       const state = detail.job.state;
       fill(title, asked, " ", stateBadge(state));
-      const pending = state === "QUEUED" ? h("div", { dataset: { jobId: asked } }, notice("Loading…", "loading")) : null;
+      const pending = state === "QUEUED" ? h("div") : null;
       const actions = jobActions(api, [asked]);
       if (state === "QUEUED") delete actions.preempt;
       fill(body,
@@ -97,7 +104,7 @@ export function createDrawer(el, app) {
         h("section", {}, h("h3", {}, "Runs"), runsTable(detail.runs)),
         h("section", {}, h("h3", {}, "Events"), timeline(detail.events)),
         h("section", {}, h("h3", {}, "Spec"), h("pre", { class: "spec" }, detail.specYaml)));
-      if (pending) whyPending(pending);
+      if (pending) whyPending(pending, detail);
     } catch (error) {
       if (asked !== jobId) return;
       fill(title, asked);
