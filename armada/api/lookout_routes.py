@@ -21,7 +21,16 @@ from litestar.static_files import create_static_files_router
 
 from armada.api.dependencies import Store
 from armada.lookout import STATIC_DIR, detail, jobs, overview
-from armada.lookout.wire import GroupsRequest, GroupsResponse, JobDetail, JobsRequest, JobsResponse, Overview
+from armada.lookout.wire import (
+    CountRequest,
+    CountResponse,
+    GroupsRequest,
+    GroupsResponse,
+    JobDetail,
+    JobsRequest,
+    JobsResponse,
+    Overview,
+)
 from armada.model.states import JobState
 from armada.services.scheduler import SchedulerService
 
@@ -36,6 +45,11 @@ PAGES = ["/", "/jobs", "/jobsets"]
 @post("/api/v1/jobs", status_code=200, tags=TAGS, summary="A filtered, sorted page of jobs")
 async def list_jobs(data: JSONBody[JobsRequest], store: Store) -> JobsResponse:
     return await jobs.jobs_page(store, data)
+
+
+@post("/api/v1/jobCount", status_code=200, tags=TAGS, summary="How many jobs match, up to 10,000")
+async def count_jobs(data: JSONBody[CountRequest], store: Store) -> CountResponse:
+    return await jobs.count_jobs(store, data)
 
 
 @post("/api/v1/jobGroups", status_code=200, tags=TAGS, summary="Job counts by queue, job set or state")
@@ -90,6 +104,7 @@ async def app_shell() -> Response[bytes]:
 
 ROUTES: list[HTTPRouteHandler | Router] = [
     list_jobs,
+    count_jobs,
     job_groups,
     job_detail,
     get_overview,

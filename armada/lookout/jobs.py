@@ -1,10 +1,11 @@
 """The jobs table and its groups: server-side filtered, sorted, paginated reads of ``jobs``.
 
-Pages are keyed on the sort column with the job id as tie-breaker, so an index on
-``(…, job_id)`` or ``(…, last_transition)`` can return the page without sorting the whole
-match; "submitted" sorts by the job id itself (ULIDs order by submission time). The total
-is counted only up to :data:`COUNT_LIMIT`: an exact count of a million matches costs more
-than the page, and "10,000+" is all a person needs to know.
+Pages are ordered by the sort column with the job id as tie-breaker, so an index on
+``(queue, …)`` or ``(state, …)`` in that order returns a page without sorting the whole
+match; "submitted" sorts by the job id itself (ULIDs order by submission time). A page
+reads one row more than it shows to know whether another follows, and the total is a
+separate, capped count: counting a million matches costs far more than a page of them,
+and "10,000+" is all a person needs to know.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, func, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
 from armada.lookout import filters
 from armada.lookout.wire import (
+    CountRequest,
+    CountResponse,
     GroupsRequest,
     GroupsResponse,
     JobGroup,
@@ -101,22 +103,21 @@ def rows_query(where: ColumnElement[bool]) -> Any:
     return select(*ROW_COLUMNS).select_from(joined).where(where)
 
 
-async def _count(conn: AsyncConnection, where: ColumnElement[bool]) -> int:
-    capped = select(_jobs.c.job_id).where(where).limit(COUNT_LIMIT + 1).subquery()
-    return int(await conn.scalar(select(func.count()).select_from(capped)) or 0)
-
-
 async def jobs_page(store: EventStore, request: JobsRequest) -> JobsResponse:
-    where = filters.conditions(request.filter)
-    query = rows_query(where).order_by(*_order_by(request.order)).offset(request.skip).limit(request.take)
+    query = rows_query(filters.conditions(request.filter)).order_by(*_order_by(request.order))
     async with store.engine.connect() as conn:
-        rows = (await conn.execute(query)).all()
-        count = await _count(conn, where)
+        rows = (await conn.execute(query.offset(request.skip).limit(request.take + 1))).all()
     return JobsResponse(
-        jobs=[job_row(row) for row in rows],
-        count=min(count, COUNT_LIMIT),
-        count_capped=count > COUNT_LIMIT,
+        jobs=[job_row(row) for row in rows[: request.take]], has_more=len(rows) > request.take
     )
+
+
+async def count_jobs(store: EventStore, request: CountRequest) -> CountResponse:
+    """Jobs matching the filter, up to :data:`COUNT_LIMIT`."""
+    capped = select(_jobs.c.job_id).where(filters.conditions(request.filter)).limit(COUNT_LIMIT + 1)
+    async with store.engine.connect() as conn:
+        count = int(await conn.scalar(select(func.count()).select_from(capped.subquery())) or 0)
+    return CountResponse(count=min(count, COUNT_LIMIT), capped=count > COUNT_LIMIT)
 
 
 async def job_groups(store: EventStore, request: GroupsRequest) -> GroupsResponse:

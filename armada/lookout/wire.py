@@ -82,9 +82,18 @@ class JobRow(Response):
 
 class JobsResponse(Response):
     jobs: list[JobRow] = []
-    #: Jobs matching the filter, counted up to ``COUNT_LIMIT`` (``countCapped`` when it stopped).
-    count: int = 0
-    count_capped: bool = False
+    #: More jobs match after this page.
+    has_more: bool = False
+
+
+class CountRequest(Request):
+    filter: JobFilter = msgspec.field(default_factory=JobFilter)
+
+
+class CountResponse(Response):
+    #: Jobs matching the filter, counted up to a limit (``capped`` when it stopped there).
+    count: int
+    capped: bool
 
 
 class GroupsRequest(Request):

@@ -1,7 +1,8 @@
-"""Indexes for Lookout's jobs table: pages sorted by submission or last transition.
+"""Indexes for Lookout's jobs table: a page of a queue or a state in any sort order.
 
-``(queue, job_id)`` returns a queue's newest (or oldest) jobs without sorting the queue;
-``(state, last_transition)`` serves state filters across queues and "recently changed" pages.
+Each index returns one sort order of a queue's jobs (by submission = job id, by last
+transition, by priority) or of a state's jobs (by last transition; rare states are
+fetched whole and sorted), so a page of 100 never sorts a million rows.
 
 Revision ID: 0002_lookout_indexes
 Revises: 0001
@@ -18,9 +19,16 @@ depends_on = None
 
 def upgrade() -> None:
     op.create_index("ix_jobs_queue_submitted", "jobs", ["queue", "job_id"])
+    op.create_index("ix_jobs_queue_transition", "jobs", ["queue", "last_transition"])
+    op.create_index("ix_jobs_queue_priority", "jobs", ["queue", "priority", "job_id"])
     op.create_index("ix_jobs_state_transition", "jobs", ["state", "last_transition"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_jobs_state_transition", table_name="jobs")
-    op.drop_index("ix_jobs_queue_submitted", table_name="jobs")
+    for name in (
+        "ix_jobs_state_transition",
+        "ix_jobs_queue_priority",
+        "ix_jobs_queue_transition",
+        "ix_jobs_queue_submitted",
+    ):
+        op.drop_index(name, table_name="jobs")

@@ -38,7 +38,10 @@ def test_filters_sort_and_pages(server: ApiServer, client: ArmadaClient, queue: 
     page = jobs(
         server, filter={"queue": queue}, order={"field": "submitted", "direction": "asc"}, skip=1, take=2
     )
-    assert (ids(page), page["count"], page["countCapped"]) == (first[1:3], 5, False)
+    assert (ids(page), page["hasMore"]) == (first[1:3], True)
+    assert jobs(server, filter={"queue": queue}, skip=3, take=2)["hasMore"] is False
+    count = httpx.post(f"{server.url}/api/v1/jobCount", json={"filter": {"queue": queue}}).json()
+    assert count == {"count": 5, "capped": False}
     by_priority = jobs(
         server, filter={"queue": queue, "jobSet": "a"}, order={"field": "priority", "direction": "asc"}
     )

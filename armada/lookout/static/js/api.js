@@ -38,6 +38,7 @@ function safeJson(text) {
 
 export const api = {
   jobs: (request) => call("POST", "/api/v1/jobs", request),
+  count: (filter) => call("POST", "/api/v1/jobCount", { filter }),
   groups: (request) => call("POST", "/api/v1/jobGroups", request),
   job: (jobId) => call("GET", `/api/v1/jobs/${encodeURIComponent(jobId)}`),
   overview: () => call("GET", "/api/v1/overview"),

@@ -67,7 +67,7 @@ export function mount(main, app) {
   };
 
   const renderTable = (page) => {
-    const { jobs, count, countCapped } = page;
+    const { jobs, hasMore } = page;
     if (!jobs.length) {
       const filtered = location.search.replace(/[?&]job=[^&]*/, "") !== "";
       return fill(results, notice(filtered ? "No jobs match these filters." : "No jobs yet: submit some with `armada submit`."));
@@ -82,7 +82,6 @@ export function mount(main, app) {
       },
     });
     const first = (view.page - 1) * view.size + 1;
-    const total = `${fmtCount(count)}${countCapped ? "+" : ""}`;
     fill(results,
       h("div", { class: "table-wrap" }, h("table", { class: "jobs" },
         h("thead", {}, h("tr", {}, h("th", {}, all), COLUMNS.map(([title, , cls]) => h("th", { class: cls }, title)))),
@@ -96,10 +95,10 @@ export function mount(main, app) {
           })),
           COLUMNS.map(([, cell, cls]) => h("td", { class: cls }, cell(job, app)))))))),
       h("nav", { class: "pager" },
-        h("span", {}, `${fmtCount(first)}–${fmtCount(first + jobs.length - 1)} of ${total}`),
+        h("span", {}, `${fmtCount(first)}–${fmtCount(first + jobs.length - 1)} of `, total),
         h("button", { class: "button", disabled: view.page === 1, onclick: () => change({ page: view.page - 1 }, { fromFilters: false }) }, "Previous"),
         h("button", {
-          class: "button", disabled: first + jobs.length - 1 >= count && !countCapped,
+          class: "button", disabled: !hasMore,
           onclick: () => change({ page: view.page + 1 }, { fromFilters: false }),
         }, "Next")));
   };
@@ -124,6 +123,20 @@ export function mount(main, app) {
           h("span", { class: "hint" }, Object.entries(group.states).map(([s, n]) => `${s} ${fmtCount(n)}`).join(" · ")))))))));
   };
 
+  // The count is a separate, costlier query, needed only when more pages follow, and then
+  // asked again only when the filter changes (a big total may lag live changes a little).
+  const total = h("span", { class: "total" }, "…");
+  let counted = null;
+  const recount = (filter) => {
+    const key = JSON.stringify(filter);
+    if (key === counted) return;
+    counted = key;
+    fill(total, "…");
+    api.count(filter).then(({ count, capped }) => {
+      if (key === counted) fill(total, `${fmtCount(count)}${capped ? "+" : ""}`);
+    }).catch(() => fill(total, "?"));
+  };
+
   let generation = 0;
   async function refresh() {
     const mine = ++generation;
@@ -133,8 +146,16 @@ export function mount(main, app) {
         if (mine === generation) renderGroups(groups);
       } else {
         const order = { field: view.sort, direction: view.dir };
-        const page = await api.jobs({ filter: apiFilter(view), order, skip: (view.page - 1) * view.size, take: view.size });
-        if (mine === generation) renderTable(page);
+        const filter = apiFilter(view);
+        const page = await api.jobs({ filter, order, skip: (view.page - 1) * view.size, take: view.size });
+        if (mine === generation) {
+          if (page.hasMore) recount(filter);
+          else {
+            counted = null;
+            fill(total, fmtCount((view.page - 1) * view.size + page.jobs.length));
+          }
+          renderTable(page);
+        }
       }
     } catch (error) {
       if (mine === generation) fill(results, notice(`Could not load jobs: ${errorText(error)}`, "error"));
