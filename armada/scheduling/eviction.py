@@ -98,16 +98,26 @@ class Eviction(PoolState):
         gang_rows = rows[in_gang]
         reps = np.sort(np.concatenate([np.flatnonzero(~in_gang), np.flatnonzero(in_gang)[first]]))
         counts = np.ones(len(reps), dtype=np.int64)
-        for g, rep in enumerate(gang_rows[first].tolist()):
-            self._gang_members[rep] = gang_rows[inverse.ravel() == g]
+        if len(gang_rows):
+            by_gang = np.argsort(inverse.ravel(), kind="stable")  # members grouped, oldest first
+            groups = np.split(gang_rows[by_gang], np.flatnonzero(np.diff(inverse.ravel()[by_gang])) + 1)
+            for rep, members in zip(gang_rows[first].tolist(), groups, strict=True):
+                self._gang_members[rep] = members
         rep_rows = rows[reps]
         for i, rep in enumerate(rep_rows.tolist()):
             if rep in self._gang_members:
                 counts[i] = len(self._gang_members[rep])
         size = len(reps)
         keys = self.db.cols["key"][rep_rows].astype(np.int64)
-        return Units(rep_rows, keys, counts, np.ones(size, dtype=bool), np.full(size, -1),
-                     np.full(size, qi), np.zeros(size))  # fmt: skip
+        return Units(
+            rep_rows,
+            keys,
+            counts,
+            np.ones(size, dtype=bool),
+            np.full(size, -1),
+            np.full(size, qi),
+            np.zeros(size),
+        )
 
     def _take_off(self, rows: IntArray, sign: int) -> None:
         """Remove (``sign=+1``) or restore (``-1``) running jobs' resources on their nodes."""
