@@ -255,16 +255,20 @@ class Eviction(PoolState):
         """Settle what the loop did not reach, then preempt every evicted job that lost its place."""
         for qi, units in enumerate(self._evicted):
             self.settle_evicted(units.rows)
-            rows, _ = self._expand(units.rows)
-            lost = rows[self.ev_state[rows] == LOST]
-            if not len(lost):
+            rows, unit = self._expand(units.rows)
+            is_lost = self.ev_state[rows] == LOST
+            if not is_lost.any():
                 continue
+            by = self.first_new_on_node[self.lost_to[rows]]
+            unit_by = np.full(len(units), -1, dtype=np.int64)
+            np.maximum.at(unit_by, unit, by)
+            by = np.where(by >= 0, by, unit_by[unit])  # a gang member is lost with its gang
             name = self.queues[qi].name
             reason = (
                 f"preempted to restore fair share in pool {self.pool}: queue {name} was above "
                 f"{self.ctx.config.protected_fraction_of_fair_share:g}x its fair share"
             )
-            self.preempt(lost, self.first_new_on_node[self.lost_to[lost]], reason)
+            self.preempt(rows[is_lost], by[is_lost], reason)
 
     def preempt(self, rows: IntArray, by: IntArray, reason: str) -> None:
         """Record preemptions of ``rows``, each caused by job row ``by`` (-1 = unknown)."""
