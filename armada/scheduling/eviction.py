@@ -157,7 +157,14 @@ class Eviction(PoolState):
         return self._claims
 
     def displace(
-        self, strict: IntArray, request: IntArray, mask: BoolArray, count: int, size: int = 1
+        self,
+        strict: IntArray,
+        request: IntArray,
+        mask: BoolArray,
+        count: int,
+        *,
+        size: int = 1,
+        protected: frozenset[int] = frozenset(),
     ) -> IntArray:
         """Nodes for up to ``count`` jobs (whole groups of ``size``) on space held by evicted jobs.
 
@@ -165,6 +172,7 @@ class Eviction(PoolState):
         DRF order give up their space first, only on nodes where the job can then fit; they
         are lost (preempted when the turn ends). Claims that do not complete a group of
         ``size`` jobs are undone, so nothing is preempted for a job that is not placed.
+        ``protected`` units (evicted units placed alongside, earlier in DRF order) are never taken.
         """
         placed: list[int] = []
         claimed: list[IntArray] = []  # rows claimed for the group being placed
@@ -174,7 +182,7 @@ class Eviction(PoolState):
         for rep in claims[self._claim_at :]:
             if len(placed) >= count:
                 break
-            if self.ev_state[rep] != PENDING:
+            if self.ev_state[rep] != PENDING or rep in protected:
                 continue
             rows, _ = self._expand(np.array([rep]))
             nodes = self.ev_node[rows]
@@ -192,6 +200,16 @@ class Eviction(PoolState):
         for rows in claimed:
             self._claim(rows, strict, -1)
         return np.array(placed[: len(placed) - len(placed) % size], dtype=np.int64)
+
+    def save_claims(self) -> tuple[IntArray, npt.NDArray[np.int8], IntArray, int] | None:
+        """Snapshot of the displacement state, to undo a tentative :meth:`displace` (None = no evictions)."""
+        if not self.held.any():
+            return None
+        return self.held.copy(), self.ev_state.copy(), self.lost_to.copy(), self._claim_at
+
+    def restore_claims(self, saved: tuple[IntArray, npt.NDArray[np.int8], IntArray, int] | None) -> None:
+        if saved is not None:
+            self.held, self.ev_state, self.lost_to, self._claim_at = saved
 
     def _claim(self, rows: IntArray, strict: IntArray, sign: int) -> None:
         """Give up (``+1``) or take back (``-1``) the held space of pending evicted ``rows``."""
