@@ -1,5 +1,9 @@
 """One pool's share of a cycle: fair-share eviction, then DRF-ordered placement in rounds.
 
+Class layers: :class:`~.poolstate.PoolState` (arrays) ← :class:`~.eviction.Eviction`
+(fair-share eviction and return) ← :class:`~.urgency.Urgency` (urgency preemption) ←
+:class:`PoolCycle` (the loop and placement, here).
+
 Each round takes a prefix of every queue (:mod:`.candidates`), merges them into DRF order and
 walks that order. A *run* of consecutive identical units is placed with one vectorised
 best-fit step, which is exactly what one-at-a-time placement would do; long stretches that
