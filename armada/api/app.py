@@ -19,6 +19,7 @@ from litestar.openapi import OpenAPIConfig
 import armada
 from armada.api import executor_routes, job_routes, query_routes, queue_routes, system
 from armada.api.dependencies import DEPENDENCIES
+from armada.api.guard import reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.eventstore.database import Database
 from armada.executor.runner import run_executor
@@ -95,6 +96,7 @@ def create_app(settings: Settings) -> Litestar:
         dependencies=DEPENDENCIES,
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=reject_hostile_input,
         request_max_body_size=settings.server.max_request_bytes,
         openapi_config=OpenAPIConfig(title="Armada", version=armada.__version__, path="/schema"),
         logging_config=None,
