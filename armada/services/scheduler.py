@@ -21,6 +21,7 @@ from armada.eventstore.store import EventStore, Transaction
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
+from armada.reports.history import CycleHistory
 from armada.scheduling import SchedulerState, SchedulingConfig, SchedulingResult, schedule
 from armada.services.cluster_state import ClusterState, RunInfo
 from armada.services.follower import LogFollower
@@ -88,6 +89,8 @@ class SchedulerService:
         #: Executors cannot heartbeat into a log that nobody could write, so silence is
         #: only counted from here: a server or database outage expires no one's runs.
         self._watching_since: float | None = None
+        #: The last few cycles, kept small, for reports and metrics.
+        self.history = CycleHistory()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -136,6 +139,7 @@ class SchedulerService:
             state=self.scheduler_state,
             now=now,
         )
+        self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         await self._append_decisions(result)
         self.scheduler_state = result.state
         self.last_result = result

@@ -72,8 +72,10 @@ class Harness:
 async def harness(database: Database) -> AsyncIterator[Harness]:
     h = Harness(database)
     await h.follower.load()
+    h.follower.start()  # as in the server: follow the log in the background
     await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
     yield h
+    await h.follower.stop()
     await h.scheduler.leader.release()
 
 
