@@ -28,6 +28,7 @@ from armada.api import (
     system,
 )
 from armada.api.dependencies import DEPENDENCIES
+from armada.api.guard import reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.eventstore.database import Database
 from armada.executor.runner import run_executor
@@ -114,6 +115,7 @@ def create_app(settings: Settings) -> Litestar:
         dependencies=DEPENDENCIES,
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=reject_hostile_input,
         request_max_body_size=settings.server.max_request_bytes,
         openapi_config=OpenAPIConfig(title="Armada", version=armada.__version__, path="/schema"),
         logging_config=None,
