@@ -20,6 +20,7 @@ import armada
 from armada.api import (
     executor_routes,
     job_routes,
+    lookout_routes,
     metrics_routes,
     query_routes,
     queue_routes,
@@ -107,6 +108,7 @@ def create_app(settings: Settings) -> Litestar:
             *executor_routes.ROUTES,
             *report_routes.ROUTES,
             *metrics_routes.ROUTES,
+            *lookout_routes.ROUTES,
         ],
         middleware=[metrics.http],
         dependencies=DEPENDENCIES,

@@ -82,7 +82,7 @@ def queue_report(state: ClusterState, history: CycleHistory, name: str) -> Queue
     limits_hit: list[str] = []
     if record is not None:
         reasons = record.reasons
-        limits_hit = sorted({r for (q, _), r in reasons.by_queue_key.items() if q == name})
+        limits_hit = sorted(set(reasons.by_queue_key.get(name, {}).values()))
         if name in reasons.by_queue:
             limits_hit.append(reasons.by_queue[name])
     keys = sorted(counts.items(), key=lambda item: (-item[1], item[0]))

@@ -71,14 +71,15 @@ class LogFollower:
         async with self._lock:
             while True:
                 batch = await self.store.read(self.state.seq, limit=READ_BATCH)
-                for stored in batch:
-                    self.state.apply(stored.seq, stored.event)
-                    for listener in self.listeners:
-                        listener(self.state, stored.event)
+                self.state.apply_all(batch, observe=self._notify_listeners if self.listeners else None)
                 if batch:
                     self.applied.publish(self.state.seq)
                 if len(batch) < READ_BATCH:
                     return self.state.seq
+
+    def _notify_listeners(self, event: ev.Event) -> None:
+        for listener in self.listeners:
+            listener(self.state, event)
 
     def start(self) -> None:
         """Follow the log in the background (hot standby)."""
