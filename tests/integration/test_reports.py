@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 
 from armada.eventstore.database import Database
+from armada.metrics.server import ServerMetrics
 from armada.model import events as ev
 from armada.model.leases import LeaseRequest, NodeReport
 from armada.model.queues import PriorityClassLimits, Queue
@@ -106,3 +108,29 @@ async def test_reasons_before_the_first_cycle_and_between_cycles(
     assert leased.reason == f"leased to cluster c1, node {leased.lease.node}"
     waiting = await build.job_report(database.store, scheduler.state, scheduler.history, late)
     assert waiting.reason == build.NEXT_CYCLE
+
+
+async def test_fair_share_preemption_is_reported_and_counted(
+    database: Database, scheduler: SchedulerService
+) -> None:
+    metrics = ServerMetrics()
+    metrics.attach(database.store, scheduler.follower, scheduler)
+    greedy = [
+        msgspec.structs.replace(job, pod_spec={**job.pod_spec, "priorityClassName": "armada-preemptible"})
+        for job in (make_job(queue="q", cpu="1") for _ in range(8))
+    ]
+    await database.store.append([e for job in greedy for e in submission(job)])
+    await cycle(scheduler)
+    await submit(database, "capped", "1", *[0] * 2)
+    await cycle(scheduler)
+    [latest, *_] = build.scheduling_report(scheduler.history).cycles
+    assert latest.preempted == latest.pools["default"].preempted > 0
+    text = metrics.exposition().decode()
+    preempted = (
+        'armada_scheduler_preempted_jobs_total{pool="default",priorityClass="armada-preemptible",queue="q"}'
+    )
+    assert f"{preempted} {float(latest.preempted)}" in text
+    assert (
+        'armada_scheduler_scheduled_jobs_total{pool="default",priorityClass="armada-default",queue="capped"}'
+        in text
+    )
