@@ -57,7 +57,9 @@ class Harness:
             NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(nodes)
         ]
         return await self.leases.lease(
-            LeaseRequest(executor_id=executor, pool="default", nodes=node_reports, runs=runs or [])
+            LeaseRequest(
+                executor_id=executor, pool="default", nodes=node_reports, runs=runs or [], max_new_leases=100
+            )
         )
 
     async def job_states(self) -> dict[str, str]:
@@ -273,7 +275,9 @@ async def test_long_poll_waits_through_unrelated_events_until_a_lease(harness: H
     h = harness
     await h.lease()  # register nodes
     nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(2)]
-    request = LeaseRequest(executor_id="c1", pool="default", nodes=nodes, wait_millis=20_000)
+    request = LeaseRequest(
+        executor_id="c1", pool="default", nodes=nodes, max_new_leases=10, wait_millis=20_000
+    )
     call = asyncio.create_task(h.leases.lease(request))
     [job_id] = await submit(h, 1)  # wakes the waiting call, but there is no lease yet
     await asyncio.sleep(0.3)
@@ -281,3 +285,14 @@ async def test_long_poll_waits_through_unrelated_events_until_a_lease(harness: H
     await h.scheduler.cycle()
     response = await asyncio.wait_for(call, 10)
     assert [lease.job_id for lease in response.leases] == [job_id]
+
+
+async def test_an_executor_that_takes_no_new_runs_gets_no_leases(harness: Harness) -> None:
+    h = harness
+    await h.lease()
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(2)]
+    busy = LeaseRequest(executor_id="c1", pool="default", nodes=nodes, max_new_leases=0)
+    assert (await h.leases.lease(busy)).leases == []
+    assert [lease.job_id for lease in (await h.lease()).leases] == [job_id]  # sent once it has room
