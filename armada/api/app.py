@@ -17,12 +17,23 @@ from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 
 import armada
-from armada.api import executor_routes, job_routes, lookout_routes, query_routes, queue_routes, system
+from armada.api import (
+    executor_routes,
+    job_routes,
+    lookout_routes,
+    metrics_routes,
+    query_routes,
+    queue_routes,
+    report_routes,
+    system,
+)
 from armada.api.dependencies import DEPENDENCIES
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.eventstore.database import Database
 from armada.executor.runner import run_executor
 from armada.executor.settings import ExecutorSettings
+from armada.metrics.executor import ExecutorMetrics
+from armada.metrics.server import ServerMetrics
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
@@ -51,6 +62,7 @@ async def _stop_task(task: asyncio.Task[None]) -> None:
 
 def create_app(settings: Settings) -> Litestar:
     database = Database(settings.database.url, pool_size=settings.database.pool_size)
+    metrics = ServerMetrics()
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -68,6 +80,7 @@ def create_app(settings: Settings) -> Litestar:
                 settings.scheduler,
                 settings.scheduling,
             )
+            metrics.attach(database.store, follower, scheduler)
             if settings.scheduler.enabled:
                 scheduler.start()
                 stack.push_async_callback(scheduler.stop)
@@ -78,10 +91,12 @@ def create_app(settings: Settings) -> Litestar:
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
             app.state.run_events = RunEventIntake(database.store, settings.scheduler)
+            app.state.metrics = metrics
             if settings.server.dev:
-                stack.push_async_callback(
-                    _stop_task, asyncio.create_task(run_executor(dev_executor_settings(settings)))
+                executor = run_executor(
+                    dev_executor_settings(settings), metrics=ExecutorMetrics(metrics.registry)
                 )
+                stack.push_async_callback(_stop_task, asyncio.create_task(executor))
             yield
 
     return Litestar(
@@ -91,8 +106,11 @@ def create_app(settings: Settings) -> Litestar:
             *job_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,
+            *report_routes.ROUTES,
+            *metrics_routes.ROUTES,
             *lookout_routes.ROUTES,
         ],
+        middleware=[metrics.http],
         dependencies=DEPENDENCIES,
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,

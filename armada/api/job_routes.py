@@ -6,6 +6,7 @@ from litestar import post
 from litestar.params import JSONBody
 
 from armada.api.dependencies import Rules, Scheduling, Store, User
+from armada.api.responses import problems
 from armada.model.wire.jobs import (
     CancellationResult,
     JobCancelRequest,
@@ -23,14 +24,26 @@ from armada.services.submission import submit_jobs
 TAGS = ["jobs"]
 
 
-@post("/v1/job/submit", status_code=200, tags=TAGS, summary="Submit jobs: all are accepted or none")
+@post(
+    "/v1/job/submit",
+    responses=problems(404, 409, 413),
+    status_code=200,
+    tags=TAGS,
+    summary="Submit jobs: all are accepted or none",
+)
 async def submit(
     data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User
 ) -> JobSubmitResponse:
     return await submit_jobs(store, data, rules, user)
 
 
-@post("/v1/job/cancel", status_code=200, tags=TAGS, summary="Cancel jobs (or a job set if none is named)")
+@post(
+    "/v1/job/cancel",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Cancel jobs (or a job set if none is named)",
+)
 async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> CancellationResult:
     job_ids = [data.job_id, *data.job_ids] if data.job_id else data.job_ids
     cancelled = await job_actions.cancel_jobs(
@@ -39,7 +52,13 @@ async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> 
     return CancellationResult(cancelled_ids=cancelled)
 
 
-@post("/v1/jobset/cancel", status_code=200, tags=TAGS, summary="Cancel a job set's jobs in the given states")
+@post(
+    "/v1/jobset/cancel",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Cancel a job set's jobs in the given states",
+)
 async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user: User) -> CancellationResult:
     states = data.filter.states if data.filter else []
     cancelled = await job_actions.cancel_job_set(
@@ -48,7 +67,13 @@ async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user
     return CancellationResult(cancelled_ids=cancelled)
 
 
-@post("/v1/job/reprioritize", status_code=200, tags=TAGS, summary="Change jobs' priority within their queue")
+@post(
+    "/v1/job/reprioritize",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Change jobs' priority within their queue",
+)
 async def reprioritize(
     data: JSONBody[JobReprioritizeRequest], store: Store, user: User
 ) -> JobReprioritizeResponse:
@@ -58,7 +83,13 @@ async def reprioritize(
     return JobReprioritizeResponse(reprioritization_results=results)
 
 
-@post("/v1/job/preempt", status_code=200, tags=TAGS, summary="Preempt running jobs of preemptible classes")
+@post(
+    "/v1/job/preempt",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Preempt running jobs of preemptible classes",
+)
 async def preempt(
     data: JSONBody[JobPreemptRequest], store: Store, user: User, scheduling: Scheduling
 ) -> JobPreemptResponse:

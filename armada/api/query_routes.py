@@ -9,9 +9,10 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from armada.api.dependencies import Store
-from armada.api.ndjson import ndjson
+from armada.api.ndjson import NDJSON, ndjson
+from armada.api.responses import ndjson_stream, problems
 from armada.model.errors import InvalidRequest
-from armada.model.wire.events import JobSetRequest, encode_stream_line
+from armada.model.wire.events import EventStreamLine, JobSetRequest, encode_stream_line
 from armada.model.wire.queries import (
     JobDetailsRequest,
     JobDetailsResponse,
@@ -27,12 +28,24 @@ from armada.services import queries, streams
 TAGS = ["jobs"]
 
 
-@post("/v1/job/status", status_code=200, tags=TAGS, summary="Job states by id (UNKNOWN if never submitted)")
+@post(
+    "/v1/job/status",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Job states by id (UNKNOWN if never submitted)",
+)
 async def job_status(data: JSONBody[JobStatusRequest], store: Store) -> JobStatusResponse:
     return JobStatusResponse(job_states=await queries.job_states(store, data.job_ids))
 
 
-@post("/v1/job/details", status_code=200, tags=TAGS, summary="Job details, with spec and runs when asked")
+@post(
+    "/v1/job/details",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Job details, with spec and runs when asked",
+)
 async def job_details(data: JSONBody[JobDetailsRequest], store: Store) -> JobDetailsResponse:
     details = await queries.job_details(
         store, data.job_ids, expand_spec=data.expand_job_spec, expand_runs=data.expand_job_run
@@ -40,18 +53,20 @@ async def job_details(data: JSONBody[JobDetailsRequest], store: Store) -> JobDet
     return JobDetailsResponse(job_details=details)
 
 
-@post("/v1/run/details", status_code=200, tags=TAGS, summary="Run details by run id")
+@post("/v1/run/details", responses=problems(), status_code=200, tags=TAGS, summary="Run details by run id")
 async def run_details(data: JSONBody[JobRunDetailsRequest], store: Store) -> JobRunDetailsResponse:
     return JobRunDetailsResponse(job_run_details=await queries.run_details(store, data.run_ids))
 
 
-@post("/v1/job/errors", status_code=200, tags=TAGS, summary="Why jobs failed")
+@post("/v1/job/errors", responses=problems(), status_code=200, tags=TAGS, summary="Why jobs failed")
 async def job_errors(data: JSONBody[JobErrorsRequest], store: Store) -> JobErrorsResponse:
     return JobErrorsResponse(job_errors=await queries.job_errors(store, data.job_ids))
 
 
 @post(
     "/v1/job-set/{queue:str}/{job_set_id:str}",
+    media_type=NDJSON,
+    responses=ndjson_stream(EventStreamLine, "One line per event of the job set, oldest first", 404),
     status_code=200,
     tags=["events"],
     summary="A job set's events as NDJSON; with watch=true the stream stays open for new ones",

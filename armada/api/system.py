@@ -7,9 +7,11 @@ from typing import Any
 import msgspec
 from litestar import Response, get
 from litestar.datastructures import State
+from litestar.openapi.datastructures import ResponseSpec
 
 import armada
 from armada.api.problems import problem
+from armada.api.responses import problems
 from armada.eventstore.database import Database
 
 
@@ -17,7 +19,12 @@ class VersionInfo(msgspec.Struct):
     version: str
 
 
-@get("/health", summary="204 when the database answers, 503 otherwise", tags=["system"])
+@get(
+    "/health",
+    summary="204 when the database answers, 503 otherwise",
+    tags=["system"],
+    responses={204: ResponseSpec(None, description="The database answers"), **problems(503)},
+)
 async def health(state: State) -> Response[Any]:
     database: Database = state.database
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 import armada
-from armada.cli import admin, config, jobs, queues, serve, watch
+from armada.cli import admin, config, jobs, queues, report, serve, testsuite, watch
 from armada.executor.cli import executor
 
 app = typer.Typer(
@@ -25,6 +25,8 @@ app.add_typer(jobs.reprioritize_app, name="reprioritize")
 app.add_typer(jobs.preempt_app, name="preempt")
 app.add_typer(jobs.job_app, name="job")
 app.command("watch")(watch.watch)
+app.add_typer(report.app, name="report")
+app.add_typer(testsuite.app, name="testsuite")
 
 
 @app.command("version")
