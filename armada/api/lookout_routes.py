@@ -31,7 +31,6 @@ from armada.lookout.wire import (
     JobsResponse,
     Overview,
 )
-from armada.model.states import JobState
 from armada.services.scheduler import SchedulerService
 
 TAGS = ["lookout"]
@@ -58,11 +57,8 @@ async def job_groups(data: JSONBody[GroupsRequest], store: Store) -> GroupsRespo
 
 
 @get("/api/v1/jobs/{job_id:str}", tags=TAGS, summary="One job with its spec, runs and events")
-async def job_detail(job_id: FromPath[str], store: Store, state: State) -> JobDetail:
-    found = await detail.job_detail(store, job_id)
-    if found.job.state == JobState.QUEUED:
-        found.pending_reason = detail.pending_reason(state.scheduler, job_id)
-    return found
+async def job_detail(job_id: FromPath[str], store: Store) -> JobDetail:
+    return await detail.job_detail(store, job_id)
 
 
 @get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors")

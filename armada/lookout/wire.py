@@ -151,8 +151,6 @@ class JobDetail(Response):
     gang_id: str = ""
     #: The end of the failed container's output, from the last ``failed`` event.
     log_tail: str = ""
-    #: For a queued job: why the last scheduling cycle on this replica left it waiting.
-    pending_reason: str = ""
 
 
 class Resources(Response):

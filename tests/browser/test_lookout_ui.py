@@ -93,8 +93,9 @@ def test_cancel_from_the_ui_and_see_why_a_job_is_pending(
     row(page, waiter).get_by_role("link", name=waiter).click()
     drawer = page.locator("#drawer")
     expect(drawer.locator("h2 .badge")).to_have_text("QUEUED")
-    # The drawer refreshes as the log moves (executor heartbeats at least) until a cycle says why.
-    expect(drawer.locator("section.pending")).to_contain_text("Last scheduling cycle:")
+    pending = drawer.locator("section.pending")
+    expect(pending).to_contain_text("Place in queue")  # the scheduler's report on the job
+    expect(pending.locator(".reason")).not_to_be_empty()
     drawer.get_by_role("button", name="Close").click()
 
     page.get_by_role("checkbox", name="Select all on this page").check()
