@@ -109,7 +109,7 @@ class JobGroup(Response):
     queue: str = ""
     count: int = 0
     states: dict[str, int] = {}
-    #: Newest job of the group (ULIDs order by submission).
+    #: Newest job of a job-set group (ULIDs order by submission); empty for other groups.
     latest_job_id: str = ""
 
 
