@@ -30,6 +30,7 @@ from armada.api import (
 from armada.api.dependencies import DEPENDENCIES
 from armada.api.guard import reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
+from armada.api.shutdown import ShutdownSignal
 from armada.eventstore.database import Database
 from armada.executor.runner import run_executor
 from armada.executor.settings import ExecutorSettings
@@ -86,6 +87,7 @@ def create_app(settings: Settings) -> Litestar:
                 scheduler.start()
                 stack.push_async_callback(scheduler.stop)
             app.state.database = database
+            app.state.shutdown = ShutdownSignal()
             app.state.scheduling = settings.scheduling
             app.state.submission_rules = SubmissionRules.from_settings(settings)
             app.state.follower = follower

@@ -20,6 +20,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
 
 from armada.api.dependencies import Store
+from armada.api.shutdown import ShutdownSignal
 from armada.lookout import STATIC_DIR, detail, jobs, overview
 from armada.lookout.wire import (
     CountRequest,
@@ -31,7 +32,6 @@ from armada.lookout.wire import (
     JobsResponse,
     Overview,
 )
-from armada.model.states import JobState
 from armada.services.scheduler import SchedulerService
 
 TAGS = ["lookout"]
@@ -58,11 +58,8 @@ async def job_groups(data: JSONBody[GroupsRequest], store: Store) -> GroupsRespo
 
 
 @get("/api/v1/jobs/{job_id:str}", tags=TAGS, summary="One job with its spec, runs and events")
-async def job_detail(job_id: FromPath[str], store: Store, state: State) -> JobDetail:
-    found = await detail.job_detail(store, job_id)
-    if found.job.state == JobState.QUEUED:
-        found.pending_reason = detail.pending_reason(state.scheduler, job_id)
-    return found
+async def job_detail(job_id: FromPath[str], store: Store) -> JobDetail:
+    return await detail.job_detail(store, job_id)
 
 
 @get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors")
@@ -78,18 +75,22 @@ async def get_overview(store: Store, state: State) -> Overview:
 
 
 @get("/api/v1/changes", tags=TAGS, summary="Server-sent events: the log's head, whenever it moves")
-async def changes(store: Store) -> ServerSentEvent:
+async def changes(store: Store, state: State) -> ServerSentEvent:
+    shutdown: ShutdownSignal = state.shutdown
+
     async def heads() -> AsyncIterator[ServerSentEventMessage]:
         seen = await store.head()
         yield ServerSentEventMessage(event="head", data=str(seen))
-        while True:
-            head = await store.wait_for_change(seen, timeout=KEEPALIVE)
+        while not shutdown.triggered:
+            head = await shutdown.unless_stopping(store.wait_for_change(seen, timeout=KEEPALIVE))
+            if head is None:  # the server is stopping: end the stream (the browser reconnects)
+                return
             if head <= seen:  # no wake-up: another process may have appended (SQLite has no NOTIFY)
                 head = await store.head()
             if head > seen:
                 seen = head
                 yield ServerSentEventMessage(event="head", data=str(seen))
-                await asyncio.sleep(CHANGE_THROTTLE)
+                await shutdown.unless_stopping(asyncio.sleep(CHANGE_THROTTLE))
             else:
                 yield ServerSentEventMessage(comment="keep-alive")
 

@@ -6,14 +6,17 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Iterator
+from types import FrameType
 from typing import Annotated
 
 import structlog
 import typer
 import uvicorn
+from litestar import Litestar
 
 import armada
 from armada.api.app import create_app
+from armada.api.shutdown import ShutdownSignal
 from armada.cli.options import ConfigOption, DatabaseUrlOption, settings_or_exit
 from armada.eventstore import migrate
 from armada.eventstore.database import Database
@@ -51,15 +54,17 @@ def serve(
         port=settings.server.port,
         database=normalise_url(settings.database.url).render_as_string(hide_password=True),
     )
+    app = create_app(settings)
     server = _GracefulServer(
+        app,
         uvicorn.Config(
-            create_app(settings),
+            app,
             host=settings.server.host,
             port=settings.server.port,
             log_config=None,
             lifespan="on",
             timeout_graceful_shutdown=settings.server.shutdown_timeout,
-        )
+        ),
     )
     server.run()
     if not server.started:
@@ -76,7 +81,21 @@ async def _prepare_database(settings: Settings) -> None:
 
 
 class _GracefulServer(uvicorn.Server):
-    """Stops gracefully on SIGTERM/SIGINT and exits 0 (uvicorn would re-raise the signal)."""
+    """Stops gracefully on SIGTERM/SIGINT and exits 0 (uvicorn would re-raise the signal).
+
+    The app's :class:`~armada.api.shutdown.ShutdownSignal` tells endless streams to end,
+    so that open browser tabs do not hold the server for its whole grace period.
+    """
+
+    def __init__(self, app: Litestar, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.app = app
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        shutdown: ShutdownSignal | None = getattr(self.app.state, "shutdown", None)
+        if shutdown is not None:  # absent until the lifespan has started
+            shutdown.trigger()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
