@@ -6,6 +6,8 @@ from litestar import post
 from litestar.params import JSONBody
 
 from armada.api.dependencies import Rules, Scheduling, Store, User
+from armada.auth.policy import on_queue
+from armada.model.queues import QueueVerb
 from armada.model.wire.jobs import (
     CancellationResult,
     JobCancelRequest,
@@ -23,14 +25,26 @@ from armada.services.submission import submit_jobs
 TAGS = ["jobs"]
 
 
-@post("/v1/job/submit", status_code=200, tags=TAGS, summary="Submit jobs: all are accepted or none")
+@post(
+    "/v1/job/submit",
+    status_code=200,
+    tags=TAGS,
+    summary="Submit jobs: all are accepted or none",
+    opt=on_queue(QueueVerb.SUBMIT, body="queue"),
+)
 async def submit(
     data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User
 ) -> JobSubmitResponse:
     return await submit_jobs(store, data, rules, user)
 
 
-@post("/v1/job/cancel", status_code=200, tags=TAGS, summary="Cancel jobs (or a job set if none is named)")
+@post(
+    "/v1/job/cancel",
+    status_code=200,
+    tags=TAGS,
+    summary="Cancel jobs (or a job set if none is named)",
+    opt=on_queue(QueueVerb.CANCEL, body="queue"),
+)
 async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> CancellationResult:
     job_ids = [data.job_id, *data.job_ids] if data.job_id else data.job_ids
     cancelled = await job_actions.cancel_jobs(
@@ -39,7 +53,13 @@ async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> 
     return CancellationResult(cancelled_ids=cancelled)
 
 
-@post("/v1/jobset/cancel", status_code=200, tags=TAGS, summary="Cancel a job set's jobs in the given states")
+@post(
+    "/v1/jobset/cancel",
+    status_code=200,
+    tags=TAGS,
+    summary="Cancel a job set's jobs in the given states",
+    opt=on_queue(QueueVerb.CANCEL, body="queue"),
+)
 async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user: User) -> CancellationResult:
     states = data.filter.states if data.filter else []
     cancelled = await job_actions.cancel_job_set(
@@ -48,7 +68,13 @@ async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user
     return CancellationResult(cancelled_ids=cancelled)
 
 
-@post("/v1/job/reprioritize", status_code=200, tags=TAGS, summary="Change jobs' priority within their queue")
+@post(
+    "/v1/job/reprioritize",
+    status_code=200,
+    tags=TAGS,
+    summary="Change jobs' priority within their queue",
+    opt=on_queue(QueueVerb.REPRIORITIZE, body="queue"),
+)
 async def reprioritize(
     data: JSONBody[JobReprioritizeRequest], store: Store, user: User
 ) -> JobReprioritizeResponse:
@@ -58,7 +84,13 @@ async def reprioritize(
     return JobReprioritizeResponse(reprioritization_results=results)
 
 
-@post("/v1/job/preempt", status_code=200, tags=TAGS, summary="Preempt running jobs of preemptible classes")
+@post(
+    "/v1/job/preempt",
+    status_code=200,
+    tags=TAGS,
+    summary="Preempt running jobs of preemptible classes",
+    opt=on_queue(QueueVerb.PREEMPT, body="queue"),
+)
 async def preempt(
     data: JSONBody[JobPreemptRequest], store: Store, user: User, scheduling: Scheduling
 ) -> JobPreemptResponse:

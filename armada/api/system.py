@@ -10,6 +10,7 @@ from litestar.datastructures import State
 
 import armada
 from armada.api.problems import problem
+from armada.auth.policy import public
 from armada.eventstore.database import Database
 
 
@@ -17,7 +18,7 @@ class VersionInfo(msgspec.Struct):
     version: str
 
 
-@get("/health", summary="204 when the database answers, 503 otherwise", tags=["system"])
+@get("/health", summary="204 when the database answers, 503 otherwise", tags=["system"], opt=public())
 async def health(state: State) -> Response[Any]:
     database: Database = state.database
     try:
@@ -27,7 +28,7 @@ async def health(state: State) -> Response[Any]:
     return Response(content=None, status_code=204)
 
 
-@get("/version", summary="The server's version", tags=["system"])
+@get("/version", summary="The server's version", tags=["system"], opt=public())
 async def version() -> VersionInfo:
     return VersionInfo(version=armada.__version__)
 
