@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 import armada
-from armada.cli import admin, config, serve
+from armada.cli import admin, auth, config, serve
 from armada.executor.cli import executor
 
 app = typer.Typer(
@@ -18,6 +18,7 @@ app.command("serve")(serve.serve)
 app.command("executor")(executor)
 app.add_typer(admin.app, name="admin")
 app.add_typer(config.app, name="config")
+app.add_typer(auth.app, name="auth")
 
 
 @app.command("version")
