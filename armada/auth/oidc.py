@@ -33,7 +33,11 @@ class OidcVerifier:
             self._keys = jwt.PyJWKSet.from_json(Path(settings.jwks_file).read_text())
         else:
             self._client = jwt.PyJWKClient(
-                settings.jwks_url, cache_jwk_set=True, lifespan=max(1, int(settings.jwks_cache_seconds))
+                settings.jwks_url,
+                cache_jwk_set=True,
+                lifespan=max(1.0, settings.jwks_cache_seconds),
+                timeout=10,
+                cooldown_duration=settings.jwks_refetch_cooldown_seconds,
             )
 
     @staticmethod

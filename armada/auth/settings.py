@@ -58,6 +58,9 @@ class OidcSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
     leeway_seconds: float = 30.0
     #: Seconds a fetched JWKS is cached.
     jwks_cache_seconds: float = 300.0
+    #: Least seconds between refetches caused by tokens naming an unknown key id (rotation),
+    #: so that made-up key ids cannot hammer the provider.
+    jwks_refetch_cooldown_seconds: float = 30.0
 
 
 def _everything_to_anonymous() -> dict[GlobalPermission, list[str]]:
@@ -84,7 +87,8 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
         OidcSettings | None,
         Meta(
             description="JWT bearer tokens: `{issuer, audience, jwksUrl or jwksFile, usernameClaim, "
-            "groupsClaim, algorithms, leewaySeconds, jwksCacheSeconds}`; null disables."
+            "groupsClaim, algorithms, leewaySeconds, jwksCacheSeconds, jwksRefetchCooldownSeconds}`; "
+            "null disables."
         ),
     ] = None
     permission_group_mapping: Annotated[
