@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from types import TracebackType
 from typing import Self, TypeVar
 
@@ -44,7 +45,7 @@ class ExecutorApiClient:
             base_url=base_url,
             headers=headers,
             timeout=timeout,
-            verify=ca_cert or True,
+            verify=ssl.create_default_context(cafile=ca_cert) if ca_cert else True,
             transport=transport,
         )
 
