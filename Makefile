@@ -12,9 +12,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## Run the server on the embedded SQLite database (./armada.db) at http://127.0.0.1:8080
+## Run the server in development mode on ./armada.db (SQLite) at http://127.0.0.1:8080,
+## with an in-process executor that runs jobs as local processes
 run: $(STAMP)
-	$(BIN)/armada serve $(ARGS)
+	$(BIN)/armada serve --dev $(ARGS)
 
 ## Lint, type-check and run the whole test suite (PostgreSQL tests need ARMADA_TEST_DATABASE_URL)
 test: $(STAMP) lint typecheck

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 import armada
-from armada.cli import admin, auth, config, serve
+from armada.cli import admin, auth, config, jobs, queues, serve, watch
 from armada.executor.cli import executor
 
 app = typer.Typer(
@@ -19,6 +19,13 @@ app.command("executor")(executor)
 app.add_typer(admin.app, name="admin")
 app.add_typer(config.app, name="config")
 app.add_typer(auth.app, name="auth")
+app.add_typer(queues.app, name="queue")
+app.command("submit")(jobs.submit)
+app.add_typer(jobs.cancel_app, name="cancel")
+app.add_typer(jobs.reprioritize_app, name="reprioritize")
+app.add_typer(jobs.preempt_app, name="preempt")
+app.add_typer(jobs.job_app, name="job")
+app.command("watch")(watch.watch)
 
 
 @app.command("version")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -40,7 +40,7 @@ class AsyncArmadaClient:
     async def send(self, call: Call[T]) -> T:
         return call.decode(await self._http.request(call.method, call.path, **call.request_options()))
 
-    async def stream(self, call: Call[T]) -> AsyncIterator[T]:
+    async def stream(self, call: Call[T]) -> AsyncGenerator[T, None]:
         """Results of a streamed call, one per NDJSON line, as they arrive."""
         async with self._http.stream(call.method, call.path, **call.request_options()) as response:
             if response.is_error:
@@ -130,7 +130,7 @@ class AsyncArmadaClient:
 
     def job_set_events(
         self, queue: str, job_set_id: str, *, watch: bool = False, from_message_id: str = ""
-    ) -> AsyncIterator[StreamedEvent]:
+    ) -> AsyncGenerator[StreamedEvent, None]:
         """The job set's events; with ``watch`` the iterator follows new events until closed."""
         return self.stream(
             calls.job_set_events(queue, job_set_id, watch=watch, from_message_id=from_message_id)

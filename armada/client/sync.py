@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -40,7 +40,7 @@ class ArmadaClient:
     def send(self, call: Call[T]) -> T:
         return call.decode(self._http.request(call.method, call.path, **call.request_options()))
 
-    def stream(self, call: Call[T]) -> Iterator[T]:
+    def stream(self, call: Call[T]) -> Generator[T, None, None]:
         """Results of a streamed call, one per NDJSON line, as they arrive."""
         with self._http.stream(call.method, call.path, **call.request_options()) as response:
             if response.is_error:
@@ -129,7 +129,7 @@ class ArmadaClient:
 
     def job_set_events(
         self, queue: str, job_set_id: str, *, watch: bool = False, from_message_id: str = ""
-    ) -> Iterator[StreamedEvent]:
+    ) -> Generator[StreamedEvent, None, None]:
         """The job set's events; with ``watch`` the iterator follows new events until closed."""
         return self.stream(
             calls.job_set_events(queue, job_set_id, watch=watch, from_message_id=from_message_id)

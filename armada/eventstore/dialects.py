@@ -109,8 +109,10 @@ async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, 
     json_positions = [i for i, column in enumerate(table.columns) if isinstance(column.type, JSON)]
     values_of = operator.itemgetter(*columns)
     driver = await _driver_connection(conn)
-    statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN"
+    # Binary COPY: bytea payloads and timestamps go over as they are, with no text escaping.
+    statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
     async with driver.cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types([_copy_type(conn, column) for column in table.columns])
         for row in rows:
             values = values_of(row)
             if json_positions:
@@ -149,6 +151,11 @@ async def update_rows(
     driver = await _driver_connection(conn)
     async with driver.cursor() as cursor:
         await cursor.execute(sql, arrays)
+
+
+def _copy_type(conn: AsyncConnection, column: Column[Any]) -> str:
+    """Binary COPY type of a column; JSON goes as text (its serialisation), which json accepts."""
+    return "text" if isinstance(column.type, JSON) else _pg_type(conn, column).lower()
 
 
 def _pg_type(conn: AsyncConnection, column: Column[Any]) -> str:

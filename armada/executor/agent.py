@@ -63,11 +63,14 @@ class ExecutorAgent:
         try:
             await asyncio.wait({reporter, leasing, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            crashed = [t for t in (reporter, leasing) if t.done() and not t.cancelled() and t.exception()]
             for task in (leasing, stopping):
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
             await self._shutdown(reporter)
+        if crashed:
+            raise RuntimeError(f"executor task {crashed[0].get_name()} failed") from crashed[0].exception()
 
     async def _shutdown(self, reporter: asyncio.Task[None]) -> None:
         if self._settings.kill_runs_on_shutdown:

@@ -10,9 +10,11 @@ from typing import Annotated
 import msgspec
 import typer
 
+from armada.cli.options import ConfigOption, settings_or_exit
 from armada.executor.backends.fake import load_node_templates
 from armada.executor.runner import run_executor
 from armada.executor.settings import BackendName, ExecutorSettings
+from armada.logs import configure_logging
 
 _DEFAULTS = ExecutorSettings()
 
@@ -78,8 +80,11 @@ class Backend(StrEnum):
 
 def executor(
     *,
-    server: Annotated[str, typer.Option(help="Base URL of the Armada server.")],
-    cluster_id: Annotated[str, typer.Option(help="Cluster id (also the executor id); unique per executor.")],
+    server: Annotated[str | None, typer.Option(help="Base URL of the Armada server.")] = None,
+    cluster_id: Annotated[
+        str | None, typer.Option(help="Cluster id (also the executor id); unique per executor.")
+    ] = None,
+    config: ConfigOption = None,
     pool: Annotated[str, typer.Option(help="Pool of this cluster's nodes.")] = _DEFAULTS.pool,
     backend: Annotated[Backend, typer.Option(help="Where jobs run.")] = Backend.kubernetes,
     token: Annotated[str, typer.Option(help="Bearer token for the server.", envvar="ARMADA_TOKEN")] = "",
@@ -100,9 +105,12 @@ def executor(
     fake_speed: Annotated[float, typer.Option(help="fake: simulated seconds per real second.")] = 1.0,
 ) -> None:
     """Run the executor of one cluster: lease jobs from the server and run them."""
+    loaded = settings_or_exit(config, {})
+    configure_logging(loaded.logging)
     settings = settings_from_options(
-        server=server,
-        cluster_id=cluster_id,
+        base=loaded.executor,
+        server=server or loaded.executor.server_url,
+        cluster_id=cluster_id or loaded.executor.cluster_id,
         pool=pool,
         backend=backend.value,
         token=token,

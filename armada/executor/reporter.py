@@ -75,7 +75,10 @@ class EventReporter:
             self._in_flight = len(batch)
             await self._deliver(batch)
             self._in_flight = 0
-            await self._on_delivered(batch)
+            try:
+                await self._on_delivered(batch)
+            except Exception:  # a clean-up failure must not stop event delivery
+                log.exception("after-delivery handler failed", events=len(batch))
             if self._queue.empty():
                 self._idle.set()
 

@@ -93,6 +93,7 @@ def scan_queued(
         if len(in_gang):
             g = gangs[in_gang]
             complete = db.gang_queued[g] >= cardinality[keys_col[seg[in_gang]].astype(np.int64)]
+            complete &= ~db.gang_mixed[g]
             unclaimed = gang_rep[g] < 0
             _, first = np.unique(g, return_index=True)
             is_first = np.zeros(len(g), dtype=bool)

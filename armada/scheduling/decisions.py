@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import msgspec
+import numpy as np
 
 from armada.scheduling.jobdb import JobDb
 from armada.scheduling.state import SchedulerState
@@ -88,6 +89,8 @@ class Reasons(msgspec.Struct):
     by_queue: dict[str, str] = msgspec.field(default_factory=dict)
     #: reason for everything else (the cycle stopped early)
     cycle: str = "not reached in this cycle"
+    #: ``maxQueueLookback`` if some queue was longer than it (jobs past it were not looked at)
+    lookback: int = 0
 
     def for_key(self, queue: str, key: int) -> str:
         return (
@@ -103,9 +106,14 @@ class Reasons(msgspec.Struct):
         gang = db.gang_of(row)
         key = int(db.cols["key"][row])
         cardinality = db.keys.infos[key].gang_cardinality
+        if gang >= 0 and db.gang_mixed[gang]:
+            return "gang members have different scheduling requirements"
         if gang >= 0 and db.gang_queued[gang] < cardinality:
             return f"gang incomplete {db.gang_queued[gang]}/{cardinality}"
-        return self.for_key(db.queue_names[int(db.cols["queue"][row])], key)
+        queue = int(db.cols["queue"][row])
+        if self.lookback and int(np.flatnonzero(db.queued_rows(queue) == row)[0]) >= self.lookback:
+            return f"beyond maxQueueLookback ({self.lookback})"
+        return self.for_key(db.queue_names[queue], key)
 
 
 class SchedulingResult(msgspec.Struct):

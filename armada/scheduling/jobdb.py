@@ -21,6 +21,7 @@ from armada.model.resources import ResourceVector
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.keys import KeyTable
 from armada.scheduling.nodes import NodeDb
+from armada.scheduling.queueorder import QueueOrder
 from armada.scheduling.requirements import JobRequirements
 
 Rows = npt.NDArray[np.int64]
@@ -42,26 +43,21 @@ _COLUMNS: dict[str, tuple[type[np.generic], object]] = {
 
 
 @dataclass
-class _QueueOrder:
-    """Sorted queued rows of one queue; may hold stale rows, filtered on read."""
-
-    rows: Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    pending: list[int] = field(default_factory=list)
-    dirty: bool = False
-    stale: int = 0
-
-
-@dataclass
 class Gang:
     """Members (rows) of one gang; gang ids are scoped by queue."""
 
     gang_id: str
     queue: int
+    #: scheduling key of the first member; members must share it to be schedulable
+    key: int
     members: list[int] = field(default_factory=list)
 
 
 class JobDb:
     """All jobs the scheduler knows about that are queued or running."""
+
+    #: Removed jobs' rows are reclaimed once they outnumber live rows and this minimum.
+    compact_min = 1 << 16
 
     def __init__(self, config: SchedulingConfig, nodes: NodeDb) -> None:
         self.config = config
@@ -77,7 +73,7 @@ class JobDb:
         }
         self.queue_names: list[str] = []
         self._queue_index: dict[str, int] = {}
-        self._orders: list[_QueueOrder] = []
+        self._orders: list[QueueOrder] = []
         #: queued job count per queue and scheduling key
         self.queued_counts: list[dict[int, int]] = []
         self.pool_names: list[str] = []
@@ -85,6 +81,8 @@ class JobDb:
         self.gangs: list[Gang | None] = []
         #: queued member count per gang index
         self.gang_queued: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        #: per gang index: members with differing scheduling keys (never schedulable)
+        self.gang_mixed: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._gang_index: dict[tuple[int, str], int] = {}
         self._node_jobs: dict[int, set[int]] = {}
         self._node_alloc = np.zeros((0, len(self.priority_class_names), 0), dtype=np.int64)
@@ -110,12 +108,15 @@ class JobDb:
         node = int(self.cols["node"][self._row_of[job_id]])
         return self.nodes.ids[node] if node >= 0 else None
 
+    def has_queue(self, name: str) -> bool:
+        return name in self._queue_index
+
     def queue_index(self, name: str) -> int:
         index = self._queue_index.get(name)
         if index is None:
             index = self._queue_index[name] = len(self.queue_names)
             self.queue_names.append(name)
-            self._orders.append(_QueueOrder())
+            self._orders.append(QueueOrder())
             self.queued_counts.append({})
         return index
 
@@ -138,22 +139,27 @@ class JobDb:
     def add_many(self, jobs: Iterable[JobRequirements]) -> None:
         """Queue many jobs at once (cheaper per job than :meth:`add`)."""
         default_pc = self.config.default_priority_class_name
+        batch = list(jobs)
+        keys = [self.keys.intern(job.key(default_pc)) for job in batch]  # validates before any change
+        ids = {job.id for job in batch}
+        if len(ids) < len(batch) or not ids.isdisjoint(self._row_of):
+            known = sorted(i for i in ids if i in self._row_of) or ["(duplicated in the batch)"]
+            raise ValueError(f"job {known[0]} is already known")
+        if len(self.ids) - len(self._row_of) > max(self.compact_min, len(self._row_of)):
+            self._compact()
         start = len(self.ids)
         values: dict[str, list[Any]] = {
             name: [] for name in ("queue", "key", "priority", "submitted", "gang")
         }
-        for job in jobs:
-            if job.id in self._row_of:
-                raise ValueError(f"job {job.id} is already known")
+        for job, key in zip(batch, keys, strict=True):
             row = self._row_of[job.id] = len(self.ids)
             self.ids.append(job.id)
             queue = self.queue_index(job.queue)
-            key = self.keys.intern(job.key(default_pc))
             values["queue"].append(queue)
             values["key"].append(key)
             values["priority"].append(job.priority)
             values["submitted"].append(job.submitted)
-            values["gang"].append(self._join_gang(row, queue, job.gang_id) if job.gang_id else -1)
+            values["gang"].append(self._join_gang(row, queue, job.gang_id, key) if job.gang_id else -1)
             counts = self.queued_counts[queue]
             counts[key] = counts.get(key, 0) + 1
             self._orders[queue].pending.append(row)
@@ -232,14 +238,8 @@ class JobDb:
 
     def queued_rows(self, queue: int) -> Rows:
         """Queued rows of ``queue`` in queue order (higher class priority, lower priority, older)."""
-        order = self._orders[queue]
-        if order.pending or order.dirty or order.stale > max(64, len(order.rows) // 2):
-            self._resort(queue, order)
-        rows = order.rows
         state = self.cols["state"]
-        if order.stale:
-            rows = rows[state[rows] == QUEUED]
-        return rows
+        return self._orders[queue].read(lambda rows: state[rows] == QUEUED, self._sorted, self._sort_key)
 
     def node_allocation(self) -> npt.NDArray[np.int64]:
         """``nodes x priority classes x R`` units held by running jobs."""
@@ -276,6 +276,30 @@ class JobDb:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _compact(self) -> None:
+        """Drop the rows of removed jobs and empty gangs, so a long-lived db stays its live size."""
+        n = len(self.ids)
+        live = np.flatnonzero(self.cols["state"][:n] != FREE)
+        new_row = np.full(n, -1, dtype=np.int64)
+        new_row[live] = np.arange(len(live))
+        kept = [i for i, g in enumerate(self.gangs) if g is not None]
+        new_gang = np.full(len(self.gangs) + 1, -1, dtype=np.int64)  # the extra -1 maps "no gang" to itself
+        new_gang[kept] = np.arange(len(kept))
+        self.cols = {name: column[live] for name, column in self.cols.items()}
+        self.cols["gang"] = new_gang[self.cols["gang"]]
+        self.ids = [self.ids[r] for r in live.tolist()]
+        self._row_of = {job_id: row for row, job_id in enumerate(self.ids) if job_id is not None}
+        for order in self._orders:
+            order.remap(new_row)
+        self.gangs = [self.gangs[i] for i in kept]
+        for gang in self.gangs:
+            assert gang is not None
+            gang.members = new_row[gang.members].tolist()
+        self.gang_queued = self.gang_queued[kept]
+        self.gang_mixed = self.gang_mixed[kept]
+        self._gang_index = {(g.queue, g.gang_id): i for i, g in enumerate(self.gangs) if g is not None}
+        self._node_jobs = {n: {int(new_row[r]) for r in rows} for n, rows in self._node_jobs.items() if rows}
+
     def _grow(self, size: int) -> None:
         capacity = len(self.cols["state"])
         if size <= capacity:
@@ -295,18 +319,19 @@ class JobDb:
             new[: shape[0], :, : shape[2]] = self._node_alloc
             self._node_alloc = new
 
-    def _join_gang(self, row: int, queue: int, gang_id: str) -> int:
+    def _join_gang(self, row: int, queue: int, gang_id: str, key: int) -> int:
         index = self._gang_index.get((queue, gang_id))
         if index is None:
             index = self._gang_index[(queue, gang_id)] = len(self.gangs)
-            self.gangs.append(Gang(gang_id, queue))
+            self.gangs.append(Gang(gang_id, queue, key))
             if index >= len(self.gang_queued):
-                self.gang_queued = np.concatenate(
-                    [self.gang_queued, np.zeros(max(64, index), dtype=np.int64)]
-                )
+                more = max(64, index)
+                self.gang_queued = np.concatenate([self.gang_queued, np.zeros(more, dtype=np.int64)])
+                self.gang_mixed = np.concatenate([self.gang_mixed, np.zeros(more, dtype=bool)])
         gang = self.gangs[index]
         assert gang is not None
         gang.members.append(row)
+        self.gang_mixed[index] |= key != gang.key
         self.gang_queued[index] += 1
         return index
 
@@ -343,35 +368,15 @@ class JobDb:
         self.cols["node"][row] = -1
         self.cols["pool"][row] = -1
 
-    def _resort(self, queue: int, order: _QueueOrder) -> None:
-        cols = self.cols
-        state = cols["state"]
-        pending = np.array(order.pending, dtype=np.int64)
-        pending = pending[state[pending] == QUEUED]
-        if order.dirty:
-            rows = np.unique(np.concatenate([order.rows, pending]))
-            rows = rows[state[rows] == QUEUED]
-            order.rows = rows[self._sorted(rows)]
-        else:
-            rows = order.rows[state[order.rows] == QUEUED] if order.stale else order.rows
-            pending = pending[self._sorted(pending)]
-            if len(rows) and len(pending) and self._sort_key(int(pending[0])) < self._sort_key(int(rows[-1])):
-                both = np.concatenate([rows, pending])
-                order.rows = both[self._sorted(both)]
-            else:
-                order.rows = np.concatenate([rows, pending])
-        order.pending.clear()
-        order.dirty = False
-        order.stale = 0
-
     def _sorted(self, rows: Rows) -> Rows:
         cols = self.cols
         class_priority = self.keys.priorities()[cols["key"][rows]]
-        return np.lexsort(
+        order: Rows = np.lexsort(
             (cols["seq"][rows], cols["submitted"][rows], cols["priority"][rows], -class_priority)
         )
+        return order
 
-    def _sort_key(self, row: int) -> tuple[int, float, float, int]:
+    def _sort_key(self, row: int) -> tuple[float, ...]:
         cols = self.cols
         return (
             -int(self.keys.priorities()[int(cols["key"][row])]),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from armada.model.resources import ResourceIndex, ResourceVector
+from armada.model.resources import ResourceIndex, ResourceVector, format_units
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.requirements import NodeSelectorTerm, SchedulingKey, Toleration
 
@@ -35,6 +35,24 @@ class KeyInfo:
 
     def allows_pool(self, pool: str) -> bool:
         return not self.pools or pool in self.pools
+
+    def describe(self) -> str:
+        """Human summary for scheduling reports, e.g. ``cpu=1 memory=4Gi armada-default zone=a``."""
+        parts = [f"{name}={format_units(name, units)}" for name, units in sorted(self.requests.items())]
+        parts.append(self.priority_class)
+        parts += [f"{k}={v}" for k, v in self.node_selector]
+        if self.affinity:
+            parts.append("+affinity")
+        if self.tolerations:
+            parts.append(f"+{len(self.tolerations)} tolerations")
+        if self.pools:
+            parts.append("pools=" + ",".join(sorted(self.pools)))
+        if self.gang_cardinality:
+            parts.append(
+                f"gang of {self.gang_cardinality}"
+                + (f" by {self.uniformity_label}" if self.uniformity_label else "")
+            )
+        return " ".join(parts)
 
     def describe_constraints(self) -> str:
         parts = [f"{k}={v}" for k, v in self.node_selector]
@@ -89,7 +107,7 @@ class KeyTable:
         """K x R request matrix over the current resource index."""
         width = len(self._resources)
         if self._requests.shape[1] < width:
-            wider = np.zeros((len(self.infos), width), dtype=np.int64)
+            wider = np.zeros((self._requests.shape[0], width), dtype=np.int64)
             wider[:, : self._requests.shape[1]] = self._requests
             self._requests = wider
         return self._requests

@@ -23,8 +23,6 @@ from armada.scheduling.candidates import (
     scan_queued,
 )
 from armada.scheduling.context import CycleContext
-from armada.scheduling.decisions import QueueShare
-from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.placement import (
     dominant_column,
@@ -33,6 +31,7 @@ from armada.scheduling.placement import (
     place_identical,
     place_uniform_gang,
 )
+from armada.scheduling.poolstate import UNLIMITED
 from armada.scheduling.preemption import Evictions
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.state import UsageHistory
@@ -43,7 +42,6 @@ BoolArray = npt.NDArray[np.bool_]
 #: Below this many units a stretch is always placed run by run (exact sequential semantics).
 FUSE_MIN = 256
 FUSE_MAX = 1 << 16
-UNLIMITED = 1 << 62
 
 
 class PoolCycle(Evictions):
@@ -52,105 +50,8 @@ class PoolCycle(Evictions):
     def __init__(
         self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
     ) -> None:
-        db, config = ctx.db, ctx.config
-        self.ctx, self.db, self.pool, self.node_rows = ctx, db, pool, node_rows
-        nodes = db.nodes
-        allocatable = nodes.allocatable()[node_rows]
-        running = db.node_allocation()[node_rows]
-        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - running.sum(axis=1)
-        self.running_by_class: IntArray = running.copy()
-        self.schedulable: BoolArray = nodes.schedulable[node_rows]
-        self.totals: IntArray = allocatable.sum(axis=0)
-        self.names = db.resources.names
-        self.scale = drf_scale(
-            self.totals, self.names, config.dominant_resource_fairness_resources_to_consider
-        )
-        self.local_node = np.full(nodes.size, -1, dtype=np.int64)
-        self.local_node[node_rows] = np.arange(len(node_rows))
-        self.key_requests = db.keys.requests()
-        infos = db.keys.infos
-        self.key_usable = ctx.key_ok & np.array([i.allows_pool(pool) for i in infos], dtype=bool)
-        self.cardinality = np.array([max(1, i.gang_cardinality) for i in infos], dtype=np.int64)
-        self.key_class = np.array([db.pc_index(i.index) for i in infos], dtype=np.int64)
-        self.uniform = np.array([bool(i.uniformity_label) for i in infos], dtype=bool)
-        self.key_failed = np.zeros(len(infos), dtype=bool)
-        self._masks: dict[int, BoolArray] = {}
-        self.gang_rep = np.full(len(db.gangs), -1, dtype=np.int64)
-        self._setup_queues(queues, usage)
-        self.first_new_on_node = np.full(len(node_rows), -1, dtype=np.int64)
-        budget = config.maximum_resource_fraction_to_schedule
-        self.budget = np.array(
-            [
-                int(budget[n] * t) if budget.get(n, 1.0) < 1.0 else UNLIMITED
-                for n, t in zip(self.names, self.totals, strict=True)
-            ]
-        )
-        self.scheduled_new = np.zeros(len(self.names), dtype=np.int64)
+        super().__init__(ctx, pool, node_rows, queues, usage)
         self.seg_len = FUSE_MIN
-        Evictions.__init__(self)
-
-    # -- set-up --------------------------------------------------------------------------
-
-    def _setup_queues(self, queues: list[QueueSpec], usage: UsageHistory) -> None:
-        db, pool = self.db, self.pool
-        specs = {q.name: q for q in queues}
-        for name in db.queue_names:
-            specs.setdefault(name, QueueSpec(name))
-        n_classes, width = len(db.priority_class_names), len(self.names)
-        active: list[QueueSpec] = []
-        demands: list[IntArray] = []
-        allocs: list[IntArray] = []
-        for name in sorted(specs):
-            index = db.queue_index(name)
-            alloc = db.queue_allocation(index, pool)[:, :width]
-            demand = np.zeros(width, dtype=np.int64)
-            for key, count in db.queued_counts[index].items():
-                if self.key_usable[key]:
-                    demand += count * self.key_requests[key]
-            if demand.any() or alloc.any():
-                active.append(specs[name])
-                demands.append(demand)
-                allocs.append(alloc)
-        self.queues = active
-        self.db_queue = np.array([db.queue_index(q.name) for q in active], dtype=np.int64)
-        self.local_queue = {int(q): i for i, q in enumerate(self.db_queue)}
-        count = len(active)
-        self.alloc_by_class: IntArray = np.array(allocs).reshape(count, n_classes, width).copy()
-        self.alloc: IntArray = self.alloc_by_class.sum(axis=1)
-        self.demand: IntArray = np.array(demands).reshape(count, width)
-        self.weights = np.array([q.priority_factor for q in active], dtype=np.float64)
-        self.usage = np.array([usage.of(pool, q.name) for q in active], dtype=np.float64)
-        self.limits = np.full((count, n_classes, width), UNLIMITED, dtype=np.int64)
-        for qi, spec in enumerate(active):
-            for ci, class_name in enumerate(db.priority_class_names):
-                fractions = dict(
-                    self.ctx.config.priority_classes[class_name].maximum_resource_fraction_per_queue
-                )
-                for resource, fraction in spec.resource_limits_by_priority_class_name.get(
-                    class_name, {}
-                ).items():
-                    fractions[resource] = min(fraction, fractions.get(resource, fraction))
-                for resource, fraction in fractions.items():
-                    # a fraction of 1 or more can never bind: the pool itself is the limit
-                    if fraction < 1.0 and resource in db.resources:
-                        column = db.resources.column(resource)
-                        self.limits[qi, ci, column] = int(fraction * self.totals[column])
-        self.orders = [db.queued_rows(int(q)) for q in self.db_queue]
-        self.cursor = np.zeros(count, dtype=np.int64)
-        lookback = self.ctx.config.max_queue_lookback
-        self.stop = np.array(
-            [len(o) if lookback <= 0 else min(len(o), lookback) for o in self.orders], dtype=np.int64
-        )
-        self.demand_share = np.minimum(1.0, dominant_shares(self.alloc + self.demand, self.scale))
-        self.adjusted = water_fill(self.weights, self.demand_share)
-
-    def mask(self, key: int) -> BoolArray:
-        mask = self._masks.get(key)
-        if mask is None:
-            info = self.db.keys.infos[key]
-            full = self.db.nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
-            mask = self._masks[key] = full[self.node_rows] & self.schedulable
-        return mask
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -159,11 +60,8 @@ class PoolCycle(Evictions):
             return
         self.evict_for_fair_share()
         self._fail_hopeless_keys()
-        for qi, stop in enumerate(self.stop.tolist()):
-            if stop < len(self.orders[qi]):
-                self.ctx.reasons.by_queue.setdefault(
-                    self.queues[qi].name, f"beyond maxQueueLookback ({self.ctx.config.max_queue_lookback})"
-                )
+        if (self.stop < np.array([len(o) for o in self.orders], dtype=np.int64)).any():
+            self.ctx.reasons.lookback = self.ctx.config.max_queue_lookback
         while not self.ctx.out_of_time():
             units, boundary = self._round()
             if not len(units):
@@ -184,14 +82,16 @@ class PoolCycle(Evictions):
     def _fail_hopeless_keys(self) -> None:
         """Fail keys that fit on no node before looking at any job (a full cluster stays cheap).
 
-        Only when nothing can be preempted in this pool: then free space can only shrink
-        during the cycle, so a key that fits nowhere now never will.
+        A key that fits nowhere even counting what it could urgency-preempt is skipped for the
+        pool's turn. Not after fair-share evictions: those free space during the turn.
         """
-        if self.running_by_class[:, self.preemptible_classes].any():
+        if self.evicted_any():
             return
         keys = {k for q in self.db_queue.tolist() for k in self.db.queued_counts[q] if self.key_usable[k]}
         for key in sorted(keys):
-            if not fit_counts(self.free, self.key_requests[key], self.mask(key), 1).any():
+            lower = self.lower_classes(self.db.keys.infos[key].priority)
+            free = self.free + self.running_by_class[:, lower].sum(axis=1) if lower else self.free
+            if not fit_counts(free, self.key_requests[key], self.mask(key), 1).any():
                 self._fail(key)
 
     def _round(self) -> tuple[Units, tuple[float, int] | None]:
@@ -222,8 +122,15 @@ class PoolCycle(Evictions):
             elif spec.cordoned:
                 self.ctx.reasons.by_queue[spec.name] = "queue is cordoned"
             keys = self.db.cols["key"][rows].astype(np.int64)
-            queued = Units(rows, keys, self.cardinality[keys], np.zeros(len(rows), dtype=bool), pos,
-                           np.full(len(rows), qi), np.zeros(len(rows)))  # fmt: skip
+            queued = Units(
+                rows,
+                keys,
+                self.cardinality[keys],
+                np.zeros(len(rows), dtype=bool),
+                pos,
+                np.full(len(rows), qi),
+                np.zeros(len(rows)),
+            )
             cut = self._queue_cut(qi, queued, tokens)
             chunked = cut == len(queued) and len(rows) >= want and (len(pos) and pos[-1] + 1 < self.stop[qi])
             units = Units.concat([self.pending_evicted(qi), queued.take(slice(0, cut))])
@@ -254,6 +161,8 @@ class PoolCycle(Evictions):
         cut = int(np.searchsorted(np.cumsum(units.counts), tokens, side="right"))
         if cut < len(units):
             self.ctx.reasons.by_queue[name] = "queue rate limited (maximumPerQueueSchedulingRate)"
+        if (self.limits[qi] >= UNLIMITED).all():
+            return cut
         classes = self.key_class[units.keys[:cut]]
         for ci in np.unique(classes).tolist():
             members = np.flatnonzero(classes == ci)
@@ -276,6 +185,8 @@ class PoolCycle(Evictions):
         end = int(np.searchsorted(jobs, math.floor(self.ctx.global_tokens), side="right"))
         if end < len(units):
             self.ctx.reasons.cycle = "global scheduling rate limit reached (maximumSchedulingRate)"
+        if (self.budget >= UNLIMITED).all():
+            return end, end < len(units)
         requests = (units.counts * new)[:, None] * self.key_requests[units.keys]
         over = first_violation(np.cumsum(requests, axis=0) + self.scheduled_new, self.budget)
         if over < end:
@@ -297,17 +208,22 @@ class PoolCycle(Evictions):
         starts = np.concatenate([[0], np.flatnonzero(change) + 1, [len(units)]])
         special = [*np.flatnonzero(self.uniform[units.keys]).tolist(), len(units)]
         i = 0
+        fuse = True  # a stretch too short to fuse ends fusing until the next round
         while i < end:
             if self.ctx.out_of_time():
                 return i, False
             run_end = min(end, int(starts[np.searchsorted(starts, i, side="right")]))
             stretch = min(end, i + self.seg_len, special[int(np.searchsorted(special, i))])
-            if stretch - i >= FUSE_MIN and stretch > run_end:
+            if fuse and stretch - i >= FUSE_MIN and stretch > run_end:
                 if self._fused(units, i, stretch):
                     i = stretch
                     self.seg_len = min(2 * self.seg_len, FUSE_MAX)
                     continue
-                self.seg_len = max(FUSE_MIN, self.seg_len // 4)
+                # Near capacity: halve the stretch; below FUSE_MIN go run by run.
+                self.seg_len = (stretch - i) // 2
+                if self.seg_len < FUSE_MIN:
+                    fuse, self.seg_len = False, FUSE_MIN
+                continue
             ok = self._exact(units, i, run_end)
             i = run_end
             if not ok:
@@ -393,12 +309,15 @@ class PoolCycle(Evictions):
         if not self.db.keys.infos[int(units.keys[chosen[0]])].gang_cardinality:
             return units.rows[chosen]
         out: list[int] = []
-        state, taken = self.db.cols["state"], self.ctx.taken
-        for row in units.rows[chosen].tolist():
-            gang = self.db.gangs[self.db.gang_of(row)]
+        state, taken, gangs = self.db.cols["state"], self.ctx.taken, self.db.gangs
+        size = int(self.cardinality[int(units.keys[chosen[0]])])
+        for gang_index in self.db.cols["gang"][units.rows[chosen]].tolist():
+            gang = gangs[gang_index]
             assert gang is not None
-            size = int(self.cardinality[int(self.db.cols["key"][row])])
-            out.extend([m for m in gang.members if state[m] == QUEUED and not taken[m]][:size])
+            if len(gang.members) == size:  # the usual case: exactly the gang, all queued
+                out.extend(gang.members)
+            else:
+                out.extend([m for m in gang.members if state[m] == QUEUED and not taken[m]][:size])
         return np.array(out, dtype=np.int64)
 
     def commit(self, units: Units, chosen: IntArray, nodes: IntArray) -> None:
@@ -441,18 +360,3 @@ class PoolCycle(Evictions):
         self.ctx.reasons.by_key[key] = reason if known is None else f"{known}; {reason}"
 
     # -- report --------------------------------------------------------------------------
-
-    def shares(self) -> dict[str, QueueShare]:
-        actual = dominant_shares(self.alloc, self.scale)
-        fair = fair_shares(self.weights, (self.demand_share > 0) | (actual > 0))
-        return {
-            q.name: QueueShare(
-                weight=q.priority_factor,
-                fair_share=float(fair[i]),
-                adjusted_fair_share=float(self.adjusted[i]),
-                actual_share=float(actual[i]),
-                demand=float(self.demand_share[i]),
-                usage=float(self.usage[i]),
-            )
-            for i, q in enumerate(self.queues)
-        }

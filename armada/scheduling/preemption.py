@@ -21,35 +21,18 @@ from armada.scheduling.candidates import Units, empty_units
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import Preemption
 from armada.scheduling.fairshare import dominant_shares
-from armada.scheduling.jobdb import RUNNING, JobDb
+from armada.scheduling.jobdb import RUNNING
 from armada.scheduling.placement import dominant_column, place_identical
+from armada.scheduling.poolstate import PoolState
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.state import UsageHistory
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-class Evictions(ABC):
-    """Preemption half of :class:`armada.scheduling.pool.PoolCycle` (shares its state)."""
-
-    ctx: CycleContext
-    db: JobDb
-    pool: str
-    node_rows: IntArray
-    local_node: IntArray
-    free: IntArray
-    running_by_class: IntArray
-    alloc: IntArray
-    alloc_by_class: IntArray
-    adjusted: npt.NDArray[np.float64]
-    scale: npt.NDArray[np.float64]
-    key_requests: IntArray
-    key_class: IntArray
-    cardinality: IntArray
-    uniform: BoolArray
-    queues: list[QueueSpec]
-    local_queue: dict[int, int]
-    first_new_on_node: IntArray
+class Evictions(PoolState, ABC):
+    """Preemption half of :class:`armada.scheduling.pool.PoolCycle`."""
 
     @abstractmethod
     def members(self, units: Units, chosen: IntArray) -> IntArray:
@@ -65,11 +48,10 @@ class Evictions(ABC):
     ) -> IntArray | None:
         """Nodes for one uniform gang of ``key`` on ``free``, or None."""
 
-    @abstractmethod
-    def mask(self, key: int) -> BoolArray:
-        """Schedulable nodes admitting ``key``."""
-
-    def __init__(self) -> None:
+    def __init__(
+        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+    ) -> None:
+        super().__init__(ctx, pool, node_rows, queues, usage)
         classes = self.ctx.config.priority_classes
         self.preemptible_classes = [
             i for i, n in enumerate(self.db.priority_class_names) if classes[n].preemptible
@@ -130,8 +112,15 @@ class Evictions(ABC):
         chosen = np.array(reps, dtype=np.int64)
         counts = np.array([len(self._members[int(rows[i])][0]) for i in reps], dtype=np.int64)
         n = len(chosen)
-        return Units(rows[chosen], keys[chosen], counts, np.ones(n, dtype=bool), np.full(n, -1),
-                     np.full(n, qi), np.zeros(n))  # fmt: skip
+        return Units(
+            rows[chosen],
+            keys[chosen],
+            counts,
+            np.ones(n, dtype=bool),
+            np.full(n, -1),
+            np.full(n, qi),
+            np.zeros(n),
+        )
 
     def _take_off(self, rows: IntArray, keys: IntArray, local: IntArray, qi: IntArray, sign: int) -> None:
         """Remove (``sign=+1``) or restore (``-1``) running jobs' resources from their nodes."""
@@ -209,17 +198,24 @@ class Evictions(ABC):
 
     # -- urgency -------------------------------------------------------------------------
 
+    def lower_classes(self, priority: int) -> list[int]:
+        """Preemptible priority classes a job of ``priority`` may urgency-preempt."""
+        classes = self.ctx.config.priority_classes
+        names = self.db.priority_class_names
+        return [
+            i
+            for i, name in enumerate(names)
+            if classes[name].preemptible and classes[name].priority < priority
+        ]
+
+    def evicted_any(self) -> bool:
+        return any(len(units) for units in self._evicted)
+
     def urgent(self, units: Units, i: int, j: int) -> int:
         """Place units ``i..j`` (one key) by preempting lower classes; returns how many fitted."""
         key = int(units.keys[i])
         info = self.db.keys.infos[key]
-        config = self.ctx.config
-        lower = [
-            ci
-            for ci, name in enumerate(self.db.priority_class_names)
-            if config.priority_classes[name].preemptible
-            and config.priority_classes[name].priority < info.priority
-        ]
+        lower = self.lower_classes(info.priority)
         if not lower or not self.running_by_class[:, lower].any():
             return 0
         request, size = self.key_requests[key], int(self.cardinality[key])

@@ -33,26 +33,32 @@ class UsageHistory(msgspec.Struct, frozen=True):
     updated: float | None = None
     #: pool -> queue -> decayed dominant share in [0, 1]
     usage: dict[str, dict[str, float]] = msgspec.field(default_factory=dict)
+    #: pool -> queue -> dominant share held since ``updated`` (as the last cycle left it)
+    held: dict[str, dict[str, float]] = msgspec.field(default_factory=dict)
 
-    def advanced(self, now: float, shares: dict[str, dict[str, float]], half_life: float) -> UsageHistory:
-        """History at ``now`` given the dominant ``shares`` held since the last update.
+    def decayed(self, now: float, half_life: float) -> UsageHistory:
+        """History at ``now``, counting the shares held since the last update.
 
-        ``U <- U * d + share * (1 - d)`` with ``d = 2 ** (-elapsed / half_life)``: an
+        ``U <- U * d + held * (1 - d)`` with ``d = 2 ** (-elapsed / half_life)``: an
         exponential moving average of the share, so ``U`` is comparable with a share.
         """
         if half_life <= 0:
             return UsageHistory(updated=now)
         elapsed = 0.0 if self.updated is None else max(0.0, now - self.updated)
         decay = math.pow(2.0, -elapsed / half_life)
-        pools = set(self.usage) | set(shares)
         usage: dict[str, dict[str, float]] = {}
-        for pool in sorted(pools):
-            old, held = self.usage.get(pool, {}), shares.get(pool, {})
+        for pool in sorted(set(self.usage) | set(self.held)):
+            old, held = self.usage.get(pool, {}), self.held.get(pool, {})
             values = {
                 q: old.get(q, 0.0) * decay + held.get(q, 0.0) * (1 - decay) for q in sorted({*old, *held})
             }
             usage[pool] = {q: u for q, u in values.items() if u > 1e-9}
-        return UsageHistory(updated=now, usage=usage)
+        return UsageHistory(updated=now, usage=usage, held=self.held)
+
+    def holding(self, shares: dict[str, dict[str, float]]) -> UsageHistory:
+        """The same history, now holding ``shares`` (what the cycle just decided)."""
+        held = {pool: {q: s for q, s in by_queue.items() if s > 0} for pool, by_queue in shares.items()}
+        return UsageHistory(updated=self.updated, usage=self.usage, held=held)
 
     def of(self, pool: str, queue: str) -> float:
         return self.usage.get(pool, {}).get(queue, 0.0)

@@ -9,6 +9,7 @@ events, so every replica that applies the same log holds the same state.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,10 +89,41 @@ class ClusterState:
     # --- applying events ----------------------------------------------------------------
 
     def apply(self, seq: int, event: ev.Event) -> None:
-        handler = _HANDLERS.get(type(event))
-        if handler is not None:
-            handler(self, event)
-        self.seq = seq
+        self.apply_all([(seq, event)])
+
+    def apply_all(self, events: Iterable[tuple[int, ev.Event]]) -> None:
+        """Apply events in order; submissions are added to the job db in bulk.
+
+        New jobs are buffered and added together before any event that could concern them
+        (anything but their own ``queued``), which keeps order and is much cheaper per job.
+        """
+        submitted: list[JobRequirements] = []
+        for seq, event in events:
+            kind = type(event)
+            if kind is ev.JobSubmitted:
+                self._submitted(event, submitted)  # type: ignore[arg-type]
+            else:
+                if submitted and kind is not ev.JobQueued:
+                    self._add_jobs(submitted)
+                    submitted = []
+                handler = _HANDLERS.get(kind)
+                if handler is not None:
+                    handler(self, event)
+            self.seq = seq
+        if submitted:
+            self._add_jobs(submitted)
+
+    def _add_jobs(self, jobs: list[JobRequirements]) -> None:
+        try:
+            self.jobs.add_many(jobs)
+        except ValueError as exc:  # one bad job must not lose the others: add them one by one
+            log.error("bulk add failed, adding one by one", error=str(exc))
+            for job in jobs:
+                try:
+                    self.jobs.add(job)
+                except ValueError as one:
+                    log.error("job cannot be scheduled", job_id=job.id, error=str(one))
+                    self.extras.pop(job.id, None)
 
     def _queue(self, event: ev.QueueCreated | ev.QueueUpdated) -> None:
         spec = event.spec
@@ -127,10 +159,10 @@ class ClusterState:
         if info is not None:
             info.last_seen = max(info.last_seen, event.created.timestamp())
 
-    def _submitted(self, event: ev.JobSubmitted) -> None:
+    def _submitted(self, event: ev.JobSubmitted, buffer: list[JobRequirements]) -> None:
         job = event.job
         try:
-            self.jobs.add(requirements(job, submitted=event.created.timestamp()))
+            buffer.append(requirements(job, submitted=event.created.timestamp()))
         except (RequirementsError, ValueError) as exc:
             # Submission validated the job; this only guards against a log older than the rules.
             log.error("job cannot be scheduled", job_id=job.id, error=str(exc))
@@ -234,7 +266,6 @@ _HANDLERS: dict[type[ev.Event], Any] = {
     ev.QueueDeleted: ClusterState._queue_deleted,
     ev.ExecutorReported: ClusterState._executor_reported,
     ev.ExecutorHeartbeat: ClusterState._heartbeat,
-    ev.JobSubmitted: ClusterState._submitted,
     ev.JobQueued: ClusterState._queued,
     ev.JobLeased: ClusterState._leased,
     ev.JobPending: ClusterState._progress,

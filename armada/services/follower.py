@@ -68,8 +68,7 @@ class LogFollower:
         async with self._lock:
             while True:
                 batch = await self.store.read(self.state.seq, limit=READ_BATCH)
-                for stored in batch:
-                    self.state.apply(stored.seq, stored.event)
+                self.state.apply_all(batch)
                 if batch:
                     self.applied.publish(self.state.seq)
                 if len(batch) < READ_BATCH:

@@ -195,6 +195,8 @@ async def preempt_jobs(
     async with store.transaction() as tx:
         rows = await _jobs_by_id(tx, job_ids, queue, job_set_id)
         for row in rows:
+            if row.state in TERMINAL_JOB_STATES:
+                continue  # finished: nothing to preempt, whatever its class
             priority_class = priority_classes.get(row.priority_class)
             if priority_class is None or not priority_class.preemptible:
                 raise InvalidRequest(

@@ -15,7 +15,7 @@ from armada.eventstore import schema
 from armada.eventstore.store import EventStore, Transaction
 from armada.model.errors import Conflict, NotFound
 from armada.model.events import Event, JobQueued, JobSubmitted
-from armada.model.ids import new_job_id
+from armada.model.ids import new_job_ids
 from armada.model.jobs import Job
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitResponse, JobSubmitResponseItem
 from armada.services.queues import load_queue
@@ -37,11 +37,12 @@ async def submit_jobs(
         now = datetime.now(UTC)
         job_ids: list[str] = []
         events: list[Event] = []
+        fresh_ids = iter(new_job_ids(len(valid)))
         for entry in valid:
             client_id = entry.item.client_id
             job_id = known.get(client_id) if client_id else None
             if job_id is None:
-                job = _job(request, entry, user, now)
+                job = _job(request, entry, next(fresh_ids), user, now)
                 job_id = job.id
                 if client_id:
                     known[client_id] = job_id
@@ -73,12 +74,12 @@ def _events(job: Job, now: datetime) -> tuple[JobSubmitted, JobQueued]:
     )
 
 
-def _job(request: JobSubmitRequest, entry: ValidItem, user: str, now: datetime) -> Job:
+def _job(request: JobSubmitRequest, entry: ValidItem, job_id: str, user: str, now: datetime) -> Job:
     item, pod_spec, info = entry
     if "priorityClassName" not in pod_spec:
         pod_spec = {**pod_spec, "priorityClassName": info.priority_class_name}
     return Job(
-        id=new_job_id(),
+        id=job_id,
         queue=request.queue,
         job_set_id=request.job_set_id,
         namespace=item.namespace,

@@ -7,8 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from armada.client import ArmadaApiError, ArmadaClient
+from armada.eventstore import schema
 from armada.model.jobs import GANG_CARDINALITY_ANNOTATION as CARDINALITY
 from armada.model.jobs import GANG_ID_ANNOTATION as GANG_ID
 from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION as UNIFORMITY
@@ -204,3 +206,13 @@ def test_preemptible_class_is_accepted(client: ArmadaClient, queue: str) -> None
     job = client.job_details([job_id], expand_spec=True)[job_id].job_spec
     assert job is not None
     assert job.priority_class_name == "armada-preemptible"
+
+
+def test_views_hold_json_objects(server: ApiServer, client: ArmadaClient, queue: str) -> None:
+    [job_id] = client.submit_jobs(queue, "set", [item(annotations={"team": "a"})])
+
+    async def annotations() -> object:
+        async with server.store.engine.connect() as conn:
+            return await conn.scalar(select(schema.jobs.c.annotations).where(schema.jobs.c.job_id == job_id))
+
+    assert server.run(annotations()) == {"team": "a"}

@@ -127,8 +127,26 @@ class ProcessBackend:
         cwd = container.get("workingDir") or str(run_dir.work)
         base = RunStatus(run_id=lease.run_id, kind="pending", node=self._node_name, pod_name=name)
         await self._report().observe(base)
+        try:
+            run.process = await self._spawn(run_dir, argv, cwd, env)
+        except OSError as exc:  # e.g. a workingDir that does not exist: retrying will not help
+            reason = f"cannot start process: {exc}"
+            await self._report().observe(
+                msgspec.structs.replace(base, kind="failed", reason=reason, cause="Error")
+            )
+            return
+        run.pid = run.process.pid
+        run_dir.record_pid(run.pid)
+        log.info("process started", run_id=lease.run_id, job_id=lease.job_id, pid=run.pid, argv=argv)
+        await self._report().observe(msgspec.structs.replace(base, kind="running"))
+        run.watcher = asyncio.create_task(self._watch(run))
+
+    async def _spawn(
+        self, run_dir: RunDir, argv: list[str], cwd: str, env: dict[str, str]
+    ) -> asyncio.subprocess.Process:
+        """Start the wrapper shell in its own session, output to the run's ``output`` file."""
         with run_dir.output.open("wb") as output:
-            run.process = await asyncio.create_subprocess_exec(
+            return await asyncio.create_subprocess_exec(
                 "/bin/sh",
                 "-c",
                 _WRAPPER,
@@ -142,11 +160,6 @@ class ProcessBackend:
                 env={**inherited_env(), **env},
                 start_new_session=True,
             )
-        run.pid = run.process.pid
-        run_dir.record_pid(run.pid)
-        log.info("process started", run_id=lease.run_id, job_id=lease.job_id, pid=run.pid, argv=argv)
-        await self._report().observe(msgspec.structs.replace(base, kind="running"))
-        run.watcher = asyncio.create_task(self._watch(run))
 
     async def kill(self, run_id: str) -> None:
         """Kill the run's process group (TERM, then KILL after the grace period)."""

@@ -31,9 +31,10 @@ def free_port() -> int:
 class ContractServer:
     """State and ASGI app of the test double."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: tuple[str, str] | None = None) -> None:
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.tls = tls
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.queued: list[Lease] = []
         self.active: dict[str, str] = {}
         self.cancel: set[str] = set()
@@ -78,6 +79,8 @@ class ContractServer:
             lifespan="off",
             ws="none",
             interface="asgi3",
+            ssl_certfile=self.tls[0] if self.tls else None,
+            ssl_keyfile=self.tls[1] if self.tls else None,
         )
         self._server = uvicorn.Server(config)
         self._task = asyncio.create_task(self._server.serve())

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
+
 from armada.executor.backends.fake import FakeBackend
+from armada.executor.runner import run_executor
 from armada.executor.settings import FakeSettings, ProcessSettings
-from tests.integration.executor.conftest import RunningExecutor, lease
+from tests.integration.executor.conftest import RunningExecutor, fast_settings, lease
 from tests.integration.executor.contract_server import ContractServer
 
 
@@ -115,3 +120,33 @@ async def test_restarted_executor_cleans_stale_runs_and_keeps_live_ones(
     assert server.kinds("stale") == ["pending", "running"]
     assert server.kinds("live") == ["pending", "running", "succeeded"]
     assert not (tmp_path / "state" / "runs" / "stale").exists()
+
+
+@pytest.fixture
+def self_signed(tmp_path: Path) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, made with the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    files = ["-keyout", str(key), "-out", str(cert)]
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", *subject, *files],
+        check=True,
+        capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+async def test_tls_server_verified_with_ca_cert(self_signed: tuple[str, str]) -> None:
+    tls_server = ContractServer(tls=self_signed)
+    await tls_server.start()
+    try:
+        settings = fast_settings(tls_server, ca_cert=self_signed[0])
+        task = asyncio.create_task(run_executor(settings, backend=fake()))
+        await tls_server.wait_for(lambda: len(tls_server.lease_requests) > 0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    finally:
+        await tls_server.stop()
+    assert tls_server.url.startswith("https://")

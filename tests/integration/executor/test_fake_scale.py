@@ -19,7 +19,7 @@ async def test_ten_thousand_nodes_and_thousands_of_concurrent_runs(
     backend = FakeBackend(FakeSettings(nodes=10_000), "big")
     server.offer(
         *(
-            lease(f"r{i}", argv=["sh", "-c", "sleep 1; exit 3" if i % 10 == 0 else "sleep 1"])
+            lease(f"r{i}", argv=["sh", "-c", "sleep 3; exit 3" if i % 10 == 0 else "sleep 3"])
             for i in range(RUNS)
         )
     )

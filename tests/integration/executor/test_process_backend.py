@@ -184,3 +184,12 @@ async def test_release_without_retention_removes_the_run_directory(tmp_path: Pat
     await backend.release("r1")
     assert not (tmp_path / "runs" / "r1").exists()
     await backend.close()
+
+
+async def test_unstartable_process_fails_the_run(started: tuple[ProcessBackend, Recorder]) -> None:
+    backend, recorder = started
+    leased = lease("r1", argv=["true"])
+    leased.pod_spec["containers"][0]["workingDir"] = "/no/such/dir/armada"
+    await backend.launch(leased)
+    final = recorder.final("r1")
+    assert (final.kind, final.cause) == ("failed", "Error") and "cannot start process" in final.reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
@@ -25,9 +26,9 @@ from armada.scheduling import (
 GI = 2**30
 
 
-def unlimited(**overrides: object) -> SchedulingConfig:
+def unlimited(**overrides: Any) -> SchedulingConfig:
     """Config with rate limits and the time budget out of the way."""
-    base: dict[str, object] = {
+    base: dict[str, Any] = {
         "maximum_scheduling_rate": 1e9,
         "maximum_scheduling_burst": 10**9,
         "maximum_per_queue_scheduling_rate": 1e9,
@@ -37,19 +38,31 @@ def unlimited(**overrides: object) -> SchedulingConfig:
     base.update(overrides)
     if "priority_classes" in base:
         base["priority_classes"] = msgspec.convert(base["priority_classes"], dict[str, PriorityClass])
-    return SchedulingConfig(**base)  # type: ignore[arg-type]
+    return SchedulingConfig(**base)
 
 
-def node(node_id: str, cpu: int = 8, memory_gi: int = 32, pool: str = "default", **kw: object) -> NodeSpec:
-    allocatable = {"cpu": cpu * 1000, "memory": memory_gi * GI}
-    allocatable.update(kw.pop("extra", {}))  # type: ignore[arg-type]
-    return NodeSpec(id=node_id, pool=pool, executor=f"ex-{pool}", allocatable=allocatable, **kw)  # type: ignore[arg-type]
+def node(
+    node_id: str,
+    cpu: int = 8,
+    memory_gi: int = 32,
+    pool: str = "default",
+    extra: dict[str, int] | None = None,
+    **kw: Any,
+) -> NodeSpec:
+    allocatable = {"cpu": cpu * 1000, "memory": memory_gi * GI, **(extra or {})}
+    return NodeSpec(id=node_id, pool=pool, executor=f"ex-{pool}", allocatable=allocatable, **kw)
 
 
-def job(job_id: str, queue: str, cpu: float = 1, memory_gi: float = 1, **kw: object) -> JobRequirements:
-    requests = {"cpu": int(cpu * 1000), "memory": int(memory_gi * GI)}
-    requests.update(kw.pop("extra", {}))  # type: ignore[arg-type]
-    return JobRequirements(id=job_id, queue=queue, requests=requests, **kw)  # type: ignore[arg-type]
+def job(
+    job_id: str,
+    queue: str,
+    cpu: float = 1,
+    memory_gi: float = 1,
+    extra: dict[str, int] | None = None,
+    **kw: Any,
+) -> JobRequirements:
+    requests = {"cpu": int(cpu * 1000), "memory": int(memory_gi * GI), **(extra or {})}
+    return JobRequirements(id=job_id, queue=queue, requests=requests, **kw)
 
 
 class Sim:
@@ -65,8 +78,8 @@ class Sim:
         self.queues: dict[str, QueueSpec] = {}
         self.now = 0.0
 
-    def queue(self, name: str, factor: float = 1.0, **kw: object) -> None:
-        self.queues[name] = QueueSpec(name, priority_factor=factor, **kw)  # type: ignore[arg-type]
+    def queue(self, name: str, factor: float = 1.0, **kw: Any) -> None:
+        self.queues[name] = QueueSpec(name, priority_factor=factor, **kw)
 
     def submit(self, jobs: Iterable[JobRequirements]) -> None:
         self.db.add_many(jobs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 
@@ -58,12 +59,14 @@ def test_queue_order_priority_class_then_priority_then_age() -> None:
     )
     sim = Sim(config, nodes=[node("n0", cpu=2, memory_gi=100)])
     sim.queue("A")
-    sim.submit([
-        job("old-low", "A", submitted=1, priority_class_name="low"),
-        job("new-low-urgent", "A", submitted=3, priority=-5, priority_class_name="low"),
-        job("new-high", "A", submitted=2, priority_class_name="high"),
-        job("newest-low", "A", submitted=4, priority_class_name="low"),
-    ])  # fmt: skip
+    sim.submit(
+        [
+            job("old-low", "A", submitted=1, priority_class_name="low"),
+            job("new-low-urgent", "A", submitted=3, priority=-5, priority_class_name="low"),
+            job("new-high", "A", submitted=2, priority_class_name="high"),
+            job("newest-low", "A", submitted=4, priority_class_name="low"),
+        ]
+    )
     result = sim.cycle()
     assert sorted(result.leases.job_ids) == ["new-high", "new-low-urgent"]
 
@@ -102,12 +105,14 @@ def test_selector_taints_and_rejection() -> None:
     )
     sim.queue("A")
     tolerate = (Toleration(key="gpu", operator="Exists"),)
-    sim.submit([
-        job("wants-gpu", "A", node_selector={"kind": "gpu"}),
-        job("wants-gpu-tolerates", "A", node_selector={"kind": "gpu"}, tolerations=tolerate),
-        job("huge", "A", cpu=64),
-        job("nowhere", "A", node_selector={"kind": "tpu"}),
-    ])  # fmt: skip
+    sim.submit(
+        [
+            job("wants-gpu", "A", node_selector={"kind": "gpu"}),
+            job("wants-gpu-tolerates", "A", node_selector={"kind": "gpu"}, tolerations=tolerate),
+            job("huge", "A", cpu=64),
+            job("nowhere", "A", node_selector={"kind": "tpu"}),
+        ]
+    )
     result = sim.cycle(apply=False)
     assert dict(zip(result.leases.job_ids, result.leases.node_ids, strict=True)) == {
         "wants-gpu-tolerates": "gpu-node"
@@ -130,14 +135,14 @@ def test_pools_are_scheduled_independently_and_jobs_may_restrict_pools() -> None
 def test_gang_all_or_nothing_and_incomplete_reason() -> None:
     sim = Sim(nodes=[node(f"n{i}", cpu=2) for i in range(2)])
     sim.queue("A")
-    gang = {"gang_id": "g1", "gang_cardinality": 3}
+    gang: dict[str, Any] = {"gang_id": "g1", "gang_cardinality": 3}
     sim.submit([job("g1-0", "A", **gang), job("g1-1", "A", **gang)])
     result = sim.cycle()
     assert not result.leases
     assert result.reasons.for_job(sim.db, "g1-0") == "gang incomplete 2/3"
     sim.submit([job("g1-2", "A", **gang)])
     assert sorted(sim.cycle().leases.job_ids) == ["g1-0", "g1-1", "g1-2"]
-    too_big = {"gang_id": "g2", "gang_cardinality": 2}
+    too_big: dict[str, Any] = {"gang_id": "g2", "gang_cardinality": 2}
     sim.submit([job("g2-0", "A", cpu=1, **too_big), job("g2-1", "A", cpu=1, **too_big)])
     result = sim.cycle()
     assert not result.leases
@@ -150,8 +155,13 @@ def test_gang_node_uniformity_label() -> None:
     sim.queue("A")
     sim.submit([job("filler", "A", cpu=1, submitted=0, node_selector={"zone": "a"})])
     sim.cycle()
-    gang = {"gang_id": "g", "gang_cardinality": 4, "gang_node_uniformity_label": "zone", "submitted": 1}
-    sim.submit([job(f"g{i}", "A", **gang) for i in range(4)])  # type: ignore[arg-type]
+    gang: dict[str, Any] = {
+        "gang_id": "g",
+        "gang_cardinality": 4,
+        "gang_node_uniformity_label": "zone",
+        "submitted": 1,
+    }
+    sim.submit([job(f"g{i}", "A", **gang) for i in range(4)])
     result = sim.cycle()
     assert sorted(result.leases.node_ids) == ["b0", "b0", "b1", "b1"]
 
@@ -215,9 +225,13 @@ def test_time_budget_stops_cleanly() -> None:
     sim.queue("A")
     sim.submit(job(f"a{i}", "A", submitted=i, node_selector={"n": str(i)}) for i in range(10))
     result = schedule(
-        sim.db, queues=list(sim.queues.values()), config=config, state=sim.state, now=0.0,
+        sim.db,
+        queues=list(sim.queues.values()),
+        config=config,
+        state=sim.state,
+        now=0.0,
         clock=lambda: float(next(ticks)),
-    )  # fmt: skip
+    )
     assert result.stats.stopped == "time budget"
     assert result.reasons.cycle.startswith("scheduling cycle stopped")
 
@@ -240,3 +254,36 @@ def test_decisions_are_deterministic() -> None:
         return list(zip(result.leases.job_ids, result.leases.node_ids, strict=True))
 
     assert run() == run()
+
+
+def test_schedule_only_reads_the_job_db() -> None:
+    sim = Sim(nodes=[node("n0", cpu=4)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(6))
+    before = (list(sim.db.ids), sim.db.cols["state"].copy(), [dict(c) for c in sim.db.queued_counts])
+    result = sim.cycle(apply=False)
+    assert len(result.leases) == 4
+    after = (list(sim.db.ids), sim.db.cols["state"].copy(), [dict(c) for c in sim.db.queued_counts])
+    assert before[0] == after[0] and (before[1] == after[1]).all() and before[2] == after[2]
+
+
+def test_key_summary_counts_waiting_jobs_per_key() -> None:
+    sim = Sim(nodes=[node("n0", cpu=2)])
+    sim.queue("A")
+    sim.queue("B")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(3))
+    sim.submit(job(f"b{i}", "B", submitted=i) for i in range(3))
+    result = sim.cycle()
+    key = int(sim.db.cols["key"][sim.db.row("a2")])
+    assert sum(result.key_summary[key].values()) == 4
+    assert sim.db.keys.infos[key].describe() == "cpu=1 memory=1Gi armada-default"
+
+
+def test_gang_with_differing_members_is_reported_not_scheduled() -> None:
+    sim = Sim(nodes=[node("n0", cpu=8)])
+    sim.queue("A")
+    gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2}
+    sim.submit([job("g0", "A", cpu=1, **gang), job("g1", "A", cpu=2, **gang)])
+    result = sim.cycle()
+    assert not result.leases
+    assert result.reasons.for_job(sim.db, "g0") == "gang members have different scheduling requirements"

@@ -1,0 +1,53 @@
+"""How user commands reach the server, and how they report failures.
+
+The server comes from ``--url``, else ``ARMADA_URL``, else the contexts file
+(``~/.config/armada/config.yaml``; see :mod:`armada.client.config`). A refused request
+prints the server's problem detail on one line and exits 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import httpx
+import msgspec
+import typer
+
+from armada.client import ArmadaApiError, ArmadaClient, ConfigError, load_config
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option("--url", envvar="ARMADA_URL", help="Server URL (default: the contexts file, else :8080)."),
+]
+ContextOption = Annotated[
+    str | None, typer.Option("--context", help="Context of ~/.config/armada/config.yaml to use.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``error: message`` to stderr; return the exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def connect(url: str | None, context: str | None) -> Iterator[ArmadaClient]:
+    """A client for the chosen server; API and connection errors become one-line exits."""
+    try:
+        config = load_config(url, context)
+    except ConfigError as exc:
+        raise fail(str(exc), 2) from exc
+    try:
+        with ArmadaClient(config) as client:
+            yield client
+    except ArmadaApiError as exc:
+        raise fail(str(exc)) from exc
+    except httpx.TransportError as exc:
+        raise fail(f"cannot reach {config.armada_url}: {exc}") from exc
+
+
+def print_json(value: Any) -> None:
+    typer.echo(msgspec.json.format(msgspec.json.encode(value), indent=2))

@@ -1,0 +1,143 @@
+"""The state of one pool during a cycle: free capacity, queues, allocations and limits.
+
+Built once per pool and cycle from the node and job databases (no per-job work), then
+mutated as jobs are placed, evicted and preempted; see :mod:`.pool` and :mod:`.preemption`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from armada.scheduling.context import CycleContext
+from armada.scheduling.decisions import QueueShare
+from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
+from armada.scheduling.queues import QueueSpec
+from armada.scheduling.state import UsageHistory
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Stands in for "no limit" in integer limit arrays.
+UNLIMITED = 1 << 62
+
+
+class PoolState:
+    """Arrays describing one pool: nodes (local index = order by node id) and active queues."""
+
+    def __init__(
+        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+    ) -> None:
+        db, config = ctx.db, ctx.config
+        self.ctx, self.db, self.pool, self.node_rows = ctx, db, pool, node_rows
+        nodes = db.nodes
+        allocatable = nodes.allocatable()[node_rows]
+        running = db.node_allocation()[node_rows]
+        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - running.sum(axis=1)
+        self.running_by_class: IntArray = running.copy()
+        self.schedulable: BoolArray = nodes.schedulable[node_rows]
+        self.totals: IntArray = allocatable.sum(axis=0)
+        self.names = db.resources.names
+        self.scale = drf_scale(
+            self.totals, self.names, config.dominant_resource_fairness_resources_to_consider
+        )
+        self.local_node = np.full(nodes.size, -1, dtype=np.int64)
+        self.local_node[node_rows] = np.arange(len(node_rows))
+        self.key_requests = db.keys.requests()
+        infos = db.keys.infos
+        self.key_usable = ctx.key_ok & np.array([i.allows_pool(pool) for i in infos], dtype=bool)
+        self.cardinality = np.array([max(1, i.gang_cardinality) for i in infos], dtype=np.int64)
+        self.key_class = np.array([db.pc_index(i.index) for i in infos], dtype=np.int64)
+        self.uniform = np.array([bool(i.uniformity_label) for i in infos], dtype=bool)
+        self.key_failed = np.zeros(len(infos), dtype=bool)
+        self._masks: dict[int, BoolArray] = {}
+        self.gang_rep = np.full(len(db.gangs), -1, dtype=np.int64)
+        self._setup_queues(queues, usage)
+        self.first_new_on_node = np.full(len(node_rows), -1, dtype=np.int64)
+        budget = config.maximum_resource_fraction_to_schedule
+        self.budget = np.array(
+            [
+                int(budget[n] * t) if budget.get(n, 1.0) < 1.0 else UNLIMITED
+                for n, t in zip(self.names, self.totals, strict=True)
+            ]
+        )
+        self.scheduled_new = np.zeros(len(self.names), dtype=np.int64)
+
+    def _setup_queues(self, queues: list[QueueSpec], usage: UsageHistory) -> None:
+        db, pool = self.db, self.pool
+        # Queues the db has never seen hold nothing; queues without a spec get default settings.
+        specs = {q.name: q for q in queues if db.has_queue(q.name)}
+        for name in db.queue_names:
+            specs.setdefault(name, QueueSpec(name))
+        n_classes, width = len(db.priority_class_names), len(self.names)
+        active: list[QueueSpec] = []
+        demands: list[IntArray] = []
+        allocs: list[IntArray] = []
+        for name in sorted(specs):
+            index = db.queue_index(name)
+            alloc = db.queue_allocation(index, pool)[:, :width]
+            demand = np.zeros(width, dtype=np.int64)
+            for key, count in db.queued_counts[index].items():
+                if self.key_usable[key]:
+                    demand += count * self.key_requests[key]
+            if demand.any() or alloc.any():
+                active.append(specs[name])
+                demands.append(demand)
+                allocs.append(alloc)
+        self.queues = active
+        self.db_queue = np.array([db.queue_index(q.name) for q in active], dtype=np.int64)
+        self.local_queue = {int(q): i for i, q in enumerate(self.db_queue)}
+        count = len(active)
+        self.alloc_by_class: IntArray = np.array(allocs).reshape(count, n_classes, width).copy()
+        self.alloc: IntArray = self.alloc_by_class.sum(axis=1)
+        self.demand: IntArray = np.array(demands).reshape(count, width)
+        self.weights = np.array([q.priority_factor for q in active], dtype=np.float64)
+        self.usage = np.array([usage.of(pool, q.name) for q in active], dtype=np.float64)
+        self.limits = np.full((count, n_classes, width), UNLIMITED, dtype=np.int64)
+        for qi, spec in enumerate(active):
+            for ci, class_name in enumerate(db.priority_class_names):
+                fractions = dict(
+                    self.ctx.config.priority_classes[class_name].maximum_resource_fraction_per_queue
+                )
+                for resource, fraction in spec.resource_limits_by_priority_class_name.get(
+                    class_name, {}
+                ).items():
+                    fractions[resource] = min(fraction, fractions.get(resource, fraction))
+                for resource, fraction in fractions.items():
+                    # a fraction of 1 or more can never bind: the pool itself is the limit
+                    if fraction < 1.0 and resource in db.resources:
+                        column = db.resources.column(resource)
+                        self.limits[qi, ci, column] = int(fraction * self.totals[column])
+        self.orders = [db.queued_rows(int(q)) for q in self.db_queue]
+        self.cursor = np.zeros(count, dtype=np.int64)
+        lookback = self.ctx.config.max_queue_lookback
+        self.stop = np.array(
+            [len(o) if lookback <= 0 else min(len(o), lookback) for o in self.orders], dtype=np.int64
+        )
+        self.demand_share = np.minimum(1.0, dominant_shares(self.alloc + self.demand, self.scale))
+        self.adjusted = water_fill(self.weights, self.demand_share)
+
+    def mask(self, key: int) -> BoolArray:
+        mask = self._masks.get(key)
+        if mask is None:
+            info = self.db.keys.infos[key]
+            full = self.db.nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
+            mask = self._masks[key] = full[self.node_rows] & self.schedulable
+        return mask
+
+    # -- report --------------------------------------------------------------------------
+
+    def shares(self) -> dict[str, QueueShare]:
+        actual = dominant_shares(self.alloc, self.scale)
+        fair = fair_shares(self.weights, (self.demand_share > 0) | (actual > 0))
+        return {
+            q.name: QueueShare(
+                weight=q.priority_factor,
+                fair_share=float(fair[i]),
+                adjusted_fair_share=float(self.adjusted[i]),
+                actual_share=float(actual[i]),
+                demand=float(self.demand_share[i]),
+                usage=float(self.usage[i]),
+            )
+            for i, q in enumerate(self.queues)
+        }

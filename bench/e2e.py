@@ -1,0 +1,243 @@
+"""End-to-end throughput: real server and executor processes, jobs submitted over HTTP.
+
+    python bench/e2e.py --database-url URL --executors 2 --nodes-per-executor 2500 \\
+        --jobs 100000 --queues 10
+    python bench/e2e.py --backend process --process-cpu 256 --jobs 2000 --queues 1 \\
+        --command date            # the Slurm comparison (tools/slurm_peer.sh)
+
+Every figure comes from the event log: ``jobs_per_second`` is jobs / (last ``succeeded``
+- first ``submitted``), lease latency is ``leased`` - ``submitted`` per job. With
+``--idle-jobs N`` it also submits N single jobs one at a time into the idle system and
+reports the submit-to-start latency (the job's own start stamp for ``--command date``,
+else the ``running`` event). A PostgreSQL URL names a server: the benchmark creates a fresh
+database there and drops it afterwards. The last line is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psycopg
+
+from armada.client import AsyncArmadaClient, ClientConfig
+from armada.eventstore.dialects import libpq_conninfo, normalise_url
+from armada.model import events as ev
+from armada.model.queues import Queue
+from armada.model.wire.jobs import JobSubmitRequestItem
+from bench.common import report
+from tests.processes import ArmadaProcess, free_port, wait_until_healthy
+
+SERVER_ENV = {
+    "ARMADA_SCHEDULING_MAXIMUM_SCHEDULING_RATE": "1000000",
+    "ARMADA_SCHEDULING_MAXIMUM_SCHEDULING_BURST": "1000000",
+    "ARMADA_SCHEDULING_MAXIMUM_PER_QUEUE_SCHEDULING_RATE": "1000000",
+    "ARMADA_SCHEDULING_MAXIMUM_PER_QUEUE_SCHEDULING_BURST": "1000000",
+    "ARMADA_SCHEDULER_CYCLE_PERIOD": "0.5",
+    "ARMADA_LOGGING_LEVEL": "warning",
+}
+
+
+@contextmanager
+def database(url: str, workdir: Path) -> Iterator[str]:
+    """A fresh database: a SQLite file in ``workdir`` or a new PostgreSQL database."""
+    if not url.startswith("postgres"):
+        yield f"sqlite:///{workdir / 'armada.db'}"
+        return
+    name = f"armada_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(libpq_conninfo(url), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield normalise_url(url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(libpq_conninfo(url), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def start_system(stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str) -> str:
+    port = free_port()
+    env = dict(SERVER_ENV)
+    server = ArmadaProcess(
+        ["serve", "--port", str(port), "--database-url", url],
+        cwd=workdir,
+        log_path=workdir / "serve.log",
+        env=env,
+    )
+    stack.callback(server.stop)
+    base = f"http://127.0.0.1:{port}"
+    wait_until_healthy(base, server)
+    for index in range(args.executors):
+        command = [
+            "executor",
+            "--server",
+            base,
+            "--cluster-id",
+            f"cluster-{index}",
+            "--backend",
+            args.backend,
+        ]
+        if args.backend == "fake":
+            command += ["--fake-nodes", str(args.nodes_per_executor), "--fake-node-cpu", "64"]
+            command += ["--fake-node-memory", "512Gi"]
+        else:
+            command += ["--process-cpu", str(args.process_cpu), "--process-memory", "1Ti"]
+        executor = ArmadaProcess(
+            command,
+            cwd=workdir,
+            log_path=workdir / f"executor-{index}.log",
+            env={"ARMADA_LOGGING_LEVEL": "warning"},
+        )
+        stack.callback(executor.stop)
+    return base
+
+
+def job_item(command: str) -> JobSubmitRequestItem:
+    resources = {"cpu": "100m", "memory": "64Mi"}
+    return JobSubmitRequestItem(
+        namespace="default",
+        pod_spec={
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "alpine:3.20",
+                    "args": command.split(),
+                    "resources": {"requests": resources, "limits": resources},
+                }
+            ],
+        },
+    )
+
+
+async def submit_all(client: AsyncArmadaClient, args: argparse.Namespace) -> None:
+    """Submit ``--jobs`` jobs in batches, spread over the queues, a few requests in flight."""
+    item = job_item(args.command)
+    batches = [(f"queue-{i % args.queues}", "bench") for i in range(0, args.jobs, args.batch)]
+    semaphore = asyncio.Semaphore(4)
+
+    async def one(index: int, queue: str, job_set: str) -> None:
+        size = min(args.batch, args.jobs - index * args.batch)
+        async with semaphore:
+            await client.submit_jobs(queue, job_set, [item] * size)
+
+    await asyncio.gather(*(one(i, q, s) for i, (q, s) in enumerate(batches)))
+
+
+async def wait_finished(
+    client: AsyncArmadaClient, args: argparse.Namespace, timeout: float
+) -> list[ev.Event]:
+    """Follow every queue's job set until all jobs have ended; return their events."""
+    events: list[ev.Event] = []
+    done = 0
+    finished = asyncio.Event()
+
+    async def follow(queue: str) -> None:
+        nonlocal done
+        async for message in client.job_set_events(queue, "bench", watch=True):
+            events.append(message.event)
+            if message.event.type in ("succeeded", "failed", "cancelled", "preempted"):
+                done += 1
+                if done >= args.jobs:
+                    finished.set()
+                    return
+
+    tasks = [asyncio.create_task(follow(f"queue-{q}")) for q in range(args.queues)]
+    try:
+        await asyncio.wait_for(finished.wait(), timeout)
+    finally:
+        for task in tasks:
+            task.cancel()
+    return events
+
+
+def throughput(events: list[ev.Event]) -> dict[str, Any]:
+    submitted = {e.job_id: e.created.timestamp() for e in events if e.type == "submitted"}
+    leased = {e.job_id: e.created.timestamp() for e in events if e.type == "leased"}
+    ended = [e.created.timestamp() for e in events if e.type in ("succeeded", "failed")]
+    latencies = sorted(leased[j] - submitted[j] for j in leased if j in submitted)
+    span = max(ended) - min(submitted.values())
+    return {
+        "jobs_per_second": round(len(ended) / span, 1),
+        "seconds": round(span, 2),
+        "succeeded": sum(1 for e in events if e.type == "succeeded"),
+        "failed": sum(1 for e in events if e.type == "failed"),
+        "lease_latency_p50_s": round(statistics.median(latencies), 3),
+        "lease_latency_p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+    }
+
+
+async def idle_latency(client: AsyncArmadaClient, count: int, command: str) -> dict[str, Any]:
+    """Submit single jobs into the idle system; time from just before submit to start."""
+    samples = []
+    for _ in range(count):
+        before = time.time()
+        [job_id] = await client.submit_jobs("queue-0", "idle", [job_item(command)])
+        async for message in client.job_set_events("queue-0", "idle", watch=True):
+            if message.event.job_id == job_id and message.event.type in ("running", "failed"):
+                break
+        samples.append(message.event.created.timestamp() - before)
+        await asyncio.sleep(0.3)
+    return {"idle_submit_to_running_p50_ms": round(statistics.median(samples) * 1000, 1)}
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        workdir = Path(tmp)
+        url = stack.enter_context(database(args.database_url, workdir))
+        base = start_system(stack, args, workdir, url)
+        async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
+            await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
+            await asyncio.sleep(2)  # let the executors report their nodes
+            watcher = asyncio.create_task(wait_finished(client, args, args.timeout))
+            started = time.perf_counter()
+            await submit_all(client, args)
+            submit_seconds = time.perf_counter() - started
+            events = await watcher
+            result: dict[str, Any] = {
+                "benchmark": "e2e",
+                "database": normalise_url(url).get_backend_name(),
+                "backend": args.backend,
+                "executors": args.executors,
+                "jobs": args.jobs,
+                "submit_seconds": round(submit_seconds, 2),
+                **throughput(events),
+            }
+            if args.idle_jobs:
+                result |= await idle_latency(client, args.idle_jobs, args.command)
+            return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--database-url", default="sqlite")
+    parser.add_argument("--executors", type=int, default=2)
+    parser.add_argument("--nodes-per-executor", type=int, default=2500)
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--queues", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--backend", choices=["fake", "process"], default="fake")
+    parser.add_argument("--process-cpu", type=int, default=256)
+    parser.add_argument("--command", default="sleep 1", help="the jobs' command line (args)")
+    parser.add_argument("--idle-jobs", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=1800)
+    args = parser.parse_args()
+    os.environ.setdefault("ARMADA_LOGGING_FORMAT", "json")
+    report(asyncio.run(run(args)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The job commands of the CLI against a real server (in-process runner)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner, Result
+
+from armada.cli.main import app
+from armada.client import ArmadaClient
+from tests.api.jobs import item, pod_spec, start
+from tests.servers import ApiServer
+
+
+def armada(server: ApiServer, *args: str) -> Result:
+    return CliRunner().invoke(app, ["--help"] if not args else list(args), env={"ARMADA_URL": server.url})
+
+
+def test_reprioritize_preempt_cancel_and_details(server: ApiServer, client: ArmadaClient, queue: str) -> None:
+    spec = pod_spec(priorityClassName="armada-preemptible")
+    first, second = client.submit_jobs(queue, "set", [item(pod_spec=spec), item(pod_spec=spec)])
+    result = armada(server, "reprioritize", "job", queue, "set", first, "--priority", "4")
+    assert (result.exit_code, result.stdout.strip()) == (0, "reprioritized 1 job(s)")
+    result = armada(server, "reprioritize", "job-set", queue, "set", "--priority", "2")
+    assert result.stdout.strip() == "reprioritized 2 job(s)"
+    missing = armada(server, "reprioritize", "job", queue, "set", "nosuchjob", "--priority", "1")
+    assert missing.exit_code == 1
+    assert "nosuchjob: job not found" in missing.stderr
+
+    start(server, queue, "set", first)
+    result = armada(server, "preempt", "job", queue, "set", first, "--reason", "room")
+    assert result.stdout.strip() == "preemption requested for 1 job(s)"
+    result = armada(server, "cancel", "job", queue, "set", second)
+    assert result.stdout.strip() == "cancellation requested for 1 job(s)"
+
+    details = armada(server, "job", "details", first, second, "nosuchjob")
+    lines = details.stdout.splitlines()
+    assert lines[0].startswith(f"{first}\tRUNNING\t{queue}/set")
+    assert lines[1].startswith("  run ") and "RUN_STATE_RUNNING" in lines[1]
+    assert lines[2].startswith(f"{second}\tCANCELLED")
+    assert lines[-1] == "nosuchjob\tUNKNOWN"
+    as_json = json.loads(armada(server, "job", "details", second, "--json", "--spec").stdout)
+    assert as_json[second]["jobSpec"]["priorityClassName"] == "armada-preemptible"
+    assert armada(server, "job", "status", first).stdout.strip() == f"{first}\tRUNNING"

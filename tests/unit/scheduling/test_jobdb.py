@@ -1,0 +1,110 @@
+"""Job database: incremental updates, queue order, aggregates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from armada.model.resources import ResourceIndex
+from armada.scheduling import QUEUED, RUNNING, JobDb, NodeDb, NodeSpec
+from tests.unit.scheduling.helpers import job, unlimited
+
+
+def make() -> JobDb:
+    nodes = NodeDb(ResourceIndex())
+    nodes.upsert(NodeSpec(id="n1", allocatable={"cpu": 8000}))
+    return JobDb(unlimited(), nodes)
+
+
+def order(db: JobDb, queue: str) -> list[str | None]:
+    return [db.ids[r] for r in db.queued_rows(db.queue_index(queue))]
+
+
+def test_queue_order_and_incremental_resort() -> None:
+    db = make()
+    db.add_many(
+        [job("a", "q", submitted=2), job("b", "q", submitted=1), job("c", "q", submitted=3, priority=-1)]
+    )
+    assert order(db, "q") == ["c", "b", "a"]
+    db.add(job("d", "q", submitted=4))  # appends without a full sort
+    db.add(job("e", "q", submitted=0))  # lands in the middle
+    assert order(db, "q") == ["c", "e", "b", "a", "d"]
+    db.reprioritise("a", -5)
+    assert order(db, "q") == ["a", "c", "e", "b", "d"]
+    db.remove("c")
+    assert order(db, "q") == ["a", "e", "b", "d"]
+
+
+def test_lease_requeue_remove_keep_aggregates() -> None:
+    db = make()
+    db.add_many([job("a", "q", cpu=2), job("b", "q", cpu=2)])
+    key = int(db.cols["key"][db.row("a")])
+    assert db.queued_counts[0] == {key: 2}
+    db.lease("a", "n1", "default")
+    assert db.state("a") == RUNNING and db.node_of("a") == "n1"
+    assert db.queued_counts[0] == {key: 1}
+    assert order(db, "q") == ["b"]
+    node = db.nodes.row("n1")
+    assert node is not None
+    assert db.node_allocation()[node].sum(axis=0)[0] == 2000
+    assert db.queue_allocation(0, "default").sum(axis=0)[0] == 2000
+    assert db.running_rows(0, "default").tolist() == [db.row("a")]
+    db.requeue("a")
+    assert db.state("a") == QUEUED and db.node_of("a") is None
+    assert order(db, "q") == ["a", "b"]
+    assert not db.node_allocation().any()
+    db.lease("b", "unknown-node", "default")  # nodes may report after leases are replayed
+    db.remove("b")
+    db.remove("a")
+    assert len(db) == 0 and db.queued_counts[0] == {}
+    assert not np.any(db.node_allocation())
+    with pytest.raises(KeyError):
+        db.remove("a")
+
+
+def test_gang_bookkeeping_and_errors() -> None:
+    db = make()
+    gang = {"gang_id": "g", "gang_cardinality": 2}
+    db.add_many([job("g0", "q", **gang), job("g1", "q", **gang)])  # type: ignore[arg-type]
+    index = db.gang_of(db.row("g0"))
+    assert db.gang_queued[index] == 2
+    db.lease("g0", "n1", "default")
+    assert db.gang_queued[index] == 1
+    with pytest.raises(ValueError, match="already known"):
+        db.add(job("g1", "q"))
+    with pytest.raises(ValueError, match="not queued"):
+        db.lease("g0", "n1", "default")
+    with pytest.raises(ValueError, match="not running"):
+        db.requeue("g1")
+    with pytest.raises(ValueError, match="unknown priority class"):
+        db.add(job("x", "q", priority_class_name="nope"))
+
+
+def test_scheduling_key_description() -> None:
+    db = make()
+    gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2, "gang_node_uniformity_label": "rack"}
+    db.add(job("a", "q", cpu=0.5, memory_gi=4, node_selector={"zone": "a"}, pools=("p",), **gang))
+    info = db.keys.infos[int(db.cols["key"][db.row("a")])]
+    assert info.describe() == "cpu=500m memory=4Gi armada-default zone=a pools=p gang of 2 by rack"
+
+
+def test_removed_rows_are_reclaimed() -> None:
+    db = make()
+    db.compact_min = 4
+    gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2}
+    db.add_many([job(f"old{i}", "q", submitted=i) for i in range(20)])
+    db.add_many([job("g0", "q", submitted=30, **gang), job("g1", "q", submitted=31, **gang)])
+    db.lease("old19", "n1", "default")
+    for i in range(15):
+        db.remove(f"old{i}")
+    db.add(job("new", "q", submitted=40))  # triggers compaction
+    assert len(db.ids) == len(db) == 8
+    assert order(db, "q") == ["old15", "old16", "old17", "old18", "g0", "g1", "new"]
+    assert db.node_of("old19") == "n1"
+    node = db.nodes.row("n1")
+    assert node is not None and db.jobs_on_node(node) == {db.row("old19")}
+    assert db.gang_queued[db.gang_of(db.row("g1"))] == 2
+    db.remove("old19")
+    assert not db.node_allocation().any()

@@ -1,0 +1,103 @@
+"""Node database: in-place updates and vectorised constraint matching."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from armada.model.resources import ResourceIndex
+from armada.scheduling import NodeDb, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, Taint, Toleration
+
+
+def db() -> NodeDb:
+    nodes = NodeDb(ResourceIndex())
+    nodes.upsert(NodeSpec(id="b", pool="p", labels={"zone": "a", "size": "4"}, allocatable={"cpu": 4000}))
+    nodes.upsert(
+        NodeSpec(
+            id="a",
+            pool="p",
+            labels={"zone": "b", "size": "16"},
+            allocatable={"cpu": 16000},
+            taints=(Taint("gpu", "yes", "NoSchedule"), Taint("soft", "", "PreferNoSchedule")),
+        )
+    )
+    nodes.upsert(
+        NodeSpec(
+            id="c",
+            pool="q",
+            labels={"gpu": "a100"},
+            allocatable={"cpu": 1000, "nvidia.com/gpu": 8},
+            taints=(Taint("gpu", "", "NoExecute"),),
+        )
+    )
+    return nodes
+
+
+def term(*expressions: NodeSelectorRequirement) -> NodeSelectorTerm:
+    return NodeSelectorTerm(expressions)
+
+
+def matching(
+    nodes: NodeDb,
+    *,
+    selector: dict[str, str] | None = None,
+    tolerations: tuple[Toleration, ...] = (),
+    affinity: tuple[NodeSelectorTerm, ...] = (),
+) -> list[str]:
+    mask = nodes.constraint_mask(tuple(sorted((selector or {}).items())), tolerations, affinity)
+    return sorted(nodes.ids[i] for i in np.flatnonzero(mask))
+
+
+def test_selectors_and_taints() -> None:
+    nodes = db()
+    assert matching(nodes) == ["b"]
+    assert matching(nodes, tolerations=(Toleration("gpu", "Exists"),)) == ["a", "b", "c"]
+    assert matching(nodes, tolerations=(Toleration("gpu", "Equal", "yes"),)) == ["a", "b"]
+    assert matching(nodes, tolerations=(Toleration("gpu", "Exists", effect="NoExecute"),)) == ["b", "c"]
+    assert matching(nodes, tolerations=(Toleration(operator="Exists"),), selector={"zone": "b"}) == ["a"]
+    assert matching(nodes, selector={"zone": "c"}) == []
+
+
+def test_required_affinity_operators() -> None:
+    nodes = db()
+    everything = (Toleration(operator="Exists"),)
+
+    def expr(key: str, op: str, *values: str) -> tuple[NodeSelectorTerm, ...]:
+        return (term(NodeSelectorRequirement(key, op, values)),)  # type: ignore[arg-type]
+
+    assert matching(nodes, tolerations=everything, affinity=expr("zone", "In", "a", "b")) == ["a", "b"]
+    assert matching(nodes, tolerations=everything, affinity=expr("zone", "NotIn", "a")) == ["a", "c"]
+    assert matching(nodes, tolerations=everything, affinity=expr("gpu", "Exists")) == ["c"]
+    assert matching(nodes, tolerations=everything, affinity=expr("gpu", "DoesNotExist")) == ["a", "b"]
+    assert matching(nodes, tolerations=everything, affinity=expr("size", "Gt", "8")) == ["a"]
+    assert matching(nodes, tolerations=everything, affinity=expr("size", "Lt", "8")) == ["b"]
+    assert matching(nodes, tolerations=everything, affinity=expr("size", "Gt", "x")) == []
+    either = (*expr("size", "Lt", "8"), *expr("gpu", "Exists"))
+    assert matching(nodes, tolerations=everything, affinity=either) == ["b", "c"]
+    assert matching(nodes, tolerations=everything, affinity=(term(),)) == []
+
+
+def test_updates_in_place_and_pools_ordered_by_id() -> None:
+    nodes = db()
+    assert {p: [nodes.ids[r] for r in rows] for p, rows in nodes.pool_rows().items()} == {
+        "p": ["a", "b"],
+        "q": ["c"],
+    }
+    version = nodes.version
+    nodes.upsert(NodeSpec(id="b", pool="p", labels={"zone": "a", "size": "4"}, allocatable={"cpu": 4000}))
+    assert nodes.version == version  # identical re-report
+    nodes.upsert(
+        NodeSpec(
+            id="b",
+            pool="p",
+            labels={"zone": "a", "size": "4"},
+            allocatable={"cpu": 2000, "x": 1},
+            unschedulable=True,
+        )
+    )
+    row = nodes.row("b")
+    assert row is not None
+    assert nodes.allocatable()[row].tolist() == [2000, 0, 0, 1]
+    assert not nodes.schedulable[row]
+    nodes.remove("c")
+    assert list(nodes.pool_rows()) == ["p"]
+    assert matching(nodes, tolerations=(Toleration(operator="Exists"),)) == ["a", "b"]
