@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from armada.client import ArmadaClient
 from armada.client.config import ClientConfig
 from armada.model.queues import Queue
 from tests.api.jobs import item
-from tests.processes import ROOT, ArmadaProcess, free_port
+from tests.processes import ROOT, ArmadaProcess, armada_command, free_port, process_env
 
 EXAMPLE = str(ROOT / "examples" / "config" / "auth-basic.yaml")
 
@@ -91,6 +92,17 @@ def test_https_with_auth_and_an_executor_that_verifies_the_server(
             httpx.get(f"{url}/health")
         with client(url, "admin", bundle) as admin:
             admin.create_queue(Queue(name="team-a-queue", group_owners=["team-a"]))
+        # The CLI: credentials and the CA come before the command (or from ARMADA_* variables).
+        listed = subprocess.run(
+            armada_command("--ca-cert", str(bundle), "queue", "list", "--url", url),
+            env=process_env({"ARMADA_USERNAME": "bob", "ARMADA_PASSWORD": "bob-pass"}),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert listed.returncode == 0, listed.stderr
+        assert "team-a-queue" in listed.stdout
         with client(url, "alice", bundle) as alice:
             job_id = alice.submit_jobs("team-a-queue", "set-1", [item()])[0]
             executor = ArmadaProcess(
