@@ -69,6 +69,9 @@ def serve(
         anonymous=settings.auth.anonymous,
         database=normalise_url(settings.database.url).render_as_string(hide_password=True),
     )
+    auth = settings.auth
+    if auth.anonymous and (auth.basic_users or auth.tokens or auth.oidc):
+        log.warning("anonymous access is on beside credentials: set auth.anonymous false in production")
     server = _GracefulServer(
         uvicorn.Config(
             create_app(settings),
