@@ -31,8 +31,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psycopg
+from sqlalchemy import func, select
 
 from armada.client import AsyncArmadaClient, ClientConfig
+from armada.eventstore import schema
+from armada.eventstore.database import Database
 from armada.eventstore.dialects import libpq_conninfo, normalise_url
 from armada.model import events as ev
 from armada.model.queues import Queue
@@ -46,7 +49,7 @@ SERVER_ENV = {
     "ARMADA_SCHEDULING_MAXIMUM_PER_QUEUE_SCHEDULING_RATE": "1000000",
     "ARMADA_SCHEDULING_MAXIMUM_PER_QUEUE_SCHEDULING_BURST": "1000000",
     "ARMADA_SCHEDULER_CYCLE_PERIOD": "0.5",
-    "ARMADA_LOGGING_LEVEL": "warning",
+    "ARMADA_LOGGING_LEVEL": os.environ.get("BENCH_SERVER_LOG_LEVEL", "warning"),
 }
 
 
@@ -135,31 +138,43 @@ async def submit_all(client: AsyncArmadaClient, args: argparse.Namespace) -> Non
     await asyncio.gather(*(one(i, q, s) for i, (q, s) in enumerate(batches)))
 
 
-async def wait_finished(
-    client: AsyncArmadaClient, args: argparse.Namespace, timeout: float
-) -> list[ev.Event]:
-    """Follow every queue's job set until all jobs have ended; return their events."""
-    events: list[ev.Event] = []
-    done = 0
-    finished = asyncio.Event()
-
-    async def follow(queue: str) -> None:
-        nonlocal done
-        async for message in client.job_set_events(queue, "bench", watch=True):
-            events.append(message.event)
-            if message.event.type in ("succeeded", "failed", "cancelled", "preempted"):
-                done += 1
-                if done >= args.jobs:
-                    finished.set()
-                    return
-
-    tasks = [asyncio.create_task(follow(f"queue-{q}")) for q in range(args.queues)]
+async def wait_for_executors(url: str, count: int) -> None:
+    """Submitting before the executors have reported their nodes would time their start-up."""
+    database = await Database(url).open(migrate_schema=False, listen=False)
     try:
-        await asyncio.wait_for(finished.wait(), timeout)
+        while True:
+            async with database.engine.connect() as conn:
+                joined = await conn.scalar(select(func.count()).select_from(schema.executors))
+            if joined is not None and joined >= count:
+                return
+            await asyncio.sleep(0.2)
     finally:
-        for task in tasks:
-            task.cancel()
-    return events
+        await database.close()
+
+
+async def wait_finished(url: str, jobs: int, timeout: float) -> list[ev.Event]:
+    """Poll the jobs view until every job has ended, then read all events from the log.
+
+    Measuring from the database keeps the benchmark from loading the server with watchers.
+    """
+    database = await Database(url).open(migrate_schema=False, listen=False)
+    try:
+        deadline = time.monotonic() + timeout
+        terminal = schema.jobs.c.state.in_(["SUCCEEDED", "FAILED", "CANCELLED", "PREEMPTED"])
+        while time.monotonic() < deadline:
+            async with database.engine.connect() as conn:
+                done = await conn.scalar(select(func.count()).select_from(schema.jobs).where(terminal))
+            if done is not None and done >= jobs:
+                break
+            await asyncio.sleep(0.5)
+        events: list[ev.Event] = []
+        after = 0
+        while batch := await database.store.read(after, limit=20_000):
+            events += [stored.event for stored in batch]
+            after = batch[-1].seq
+        return events
+    finally:
+        await database.close()
 
 
 def throughput(events: list[ev.Event]) -> dict[str, Any]:
@@ -194,17 +209,16 @@ async def idle_latency(client: AsyncArmadaClient, count: int, command: str) -> d
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-        workdir = Path(tmp)
+        workdir = Path(args.workdir) if args.workdir else Path(tmp)
         url = stack.enter_context(database(args.database_url, workdir))
         base = start_system(stack, args, workdir, url)
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
-            await asyncio.sleep(2)  # let the executors report their nodes
-            watcher = asyncio.create_task(wait_finished(client, args, args.timeout))
+            await wait_for_executors(url, args.executors)
             started = time.perf_counter()
             await submit_all(client, args)
             submit_seconds = time.perf_counter() - started
-            events = await watcher
+            events = await wait_finished(url, args.jobs, args.timeout)
             result: dict[str, Any] = {
                 "benchmark": "e2e",
                 "database": normalise_url(url).get_backend_name(),
@@ -234,6 +248,7 @@ def main() -> None:
     parser.add_argument("--command", default="sleep 1", help="the jobs' command line (args)")
     parser.add_argument("--idle-jobs", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--workdir", default="", help="keep logs here instead of a temporary directory")
     args = parser.parse_args()
     os.environ.setdefault("ARMADA_LOGGING_FORMAT", "json")
     report(asyncio.run(run(args)))

@@ -42,7 +42,7 @@ def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingC
             )
         )
     db = JobDb(config, nodes)
-    queues = [QueueSpec(f"queue-{q:03d}") for q in range(args.queues)]
+    queues = [QueueSpec(f"queue-{q:03d}") for q in range(args.queues)] + [QueueSpec("burst")] * args.burst
     requests = {"cpu": to_units("cpu", args.job_cpu), "memory": to_units("memory", args.job_memory)}
     rng = np.random.default_rng(1)
     if args.running_fraction > 0:
@@ -62,6 +62,7 @@ def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingC
                         queue=spec.name,
                         requests=requests,
                         submitted=float(n),
+                        priority_class_name=args.priority_class,
                         gang_id=f"gang-{q}-{unit}" if gang else "",
                         gang_cardinality=args.gang_size if gang else 1,
                     )
@@ -72,13 +73,17 @@ def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingC
 
 
 def _fill(db: JobDb, args: argparse.Namespace, requests: dict[str, int], cpu: int, mem: int) -> None:
-    """Running jobs spread evenly over queues, filling ``running_fraction`` of every node."""
+    """Running jobs filling ``running_fraction`` of every node: spread evenly over the queues,
+    or all from one extra queue that burst into an idle cluster (``--burst``)."""
     per_node = min(cpu // requests["cpu"], mem // requests["memory"])
     running = int(per_node * args.running_fraction)
     k = 0
     for i in range(args.nodes):
         for _ in range(running):
-            job = JobRequirements(id=f"run-{k}", queue=f"queue-{k % args.queues:03d}", requests=requests)
+            queue = "burst" if args.burst else f"queue-{k % args.queues:03d}"
+            job = JobRequirements(
+                id=f"run-{k}", queue=queue, requests=requests, priority_class_name=args.priority_class
+            )
             db.add_running(job, f"node-{i:06d}", "default")
             k += 1
 
@@ -95,6 +100,8 @@ def main() -> None:
     parser.add_argument("--gang-fraction", type=float, default=0.0)
     parser.add_argument("--gang-size", type=int, default=4)
     parser.add_argument("--running-fraction", type=float, default=0.0)
+    parser.add_argument("--priority-class", default="", help="of all jobs, e.g. armada-preemptible")
+    parser.add_argument("--burst", action="store_true", help="running jobs all belong to one other queue")
     parser.add_argument("--budget", type=float, default=30.0, help="maxSchedulingDuration (s)")
     parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the cycle")
     args = parser.parse_args()

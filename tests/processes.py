@@ -93,9 +93,14 @@ class Server:
 
 @contextmanager
 def running_server(
-    workdir: Path, *args: str, database_url: str | None = None, env: dict[str, str] | None = None
+    workdir: Path,
+    *args: str,
+    database_url: str | None = None,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> Iterator[Server]:
-    port = free_port()
+    """``armada serve`` on ``port`` (a free one by default; fix it to restart a server in place)."""
+    port = port or free_port()
     command = ["serve", "--port", str(port), *args]
     if database_url:
         command += ["--database-url", database_url]

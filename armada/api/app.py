@@ -18,7 +18,16 @@ from litestar.config.cors import CORSConfig
 from litestar.openapi import OpenAPIConfig
 
 import armada
-from armada.api import executor_routes, job_routes, query_routes, queue_routes, system
+from armada.api import (
+    executor_routes,
+    job_routes,
+    lookout_routes,
+    metrics_routes,
+    query_routes,
+    queue_routes,
+    report_routes,
+    system,
+)
 from armada.api.access import AccessControl, enforce_access
 from armada.api.dependencies import DEPENDENCIES
 from armada.api.problems import EXCEPTION_HANDLERS
@@ -29,6 +38,8 @@ from armada.auth.settings import StaticToken
 from armada.eventstore.database import Database
 from armada.executor.runner import run_executor
 from armada.executor.settings import ExecutorSettings
+from armada.metrics.executor import ExecutorMetrics
+from armada.metrics.server import ServerMetrics
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
@@ -78,6 +89,7 @@ def create_app(settings: Settings) -> Litestar:
     database = Database(settings.database.url, pool_size=settings.database.pool_size)
     dev_token = new_token() if settings.server.dev else ""
     access = access_control(settings, dev_token)
+    metrics = ServerMetrics()
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -95,6 +107,7 @@ def create_app(settings: Settings) -> Litestar:
                 settings.scheduler,
                 settings.scheduling,
             )
+            metrics.attach(database.store, follower, scheduler)
             if settings.scheduler.enabled:
                 scheduler.start()
                 stack.push_async_callback(scheduler.stop)
@@ -106,10 +119,12 @@ def create_app(settings: Settings) -> Litestar:
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
             app.state.run_events = RunEventIntake(database.store, settings.scheduler)
+            app.state.metrics = metrics
             if settings.server.dev:
-                stack.push_async_callback(
-                    _stop_task, asyncio.create_task(run_executor(dev_executor_settings(settings, dev_token)))
+                executor = run_executor(
+                    dev_executor_settings(settings, dev_token), metrics=ExecutorMetrics(metrics.registry)
                 )
+                stack.push_async_callback(_stop_task, asyncio.create_task(executor))
             yield
 
     return Litestar(
@@ -119,7 +134,11 @@ def create_app(settings: Settings) -> Litestar:
             *job_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,
+            *report_routes.ROUTES,
+            *metrics_routes.ROUTES,
+            *lookout_routes.ROUTES,
         ],
+        middleware=[metrics.http],
         dependencies=DEPENDENCIES,
         guards=[enforce_access],
         cors_config=CORSConfig(allow_origins=settings.server.cors_allow_origins)

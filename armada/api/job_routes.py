@@ -6,6 +6,7 @@ from litestar import post
 from litestar.params import JSONBody
 
 from armada.api.dependencies import Rules, Scheduling, Store, User
+from armada.api.responses import problems
 from armada.auth.policy import on_queue
 from armada.model.queues import QueueVerb
 from armada.model.wire.jobs import (
@@ -27,6 +28,7 @@ TAGS = ["jobs"]
 
 @post(
     "/v1/job/submit",
+    responses=problems(404, 409, 413),
     status_code=200,
     tags=TAGS,
     summary="Submit jobs: all are accepted or none",
@@ -40,6 +42,7 @@ async def submit(
 
 @post(
     "/v1/job/cancel",
+    responses=problems(),
     status_code=200,
     tags=TAGS,
     summary="Cancel jobs (or a job set if none is named)",
@@ -55,6 +58,7 @@ async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> 
 
 @post(
     "/v1/jobset/cancel",
+    responses=problems(),
     status_code=200,
     tags=TAGS,
     summary="Cancel a job set's jobs in the given states",
@@ -70,6 +74,7 @@ async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user
 
 @post(
     "/v1/job/reprioritize",
+    responses=problems(),
     status_code=200,
     tags=TAGS,
     summary="Change jobs' priority within their queue",
@@ -86,6 +91,7 @@ async def reprioritize(
 
 @post(
     "/v1/job/preempt",
+    responses=problems(),
     status_code=200,
     tags=TAGS,
     summary="Preempt running jobs of preemptible classes",

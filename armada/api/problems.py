@@ -2,7 +2,8 @@
 
 Handlers turn :class:`~armada.model.errors.ArmadaError`, Litestar's own HTTP errors and
 msgspec validation errors into ``application/problem+json`` bodies that name the field.
-Unexpected exceptions become a 500 problem without internals.
+A database that cannot be reached gives a retryable 503; other unexpected exceptions
+become a 500 problem without internals.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.types import ExceptionHandlersMap
 
+from armada.eventstore.outages import is_database_unavailable
 from armada.model.errors import ArmadaError
 
 PROBLEM_JSON = "application/problem+json"
@@ -67,7 +69,16 @@ def _http_error(_request: Request[Any, Any, Any], exc: HTTPException) -> Respons
     return problem(exc.status_code, _reason(exc.status_code), exc.detail, headers=exc.headers)
 
 
+#: Seconds a client should wait before retrying when the database is unreachable.
+RETRY_AFTER_SECONDS = 1
+
+
 def _unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    if is_database_unavailable(exc):
+        log.warning("database unavailable", path=request.url.path, error=str(exc).splitlines()[0])
+        response = problem(503, "Service unavailable", "the database cannot be reached; retry shortly")
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     log.exception("unhandled error", path=request.url.path)
     return problem(500, "Internal server error", "an unexpected error occurred; see the server log")
 

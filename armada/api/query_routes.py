@@ -9,11 +9,12 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from armada.api.dependencies import Store
-from armada.api.ndjson import ndjson
+from armada.api.ndjson import NDJSON, ndjson
+from armada.api.responses import ndjson_stream, problems
 from armada.auth.policy import authenticated, on_queue
 from armada.model.errors import InvalidRequest
 from armada.model.queues import QueueVerb
-from armada.model.wire.events import JobSetRequest, encode_stream_line
+from armada.model.wire.events import EventStreamLine, JobSetRequest, encode_stream_line
 from armada.model.wire.queries import (
     JobDetailsRequest,
     JobDetailsResponse,
@@ -31,6 +32,7 @@ TAGS = ["jobs"]
 
 @post(
     "/v1/job/status",
+    responses=problems(),
     status_code=200,
     tags=TAGS,
     summary="Job states by id (UNKNOWN if never submitted)",
@@ -42,6 +44,7 @@ async def job_status(data: JSONBody[JobStatusRequest], store: Store) -> JobStatu
 
 @post(
     "/v1/job/details",
+    responses=problems(),
     status_code=200,
     tags=TAGS,
     summary="Job details, with spec and runs when asked",
@@ -54,18 +57,34 @@ async def job_details(data: JSONBody[JobDetailsRequest], store: Store) -> JobDet
     return JobDetailsResponse(job_details=details)
 
 
-@post("/v1/run/details", status_code=200, tags=TAGS, summary="Run details by run id", opt=authenticated())
+@post(
+    "/v1/run/details",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Run details by run id",
+    opt=authenticated(),
+)
 async def run_details(data: JSONBody[JobRunDetailsRequest], store: Store) -> JobRunDetailsResponse:
     return JobRunDetailsResponse(job_run_details=await queries.run_details(store, data.run_ids))
 
 
-@post("/v1/job/errors", status_code=200, tags=TAGS, summary="Why jobs failed", opt=authenticated())
+@post(
+    "/v1/job/errors",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Why jobs failed",
+    opt=authenticated(),
+)
 async def job_errors(data: JSONBody[JobErrorsRequest], store: Store) -> JobErrorsResponse:
     return JobErrorsResponse(job_errors=await queries.job_errors(store, data.job_ids))
 
 
 @post(
     "/v1/job-set/{queue:str}/{job_set_id:str}",
+    media_type=NDJSON,
+    responses=ndjson_stream(EventStreamLine, "One line per event of the job set, oldest first", 404),
     status_code=200,
     tags=["events"],
     summary="A job set's events as NDJSON; with watch=true the stream stays open for new ones",

@@ -10,7 +10,8 @@ from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import Stream
 
 from armada.api.dependencies import Store, User
-from armada.api.ndjson import ndjson
+from armada.api.ndjson import NDJSON, ndjson
+from armada.api.responses import ndjson_stream, problems
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import authenticated, requires
 from armada.model.queues import Queue
@@ -30,13 +31,26 @@ from armada.services import queries, queues
 TAGS = ["queues"]
 
 
-@post("/v1/queue", status_code=200, tags=TAGS, summary="Create a queue", opt=requires(P.CREATE_QUEUE))
+@post(
+    "/v1/queue",
+    responses=problems(409),
+    status_code=200,
+    tags=TAGS,
+    summary="Create a queue",
+    opt=requires(P.CREATE_QUEUE),
+)
 async def create_queue(data: JSONBody[Queue], store: Store, user: User) -> Empty:
     await queues.create_queue(store, data, user)
     return Empty()
 
 
-@put("/v1/queue/{name:str}", tags=TAGS, summary="Replace a queue's definition", opt=requires(P.CREATE_QUEUE))
+@put(
+    "/v1/queue/{name:str}",
+    responses=problems(404),
+    tags=TAGS,
+    summary="Replace a queue's definition",
+    opt=requires(P.CREATE_QUEUE),
+)
 async def update_queue(name: FromPath[str], data: JSONBody[Queue], store: Store, user: User) -> Empty:
     await queues.update_queue(store, name, data, user)
     return Empty()
@@ -44,6 +58,7 @@ async def update_queue(name: FromPath[str], data: JSONBody[Queue], store: Store,
 
 @delete(
     "/v1/queue/{name:str}",
+    responses=problems(404, 409),
     status_code=200,
     tags=TAGS,
     summary="Delete a queue without unfinished jobs",
@@ -54,13 +69,14 @@ async def delete_queue(name: FromPath[str], store: Store, user: User) -> Empty:
     return Empty()
 
 
-@get("/v1/queue/{name:str}", tags=TAGS, summary="Get a queue", opt=authenticated())
+@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=authenticated())
 async def get_queue(name: FromPath[str], store: Store) -> Queue:
     return await queues.get_queue(store, name)
 
 
 @post(
     "/v1/queue/{name:str}/cordon",
+    responses=problems(404),
     status_code=200,
     tags=TAGS,
     summary="Refuse new jobs, stop scheduling",
@@ -73,6 +89,7 @@ async def cordon_queue(name: FromPath[str], store: Store, user: User) -> Empty:
 
 @post(
     "/v1/queue/{name:str}/uncordon",
+    responses=problems(404),
     status_code=200,
     tags=TAGS,
     summary="Accept and schedule jobs again",
@@ -85,6 +102,8 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
 
 @get(
     "/v1/batched/queues",
+    media_type=NDJSON,
+    responses=ndjson_stream(StreamingQueueLine, "One line per queue, then an end marker"),
     tags=TAGS,
     summary="Every queue, one NDJSON line each, then an end marker",
     opt=authenticated(),
@@ -102,6 +121,7 @@ async def list_queues(store: Store, num: FromQuery[int | None] = None) -> Stream
 
 @post(
     "/v1/batched/create_queues",
+    responses=problems(),
     status_code=200,
     tags=TAGS,
     summary="Create several queues",
@@ -111,13 +131,20 @@ async def create_queues(data: JSONBody[QueueList], store: Store, user: User) -> 
     return BatchQueueResponse(failed_queues=await queues.create_queues(store, data.queues, user))
 
 
-@put("/v1/batched/update_queues", tags=TAGS, summary="Update several queues", opt=requires(P.CREATE_QUEUE))
+@put(
+    "/v1/batched/update_queues",
+    responses=problems(),
+    tags=TAGS,
+    summary="Update several queues",
+    opt=requires(P.CREATE_QUEUE),
+)
 async def update_queues(data: JSONBody[QueueList], store: Store, user: User) -> BatchQueueResponse:
     return BatchQueueResponse(failed_queues=await queues.update_queues(store, data.queues, user))
 
 
 @post(
     "/v1/queues/active",
+    responses=problems(),
     status_code=200,
     tags=TAGS,
     summary="Queues with unfinished jobs, by pool",

@@ -7,9 +7,11 @@ from typing import Any
 import msgspec
 from litestar import Response, get
 from litestar.datastructures import State
+from litestar.openapi.datastructures import ResponseSpec
 
 import armada
 from armada.api.problems import problem
+from armada.api.responses import problems
 from armada.auth.policy import public
 from armada.eventstore.database import Database
 
@@ -18,7 +20,13 @@ class VersionInfo(msgspec.Struct):
     version: str
 
 
-@get("/health", summary="204 when the database answers, 503 otherwise", tags=["system"], opt=public())
+@get(
+    "/health",
+    summary="204 when the database answers, 503 otherwise",
+    tags=["system"],
+    responses={204: ResponseSpec(None, description="The database answers"), **problems(503)},
+    opt=public(),
+)
 async def health(state: State) -> Response[Any]:
     database: Database = state.database
     try:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 import armada
-from armada.cli import admin, auth, config, jobs, queues, serve, watch
+from armada.cli import admin, auth, config, jobs, queues, report, serve, testsuite, watch
 from armada.cli.connection import CONNECTION_OPTIONS
 from armada.executor.cli import executor
 
@@ -56,6 +56,8 @@ app.add_typer(jobs.reprioritize_app, name="reprioritize")
 app.add_typer(jobs.preempt_app, name="preempt")
 app.add_typer(jobs.job_app, name="job")
 app.command("watch")(watch.watch)
+app.add_typer(report.app, name="report")
+app.add_typer(testsuite.app, name="testsuite")
 
 
 @app.command("version")

@@ -14,6 +14,7 @@ from armada.client.config import ClientConfig
 from armada.model.queues import Queue
 from armada.model.wire import jobs, queries
 from armada.model.wire.queues import BatchQueueResponse
+from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
 T = TypeVar("T")
 
@@ -135,3 +136,17 @@ class AsyncArmadaClient:
         return self.stream(
             calls.job_set_events(queue, job_set_id, watch=watch, from_message_id=from_message_id)
         )
+
+    # --- scheduling reports -----------------------------------------------------------
+
+    async def scheduling_report(self) -> SchedulingReport:
+        """The last scheduling cycles, newest first."""
+        return await self.send(calls.scheduling_report())
+
+    async def queue_report(self, name: str) -> QueueReport:
+        """A queue's shares, limits and why each of its scheduling keys waits."""
+        return await self.send(calls.queue_report(name))
+
+    async def job_report(self, job_id: str) -> JobReport:
+        """Why one job waits, or where and when it was leased."""
+        return await self.send(calls.job_report(job_id))

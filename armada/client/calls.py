@@ -44,6 +44,7 @@ from armada.model.wire.queries import (
     JobStatusResponse,
 )
 from armada.model.wire.queues import ActiveQueuesResponse, BatchQueueResponse, QueueList, StreamingQueueLine
+from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
 T = TypeVar("T")
 _encoder = msgspec.json.Encoder()
@@ -174,6 +175,18 @@ def run_details(run_ids: Sequence[str]) -> Call[JobRunDetailsResponse]:
 
 def job_errors(job_ids: Sequence[str]) -> Call[JobErrorsResponse]:
     return Call("POST", "/v1/job/errors", JobErrorsRequest(job_ids=list(job_ids)), JobErrorsResponse)
+
+
+def scheduling_report() -> Call[SchedulingReport]:
+    return Call("GET", "/v1/scheduling-report", None, SchedulingReport)
+
+
+def queue_report(name: str) -> Call[QueueReport]:
+    return Call("GET", f"/v1/queue/{_segment(name)}/scheduler-report", None, QueueReport)
+
+
+def job_report(job_id: str) -> Call[JobReport]:
+    return Call("GET", f"/v1/job/{_segment(job_id)}/scheduler-report", None, JobReport)
 
 
 class StreamedEvent(NamedTuple):

@@ -90,6 +90,11 @@ jobs = Table(
     Column("spec", LargeBinary, nullable=False),
     Index("ix_jobs_queue_state", "queue", "state"),
     Index("ix_jobs_job_set", "queue", "job_set_id", "state"),
+    # Lookout's pages (migration 0002): a queue's or a state's jobs in each sort order.
+    Index("ix_jobs_queue_submitted", "queue", "job_id"),
+    Index("ix_jobs_queue_transition", "queue", "last_transition"),
+    Index("ix_jobs_queue_priority", "queue", "priority", "job_id"),
+    Index("ix_jobs_state_transition", "state", "last_transition"),
     Index(
         "ix_jobs_client_id",
         "queue",

@@ -9,21 +9,18 @@ one. The log is only ever inserted into.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from armada.eventstore import dialects, projections, schema
 from armada.eventstore.notify import ChangeNotifier
-from armada.model.events import AnyEvent, Event, decode_event, encode_event
+from armada.eventstore.recent import RecentEvents, StoredEvent
+from armada.model.events import Event, decode_event, encode_event
 
-
-class StoredEvent(NamedTuple):
-    seq: int
-    event: AnyEvent
+__all__ = ["EventStore", "StoredEvent", "Transaction"]
 
 
 class Transaction:
@@ -46,6 +43,9 @@ class EventStore:
         self.engine = engine
         self.notifier = notifier or ChangeNotifier()
         self._append_lock = asyncio.Lock()
+        self._recent = RecentEvents()
+        #: Called with each committed batch of events (metrics); must be cheap and not raise.
+        self.listeners: list[Callable[[Sequence[Event]], None]] = []
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
@@ -57,8 +57,12 @@ class EventStore:
                 tx = Transaction(conn)
                 yield tx
                 head = await self._write(conn, tx.staged) if tx.staged else 0
+            if head:  # committed
+                self._recent.add(head - len(tx.staged) + 1, tx.staged)
         if head:
             self.notifier.publish(head)
+            for listener in self.listeners:
+                listener(tx.staged)
 
     async def append(self, events: Sequence[Event]) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""
@@ -105,6 +109,11 @@ class EventStore:
         limit: int = 1000,
     ) -> list[StoredEvent]:
         """Events after ``after_seq`` (exclusive), oldest first, optionally of one job set or job."""
+        if queue is None and job_set_id is None and job_id is None:
+            known_head = self.notifier.head if until_seq is None else min(until_seq, self.notifier.head)
+            recent = self._recent.after(after_seq, known_head, limit)
+            if recent is not None:
+                return [stored for stored in recent if until_seq is None or stored.seq <= until_seq]
         events = schema.events
         query = select(events.c.seq, events.c.payload).where(events.c.seq > after_seq)
         if queue is not None:

@@ -95,14 +95,15 @@ class ExecutorAgent:
         while True:
             started = time.monotonic()
             try:
-                response = await self._client.lease(await self._lease_request())
+                request = await self._lease_request()
+                response = await self._client.lease(request)
             except Exception as exc:
                 delay = backoff.next_delay()
                 self._log.warning("lease call failed", error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
                 continue
             backoff.reset()
-            await self._apply(response)
+            await self._apply(response, budget=request.max_new_leases)
             busy = bool(response.leases or response.cancel_runs or response.preempt_runs)
             idle_wait = self._settings.idle_lease_interval_seconds - (time.monotonic() - started)
             if not busy and idle_wait > 0:
@@ -120,13 +121,24 @@ class ExecutorAgent:
             wait_millis=int(settings.lease_wait_seconds * 1000),
         )
 
-    async def _apply(self, response: LeaseResponse) -> None:
+    async def _apply(self, response: LeaseResponse, *, budget: int) -> None:
+        """Kill, confirm adopted runs, then start at most ``budget`` new runs.
+
+        Leases beyond what was asked for are not taken (nor reported), so the server sends
+        them again later: the executor's memory stays bounded whatever the server does.
+        """
         for run_id in response.cancel_runs:
             self._kill(run_id, "cancel")
         for run_id in response.preempt_runs:
             self._kill(run_id, "preempt")
         await self.tracker.confirm_all()
         for lease in response.leases:
+            if self.tracker.holds(lease.run_id):
+                continue
+            if budget <= 0:
+                self._log.debug("lease over budget; left for later", run_id=lease.run_id)
+                continue
+            budget -= 1
             self._launch(lease)
 
     def _launch(self, lease: Lease) -> None:

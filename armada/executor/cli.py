@@ -5,68 +5,78 @@ from __future__ import annotations
 import asyncio
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 import typer
+from prometheus_client import CollectorRegistry, start_http_server
 
 from armada.cli.options import ConfigOption, settings_or_exit
 from armada.executor.backends.fake import load_node_templates
 from armada.executor.runner import run_executor
 from armada.executor.settings import BackendName, ExecutorSettings
 from armada.logs import configure_logging
+from armada.metrics.executor import ExecutorMetrics
 
 _DEFAULTS = ExecutorSettings()
 
 
+def _given(**values: Any) -> dict[str, Any]:
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def settings_from_options(
+    base: ExecutorSettings = _DEFAULTS,
     *,
-    server: str,
-    cluster_id: str,
-    pool: str = _DEFAULTS.pool,
-    backend: BackendName = _DEFAULTS.backend,
-    token: str = "",
+    server: str | None = None,
+    cluster_id: str | None = None,
+    pool: str | None = None,
+    backend: BackendName | None = None,
+    token: str | None = None,
     ca_cert: Path | None = None,
     kubeconfig: Path | None = None,
-    process_cpu: str = "",
-    process_memory: str = "",
+    process_cpu: str | None = None,
+    process_memory: str | None = None,
     process_state_dir: Path | None = None,
-    fake_nodes: int = _DEFAULTS.fake.nodes,
-    fake_node_cpu: str = _DEFAULTS.fake.node_cpu,
-    fake_node_memory: str = _DEFAULTS.fake.node_memory,
+    fake_nodes: int | None = None,
+    fake_node_cpu: str | None = None,
+    fake_node_memory: str | None = None,
     fake_nodes_file: Path | None = None,
-    fake_speed: float = _DEFAULTS.fake.speed,
-    base: ExecutorSettings = _DEFAULTS,
+    fake_speed: float | None = None,
 ) -> ExecutorSettings:
-    """Settings from command-line options laid over ``base`` (e.g. from the config file)."""
-    kubernetes = base.kubernetes
-    if kubeconfig is not None:
-        kubernetes = msgspec.structs.replace(kubernetes, kubeconfig=str(kubeconfig))
-    process = msgspec.structs.replace(
+    """Command-line options laid over ``base`` (the loaded settings); an option not given keeps it."""
+    replace = msgspec.structs.replace
+    kubernetes = replace(base.kubernetes, **_given(kubeconfig=kubeconfig and str(kubeconfig)))
+    process = replace(
         base.process,
-        cpu=process_cpu or base.process.cpu,
-        memory=process_memory or base.process.memory,
-        state_dir=str(process_state_dir) if process_state_dir else base.process.state_dir,
+        **_given(
+            cpu=process_cpu, memory=process_memory, state_dir=process_state_dir and str(process_state_dir)
+        ),
     )
-    fake = msgspec.structs.replace(
+    templates = load_node_templates(fake_nodes_file) if fake_nodes_file else None
+    fake = replace(
         base.fake,
-        nodes=fake_nodes,
-        node_cpu=fake_node_cpu,
-        node_memory=fake_node_memory,
-        node_templates=load_node_templates(fake_nodes_file) if fake_nodes_file else base.fake.node_templates,
-        speed=fake_speed,
+        **_given(
+            nodes=fake_nodes,
+            node_cpu=fake_node_cpu,
+            node_memory=fake_node_memory,
+            node_templates=templates,
+            speed=fake_speed,
+        ),
     )
-    return msgspec.structs.replace(
+    return replace(
         base,
-        server_url=server,
-        cluster_id=cluster_id,
-        pool=pool,
-        backend=backend,
-        token=token or base.token,
-        ca_cert=str(ca_cert) if ca_cert else base.ca_cert,
         kubernetes=kubernetes,
         process=process,
         fake=fake,
+        **_given(
+            server_url=server,
+            cluster_id=cluster_id,
+            pool=pool,
+            backend=backend,
+            token=token,
+            ca_cert=ca_cert and str(ca_cert),
+        ),
     )
 
 
@@ -84,35 +94,45 @@ def executor(
     cluster_id: Annotated[
         str | None, typer.Option(help="Cluster id (also the executor id); unique per executor.")
     ] = None,
+    backend: Annotated[Backend | None, typer.Option(help="Where jobs run.")] = None,
     config: ConfigOption = None,
-    pool: Annotated[str, typer.Option(help="Pool of this cluster's nodes.")] = _DEFAULTS.pool,
-    backend: Annotated[Backend, typer.Option(help="Where jobs run.")] = Backend.kubernetes,
-    token: Annotated[str, typer.Option(help="Bearer token for the server.", envvar="ARMADA_TOKEN")] = "",
+    pool: Annotated[str | None, typer.Option(help="Pool of this cluster's nodes.")] = None,
+    token: Annotated[
+        str | None, typer.Option(help="Bearer token for the server.", envvar="ARMADA_TOKEN")
+    ] = None,
     ca_cert: Annotated[Path | None, typer.Option(help="CA bundle to verify the server's TLS.")] = None,
     kubeconfig: Annotated[Path | None, typer.Option(help="kubeconfig (default: in-cluster).")] = None,
-    process_cpu: Annotated[str, typer.Option(help="process: CPU offered (default: host CPUs).")] = "",
-    process_memory: Annotated[str, typer.Option(help="process: memory offered (default: host RAM).")] = "",
+    process_cpu: Annotated[
+        str | None, typer.Option(help="process: CPU offered (default: host CPUs).")
+    ] = None,
+    process_memory: Annotated[
+        str | None, typer.Option(help="process: memory offered (default: host RAM).")
+    ] = None,
     process_state_dir: Annotated[Path | None, typer.Option(help="process: run state directory.")] = None,
-    fake_nodes: Annotated[int, typer.Option(help="fake: number of identical nodes.")] = _DEFAULTS.fake.nodes,
-    fake_node_cpu: Annotated[str, typer.Option(help="fake: CPU per node.")] = _DEFAULTS.fake.node_cpu,
-    fake_node_memory: Annotated[
-        str, typer.Option(help="fake: memory per node.")
-    ] = _DEFAULTS.fake.node_memory,
+    fake_nodes: Annotated[int | None, typer.Option(help="fake: number of identical nodes [5000].")] = None,
+    fake_node_cpu: Annotated[str | None, typer.Option(help="fake: CPU per node [64].")] = None,
+    fake_node_memory: Annotated[str | None, typer.Option(help="fake: memory per node [512Gi].")] = None,
     fake_nodes_file: Annotated[
         Path | None,
         typer.Option(help="fake: YAML node templates (count, allocatable, labels, taints)."),
     ] = None,
-    fake_speed: Annotated[float, typer.Option(help="fake: simulated seconds per real second.")] = 1.0,
+    fake_speed: Annotated[float | None, typer.Option(help="fake: simulated seconds per real second.")] = None,
+    metrics_port: Annotated[
+        int, typer.Option(help="Serve Prometheus metrics on this port at /metrics (0: off).")
+    ] = 0,
 ) -> None:
-    """Run the executor of one cluster: lease jobs from the server and run them."""
+    """Run the executor of one cluster: lease jobs from the server and run them.
+
+    Options not given come from ``--config`` and ``ARMADA_EXECUTOR_*`` variables.
+    """
     loaded = settings_or_exit(config, {})
     configure_logging(loaded.logging)
     settings = settings_from_options(
-        base=loaded.executor,
-        server=server or loaded.executor.server_url,
-        cluster_id=cluster_id or loaded.executor.cluster_id,
+        loaded.executor,
+        server=server,
+        cluster_id=cluster_id,
         pool=pool,
-        backend=backend.value,
+        backend=backend.value if backend is not None else None,
         token=token,
         ca_cert=ca_cert,
         kubeconfig=kubeconfig,
@@ -125,4 +145,13 @@ def executor(
         fake_nodes_file=fake_nodes_file,
         fake_speed=fake_speed,
     )
-    asyncio.run(run_executor(settings, handle_signals=True))
+    if not metrics_port:
+        asyncio.run(run_executor(settings, handle_signals=True))
+        return
+    registry = CollectorRegistry()
+    metrics = ExecutorMetrics(registry)
+    metrics_server, _ = start_http_server(metrics_port, registry=registry)
+    try:
+        asyncio.run(run_executor(settings, handle_signals=True, metrics=metrics))
+    finally:
+        metrics_server.shutdown()

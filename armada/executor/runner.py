@@ -6,12 +6,13 @@ import asyncio
 import signal
 
 import structlog
+from prometheus_client import CollectorRegistry
 
-from armada.client.executor_api import ExecutorApiClient
 from armada.executor.agent import ExecutorAgent
 from armada.executor.backend import ClusterBackend
 from armada.executor.backends import make_backend
 from armada.executor.settings import ExecutorSettings
+from armada.metrics.executor import ExecutorMetrics, MeteredExecutorApiClient
 
 log = structlog.get_logger(__name__)
 
@@ -21,21 +22,27 @@ async def run_executor(
     *,
     backend: ClusterBackend | None = None,
     handle_signals: bool = False,
+    metrics: ExecutorMetrics | None = None,
 ) -> None:
     """Serve one cluster until cancelled (or, with ``handle_signals``, SIGTERM/SIGINT).
 
     Either way the shutdown is graceful: buffered events are flushed for up to
     ``shutdown_flush_seconds`` and runs are left running unless
     ``kill_runs_on_shutdown``. ``armada serve --dev`` runs this as a task in its own loop.
+    Leases, failed calls and held runs are counted in ``metrics`` (when given, to be served).
     """
     backend = backend or make_backend(settings)
-    async with ExecutorApiClient(
+    metrics = metrics or ExecutorMetrics(CollectorRegistry())
+    async with MeteredExecutorApiClient(
         settings.server_url,
+        metrics=metrics,
+        cluster=settings.cluster_id,
         token=settings.token,
         ca_cert=settings.ca_cert,
         timeout=settings.request_timeout_seconds,
     ) as client:
         agent = ExecutorAgent(settings, backend, client)
+        metrics.watch(settings.cluster_id, agent.tracker)
         loop = asyncio.get_running_loop()
         signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
         for signum in signals:

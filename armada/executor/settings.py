@@ -79,8 +79,9 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     image_pull_deadline_seconds: float = 900.0
     #: Return the lease of a pod pending for any other reason after this long.
     pending_deadline_seconds: float = 900.0
-    #: Grace period given to pods deleted on cancel or preempt.
-    pod_kill_grace_seconds: int = 30
+    #: Grace period given to pods deleted on cancel or preempt; unset means the pod's own
+    #: ``terminationGracePeriodSeconds``.
+    pod_kill_grace_seconds: int | None = None
     #: Node label that names the node a pod is pinned to.
     node_id_label: str = "kubernetes.io/hostname"
 

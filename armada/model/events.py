@@ -44,7 +44,8 @@ class Event(msgspec.Struct, tag_field="type", rename="camel", kw_only=True, omit
 
     @property
     def type(self) -> str:
-        return str(self.__struct_config__.tag)
+        # ``__struct_config__`` builds a new object on every access: look the tag up instead.
+        return _TAGS[type(self)]
 
 
 # --- job lifecycle (names as upstream's apiEventMessage) ------------------------------------
@@ -213,6 +214,8 @@ AnyEvent = (
     | ExecutorReported
     | ExecutorHeartbeat
 )
+
+_TAGS: dict[type[Event], str] = {cls: str(cls.__struct_config__.tag) for cls in AnyEvent.__args__}
 
 #: Upstream stream message names: the job events a job set's event stream carries.
 JOB_EVENT_TYPES = frozenset(

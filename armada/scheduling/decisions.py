@@ -81,8 +81,8 @@ class CycleStats(msgspec.Struct, frozen=True, rename="camel"):
 class Reasons(msgspec.Struct):
     """Why queued jobs were not scheduled, from most to least specific."""
 
-    #: (queue, scheduling key index) -> reason (node fit, priority-class limit, ...)
-    by_queue_key: dict[tuple[str, int], str] = msgspec.field(default_factory=dict)
+    #: queue -> scheduling key index -> reason (priority-class limit)
+    by_queue_key: dict[str, dict[int, str]] = msgspec.field(default_factory=dict)
     #: scheduling key index -> reason shared by every queue (the key fits nowhere)
     by_key: dict[int, str] = msgspec.field(default_factory=dict)
     #: queue -> reason for all its remaining jobs (rate limited, lookback, ...)
@@ -94,7 +94,7 @@ class Reasons(msgspec.Struct):
 
     def for_key(self, queue: str, key: int) -> str:
         return (
-            self.by_queue_key.get((queue, key))
+            self.by_queue_key.get(queue, {}).get(key)
             or self.by_key.get(key)
             or self.by_queue.get(queue)
             or self.cycle

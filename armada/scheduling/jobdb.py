@@ -127,9 +127,6 @@ class JobDb:
             self.pool_names.append(name)
         return index
 
-    def col(self, name: str) -> npt.NDArray[Any]:
-        return self.cols[name][: len(self.ids)]
-
     # -- updates -------------------------------------------------------------------------
 
     def add(self, job: JobRequirements) -> None:

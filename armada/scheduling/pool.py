@@ -32,9 +32,9 @@ from armada.scheduling.placement import (
     place_uniform_gang,
 )
 from armada.scheduling.poolstate import UNLIMITED
-from armada.scheduling.preemption import Evictions
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.state import UsageHistory
+from armada.scheduling.urgency import Urgency
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -44,7 +44,7 @@ FUSE_MIN = 256
 FUSE_MAX = 1 << 16
 
 
-class PoolCycle(Evictions):
+class PoolCycle(Urgency):
     """Schedules one pool; results go into the shared :class:`CycleContext`."""
 
     def __init__(
@@ -67,6 +67,7 @@ class PoolCycle(Evictions):
             if not len(units):
                 break
             units = units.take(merge_order(units))
+            self.start_round(units)
             end, capped = self._global_cut(units)
             if boundary is not None:
                 at = np.flatnonzero((units.queue == boundary[1]) & (units.cost == boundary[0]))
@@ -131,9 +132,11 @@ class PoolCycle(Evictions):
                 np.full(len(rows), qi),
                 np.zeros(len(rows)),
             )
-            cut = self._queue_cut(qi, queued, tokens)
+            cut = self._rate_cut(qi, queued, tokens)
             chunked = cut == len(queued) and len(rows) >= want and (len(pos) and pos[-1] + 1 < self.stop[qi])
-            units = Units.concat([self.pending_evicted(qi), queued.take(slice(0, cut))])
+            units = Units.concat(
+                [self.pending_evicted(qi), self._within_class_limits(qi, queued.take(slice(0, cut)))]
+            )
             if not len(units):
                 continue
             requests = units.counts[:, None] * self.key_requests[units.keys]
@@ -153,30 +156,35 @@ class PoolCycle(Evictions):
             per_resource = np.where(requests > 0, free // np.maximum(requests, 1), UNLIMITED)
         return int(min(per_resource.min(axis=1).max(), 10**7))
 
-    def _queue_cut(self, qi: int, units: Units, tokens: int) -> int:
-        """How many of a queue's queued units its rate limit and class limits let through."""
-        if not len(units):
-            return 0
-        name = self.queues[qi].name
+    def _rate_cut(self, qi: int, units: Units, tokens: int) -> int:
+        """How many of a queue's queued units its token bucket lets through."""
         cut = int(np.searchsorted(np.cumsum(units.counts), tokens, side="right"))
         if cut < len(units):
-            self.ctx.reasons.by_queue[name] = "queue rate limited (maximumPerQueueSchedulingRate)"
-        if (self.limits[qi] >= UNLIMITED).all():
-            return cut
-        classes = self.key_class[units.keys[:cut]]
+            self.ctx.reasons.by_queue[self.queues[qi].name] = (
+                "queue rate limited (maximumPerQueueSchedulingRate)"
+            )
+        return cut
+
+    def _within_class_limits(self, qi: int, units: Units) -> Units:
+        """Drop, per priority class, the queue's units from the first that would pass its limit."""
+        if not len(units) or (self.limits[qi] >= UNLIMITED).all():
+            return units
+        name = self.queues[qi].name
+        classes = self.key_class[units.keys]
+        keep = np.ones(len(units), dtype=bool)
         for ci in np.unique(classes).tolist():
             members = np.flatnonzero(classes == ci)
             requests = units.counts[members, None] * self.key_requests[units.keys[members]]
-            cumulative = np.cumsum(requests, axis=0) + self.alloc_by_class[qi, ci]
-            over = first_violation(cumulative, self.limits[qi, ci])
+            over = first_violation(
+                np.cumsum(requests, axis=0) + self.alloc_by_class[qi, ci], self.limits[qi, ci]
+            )
             if over < len(members):
+                keep[members[over:]] = False
                 class_name = self.db.priority_class_names[ci]
+                reason = f"queue {name} over its {class_name} resource limit in pool {self.pool}"
                 for key in np.unique(units.keys[members[over:]]).tolist():
-                    self.ctx.reasons.by_queue_key[(name, key)] = (
-                        f"queue {name} over its {class_name} resource limit in pool {self.pool}"
-                    )
-                cut = min(cut, int(members[over]))
-        return cut
+                    self.ctx.reasons.by_queue_key.setdefault(name, {})[key] = reason
+        return units if keep.all() else units.take(np.flatnonzero(keep))
 
     def _global_cut(self, units: Units) -> tuple[int, bool]:
         """Prefix of the merged order within the global rate limit and the pool's budget."""
@@ -235,8 +243,7 @@ class PoolCycle(Evictions):
     def _exact(self, units: Units, i: int, j: int) -> bool:
         """Place the run ``units[i:j]`` (one key) as sequential best fit would; False if the key failed."""
         if units.evicted[i]:
-            for u in range(i, j):
-                self.return_evicted(int(units.rows[u]))
+            self.settle_evicted(units.rows[i:j])
             return True
         key = int(units.keys[i])
         request, mask = self.key_requests[key], self.mask(key)
@@ -244,7 +251,7 @@ class PoolCycle(Evictions):
         size = int(self.cardinality[key])
         if self.uniform[key]:
             for u in range(i, j):
-                placement = self.place_uniform(self.free, key, request, mask, dominant)
+                placement = self.place_uniform(self.free - self.held, key, request, mask, dominant)
                 if placement is None:
                     if self.urgent(units, u, u + 1) == 0:
                         self._fail(key)
@@ -252,7 +259,7 @@ class PoolCycle(Evictions):
                 else:
                     self.commit(units, np.array([u]), placement)
             return True
-        nodes = place_identical(self.free, request, mask, int(units.counts[i:j].sum()), dominant).nodes
+        nodes = self._place_run(request, mask, int(units.counts[i:j].sum()), dominant, size)
         fitted = len(nodes) // size
         self.commit(units, np.arange(i, i + fitted), nodes[: fitted * size])
         if i + fitted < j:
@@ -261,6 +268,18 @@ class PoolCycle(Evictions):
                 self._fail(key)
                 return False
         return True
+
+    def _place_run(
+        self, request: IntArray, mask: BoolArray, count: int, dominant: int, size: int
+    ) -> IntArray:
+        """Nodes for ``count`` identical jobs: free space first, then space held by evicted jobs."""
+        strict = self.free - self.held
+        nodes = place_identical(strict, request, mask, count, dominant).nodes
+        nodes = nodes[: len(nodes) - len(nodes) % size]
+        if len(nodes) == count or not self.held.any():
+            return nodes
+        strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
+        return np.concatenate([nodes, self.displace(strict, request, mask, count - len(nodes), size)])
 
     def place_uniform(
         self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
@@ -279,11 +298,14 @@ class PoolCycle(Evictions):
 
     def _fused(self, units: Units, i: int, j: int) -> bool:
         """Place ``units[i:j]`` key by key in bulk; commit only if every unit fits."""
-        trial = self.free.copy()
+        # New jobs get free space only; evicted jobs of the stretch come back to their held space.
+        trial = self.free - self.held
         segment = np.arange(i, j)
         evicted = segment[units.evicted[i:j]]
-        if len(evicted) and not self.evicted_fit(trial, units.rows[evicted]):
-            return False
+        if len(evicted):
+            need = self.evicted_need(units.rows[evicted])
+            if ((self.free - need < 0) & (need > 0)).any():
+                return False
         plans: list[tuple[IntArray, IntArray]] = []
         fresh = segment[~units.evicted[i:j]]
         keys, first = np.unique(units.keys[fresh], return_index=True)
@@ -298,8 +320,8 @@ class PoolCycle(Evictions):
                 return False
             trial -= np.bincount(placement.nodes, minlength=len(trial))[:, None] * request
             plans.append((chosen, placement.nodes))
-        for row in units.rows[evicted].tolist():
-            self.return_evicted(row)
+        if len(evicted):
+            self.settle_evicted(units.rows[evicted])
         for chosen, nodes in plans:
             self.commit(units, chosen, nodes)
         return True

@@ -86,7 +86,9 @@ class PoolState:
                 allocs.append(alloc)
         self.queues = active
         self.db_queue = np.array([db.queue_index(q.name) for q in active], dtype=np.int64)
-        self.local_queue = {int(q): i for i, q in enumerate(self.db_queue)}
+        #: db queue index -> index among this pool's active queues (-1 = not active)
+        self.queue_of = np.full(len(db.queue_names), -1, dtype=np.int64)
+        self.queue_of[self.db_queue] = np.arange(len(self.db_queue))
         count = len(active)
         self.alloc_by_class: IntArray = np.array(allocs).reshape(count, n_classes, width).copy()
         self.alloc: IntArray = self.alloc_by_class.sum(axis=1)

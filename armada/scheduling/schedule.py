@@ -42,7 +42,7 @@ def schedule(
     deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
     pools = db.nodes.pool_rows()
     usage = state.usage.decayed(now, config.usage_half_life)
-    key_ok, rejected = _rejected_keys(db, pools)
+    key_ok, rejected, waiting = _rejected_keys(db, pools)
     ctx = CycleContext(
         db=db,
         config=config,
@@ -64,6 +64,9 @@ def schedule(
         key_ok=key_ok,
     )
     ctx.reasons.by_key.update(rejected)
+    ctx.reasons.by_key.update(waiting)
+    if not pools:
+        ctx.reasons.cycle = "no nodes reported by any executor"
     rejections = _rejections(db, rejected)
     shares: dict[str, dict[str, QueueShare]] = {}
     for pool, rows in pools.items():
@@ -110,50 +113,65 @@ def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
         db.remove(job_id)
 
 
-def _rejected_keys(db: JobDb, pools: dict[str, npt.NDArray[np.int64]]) -> tuple[BoolArray, dict[int, str]]:
-    """Keys no live node shape could ever hold (ignoring current use): their jobs are rejected."""
+def _rejected_keys(
+    db: JobDb, pools: dict[str, npt.NDArray[np.int64]]
+) -> tuple[BoolArray, dict[int, str], dict[int, str]]:
+    """Keys that cannot be scheduled this cycle: ``(key_ok, rejected, waiting)``.
+
+    *Rejected*: no live node shape (allocatable less non-Armada use, ignoring current use)
+    with matching labels and taints could ever hold the job. *Waiting*: the job's pools
+    have no nodes right now (their executors may be down), which is not final.
+    """
     key_ok = np.ones(len(db.keys), dtype=bool)
     rejected: dict[int, str] = {}
+    waiting: dict[int, str] = {}
     if not pools:
-        return key_ok, rejected
+        return key_ok, rejected, waiting
     nodes = db.nodes
     shape = nodes.allocatable() - nodes.non_armada()
+    live = np.concatenate(list(pools.values()))
+    shapes, inverse = np.unique(shape[live], axis=0, return_inverse=True)
     queued = set().union(*(counts.keys() for counts in db.queued_counts))
     for key in sorted(queued):
         info = db.keys.infos[key]
         allowed = [p for p in pools if info.allows_pool(p)]
         if not allowed:
             key_ok[key] = False
-            rejected[key] = f"no nodes in pool(s) {', '.join(sorted(info.pools))}"
+            waiting[key] = f"no nodes in pool(s) {', '.join(sorted(info.pools))}"
             continue
-        rows = np.concatenate([pools[p] for p in allowed])
-        mask = np.zeros(nodes.size, dtype=bool)
-        mask[rows] = True
-        mask &= nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
         request = db.keys.request(key)
-        if not ((shape[mask] >= request).all(axis=1)).any():
+        mask = np.zeros(nodes.size, dtype=bool)
+        shape_fits: BoolArray = np.logical_and.reduce(shapes >= request, axis=1)  # per distinct shape: cheap
+        mask[live[shape_fits[inverse.ravel()]]] = True
+        if len(allowed) < len(pools):
+            in_pools = np.zeros(nodes.size, dtype=bool)
+            in_pools[np.concatenate([pools[p] for p in allowed])] = True
+            mask &= in_pools
+        constraints = nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
+        if not (mask & constraints).any():
             key_ok[key] = False
+            candidates = np.zeros(nodes.size, dtype=bool)
+            candidates[np.concatenate([pools[p] for p in allowed])] = True
             reason = explain_misfit(
                 shape,
                 request=request,
-                mask=mask,
+                mask=candidates & constraints,
                 names=db.resources.names,
                 pool="/".join(allowed),
                 constraints=info.describe_constraints(),
             )
             rejected[key] = f"fits no node shape in the cluster: {reason.replace(' free', '')}"
-    return key_ok, rejected
+    return key_ok, rejected, waiting
 
 
 def _rejections(db: JobDb, rejected: dict[int, str]) -> list[Rejection]:
-    """Queued jobs of rejected keys, unless the key is only missing its pool's nodes for now."""
-    final = {k: r for k, r in rejected.items() if not r.startswith("no nodes in pool")}
-    if not final:
+    """The queued jobs of rejected keys."""
+    if not rejected:
         return []
     n = len(db.ids)
     keys = db.cols["key"][:n]
-    rows = np.flatnonzero((db.cols["state"][:n] == QUEUED) & np.isin(keys, list(final)))
-    return [Rejection(db.ids[r] or "", final[int(keys[r])]) for r in rows.tolist()]
+    rows = np.flatnonzero((db.cols["state"][:n] == QUEUED) & np.isin(keys, list(rejected)))
+    return [Rejection(db.ids[r] or "", rejected[int(keys[r])]) for r in rows.tolist()]
 
 
 def _leases(ctx: CycleContext) -> Leases:

@@ -9,7 +9,7 @@ events, so every replica that applies the same log holds the same state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,11 +91,14 @@ class ClusterState:
     def apply(self, seq: int, event: ev.Event) -> None:
         self.apply_all([(seq, event)])
 
-    def apply_all(self, events: Iterable[tuple[int, ev.Event]]) -> None:
+    def apply_all(
+        self, events: Iterable[tuple[int, ev.Event]], observe: Callable[[ev.Event], None] | None = None
+    ) -> None:
         """Apply events in order; submissions are added to the job db in bulk.
 
         New jobs are buffered and added together before any event that could concern them
         (anything but their own ``queued``), which keeps order and is much cheaper per job.
+        ``observe`` is called after each event takes effect (a submission: once buffered).
         """
         submitted: list[JobRequirements] = []
         for seq, event in events:
@@ -110,6 +113,8 @@ class ClusterState:
                 if handler is not None:
                     handler(self, event)
             self.seq = seq
+            if observe is not None:
+                observe(event)
         if submitted:
             self._add_jobs(submitted)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 import msgspec
 import structlog
@@ -43,6 +44,8 @@ class LogFollower:
         self.state = ClusterState(config)
         #: Published with the state's sequence number after each batch is applied.
         self.applied = ChangeNotifier()
+        #: Called after each event of the log is applied (not for the snapshot ``load`` reads).
+        self.listeners: list[Callable[[ClusterState, ev.Event], None]] = []
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
@@ -68,11 +71,15 @@ class LogFollower:
         async with self._lock:
             while True:
                 batch = await self.store.read(self.state.seq, limit=READ_BATCH)
-                self.state.apply_all(batch)
+                self.state.apply_all(batch, observe=self._notify_listeners if self.listeners else None)
                 if batch:
                     self.applied.publish(self.state.seq)
                 if len(batch) < READ_BATCH:
                     return self.state.seq
+
+    def _notify_listeners(self, event: ev.Event) -> None:
+        for listener in self.listeners:
+            listener(self.state, event)
 
     def start(self) -> None:
         """Follow the log in the background (hot standby)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import Select, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore, Transaction
@@ -28,6 +28,7 @@ from armada.model.events import (
 from armada.model.states import TERMINAL_JOB_STATES, UNFINISHED_JOB_STATES, JobState
 from armada.model.wire.jobs import StateName
 from armada.scheduling.config import PriorityClass
+from armada.services.lookups import rows_with_keys
 from armada.services.validation import check_reason
 
 #: Upstream's ``apiJobState`` numbers, for clients that send enums as integers.
@@ -45,7 +46,6 @@ UPSTREAM_STATE_NUMBERS = [
     "REJECTED",
 ]
 _ALIASES = {"SUBMITTED": JobState.QUEUED, "REJECTED": JobState.FAILED}
-_CHUNK = 1000
 E = TypeVar("E", bound=Event)
 
 
@@ -65,7 +65,11 @@ class JobRow(NamedTuple):
 
 def parse_state(value: StateName, field: str) -> JobState:
     """A job state given by name or by upstream's enum number."""
-    name = UPSTREAM_STATE_NUMBERS[value] if isinstance(value, int) and 0 <= value < 11 else value
+    name = (
+        UPSTREAM_STATE_NUMBERS[value]
+        if isinstance(value, int) and 0 <= value < len(UPSTREAM_STATE_NUMBERS)
+        else value
+    )
     if isinstance(name, str):
         if name in _ALIASES:
             return _ALIASES[name]
@@ -74,30 +78,24 @@ def parse_state(value: StateName, field: str) -> JobState:
     raise InvalidRequest(f"unknown job state {value!r}", field=field)
 
 
-async def _select(tx: Transaction, *conditions: ColumnElement[bool]) -> list[JobRow]:
-    jobs = schema.jobs
-    query = select(
-        jobs.c.job_id,
-        jobs.c.queue,
-        jobs.c.job_set_id,
-        jobs.c.state,
-        jobs.c.priority_class,
-        jobs.c.latest_run_id,
-    ).where(*conditions)
-    rows = await tx.connection.execute(query.order_by(jobs.c.job_id))
-    return [JobRow(r[0], r[1], r[2], JobState(r[3]), r[4], r[5] or "") for r in rows]
+_COLUMNS = ("job_id", "queue", "job_set_id", "state", "priority_class", "latest_run_id")
+
+
+def _job_row(row: Sequence[Any]) -> JobRow:
+    return JobRow(row[0], row[1], row[2], JobState(row[3]), row[4], row[5] or "")
+
+
+def _query() -> Select[Any]:
+    return select(*(schema.jobs.c[name] for name in _COLUMNS))
 
 
 async def _jobs_by_id(tx: Transaction, job_ids: Sequence[str], queue: str, job_set_id: str) -> list[JobRow]:
     """The named jobs that exist (and belong to ``queue``/``job_set_id`` when those are given)."""
-    jobs = schema.jobs
-    unique = list(dict.fromkeys(job_ids))
-    found: list[JobRow] = []
-    for start in range(0, len(unique), _CHUNK):
-        found += await _select(tx, jobs.c.job_id.in_(unique[start : start + _CHUNK]))
+    found = await rows_with_keys(tx.connection, _query(), schema.jobs.c.job_id, job_ids)
+    rows = sorted(_job_row(row) for row in found)
     return [
         row
-        for row in found
+        for row in rows
         if (not queue or row.queue == queue) and (not job_set_id or row.job_set_id == job_set_id)
     ]
 
@@ -107,7 +105,8 @@ async def _job_set(tx: Transaction, queue: str, job_set_id: str, states: Iterabl
         raise InvalidRequest("name the jobs, or both queue and jobSetId", field="jobSetId")
     jobs = schema.jobs
     wanted = [state.value for state in states]
-    return await _select(tx, jobs.c.queue == queue, jobs.c.job_set_id == job_set_id, jobs.c.state.in_(wanted))
+    query = _query().where(jobs.c.queue == queue, jobs.c.job_set_id == job_set_id, jobs.c.state.in_(wanted))
+    return [_job_row(row) for row in await tx.connection.execute(query.order_by(jobs.c.job_id))]
 
 
 def _cancel_events(rows: Iterable[JobRow], reason: str, user: str) -> tuple[list[Event], list[str]]:

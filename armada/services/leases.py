@@ -83,8 +83,14 @@ class LeaseService:
         await self.follower.catch_up()
         await self._record_executor(request, nodes)
         response = await self._respond(request)
-        if request.wait_millis > 0 and not (response.leases or response.cancel_runs or response.preempt_runs):
-            await self.follower.applied.wait(self.state.seq, timeout=request.wait_millis / 1000)
+        deadline = time.monotonic() + request.wait_millis / 1000
+        # Long poll: wait for news for this executor; other events (heartbeats, submissions
+        # the scheduler has not placed yet) wake us but do not end the wait.
+        while not (response.leases or response.cancel_runs or response.preempt_runs):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            await self.follower.applied.wait(self.state.seq, timeout=remaining)
             await self.follower.catch_up()
             response = await self._respond(request)
         return response

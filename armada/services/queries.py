@@ -9,13 +9,13 @@ from typing import Any, overload
 
 import msgspec
 from sqlalchemy import Row, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
 from armada.model.jobs import Job
 from armada.model.states import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
+from armada.services.lookups import rows_with_keys
 
 #: Run states by upstream's ``apiJobRunState`` names (including its "RUNS_" spelling).
 UPSTREAM_RUN_STATES = {
@@ -29,7 +29,6 @@ UPSTREAM_RUN_STATES = {
     RunState.EXPIRED: "RUN_STATE_LEASE_EXPIRED",
     RunState.RETURNED: "RUNS_STATE_LEASE_RETURNED",
 }
-_CHUNK = 1000
 _job_decoder = msgspec.json.Decoder(Job)
 
 
@@ -44,20 +43,11 @@ def _utc(moment: datetime | None) -> datetime | None:
     return moment.replace(tzinfo=UTC)
 
 
-async def _rows(conn: AsyncConnection, query: Any, column: Any, keys: Sequence[str]) -> list[Row[Any]]:
-    """Rows whose ``column`` is one of ``keys``, queried in chunks (parameter limits)."""
-    unique = list(dict.fromkeys(keys))
-    found: list[Row[Any]] = []
-    for start in range(0, len(unique), _CHUNK):
-        found += (await conn.execute(query.where(column.in_(unique[start : start + _CHUNK])))).all()
-    return found
-
-
 async def job_states(store: EventStore, job_ids: Sequence[str]) -> dict[str, str]:
     """State of each job by name; ``UNKNOWN`` for ids never submitted."""
     jobs = schema.jobs
     async with store.engine.connect() as conn:
-        rows = await _rows(conn, select(jobs.c.job_id, jobs.c.state), jobs.c.job_id, job_ids)
+        rows = await rows_with_keys(conn, select(jobs.c.job_id, jobs.c.state), jobs.c.job_id, job_ids)
     found = {row.job_id: row.state for row in rows}
     return {job_id: found.get(job_id, JobState.UNKNOWN.value) for job_id in job_ids}
 
@@ -83,11 +73,11 @@ async def job_details(
     jobs, runs = schema.jobs, schema.runs
     columns = [c for c in jobs.c if c.name != "spec" or expand_spec]
     async with store.engine.connect() as conn:
-        rows = await _rows(conn, select(*columns), jobs.c.job_id, job_ids)
+        rows = await rows_with_keys(conn, select(*columns), jobs.c.job_id, job_ids)
         job_runs: dict[str, list[JobRunDetails]] = defaultdict(list)
         if expand_runs and rows:
             query = select(runs).order_by(runs.c.leased)
-            for run in await _rows(conn, query, runs.c.job_id, [row.job_id for row in rows]):
+            for run in await rows_with_keys(conn, query, runs.c.job_id, [row.job_id for row in rows]):
                 job_runs[run.job_id].append(_run_details(run))
     return {
         row.job_id: JobDetails(
@@ -112,7 +102,7 @@ async def job_details(
 async def run_details(store: EventStore, run_ids: Sequence[str]) -> dict[str, JobRunDetails]:
     runs = schema.runs
     async with store.engine.connect() as conn:
-        rows = await _rows(conn, select(runs), runs.c.run_id, run_ids)
+        rows = await rows_with_keys(conn, select(runs), runs.c.run_id, run_ids)
     return {row.run_id: _run_details(row) for row in rows}
 
 
@@ -121,7 +111,7 @@ async def job_errors(store: EventStore, job_ids: Sequence[str]) -> dict[str, str
     jobs = schema.jobs
     async with store.engine.connect() as conn:
         query = select(jobs.c.job_id, jobs.c.state, jobs.c.reason)
-        rows = await _rows(conn, query, jobs.c.job_id, job_ids)
+        rows = await rows_with_keys(conn, query, jobs.c.job_id, job_ids)
     return {row.job_id: (row.reason or "") if row.state == JobState.FAILED.value else "" for row in rows}
 
 

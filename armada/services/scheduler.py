@@ -21,6 +21,7 @@ from armada.eventstore.store import EventStore, Transaction
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
+from armada.reports.history import CycleHistory
 from armada.scheduling import SchedulerState, SchedulingConfig, SchedulingResult, schedule
 from armada.services.cluster_state import ClusterState, RunInfo
 from armada.services.follower import LogFollower
@@ -84,6 +85,12 @@ class SchedulerService:
         self.scheduler_state = SchedulerState()
         #: The last cycle's result, for scheduling reports.
         self.last_result: SchedulingResult | None = None
+        #: When this replica's current unbroken run of cycles began (None: not leading).
+        #: Executors cannot heartbeat into a log that nobody could write, so silence is
+        #: only counted from here: a server or database outage expires no one's runs.
+        self._watching_since: float | None = None
+        #: The last few cycles, kept small, for reports and metrics.
+        self.history = CycleHistory()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -104,6 +111,7 @@ class SchedulerService:
         while True:
             try:
                 if not await self.leader.ensure():
+                    self._watching_since = None
                     await asyncio.sleep(self.settings.leader_retry_interval)
                     continue
                 await self.cycle()
@@ -111,6 +119,7 @@ class SchedulerService:
                 raise
             except Exception as exc:  # a failed cycle (database down, ...) is retried
                 log.exception("scheduling cycle failed", error=str(exc))
+                self._watching_since = None
                 await asyncio.sleep(1.0)
                 continue
             await self.store.wait_for_change(self.state.seq, timeout=self.settings.cycle_period)
@@ -120,6 +129,8 @@ class SchedulerService:
         """One scheduling cycle (callable directly in tests)."""
         await self.follower.catch_up()
         now = self.clock()
+        if self._watching_since is None:
+            self._watching_since = now
         await self._expire_and_recover(now)
         result = schedule(
             self.state.jobs,
@@ -128,26 +139,30 @@ class SchedulerService:
             state=self.scheduler_state,
             now=now,
         )
+        self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         await self._append_decisions(result)
         self.scheduler_state = result.state
         self.last_result = result
-        if result.stats.scheduled or result.stats.preempted or result.stats.rejected:
-            log.info(
-                "scheduling cycle",
-                scheduled=result.stats.scheduled,
-                preempted=result.stats.preempted,
-                rejected=result.stats.rejected,
-                seconds=round(result.stats.duration, 4),
-            )
+        busy = result.stats.scheduled or result.stats.preempted or result.stats.rejected
+        (log.info if busy else log.debug)(
+            "scheduling cycle",
+            seq=self.state.seq,
+            queued=len(self.state.jobs),
+            scheduled=result.stats.scheduled,
+            preempted=result.stats.preempted,
+            rejected=result.stats.rejected,
+            seconds=round(result.stats.duration, 4),
+        )
         return result
 
     # --- executors gone silent and nodes lost -------------------------------------------
 
     async def _expire_and_recover(self, now: float) -> None:
+        watching_since = self._watching_since or now
         expired = [
             info
             for info in self.state.executors.values()
-            if info.nodes and now - info.last_seen > self.settings.executor_timeout
+            if info.nodes and now - max(info.last_seen, watching_since) > self.settings.executor_timeout
         ]
         lost: list[tuple[RunInfo, str, FailureCause, bool]] = []
         for info in expired:

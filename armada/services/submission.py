@@ -27,6 +27,13 @@ async def submit_jobs(
 ) -> JobSubmitResponse:
     """Accept every job of ``request`` or none; a repeated ``clientId`` returns the original id."""
     valid = validate_submission(request, rules)
+    now = datetime.now(UTC)
+    # Everything that needs no database is built before the store's write lock is taken.
+    jobs = [
+        _job(request, entry, job_id, user, now)
+        for entry, job_id in zip(valid, new_job_ids(len(valid)), strict=True)
+    ]
+    job_events = [_events(job, now) for job in jobs]
     async with store.transaction() as tx:
         queue = await load_queue(tx.connection, request.queue)
         if queue is None:
@@ -34,22 +41,25 @@ async def submit_jobs(
         if queue.cordoned:
             raise Conflict(f"queue {request.queue!r} is cordoned and accepts no jobs", field="queue")
         known = await _known_client_ids(tx, request)
-        now = datetime.now(UTC)
-        job_ids: list[str] = []
-        events: list[Event] = []
-        fresh_ids = iter(new_job_ids(len(valid)))
-        for entry in valid:
-            client_id = entry.item.client_id
-            job_id = known.get(client_id) if client_id else None
-            if job_id is None:
-                job = _job(request, entry, next(fresh_ids), user, now)
-                job_id = job.id
-                if client_id:
-                    known[client_id] = job_id
-                events += _events(job, now)
-            job_ids.append(job_id)
+        job_ids, events = _accept(jobs, job_events, known)
         tx.append(events)
     return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
+
+
+def _accept(
+    jobs: list[Job], job_events: list[tuple[JobSubmitted, JobQueued]], known: dict[str, str]
+) -> tuple[list[str], list[Event]]:
+    """Jobs whose client id is already known keep the original id and are not stored again."""
+    job_ids: list[str] = []
+    events: list[Event] = []
+    for job, pair in zip(jobs, job_events, strict=True):
+        original = known.get(job.client_id) if job.client_id else None
+        if original is None:
+            if job.client_id:
+                known[job.client_id] = job.id
+            events += pair
+        job_ids.append(original or job.id)
+    return job_ids, events
 
 
 async def _known_client_ids(tx: Transaction, request: JobSubmitRequest) -> dict[str, str]:

@@ -8,6 +8,8 @@ from typer.testing import CliRunner, Result
 
 from armada.cli.main import app
 from armada.client import ArmadaClient
+from armada.model import events as ev
+from armada.model.states import FailureCause
 from tests.api.jobs import item, pod_spec, start
 from tests.servers import ApiServer
 
@@ -42,3 +44,22 @@ def test_reprioritize_preempt_cancel_and_details(server: ApiServer, client: Arma
     as_json = json.loads(armada(server, "job", "details", second, "--json", "--spec").stdout)
     assert as_json[second]["jobSpec"]["priorityClassName"] == "armada-preemptible"
     assert armada(server, "job", "status", first).stdout.strip() == f"{first}\tRUNNING"
+
+
+def test_watch_prints_failures_with_their_reason(server: ApiServer, client: ArmadaClient, queue: str) -> None:
+    failing, succeeding = client.submit_jobs(queue, "set", [item(), item()])
+    for job_id, outcome in ((failing, "failed"), (succeeding, "succeeded")):
+        run_id = start(server, queue, "set", job_id)
+        envelope = {"queue": queue, "job_set_id": "set", "job_id": job_id, "run_id": run_id}
+        if outcome == "failed":
+            server.append(
+                [ev.JobFailed(**envelope, reason="OOMKilled", cause=FailureCause.OOM, exit_code=137)]
+            )
+        else:
+            server.append([ev.JobSucceeded(**envelope)])
+    result = armada(server, "watch", queue, "set", "--exit-if-inactive")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [
+        f"job {failing} failed (OOM, exit code 137): OOMKilled",
+        "2 job(s) | succeeded: 1, failed: 1",
+    ]

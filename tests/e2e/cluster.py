@@ -38,6 +38,7 @@ def executor(
     backend: str = "fake",
     pool: str = "default",
     args: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> Iterator[ArmadaProcess]:
     command = [
         "executor",
@@ -51,7 +52,7 @@ def executor(
         backend,
         *args,
     ]
-    process = ArmadaProcess(command, cwd=workdir, log_path=workdir / f"executor-{cluster_id}.log")
+    process = ArmadaProcess(command, cwd=workdir, log_path=workdir / f"executor-{cluster_id}.log", env=env)
     try:
         yield process
     finally:

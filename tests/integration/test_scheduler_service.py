@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -71,8 +72,10 @@ class Harness:
 async def harness(database: Database) -> AsyncIterator[Harness]:
     h = Harness(database)
     await h.follower.load()
+    h.follower.start()  # as in the server: follow the log in the background
     await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
     yield h
+    await h.follower.stop()
     await h.scheduler.leader.release()
 
 
@@ -241,3 +244,40 @@ async def test_only_one_replica_leads(database: Database) -> None:
     finally:
         await first.release()
         await second.release()
+
+
+async def test_a_new_leader_gives_silent_executors_a_full_timeout_before_expiring_them(
+    database: Database,
+) -> None:
+    """Heartbeats cannot be recorded while no server runs: a restart must not expire every run."""
+    first = Harness(database)
+    await first.follower.load()
+    await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
+    await first.lease()
+    [job_id] = await submit(first, 1)
+    await first.scheduler.cycle()
+    [lease] = (await first.lease()).leases
+    await first.lease(runs=[report(lease.run_id, job_id)])
+
+    restarted = Harness(database)  # the server was down for longer than the executor timeout
+    restarted.clock.now = first.clock.now + 600
+    await restarted.follower.load()
+    await restarted.scheduler.cycle()
+    assert (await restarted.job_states())[job_id] == "LEASED"
+    restarted.clock.now += 61  # still silent a full timeout after the restart: now it expires
+    await restarted.scheduler.cycle()
+    assert (await restarted.event_types(job_id))[-2:] == ["leaseExpired", "queued"]
+
+
+async def test_long_poll_waits_through_unrelated_events_until_a_lease(harness: Harness) -> None:
+    h = harness
+    await h.lease()  # register nodes
+    nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(2)]
+    request = LeaseRequest(executor_id="c1", pool="default", nodes=nodes, wait_millis=20_000)
+    call = asyncio.create_task(h.leases.lease(request))
+    [job_id] = await submit(h, 1)  # wakes the waiting call, but there is no lease yet
+    await asyncio.sleep(0.3)
+    assert not call.done()
+    await h.scheduler.cycle()
+    response = await asyncio.wait_for(call, 10)
+    assert [lease.job_id for lease in response.leases] == [job_id]

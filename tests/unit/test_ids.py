@@ -6,7 +6,7 @@ import time
 
 from ulid import ULID
 
-from armada.model.ids import new_job_id, new_job_ids
+from armada.model.ids import new_job_id, new_job_ids, new_run_id
 
 
 def test_job_ids_are_lower_case_ulids_of_now() -> None:
@@ -21,3 +21,10 @@ def test_job_ids_are_lower_case_ulids_of_now() -> None:
         assert before - 0.002 <= decoded.timestamp <= after + 0.002
         assert str(decoded).lower() == job_id
     assert ULID.from_str(new_job_id().upper())
+
+
+def test_ids_sort_in_creation_order_even_within_a_millisecond() -> None:
+    job_ids = [job_id for _ in range(200) for job_id in new_job_ids(10)] + [new_job_id() for _ in range(500)]
+    assert job_ids == sorted(job_ids) and len(set(job_ids)) == len(job_ids)
+    run_ids = [new_run_id() for _ in range(2000)]
+    assert run_ids == sorted(run_ids)

@@ -45,6 +45,8 @@ _FATAL_CREATE_STATUS = frozenset({400, 403, 404, 422})
 #: A pod of a run the executor does not hold is deleted once seen for this long (it was
 #: created by a launch interrupted by a kill, or by an executor that lost its lease).
 _ORPHAN_GRACE_SECONDS = 60.0
+#: While waiting for a killed pod to go, how often to ask the API if the watch is silent.
+_KILL_CHECK_SECONDS = 2.0
 
 
 async def api_client_from(settings: KubernetesSettings) -> client.ApiClient:
@@ -192,21 +194,41 @@ class KubernetesBackend:
         if pod is None:
             await self._report().gone(run_id)
             return
-        metadata = pod["metadata"]
+        namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
         gone = self._deleted.setdefault(run_id, asyncio.Event())
-        if not await self._delete(metadata.get("namespace", "default"), metadata["name"]):
+        exists = await self._delete(namespace, name)
+        grace = self._settings.pod_kill_grace_seconds
+        if grace is None:
+            grace = int(pod.get("spec", {}).get("terminationGracePeriodSeconds") or 30)
+        async with asyncio.timeout(grace + 60):
+            # The watch normally reports the deletion; a broken or lagging watch is covered
+            # by asking the API directly every few seconds.
+            while exists and not gone.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(_KILL_CHECK_SECONDS):
+                        await gone.wait()
+                exists = gone.is_set() or await self._pod_of_run_exists(namespace, name, run_id)
+        if not gone.is_set():
             self._forget(run_id)
             await self._report().gone(run_id)
-            return
-        async with asyncio.timeout(self._settings.pod_kill_grace_seconds + 60):
-            await gone.wait()
+
+    async def _pod_of_run_exists(self, namespace: str, name: str, run_id: str) -> bool:
+        try:
+            pod = self._json(await self._core.read_namespaced_pod(name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return run_id_of(pod) == run_id
 
     async def release(self, run_id: str) -> None:
         """The result is delivered: the finished pod may go after the retention period."""
-        if run_id in self._pods:
-            self._released[run_id] = time.monotonic()
-            if self._retention <= 0:
-                await self.housekeeping()
+        pod = self._pods.get(run_id)
+        if pod is None:
+            return
+        self._released[run_id] = time.monotonic()
+        if self._retention <= 0 and is_finished(pod):
+            await self._delete(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"], grace=0)
 
     def _report(self) -> RunObserver:
         if self._observer is None:
@@ -214,10 +236,13 @@ class KubernetesBackend:
         return self._observer
 
     async def _delete(self, namespace: str, name: str, grace: int | None = None) -> bool:
-        """Delete a pod; False if it did not exist."""
+        """Delete a pod (``grace`` None: the kill grace setting, else the pod's own); False if absent."""
         grace = self._settings.pod_kill_grace_seconds if grace is None else grace
         try:
-            await self._core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace)
+            if grace is None:
+                await self._core.delete_namespaced_pod(name, namespace)
+            else:
+                await self._core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace)
         except ApiException as exc:
             if exc.status == 404:
                 return False
@@ -241,15 +266,20 @@ class KubernetesBackend:
             event.set()
 
     async def _list_armada_pods(self) -> list[Pod]:
+        return (await self._list_armada_pods_at())[0]
+
+    async def _list_armada_pods_at(self) -> tuple[list[Pod], str | None]:
+        """Armada pods and the resource version of the list (where a watch should start)."""
         listed = await self._core.list_pod_for_all_namespaces(label_selector=RUN_ID_LABEL)
-        return [pod for pod in (self._json(item) for item in listed.items) if run_id_of(pod)]
+        pods = [pod for pod in (self._json(item) for item in listed.items) if run_id_of(pod)]
+        return pods, listed.metadata.resource_version if listed.metadata else None
 
     async def _watch_pods(self) -> None:
         """Relist, then watch, until the resync period ends; forever, backing off on errors."""
         backoff = Backoff(0.5, 30.0)
         while True:
             try:
-                listed = await self._list_armada_pods()
+                listed, version = await self._list_armada_pods_at()
                 for vanished in set(self._pods) - {run_id_of(pod) for pod in listed}:
                     self._forget(vanished)
                     await self._report().gone(vanished)
@@ -257,7 +287,9 @@ class KubernetesBackend:
                     await self._on_pod("MODIFIED", pod)
                 async with asyncio.timeout(self._settings.resync_seconds):
                     stream = watch.Watch().stream(
-                        self._core.list_pod_for_all_namespaces, label_selector=RUN_ID_LABEL
+                        self._core.list_pod_for_all_namespaces,
+                        label_selector=RUN_ID_LABEL,
+                        resource_version=version,
                     )
                     async for event in stream:
                         await self._on_pod(str(event["type"]), self._json(event["object"]))

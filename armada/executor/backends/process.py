@@ -7,6 +7,8 @@ re-splitting or globbing), but a shell builtin works as the command name, so
 That wrapper shell then writes the exit code to the run's directory, so the result
 survives an executor restart. Each run gets its own session (process group), which is
 what cancel and preempt kill, first with SIGTERM and, after a grace period, SIGKILL.
+Each run also gets a random ``RANDOM`` variable, so that scripts written for bash such as
+``sh -c 'sleep $(( (RANDOM % 60) + 10 ))'`` also work where ``/bin/sh`` is dash.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 import tempfile
@@ -157,7 +160,7 @@ class ProcessBackend:
                 stdout=output,
                 stderr=asyncio.subprocess.STDOUT,
                 cwd=cwd,
-                env={**inherited_env(), **env},
+                env={**inherited_env(), "RANDOM": str(random.randrange(32768)), **env},
                 start_new_session=True,
             )
 
@@ -171,10 +174,11 @@ class ProcessBackend:
             if run.pid is not None and not run.exited.is_set():
                 _signal_group(run.pid, signal.SIGTERM)
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self._settings.kill_grace_seconds):
+                    async with asyncio.timeout(self._grace(run.lease)):
                         await self._wait_exit(run)
                 _signal_group(run.pid, signal.SIGKILL)
                 await self._wait_exit(run)
+                await self._wait_group_gone(run.pid)
             run.dir.remove()
         else:
             run_dir = RunDir.of(self._root, run_id)
@@ -191,6 +195,18 @@ class ProcessBackend:
             run_dir.remove()
         elif run_dir.path.exists():
             run_dir.mark_released()
+
+    def _grace(self, lease: Lease) -> float:
+        """The pod's ``terminationGracePeriodSeconds``, else the configured grace."""
+        grace = lease.pod_spec.get("terminationGracePeriodSeconds")
+        return float(grace) if grace is not None else self._settings.kill_grace_seconds
+
+    async def _wait_group_gone(self, pgid: int) -> None:
+        """Wait (bounded) for the group's other members: SIGKILL takes effect asynchronously."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._settings.kill_grace_seconds):
+                while _group_exists(pgid):  # noqa: ASYNC110 - the kernel offers nothing to wait on
+                    await asyncio.sleep(0.02)
 
     def _report(self) -> RunObserver:
         if self._observer is None:
@@ -209,8 +225,10 @@ class ProcessBackend:
     async def _watch(self, run: LocalRun) -> None:
         """Wait for the run's end (or deadline) and report how it ended."""
         deadline = run.lease.pod_spec.get("activeDeadlineSeconds")
+        started = run.dir.started_at() or time.time()
+        remaining = max(0.0, float(deadline) - (time.time() - started)) if deadline else None
         try:
-            async with asyncio.timeout(float(deadline) if deadline else None):
+            async with asyncio.timeout(remaining):
                 await self._wait_exit(run)
         except TimeoutError:
             assert run.pid is not None
@@ -260,6 +278,16 @@ class ProcessBackend:
                 if since is not None and time.time() - since >= self._retention:
                     run_dir.remove()
             await asyncio.sleep(max(1.0, min(self._retention, 60.0)))
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _signal_group(pid: int, signum: signal.Signals) -> None:

@@ -84,6 +84,13 @@ class RunDir:
         now = _start_time(pid)
         return pid if now is not None and (not started or now == started) else None
 
+    def started_at(self) -> float | None:
+        """Wall-clock time the process was started (when its pid was recorded)."""
+        try:
+            return (self.path / "pid").stat().st_mtime
+        except OSError:
+            return None
+
     def exit_code(self) -> int | None:
         try:
             return int(self.exit_file.read_text().strip())

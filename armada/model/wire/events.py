@@ -42,3 +42,14 @@ def decode_stream_line(line: bytes | str) -> tuple[str, AnyEvent]:
     ((kind, fields),) = result["message"].items()
     event: AnyEvent = msgspec.convert({**fields, "type": kind}, AnyEvent)
     return str(result["id"]), event
+
+
+class EventStreamMessage(msgspec.Struct):
+    """Documentation shape of one stream line's ``result``: ``message`` has one key, the event type."""
+
+    id: str
+    message: dict[str, dict[str, Any]]
+
+
+class EventStreamLine(msgspec.Struct):
+    result: EventStreamMessage

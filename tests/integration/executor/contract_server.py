@@ -46,6 +46,9 @@ class ContractServer:
         #: Event calls to fail with 503 before the work is done / after it is recorded.
         self.fail_events_before = 0
         self.fail_events_after = 0
+        #: Send every queued lease and re-send unacknowledged ones, whatever was asked for.
+        self.greedy = False
+        self.sent: dict[str, Lease] = {}
         self._changed = asyncio.Condition()
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -65,7 +68,7 @@ class ContractServer:
         """Run ids in the latest lease request."""
         return {r.run_id for r in self.lease_requests[-1].runs} if self.lease_requests else set()
 
-    async def wait_for(self, predicate: Callable[[], bool], within: float = 10.0) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], within: float = 120.0) -> None:
         """Wait (event-driven, with a generous safety timeout) until ``predicate`` holds."""
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(predicate)
@@ -97,8 +100,14 @@ class ContractServer:
     async def _lease(self, request: LeaseRequest) -> LeaseResponse:
         self.lease_requests.append(request)
         held = {r.run_id for r in request.runs}
-        give = self.queued[: request.max_new_leases]
-        del self.queued[: len(give)]
+        if self.greedy:  # like a server that ignores maxNewLeases and re-sends unacknowledged leases
+            started = {e.run_id for e in self.events.values()}
+            resend = [s for s in self.sent.values() if s.run_id not in held and s.run_id not in started]
+            give, self.queued = [*self.queued, *resend], []
+        else:
+            give = self.queued[: request.max_new_leases]
+            del self.queued[: len(give)]
+        self.sent.update((lease.run_id, lease) for lease in give)
         return LeaseResponse(
             leases=give,
             cancel_runs=sorted(r for r in held if r in self.cancel or r not in self.active),

@@ -33,7 +33,7 @@ async def kube_api() -> AsyncIterator[client.ApiClient]:
             yield api
 
 
-def node(name: str, **spec: Any) -> dict[str, Any]:
+def node(name: str, **spec: Any) -> Any:
     """A ready node with 8 CPUs and 32Gi (status fields overridable through ``spec``)."""
     ready = spec.pop("ready", True)
     return {
@@ -48,9 +48,7 @@ def node(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def plain_pod(
-    name: str, node_name: str, cpu: str, memory: str, labels: dict[str, str] | None = None
-) -> dict[str, Any]:
+def plain_pod(name: str, node_name: str, cpu: str, memory: str, labels: dict[str, str] | None = None) -> Any:
     """A running pod on ``node_name`` requesting ``cpu`` and ``memory``."""
     resources = {"requests": {"cpu": cpu, "memory": memory}}
     return {

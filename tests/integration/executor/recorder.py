@@ -38,6 +38,6 @@ class Recorder:
     def finished(self, *run_ids: str) -> bool:
         return all(any(k in TERMINAL_KINDS for k in self.kinds(r)) for r in run_ids)
 
-    async def wait_for(self, predicate: Callable[[], bool], within: float = 60.0) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], within: float = 120.0) -> None:
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(predicate)

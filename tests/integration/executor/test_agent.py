@@ -150,3 +150,55 @@ async def test_tls_server_verified_with_ca_cert(self_signed: tuple[str, str]) ->
     finally:
         await tls_server.stop()
     assert tls_server.url.startswith("https://")
+
+
+async def test_no_new_leases_while_events_cannot_be_delivered(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.fail_events_before = 10**9
+    server.offer(*(lease(f"r{i}", argv=["sleep", "0"]) for i in range(3)))
+    async with executor(cluster=fake(), max_buffered_events=2, event_batch_size=1):
+        await server.wait_for(
+            lambda: server.lease_requests[-1].max_new_leases == 0 if server.lease_requests else False
+        )
+        server.fail_events_before = 0
+        await server.wait_for(lambda: all("succeeded" in server.kinds(f"r{i}") for i in range(3)))
+        await server.wait_for(lambda: server.lease_requests[-1].max_new_leases > 0)
+
+
+async def test_leased_runs_limit_caps_new_leases(server: ContractServer, executor: RunningExecutor) -> None:
+    server.offer(*(lease(f"r{i}", argv=["sleep", "1000"]) for i in range(5)))
+    async with executor(cluster=fake(), max_leased_runs=3, max_new_leases=100):
+        await server.wait_for(lambda: all("running" in server.kinds(f"r{i}") for i in range(5)))
+    assert server.lease_requests[0].max_new_leases == 3
+
+
+async def test_run_finishing_during_a_partition_is_reported_once_after_it(
+    server: ContractServer, executor: RunningExecutor, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    server.offer(lease("r1", argv=["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done; exit 5"]))
+    state = tmp_path / "state"
+    async with executor(backend="process", process=ProcessSettings(state_dir=str(state))):
+        await server.wait_for(lambda: "running" in server.kinds("r1"))
+        await server.stop()
+        go.touch()
+        while not (state / "runs" / "r1" / "exit_code").exists():  # noqa: ASYNC110 - written by the job
+            await asyncio.sleep(0.05)
+        server.fail_events_after = 1  # the first delivery after the partition is "lost" on the way back
+        await server.start()
+        await server.wait_for(lambda: "failed" in server.kinds("r1"))
+        await server.wait_for(lambda: "r1" not in server.reported() and server.fail_events_after == 0)
+    assert server.kinds("r1") == ["pending", "running", "failed"]
+    failed = [e for e in server.events.values() if e.kind == "failed"]
+    assert len(failed) == 1 and failed[0].exit_code == 5
+
+
+async def test_leases_beyond_the_budget_are_left_for_the_server_to_resend(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.greedy = True
+    server.offer(*(lease(f"r{i}", argv=["sleep", "1000"]) for i in range(5)))
+    async with executor(cluster=fake(), max_leased_runs=2, max_new_leases=2):
+        await server.wait_for(lambda: all("running" in server.kinds(f"r{i}") for i in range(5)))
+        assert max(len(r.runs) for r in server.lease_requests[:2]) <= 2

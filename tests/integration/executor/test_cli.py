@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from pathlib import Path
+
+import pytest
 
 from armada.executor.cli import settings_from_options
 from tests.integration.executor.conftest import lease
@@ -68,3 +71,56 @@ def test_options_become_settings(tmp_path: Path) -> None:
     assert settings.ca_cert == str(tmp_path / "ca.pem")
     assert settings.kubernetes.kubeconfig == str(tmp_path / "kube")
     assert (settings.process.cpu, settings.process.memory, settings.fake.nodes) == ("2", "4Gi", 7)
+
+
+async def start_executor(server: ContractServer, state: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        LAUNCHER,
+        "--server",
+        server.url,
+        "--cluster-id",
+        "crashy",
+        "--backend",
+        "process",
+        "--process-state-dir",
+        str(state),
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+
+
+async def test_sigkilled_executor_cleans_up_stale_runs_when_it_returns(
+    server: ContractServer, tmp_path: Path
+) -> None:
+    """Runs survive an executor SIGKILL; the restarted one kills those the server expired."""
+    state = tmp_path / "state"
+    server.offer(lease("stale", argv=["sleep", "1000"]), lease("live", argv=["sleep", "1000"]))
+    first = await start_executor(server, state)
+    await server.wait_for(lambda: "running" in server.kinds("stale") and "running" in server.kinds("live"))
+    first.kill()
+    await first.wait()
+    pids = {run: int((state / "runs" / run / "pid").read_text().split()[0]) for run in ("stale", "live")}
+    for pid in pids.values():
+        os.kill(pid, 0)  # still running without their executor
+    del server.active["stale"]
+    second = await start_executor(server, state)
+    try:
+        seen = len(server.lease_requests)
+        await server.wait_for(
+            lambda: "stale" not in server.reported() and len(server.lease_requests) > seen + 1
+        )
+        assert "live" in server.reported()
+        server.cancel.add("live")
+        await server.wait_for(lambda: not server.reported())
+    finally:
+        second.send_signal(signal.SIGTERM)
+        await second.wait()
+    assert server.kinds("stale") == ["pending", "running"]
+    assert not (state / "runs" / "stale").exists()
+    for pid in pids.values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

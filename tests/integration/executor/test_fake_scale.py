@@ -57,3 +57,18 @@ def test_node_templates_file(tmp_path: Path) -> None:
     assert nodes[0].allocatable["nvidia.com/gpu"] == "8"
     assert nodes[0].labels == {"accelerator": "a100", "kubernetes.io/hostname": "gpu-0"}
     assert nodes[0].taints[0].key == "nvidia.com/gpu" and nodes[2].taints == []
+
+
+async def test_several_fake_clusters_share_one_server(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.offer(*(lease(f"r{i}", argv=["sleep", "0"]) for i in range(200)))
+    east = FakeBackend(FakeSettings(nodes=100), "east")
+    west = FakeBackend(FakeSettings(nodes=50), "west")
+    async with (
+        executor(cluster=east, cluster_id="east", max_new_leases=10),
+        executor(cluster=west, cluster_id="west", max_new_leases=10),
+    ):
+        await server.wait_for(lambda: sum(e.kind == "succeeded" for e in server.events.values()) == 200)
+    reporters = {r.executor_id: len(r.nodes) for r in server.lease_requests}
+    assert reporters == {"east": 100, "west": 50}

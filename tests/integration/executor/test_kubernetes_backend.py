@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -205,13 +206,9 @@ async def test_node_report_subtracts_non_armada_pods(setup: Setup, api: client.A
 async def test_pods_left_by_an_earlier_executor_are_found(api: client.ApiClient) -> None:
     core = client.CoreV1Api(api)
     labels = {"armada_job_run_id": "old", "armada_job_id": "j0"}
-    await core.create_namespaced_pod(
-        "default",
-        {
-            **plain_pod("armada-j0-0", "n", "1", "1Gi", labels),
-            "metadata": {"name": "armada-j0-0", "namespace": "default", "labels": labels},
-        },
-    )
+    pod = plain_pod("armada-j0-0", "n", "1", "1Gi", labels)
+    pod["metadata"]["namespace"] = "default"
+    await core.create_namespaced_pod("default", pod)
     backend = KubernetesBackend(settings(), 300.0, api=api)
     found = await backend.discover()
     assert [(f.run_id, f.job_id, f.phase) for f in found] == [("old", "j0", "running")]
@@ -235,3 +232,24 @@ async def test_agent_runs_and_cancels_pods_end_to_end(
     assert server.kinds("r2") == ["pending"]
     assert (await core.list_namespaced_pod("default")).items == []
     assert [n.name for n in server.lease_requests[0].nodes] == ["node-1"]
+
+
+async def test_executor_reaches_the_cluster_through_a_kubeconfig(
+    api: client.ApiClient, server: ContractServer, executor: RunningExecutor, tmp_path: Path
+) -> None:
+    await client.CoreV1Api(api).create_node(node("node-k"))
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        f"""
+apiVersion: v1
+kind: Config
+clusters: [{{name: test, cluster: {{server: "{api.configuration.host}"}}}}]
+users: [{{name: test, user: {{token: abc}}}}]
+contexts: [{{name: test, context: {{cluster: test, user: test}}}}]
+current-context: test
+"""
+    )
+    kube = KubernetesSettings(kubeconfig=str(kubeconfig))
+    async with executor(backend="kubernetes", kubernetes=kube):
+        await server.wait_for(lambda: bool(server.lease_requests))
+    assert [n.name for n in server.lease_requests[0].nodes] == ["node-k"]

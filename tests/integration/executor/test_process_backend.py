@@ -193,3 +193,32 @@ async def test_unstartable_process_fails_the_run(started: tuple[ProcessBackend, 
     await backend.launch(leased)
     final = recorder.final("r1")
     assert (final.kind, final.cause) == ("failed", "Error") and "cannot start process" in final.reason
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind"),
+    [
+        ({"args": ["ls"]}, "succeeded"),
+        ({"args": ["echo", "Hello world!"]}, "succeeded"),
+        ({"args": ["exit", "1"]}, "failed"),
+        ({"command": ["sh"], "args": ["-c", "sleep $(( (RANDOM % 2) + 0 ))"]}, "succeeded"),
+    ],
+)
+async def test_upstream_testsuite_shapes(
+    started: tuple[ProcessBackend, Recorder], spec: dict[str, object], kind: str
+) -> None:
+    backend, recorder = started
+    leased = lease("r1")
+    leased.pod_spec["containers"] = [{"name": "c", "image": "alpine:3.20.0", **spec}]
+    await backend.launch(leased)
+    await recorder.wait_for(lambda: recorder.finished("r1"))
+    assert recorder.final("r1").kind == kind
+
+
+async def test_zero_grace_period_kills_at_once(started: tuple[ProcessBackend, Recorder]) -> None:
+    backend, recorder = started
+    leased = lease("r1", argv=["sh", "-c", "trap '' TERM; sleep 1000"])
+    leased.pod_spec["terminationGracePeriodSeconds"] = 0
+    await backend.launch(leased)
+    await backend.kill("r1")
+    assert recorder.gone_runs == ["r1"]

@@ -122,7 +122,7 @@ def test_pod_requests_take_init_container_peak() -> None:
 
 def test_node_reports_ignore_armada_and_finished_pods() -> None:
     nodes = [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}}]
-    pods = [
+    pods: list[dict[str, Any]] = [
         {"spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "1"}}}]}},
         {
             "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "2"}}}]},

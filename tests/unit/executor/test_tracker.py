@@ -31,7 +31,7 @@ async def test_only_forward_moves_become_events() -> None:
     assert tracker.accept(lease("r1"))
     assert not tracker.accept(lease("r1"))
     for kind in ("pending", "pending", "running", "pending", "succeeded", "failed"):
-        await tracker.observe(RunStatus(run_id="r1", kind=kind))  # type: ignore[arg-type]
+        await tracker.observe(RunStatus(run_id="r1", kind=kind))
     assert [e.kind for e in sink.events] == ["pending", "running", "succeeded"]
     assert [r.phase for r in tracker.reports()] == ["running"], "held until delivered"
     await tracker.delivered(sink.events)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from armada.scheduling import RUNNING
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
 
@@ -22,8 +24,9 @@ def gpu_job(job_id: str, queue: str, submitted: float) -> object:
     )
 
 
-def gpu_cluster() -> Sim:
-    sim = Sim(nodes=[node(f"gpu{i}", cpu=64, memory_gi=512, extra={GPU: 10}) for i in range(10)])
+def gpu_cluster(nodes: int = 10) -> Sim:
+    per_node = 100 // nodes
+    sim = Sim(nodes=[node(f"gpu{i:03d}", cpu=64, memory_gi=512, extra={GPU: per_node}) for i in range(nodes)])
     sim.queue("A", 2.0)
     sim.queue("B", 1.0)
     return sim
@@ -34,8 +37,9 @@ def finish_queue(sim: Sim, queue: str) -> None:
         sim.db.remove(job_id)
 
 
-def test_seed_scenario_weights_burst_and_reclaim() -> None:
-    sim = gpu_cluster()
+@pytest.mark.parametrize("nodes", [10, 100, 4])
+def test_seed_scenario_weights_burst_and_reclaim(nodes: int) -> None:
+    sim = gpu_cluster(nodes)
     sim.submit(gpu_job(f"a{i}", "A", i) for i in range(300))  # type: ignore[misc]
     sim.submit(gpu_job(f"b{i}", "B", i) for i in range(300))  # type: ignore[misc]
     sim.cycle()

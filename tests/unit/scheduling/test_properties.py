@@ -238,3 +238,28 @@ def test_bulk_fused_placement_is_safe_and_work_conserving(seed: int, node_count:
         elif j.id not in leased:
             fits = [n for n in cluster if admits(n, j) and 64000 - used[n.id] >= j.requests["cpu"]]
             assert not fits, j.id
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([1.0, 2.0, 4.0]), st.sampled_from([1, 2, 3, 5])), min_size=2, max_size=4
+    ),
+    st.integers(1, 4),
+)
+def test_no_queue_starves_while_its_job_would_fit(queues: list[tuple[float, int]], node_count: int) -> None:
+    """A queue left with nothing has no job that fits anywhere, however others fared."""
+    cluster = [NodeSpec(id=f"n{i}", allocatable={"cpu": 8000, "memory": 64 * GI}) for i in range(node_count)]
+    sim = Sim(unlimited(), nodes=cluster)
+    for q, (weight, cpu) in enumerate(queues):
+        sim.queue(f"q{q}", weight)
+        requests = {"cpu": cpu * 1000, "memory": GI}
+        sim.submit(JobRequirements(id=f"q{q}-{i}", queue=f"q{q}", requests=requests) for i in range(30))
+    result = sim.cycle(apply=False)
+    used: dict[str, int] = defaultdict(int)
+    for lease in result.leases:
+        used[lease.node_id] += queues[int(lease.job_id[1 : lease.job_id.index("-")])][1] * 1000
+    got = {lease.job_id.split("-")[0] for lease in result.leases}
+    for q, (_, cpu) in enumerate(queues):
+        if f"q{q}" not in got and cpu * 1000 <= 8000:
+            assert all(8000 - used[n.id] < cpu * 1000 for n in cluster), (q, dict(used))

@@ -5,9 +5,24 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import msgspec
 import pytest
 
-from armada.scheduling import Taint, Toleration, schedule
+from armada.model.resources import ResourceIndex
+from armada.scheduling import (
+    RUNNING,
+    JobDb,
+    NodeDb,
+    NodeSpec,
+    QueueSpec,
+    SchedulerState,
+    SchedulingConfig,
+    Taint,
+    Toleration,
+    apply_decisions,
+    requirements_from_pod_spec,
+    schedule,
+)
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
 
 
@@ -287,3 +302,39 @@ def test_gang_with_differing_members_is_reported_not_scheduled() -> None:
     result = sim.cycle()
     assert not result.leases
     assert result.reasons.for_job(sim.db, "g0") == "gang members have different scheduling requirements"
+
+
+def test_class_limit_does_not_block_other_classes_of_the_queue() -> None:
+    limited = {"priority": 1000, "maximumResourceFractionPerQueue": {"cpu": 0.25}}
+    config = unlimited(
+        priority_classes={"armada-default": limited, "free": {"priority": 1000}},
+        default_priority_class_name="armada-default",
+    )
+    sim = Sim(config, nodes=[node("n0", cpu=8, memory_gi=1000)])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(6))
+    sim.submit(job(f"f{i}", "A", submitted=10 + i, priority_class_name="free") for i in range(3))
+    result = sim.cycle()
+    assert sorted(result.leases.job_ids) == ["a0", "a1", "f0", "f1", "f2"]
+
+
+def test_interface_as_the_service_uses_it() -> None:
+    """The flow documented in ``armada.scheduling``: pod spec in, JSON-encodable decisions out."""
+    config = SchedulingConfig()
+    nodes = NodeDb(ResourceIndex())
+    db = JobDb(config, nodes)
+    empty = schedule(db, queues=[], config=config, state=SchedulerState(), now=0.0)
+    assert empty.reasons.cycle == "no nodes reported by any executor"
+    nodes.upsert(NodeSpec(id="n1", executor="cluster-a", allocatable={"cpu": 4000, "memory": 8 * 2**30}))
+    pod = {"containers": [{"resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}]}
+    for i in range(2):
+        db.add(requirements_from_pod_spec(job_id=f"j{i}", queue="q", pod_spec=pod, submitted=float(i)))
+    result = schedule(db, queues=[QueueSpec("q")], config=config, state=SchedulerState(), now=1.0)
+    assert [(lease.job_id, lease.node_id, lease.executor) for lease in result.leases] == [
+        ("j0", "n1", "cluster-a")
+    ]
+    assert result.reasons.for_job(db, "j1").startswith("no node with 3 cpu free in pool default")
+    encoded = msgspec.json.decode(msgspec.json.encode(result))
+    assert encoded["queue_summary"] == {"q": {result.reasons.for_job(db, "j1"): 1}}
+    apply_decisions(db, result)
+    assert db.state("j0") == RUNNING

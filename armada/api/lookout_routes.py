@@ -1,0 +1,145 @@
+"""Lookout: the web UI's JSON API under ``/api/v1`` and the static app it runs in.
+
+The app is plain ES modules and CSS from ``armada/lookout/static`` (no build step). Every
+page path (``/``, ``/jobs``, ``/jobsets``) answers with the same shell, so links with
+their filters in the query string can be shared and reloaded. ``/api/v1/changes`` is a
+server-sent event stream of the log's head: the UI refreshes what it shows when it moves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+from litestar import Response, Router, get, post
+from litestar.datastructures import CacheControlHeader, State
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath, JSONBody
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+from litestar.static_files import create_static_files_router
+
+from armada.api.dependencies import Store
+from armada.auth.policy import authenticated, public
+from armada.lookout import STATIC_DIR, detail, jobs, overview
+from armada.lookout.wire import (
+    CountRequest,
+    CountResponse,
+    GroupsRequest,
+    GroupsResponse,
+    JobDetail,
+    JobsRequest,
+    JobsResponse,
+    Overview,
+)
+from armada.model.states import JobState
+from armada.services.scheduler import SchedulerService
+
+TAGS = ["lookout"]
+#: Seconds between two change notifications to one browser: the UI re-reads at most this often.
+CHANGE_THROTTLE = 1.0
+#: Seconds of silence after which a keep-alive comment is sent (and other replicas' appends noticed).
+KEEPALIVE = 15.0
+PAGES = ["/", "/jobs", "/jobsets"]
+
+
+@post(
+    "/api/v1/jobs", status_code=200, tags=TAGS, summary="A filtered, sorted page of jobs", opt=authenticated()
+)
+async def list_jobs(data: JSONBody[JobsRequest], store: Store) -> JobsResponse:
+    return await jobs.jobs_page(store, data)
+
+
+@post(
+    "/api/v1/jobCount",
+    status_code=200,
+    tags=TAGS,
+    summary="How many jobs match, up to 10,000",
+    opt=authenticated(),
+)
+async def count_jobs(data: JSONBody[CountRequest], store: Store) -> CountResponse:
+    return await jobs.count_jobs(store, data)
+
+
+@post(
+    "/api/v1/jobGroups",
+    status_code=200,
+    tags=TAGS,
+    summary="Job counts by queue, job set or state",
+    opt=authenticated(),
+)
+async def job_groups(data: JSONBody[GroupsRequest], store: Store) -> GroupsResponse:
+    return await jobs.job_groups(store, data)
+
+
+@get(
+    "/api/v1/jobs/{job_id:str}",
+    tags=TAGS,
+    summary="One job with its spec, runs and events",
+    opt=authenticated(),
+)
+async def job_detail(job_id: FromPath[str], store: Store, state: State) -> JobDetail:
+    found = await detail.job_detail(store, job_id)
+    if found.job.state == JobState.QUEUED:
+        found.pending_reason = detail.pending_reason(state.scheduler, job_id)
+    return found
+
+
+@get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors", opt=authenticated())
+async def get_overview(store: Store, state: State) -> Overview:
+    scheduler: SchedulerService = state.scheduler
+    result = scheduler.last_result
+    return await overview.overview(
+        store,
+        result.shares if result is not None else {},
+        now=datetime.now(UTC),
+        executor_timeout=scheduler.settings.executor_timeout,
+    )
+
+
+@get(
+    "/api/v1/changes",
+    tags=TAGS,
+    summary="Server-sent events: the log's head, whenever it moves",
+    opt=authenticated(),
+)
+async def changes(store: Store) -> ServerSentEvent:
+    async def heads() -> AsyncIterator[ServerSentEventMessage]:
+        seen = await store.head()
+        yield ServerSentEventMessage(event="head", data=str(seen))
+        while True:
+            head = await store.wait_for_change(seen, timeout=KEEPALIVE)
+            if head <= seen:  # no wake-up: another process may have appended (SQLite has no NOTIFY)
+                head = await store.head()
+            if head > seen:
+                seen = head
+                yield ServerSentEventMessage(event="head", data=str(seen))
+                await asyncio.sleep(CHANGE_THROTTLE)
+            else:
+                yield ServerSentEventMessage(comment="keep-alive")
+
+    return ServerSentEvent(heads(), headers={"Cache-Control": "no-store"})
+
+
+@get(PAGES, include_in_schema=False, media_type="text/html", opt=public())
+async def app_shell() -> Response[bytes]:
+    """Every page is the same shell; the app reads the path and query string."""
+    return Response((STATIC_DIR / "index.html").read_bytes(), headers={"Cache-Control": "no-cache"})
+
+
+ROUTES: list[HTTPRouteHandler | Router] = [
+    list_jobs,
+    count_jobs,
+    job_groups,
+    job_detail,
+    get_overview,
+    changes,
+    app_shell,
+    create_static_files_router(
+        path="/static",
+        directories=[STATIC_DIR],
+        include_in_schema=False,
+        cache_control=CacheControlHeader(no_cache=True),
+        opt=public(),
+    ),
+]

@@ -1,0 +1,48 @@
+"""The newest events this process appended, kept decoded for in-process readers.
+
+The scheduler's log follower reads back every event right after it commits; when those
+events were appended by this same process, handing over the objects saves a query and a
+decode per event. Only a contiguous run of sequence numbers reaching the newest head this
+process knows of is served, so events other replicas appended are read from the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, cast
+
+from armada.model.events import AnyEvent, Event
+
+#: Events kept (up to twice as many between trims); readers further behind use the database.
+CAPACITY = 10_000
+
+
+class StoredEvent(NamedTuple):
+    seq: int
+    event: AnyEvent
+
+
+class RecentEvents:
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self._events: list[StoredEvent] = []
+        self._capacity = capacity
+
+    def add(self, first_seq: int, events: Sequence[Event]) -> None:
+        """Remember a committed batch; a gap (another replica appended) starts afresh."""
+        if self._events and self._events[-1].seq != first_seq - 1:
+            self._events.clear()
+        self._events += [
+            StoredEvent(first_seq + offset, cast(AnyEvent, event)) for offset, event in enumerate(events)
+        ]
+        if len(self._events) > 2 * self._capacity:  # trim in bulk: amortised O(1) per event
+            del self._events[: len(self._events) - self._capacity]
+
+    def after(self, after_seq: int, known_head: int, limit: int) -> list[StoredEvent] | None:
+        """Events after ``after_seq`` if held without a gap up to ``known_head``; else ``None``."""
+        if not self._events:
+            return None
+        first, last = self._events[0].seq, self._events[-1].seq
+        if after_seq < first - 1 or after_seq >= last or last < known_head:
+            return None
+        start = after_seq + 1 - first
+        return self._events[start : start + limit]

@@ -1,0 +1,148 @@
+"""The jobs table and its groups: server-side filtered, sorted, paginated reads of ``jobs``.
+
+Pages are ordered by the sort column with the job id as tie-breaker, so an index on
+``(queue, …)`` or ``(state, …)`` in that order returns a page without sorting the whole
+match; "submitted" sorts by the job id itself (ULIDs order by submission time). A page
+reads one row more than it shows to know whether another follows, and the total is a
+separate, capped count: counting a million matches costs far more than a page of them,
+and "10,000+" is all a person needs to know.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, func, select
+
+from armada.eventstore import schema
+from armada.eventstore.store import EventStore
+from armada.lookout import filters
+from armada.lookout.wire import (
+    CountRequest,
+    CountResponse,
+    GroupsRequest,
+    GroupsResponse,
+    JobGroup,
+    JobRow,
+    JobsRequest,
+    JobsResponse,
+    Order,
+)
+from armada.services.queries import _utc as utc
+
+COUNT_LIMIT = 10_000
+
+_jobs, _runs = schema.jobs, schema.runs
+#: The columns a table row shows (never the spec: it is the largest column by far).
+ROW_COLUMNS = (
+    _jobs.c.job_id,
+    _jobs.c.queue,
+    _jobs.c.job_set_id,
+    _jobs.c.owner,
+    _jobs.c.namespace,
+    _jobs.c.priority,
+    _jobs.c.priority_class,
+    _jobs.c.state,
+    _jobs.c.submitted,
+    _jobs.c.last_transition,
+    _jobs.c.cpu_millis,
+    _jobs.c.memory_bytes,
+    _jobs.c.gpu,
+    _jobs.c.annotations,
+    _jobs.c.cluster,
+    _jobs.c.node,
+    _jobs.c.exit_code,
+    _jobs.c.reason,
+    _jobs.c.cancel_requested,
+    _runs.c.started.label("run_started"),
+    _runs.c.finished.label("run_finished"),
+)
+_SORT_COLUMNS = {
+    "submitted": (),
+    "lastTransition": (_jobs.c.last_transition,),
+    "priority": (_jobs.c.priority,),
+}
+_GROUP_COLUMNS = {"queue": (_jobs.c.queue,), "jobSet": (_jobs.c.queue, _jobs.c.job_set_id), "state": ()}
+
+
+def _order_by(order: Order) -> list[ColumnElement[Any]]:
+    columns = [*_SORT_COLUMNS[order.field], _jobs.c.job_id]
+    return [column.desc() if order.direction == "desc" else column.asc() for column in columns]
+
+
+def job_row(row: Row[Any]) -> JobRow:
+    """A table row from a ``jobs`` row joined with its latest run."""
+    return JobRow(
+        job_id=row.job_id,
+        queue=row.queue,
+        job_set=row.job_set_id,
+        owner=row.owner,
+        namespace=row.namespace,
+        priority=row.priority,
+        priority_class=row.priority_class,
+        state=row.state,
+        submitted=utc(row.submitted),
+        last_transition=utc(row.last_transition),
+        cpu_millis=row.cpu_millis,
+        memory_bytes=row.memory_bytes,
+        gpu=row.gpu,
+        annotations=row.annotations or {},
+        cluster=row.cluster or "",
+        node=row.node or "",
+        exit_code=row.exit_code,
+        reason=row.reason or "",
+        run_started=utc(row.run_started),
+        run_finished=utc(row.run_finished),
+        cancel_requested=row.cancel_requested,
+    )
+
+
+def rows_query(where: ColumnElement[bool]) -> Any:
+    """``jobs`` rows matching ``where`` with their latest run's start and finish."""
+    joined = _jobs.outerjoin(_runs, _runs.c.run_id == _jobs.c.latest_run_id)
+    return select(*ROW_COLUMNS).select_from(joined).where(where)
+
+
+async def jobs_page(store: EventStore, request: JobsRequest) -> JobsResponse:
+    query = rows_query(filters.conditions(request.filter)).order_by(*_order_by(request.order))
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(query.offset(request.skip).limit(request.take + 1))).all()
+    return JobsResponse(
+        jobs=[job_row(row) for row in rows[: request.take]], has_more=len(rows) > request.take
+    )
+
+
+async def count_jobs(store: EventStore, request: CountRequest) -> CountResponse:
+    """Jobs matching the filter, up to :data:`COUNT_LIMIT`."""
+    capped = select(_jobs.c.job_id).where(filters.conditions(request.filter)).limit(COUNT_LIMIT + 1)
+    async with store.engine.connect() as conn:
+        count = int(await conn.scalar(select(func.count()).select_from(capped.subquery())) or 0)
+    return CountResponse(count=min(count, COUNT_LIMIT), capped=count > COUNT_LIMIT)
+
+
+async def job_groups(store: EventStore, request: GroupsRequest) -> GroupsResponse:
+    """Counts by state for each group; job sets newest first, other groups largest first."""
+    keys = _GROUP_COLUMNS[request.group_by]
+    query = (
+        select(*keys, _jobs.c.state, func.count(), func.max(_jobs.c.job_id))
+        .where(filters.conditions(request.filter))
+        .group_by(*keys, _jobs.c.state)
+    )
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    groups: dict[tuple[str, ...], JobGroup] = {}
+    for row in rows:
+        *key, state, count, latest = row
+        name = tuple(key) or (state,)
+        group = groups.get(name)
+        if group is None:
+            queue = name[0] if request.group_by == "jobSet" else ""
+            group = groups[name] = JobGroup(name=name[-1], queue=queue)
+        group.count += count
+        group.latest_job_id = max(group.latest_job_id, latest)
+        group.states[state] = count
+    if request.group_by == "jobSet":
+        ordered = sorted(groups.values(), key=lambda g: g.latest_job_id, reverse=True)
+    else:
+        ordered = sorted(groups.values(), key=lambda g: (-g.count, g.name))
+    return GroupsResponse(groups=ordered[: request.take])

@@ -1,0 +1,148 @@
+"""The overview page: queues with their unfinished jobs and shares, pools and executors.
+
+Counts and capacity come from the views (any replica can answer); fair and actual shares
+come from the scheduler's last cycle, which only the leading replica has run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, func, select
+
+from armada.eventstore import schema
+from armada.eventstore.store import EventStore
+from armada.lookout.wire import ExecutorSummary, Overview, PoolSummary, QueueSummary, Resources, Share
+from armada.model.states import UNFINISHED_JOB_STATES, JobState
+from armada.scheduling import QueueShare
+from armada.services.queries import _utc as utc
+
+_ACTIVE = [state.value for state in UNFINISHED_JOB_STATES if state is not JobState.QUEUED]
+_GPU = "nvidia.com/gpu"
+
+
+def _add(total: Resources, more: Resources) -> None:
+    total.cpu_millis += more.cpu_millis
+    total.memory_bytes += more.memory_bytes
+    total.gpu += more.gpu
+
+
+def _allocatable(spec: Mapping[str, Any]) -> Resources:
+    units: Mapping[str, int] = spec.get("allocatable", {})
+    return Resources(
+        cpu_millis=units.get("cpu", 0), memory_bytes=units.get("memory", 0), gpu=units.get(_GPU, 0)
+    )
+
+
+async def overview(
+    store: EventStore,
+    shares: Mapping[str, Mapping[str, QueueShare]],
+    *,
+    now: datetime,
+    executor_timeout: float,
+) -> Overview:
+    """Everything the overview page shows, as of ``now``."""
+    jobs, nodes, executors = schema.jobs, schema.nodes, schema.executors
+    unfinished = [state.value for state in UNFINISHED_JOB_STATES]
+    async with store.engine.connect() as conn:
+        queue_rows = (await conn.execute(select(schema.queues).order_by(schema.queues.c.name))).all()
+        counts = (
+            await conn.execute(
+                select(jobs.c.queue, jobs.c.state, func.count())
+                .where(jobs.c.state.in_(unfinished))
+                .group_by(jobs.c.queue, jobs.c.state)
+            )
+        ).all()
+        used_rows = (
+            await conn.execute(
+                select(
+                    jobs.c.cluster,
+                    func.sum(jobs.c.cpu_millis),
+                    func.sum(jobs.c.memory_bytes),
+                    func.sum(jobs.c.gpu),
+                )
+                .where(jobs.c.state.in_(_ACTIVE))
+                .group_by(jobs.c.cluster)
+            )
+        ).all()
+        executor_rows = (await conn.execute(select(executors).order_by(executors.c.executor_id))).all()
+        node_rows = (await conn.execute(select(nodes.c.executor_id, nodes.c.spec, nodes.c.ready))).all()
+    by_queue: dict[str, dict[str, int]] = defaultdict(dict)
+    for queue, state, count in counts:
+        by_queue[queue][state] = count
+    queues = [
+        QueueSummary(
+            name=row.name,
+            priority_factor=row.priority_factor,
+            cordoned=row.cordoned,
+            counts=by_queue.get(row.name, {}),
+            shares={
+                pool: Share(
+                    fair_share=share.fair_share,
+                    adjusted_fair_share=share.adjusted_fair_share,
+                    actual_share=share.actual_share,
+                    demand=share.demand,
+                )
+                for pool, pool_shares in sorted(shares.items())
+                if (share := pool_shares.get(row.name)) is not None
+            },
+        )
+        for row in queue_rows
+    ]
+    used = {
+        cluster: Resources(cpu_millis=int(cpu or 0), memory_bytes=int(memory or 0), gpu=int(gpu or 0))
+        for cluster, cpu, memory, gpu in used_rows
+        if cluster
+    }
+    summaries = _executors(executor_rows, node_rows, used, now=now, executor_timeout=executor_timeout)
+    return Overview(queues=queues, pools=_pools(summaries), executors=summaries)
+
+
+def _executors(
+    executor_rows: Sequence[Row[Any]],
+    node_rows: Sequence[Row[Any, Any, Any]],
+    used: dict[str, Resources],
+    *,
+    now: datetime,
+    executor_timeout: float,
+) -> list[ExecutorSummary]:
+    summaries = {
+        row.executor_id: ExecutorSummary(
+            executor_id=row.executor_id,
+            pool=row.pool,
+            last_seen=utc(row.last_seen),
+            stale=(now - utc(row.last_seen)).total_seconds() > executor_timeout,
+            nodes=0,
+            ready_nodes=0,
+            capacity=Resources(),
+            used=used.get(row.executor_id, Resources()),
+        )
+        for row in executor_rows
+    }
+    for executor_id, spec, ready in node_rows:
+        summary = summaries.get(executor_id)
+        if summary is None:
+            continue
+        summary.nodes += 1
+        if ready:
+            summary.ready_nodes += 1
+            _add(summary.capacity, _allocatable(spec))
+    return list(summaries.values())
+
+
+def _pools(executors: list[ExecutorSummary]) -> list[PoolSummary]:
+    pools: dict[str, PoolSummary] = {}
+    for executor in executors:
+        pool = pools.get(executor.pool)
+        if pool is None:
+            pool = pools[executor.pool] = PoolSummary(
+                name=executor.pool, executors=0, nodes=0, capacity=Resources(), used=Resources()
+            )
+        pool.executors += 1
+        pool.nodes += executor.nodes
+        _add(pool.capacity, executor.capacity)
+        _add(pool.used, executor.used)
+    return sorted(pools.values(), key=lambda p: p.name)

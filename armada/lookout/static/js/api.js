@@ -1,0 +1,68 @@
+// The server's JSON API as async functions; failures become ApiError with the problem's detail.
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function call(method, path, body) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {
+    throw new ApiError(0, `cannot reach the server (${error.message})`);
+  }
+  const text = await response.text();
+  const data = text ? safeJson(text) : {};
+  if (!response.ok) {
+    const detail = data && (data.detail || data.title);
+    const field = data && data.field ? ` (${data.field})` : "";
+    throw new ApiError(response.status, `${detail || `HTTP ${response.status}`}${field}`);
+  }
+  return data;
+}
+
+function safeJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { detail: text.slice(0, 200) };
+  }
+}
+
+export const api = {
+  jobs: (request) => call("POST", "/api/v1/jobs", request),
+  count: (filter) => call("POST", "/api/v1/jobCount", { filter }),
+  groups: (request) => call("POST", "/api/v1/jobGroups", request),
+  job: (jobId) => call("GET", `/api/v1/jobs/${encodeURIComponent(jobId)}`),
+  overview: () => call("GET", "/api/v1/overview"),
+  schedulerReport: (jobId) => call("GET", `/v1/job/${encodeURIComponent(jobId)}/scheduler-report`),
+  cancel: (jobIds, reason) => call("POST", "/v1/job/cancel", { jobIds, reason }),
+  reprioritize: (jobIds, newPriority) => call("POST", "/v1/job/reprioritize", { jobIds, newPriority }),
+  preempt: (jobIds, reason) => call("POST", "/v1/job/preempt", { jobIds, reason }),
+  cancelJobSet: (queue, jobSetId, reason) => call("POST", "/v1/jobset/cancel", { queue, jobSetId, reason }),
+  reprioritizeJobSet: (queue, jobSetId, newPriority) =>
+    call("POST", "/v1/job/reprioritize", { queue, jobSetId, newPriority }),
+};
+
+/**
+ * Follow the log's head over server-sent events: `onChange()` runs whenever it moves,
+ * `onStatus(live)` when the connection drops or comes back (EventSource reconnects itself).
+ */
+export function followChanges(onChange, onStatus) {
+  const source = new EventSource("/api/v1/changes");
+  let head = null; // each (re)connection starts with the current head: refresh if it moved
+  source.addEventListener("head", (event) => {
+    if (head !== null && event.data !== head) onChange();
+    head = event.data;
+  });
+  source.addEventListener("open", () => onStatus(true));
+  source.addEventListener("error", () => onStatus(false));
+  return source;
+}

@@ -1,0 +1,130 @@
+// The job detail drawer: summary, why it is pending, failure and log tail, runs, the event
+// timeline and the spec. Opened by `?job=ID` on any page, so it can be linked to.
+
+import { api } from "./api.js";
+import { actionBar, jobActions } from "./actions.js";
+import {
+  ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, h, notice, runtime, stateBadge,
+} from "./dom.js";
+
+function summary(detail) {
+  const job = detail.job;
+  const rows = [
+    ["Queue", h("a", { href: `/jobs?queue=${encodeURIComponent(job.queue)}` }, job.queue)],
+    ["Job set", h("a", { href: `/jobs?${new URLSearchParams({ queue: job.queue, jobSet: job.jobSet })}` }, job.jobSet)],
+    ["Owner", job.owner], ["Namespace", job.namespace],
+    ["Priority", job.priority], ["Priority class", job.priorityClass],
+    ["Resources", `cpu ${fmtCpu(job.cpuMillis)}, memory ${fmtBytes(job.memoryBytes)}${job.gpu ? `, gpu ${job.gpu}` : ""}`],
+    ["Cluster / node", job.cluster ? `${job.cluster} / ${job.node}` : "—"],
+    ["Submitted", fmtTime(job.submitted)], ["Last transition", fmtTime(job.lastTransition)],
+    ["Runtime", runtime(job) || "—"], ["Attempts", detail.attempts],
+    ["Exit code", job.exitCode ?? "—"],
+    detail.gangId ? ["Gang", detail.gangId] : null,
+    detail.cancelUser ? ["Cancelled by", `${detail.cancelUser}${detail.cancelReason ? `: ${detail.cancelReason}` : ""}`] : null,
+    Object.keys(job.annotations).length
+      ? ["Annotations", h("ul", { class: "plain" }, Object.entries(job.annotations).map(([k, v]) => h("li", { class: "mono" }, `${k}=${v}`)))]
+      : null,
+  ];
+  return h("dl", { class: "kv" }, rows.filter(Boolean).map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+/** The last cycle's reason (from the detail) and the full scheduling report, when there is one. */
+async function whyPending(slot, detail) {
+  const reason = detail.pendingReason
+    ? h("p", { class: "reason" }, "Last scheduling cycle: ", h("b", {}, detail.pendingReason))
+    : "";
+  fill(slot, reason); // the report follows (live refreshes redraw this without a loading flash)
+  try {
+    const report = await api.schedulerReport(detail.job.jobId);
+    fill(slot, reason, h("pre", { class: "report" }, report.report ?? JSON.stringify(report, null, 2)));
+  } catch (error) {
+    if (error.status === 404) {
+      fill(slot, reason || notice("No scheduling cycle has considered this job yet: it waits for the next one."));
+    } else {
+      fill(slot, reason, notice(`Could not load the scheduling report: ${errorText(error)}`, "error"));
+    }
+  }
+}
+
+function failure(detail) {
+  const job = detail.job;
+  if (!job.reason && !detail.logTail) return "";
+  return h("section", { class: "failure" }, h("h3", {}, job.state === "FAILED" ? "Failure" : "Reason"),
+    job.reason ? h("p", { class: "reason" }, job.reason) : "",
+    detail.logTail ? [h("h4", {}, "Log tail"), h("pre", { class: "log" }, detail.logTail)] : "");
+}
+
+function runsTable(runs) {
+  if (!runs.length) return notice("No runs yet: the job has not been leased to a node.");
+  return h("div", { class: "table-wrap" }, h("table", { class: "runs" },
+    h("thead", {}, h("tr", {}, ["Run", "State", "Cluster", "Node", "Leased", "Started", "Finished", "Exit"].map((t) => h("th", {}, t)))),
+    h("tbody", {}, runs.map((run) => h("tr", {},
+      h("td", { class: "mono", title: run.runId }, run.runId.slice(0, 8)), h("td", {}, run.state),
+      h("td", {}, run.cluster), h("td", {}, run.node), h("td", {}, fmtTime(run.leased)),
+      h("td", {}, fmtTime(run.started)), h("td", {}, fmtTime(run.finished)), h("td", {}, run.exitCode ?? ""))))));
+}
+
+function fieldText(value) {
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+function timeline(events) {
+  return h("ol", { class: "timeline" }, events.map((event) => h("li", { dataset: { type: event.type } },
+    h("time", { datetime: event.created }, fmtTime(event.created)),
+    h("span", { class: `badge event-${event.type}` }, event.type),
+    h("span", { class: "event-fields" }, Object.entries(event.fields)
+      .filter(([key]) => key !== "logTail")
+      .map(([key, value]) => h("span", { class: "field-pair" }, h("b", {}, key), " ", fieldText(value)))))));
+}
+
+export function createDrawer(el, app) {
+  let jobId = null;
+  const body = h("div", { class: "drawer-body" });
+  const title = h("h2", { class: "mono" });
+  fill(el, h("header", {}, title, h("button", { class: "button close", "aria-label": "Close", onclick: () => app.closeJob() }, "×")), body);
+
+  async function refresh() {
+    if (!jobId) return;
+    const asked = jobId;
+    try {
+      const detail = await api.job(asked);
+      if (asked !== jobId) return;
+      const state = detail.job.state;
+      fill(title, asked, " ", stateBadge(state));
+      const pending = state === "QUEUED" ? h("div") : null;
+      const actions = jobActions(api, [asked]);
+      if (state === "QUEUED") delete actions.preempt;
+      fill(body,
+        ACTIVE_STATES.includes(state)
+          ? actionBar({ actions, done: (message, kind) => { app.toast(message, kind); refresh(); } })
+          : "",
+        pending ? h("section", { class: "pending" }, h("h3", {}, "Why pending"), pending) : "",
+        failure(detail),
+        h("section", {}, h("h3", {}, "Details"), summary(detail)),
+        h("section", {}, h("h3", {}, "Runs"), runsTable(detail.runs)),
+        h("section", {}, h("h3", {}, "Events"), timeline(detail.events)),
+        h("section", {}, h("h3", {}, "Spec"), h("pre", { class: "spec" }, detail.specYaml)));
+      if (pending) whyPending(pending, detail);
+    } catch (error) {
+      if (asked !== jobId) return;
+      fill(title, asked);
+      fill(body, notice(error.status === 404 ? "No such job." : `Could not load the job: ${errorText(error)}`, "error"));
+    }
+  }
+
+  return {
+    open(id) {
+      if (id === jobId) return;
+      jobId = id;
+      el.hidden = false;
+      fill(title, id);
+      fill(body, notice("Loading…", "loading"));
+      refresh();
+    },
+    close() {
+      jobId = null;
+      el.hidden = true;
+    },
+    refresh,
+  };
+}

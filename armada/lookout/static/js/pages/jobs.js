@@ -1,0 +1,182 @@
+// The jobs page: a server-side filtered, sorted, paginated table (or groups with counts),
+// with bulk actions on the selected jobs. Its whole state is in the URL (see jobs_url.js).
+
+import { api } from "../api.js";
+import { actionBar, jobActions } from "../actions.js";
+import {
+  errorText, fill, fmtBytes, fmtCount, fmtCpu, h, notice, runtime, stateBadge, stateBar, timeCell,
+} from "../dom.js";
+import { filterBar } from "./jobs_filters.js";
+import { GROUPS, apiFilter, readView, writeView } from "./jobs_url.js";
+
+const COLUMNS = [
+  ["Job id", (job, app) => h("a", { href: app.jobLink(job.jobId), class: "mono job-link", onclick: app.openJobClick(job.jobId) }, job.jobId)],
+  ["Queue", (job) => job.queue],
+  ["Job set", (job) => job.jobSet],
+  ["State", (job) => [stateBadge(job.state), job.cancelRequested && job.state !== "CANCELLED" ? h("span", { class: "hint" }, " cancelling") : ""]],
+  ["Priority", (job) => job.priority, "num"],
+  ["Class", (job) => job.priorityClass],
+  ["CPU", (job) => fmtCpu(job.cpuMillis), "num"],
+  ["Memory", (job) => fmtBytes(job.memoryBytes), "num"],
+  ["GPU", (job) => job.gpu || "", "num"],
+  ["Owner", (job) => job.owner],
+  ["Cluster", (job) => job.cluster],
+  ["Node", (job) => job.node],
+  ["Exit", (job) => job.exitCode ?? "", "num"],
+  ["Submitted", (job) => timeCell(job.submitted)],
+  ["Last transition", (job) => timeCell(job.lastTransition)],
+  ["Runtime", (job) => runtime(job), "num"],
+];
+
+export function mount(main, app) {
+  let view = readView(new URLSearchParams(location.search));
+  let queues = [];
+  const selected = new Set();
+  const filtersSlot = h("div");
+  const actionsSlot = h("div", { class: "toolbar" });
+  const results = h("div", { class: "results", "aria-live": "polite" });
+  fill(main, h("h1", {}, "Jobs"), filtersSlot, actionsSlot, results);
+
+  // Edits from the filter bar leave it alone (it already shows them, and may have focus).
+  const change = (patch, { fromFilters = true } = {}) => {
+    if (patch.size !== undefined) patch.size = Number(patch.size);
+    view = { ...view, page: 1, ...patch };
+    selected.clear();
+    renderActions();
+    history.replaceState(null, "", `/jobs?${writeView(view, new URLSearchParams(location.search))}`.replace(/\?$/, ""));
+    if (!fromFilters) renderFilters();
+    refresh();
+  };
+  const renderFilters = () => fill(filtersSlot, filterBar(view, queues, change));
+
+  const renderActions = () => {
+    if (!selected.size) {
+      fill(actionsSlot, h("span", { class: "hint" }, "Select jobs to cancel, reprioritise or preempt them."));
+      return;
+    }
+    fill(actionsSlot, actionBar({
+      label: `${selected.size} selected job${selected.size === 1 ? "" : "s"}`,
+      actions: jobActions(api, () => [...selected]),
+      done: (message, kind) => {
+        app.toast(message, kind);
+        if (kind === "ok") selected.clear();
+        renderActions();
+        refresh();
+      },
+    }));
+  };
+
+  const renderTable = (page) => {
+    const { jobs, hasMore } = page;
+    if (!jobs.length) {
+      const filtered = location.search.replace(/[?&]job=[^&]*/, "") !== "";
+      return fill(results, notice(filtered ? "No jobs match these filters." : "No jobs yet: submit some with `armada submit`."));
+    }
+    const all = h("input", {
+      type: "checkbox", "aria-label": "Select all on this page",
+      checked: jobs.every((job) => selected.has(job.jobId)),
+      onchange: (event) => {
+        for (const job of jobs) event.target.checked ? selected.add(job.jobId) : selected.delete(job.jobId);
+        renderTable(page);
+        renderActions();
+      },
+    });
+    const first = (view.page - 1) * view.size + 1;
+    fill(results,
+      h("div", { class: "table-wrap" }, h("table", { class: "jobs" },
+        h("thead", {}, h("tr", {}, h("th", {}, all), COLUMNS.map(([title, , cls]) => h("th", { class: cls }, title)))),
+        h("tbody", {}, jobs.map((job) => h("tr", { dataset: { jobId: job.jobId, state: job.state } },
+          h("td", {}, h("input", {
+            type: "checkbox", "aria-label": `Select ${job.jobId}`, checked: selected.has(job.jobId),
+            onchange: (event) => {
+              event.target.checked ? selected.add(job.jobId) : selected.delete(job.jobId);
+              renderActions();
+            },
+          })),
+          COLUMNS.map(([, cell, cls]) => h("td", { class: cls }, cell(job, app)))))))),
+      h("nav", { class: "pager" },
+        h("span", {}, `${fmtCount(first)}–${fmtCount(first + jobs.length - 1)} of `, total),
+        h("button", { class: "button", disabled: view.page === 1, onclick: () => change({ page: view.page - 1 }, { fromFilters: false }) }, "Previous"),
+        h("button", {
+          class: "button", disabled: !hasMore,
+          onclick: () => change({ page: view.page + 1 }, { fromFilters: false }),
+        }, "Next")));
+  };
+
+  const renderGroups = ({ groups }) => {
+    if (!groups.length) return fill(results, notice("No jobs match these filters."));
+    const pick = (group) => () => {
+      const patch = { groupBy: "" };
+      if (view.groupBy === "state") patch.states = [group.name];
+      else if (view.groupBy === "queue") patch.queue = group.name;
+      else Object.assign(patch, { queue: group.queue, jobSet: group.name });
+      change(patch, { fromFilters: false });
+    };
+    fill(results, h("div", { class: "table-wrap" }, h("table", { class: "groups" },
+      h("thead", {}, h("tr", {}, h("th", {}, GROUPS[view.groupBy]), view.groupBy === "jobSet" ? h("th", {}, "Queue") : "",
+        h("th", { class: "num" }, "Jobs"), h("th", { class: "wide" }, "By state"))),
+      h("tbody", {}, groups.map((group) => h("tr", {},
+        h("td", {}, h("button", { class: "link", onclick: pick(group) }, group.name)),
+        view.groupBy === "jobSet" ? h("td", {}, group.queue) : "",
+        h("td", { class: "num" }, fmtCount(group.count)),
+        h("td", { class: "wide" }, stateBar(group.states, group.count),
+          h("span", { class: "hint" }, Object.entries(group.states).map(([s, n]) => `${s} ${fmtCount(n)}`).join(" · ")))))))));
+  };
+
+  // The count is a separate, costlier query, needed only when more pages follow, and then
+  // asked again only when the filter changes (a big total may lag live changes a little).
+  const total = h("span", { class: "total" }, "…");
+  let counted = null;
+  const recount = (filter) => {
+    const key = JSON.stringify(filter);
+    if (key === counted) return;
+    counted = key;
+    fill(total, "…");
+    api.count(filter).then(({ count, capped }) => {
+      if (key === counted) fill(total, `${fmtCount(count)}${capped ? "+" : ""}`);
+    }).catch(() => fill(total, "?"));
+  };
+
+  let generation = 0;
+  async function refresh() {
+    const mine = ++generation;
+    try {
+      if (view.groupBy) {
+        const groups = await api.groups({ filter: apiFilter(view), groupBy: view.groupBy, take: 500 });
+        if (mine === generation) renderGroups(groups);
+      } else {
+        const order = { field: view.sort, direction: view.dir };
+        const filter = apiFilter(view);
+        const page = await api.jobs({ filter, order, skip: (view.page - 1) * view.size, take: view.size });
+        if (mine === generation) {
+          if (page.hasMore) recount(filter);
+          else {
+            counted = null;
+            fill(total, fmtCount((view.page - 1) * view.size + page.jobs.length));
+          }
+          renderTable(page);
+        }
+      }
+    } catch (error) {
+      if (mine === generation) fill(results, notice(`Could not load jobs: ${errorText(error)}`, "error"));
+    }
+  }
+
+  renderFilters();
+  renderActions();
+  api.groups({ groupBy: "queue", take: 500 }).then(({ groups }) => {
+    queues = groups.map((group) => group.name).sort();
+    fill(filtersSlot.querySelector("#queue-names"), queues.map((name) => h("option", { value: name })));
+  }).catch(() => {}); // suggestions only: the filter still works without them
+  refresh();
+  return {
+    refresh,
+    update() {
+      view = readView(new URLSearchParams(location.search));
+      selected.clear();
+      renderFilters();
+      renderActions();
+      refresh();
+    },
+  };
+}

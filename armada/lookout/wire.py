@@ -1,0 +1,208 @@
+"""Bodies of Lookout's JSON API (``/api/v1/...``): job filters, pages, groups, overview.
+
+These are the UI's own types, not upstream's: the browser is the only client, so they carry
+exactly what the pages show, in camelCase like the rest of the API, and always every field
+(the app need not guess defaults).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from armada.model.wire.base import Request
+
+
+class Response(msgspec.Struct, rename="camel", kw_only=True):
+    """A response body with every field present (unlike the upstream API's, which omit defaults)."""
+
+
+SortField = Literal["submitted", "lastTransition", "priority"]
+GroupField = Literal["queue", "jobSet", "state"]
+JobStateName = Literal[
+    "QUEUED", "LEASED", "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "PREEMPTED"
+]
+#: Largest page the UI may ask for; pages are for people, bulk reads go through the job API.
+MAX_TAKE = 500
+
+
+class JobFilter(Request):
+    """Every field narrows the result; empty fields do not filter."""
+
+    queue: str = ""
+    job_set: str = ""
+    states: list[JobStateName] = []
+    #: Job ids are ULIDs: a prefix selects jobs submitted in the same stretch of time.
+    job_id: str = ""
+    owner: str = ""
+    #: Annotation key -> exact value.
+    annotations: dict[str, str] = {}
+    submitted_from: datetime | None = None
+    submitted_to: datetime | None = None
+
+
+class Order(Request):
+    field: SortField = "submitted"
+    direction: Literal["asc", "desc"] = "desc"
+
+
+class JobsRequest(Request):
+    filter: JobFilter = msgspec.field(default_factory=JobFilter)
+    order: Order = msgspec.field(default_factory=Order)
+    skip: Annotated[int, Meta(ge=0)] = 0
+    take: Annotated[int, Meta(ge=1, le=MAX_TAKE)] = 100
+
+
+class JobRow(Response):
+    job_id: str
+    queue: str
+    job_set: str
+    owner: str
+    namespace: str
+    priority: float
+    priority_class: str
+    state: str
+    submitted: datetime
+    last_transition: datetime
+    cpu_millis: int
+    memory_bytes: int
+    gpu: int
+    annotations: dict[str, str] = {}
+    cluster: str = ""
+    node: str = ""
+    exit_code: int | None = None
+    reason: str = ""
+    run_started: datetime | None = None
+    run_finished: datetime | None = None
+    cancel_requested: bool = False
+
+
+class JobsResponse(Response):
+    jobs: list[JobRow] = []
+    #: More jobs match after this page.
+    has_more: bool = False
+
+
+class CountRequest(Request):
+    filter: JobFilter = msgspec.field(default_factory=JobFilter)
+
+
+class CountResponse(Response):
+    #: Jobs matching the filter, counted up to a limit (``capped`` when it stopped there).
+    count: int
+    capped: bool
+
+
+class GroupsRequest(Request):
+    filter: JobFilter = msgspec.field(default_factory=JobFilter)
+    group_by: GroupField = "queue"
+    take: Annotated[int, Meta(ge=1, le=MAX_TAKE)] = 100
+
+
+class JobGroup(Response):
+    #: The queue, job set or state this group stands for.
+    name: str
+    #: For job-set groups, the queue the set belongs to.
+    queue: str = ""
+    count: int = 0
+    states: dict[str, int] = {}
+    #: Newest job of the group (ULIDs order by submission).
+    latest_job_id: str = ""
+
+
+class GroupsResponse(Response):
+    groups: list[JobGroup] = []
+
+
+class RunView(Response):
+    run_id: str
+    state: str
+    cluster: str
+    node: str
+    pool: str
+    leased: datetime
+    pending: datetime | None = None
+    started: datetime | None = None
+    finished: datetime | None = None
+    exit_code: int | None = None
+    reason: str = ""
+
+
+class TimelineEvent(Response):
+    """One event of the job, as on the job-set event stream: message id, type, fields."""
+
+    id: str
+    type: str
+    created: datetime
+    fields: dict[str, Any] = {}
+
+
+class JobDetail(Response):
+    job: JobRow
+    spec_yaml: str
+    runs: list[RunView] = []
+    events: list[TimelineEvent] = []
+    cancel_reason: str = ""
+    cancel_user: str = ""
+    attempts: int = 0
+    gang_id: str = ""
+    #: The end of the failed container's output, from the last ``failed`` event.
+    log_tail: str = ""
+    #: For a queued job: why the last scheduling cycle on this replica left it waiting.
+    pending_reason: str = ""
+
+
+class Resources(Response):
+    """Integer units: cpu in millicores, memory in bytes, gpus whole."""
+
+    cpu_millis: int = 0
+    memory_bytes: int = 0
+    gpu: int = 0
+
+
+class Share(Response):
+    """A queue's dominant shares in one pool after the last scheduling cycle (0..1)."""
+
+    fair_share: float
+    adjusted_fair_share: float
+    actual_share: float
+    demand: float
+
+
+class QueueSummary(Response):
+    name: str
+    priority_factor: float
+    cordoned: bool
+    #: Unfinished jobs by state (QUEUED, LEASED, PENDING, RUNNING).
+    counts: dict[str, int] = {}
+    #: Pool -> share, empty until this replica has run a scheduling cycle.
+    shares: dict[str, Share] = {}
+
+
+class ExecutorSummary(Response):
+    executor_id: str
+    pool: str
+    last_seen: datetime
+    #: Silent for longer than the scheduler's executor timeout.
+    stale: bool
+    nodes: int
+    ready_nodes: int
+    capacity: Resources
+    used: Resources
+
+
+class PoolSummary(Response):
+    name: str
+    executors: int
+    nodes: int
+    capacity: Resources
+    used: Resources
+
+
+class Overview(Response):
+    queues: list[QueueSummary] = []
+    pools: list[PoolSummary] = []
+    executors: list[ExecutorSummary] = []

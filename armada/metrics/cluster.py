@@ -1,0 +1,99 @@
+"""Queue and cluster gauges, computed at scrape time from the scheduler's in-memory state.
+
+Everything comes from aggregates the job and node databases already maintain (queued
+counts per queue and scheduling key, allocation per queue and per node), so a scrape costs
+queues x keys plus one pass over the nodes, never a scan of the jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import numpy.typing as npt
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from armada.model.resources import resolution_of
+from armada.services.cluster_state import ClusterState
+
+Vector = npt.NDArray[np.float64]
+
+
+class ClusterCollector(Collector):
+    """``armada_queue_*`` and ``armada_cluster_*`` gauges."""
+
+    def __init__(self, state: Callable[[], ClusterState]) -> None:
+        self._state = state
+
+    def collect(self) -> Iterator[Metric]:
+        state = self._state()
+        names = state.jobs.resources.names
+        scale = np.array([float(resolution_of(name)) for name in names])
+        yield from self._queues(state, names, scale)
+        yield from self._capacity(state, names, scale)
+
+    def _queues(self, state: ClusterState, names: list[str], scale: Vector) -> Iterator[Metric]:
+        db = state.jobs
+        pools = sorted({info.pool for info in state.executors.values()} | set(db.pool_names)) or ["default"]
+        size = GaugeMetricFamily(
+            "armada_queue_size",
+            "Queued jobs; a job that may run in several pools counts in each.",
+            labels=["queue", "pool", "priorityClass"],
+        )
+        queued = GaugeMetricFamily(
+            "armada_queue_resource_queued",
+            "Resources requested by queued jobs (cpu in cores, memory in bytes).",
+            labels=["queue", "pool", "resource"],
+        )
+        allocated = GaugeMetricFamily(
+            "armada_queue_resource_allocated",
+            "Resources held by the queue's leased and running jobs.",
+            labels=["queue", "pool", "resource"],
+        )
+        index = {name: i for i, name in enumerate(db.queue_names)}
+        for queue in sorted(set(state.queues) | set(index)):
+            counts = db.queued_counts[index[queue]] if queue in index else {}
+            for pool in pools:
+                by_class = dict.fromkeys(db.priority_class_names, 0)
+                total = np.zeros(len(names))
+                for key, count in counts.items():
+                    info = db.keys.infos[key]
+                    if info.allows_pool(pool):
+                        by_class[info.priority_class] += count
+                        total += count * db.keys.request(key)
+                for priority_class, count in by_class.items():
+                    size.add_metric([queue, pool, priority_class], count)
+                held = db.queue_allocation(index[queue], pool).sum(axis=0) if queue in index else total * 0
+                for column, name in enumerate(names):
+                    queued.add_metric([queue, pool, name], total[column] * scale[column])
+                    allocated.add_metric([queue, pool, name], held[column] * scale[column])
+        yield from (size, queued, allocated)
+
+    def _capacity(self, state: ClusterState, names: list[str], scale: Vector) -> Iterator[Metric]:
+        capacity = GaugeMetricFamily(
+            "armada_cluster_capacity",
+            "Allocatable resources of the cluster's live nodes.",
+            labels=["pool", "cluster", "resource"],
+        )
+        available = GaugeMetricFamily(
+            "armada_cluster_available_capacity",
+            "Resources free for Armada jobs on schedulable nodes (allocatable minus other pods and jobs).",
+            labels=["pool", "cluster", "resource"],
+        )
+        nodes, db = state.nodes, state.jobs
+        groups: dict[tuple[str, str], list[int]] = {}
+        for row, spec in enumerate(nodes.specs):
+            if spec is not None:
+                groups.setdefault((spec.pool, spec.executor), []).append(row)
+        allocatable = nodes.allocatable()
+        free = allocatable - nodes.non_armada() - db.node_allocation().sum(axis=1)[: nodes.size]
+        for (pool, cluster), rows in sorted(groups.items()):
+            index = np.array(rows, dtype=np.int64)
+            usable = index[nodes.schedulable[index]]
+            total = allocatable[index].sum(axis=0)
+            spare = np.maximum(free[usable], 0).sum(axis=0)
+            for column, name in enumerate(names):
+                capacity.add_metric([pool, cluster, name], float(total[column]) * scale[column])
+                available.add_metric([pool, cluster, name], float(spare[column]) * scale[column])
+        yield from (capacity, available)

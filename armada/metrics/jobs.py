@@ -1,0 +1,64 @@
+"""Job timing histograms, observed from the events the log follower applies.
+
+Queued time is measured from submission to each lease, using the submission time the job
+database already holds; run time from the ``running`` event to the run's end, remembering a
+start time per running job only (bounded by what the clusters can run at once).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Histogram
+
+from armada.model import events as ev
+from armada.services.cluster_state import ClusterState
+
+BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600)
+
+#: Events that end a job's current run, and the outcome label they give it.
+_RUN_ENDS: dict[type[ev.Event], str] = {
+    ev.JobSucceeded: "succeeded",
+    ev.JobFailed: "failed",
+    ev.JobCancelled: "cancelled",
+    ev.JobPreempted: "preempted",
+    ev.JobLeaseReturned: "returned",
+    ev.JobLeaseExpired: "expired",
+}
+
+
+class JobTimings:
+    """Follower listener filling ``armada_job_queued_seconds`` and ``armada_job_run_time_seconds``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.queued = Histogram(
+            "armada_job_queued_seconds",
+            "Seconds from a job's submission to its lease.",
+            ["queue", "pool"],
+            registry=registry,
+            buckets=BUCKETS,
+        )
+        self.run_time = Histogram(
+            "armada_job_run_time_seconds",
+            "Seconds a run spent running, by how it ended.",
+            ["queue", "pool", "outcome"],
+            registry=registry,
+            buckets=BUCKETS,
+        )
+        #: job id -> (running since, pool)
+        self._running: dict[str, tuple[float, str]] = {}
+
+    def __call__(self, state: ClusterState, event: ev.Event) -> None:
+        moment = event.created.timestamp()
+        if isinstance(event, ev.JobLeased):
+            if event.job_id in state.jobs:
+                submitted = float(state.jobs.cols["submitted"][state.jobs.row(event.job_id)])
+                self.queued.labels(event.queue, event.pool).observe(max(0.0, moment - submitted))
+        elif isinstance(event, ev.JobRunning):
+            run = state.runs.get(event.run_id)
+            pool = (
+                state.executors[run.executor].pool if run and run.executor in state.executors else event.pool
+            )
+            self._running.setdefault(event.job_id, (moment, pool))
+        elif (outcome := _RUN_ENDS.get(type(event))) is not None:
+            started = self._running.pop(event.job_id, None)
+            if started is not None:
+                self.run_time.labels(event.queue, started[1], outcome).observe(max(0.0, moment - started[0]))

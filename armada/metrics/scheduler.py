@@ -1,0 +1,67 @@
+"""Scheduler metrics: shares of the last cycle (gauges) and per-cycle decisions (counters)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from armada.reports.history import CycleHistory, CycleRecord
+
+_SHARES = (
+    (
+        "armada_scheduler_fair_share",
+        "fair_share",
+        "Queue's fair share of the pool (weight over active weights).",
+    ),
+    (
+        "armada_scheduler_adjusted_fair_share",
+        "adjusted_fair_share",
+        "Fair share after giving what queues do not demand to those that do.",
+    ),
+    ("armada_scheduler_actual_share", "actual_share", "Dominant share of the pool the queue holds."),
+    ("armada_scheduler_demand", "demand", "Dominant share the queue would hold if everything it asks ran."),
+)
+
+
+class ShareCollector(Collector):
+    """Share gauges of every queue and pool in the last recorded cycle."""
+
+    def __init__(self, history: CycleHistory) -> None:
+        self._history = history
+
+    def collect(self) -> Iterator[Metric]:
+        last = self._history.last
+        for name, attribute, doc in _SHARES:
+            family = GaugeMetricFamily(name, doc, labels=["pool", "queue"])
+            for pool, shares in (last.shares if last else {}).items():
+                for queue, share in shares.items():
+                    family.add_metric([pool, queue], getattr(share, attribute))
+            yield family
+
+
+class CycleCounters:
+    """Listener of :class:`CycleHistory`: counts decisions and times cycles."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        labels = ["queue", "pool", "priorityClass"]
+        self.scheduled = Counter(
+            "armada_scheduler_scheduled_jobs", "Jobs the scheduler leased.", labels, registry=registry
+        )
+        self.preempted = Counter(
+            "armada_scheduler_preempted_jobs", "Jobs the scheduler preempted.", labels, registry=registry
+        )
+        self.cycle = Histogram(
+            "armada_scheduler_cycle_seconds",
+            "Time the scheduling core spent per cycle.",
+            registry=registry,
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+
+    def __call__(self, record: CycleRecord) -> None:
+        self.cycle.observe(record.stats.duration)
+        for counter, counts in ((self.scheduled, record.scheduled), (self.preempted, record.preempted)):
+            for labels, count in counts.items():
+                counter.labels(*labels).inc(count)

@@ -1,0 +1,42 @@
+"""The server's metrics: one registry per application, fed by listeners and read-only collectors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+from armada.eventstore.store import EventStore
+from armada.metrics.cluster import ClusterCollector
+from armada.metrics.http import HttpMetrics
+from armada.metrics.jobs import JobTimings
+from armada.metrics.scheduler import CycleCounters, ShareCollector
+from armada.model.events import Event
+from armada.services.follower import LogFollower
+from armada.services.scheduler import SchedulerService
+
+
+class ServerMetrics:
+    """Everything ``GET /metrics`` exposes. Created with the app; ``attach`` once services run."""
+
+    def __init__(self) -> None:
+        #: Not the global registry: several apps (tests) may live in one process.
+        self.registry = CollectorRegistry()
+        self.http = HttpMetrics(self.registry)
+        self._appended = Counter(
+            "armada_events_appended", "Events appended to the log.", ["type"], registry=self.registry
+        )
+
+    def attach(self, store: EventStore, follower: LogFollower, scheduler: SchedulerService) -> None:
+        store.listeners.append(self._count_appended)
+        follower.listeners.append(JobTimings(self.registry))
+        scheduler.history.listeners.append(CycleCounters(self.registry))
+        self.registry.register(ClusterCollector(lambda: follower.state))
+        self.registry.register(ShareCollector(scheduler.history))
+
+    def _count_appended(self, events: Sequence[Event]) -> None:
+        for event in events:
+            self._appended.labels(event.type).inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,1 @@
+"""Scheduling reports: why jobs are (not) running, from the scheduler's bounded cycle history."""

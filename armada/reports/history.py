@@ -1,0 +1,104 @@
+"""The last few scheduling cycles, remembered for reports and metrics.
+
+A cycle's :class:`~armada.scheduling.SchedulingResult` holds per-job decisions (leases can
+number hundreds of thousands); a :class:`CycleRecord` keeps only what reports need, whose
+size depends on the number of queues, pools and scheduling keys, never on queued jobs. A
+job's own reason is derived later from its key's reason (``Reasons.for_job``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from armada.scheduling import CycleStats, JobDb, QueueShare, Reasons, SchedulingResult
+
+#: Cycles kept by default: enough to see a trend, small whatever the load.
+CYCLES_KEPT = 20
+
+#: (queue, pool, priority class) -> jobs
+JobCounts = Counter[tuple[str, str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRecord:
+    """What one cycle decided and why the rest waits, without per-job data."""
+
+    finished: datetime
+    stats: CycleStats
+    #: pool -> queue -> share report
+    shares: dict[str, dict[str, QueueShare]]
+    reasons: Reasons
+    #: queue -> reason -> queued jobs left waiting for it
+    queue_summary: dict[str, dict[str, int]]
+    scheduled: JobCounts
+    preempted: JobCounts
+
+    def top_reasons(self, limit: int = 10) -> list[tuple[str, int]]:
+        """The reasons most queued jobs wait for, over every queue."""
+        total: Counter[str] = Counter()
+        for reasons in self.queue_summary.values():
+            total.update(reasons)
+        return total.most_common(limit)
+
+
+CycleListener = Callable[[CycleRecord], None]
+
+
+class CycleHistory:
+    """A bounded history of cycles, newest last; listeners see each cycle as it is recorded."""
+
+    def __init__(self, size: int = CYCLES_KEPT) -> None:
+        self._cycles: deque[CycleRecord] = deque(maxlen=size)
+        self.listeners: list[CycleListener] = []
+
+    def __iter__(self) -> Iterator[CycleRecord]:
+        return iter(self._cycles)
+
+    def __len__(self) -> int:
+        return len(self._cycles)
+
+    @property
+    def last(self) -> CycleRecord | None:
+        return self._cycles[-1] if self._cycles else None
+
+    def record(self, result: SchedulingResult, db: JobDb, finished: datetime | None = None) -> CycleRecord:
+        """Remember ``result``; call before its decisions are applied to ``db``."""
+        record = CycleRecord(
+            finished=finished or datetime.now(UTC),
+            stats=result.stats,
+            shares=result.shares,
+            reasons=result.reasons,
+            queue_summary=result.queue_summary,
+            scheduled=_job_counts(db, result.leases.job_ids, result.leases.pools),
+            preempted=_job_counts(
+                db, [p.job_id for p in result.preemptions], [p.pool for p in result.preemptions]
+            ),
+        )
+        self._cycles.append(record)
+        for listener in self.listeners:
+            listener(record)
+        return record
+
+
+def _job_counts(db: JobDb, job_ids: Iterable[str], pools: Iterable[str]) -> JobCounts:
+    """Jobs counted by (queue, pool, priority class), grouped with numpy rather than per job."""
+    pool_list = list(pools)
+    rows = np.fromiter((db.row(job_id) for job_id in job_ids), dtype=np.int64, count=len(pool_list))
+    counts: JobCounts = Counter()
+    if not len(rows):
+        return counts
+    pool_names, pool_codes = np.unique(np.array(pool_list), return_inverse=True)
+    queues = db.cols["queue"][rows].astype(np.int64)
+    keys = db.cols["key"][rows].astype(np.int64)
+    triples, sizes = np.unique(
+        np.stack([queues, pool_codes.astype(np.int64), keys]), axis=1, return_counts=True
+    )
+    for (queue, pool, key), size in zip(triples.T.tolist(), sizes.tolist(), strict=True):
+        name = (db.queue_names[queue], str(pool_names[pool]), db.keys.infos[key].priority_class)
+        counts[name] += size
+    return counts

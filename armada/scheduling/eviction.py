@@ -1,0 +1,267 @@
+"""Fair-share eviction: evict over-share queues, offer every evicted job its place back.
+
+Preemptible jobs of queues holding more than ``protectedFractionOfFairShare`` times their
+demand-adjusted fair share are evicted at the start of a pool's turn and put at the front of
+their queue's DRF order, pinned to their own node. While an evicted job is pending, its
+resources are *held*: new jobs use free space first and only then take held space, starting
+with the nodes whose evicted jobs come last in DRF order (they are the ones that lose under
+fair share anyway). An evicted job whose node still has room when its turn comes returns;
+the rest are preempted, each naming the first new job leased on its node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from armada.scheduling.candidates import Units, empty_units
+from armada.scheduling.context import CycleContext
+from armada.scheduling.decisions import Preemption
+from armada.scheduling.fairshare import dominant_shares
+from armada.scheduling.jobdb import RUNNING
+from armada.scheduling.poolstate import PoolState
+from armada.scheduling.queues import QueueSpec
+from armada.scheduling.state import UsageHistory
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+NOT_EVICTED, PENDING, RETURNED, LOST = 0, 1, 2, 3
+
+
+class Eviction(PoolState):
+    """Fair-share eviction state of one pool's turn (see the module docstring)."""
+
+    def __init__(
+        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+    ) -> None:
+        super().__init__(ctx, pool, node_rows, queues, usage)
+        classes = self.ctx.config.priority_classes
+        names = self.db.priority_class_names
+        self.preemptible_classes = [i for i, n in enumerate(names) if classes[n].preemptible]
+        self._evicted: list[Units] = [empty_units() for _ in self.queues]
+        self._next = np.zeros(len(self.queues), dtype=np.int64)
+        #: per job row: NOT_EVICTED / PENDING / RETURNED / LOST, and the local node it was on
+        self.ev_state = np.zeros(0, dtype=np.int8)
+        self.ev_node = np.zeros(0, dtype=np.int64)
+        #: per evicted row: the node whose first new job is blamed if it is lost
+        self.lost_to = np.zeros(0, dtype=np.int64)
+        self._gang_members: dict[int, IntArray] = {}
+        #: resources of pending evicted jobs per node
+        self.held: IntArray = np.zeros_like(self.free)
+        self._round_units = empty_units()
+        self._claims: list[int] | None = None
+        self._claim_at = 0
+
+    # -- evicting ------------------------------------------------------------------------
+
+    def evict_for_fair_share(self) -> None:
+        config = self.ctx.config
+        if not config.enable_fair_share_preemption or not self.preemptible_classes:
+            return
+        if not self.alloc_by_class[:, self.preemptible_classes].any():
+            return
+        actual = dominant_shares(self.alloc, self.scale)
+        over = np.flatnonzero(actual > config.protected_fraction_of_fair_share * self.adjusted + 1e-12)
+        if not len(over):
+            return
+        db, n = self.db, len(self.db.ids)
+        cols = db.cols
+        local = np.full(n, -1, dtype=np.int64)
+        running = np.flatnonzero(cols["state"][:n] == RUNNING)
+        local[running] = self.local_node[cols["node"][running]]
+        mask = (local >= 0) & ~self.ctx.taken[:n]
+        mask &= np.isin(self.key_class[cols["key"][:n]], self.preemptible_classes)
+        mask &= np.isin(cols["queue"][:n], self.db_queue[over])
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return
+        queues = self.queue_of[cols["queue"][rows]]
+        order = np.lexsort((cols["run_seq"][rows], queues))
+        rows, queues = rows[order], queues[order]
+        keys = cols["key"][rows].astype(np.int64)
+        self.ev_state = np.zeros(n, dtype=np.int8)
+        self.ev_node = np.full(n, -1, dtype=np.int64)
+        self.ev_state[rows] = PENDING
+        self.ev_node[rows] = local[rows]
+        self.lost_to = self.ev_node.copy()
+        self._take_off(rows, +1)
+        np.add.at(self.held, local[rows], self.key_requests[keys])
+        for qi in np.unique(queues).tolist():
+            self._evicted[qi] = self._units(rows[queues == qi], qi)
+
+    def _units(self, rows: IntArray, qi: int) -> Units:
+        """One unit per evicted job, or per evicted gang at its oldest member; oldest run first."""
+        gangs = self.db.cols["gang"][rows]
+        in_gang = gangs >= 0
+        _, first, inverse = np.unique(gangs[in_gang], return_index=True, return_inverse=True)
+        gang_rows = rows[in_gang]
+        reps = np.sort(np.concatenate([np.flatnonzero(~in_gang), np.flatnonzero(in_gang)[first]]))
+        counts = np.ones(len(reps), dtype=np.int64)
+        for g, rep in enumerate(gang_rows[first].tolist()):
+            self._gang_members[rep] = gang_rows[inverse.ravel() == g]
+        rep_rows = rows[reps]
+        for i, rep in enumerate(rep_rows.tolist()):
+            if rep in self._gang_members:
+                counts[i] = len(self._gang_members[rep])
+        size = len(reps)
+        keys = self.db.cols["key"][rep_rows].astype(np.int64)
+        return Units(rep_rows, keys, counts, np.ones(size, dtype=bool), np.full(size, -1),
+                     np.full(size, qi), np.zeros(size))  # fmt: skip
+
+    def _take_off(self, rows: IntArray, sign: int) -> None:
+        """Remove (``sign=+1``) or restore (``-1``) running jobs' resources on their nodes."""
+        cols = self.db.cols
+        keys = cols["key"][rows].astype(np.int64)
+        local = self.local_node[cols["node"][rows]]
+        queues = self.queue_of[cols["queue"][rows]]
+        requests = self.key_requests[keys] * sign
+        classes = self.key_class[keys]
+        np.add.at(self.free, local, requests)
+        np.subtract.at(self.running_by_class, (local, classes), requests)
+        np.subtract.at(self.alloc, queues, requests)
+        np.subtract.at(self.alloc_by_class, (queues, classes), requests)
+
+    # -- in the DRF loop -----------------------------------------------------------------
+
+    def evicted_any(self) -> bool:
+        return any(len(units) for units in self._evicted)
+
+    def pending_evicted(self, qi: int) -> Units:
+        return self._evicted[qi].take(slice(int(self._next[qi]), None))
+
+    def consume_evicted(self, queues: IntArray) -> None:
+        self._next += np.bincount(queues, minlength=len(self._next))
+
+    def start_round(self, units: Units) -> None:
+        """Remember the round's DRF order of pending evicted units (for :meth:`displace`)."""
+        self._round_units = units
+        self._claims = None
+        self._claim_at = 0
+
+    def _claimable(self) -> list[int]:
+        """Pending evicted units of this round, latest in DRF order first."""
+        if self._claims is None:
+            units = self._round_units
+            self._claims = units.rows[np.flatnonzero(units.evicted)[::-1]].tolist()
+        return self._claims
+
+    def displace(
+        self, strict: IntArray, request: IntArray, mask: BoolArray, count: int, size: int = 1
+    ) -> IntArray:
+        """Nodes for up to ``count`` jobs (whole groups of ``size``) on space held by evicted jobs.
+
+        ``strict`` is the free space net of held space. The evicted units that come last in
+        DRF order give up their space first, only on nodes where the job can then fit; they
+        are lost (preempted when the turn ends). Claims that do not complete a group of
+        ``size`` jobs are undone, so nothing is preempted for a job that is not placed.
+        """
+        placed: list[int] = []
+        claimed: list[IntArray] = []  # rows claimed for the group being placed
+        claims = self._claimable()
+        while self._claim_at < len(claims) and self.ev_state[claims[self._claim_at]] != PENDING:
+            self._claim_at += 1  # settled or claimed units never become pending again
+        for rep in claims[self._claim_at :]:
+            if len(placed) >= count:
+                break
+            if self.ev_state[rep] != PENDING:
+                continue
+            rows, _ = self._expand(np.array([rep]))
+            nodes = self.ev_node[rows]
+            if not any(mask[n] and (strict[n] + self.held[n] >= request).all() for n in nodes.tolist()):
+                continue
+            self._claim(rows, strict, +1)
+            claimed.append(rows)
+            for node in dict.fromkeys(nodes.tolist()):
+                while len(placed) < count and mask[node] and (strict[node] >= request).all():
+                    placed.append(node)
+                    strict[node] -= request
+                    if len(placed) % size == 0:  # a whole group placed: its claims stand
+                        self.lost_to[np.concatenate(claimed)] = node
+                        claimed = []
+        for rows in claimed:
+            self._claim(rows, strict, -1)
+        return np.array(placed[: len(placed) - len(placed) % size], dtype=np.int64)
+
+    def _claim(self, rows: IntArray, strict: IntArray, sign: int) -> None:
+        """Give up (``+1``) or take back (``-1``) the held space of pending evicted ``rows``."""
+        nodes = self.ev_node[rows]
+        requests = self.key_requests[self.db.cols["key"][rows].astype(np.int64)] * sign
+        self.ev_state[rows] = LOST if sign > 0 else PENDING
+        np.subtract.at(self.held, nodes, requests)
+        np.add.at(strict, nodes, requests)
+
+    def _expand(self, reps: IntArray) -> tuple[IntArray, IntArray]:
+        """Member rows of evicted units and, per row, the index of its unit."""
+        if not self._gang_members:
+            return reps, np.arange(len(reps))
+        parts = [self._gang_members.get(rep, np.array([rep])) for rep in reps.tolist()]
+        if not parts:
+            return reps, np.arange(len(reps))
+        sizes = np.array([len(p) for p in parts])
+        return np.concatenate(parts), np.repeat(np.arange(len(reps)), sizes)
+
+    def evicted_need(self, reps: IntArray) -> IntArray:
+        """Resources per node the pending evicted units ``reps`` need to come back."""
+        rows, _ = self._expand(reps)
+        rows = rows[self.ev_state[rows] == PENDING]
+        need = np.zeros_like(self.free)
+        np.add.at(need, self.ev_node[rows], self.key_requests[self.db.cols["key"][rows].astype(np.int64)])
+        return need
+
+    def settle_evicted(self, reps: IntArray) -> None:
+        """Decide pending evicted units in order: back on their node if it has room, else lost.
+
+        Jobs are taken per node in order until one does not fit; a gang returns whole or not.
+        """
+        rows, unit = self._expand(reps)
+        pending = self.ev_state[rows] == PENDING
+        rows, unit = rows[pending], unit[pending]
+        if not len(rows):
+            return
+        local = self.ev_node[rows]
+        requests = self.key_requests[self.db.cols["key"][rows].astype(np.int64)]
+        np.subtract.at(self.held, local, requests)
+        order = np.lexsort((np.arange(len(rows)), local))
+        sorted_nodes = local[order]
+        cumulative = np.cumsum(requests[order], axis=0)
+        starts = np.flatnonzero(np.r_[True, sorted_nodes[1:] != sorted_nodes[:-1]])
+        group = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+        before = np.where(group[:, None] > 0, cumulative[np.maximum(group - 1, 0)], 0)
+        fits = ((cumulative - before) <= self.free[sorted_nodes]).all(axis=1)
+        failures = np.cumsum(~fits)
+        fits &= failures - np.where(group > 0, failures[np.maximum(group - 1, 0)], 0) == 0
+        ok = np.empty(len(rows), dtype=bool)
+        ok[order] = fits
+        if self._gang_members:  # a gang returns only if all of its members do
+            whole = np.bincount(unit, weights=~ok, minlength=unit.max() + 1) == 0
+            ok &= whole[unit]
+        self.ev_state[rows[ok]] = RETURNED
+        self.ev_state[rows[~ok]] = LOST
+        if ok.any():
+            self._take_off(rows[ok], -1)
+
+    def finish_evictions(self) -> None:
+        """Settle what the loop did not reach, then preempt every evicted job that lost its place."""
+        for qi, units in enumerate(self._evicted):
+            self.settle_evicted(units.rows)
+            rows, _ = self._expand(units.rows)
+            lost = rows[self.ev_state[rows] == LOST]
+            if not len(lost):
+                continue
+            name = self.queues[qi].name
+            reason = (
+                f"preempted to restore fair share in pool {self.pool}: queue {name} was above "
+                f"{self.ctx.config.protected_fraction_of_fair_share:g}x its fair share"
+            )
+            self.preempt(lost, self.first_new_on_node[self.lost_to[lost]], reason)
+
+    def preempt(self, rows: IntArray, by: IntArray, reason: str) -> None:
+        """Record preemptions of ``rows``, each caused by job row ``by`` (-1 = unknown)."""
+        ids, node_ids = self.db.ids, self.db.nodes.ids
+        nodes = self.node_rows[self.local_node[self.db.cols["node"][rows]]].tolist()
+        self.ctx.taken[rows] = True
+        self.ctx.preemptions.extend(
+            Preemption(ids[row] or "", (ids[b] or "") if b >= 0 else "", reason, self.pool, node_ids[node])
+            for row, b, node in zip(rows.tolist(), by.tolist(), nodes, strict=True)
+        )

@@ -1,0 +1,105 @@
+"""Urgency preemption: a higher priority class evicts preemptible lower classes.
+
+When a run of jobs does not fit, it may count the resources of running jobs of preemptible
+classes with a lower ``priority`` as free. On each node it then lands on, victims are taken
+lowest class first, youngest first, until the new job fits; a gang victim takes its whole
+gang with it. Non-preemptible jobs are never preempted.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+import numpy.typing as npt
+
+from armada.scheduling.candidates import Units
+from armada.scheduling.eviction import LOST, PENDING, Eviction
+from armada.scheduling.jobdb import RUNNING
+from armada.scheduling.placement import dominant_column, place_identical
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class Urgency(Eviction, ABC):
+    """Urgency half of :class:`armada.scheduling.pool.PoolCycle` (placement lives there)."""
+
+    @abstractmethod
+    def members(self, units: Units, chosen: IntArray) -> IntArray:
+        """Job rows of the chosen units, gang members expanded."""
+
+    @abstractmethod
+    def commit(self, units: Units, chosen: IntArray, nodes: IntArray) -> None:
+        """Lease the chosen units on local ``nodes``."""
+
+    @abstractmethod
+    def place_uniform(
+        self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
+    ) -> IntArray | None:
+        """Nodes for one uniform gang of ``key`` on ``free``, or None."""
+
+    def lower_classes(self, priority: int) -> list[int]:
+        """Preemptible priority classes a job of ``priority`` may urgency-preempt."""
+        classes = self.ctx.config.priority_classes
+        names = self.db.priority_class_names
+        return [i for i, n in enumerate(names) if classes[n].preemptible and classes[n].priority < priority]
+
+    def urgent(self, units: Units, i: int, j: int) -> int:
+        """Place units ``i..j`` (one key) by preempting lower classes; returns how many fitted."""
+        key = int(units.keys[i])
+        info = self.db.keys.infos[key]
+        lower = self.lower_classes(info.priority)
+        if not lower or not self.running_by_class[:, lower].any():
+            return 0
+        request, size = self.key_requests[key], int(self.cardinality[key])
+        dominant = dominant_column(request, self.scale)
+        placed = 0
+        for u in range(i, j):
+            boosted = self.free - self.held + self.running_by_class[:, lower].sum(axis=1)
+            if self.uniform[key]:
+                nodes = self.place_uniform(boosted, key, request, self.mask(key), dominant)
+                if nodes is None:
+                    break
+            else:
+                nodes = place_identical(boosted, request, self.mask(key), size, dominant).nodes
+                if len(nodes) < size:
+                    break
+            rows = self.members(units, np.array([u]))
+            for node in np.unique(nodes).tolist():
+                need = int((nodes == node).sum()) * request + self.held[node]
+                self._evict_for(node, need, info.priority, int(rows[int(np.argmax(nodes == node))]))
+            self.commit(units, np.array([u]), nodes)
+            placed += 1
+        return placed
+
+    def _running_group(self, row: int) -> list[int]:
+        """The job, or all running members of its gang (gangs are preempted together)."""
+        gang = self.db.gang_of(row)
+        info = self.db.gangs[gang] if gang >= 0 else None
+        if info is None:
+            return [row]
+        return [m for m in info.members if self.db.cols["state"][m] == RUNNING and not self.ctx.taken[m]]
+
+    def _evict_for(self, node: int, need: IntArray, priority: int, by: int) -> None:
+        """Preempt lower-class jobs on ``node`` until ``need`` is free there."""
+        db = self.db
+        classes = self.ctx.config.priority_classes
+        evicted = self.ev_state if len(self.ev_state) else np.zeros(len(db.ids), dtype=np.int8)
+        victims = []
+        for row in db.jobs_on_node(int(self.node_rows[node])):
+            if self.ctx.taken[row] or evicted[row] in (PENDING, LOST):  # not on the node now
+                continue
+            pc = classes[db.keys.infos[int(db.cols["key"][row])].priority_class]
+            if pc.preemptible and pc.priority < priority:
+                victims.append((pc.priority, -int(db.cols["run_seq"][row]), row))
+        for _, _, row in sorted(victims):
+            if (self.free[node] >= need).all():
+                break
+            if self.ctx.taken[row]:
+                continue
+            rows = np.array(self._running_group(row), dtype=np.int64)
+            rows = rows[self.local_node[db.cols["node"][rows]] >= 0]
+            self._take_off(rows, +1)
+            reason = f"preempted by higher-priority job {db.ids[by]} in pool {self.pool}"
+            self.preempt(rows, np.full(len(rows), by), reason)

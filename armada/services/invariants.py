@@ -1,0 +1,200 @@
+"""Invariants of the log and the views, checked by ``armada admin check`` and the fault tests.
+
+The log is the truth, so most rules are checked by folding it from the start: a job never
+has two active runs at once, every run event names a run that was leased, a job reaches at
+most one terminal state and keeps no active run after it. The views are then checked
+against the same rules and, row for row, against a replay of the log done inside a
+transaction that is rolled back, so the check changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import dialects, schema
+from armada.eventstore.rebuild import replay_into
+from armada.eventstore.store import EventStore, StoredEvent
+from armada.model.events import decode_event
+from armada.model.states import RUN_STATE_AFTER, STATE_AFTER, JobState, RunState
+
+READ_BATCH = 5000
+#: Stop listing violations after this many; one is enough to fail, thousands help nobody.
+MAX_VIOLATIONS = 100
+
+
+@dataclass
+class _Job:
+    state: JobState = JobState.QUEUED
+    active_runs: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Report:
+    """What a check looked at and every rule it found broken."""
+
+    events: int = 0
+    jobs: int = 0
+    runs: int = 0
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def violation(self, message: str) -> None:
+        if len(self.violations) < MAX_VIOLATIONS:
+            self.violations.append(message)
+
+
+class LogAudit:
+    """Folds the log in order, recording every event that breaks a job or run rule."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.jobs: dict[str, _Job] = {}
+        self.run_jobs: dict[str, str] = {}
+
+    def feed(self, stored: Iterable[StoredEvent]) -> None:
+        for seq, event in stored:
+            self.report.events += 1
+            if not event.job_id:
+                continue
+            if event.type == "submitted":
+                if event.job_id in self.jobs:
+                    self.report.violation(f"seq {seq}: job {event.job_id} submitted twice")
+                self.jobs[event.job_id] = _Job()
+                continue
+            job = self.jobs.get(event.job_id)
+            if job is None:
+                self.report.violation(f"seq {seq}: {event.type} for unknown job {event.job_id}")
+                continue
+            self._run_event(seq, event.type, event.job_id, event.run_id, job)
+            self._job_event(seq, event.type, event.job_id, job)
+
+    def _run_event(self, seq: int, kind: str, job_id: str, run_id: str, job: _Job) -> None:
+        run_state = RUN_STATE_AFTER.get(kind)
+        if run_state is None or not run_id:
+            return
+        if kind == "leased":
+            if job.active_runs:
+                self.report.violation(
+                    f"seq {seq}: job {job_id} leased run {run_id} while run {min(job.active_runs)} is active"
+                )
+            if job.state.terminal:
+                self.report.violation(f"seq {seq}: terminal job {job_id} leased again as run {run_id}")
+            self.run_jobs[run_id] = job_id
+            job.active_runs.add(run_id)
+            return
+        owner = self.run_jobs.get(run_id)
+        if owner != job_id:
+            self.report.violation(f"seq {seq}: {kind} names run {run_id}, which job {job_id} never leased")
+        elif not run_state.active:
+            job.active_runs.discard(run_id)
+
+    def _job_event(self, seq: int, kind: str, job_id: str, job: _Job) -> None:
+        state = STATE_AFTER.get(kind)
+        if state is None:
+            return
+        if job.state.terminal:
+            self.report.violation(f"seq {seq}: job {job_id} moved from terminal {job.state} to {state}")
+        job.state = state
+
+    def finish(self) -> None:
+        for job_id, job in self.jobs.items():
+            for run_id in sorted(job.active_runs) if job.state.terminal else ():
+                self.report.violation(f"job {job_id} is {job.state} but run {run_id} is active")
+        self.report.jobs = len(self.jobs)
+        self.report.runs = len(self.run_jobs)
+
+
+async def check(store: EventStore) -> Report:
+    """Check the whole log, then the views, holding the append lock so both agree."""
+    report = Report()
+    async with store.engine.connect() as raw:
+        conn = await raw.execution_options(**{dialects.WRITE_OPTION: True})
+        transaction = await conn.begin()
+        try:
+            await dialects.lock_log(conn)
+            audit = LogAudit(report)
+            after = 0
+            while batch := await _read(conn, after):
+                audit.feed(batch)
+                after = batch[-1].seq
+            audit.finish()
+            await _check_views(conn, report)
+            before = await view_rows(conn)
+            await replay_into(conn)
+            _compare(before, await view_rows(conn), report)
+        finally:
+            await transaction.rollback()
+    return report
+
+
+async def _read(conn: AsyncConnection, after: int) -> list[StoredEvent]:
+    result = await conn.execute(
+        select(schema.events.c.seq, schema.events.c.payload)
+        .where(schema.events.c.seq > after)
+        .order_by(schema.events.c.seq)
+        .limit(READ_BATCH)
+    )
+    return [StoredEvent(seq, decode_event(payload)) for seq, payload in result]
+
+
+_ACTIVE_RUN_STATES = [state.value for state in RunState if state.active]
+_TERMINAL_JOB_STATES = [state.value for state in JobState if state.terminal]
+
+
+async def _check_views(conn: AsyncConnection, report: Report) -> None:
+    runs, jobs = schema.runs, schema.jobs
+    active = await conn.execute(
+        select(runs.c.job_id, runs.c.run_id)
+        .where(runs.c.state.in_(_ACTIVE_RUN_STATES))
+        .order_by(runs.c.job_id)
+    )
+    active_by_job: dict[str, list[str]] = {}
+    for job_id, run_id in active:
+        active_by_job.setdefault(job_id, []).append(run_id)
+    for job_id, run_ids in active_by_job.items():
+        if len(run_ids) > 1:
+            report.violation(f"view: job {job_id} has {len(run_ids)} active runs {sorted(run_ids)}")
+    orphans = await conn.execute(
+        select(runs.c.run_id, runs.c.job_id).where(~runs.c.job_id.in_(select(jobs.c.job_id)))
+    )
+    for run_id, job_id in orphans:
+        report.violation(f"view: run {run_id} belongs to missing job {job_id}")
+    terminal = await conn.execute(
+        select(jobs.c.job_id, jobs.c.state).where(
+            jobs.c.state.in_(_TERMINAL_JOB_STATES), jobs.c.job_id.in_(list(active_by_job))
+        )
+    )
+    for job_id, state in terminal:
+        report.violation(f"view: job {job_id} is {state} but has an active run")
+
+
+async def view_rows(conn: AsyncConnection) -> dict[str, list[tuple[Any, ...]]]:
+    """Every view's rows in primary-key order, for exact comparison."""
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    for table in schema.VIEWS:
+        result = await conn.execute(select(table).order_by(*table.primary_key.columns))
+        rows[table.name] = [tuple(row) for row in result]
+    return rows
+
+
+def _compare(
+    live: dict[str, list[tuple[Any, ...]]], replayed: dict[str, list[tuple[Any, ...]]], report: Report
+) -> None:
+    for name, rows in live.items():
+        again = replayed[name]
+        if len(rows) != len(again):
+            report.violation(f"view {name}: {len(rows)} rows, a replay of the log gives {len(again)}")
+            continue
+        differing = [row[0] for row, other in zip(rows, again, strict=True) if row != other]
+        if differing:
+            report.violation(
+                f"view {name}: {len(differing)} rows differ from a replay, e.g. {differing[0]!r}"
+            )

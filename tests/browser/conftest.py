@@ -1,0 +1,77 @@
+"""Browser tests: Debian's Chromium driven by Playwright against a real ``armada serve --dev``.
+
+Nothing downloads a browser: Playwright launches the system Chromium (``.ci/run`` installs
+it with apt-get). Without it, or without the playwright package, these tests are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from armada.client import ArmadaClient
+from armada.model.queues import Queue
+from tests.processes import Server, running_server
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = os.environ.get("ARMADA_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: Upper bound for auto-waiting assertions: jobs really run, on 2 shared cores.
+EXPECT_TIMEOUT_MS = 45_000
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with running_server(tmp_path_factory.mktemp("lookout"), "--dev") as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[ArmadaClient]:
+    with ArmadaClient(server.url) as armada:
+        yield armada
+
+
+@pytest.fixture
+def queue(client: ArmadaClient) -> str:
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    client.create_queue(Queue(name=name))
+    return name
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[sync_api.Browser]:
+    if not Path(CHROMIUM).exists() and not shutil.which(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    sync_api.expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: sync_api.Browser, server: Server) -> Iterator[sync_api.Page]:
+    """A fresh tab on a laptop-sized screen; closed (ending its live stream) after the test."""
+    context = browser.new_context(base_url=server.url, viewport={"width": 1366, "height": 768})
+    errors: list[str] = []
+    tab = context.new_page()
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    yield tab
+    context.close()
+    assert errors == [], f"JavaScript errors: {errors}"

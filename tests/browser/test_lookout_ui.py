@@ -1,0 +1,105 @@
+"""Lookout in a real browser, with real jobs run by the dev server's local executor."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from armada.client import ArmadaClient
+from tests.api.jobs import item
+from tests.processes import Server
+
+
+def shell_job(script: str, cpu: str = "100m") -> Any:
+    resources = {"cpu": cpu, "memory": "32Mi"}
+    return item(
+        pod_spec={
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "alpine",
+                    "command": ["sh", "-c", script],
+                    "resources": {"requests": resources, "limits": resources},
+                }
+            ],
+        }
+    )
+
+
+def row(page: Page, job_id: str) -> Any:
+    return page.locator(f'tr[data-job-id="{job_id}"]')
+
+
+def test_queues_page_shows_queues_and_the_executor(page: Page, queue: str, client: ArmadaClient) -> None:
+    client.submit_jobs(queue, "set", [shell_job("sleep 120")])
+    page.goto("/")
+    queue_row = page.locator(f'tr[data-queue="{queue}"]')
+    expect(queue_row.get_by_role("link", name=queue)).to_be_visible()
+    expect(queue_row.locator(".share")).to_have_count(1)  # fair vs actual share once scheduled
+    expect(page.locator("table.executors")).to_contain_text("local")
+    queue_row.get_by_role("link", name=queue).click()
+    expect(page).to_have_url(re.compile(rf"/jobs\?queue={queue}$"))
+    expect(page.locator("table.jobs tbody tr")).to_have_count(1)
+
+
+def test_a_job_goes_live_from_queued_to_succeeded_with_its_events(
+    page: Page, queue: str, client: ArmadaClient
+) -> None:
+    page.goto(f"/jobs?queue={queue}")
+    expect(page.get_by_text("No jobs match these filters.")).to_be_visible()
+    expect(page.locator("#live")).to_have_text("live")
+
+    [done] = client.submit_jobs(queue, "first", [shell_job("echo hello; sleep 1")])
+    [failing] = client.submit_jobs(queue, "second", [shell_job("echo oops; exit 3")])
+    # No reload: the page follows the server's change stream.
+    expect(row(page, done).locator(".badge")).to_have_text("SUCCEEDED")
+    expect(row(page, failing).locator(".badge")).to_have_text("FAILED")
+
+    page.get_by_role("checkbox", name="FAILED").check()
+    expect(page).to_have_url(re.compile(r"state=FAILED"))
+    expect(page.locator("table.jobs tbody tr")).to_have_count(1)
+    expect(row(page, failing)).to_be_visible()
+
+    row(page, failing).get_by_role("link", name=failing).click()
+    drawer = page.locator("#drawer")
+    expect(drawer.locator(".failure")).to_contain_text("exit code 3")
+    expect(drawer.locator("pre.log")).to_contain_text("oops")
+    events = drawer.locator("ol.timeline li")
+    expect(events.first).to_contain_text("submitted")
+    expect(events.last).to_contain_text("failed")
+    expect(drawer.locator("ol.timeline li[data-type=running]")).to_have_count(1)
+
+    page.reload()  # the drawer is part of the shareable link
+    expect(page.locator("#drawer h2")).to_contain_text(failing)
+
+
+def test_cancel_from_the_ui_and_see_why_a_job_is_pending(
+    page: Page, server: Server, queue: str, client: ArmadaClient
+) -> None:
+    overview = httpx.get(f"{server.url}/api/v1/overview").json()
+    capacity = sum(executor["capacity"]["cpuMillis"] for executor in overview["executors"])
+    [blocker] = client.submit_jobs(queue, "blocker", [shell_job("sleep 300", cpu=f"{capacity}m")])
+    page.goto(f"/jobs?queue={queue}")
+    expect(row(page, blocker).locator(".badge")).to_have_text("RUNNING")
+    [waiter] = client.submit_jobs(queue, "waiter", [shell_job("sleep 1")])
+
+    row(page, waiter).get_by_role("link", name=waiter).click()
+    drawer = page.locator("#drawer")
+    expect(drawer.locator("h2 .badge")).to_have_text("QUEUED")
+    # The drawer refreshes as the log moves (executor heartbeats at least) until a cycle says why.
+    expect(drawer.locator("section.pending")).to_contain_text("Last scheduling cycle:")
+    drawer.get_by_role("button", name="Close").click()
+
+    page.get_by_role("checkbox", name="Select all on this page").check()
+    page.get_by_role("button", name="Cancel", exact=True).click()
+    page.get_by_role("textbox", name="Reason").fill("not needed")
+    page.get_by_role("button", name="Confirm cancel").click()
+    expect(page.locator(".toast")).to_contain_text("Cancelling 2 jobs")
+    expect(row(page, waiter).locator(".badge")).to_have_text("CANCELLED")
+    expect(row(page, blocker).locator(".badge")).to_have_text("CANCELLED")
+    assert client.job_status([blocker, waiter]) == {blocker: "CANCELLED", waiter: "CANCELLED"}

@@ -1,0 +1,107 @@
+"""``armada testsuite run`` against ``armada serve --dev``: upstream's examples, failures, JUnit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from tests.processes import ROOT, Server, armada_command, process_env, running_server
+
+#: Where CI (and a checkout beside ``shared/``) has upstream's examples; overridable.
+DEFAULT_EXAMPLES = ROOT.parent / "shared/reference/armada-testsuite"
+EXAMPLES = Path(os.environ.get("ARMADA_TESTSUITE_EXAMPLES", DEFAULT_EXAMPLES))
+#: Examples that need a real Kubernetes cluster (see docs/testsuite.md).
+NEEDS_KUBERNETES = {"basic_gang"}
+#: Examples too long for every run.
+SLOW = {"performance_submit_1x1K"}
+
+
+def examples(names: set[str] | None = None) -> list[Path]:
+    if not EXAMPLES.is_dir():
+        pytest.skip(f"upstream test-suite examples not found at {EXAMPLES}")
+    found = sorted(EXAMPLES.glob("*.yaml"))
+    if names is None:
+        return [p for p in found if p.stem not in NEEDS_KUBERNETES | SLOW]
+    return [p for p in found if p.stem in names]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    with running_server(tmp_path, "--dev") as running:
+        yield running
+
+
+def run_suite(url: str, *args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    command = armada_command("testsuite", "run", *map(str, args), "--url", url)
+    env = process_env()
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_upstream_examples_pass_against_the_process_backend(tmp_path: Path, server: Server) -> None:
+    cases = examples()
+    junit = tmp_path / "junit.xml"
+    result = run_suite(server.url, *cases, "--junit", junit)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert sorted(line.split()[1] for line in lines[:-1]) == sorted(p.stem for p in cases)
+    assert all(line.startswith("PASS ") and line.endswith("s)") for line in lines[:-1])
+    assert lines[-1] == f"{len(cases)} passed, 0 failed"
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == (str(len(cases)), "0")
+
+
+def test_failures_are_reported_and_exit_1(tmp_path: Path, server: Server) -> None:
+    job = """
+queue: e2e-test-queue
+jobs:
+  - namespace: default
+    podSpec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: alpine
+          args: [{args}]
+          resources:
+            requests: {{cpu: 100m, memory: 25Mi}}
+            limits: {{cpu: 100m, memory: 25Mi}}
+---
+timeout: "{timeout}"
+expectedEvents:
+  - submitted:
+  - {expected}:
+"""
+    fails_early = job.format(args='"exit", "3"', timeout="60s", expected="succeeded")
+    (tmp_path / "fails_early.yaml").write_text(fails_early)
+    times_out = job.format(args='"sleep", "60"', timeout="2s", expected="cancelled")
+    (tmp_path / "times_out.yaml").write_text(times_out)
+    junit = tmp_path / "junit.xml"
+    cases = (tmp_path / "fails_early.yaml", tmp_path / "times_out.yaml")
+    result = run_suite(server.url, *cases, "--junit", junit)
+    assert result.returncode == 1
+    lines = {line.split()[1]: line for line in result.stdout.splitlines()[:-1]}
+    assert "unexpected failed while waiting for succeeded" in lines["fails_early"]
+    assert "timed out after 2s" in lines["times_out"]
+    assert "waiting for cancelled" in lines["times_out"]
+    assert result.stdout.splitlines()[-1] == "0 passed, 2 failed"
+    failures = ET.parse(junit).getroot().findall("testsuite/testcase/failure")
+    assert len(failures) == 2
+
+
+def test_a_bad_case_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("queue: q\njobs: []\nexpectedEvent: []\n")
+    result = run_suite("http://127.0.0.1:9", tmp_path / "bad.yaml")
+    assert result.returncode == 2
+    assert "expectedEvent" in result.stderr
+
+
+@pytest.mark.slow
+def test_upstream_performance_example(server: Server) -> None:
+    result = run_suite(server.url, *examples(SLOW), timeout=1200)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == f"{len(SLOW)} passed, 0 failed"
