@@ -59,3 +59,9 @@ def test_cors_preflight_needs_no_credentials_and_names_the_ui(server: ApiServer)
 def test_cors_refuses_other_origins(server: ApiServer) -> None:
     response = httpx.get(f"{server.url}/v1/batched/queues", headers={**ADMIN, "Origin": "https://evil.test"})
     assert "access-control-allow-origin" not in response.headers
+
+
+def test_plain_options_lists_methods_without_credentials(server: ApiServer) -> None:
+    response = httpx.options(f"{server.url}/v1/queue/some-queue")
+    assert response.status_code == 204
+    assert "OPTIONS" in response.headers["allow"]
