@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -23,6 +23,8 @@ RunPhase = Literal["leased", "pending", "running", "terminating"]
 EventKind = Literal["pending", "running", "succeeded", "failed", "leaseReturned"]
 #: Why a run failed, when known.
 FailureCause = Literal["", "Error", "OOM", "DeadlineExceeded", "Evicted"]
+#: Executor, pool and node names: as long as the database columns that hold them.
+Name = Annotated[str, msgspec.Meta(max_length=256)]
 TERMINAL_KINDS: frozenset[EventKind] = frozenset({"succeeded", "failed", "leaseReturned"})
 #: Bytes of a failed run's output kept in ``RunEvent.log_tail``.
 LOG_TAIL_BYTES = 4096
@@ -47,7 +49,7 @@ class Taint(_Strict, kw_only=True):
 class NodeReport(_Strict, kw_only=True):
     """One node of the executor's cluster; quantities are Kubernetes quantity strings."""
 
-    name: str
+    name: Name
     labels: dict[str, str] = {}
     taints: list[Taint] = []
     allocatable: dict[str, str] = {}
@@ -68,8 +70,8 @@ class RunReport(_Strict, kw_only=True):
 class LeaseRequest(_Strict, kw_only=True):
     """Heartbeat: the executor's nodes and runs, and how many new runs it will take."""
 
-    executor_id: str
-    pool: str
+    executor_id: Name
+    pool: Name
     nodes: list[NodeReport] = []
     runs: list[RunReport] = []
     max_new_leases: int = 0

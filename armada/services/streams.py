@@ -21,7 +21,7 @@ def parse_message_id(value: str) -> int:
     """Message ids are the log's sequence numbers; empty means "from the start"."""
     if not value:
         return 0
-    if not value.isdigit():
+    if not value.isdigit() or len(value) > 18:  # sequence numbers are 64-bit
         raise InvalidRequest(
             f"fromMessageId {value!r} is not a message id from this server", field="fromMessageId"
         )

@@ -8,6 +8,7 @@ and field; the caller rejects the whole request. Pod specs repeat a lot in real 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -27,6 +28,11 @@ from armada.settings import Settings
 
 MAX_JOB_SET_ID_LENGTH = 1023
 MAX_CLIENT_ID_LENGTH = 100
+#: Namespaces and gang ids: as long as the database columns that hold them.
+MAX_NAME_LENGTH = 256
+#: Job set ids may hold any printable text except ``/``: they are a path segment of the
+#: event-stream URL, where an encoded ``/`` is decoded before routing and cannot match.
+_NOT_IN_JOB_SET_ID = re.compile(r"[\x00-\x1f\x7f/]")
 MAX_REASON_BYTES = 50
 _CACHE_SIZE = 1024
 _encoder = msgspec.json.Encoder()
@@ -172,6 +178,8 @@ def validate_submission(request: JobSubmitRequest, rules: SubmissionRules) -> li
         raise InvalidRequest(
             f"jobSetId must be 1 to {MAX_JOB_SET_ID_LENGTH} characters long", field="jobSetId"
         )
+    if _NOT_IN_JOB_SET_ID.search(request.job_set_id):
+        raise InvalidRequest("jobSetId must not contain '/' or control characters", field="jobSetId")
     if not request.job_request_items:
         raise InvalidRequest("at least one job is needed", field="jobRequestItems")
     valid = [_validate_item(index, item, rules) for index, item in enumerate(request.job_request_items)]
@@ -181,8 +189,10 @@ def validate_submission(request: JobSubmitRequest, rules: SubmissionRules) -> li
 
 def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRules) -> ValidItem:
     where = f"jobRequestItems[{index}]"
-    if not item.namespace:
-        raise InvalidRequest("namespace must not be empty", field=f"{where}.namespace")
+    if not item.namespace or len(item.namespace) > MAX_NAME_LENGTH:
+        raise InvalidRequest(
+            f"namespace must be 1 to {MAX_NAME_LENGTH} characters long", field=f"{where}.namespace"
+        )
     if len(item.client_id) > MAX_CLIENT_ID_LENGTH:
         raise InvalidRequest(
             f"clientId is longer than {MAX_CLIENT_ID_LENGTH} characters", field=f"{where}.clientId"
@@ -203,8 +213,12 @@ def _check_gang_annotations(annotations: Mapping[str, str], where: str) -> None:
     gang_keys = (GANG_ID_ANNOTATION, GANG_CARDINALITY_ANNOTATION, GANG_NODE_UNIFORMITY_ANNOTATION)
     if not any(key in annotations for key in gang_keys):
         return
-    if not annotations.get(GANG_ID_ANNOTATION):
-        raise InvalidRequest("a gang job needs a non-empty gang id", field=f"{where}.{GANG_ID_ANNOTATION}")
+    gang_id = annotations.get(GANG_ID_ANNOTATION, "")
+    if not gang_id or len(gang_id) > MAX_NAME_LENGTH:
+        raise InvalidRequest(
+            f"a gang job needs a gang id of 1 to {MAX_NAME_LENGTH} characters",
+            field=f"{where}.{GANG_ID_ANNOTATION}",
+        )
     cardinality = annotations.get(GANG_CARDINALITY_ANNOTATION, "")
     if not cardinality.isdigit() or int(cardinality) < 1:
         raise InvalidRequest(

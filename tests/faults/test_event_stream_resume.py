@@ -14,7 +14,7 @@ import pytest
 from armada.client import ArmadaApiError, ArmadaClient
 from armada.model.queues import Queue
 from tests.e2e.cluster import executor, fake_nodes
-from tests.faults.workload import LOAD_EXECUTOR_ENV, LOAD_SERVER_ENV, Submitter
+from tests.faults.workload import LOAD_EXECUTOR_ENV, LOAD_SERVER_ENV, Submitter, fault_seed
 from tests.processes import free_port, running_server
 
 pytestmark = pytest.mark.slow
@@ -55,7 +55,7 @@ class ResumingWatcher:
 
 
 def test_resumed_watcher_sees_every_event_once_in_order_across_hang_ups_and_a_crash(tmp_path: Path) -> None:
-    seed = random.randrange(1_000_000)
+    seed = fault_seed()
     rng = random.Random(seed)
     port = free_port()
     crash_after = rng.uniform(1.0, 4.0)  # seconds into the workload, likely mid-stream

@@ -20,6 +20,8 @@ from tests.faults.workload import (
     assert_invariants_hold,
     duplicated_client_ids,
     event_counts,
+    failure_reasons,
+    fault_seed,
     wait_until_all_finished,
 )
 from tests.processes import free_port, running_server
@@ -30,7 +32,7 @@ JOBS = 10_000
 
 
 def test_server_killed_under_load_loses_and_doubles_nothing(tmp_path: Path) -> None:
-    seed = random.randrange(1_000_000)
+    seed = fault_seed()
     kill_after = random.Random(seed).uniform(1.0, 12.0)
     port = free_port()
     with postgres_database() as url:
@@ -52,7 +54,10 @@ def test_server_killed_under_load_loses_and_doubles_nothing(tmp_path: Path) -> N
                 with running_server(tmp_path, database_url=url, env=LOAD_SERVER_ENV, port=port):
                     acknowledged = submitter.finish(timeout=300)
                     states = wait_until_all_finished(url, JOBS, timeout=300)
-        context = f"seed {seed}, killed after {kill_after:.1f}s, submit failures {dict(submitter.failures)}"
+        context = (
+            f"seed {seed}, killed after {kill_after:.1f}s, submit failures {dict(submitter.failures)}, "
+            f"failures {dict(failure_reasons(url))}"
+        )
         assert len(acknowledged) == JOBS, context
         assert {states[job_id] for job_id in acknowledged.values()} == {"SUCCEEDED"}, context
         assert len(states) == JOBS, context

@@ -9,6 +9,8 @@ run ``armada admin check``.
 
 from __future__ import annotations
 
+import os
+import random
 import subprocess
 import threading
 import time
@@ -24,7 +26,8 @@ from tests.processes import armada_command, process_env
 #: Server settings for fault tests: fast cycles and no scheduling rate limit.
 LOAD_SERVER_ENV = {
     "ARMADA_SCHEDULER_CYCLE_PERIOD": "0.2",
-    "ARMADA_SCHEDULER_EXECUTOR_TIMEOUT": "4",
+    # Long enough that a loaded 2-core machine delivering a backlog still heartbeats in time.
+    "ARMADA_SCHEDULER_EXECUTOR_TIMEOUT": "10",
     "ARMADA_SCHEDULER_HEARTBEAT_RECORD_INTERVAL": "1",
     "ARMADA_SCHEDULING_MAXIMUM_SCHEDULING_RATE": "1000000",
     "ARMADA_SCHEDULING_MAXIMUM_SCHEDULING_BURST": "1000000",
@@ -96,6 +99,20 @@ def event_counts(database_url: str) -> Counter[str]:
     """How many events of each type the log holds."""
     with psycopg.connect(libpq_conninfo(database_url)) as conn:
         return Counter(dict(conn.execute("SELECT type, count(*) FROM events GROUP BY type").fetchall()))
+
+
+def failure_reasons(database_url: str) -> Counter[str]:
+    """Why jobs failed, for assertion messages."""
+    with psycopg.connect(libpq_conninfo(database_url)) as conn:
+        rows = conn.execute(
+            "SELECT coalesce(reason, ''), count(*) FROM jobs WHERE state = 'FAILED' GROUP BY 1"
+        )
+        return Counter(dict(rows.fetchall()))
+
+
+def fault_seed() -> int:
+    """A random seed for where faults strike; ``ARMADA_FAULT_SEED`` replays a failed run."""
+    return int(os.environ.get("ARMADA_FAULT_SEED") or random.randrange(1_000_000))
 
 
 def duplicated_client_ids(database_url: str) -> list[str]:

@@ -1,0 +1,42 @@
+"""Turn hostile request bytes into 400 problems before any handler or database sees them.
+
+Three things would otherwise escape as 500s: bodies that are not UTF-8 and JSON nested
+deeper than the decoder's recursion limit (both raise outside msgspec's validation
+errors), and NUL characters, which PostgreSQL cannot store in text columns or compare in
+queries. A NUL can arrive as a ``\\u0000`` escape in a JSON string or as ``%00`` in the
+path or query, so those are refused everywhere, on SQLite too, so both databases agree.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+from litestar import Request
+
+from armada.model.errors import InvalidRequest
+
+#: A ``\u0000`` escape that is not itself escaped (preceded by an even number of backslashes).
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+async def reject_hostile_input(request: Request[Any, Any, Any]) -> None:
+    """Litestar ``before_request`` hook: raise :class:`InvalidRequest` for unusable input."""
+    if "\x00" in request.scope["path"] or b"%00" in request.scope.get("query_string", b""):
+        raise InvalidRequest("the URL must not contain NUL characters")
+    if request.method not in _BODY_METHODS:
+        return
+    body = await request.body()
+    try:
+        msgspec.json.decode(body)
+    except UnicodeDecodeError as exc:
+        detail = f"the request body is not valid UTF-8: {exc.reason} at byte {exc.start}"
+        raise InvalidRequest(detail) from exc
+    except RecursionError as exc:
+        raise InvalidRequest("the request body's JSON is nested too deeply") from exc
+    except msgspec.DecodeError:
+        pass  # malformed JSON: the route's own decoding reports it, with its position
+    if _NUL_ESCAPE.search(body):
+        raise InvalidRequest("strings must not contain NUL characters (U+0000)")
