@@ -20,6 +20,7 @@ import msgspec
 import yaml
 from msgspec import Meta
 
+from armada.auth.settings import AuthSettings
 from armada.executor.settings import ExecutorSettings
 from armada.scheduling.config import SchedulingConfig
 
@@ -60,6 +61,21 @@ class ServerSettings(_Area):
     shutdown_timeout: Annotated[
         int, Meta(ge=0, description="Seconds to let in-flight requests finish on SIGTERM.")
     ] = 10
+    keep_alive_timeout: Annotated[
+        int, Meta(ge=1, description="Seconds an idle keep-alive connection is kept open.")
+    ] = 75
+    tls_cert: Annotated[
+        str, Meta(description="PEM certificate (chain) to serve HTTPS with; empty serves plain HTTP.")
+    ] = ""
+    tls_key: Annotated[str, Meta(description="PEM private key of `tlsCert`.")] = ""
+    cors_allow_origins: Annotated[
+        list[str],
+        Meta(description="Browser origins allowed to call the API (CORS), e.g. the UI's; `*` allows any."),
+    ] = []
+
+    def __post_init__(self) -> None:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ValueError("server: set both tlsCert and tlsKey, or neither")
 
 
 class LoggingSettings(_Area):
@@ -126,6 +142,7 @@ class Settings(_Area):
     scheduling: SchedulingConfig = msgspec.field(default_factory=SchedulingConfig)
     submission: SubmissionSettings = msgspec.field(default_factory=SubmissionSettings)
     executor: ExecutorSettings = msgspec.field(default_factory=ExecutorSettings)
+    auth: AuthSettings = msgspec.field(default_factory=AuthSettings)
 
 
 def _env_name(*parts: str) -> str:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import uvicorn
+from litestar import Litestar
 
 from armada.api.app import create_app
 from armada.eventstore.store import EventStore
@@ -26,10 +27,14 @@ T = TypeVar("T")
 
 
 class ApiServer:
-    def __init__(self, url: str, loop: asyncio.AbstractEventLoop, app: Any) -> None:
+    def __init__(self, url: str, loop: asyncio.AbstractEventLoop, app: Litestar) -> None:
         self.url = url
         self._loop = loop
         self._app = app
+
+    @property
+    def app(self) -> Litestar:
+        return self._app
 
     @property
     def store(self) -> EventStore:
@@ -54,6 +59,8 @@ def serving(database_url: str, settings: Settings | None = None) -> Iterator[Api
         database=DatabaseSettings(url=database_url),
         scheduling=settings.scheduling,
         submission=settings.submission,
+        auth=settings.auth,
+        server=settings.server,
         # The tests stand in for the scheduler and executors by appending their events.
         scheduler=SchedulerSettings(enabled=False),
     )

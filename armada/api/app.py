@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import msgspec
-from litestar import Litestar
+from litestar import Litestar, Router
+from litestar.config.cors import CORSConfig
 from litestar.openapi import OpenAPIConfig
 
 import armada
@@ -27,9 +28,15 @@ from armada.api import (
     report_routes,
     system,
 )
+from armada.api.access import AccessControl, enforce_access
 from armada.api.dependencies import DEPENDENCIES
 from armada.api.guard import reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
+from armada.api.shutdown import ShutdownSignal
+from armada.auth.permissions import GlobalPermission
+from armada.auth.policy import Authenticated, public_if
+from armada.auth.secrets import hash_token, new_token
+from armada.auth.settings import StaticToken
 from armada.eventstore.database import Database
 from armada.executor.runner import run_executor
 from armada.executor.settings import ExecutorSettings
@@ -43,15 +50,34 @@ from armada.services.scheduler import SchedulerService
 from armada.services.validation import SubmissionRules
 from armada.settings import Settings
 
+#: Group of the in-process development executor's internal token; it holds ``execute_jobs``.
+DEV_EXECUTOR_GROUP = "armada:dev-executor"
 
-def dev_executor_settings(settings: Settings) -> ExecutorSettings:
+
+def dev_executor_settings(settings: Settings, token: str = "") -> ExecutorSettings:
     """The in-process executor of ``armada serve --dev``: local processes, talking HTTP to us."""
     host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
+    scheme = "https" if settings.server.tls_cert else "http"
     return msgspec.structs.replace(
         settings.executor,
-        server_url=f"http://{host}:{settings.server.port}",
+        server_url=f"{scheme}://{host}:{settings.server.port}",
         cluster_id=settings.executor.cluster_id,
         backend="process",
+        token=token or settings.executor.token,
+    )
+
+
+def access_control(settings: Settings, dev_executor_token: str = "") -> AccessControl:
+    """Authentication and permissions; the dev executor gets its own internal token."""
+    if not dev_executor_token:
+        return AccessControl(settings.auth)
+    internal = StaticToken(
+        user="armada-dev-executor", token_hash=hash_token(dev_executor_token), groups=[DEV_EXECUTOR_GROUP]
+    )
+    return AccessControl(
+        settings.auth,
+        extra_tokens=[internal],
+        extra_grants={GlobalPermission.EXECUTE_JOBS: [DEV_EXECUTOR_GROUP]},
     )
 
 
@@ -63,6 +89,8 @@ async def _stop_task(task: asyncio.Task[None]) -> None:
 
 def create_app(settings: Settings) -> Litestar:
     database = Database(settings.database.url, pool_size=settings.database.pool_size)
+    dev_token = new_token() if settings.server.dev else ""
+    access = access_control(settings, dev_token)
     metrics = ServerMetrics()
 
     @asynccontextmanager
@@ -86,6 +114,8 @@ def create_app(settings: Settings) -> Litestar:
                 scheduler.start()
                 stack.push_async_callback(scheduler.stop)
             app.state.database = database
+            app.state.shutdown = ShutdownSignal()
+            app.state.access = access
             app.state.scheduling = settings.scheduling
             app.state.submission_rules = SubmissionRules.from_settings(settings)
             app.state.follower = follower
@@ -95,7 +125,7 @@ def create_app(settings: Settings) -> Litestar:
             app.state.metrics = metrics
             if settings.server.dev:
                 executor = run_executor(
-                    dev_executor_settings(settings), metrics=ExecutorMetrics(metrics.registry)
+                    dev_executor_settings(settings, dev_token), metrics=ExecutorMetrics(metrics.registry)
                 )
                 stack.push_async_callback(_stop_task, asyncio.create_task(executor))
             yield
@@ -113,11 +143,25 @@ def create_app(settings: Settings) -> Litestar:
         ],
         middleware=[metrics.http],
         dependencies=DEPENDENCIES,
+        guards=[enforce_access],
+        cors_config=CORSConfig(allow_origins=settings.server.cors_allow_origins)
+        if settings.server.cors_allow_origins
+        else None,
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
         before_request=reject_hostile_input,
         request_max_body_size=settings.server.max_request_bytes,
-        openapi_config=OpenAPIConfig(title="Armada", version=armada.__version__, path="/schema"),
+        openapi_config=OpenAPIConfig(
+            title="Armada",
+            version=armada.__version__,
+            path="/schema",
+            openapi_router=Router(
+                "/schema",
+                route_handlers=[],
+                include_in_schema=False,
+                opt=public_if("public_schema", Authenticated()),
+            ),
+        ),
         logging_config=None,
         debug=False,
     )

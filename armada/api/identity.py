@@ -1,7 +1,8 @@
 """Who is calling: the one place a request's user comes from.
 
-Until authentication lands every caller is ``anonymous``; handlers and services only ever
-see the ``user`` dependency, so adding auth changes this module alone.
+The access guard (:mod:`armada.api.access`) authenticates every request before its
+handler runs; handlers and services only ever see the ``user`` dependency (the caller's
+name, recorded as requestor and job owner).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from typing import Any
 
 from litestar import Request
 
-ANONYMOUS = "anonymous"
+from armada.api.access import identity_of
+from armada.auth.identity import ANONYMOUS
 
 
 async def provide_user(request: Request[Any, Any, Any]) -> str:
-    return ANONYMOUS
+    identity = identity_of(request)
+    return identity.name if identity else ANONYMOUS

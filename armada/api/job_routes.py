@@ -7,6 +7,8 @@ from litestar.params import JSONBody
 
 from armada.api.dependencies import Rules, Scheduling, Store, User
 from armada.api.responses import problems
+from armada.auth.policy import on_queue
+from armada.model.queues import QueueVerb
 from armada.model.wire.jobs import (
     CancellationResult,
     JobCancelRequest,
@@ -30,6 +32,7 @@ TAGS = ["jobs"]
     status_code=200,
     tags=TAGS,
     summary="Submit jobs: all are accepted or none",
+    opt=on_queue(QueueVerb.SUBMIT, body="queue"),
 )
 async def submit(
     data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User
@@ -43,6 +46,7 @@ async def submit(
     status_code=200,
     tags=TAGS,
     summary="Cancel jobs (or a job set if none is named)",
+    opt=on_queue(QueueVerb.CANCEL, body="queue"),
 )
 async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> CancellationResult:
     job_ids = [data.job_id, *data.job_ids] if data.job_id else data.job_ids
@@ -58,6 +62,7 @@ async def cancel(data: JSONBody[JobCancelRequest], store: Store, user: User) -> 
     status_code=200,
     tags=TAGS,
     summary="Cancel a job set's jobs in the given states",
+    opt=on_queue(QueueVerb.CANCEL, body="queue"),
 )
 async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user: User) -> CancellationResult:
     states = data.filter.states if data.filter else []
@@ -73,6 +78,7 @@ async def cancel_job_set(data: JSONBody[JobSetCancelRequest], store: Store, user
     status_code=200,
     tags=TAGS,
     summary="Change jobs' priority within their queue",
+    opt=on_queue(QueueVerb.REPRIORITIZE, body="queue"),
 )
 async def reprioritize(
     data: JSONBody[JobReprioritizeRequest], store: Store, user: User
@@ -89,6 +95,7 @@ async def reprioritize(
     status_code=200,
     tags=TAGS,
     summary="Preempt running jobs of preemptible classes",
+    opt=on_queue(QueueVerb.PREEMPT, body="queue"),
 )
 async def preempt(
     data: JSONBody[JobPreemptRequest], store: Store, user: User, scheduling: Scheduling

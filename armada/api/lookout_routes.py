@@ -20,6 +20,8 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
 
 from armada.api.dependencies import Store
+from armada.api.shutdown import ShutdownSignal
+from armada.auth.policy import authenticated, public
 from armada.lookout import STATIC_DIR, detail, jobs, overview
 from armada.lookout.wire import (
     CountRequest,
@@ -31,7 +33,6 @@ from armada.lookout.wire import (
     JobsResponse,
     Overview,
 )
-from armada.model.states import JobState
 from armada.services.scheduler import SchedulerService
 
 TAGS = ["lookout"]
@@ -42,30 +43,46 @@ KEEPALIVE = 15.0
 PAGES = ["/", "/jobs", "/jobsets"]
 
 
-@post("/api/v1/jobs", status_code=200, tags=TAGS, summary="A filtered, sorted page of jobs")
+@post(
+    "/api/v1/jobs", status_code=200, tags=TAGS, summary="A filtered, sorted page of jobs", opt=authenticated()
+)
 async def list_jobs(data: JSONBody[JobsRequest], store: Store) -> JobsResponse:
     return await jobs.jobs_page(store, data)
 
 
-@post("/api/v1/jobCount", status_code=200, tags=TAGS, summary="How many jobs match, up to 10,000")
+@post(
+    "/api/v1/jobCount",
+    status_code=200,
+    tags=TAGS,
+    summary="How many jobs match, up to 10,000",
+    opt=authenticated(),
+)
 async def count_jobs(data: JSONBody[CountRequest], store: Store) -> CountResponse:
     return await jobs.count_jobs(store, data)
 
 
-@post("/api/v1/jobGroups", status_code=200, tags=TAGS, summary="Job counts by queue, job set or state")
+@post(
+    "/api/v1/jobGroups",
+    status_code=200,
+    tags=TAGS,
+    summary="Job counts by queue, job set or state",
+    opt=authenticated(),
+)
 async def job_groups(data: JSONBody[GroupsRequest], store: Store) -> GroupsResponse:
     return await jobs.job_groups(store, data)
 
 
-@get("/api/v1/jobs/{job_id:str}", tags=TAGS, summary="One job with its spec, runs and events")
-async def job_detail(job_id: FromPath[str], store: Store, state: State) -> JobDetail:
-    found = await detail.job_detail(store, job_id)
-    if found.job.state == JobState.QUEUED:
-        found.pending_reason = detail.pending_reason(state.scheduler, job_id)
-    return found
+@get(
+    "/api/v1/jobs/{job_id:str}",
+    tags=TAGS,
+    summary="One job with its spec, runs and events",
+    opt=authenticated(),
+)
+async def job_detail(job_id: FromPath[str], store: Store) -> JobDetail:
+    return await detail.job_detail(store, job_id)
 
 
-@get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors")
+@get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors", opt=authenticated())
 async def get_overview(store: Store, state: State) -> Overview:
     scheduler: SchedulerService = state.scheduler
     result = scheduler.last_result
@@ -77,26 +94,35 @@ async def get_overview(store: Store, state: State) -> Overview:
     )
 
 
-@get("/api/v1/changes", tags=TAGS, summary="Server-sent events: the log's head, whenever it moves")
-async def changes(store: Store) -> ServerSentEvent:
+@get(
+    "/api/v1/changes",
+    tags=TAGS,
+    summary="Server-sent events: the log's head, whenever it moves",
+    opt=authenticated(),
+)
+async def changes(store: Store, state: State) -> ServerSentEvent:
+    shutdown: ShutdownSignal = state.shutdown
+
     async def heads() -> AsyncIterator[ServerSentEventMessage]:
         seen = await store.head()
         yield ServerSentEventMessage(event="head", data=str(seen))
-        while True:
-            head = await store.wait_for_change(seen, timeout=KEEPALIVE)
+        while not shutdown.triggered:
+            head = await shutdown.unless_stopping(store.wait_for_change(seen, timeout=KEEPALIVE))
+            if head is None:  # the server is stopping: end the stream (the browser reconnects)
+                return
             if head <= seen:  # no wake-up: another process may have appended (SQLite has no NOTIFY)
                 head = await store.head()
             if head > seen:
                 seen = head
                 yield ServerSentEventMessage(event="head", data=str(seen))
-                await asyncio.sleep(CHANGE_THROTTLE)
+                await shutdown.unless_stopping(asyncio.sleep(CHANGE_THROTTLE))
             else:
                 yield ServerSentEventMessage(comment="keep-alive")
 
     return ServerSentEvent(heads(), headers={"Cache-Control": "no-store"})
 
 
-@get(PAGES, include_in_schema=False, media_type="text/html")
+@get(PAGES, include_in_schema=False, media_type="text/html", opt=public())
 async def app_shell() -> Response[bytes]:
     """Every page is the same shell; the app reads the path and query string."""
     return Response((STATIC_DIR / "index.html").read_bytes(), headers={"Cache-Control": "no-cache"})
@@ -115,5 +141,6 @@ ROUTES: list[HTTPRouteHandler | Router] = [
         directories=[STATIC_DIR],
         include_in_schema=False,
         cache_control=CacheControlHeader(no_cache=True),
+        opt=public(),
     ),
 ]

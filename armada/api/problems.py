@@ -24,12 +24,20 @@ PROBLEM_JSON = "application/problem+json"
 log = structlog.get_logger(__name__)
 
 
-def problem(status: int, title: str, detail: str, *, field: str | None = None, **extra: Any) -> Response[Any]:
+def problem(
+    status: int,
+    title: str,
+    detail: str,
+    *,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> Response[Any]:
     body: dict[str, Any] = {"type": "about:blank", "title": title, "status": status, "detail": detail}
     if field is not None:
         body["field"] = field
     body.update(extra)
-    return Response(content=body, status_code=status, media_type=PROBLEM_JSON)
+    return Response(content=body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 def _armada_error(_request: Request[Any, Any, Any], exc: ArmadaError) -> Response[Any]:
@@ -58,7 +66,7 @@ def _validation_error(_request: Request[Any, Any, Any], exc: ValidationException
 
 
 def _http_error(_request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
-    return problem(exc.status_code, _reason(exc.status_code), exc.detail)
+    return problem(exc.status_code, _reason(exc.status_code), exc.detail, headers=exc.headers)
 
 
 #: Seconds a client should wait before retrying when the database is unreachable.

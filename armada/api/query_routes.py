@@ -11,7 +11,9 @@ from litestar.response import Stream
 from armada.api.dependencies import Store
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
+from armada.auth.policy import authenticated, on_queue
 from armada.model.errors import InvalidRequest
+from armada.model.queues import QueueVerb
 from armada.model.wire.events import EventStreamLine, JobSetRequest, encode_stream_line
 from armada.model.wire.queries import (
     JobDetailsRequest,
@@ -34,6 +36,7 @@ TAGS = ["jobs"]
     status_code=200,
     tags=TAGS,
     summary="Job states by id (UNKNOWN if never submitted)",
+    opt=authenticated(),
 )
 async def job_status(data: JSONBody[JobStatusRequest], store: Store) -> JobStatusResponse:
     return JobStatusResponse(job_states=await queries.job_states(store, data.job_ids))
@@ -45,6 +48,7 @@ async def job_status(data: JSONBody[JobStatusRequest], store: Store) -> JobStatu
     status_code=200,
     tags=TAGS,
     summary="Job details, with spec and runs when asked",
+    opt=authenticated(),
 )
 async def job_details(data: JSONBody[JobDetailsRequest], store: Store) -> JobDetailsResponse:
     details = await queries.job_details(
@@ -53,12 +57,26 @@ async def job_details(data: JSONBody[JobDetailsRequest], store: Store) -> JobDet
     return JobDetailsResponse(job_details=details)
 
 
-@post("/v1/run/details", responses=problems(), status_code=200, tags=TAGS, summary="Run details by run id")
+@post(
+    "/v1/run/details",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Run details by run id",
+    opt=authenticated(),
+)
 async def run_details(data: JSONBody[JobRunDetailsRequest], store: Store) -> JobRunDetailsResponse:
     return JobRunDetailsResponse(job_run_details=await queries.run_details(store, data.run_ids))
 
 
-@post("/v1/job/errors", responses=problems(), status_code=200, tags=TAGS, summary="Why jobs failed")
+@post(
+    "/v1/job/errors",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="Why jobs failed",
+    opt=authenticated(),
+)
 async def job_errors(data: JSONBody[JobErrorsRequest], store: Store) -> JobErrorsResponse:
     return JobErrorsResponse(job_errors=await queries.job_errors(store, data.job_ids))
 
@@ -70,6 +88,7 @@ async def job_errors(data: JSONBody[JobErrorsRequest], store: Store) -> JobError
     status_code=200,
     tags=["events"],
     summary="A job set's events as NDJSON; with watch=true the stream stays open for new ones",
+    opt=on_queue(QueueVerb.WATCH, path="queue"),
 )
 async def job_set_events(
     queue: FromPath[str], job_set_id: FromPath[str], store: Store, data: JSONBody[JobSetRequest | None] = None

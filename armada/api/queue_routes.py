@@ -12,6 +12,8 @@ from litestar.response import Stream
 from armada.api.dependencies import Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
+from armada.auth.permissions import GlobalPermission as P
+from armada.auth.policy import authenticated, requires
 from armada.model.queues import Queue
 from armada.model.wire.base import Empty
 from armada.model.wire.queries import ActiveQueuesRequest
@@ -29,13 +31,26 @@ from armada.services import queries, queues
 TAGS = ["queues"]
 
 
-@post("/v1/queue", responses=problems(409), status_code=200, tags=TAGS, summary="Create a queue")
+@post(
+    "/v1/queue",
+    responses=problems(409),
+    status_code=200,
+    tags=TAGS,
+    summary="Create a queue",
+    opt=requires(P.CREATE_QUEUE),
+)
 async def create_queue(data: JSONBody[Queue], store: Store, user: User) -> Empty:
     await queues.create_queue(store, data, user)
     return Empty()
 
 
-@put("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Replace a queue's definition")
+@put(
+    "/v1/queue/{name:str}",
+    responses=problems(404),
+    tags=TAGS,
+    summary="Replace a queue's definition",
+    opt=requires(P.CREATE_QUEUE),
+)
 async def update_queue(name: FromPath[str], data: JSONBody[Queue], store: Store, user: User) -> Empty:
     await queues.update_queue(store, name, data, user)
     return Empty()
@@ -47,13 +62,14 @@ async def update_queue(name: FromPath[str], data: JSONBody[Queue], store: Store,
     status_code=200,
     tags=TAGS,
     summary="Delete a queue without unfinished jobs",
+    opt=requires(P.DELETE_QUEUE),
 )
 async def delete_queue(name: FromPath[str], store: Store, user: User) -> Empty:
     await queues.delete_queue(store, name, user)
     return Empty()
 
 
-@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue")
+@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=authenticated())
 async def get_queue(name: FromPath[str], store: Store) -> Queue:
     return await queues.get_queue(store, name)
 
@@ -64,6 +80,7 @@ async def get_queue(name: FromPath[str], store: Store) -> Queue:
     status_code=200,
     tags=TAGS,
     summary="Refuse new jobs, stop scheduling",
+    opt=requires(P.CORDON_QUEUE),
 )
 async def cordon_queue(name: FromPath[str], store: Store, user: User) -> Empty:
     await queues.set_cordoned(store, name, True, user)
@@ -76,6 +93,7 @@ async def cordon_queue(name: FromPath[str], store: Store, user: User) -> Empty:
     status_code=200,
     tags=TAGS,
     summary="Accept and schedule jobs again",
+    opt=requires(P.CORDON_QUEUE),
 )
 async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty:
     await queues.set_cordoned(store, name, False, user)
@@ -88,6 +106,7 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
     responses=ndjson_stream(StreamingQueueLine, "One line per queue, then an end marker"),
     tags=TAGS,
     summary="Every queue, one NDJSON line each, then an end marker",
+    opt=authenticated(),
 )
 async def list_queues(store: Store, num: FromQuery[int | None] = None) -> Stream:
     found = await queues.list_queues(store, num)
@@ -106,12 +125,19 @@ async def list_queues(store: Store, num: FromQuery[int | None] = None) -> Stream
     status_code=200,
     tags=TAGS,
     summary="Create several queues",
+    opt=requires(P.CREATE_QUEUE),
 )
 async def create_queues(data: JSONBody[QueueList], store: Store, user: User) -> BatchQueueResponse:
     return BatchQueueResponse(failed_queues=await queues.create_queues(store, data.queues, user))
 
 
-@put("/v1/batched/update_queues", responses=problems(), tags=TAGS, summary="Update several queues")
+@put(
+    "/v1/batched/update_queues",
+    responses=problems(),
+    tags=TAGS,
+    summary="Update several queues",
+    opt=requires(P.CREATE_QUEUE),
+)
 async def update_queues(data: JSONBody[QueueList], store: Store, user: User) -> BatchQueueResponse:
     return BatchQueueResponse(failed_queues=await queues.update_queues(store, data.queues, user))
 
@@ -122,6 +148,7 @@ async def update_queues(data: JSONBody[QueueList], store: Store, user: User) -> 
     status_code=200,
     tags=TAGS,
     summary="Queues with unfinished jobs, by pool",
+    opt=authenticated(),
 )
 async def active_queues(
     store: Store, data: JSONBody[ActiveQueuesRequest | None] = None

@@ -12,6 +12,7 @@ from litestar.openapi.datastructures import ResponseSpec
 import armada
 from armada.api.problems import problem
 from armada.api.responses import problems
+from armada.auth.policy import public
 from armada.eventstore.database import Database
 
 
@@ -24,6 +25,7 @@ class VersionInfo(msgspec.Struct):
     summary="204 when the database answers, 503 otherwise",
     tags=["system"],
     responses={204: ResponseSpec(None, description="The database answers"), **problems(503)},
+    opt=public(),
 )
 async def health(state: State) -> Response[Any]:
     database: Database = state.database
@@ -34,7 +36,7 @@ async def health(state: State) -> Response[Any]:
     return Response(content=None, status_code=204)
 
 
-@get("/version", summary="The server's version", tags=["system"])
+@get("/version", summary="The server's version", tags=["system"], opt=public())
 async def version() -> VersionInfo:
     return VersionInfo(version=armada.__version__)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any
 
 import httpx
@@ -24,6 +25,9 @@ UrlOption = Annotated[
 ContextOption = Annotated[
     str | None, typer.Option("--context", help="Context of ~/.config/armada/config.yaml to use.")
 ]
+#: Options given before the command (``armada --ca-cert ca.pem queue list``), set by the
+#: main callback on every invocation.
+CONNECTION_OPTIONS: ContextVar[dict[str, str | None]] = ContextVar("armada_connection_options")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
@@ -37,7 +41,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 def connect(url: str | None, context: str | None) -> Iterator[ArmadaClient]:
     """A client for the chosen server; API and connection errors become one-line exits."""
     try:
-        config = load_config(url, context)
+        config = load_config(url, context, overrides=CONNECTION_OPTIONS.get({}))
     except ConfigError as exc:
         raise fail(str(exc), 2) from exc
     try:

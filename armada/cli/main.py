@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 import armada
-from armada.cli import admin, config, jobs, queues, report, serve, testsuite, watch
+from armada.cli import admin, auth, config, jobs, queues, report, serve, testsuite, watch
+from armada.cli.connection import CONNECTION_OPTIONS
 from armada.executor.cli import executor
 
 app = typer.Typer(
@@ -14,10 +18,37 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def connection_options(
+    ca_cert: Annotated[
+        Path | None,
+        typer.Option(help="CA bundle that signed the server's certificate.", envvar="ARMADA_CA_CERT"),
+    ] = None,
+    token: Annotated[str | None, typer.Option(help="Bearer token.", envvar="ARMADA_TOKEN")] = None,
+    username: Annotated[str | None, typer.Option(help="Basic auth user.", envvar="ARMADA_USERNAME")] = None,
+    password: Annotated[
+        str | None, typer.Option(help="Basic auth password.", envvar="ARMADA_PASSWORD")
+    ] = None,
+) -> None:
+    """How user commands authenticate to the server and verify it (before the command:
+    ``armada --ca-cert ca.pem --username alice queue list``)."""
+    CONNECTION_OPTIONS.set(
+        {
+            "ca_cert": str(ca_cert) if ca_cert else None,
+            "token": token,
+            "username": username,
+            "password": password,
+        }
+    )
+
+
 app.command("serve")(serve.serve)
 app.command("executor")(executor)
 app.add_typer(admin.app, name="admin")
 app.add_typer(config.app, name="config")
+app.add_typer(auth.app, name="auth")
 app.add_typer(queues.app, name="queue")
 app.command("submit")(jobs.submit)
 app.add_typer(jobs.cancel_app, name="cancel")

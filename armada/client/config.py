@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import ssl
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +59,34 @@ class ConfigError(ValueError):
     """The contexts file cannot be used; the message says why."""
 
 
-def load_config(url: str | None = None, context: str | None = None, path: Path | None = None) -> ClientConfig:
-    """Connection settings: explicit URL, else ``ARMADA_URL``, else the contexts file, else the default."""
+#: Environment variables that override the contexts file, by :class:`ClientConfig` field.
+ENVIRONMENT = {
+    "armada_url": "ARMADA_URL",
+    "token": "ARMADA_TOKEN",
+    "username": "ARMADA_USERNAME",
+    "password": "ARMADA_PASSWORD",
+    "ca_cert": "ARMADA_CA_CERT",
+}
+
+
+def load_config(
+    url: str | None = None,
+    context: str | None = None,
+    path: Path | None = None,
+    *,
+    overrides: Mapping[str, str | None] | None = None,
+) -> ClientConfig:
+    """Connection settings: explicit values (``url``, ``overrides`` by field name), else the
+    ``ARMADA_URL``/``ARMADA_TOKEN``/``ARMADA_USERNAME``/``ARMADA_PASSWORD``/``ARMADA_CA_CERT``
+    variables, else the contexts file, else the defaults."""
     config = _from_contexts_file((path or CONTEXTS_FILE).expanduser(), context)
-    chosen = url or os.environ.get("ARMADA_URL")
-    return msgspec.structs.replace(config, armada_url=chosen) if chosen else config
+    explicit = {"armada_url": url, **(overrides or {})}
+    changes = {
+        field: value
+        for field, variable in ENVIRONMENT.items()
+        if (value := explicit.get(field) or os.environ.get(variable))
+    }
+    return msgspec.structs.replace(config, **changes) if changes else config
 
 
 def _from_contexts_file(path: Path, context: str | None) -> ClientConfig:

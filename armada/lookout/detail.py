@@ -19,7 +19,6 @@ from armada.lookout.wire import JobDetail, RunView, TimelineEvent
 from armada.model import events as ev
 from armada.model.errors import NotFound
 from armada.services.queries import _utc as utc
-from armada.services.scheduler import SchedulerService
 
 #: Most events shown for one job (a job that was requeued a hundred times has ~600).
 MAX_EVENTS = 2000
@@ -38,14 +37,6 @@ def _timeline_event(seq: int, event: ev.Event) -> TimelineEvent:
 def spec_yaml(spec: bytes) -> str:
     """The stored job spec (JSON) as YAML, keys in the order they were stored."""
     return yaml.safe_dump(msgspec.json.decode(spec), sort_keys=False, default_flow_style=False)
-
-
-def pending_reason(scheduler: SchedulerService, job_id: str) -> str:
-    """Why the last cycle left a queued job waiting; "" if no cycle ran on this replica."""
-    result, jobs = scheduler.last_result, scheduler.state.jobs
-    if result is None or job_id not in jobs:
-        return ""
-    return result.reasons.for_job(jobs, job_id)
 
 
 async def job_detail(store: EventStore, job_id: str) -> JobDetail:

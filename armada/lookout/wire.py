@@ -109,7 +109,7 @@ class JobGroup(Response):
     queue: str = ""
     count: int = 0
     states: dict[str, int] = {}
-    #: Newest job of the group (ULIDs order by submission).
+    #: Newest job of a job-set group (ULIDs order by submission); empty for other groups.
     latest_job_id: str = ""
 
 
@@ -151,8 +151,6 @@ class JobDetail(Response):
     gang_id: str = ""
     #: The end of the failed container's output, from the last ``failed`` event.
     log_tail: str = ""
-    #: For a queued job: why the last scheduling cycle on this replica left it waiting.
-    pending_reason: str = ""
 
 
 class Resources(Response):

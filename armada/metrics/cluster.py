@@ -15,6 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from armada.model.resources import resolution_of
+from armada.scheduling import JobDb
 from armada.services.cluster_state import ClusterState
 
 Vector = npt.NDArray[np.float64]
@@ -53,20 +54,15 @@ class ClusterCollector(Collector):
         )
         index = {name: i for i, name in enumerate(db.queue_names)}
         for queue in sorted(set(state.queues) | set(index)):
-            counts = db.queued_counts[index[queue]] if queue in index else {}
+            row = index.get(queue)
+            counts = db.queued_counts[row] if row is not None else {}
             for pool in pools:
-                by_class = dict.fromkeys(db.priority_class_names, 0)
-                total = np.zeros(len(names))
-                for key, count in counts.items():
-                    info = db.keys.infos[key]
-                    if info.allows_pool(pool):
-                        by_class[info.priority_class] += count
-                        total += count * db.keys.request(key)
+                by_class, requested = _queued_in(db, counts, pool)
+                held = np.zeros_like(requested) if row is None else db.queue_allocation(row, pool).sum(axis=0)
                 for priority_class, count in by_class.items():
                     size.add_metric([queue, pool, priority_class], count)
-                held = db.queue_allocation(index[queue], pool).sum(axis=0) if queue in index else total * 0
                 for column, name in enumerate(names):
-                    queued.add_metric([queue, pool, name], total[column] * scale[column])
+                    queued.add_metric([queue, pool, name], requested[column] * scale[column])
                     allocated.add_metric([queue, pool, name], held[column] * scale[column])
         yield from (size, queued, allocated)
 
@@ -97,3 +93,15 @@ class ClusterCollector(Collector):
                 capacity.add_metric([pool, cluster, name], float(total[column]) * scale[column])
                 available.add_metric([pool, cluster, name], float(spare[column]) * scale[column])
         yield from (capacity, available)
+
+
+def _queued_in(db: JobDb, counts: dict[int, int], pool: str) -> tuple[dict[str, int], Vector]:
+    """Queued jobs per priority class, and the resources they request, of those allowed in ``pool``."""
+    by_class = dict.fromkeys(db.priority_class_names, 0)
+    requested = np.zeros(len(db.resources.names))
+    for key, count in counts.items():
+        info = db.keys.infos[key]
+        if info.allows_pool(pool):
+            by_class[info.priority_class] += count
+            requested += count * db.keys.request(key)
+    return by_class, requested

@@ -52,6 +52,7 @@ def _cycle(record: CycleRecord) -> CycleReport:
         preempted=stats.preempted,
         rejected=stats.rejected,
         stopped=stats.stopped,
+        repeats=record.repeats,
         pools=pools,
         top_unschedulable_reasons=[ReasonCount(reason=r, jobs=n) for r, n in record.top_reasons()],
     )

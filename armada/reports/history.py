@@ -8,6 +8,7 @@ job's own reason is derived later from its key's reason (``Reasons.for_job``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -37,6 +38,12 @@ class CycleRecord:
     queue_summary: dict[str, dict[str, int]]
     scheduled: JobCounts
     preempted: JobCounts
+    #: Consecutive idle cycles (nothing decided) this record stands for; it is the latest of them.
+    repeats: int = 1
+
+    @property
+    def idle(self) -> bool:
+        return not (self.stats.scheduled or self.stats.preempted or self.stats.rejected)
 
     def top_reasons(self, limit: int = 10) -> list[tuple[str, int]]:
         """The reasons most queued jobs wait for, over every queue."""
@@ -50,7 +57,10 @@ CycleListener = Callable[[CycleRecord], None]
 
 
 class CycleHistory:
-    """A bounded history of cycles, newest last; listeners see each cycle as it is recorded."""
+    """A bounded history of cycles, newest last; listeners see each cycle as it is recorded.
+
+    Consecutive idle cycles share one entry, so the cycles that decided something stay in view.
+    """
 
     def __init__(self, size: int = CYCLES_KEPT) -> None:
         self._cycles: deque[CycleRecord] = deque(maxlen=size)
@@ -79,6 +89,8 @@ class CycleHistory:
                 db, [p.job_id for p in result.preemptions], [p.pool for p in result.preemptions]
             ),
         )
+        if record.idle and self._cycles and self._cycles[-1].idle:
+            record = dataclasses.replace(record, repeats=self._cycles.pop().repeats + 1)
         self._cycles.append(record)
         for listener in self.listeners:
             listener(record)

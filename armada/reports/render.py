@@ -52,6 +52,7 @@ def scheduling(report: SchedulingReport) -> str:
         lines.append(
             f"{_when(cycle.finished):<24} {cycle.duration_seconds * 1000:>8.1f} {cycle.considered:>10} "
             f"{cycle.scheduled:>9} {cycle.preempted:>9} {cycle.rejected:>8}"
+            + (f"  (latest of {cycle.repeats} idle cycles)" if cycle.repeats > 1 else "")
             + (f"  stopped: {cycle.stopped}" if cycle.stopped else "")
         )
     lines += ["", "Shares in the last cycle:", SHARE_HEADER]
@@ -88,7 +89,7 @@ def job(report: JobReport) -> str:
         lines.append(f"Position {report.position} of {report.queued_in_queue} queued in {report.queue}")
     lines.append(f"Reason: {report.reason}")
     if report.key is not None:
-        lines += _key(report.key)
+        lines.append(_key(report.key)[0])
     if report.lease is not None:
         lease = report.lease
         lines.append(

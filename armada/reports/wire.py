@@ -37,6 +37,8 @@ class CycleReport(Report):
     rejected: int
     #: Why the cycle ended early ("time budget"); empty when it did not.
     stopped: str
+    #: Consecutive idle cycles this entry stands for (the latest of them is shown).
+    repeats: int
     pools: dict[str, PoolCycle]
     #: Reasons most queued jobs are waiting for, most common first.
     top_unschedulable_reasons: list[ReasonCount]

@@ -30,11 +30,14 @@ incrementally, and calls :func:`schedule` once per cycle::
     for r in result.rejections: ...      # fail r.job_id as Rejected with r.reason
     result.reasons.for_job(db, job_id)   # why one queued job is still waiting
     result.queue_summary                 # queue -> reason -> count (scheduling reports)
+    result.key_summary                   # key -> reason -> count; db.keys.infos[key].describe()
     result.shares                        # pool -> queue -> QueueShare
     state = result.state                 # token buckets + usage history for the next cycle
     apply_decisions(db, result)          # or feed the appended events back into db
 
-``schedule`` only reads the job db; decisions take effect when they are applied.
+``schedule`` only reads the job db; decisions take effect when they are applied (leased jobs
+become running on their node; preempted and rejected jobs leave the db). The algorithm,
+formulas and configuration are described in ``docs/scheduling.md``.
 """
 
 from armada.scheduling.config import PriorityClass, SchedulingConfig

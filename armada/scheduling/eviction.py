@@ -98,16 +98,26 @@ class Eviction(PoolState):
         gang_rows = rows[in_gang]
         reps = np.sort(np.concatenate([np.flatnonzero(~in_gang), np.flatnonzero(in_gang)[first]]))
         counts = np.ones(len(reps), dtype=np.int64)
-        for g, rep in enumerate(gang_rows[first].tolist()):
-            self._gang_members[rep] = gang_rows[inverse.ravel() == g]
+        if len(gang_rows):
+            by_gang = np.argsort(inverse.ravel(), kind="stable")  # members grouped, oldest first
+            groups = np.split(gang_rows[by_gang], np.flatnonzero(np.diff(inverse.ravel()[by_gang])) + 1)
+            for rep, members in zip(gang_rows[first].tolist(), groups, strict=True):
+                self._gang_members[rep] = members
         rep_rows = rows[reps]
         for i, rep in enumerate(rep_rows.tolist()):
             if rep in self._gang_members:
                 counts[i] = len(self._gang_members[rep])
         size = len(reps)
         keys = self.db.cols["key"][rep_rows].astype(np.int64)
-        return Units(rep_rows, keys, counts, np.ones(size, dtype=bool), np.full(size, -1),
-                     np.full(size, qi), np.zeros(size))  # fmt: skip
+        return Units(
+            rep_rows,
+            keys,
+            counts,
+            np.ones(size, dtype=bool),
+            np.full(size, -1),
+            np.full(size, qi),
+            np.zeros(size),
+        )
 
     def _take_off(self, rows: IntArray, sign: int) -> None:
         """Remove (``sign=+1``) or restore (``-1``) running jobs' resources on their nodes."""
@@ -147,7 +157,14 @@ class Eviction(PoolState):
         return self._claims
 
     def displace(
-        self, strict: IntArray, request: IntArray, mask: BoolArray, count: int, size: int = 1
+        self,
+        strict: IntArray,
+        request: IntArray,
+        mask: BoolArray,
+        count: int,
+        *,
+        size: int = 1,
+        protected: frozenset[int] = frozenset(),
     ) -> IntArray:
         """Nodes for up to ``count`` jobs (whole groups of ``size``) on space held by evicted jobs.
 
@@ -155,6 +172,7 @@ class Eviction(PoolState):
         DRF order give up their space first, only on nodes where the job can then fit; they
         are lost (preempted when the turn ends). Claims that do not complete a group of
         ``size`` jobs are undone, so nothing is preempted for a job that is not placed.
+        ``protected`` units (evicted units placed alongside, earlier in DRF order) are never taken.
         """
         placed: list[int] = []
         claimed: list[IntArray] = []  # rows claimed for the group being placed
@@ -164,7 +182,7 @@ class Eviction(PoolState):
         for rep in claims[self._claim_at :]:
             if len(placed) >= count:
                 break
-            if self.ev_state[rep] != PENDING:
+            if self.ev_state[rep] != PENDING or rep in protected:
                 continue
             rows, _ = self._expand(np.array([rep]))
             nodes = self.ev_node[rows]
@@ -182,6 +200,16 @@ class Eviction(PoolState):
         for rows in claimed:
             self._claim(rows, strict, -1)
         return np.array(placed[: len(placed) - len(placed) % size], dtype=np.int64)
+
+    def save_claims(self) -> tuple[IntArray, npt.NDArray[np.int8], IntArray, int] | None:
+        """Snapshot of the displacement state, to undo a tentative :meth:`displace` (None = no evictions)."""
+        if not self.held.any():
+            return None
+        return self.held.copy(), self.ev_state.copy(), self.lost_to.copy(), self._claim_at
+
+    def restore_claims(self, saved: tuple[IntArray, npt.NDArray[np.int8], IntArray, int] | None) -> None:
+        if saved is not None:
+            self.held, self.ev_state, self.lost_to, self._claim_at = saved
 
     def _claim(self, rows: IntArray, strict: IntArray, sign: int) -> None:
         """Give up (``+1``) or take back (``-1``) the held space of pending evicted ``rows``."""
@@ -245,16 +273,20 @@ class Eviction(PoolState):
         """Settle what the loop did not reach, then preempt every evicted job that lost its place."""
         for qi, units in enumerate(self._evicted):
             self.settle_evicted(units.rows)
-            rows, _ = self._expand(units.rows)
-            lost = rows[self.ev_state[rows] == LOST]
-            if not len(lost):
+            rows, unit = self._expand(units.rows)
+            is_lost = self.ev_state[rows] == LOST
+            if not is_lost.any():
                 continue
+            by = self.first_new_on_node[self.lost_to[rows]]
+            unit_by = np.full(len(units), -1, dtype=np.int64)
+            np.maximum.at(unit_by, unit, by)
+            by = np.where(by >= 0, by, unit_by[unit])  # a gang member is lost with its gang
             name = self.queues[qi].name
             reason = (
                 f"preempted to restore fair share in pool {self.pool}: queue {name} was above "
                 f"{self.ctx.config.protected_fraction_of_fair_share:g}x its fair share"
             )
-            self.preempt(lost, self.first_new_on_node[self.lost_to[lost]], reason)
+            self.preempt(rows[is_lost], by[is_lost], reason)
 
     def preempt(self, rows: IntArray, by: IntArray, reason: str) -> None:
         """Record preemptions of ``rows``, each caused by job row ``by`` (-1 = unknown)."""

@@ -139,7 +139,8 @@ class JobDb:
         batch = list(jobs)
         keys = [self.keys.intern(job.key(default_pc)) for job in batch]  # validates before any change
         ids = {job.id for job in batch}
-        if len(ids) < len(batch) or not ids.isdisjoint(self._row_of):
+        # keys().isdisjoint iterates the batch; set.isdisjoint(dict) would iterate every known job
+        if len(ids) < len(batch) or not self._row_of.keys().isdisjoint(ids):
             known = sorted(i for i in ids if i in self._row_of) or ["(duplicated in the batch)"]
             raise ValueError(f"job {known[0]} is already known")
         if len(self.ids) - len(self._row_of) > max(self.compact_min, len(self._row_of)):

@@ -1,5 +1,9 @@
 """One pool's share of a cycle: fair-share eviction, then DRF-ordered placement in rounds.
 
+Class layers: :class:`~.poolstate.PoolState` (arrays) ← :class:`~.eviction.Eviction`
+(fair-share eviction and return) ← :class:`~.urgency.Urgency` (urgency preemption) ←
+:class:`PoolCycle` (the loop and placement, here).
+
 Each round takes a prefix of every queue (:mod:`.candidates`), merges them into DRF order and
 walks that order. A *run* of consecutive identical units is placed with one vectorised
 best-fit step, which is exactly what one-at-a-time placement would do; long stretches that
@@ -279,7 +283,7 @@ class PoolCycle(Urgency):
         if len(nodes) == count or not self.held.any():
             return nodes
         strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
-        return np.concatenate([nodes, self.displace(strict, request, mask, count - len(nodes), size)])
+        return np.concatenate([nodes, self.displace(strict, request, mask, count - len(nodes), size=size)])
 
     def place_uniform(
         self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
@@ -309,17 +313,22 @@ class PoolCycle(Urgency):
         plans: list[tuple[IntArray, IntArray]] = []
         fresh = segment[~units.evicted[i:j]]
         keys, first = np.unique(units.keys[fresh], return_index=True)
+        saved = self.save_claims()
+        protected = frozenset(units.rows[evicted].tolist())  # they come back before new jobs
         for key in keys[np.argsort(first)].tolist():
             chosen = fresh[units.keys[fresh] == key]
-            request = self.key_requests[key]
+            request, mask, size = self.key_requests[key], self.mask(key), int(self.cardinality[key])
             total = int(units.counts[chosen].sum())
-            placement = place_identical(
-                trial, request, self.mask(key), total, dominant_column(request, self.scale)
-            )
-            if len(placement) < total:
+            nodes = place_identical(trial, request, mask, total, dominant_column(request, self.scale)).nodes
+            nodes = nodes[: len(nodes) - len(nodes) % size]
+            trial -= np.bincount(nodes, minlength=len(trial))[:, None] * request
+            if len(nodes) < total and saved is not None:  # displacement updates ``trial`` itself
+                more = self.displace(trial, request, mask, total - len(nodes), size=size, protected=protected)
+                nodes = np.concatenate([nodes, more])
+            if len(nodes) < total:
+                self.restore_claims(saved)
                 return False
-            trial -= np.bincount(placement.nodes, minlength=len(trial))[:, None] * request
-            plans.append((chosen, placement.nodes))
+            plans.append((chosen, nodes))
         if len(evicted):
             self.settle_evicted(units.rows[evicted])
         for chosen, nodes in plans:

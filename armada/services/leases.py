@@ -146,9 +146,9 @@ class LeaseService:
         if ended:
             await self._end_runs(ended)
         to_send = [run for run in unreported if run not in ended]
-        limit = self.settings.max_unacknowledged_leases_per_executor
-        if request.max_new_leases > 0:
-            limit = min(limit, request.max_new_leases)
+        # The executor says how many new runs it will take now (0: none, e.g. while its
+        # event buffer is full); unsent leases stay leased and go out in a later call.
+        limit = min(self.settings.max_unacknowledged_leases_per_executor, request.max_new_leases)
         leases = await self._leases(to_send[:limit])
         return LeaseResponse(
             leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)

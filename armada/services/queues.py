@@ -12,6 +12,7 @@ import msgspec
 from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from armada.auth.identity import ANONYMOUS
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore, Transaction
 from armada.model.errors import ArmadaError, Conflict, InvalidRequest, NotFound
@@ -31,6 +32,13 @@ def check_queue(queue: Queue) -> None:
         raise InvalidRequest("priorityFactor must be greater than 0", field="priorityFactor")
 
 
+def with_creator_as_owner(queue: Queue, user: str) -> Queue:
+    """A queue created without owners is owned by its creator (unless anonymous: that is everyone)."""
+    if queue.user_owners or queue.group_owners or user == ANONYMOUS:
+        return queue
+    return msgspec.structs.replace(queue, user_owners=[user])
+
+
 async def load_queue(conn: AsyncConnection, name: str) -> Queue | None:
     spec = await conn.scalar(select(schema.queues.c.spec).where(schema.queues.c.name == name))
     return None if spec is None else msgspec.convert(spec, Queue)
@@ -45,6 +53,7 @@ async def _existing(tx: Transaction, name: str) -> Queue:
 
 async def _create(tx: Transaction, queue: Queue, user: str) -> None:
     check_queue(queue)
+    queue = with_creator_as_owner(queue, user)
     if await load_queue(tx.connection, queue.name) is not None:
         raise Conflict(f"queue {queue.name!r} already exists", field="name")
     tx.append([QueueCreated(queue=queue.name, spec=queue, requestor=user)])

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 
 from armada.eventstore import schema
-from armada.eventstore.store import EventStore, Transaction
+from armada.eventstore.store import EventStore, PreparedEvents, Transaction
 from armada.model.errors import Conflict, NotFound
 from armada.model.events import Event, JobQueued, JobSubmitted
 from armada.model.ids import new_job_ids
@@ -34,15 +34,21 @@ async def submit_jobs(
         for entry, job_id in zip(valid, new_job_ids(len(valid)), strict=True)
     ]
     job_events = [_events(job, now) for job in jobs]
+    # Without client ids every job is stored: serialise it all before taking the lock too.
+    dedupe = any(job.client_id for job in jobs)
+    prepared = None if dedupe else PreparedEvents([event for pair in job_events for event in pair])
     async with store.transaction() as tx:
         queue = await load_queue(tx.connection, request.queue)
         if queue is None:
             raise NotFound(f"queue {request.queue!r} does not exist; create it first", field="queue")
         if queue.cordoned:
             raise Conflict(f"queue {request.queue!r} is cordoned and accepts no jobs", field="queue")
-        known = await _known_client_ids(tx, request)
-        job_ids, events = _accept(jobs, job_events, known)
-        tx.append(events)
+        if prepared is None:
+            job_ids, events = _accept(jobs, job_events, await _known_client_ids(tx, request))
+            tx.append(events)
+        else:
+            job_ids = [job.id for job in jobs]
+            tx.append(prepared)
     return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
 
 

@@ -118,10 +118,7 @@ class JobCase:
 
     async def _fire(self) -> None:
         case, client, ids = self.case, self.client, self.progress.submitted
-        request = next(
-            a.request for a in (case.cancel, case.cancel_job_set, case.preempt, case.reprioritize) if a
-        )
-        fields = request or {}
+        fields = case.action_fields
         reason = str(fields.get("reason", ""))
         try:
             if case.cancel is not None:

@@ -94,6 +94,12 @@ class Case(Spec):
         return next((name for name in actions if getattr(self, name) is not None), "")
 
     @property
+    def action_fields(self) -> dict[str, Any]:
+        """The action's ``request`` fields (``reason``, ``newPriority``, ``filter``...)."""
+        action: Action | None = getattr(self, self.action) if self.action else None
+        return (action.request if action else None) or {}
+
+    @property
     def trigger(self) -> str:
         """The event every job must have produced before the action fires."""
         if self.trigger_event:

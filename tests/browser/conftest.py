@@ -6,6 +6,7 @@ it with apt-get). Without it, or without the playwright package, these tests are
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -37,7 +38,11 @@ EXPECT_TIMEOUT_MS = 45_000
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with running_server(tmp_path_factory.mktemp("lookout"), "--dev") as running:
+    workdir = tmp_path_factory.mktemp("lookout")
+    # Its own executor state directory: the default is shared by every dev server on the
+    # machine, and another one would adopt (and stop) this one's jobs.
+    env = {"ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "executor")})}
+    with running_server(workdir, "--dev", env=env) as running:
         yield running
 
 

@@ -36,7 +36,7 @@ def row(page: Page, job_id: str) -> Any:
 
 
 def test_queues_page_shows_queues_and_the_executor(page: Page, queue: str, client: ArmadaClient) -> None:
-    client.submit_jobs(queue, "set", [shell_job("sleep 120")])
+    job_ids = client.submit_jobs(queue, "set", [shell_job("sleep 120")])
     page.goto("/")
     queue_row = page.locator(f'tr[data-queue="{queue}"]')
     expect(queue_row.get_by_role("link", name=queue)).to_be_visible()
@@ -45,6 +45,7 @@ def test_queues_page_shows_queues_and_the_executor(page: Page, queue: str, clien
     queue_row.get_by_role("link", name=queue).click()
     expect(page).to_have_url(re.compile(rf"/jobs\?queue={queue}$"))
     expect(page.locator("table.jobs tbody tr")).to_have_count(1)
+    client.cancel_jobs(queue, "set", job_ids)  # free the node for the other tests
 
 
 def test_a_job_goes_live_from_queued_to_succeeded_with_its_events(
@@ -83,6 +84,7 @@ def test_cancel_from_the_ui_and_see_why_a_job_is_pending(
 ) -> None:
     overview = httpx.get(f"{server.url}/api/v1/overview").json()
     capacity = sum(executor["capacity"]["cpuMillis"] for executor in overview["executors"])
+    # The blocker takes every cpu of the dev executor's one node, so the waiter must wait.
     [blocker] = client.submit_jobs(queue, "blocker", [shell_job("sleep 300", cpu=f"{capacity}m")])
     page.goto(f"/jobs?queue={queue}")
     expect(row(page, blocker).locator(".badge")).to_have_text("RUNNING")
@@ -91,8 +93,9 @@ def test_cancel_from_the_ui_and_see_why_a_job_is_pending(
     row(page, waiter).get_by_role("link", name=waiter).click()
     drawer = page.locator("#drawer")
     expect(drawer.locator("h2 .badge")).to_have_text("QUEUED")
-    # The drawer refreshes as the log moves (executor heartbeats at least) until a cycle says why.
-    expect(drawer.locator("section.pending")).to_contain_text("Last scheduling cycle:")
+    pending = drawer.locator("section.pending")
+    expect(pending).to_contain_text("Place in queue")  # the scheduler's report on the job
+    expect(pending.locator(".reason")).not_to_be_empty()
     drawer.get_by_role("button", name="Close").click()
 
     page.get_by_role("checkbox", name="Select all on this page").check()

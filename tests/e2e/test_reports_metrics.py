@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from armada.cli.main import app
@@ -20,6 +19,7 @@ from armada.client import ArmadaApiError, ArmadaClient
 from armada.model.queues import Queue
 from tests.databases import database_url_for
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, states_are, wait_for
+from tests.metrics import Samples, parse_samples, value
 from tests.processes import free_port, running_server
 
 WAIT_REASON = "no node with 1 cpu free in pool default"
@@ -120,25 +120,16 @@ def test_report_cli_prints_text_and_json(workload: Workload) -> None:
     assert "Queued jobs by scheduling key:" in _cli("queue", "q", "--url", workload.url)
 
 
-def _samples(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    text = httpx.get(url).text
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def _value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), -1.0)
+def _samples(url: str) -> Samples:
+    return parse_samples(httpx.get(url).text)
 
 
 def test_server_metrics_match_the_workload(workload: Workload) -> None:
     queue = {"queue": "q", "pool": "default"}
 
-    def after_the_short_run() -> dict[tuple[str, frozenset[tuple[str, str]]], float] | None:
+    def after_the_short_run() -> Samples | None:
         found = _samples(f"{workload.url}/metrics")
-        ended = _value(found, "armada_job_run_time_seconds_count", **queue, outcome="succeeded")
+        ended = value(found, "armada_job_run_time_seconds_count", **queue, outcome="succeeded")
         return found if ended == 1 else None
 
     samples = wait_for(after_the_short_run, what="the short run's time to be observed")
@@ -164,14 +155,14 @@ def test_server_metrics_match_the_workload(workload: Workload) -> None:
         ): 2,
     }
     assert {key: samples.get(key) for key in expected} == expected
-    assert _value(samples, "armada_scheduler_cycle_seconds_count") > 0
-    assert _value(samples, "armada_scheduler_demand", **queue) > 0
-    assert _value(samples, "armada_scheduler_adjusted_fair_share", **queue) > 0
+    assert value(samples, "armada_scheduler_cycle_seconds_count") > 0
+    assert value(samples, "armada_scheduler_demand", **queue) > 0
+    assert value(samples, "armada_scheduler_adjusted_fair_share", **queue) > 0
 
 
 def test_executor_metrics_match_the_workload(workload: Workload) -> None:
     samples = _samples(workload.executor_metrics_url)
-    assert _value(samples, "armada_executor_leases_received_total", cluster="c1") == 3
-    assert _value(samples, "armada_executor_pods", cluster="c1", phase="running") == 2
-    assert _value(samples, "armada_executor_pods", cluster="c1", phase="leased") == 0
-    assert _value(samples, "armada_executor_report_failures_total", cluster="c1", call="events") == -1
+    assert value(samples, "armada_executor_leases_received_total", cluster="c1") == 3
+    assert value(samples, "armada_executor_pods", cluster="c1", phase="running") == 2
+    assert value(samples, "armada_executor_pods", cluster="c1", phase="leased") == 0
+    assert value(samples, "armada_executor_report_failures_total", cluster="c1", call="events") == -1

@@ -8,9 +8,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import httpx
 import pytest
 
-from tests.processes import ROOT, Server, armada_command, process_env, running_server
+from tests.e2e.cluster import executor, fake_nodes, wait_for
+from tests.metrics import parse_samples, value
+from tests.processes import (
+    ROOT,
+    ArmadaProcess,
+    Server,
+    armada_command,
+    free_port,
+    process_env,
+    running_server,
+    wait_until_healthy,
+)
 
 #: Where CI (and a checkout beside ``shared/``) has upstream's examples; overridable.
 DEFAULT_EXAMPLES = ROOT.parent / "shared/reference/armada-testsuite"
@@ -105,3 +117,60 @@ def test_upstream_performance_example(server: Server) -> None:
     result = run_suite(server.url, *examples(SLOW), timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == f"{len(SLOW)} passed, 0 failed"
+
+
+SCHEDULED = (
+    "armada_scheduler_scheduled_jobs_total",
+    {"queue": "e2e-resume", "pool": "default", "priorityClass": "armada-default"},
+)
+RESUME_CASE = """
+queue: e2e-resume
+jobs:
+  - namespace: default
+    podSpec:
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: alpine
+          args: ["sleep", "20"]
+          resources:
+            requests: {cpu: "1", memory: 25Mi}
+            limits: {cpu: "1", memory: 25Mi}
+---
+timeout: "240s"
+expectedEvents:
+  - submitted:
+  - running:
+  - succeeded:
+"""
+
+
+@pytest.mark.slow
+def test_the_watch_resumes_across_a_server_restart(tmp_path: Path) -> None:
+    """The server restarts while the case's job runs: the runner reconnects and still passes."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+
+    def start_server() -> ArmadaProcess:
+        process = ArmadaProcess(["serve", "--port", str(port)], cwd=tmp_path, log_path=tmp_path / "serve.log")
+        wait_until_healthy(url, process)
+        return process
+
+    def scheduled() -> bool:
+        return value(parse_samples(httpx.get(f"{url}/metrics").text), SCHEDULED[0], **SCHEDULED[1]) == 1
+
+    (tmp_path / "resume.yaml").write_text(RESUME_CASE)
+    server = start_server()
+    with executor(tmp_path, url, "c1", args=fake_nodes(1)):
+        command = armada_command("testsuite", "run", str(tmp_path / "resume.yaml"), "--url", url)
+        runner = subprocess.Popen(command, env=process_env(), stdout=subprocess.PIPE, text=True)
+        try:
+            wait_for(scheduled, timeout=120, what="the case's job to be leased")
+            server.stop()
+            server = start_server()
+            stdout, _ = runner.communicate(timeout=300)
+        finally:
+            runner.kill()
+            server.stop()
+    assert runner.returncode == 0, stdout
+    assert stdout.splitlines()[-1] == "1 passed, 0 failed"

@@ -57,7 +57,9 @@ class Harness:
             NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(nodes)
         ]
         return await self.leases.lease(
-            LeaseRequest(executor_id=executor, pool="default", nodes=node_reports, runs=runs or [])
+            LeaseRequest(
+                executor_id=executor, pool="default", nodes=node_reports, runs=runs or [], max_new_leases=100
+            )
         )
 
     async def job_states(self) -> dict[str, str]:
@@ -273,7 +275,9 @@ async def test_long_poll_waits_through_unrelated_events_until_a_lease(harness: H
     h = harness
     await h.lease()  # register nodes
     nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(2)]
-    request = LeaseRequest(executor_id="c1", pool="default", nodes=nodes, wait_millis=20_000)
+    request = LeaseRequest(
+        executor_id="c1", pool="default", nodes=nodes, max_new_leases=10, wait_millis=20_000
+    )
     call = asyncio.create_task(h.leases.lease(request))
     [job_id] = await submit(h, 1)  # wakes the waiting call, but there is no lease yet
     await asyncio.sleep(0.3)
@@ -281,3 +285,44 @@ async def test_long_poll_waits_through_unrelated_events_until_a_lease(harness: H
     await h.scheduler.cycle()
     response = await asyncio.wait_for(call, 10)
     assert [lease.job_id for lease in response.leases] == [job_id]
+
+
+async def test_an_executor_that_takes_no_new_runs_gets_no_leases(harness: Harness) -> None:
+    h = harness
+    await h.lease()
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(2)]
+    busy = LeaseRequest(executor_id="c1", pool="default", nodes=nodes, max_new_leases=0)
+    assert (await h.leases.lease(busy)).leases == []
+    assert [lease.job_id for lease in (await h.lease()).leases] == [job_id]  # sent once it has room
+
+
+async def test_preempted_jobs_requeue_only_when_they_opted_in(harness: Harness) -> None:
+    """Fair-share preemption: queue q fills the cluster; another queue's jobs take half back."""
+    h = harness
+    await h.lease()  # 2 nodes x 4 cpu
+    await h.database.store.append([ev.QueueCreated(queue="late", spec=Queue(name="late"))])
+    retry = {"armadaproject.io/retryOnPreemption": "true"}
+    greedy = [make_job(queue="q", cpu="1", annotations=retry if i % 2 else {}) for i in range(8)]
+    for job in greedy:
+        job.pod_spec["priorityClassName"] = "armada-preemptible"
+    await h.database.store.append([e for job in greedy for e in submission(job)])
+    await h.scheduler.cycle()
+    leases = (await h.lease()).leases
+    assert len(leases) == 8
+    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases])
+
+    late = [make_job(queue="late", cpu="1") for _ in range(8)]
+    await h.database.store.append([e for job in late for e in submission(job)])
+    result = await h.scheduler.cycle()
+    assert result.stats.preempted >= 2
+    states = await h.job_states()
+    preempted = [job for job in greedy if states[job.id] != "LEASED"]
+    assert {bool(job.annotations) for job in preempted} == {True, False}  # both kinds lost a place
+    for job in preempted:
+        types = await h.event_types(job.id)
+        if job.annotations:
+            assert types[-2:] == ["leaseReturned", "queued"] and states[job.id] == "QUEUED"
+        else:
+            assert types[-1] == "preempted" and states[job.id] == "PREEMPTED"

@@ -44,8 +44,7 @@ def test_documents_are_merged_and_defaults_follow_upstream(tmp_path: Path) -> No
     case = load_case(path)
     assert (case.name, case.queue, case.num_batches, case.batch_size) == ("cancel_case", "q", 1, 1)
     assert (case.action, case.trigger, case.timeout_seconds) == ("cancel", "queued", 90)
-    assert case.cancel is not None
-    assert case.cancel.request == {"reason": "stop"}
+    assert case.action_fields == {"reason": "stop"}
     assert case.expected == ["submitted", "cancelled"]
     assert case.jobs[0].pod_spec == {"containers": [{"name": "main", "image": "alpine"}]}
 

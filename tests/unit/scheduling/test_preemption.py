@@ -151,3 +151,21 @@ def test_fair_share_is_per_pool() -> None:
     assert {p.pool for p in result.preemptions} == {"b"} and len(result.preemptions) == 2
     assert result.shares["a"]["X"].actual_share == 1.0
     assert result.shares["b"]["X"].actual_share == result.shares["b"]["Y"].actual_share == 0.5
+
+
+def test_burst_queue_is_cut_back_to_its_fair_share_at_scale() -> None:
+    """Large enough for bulk (fused) placement: the evicted jobs that lose are the youngest."""
+    sim = Sim(nodes=[node(f"n{i:02d}", cpu=32, memory_gi=256) for i in range(40)])
+    preemptible: dict[str, Any] = {"priority_class_name": "armada-preemptible"}
+    sim.queue("burst")
+    sim.submit(job(f"burst{i}", "burst", submitted=i, **preemptible) for i in range(1280))
+    sim.cycle()
+    assert sim.running("burst") == 1280
+    for q in range(4):
+        sim.queue(f"q{q}")
+        sim.submit(job(f"q{q}-{i}", f"q{q}", submitted=2000 + i, **preemptible) for i in range(1000))
+    result = sim.cycle()
+    assert sim.running("burst") == 1280 // 5
+    assert all(sim.running(f"q{q}") == 1280 // 5 for q in range(4))
+    lost = sorted(int(p.job_id[5:]) for p in result.preemptions)
+    assert lost == list(range(1280 // 5, 1280))  # the youngest runs lose their place

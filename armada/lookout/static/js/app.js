@@ -78,6 +78,11 @@ document.addEventListener("click", (event) => {
   app.navigate(`${url.pathname}${url.search}`);
 });
 window.addEventListener("popstate", render);
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && new URLSearchParams(location.search).has("job") && !event.target.closest("form.confirm")) {
+    app.closeJob();
+  }
+});
 
 // Live updates: refresh what is shown whenever the log moves, one refresh at a time, and
 // never while the user is confirming an action (the next change refreshes instead).

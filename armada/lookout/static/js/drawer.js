@@ -28,21 +28,35 @@ function summary(detail) {
   return h("dl", { class: "kv" }, rows.filter(Boolean).map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
-/** The last cycle's reason (from the detail) and the full scheduling report, when there is one. */
-async function whyPending(slot, detail) {
-  const reason = detail.pendingReason
-    ? h("p", { class: "reason" }, "Last scheduling cycle: ", h("b", {}, detail.pendingReason))
-    : "";
-  fill(slot, reason); // the report follows (live refreshes redraw this without a loading flash)
+function ordinal(n) {
+  const tens = n % 100;
+  const suffix = tens > 10 && tens < 14 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" }[n % 10] || "th");
+  return `${n}${suffix}`;
+}
+
+/** The scheduler's report on a queued job: why it waits, its place in line, its scheduling key. */
+function reportView(report) {
+  const key = report.key;
+  const rows = [
+    report.position ? ["Place in queue", `${ordinal(report.position)} of ${report.queuedInQueue} queued in ${report.queue}`] : null,
+    key ? ["Scheduling key", `#${key.key} · ${key.priorityClass} · ${Object.entries(key.requests).map(([r, q]) => `${r} ${q}`).join(", ")}`] : null,
+    key ? ["Same key waiting", `${key.queued} job${key.queued === 1 ? "" : "s"}${key.pools.length ? ` · pools ${key.pools.join(", ")}` : ""}`] : null,
+    key && Object.keys(key.nodeSelector).length ? ["Node selector", Object.entries(key.nodeSelector).map(([k, v]) => `${k}=${v}`).join(", ")] : null,
+    key && key.gangCardinality > 1 ? ["Gang size", key.gangCardinality] : null,
+    ["Decided", report.cycleFinished ? `by the cycle that finished ${fmtTime(report.cycleFinished)}` : "no scheduling cycle yet"],
+  ];
+  return [h("p", { class: "reason" }, h("b", {}, report.reason || "no reason reported")),
+    h("dl", { class: "kv" }, rows.filter(Boolean).map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))];
+}
+
+/** Fill `slot` with the job's scheduling report (GET /v1/job/{id}/scheduler-report). */
+async function whyPending(slot, jobId) {
   try {
-    const report = await api.schedulerReport(detail.job.jobId);
-    fill(slot, reason, h("pre", { class: "report" }, report.report ?? JSON.stringify(report, null, 2)));
+    fill(slot, reportView(await api.schedulerReport(jobId)));
   } catch (error) {
-    if (error.status === 404) {
-      fill(slot, reason || notice("No scheduling cycle has considered this job yet: it waits for the next one."));
-    } else {
-      fill(slot, reason, notice(`Could not load the scheduling report: ${errorText(error)}`, "error"));
-    }
+    fill(slot, notice(error.status === 404
+      ? "No scheduling report for this job on this server."
+      : `Could not load the scheduling report: ${errorText(error)}`, error.status === 404 ? "empty" : "error"));
   }
 }
 
@@ -91,7 +105,9 @@ export function createDrawer(el, app) {
       if (asked !== jobId) return;
       const state = detail.job.state;
       fill(title, asked, " ", stateBadge(state));
-      const pending = state === "QUEUED" ? h("div") : null;
+      // Live refreshes redraw the report in place: no loading flash, only the new content.
+      const previous = body.querySelector("section.pending > div");
+      const pending = state === "QUEUED" ? h("div", {}, previous ? [...previous.childNodes] : notice("Loading…", "loading")) : null;
       const actions = jobActions(api, [asked]);
       if (state === "QUEUED") delete actions.preempt;
       fill(body,
@@ -104,7 +120,7 @@ export function createDrawer(el, app) {
         h("section", {}, h("h3", {}, "Runs"), runsTable(detail.runs)),
         h("section", {}, h("h3", {}, "Events"), timeline(detail.events)),
         h("section", {}, h("h3", {}, "Spec"), h("pre", { class: "spec" }, detail.specYaml)));
-      if (pending) whyPending(pending, detail);
+      if (pending) whyPending(pending, asked);
     } catch (error) {
       if (asked !== jobId) return;
       fill(title, asked);

@@ -1,0 +1,144 @@
+"""Enforcing route access policies: the one guard every request passes.
+
+The guard authenticates the caller, stores its :class:`~armada.auth.identity.Identity` in
+the scope (where :mod:`armada.api.identity` reads it), then checks the route's declared
+policy (:mod:`armada.auth.policy`). Failures are 401 with a ``WWW-Authenticate`` challenge
+or 403, both RFC 9457 problems. A route without a policy is refused with 500, and a test
+walks the app's routes so that none ships without one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+import structlog
+from litestar import Request
+from litestar.connection import ASGIConnection
+from litestar.exceptions import InternalServerException, NotAuthorizedException, PermissionDeniedException
+from litestar.handlers.base import BaseRouteHandler
+
+from armada.auth.authentication import Authentication, Unauthenticated
+from armada.auth.identity import Identity
+from armada.auth.permissions import VERB_PERMISSION, GlobalPermission, Permissions
+from armada.auth.policy import (
+    Authenticated,
+    OnQueue,
+    Policy,
+    Public,
+    PublicIf,
+    Requires,
+    policy_of,
+)
+from armada.auth.settings import AuthSettings, StaticToken
+from armada.eventstore.store import EventStore
+from armada.model.errors import NotFound
+from armada.services.queues import get_queue
+
+log = structlog.get_logger(__name__)
+
+#: Scope key of the caller's identity.
+IDENTITY = "armada.identity"
+
+
+class AccessControl:
+    """Authentication and permissions of one server (``app.state.access``)."""
+
+    def __init__(
+        self,
+        settings: AuthSettings,
+        *,
+        extra_tokens: Iterable[StaticToken] = (),
+        extra_grants: Mapping[GlobalPermission, Iterable[str]] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.authentication = Authentication(settings, extra_tokens=extra_tokens)
+        grants = {p: [*settings.permission_group_mapping.get(p, [])] for p in GlobalPermission}
+        for permission, groups in (extra_grants or {}).items():
+            grants[permission] += groups
+        self.permissions = Permissions(grants)
+
+
+async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """App-wide Litestar guard: authenticate, then apply the handler's policy."""
+    control: AccessControl = connection.app.state.access
+    policy = _effective(policy_of(handler.opt), control.settings, connection)
+    authorization = connection.headers.get("authorization")
+    if isinstance(policy, Public) and not authorization:
+        return
+    try:
+        identity = await control.authentication.identify(authorization)
+    except Unauthenticated as exc:
+        raise NotAuthorizedException(
+            detail=exc.detail, headers={"WWW-Authenticate": control.authentication.challenge(exc)}
+        ) from None
+    connection.scope[IDENTITY] = identity  # type: ignore[literal-required]
+    if not await _allowed(policy, identity, control.permissions, connection):
+        raise PermissionDeniedException(detail=f"{identity.name} may not {_what(policy)}")
+
+
+def identity_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Identity | None:
+    identity = connection.scope.get(IDENTITY)
+    return identity if isinstance(identity, Identity) else None
+
+
+def _effective(
+    policy: Policy | None, settings: AuthSettings, connection: ASGIConnection[Any, Any, Any, Any]
+) -> Public | Authenticated | Requires | OnQueue:
+    if policy is None and connection.scope.get("method") == "OPTIONS":
+        return Public()  # Litestar's own answer listing the allowed methods reveals nothing
+    if policy is None:
+        log.error("route without an access policy", path=connection.scope.get("path"))
+        raise InternalServerException(detail="this route declares no access policy")
+    if isinstance(policy, PublicIf):
+        return Public() if getattr(settings, policy.flag) else policy.otherwise
+    return policy
+
+
+async def _allowed(
+    policy: Public | Authenticated | Requires | OnQueue,
+    identity: Identity,
+    permissions: Permissions,
+    connection: ASGIConnection[Any, Any, Any, Any],
+) -> bool:
+    if isinstance(policy, Public | Authenticated):
+        return True
+    if isinstance(policy, Requires):
+        return permissions.has(identity, policy.permission)
+    if permissions.has(identity, VERB_PERMISSION[policy.verb]):
+        return True
+    name = connection.path_params.get(policy.path) if policy.path else await _body_field(connection, policy)
+    if not isinstance(name, str) or not name:
+        return False  # no queue named: only the global permission can allow it
+    store: EventStore = connection.app.state.database.store
+    try:
+        queue = await get_queue(store, name)
+    except NotFound:
+        return True  # the handler reports the missing queue
+    return permissions.may(identity, queue, policy.verb)
+
+
+@functools.cache
+def _field_decoder(field: str) -> msgspec.json.Decoder[Any]:
+    """Decodes only ``field`` of a JSON object; the rest is skipped without being built."""
+    return msgspec.json.Decoder(msgspec.defstruct("QueueField", [(field, object, None)]))
+
+
+async def _body_field(connection: ASGIConnection[Any, Any, Any, Any], policy: OnQueue) -> object:
+    """One top-level field of the JSON body; the body stays cached for the handler."""
+    if not isinstance(connection, Request):
+        return None
+    try:
+        return getattr(_field_decoder(policy.body).decode(await connection.body() or b"{}"), policy.body)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None  # malformed: only the global permission allows it
+
+
+def _what(policy: Requires | OnQueue | Public | Authenticated) -> str:
+    if isinstance(policy, Requires):
+        return f"do this without the {policy.permission.value} permission"
+    if isinstance(policy, OnQueue):
+        return f"{policy.verb.value} on this queue"
+    return "do this"

@@ -1,0 +1,107 @@
+"""Authentication: from a request's ``Authorization`` header to an :class:`Identity`.
+
+Basic users, static bearer tokens and OIDC bearer tokens are tried in that order and the
+first that accepts the credentials wins. A request without credentials is anonymous when
+that is allowed; a request with credentials nobody accepts is refused (never downgraded
+to anonymous), and the refusal never says more than "invalid credentials/token".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import secrets
+from collections.abc import Iterable
+
+import structlog
+
+from armada.auth.identity import ANONYMOUS_IDENTITY, Identity
+from armada.auth.oidc import InvalidToken, OidcVerifier
+from armada.auth.secrets import hash_password, hash_token, verify_password
+from armada.auth.settings import AuthSettings, StaticToken
+
+log = structlog.get_logger(__name__)
+
+#: Successful basic logins remembered, so that scrypt runs once per credential, not per request.
+_BASIC_CACHE_SIZE = 1024
+
+
+class Unauthenticated(Exception):
+    """No acceptable credentials; ``error`` is the RFC 6750 error code, if any."""
+
+    def __init__(self, detail: str, *, scheme: str = "", error: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.scheme = scheme
+        self.error = error
+
+
+class Authentication:
+    def __init__(self, settings: AuthSettings, *, extra_tokens: Iterable[StaticToken] = ()) -> None:
+        self._settings = settings
+        self._users = settings.basic_users
+        self._tokens = {token.token_hash: token for token in [*settings.tokens, *extra_tokens]}
+        self._oidc = OidcVerifier(settings.oidc) if settings.oidc else None
+        self._cache_key = secrets.token_bytes(32)
+        self._basic_cache: dict[bytes, Identity] = {}
+        # Unknown users cost as much as wrong passwords, so timing does not reveal names.
+        self._decoy_hash = hash_password(secrets.token_urlsafe(16)) if self._users else ""
+
+    @property
+    def schemes(self) -> list[str]:
+        """Schemes offered in ``WWW-Authenticate`` challenges."""
+        schemes = ["Basic"] if self._users else []
+        return [*schemes, "Bearer"] if self._tokens or self._oidc else schemes
+
+    def challenge(self, error: Unauthenticated) -> str:
+        realm = f'realm="{self._settings.realm}"'
+        parts = []
+        for scheme in self.schemes or ["Bearer"]:
+            extra = f', error="{error.error}"' if error.error and scheme == error.scheme else ""
+            parts.append(f"{scheme} {realm}{extra}")
+        return ", ".join(parts)
+
+    async def identify(self, authorization: str | None) -> Identity:
+        if not authorization:
+            if self._settings.anonymous:
+                return ANONYMOUS_IDENTITY
+            raise Unauthenticated("credentials required")
+        scheme, _, credentials = authorization.strip().partition(" ")
+        credentials = credentials.strip()
+        if scheme.lower() == "basic" and self._users:
+            return await self._basic(credentials)
+        if scheme.lower() == "bearer" and credentials:
+            return await self._bearer(credentials)
+        raise Unauthenticated("invalid credentials")
+
+    async def _basic(self, credentials: str) -> Identity:
+        cache_key = hashlib.sha256(self._cache_key + credentials.encode()).digest()
+        if (known := self._basic_cache.get(cache_key)) is not None:
+            return known
+        try:
+            name, _, password = base64.b64decode(credentials, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            raise Unauthenticated("invalid credentials", scheme="Basic") from None
+        user = self._users.get(name)
+        encoded = user.password_hash if user else self._decoy_hash
+        if not await asyncio.to_thread(verify_password, password, encoded) or user is None:
+            log.info("basic authentication failed", user=name)
+            raise Unauthenticated("invalid credentials", scheme="Basic")
+        identity = Identity.of(name, user.groups)
+        if len(self._basic_cache) >= _BASIC_CACHE_SIZE:
+            self._basic_cache.clear()
+        self._basic_cache[cache_key] = identity
+        return identity
+
+    async def _bearer(self, token: str) -> Identity:
+        static = self._tokens.get(hash_token(token))
+        if static is not None:
+            return Identity.of(static.user, static.groups)
+        if self._oidc is not None and self._oidc.looks_like_jwt(token):
+            try:
+                return await self._oidc.verify(token)
+            except InvalidToken:
+                pass
+        raise Unauthenticated("invalid token", scheme="Bearer", error="invalid_token")

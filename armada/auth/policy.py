@@ -1,0 +1,91 @@
+"""Route access policies: every route handler declares exactly one.
+
+Declare it with the handler's ``opt``, e.g.::
+
+    @post("/v1/queue", opt=requires(GlobalPermission.CREATE_QUEUE))
+    @post("/v1/job/submit", opt=on_queue(QueueVerb.SUBMIT, body="queue"))
+    @post("/v1/job-set/{queue:str}/{job_set_id:str}", opt=on_queue(QueueVerb.WATCH, path="queue"))
+    @get("/v1/queue/{name:str}", opt=authenticated())
+    @get("/health", opt=public())
+
+:mod:`armada.api.access` enforces the policy before the handler runs, and refuses to serve
+a route that declares none. The policies are plain data so that tests can enumerate them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from armada.auth.permissions import GlobalPermission
+from armada.model.queues import QueueVerb
+
+#: Key of the policy in a route handler's ``opt``.
+ACCESS = "access"
+
+
+class Public(msgspec.Struct, frozen=True):
+    """Anyone, with or without credentials (bad credentials are still refused)."""
+
+
+class Authenticated(msgspec.Struct, frozen=True):
+    """Any authenticated caller (including ``anonymous`` when anonymous access is on)."""
+
+
+class Requires(msgspec.Struct, frozen=True):
+    """Callers holding a global permission."""
+
+    permission: GlobalPermission
+
+
+class OnQueue(msgspec.Struct, frozen=True):
+    """Callers allowed ``verb`` on the queue named by a path parameter or a JSON body field.
+
+    The global permission covering the verb is enough on its own; without it the request
+    must name a queue that grants the verb. A queue that does not exist is left for the
+    handler to report.
+    """
+
+    verb: QueueVerb
+    path: str = ""
+    body: str = ""
+
+
+class PublicIf(msgspec.Struct, frozen=True):
+    """Public when the ``auth`` setting ``flag`` is true, else ``otherwise``."""
+
+    flag: Literal["public_schema", "public_metrics"]
+    otherwise: Public | Authenticated | Requires
+
+
+Policy = Public | Authenticated | Requires | OnQueue | PublicIf
+
+
+def public() -> dict[str, Any]:
+    return {ACCESS: Public()}
+
+
+def authenticated() -> dict[str, Any]:
+    return {ACCESS: Authenticated()}
+
+
+def requires(permission: GlobalPermission) -> dict[str, Any]:
+    return {ACCESS: Requires(permission)}
+
+
+def on_queue(verb: QueueVerb, *, path: str = "", body: str = "") -> dict[str, Any]:
+    if bool(path) == bool(body):
+        raise ValueError("name the queue's path parameter or its body field, not both")
+    return {ACCESS: OnQueue(verb, path=path, body=body)}
+
+
+def public_if(flag: Literal["public_schema", "public_metrics"], otherwise: Policy) -> dict[str, Any]:
+    if isinstance(otherwise, OnQueue | PublicIf):
+        raise ValueError("otherwise must not depend on a queue or another setting")
+    return {ACCESS: PublicIf(flag, otherwise)}
+
+
+def policy_of(opt: dict[str, Any]) -> Policy | None:
+    policy = opt.get(ACCESS)
+    return policy if isinstance(policy, Public | Authenticated | Requires | OnQueue | PublicIf) else None

@@ -1,0 +1,199 @@
+"""The Kubernetes manifests: they parse, reference each other correctly, configure a server
+that starts, and grant the executor exactly the API calls its code makes."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from armada.auth.secrets import hash_token
+from armada.settings import load_settings
+from tests.processes import ROOT
+
+MANIFESTS = ROOT / "deploy" / "kubernetes"
+KUBE_BACKEND = sorted((ROOT / "armada" / "executor" / "backends").glob("kube*.py"))
+
+
+def _load() -> dict[tuple[str, str], dict[str, Any]]:
+    objects: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted(MANIFESTS.rglob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        for doc in yaml.safe_load_all(path.read_text()):
+            assert {"apiVersion", "kind", "metadata"} <= doc.keys(), path
+            key = (doc["kind"], doc["metadata"]["name"])
+            assert key not in objects, f"{key} defined twice"
+            objects[key] = doc
+    return objects
+
+
+OBJECTS = _load()
+
+
+def obj(kind: str, name: str) -> dict[str, Any]:
+    assert (kind, name) in OBJECTS, f"no {kind} {name!r} in deploy/kubernetes"
+    return OBJECTS[(kind, name)]
+
+
+def test_kustomization_lists_every_manifest() -> None:
+    listed = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())["resources"]
+    present = sorted(str(p.relative_to(MANIFESTS)) for p in MANIFESTS.rglob("*.yaml"))
+    assert sorted(listed) == [p for p in present if p != "kustomization.yaml"]
+
+
+def test_kinds() -> None:
+    kinds = Counter(kind for kind, _ in OBJECTS)
+    assert kinds == {
+        "Namespace": 1,
+        "PriorityClass": 2,
+        "ServiceAccount": 2,
+        "ConfigMap": 1,
+        "Secret": 2,
+        "Deployment": 2,
+        "PodDisruptionBudget": 1,
+        "Service": 1,
+        "Ingress": 1,
+        "ClusterRole": 1,
+        "ClusterRoleBinding": 1,
+    }
+    assert (
+        obj("PriorityClass", "armada-default")["value"] > obj("PriorityClass", "armada-preemptible")["value"]
+    )
+    namespaced = [doc for (kind, _), doc in OBJECTS.items() if kind not in _CLUSTER_SCOPED]
+    assert {doc["metadata"].get("namespace") for doc in namespaced} == {"armada"}
+
+
+_CLUSTER_SCOPED = {"Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding"}
+
+
+def _pod(deployment: str) -> dict[str, Any]:
+    spec: dict[str, Any] = obj("Deployment", deployment)["spec"]
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    pod: dict[str, Any] = spec["template"]["spec"]
+    return pod
+
+
+@pytest.mark.parametrize("deployment", ["armada-server", "armada-executor"])
+def test_deployments_reference_what_exists_and_run_unprivileged(deployment: str) -> None:
+    pod = _pod(deployment)
+    obj("ServiceAccount", pod["serviceAccountName"])
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    for volume in pod.get("volumes", []):
+        if "configMap" in volume:
+            obj("ConfigMap", volume["configMap"]["name"])
+        if "secret" in volume:
+            obj("Secret", volume["secret"]["secretName"])
+    (container,) = pod["containers"]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert {m["name"] for m in container.get("volumeMounts", [])} <= {v["name"] for v in pod["volumes"]}
+    for source in container.get("envFrom", []):
+        obj("Secret", source["secretRef"]["name"])
+
+
+def test_server_has_two_replicas_behind_a_service_and_a_tls_ingress() -> None:
+    assert obj("Deployment", "armada-server")["spec"]["replicas"] == 2
+    pod = _pod("armada-server")
+    (container,) = pod["containers"]
+    assert container["args"][0] == "serve"
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http": 8080}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/health"
+    service = obj("Service", "armada-server")
+    assert service["spec"]["selector"].items() <= pod_labels("armada-server").items()
+    assert {p["targetPort"] for p in service["spec"]["ports"]} == {"http"}
+    ingress = obj("Ingress", "armada-server")["spec"]
+    (tls,) = ingress["tls"]
+    assert tls["secretName"] and tls["hosts"] == [rule["host"] for rule in ingress["rules"]]
+    for rule in ingress["rules"]:
+        for path in rule["http"]["paths"]:
+            backend = path["backend"]["service"]
+            assert backend["port"]["name"] in {
+                p["name"] for p in obj("Service", backend["name"])["spec"]["ports"]
+            }
+
+
+def pod_labels(deployment: str) -> dict[str, str]:
+    labels: dict[str, str] = obj("Deployment", deployment)["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def test_server_configuration_loads_and_requires_credentials(tmp_path: Path) -> None:
+    """The ConfigMap's file and the Secret's ARMADA_* variables make valid settings."""
+    config = tmp_path / "config.yaml"
+    config.write_text(obj("ConfigMap", "armada-server")["data"]["config.yaml"])
+    settings = load_settings(config, env=obj("Secret", "armada-server")["stringData"])
+    assert settings.database.url.startswith("postgresql")
+    assert settings.auth.anonymous is False
+    assert settings.server.host == "0.0.0.0"
+    executor_token = obj("Secret", "armada-executor")["stringData"]["ARMADA_TOKEN"]
+    assert hash_token(executor_token) in {t.token_hash for t in settings.auth.tokens}
+
+
+def test_executor_is_bound_to_its_cluster_role() -> None:
+    binding = obj("ClusterRoleBinding", "armada-executor")
+    role = binding["roleRef"]
+    assert role["kind"] == "ClusterRole"
+    obj("ClusterRole", role["name"])
+    (subject,) = binding["subjects"]
+    assert subject["kind"] == "ServiceAccount"
+    assert obj("ServiceAccount", subject["name"])["metadata"]["namespace"] == subject["namespace"]
+    assert _pod("armada-executor")["serviceAccountName"] == subject["name"]
+
+
+_VERBS = {
+    "create": "create",
+    "read": "get",
+    "delete": "delete",
+    "list": "list",
+    "patch": "patch",
+    "replace": "update",
+}
+_CALL = re.compile(
+    r"^(create|read|delete|list|patch|replace)_(?:namespaced_)?([a-z_]+?)(?:_for_all_namespaces)?$"
+)
+
+
+def _resource(kind: str) -> str:
+    """``pod`` → ``pods``, ``pod_log`` → ``pods/log``, ``node`` → ``nodes``."""
+    main, _, sub = kind.partition("_")
+    return f"{main}s/{sub}" if sub else f"{main}s"
+
+
+def _core_calls(tree: ast.AST) -> set[tuple[str, str]]:
+    """(resource, verb) for each CoreV1Api method the code uses on ``self._core``; a method
+    handed to ``watch.Watch().stream`` is also watched."""
+    used: set[tuple[str, str]] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "_core"
+        ):
+            match = _CALL.match(node.attr)
+            assert match, f"unknown Kubernetes call {node.attr}: extend this test and the ClusterRole"
+            used.add((_resource(match[2]), _VERBS[match[1]]))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "stream":
+            for arg in node.args[:1]:
+                if isinstance(arg, ast.Attribute) and (match := _CALL.match(arg.attr)):
+                    used.add((_resource(match[2]), "watch"))
+    return used
+
+
+def test_executor_rbac_is_exactly_what_its_code_calls() -> None:
+    calls: set[tuple[str, str]] = set()
+    for path in KUBE_BACKEND:
+        source = path.read_text()
+        apis = set(re.findall(r"client\.(\w+Api)\(", source))
+        assert apis <= {"CoreV1Api"}, f"{path.name} uses {apis}: extend this test and the ClusterRole"
+        calls |= _core_calls(ast.parse(source))
+    assert ("pods", "create") in calls and ("pods", "watch") in calls  # the scan found the backend
+    granted = set()
+    for rule in obj("ClusterRole", "armada-executor")["rules"]:
+        assert rule["apiGroups"] == [""]
+        granted |= {(resource, verb) for resource in rule["resources"] for verb in rule["verbs"]}
+    assert granted == calls
