@@ -38,9 +38,13 @@ _job_decoder = msgspec.json.Decoder(Job)
 
 
 def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
-    """Reported nodes with quantities parsed; a bad quantity is a 400 naming the node."""
+    """Reported nodes with quantities parsed; a bad quantity or a repeated name is a 400."""
     nodes = []
+    names: set[str] = set()
     for index, report in enumerate(reports):
+        if report.name in names:
+            raise InvalidRequest(f"node {report.name!r} is reported twice", field=f"nodes[{index}].name")
+        names.add(report.name)
         try:
             allocatable = parse_resource_list(report.allocatable)
             non_armada = parse_resource_list(report.allocated_non_armada)

@@ -112,9 +112,12 @@ async def get_queue(store: EventStore, name: str) -> Queue:
 
 
 async def list_queues(store: EventStore, limit: int | None = None) -> list[Queue]:
+    """All queues by name, or the first ``limit`` (0 or none: all)."""
+    if limit is not None and limit < 0:
+        raise InvalidRequest("num must not be negative", field="num")
     query = select(schema.queues.c.spec).order_by(schema.queues.c.name)
     if limit:
-        query = query.limit(limit)
+        query = query.limit(min(limit, 2**31 - 1))  # a larger LIMIT overflows the database
     async with store.engine.connect() as conn:
         return [msgspec.convert(spec, Queue) for spec in await conn.scalars(query)]
 

@@ -158,7 +158,7 @@ def test_sql_metacharacters_and_odd_names_are_stored_verbatim(client: ArmadaClie
     item = raw_item(
         namespace=SQL,
         clientId=SQL[:100],
-        labels={SQL: SQL},
+        labels={SQL: SQL, "escaped": r"\u0000"},  # a backslash and "u0000": text, not a NUL
         annotations={SQL: SQL},
     )
     response = httpx.post(
@@ -172,7 +172,7 @@ def test_sql_metacharacters_and_odd_names_are_stored_verbatim(client: ArmadaClie
     assert (spec.job_set_id, spec.namespace, spec.labels, spec.annotations) == (
         job_set,
         SQL,
-        {SQL: SQL},
+        {SQL: SQL, "escaped": r"\u0000"},
         {SQL: SQL},
     )
     assert [e.event.job_id for e in client.job_set_events(queue, job_set)] == [job_id, job_id]

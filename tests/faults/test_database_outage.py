@@ -26,7 +26,7 @@ from tests.processes import running_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-JOBS = 1500
+JOBS = 600
 OUTAGE_SECONDS = 10
 #: One request per API area; each must answer (not hang) with a 503 problem while the DB is down.
 PROBES: list[tuple[str, str, object]] = [
@@ -59,7 +59,7 @@ def test_api_answers_503_during_a_database_outage_and_the_workload_completes(tmp
         ),
     ):
         client.create_queue(Queue(name="outage"))
-        submitter = Submitter(server.url, "outage", "set", JOBS, batch=100, command="sleep 3")
+        submitter = Submitter(server.url, "outage", "set", JOBS, batch=100, command="sleep 2")
         submitter.start()
         wait_for(lambda: "RUNNING" in job_states(postgres.url).values(), what="jobs running")
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlalchemy import update
 
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.services.invariants import check
+from tests.databases import sqlite_url
 from tests.factories import RandomHistory, make_job, submission
 from tests.faults.workload import admin_check
 
@@ -50,7 +53,8 @@ async def test_views_that_differ_from_a_replay_are_reported_and_left_alone(datab
     assert (await check(database.store)).violations == report.violations
 
 
-async def test_admin_check_command_says_ok_or_lists_violations_and_exits_1(database: Database) -> None:
+async def test_admin_check_command_says_ok_or_lists_violations_and_exits_1(tmp_path: Path) -> None:
+    database = await Database(sqlite_url(tmp_path)).open()  # the command is the same on both
     job = make_job()
     await database.store.append(submission(job))
     healthy = admin_check(database.url)
@@ -63,3 +67,4 @@ async def test_admin_check_command_says_ok_or_lists_violations_and_exits_1(datab
     assert broken.returncode == 1
     assert "succeeded names run ghost" in broken.stdout
     assert broken.stdout.splitlines()[-1].startswith("FAILED: 1 violations listed")
+    await database.close()
