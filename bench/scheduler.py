@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from pyinstrument import Profiler
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada.model.resources import ResourceIndex, to_units
 from armada.scheduling import JobDb, JobRequirements, NodeDb, NodeSpec, QueueSpec, SchedulerState, schedule

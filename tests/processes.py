@@ -75,7 +75,8 @@ def wait_until_healthy(url: str, process: ArmadaProcess, timeout: float = 60) ->
         if process.process.poll() is not None:
             raise RuntimeError(f"armada exited with {process.process.returncode}:\n{process.log()}")
         try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 204:
+            # Our process must say it listens there: a free port can be taken by a neighbour.
+            if httpx.get(f"{url}/health", timeout=2).status_code == 204 and url in process.log():
                 return
         except httpx.TransportError:
             pass

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
 import msgspec
 from litestar import Litestar, Router
@@ -55,15 +57,24 @@ DEV_EXECUTOR_GROUP = "armada:dev-executor"
 
 
 def dev_executor_settings(settings: Settings, token: str = "") -> ExecutorSettings:
-    """The in-process executor of ``armada serve --dev``: local processes, talking HTTP to us."""
+    """The in-process executor of ``armada serve --dev``: local processes, talking HTTP to us.
+
+    Its run-state directory is per server port unless configured, so that two dev servers
+    on one machine never adopt (and kill) each other's processes.
+    """
     host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
     scheme = "https" if settings.server.tls_cert else "http"
+    process = settings.executor.process
+    if not process.state_dir:
+        state_dir = Path(tempfile.gettempdir()) / f"armada-dev-{settings.server.port}"
+        process = msgspec.structs.replace(process, state_dir=str(state_dir))
     return msgspec.structs.replace(
         settings.executor,
         server_url=f"{scheme}://{host}:{settings.server.port}",
         cluster_id=settings.executor.cluster_id,
         backend="process",
         token=token or settings.executor.token,
+        process=process,
     )
 
 

@@ -3,38 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
 
 import typer
 
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, print_json
 from armada.client import ArmadaClient
-from armada.reports import render
+from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
 app = typer.Typer(help="Scheduling reports: why jobs are or are not running.", no_args_is_help=True)
 
-T = TypeVar("T")
+Report = SchedulingReport | QueueReport | JobReport
 
 
 def _show(
-    url: str | None,
-    context: str | None,
-    as_json: bool,
-    fetch: Callable[[ArmadaClient], T],
-    text: Callable[[T], str],
+    url: str | None, context: str | None, as_json: bool, fetch: Callable[[ArmadaClient], Report]
 ) -> None:
+    """Print the report: the server's text rendering, or the whole body as JSON."""
     with connect(url, context) as client:
         report = fetch(client)
     if as_json:
         print_json(report)
     else:
-        typer.echo(text(report))
+        typer.echo(report.report)
 
 
 @app.command("scheduling")
 def scheduling(url: UrlOption = None, context: ContextOption = None, as_json: JsonOption = False) -> None:
     """The last scheduling cycles: duration, decisions, shares and top reasons."""
-    _show(url, context, as_json, lambda client: client.scheduling_report(), render.scheduling)
+    _show(url, context, as_json, lambda client: client.scheduling_report())
 
 
 @app.command("queue")
@@ -42,7 +38,7 @@ def queue(
     name: str, url: UrlOption = None, context: ContextOption = None, as_json: JsonOption = False
 ) -> None:
     """A queue's shares, limits hit and why each of its scheduling keys waits."""
-    _show(url, context, as_json, lambda client: client.queue_report(name), render.queue)
+    _show(url, context, as_json, lambda client: client.queue_report(name))
 
 
 @app.command("job")
@@ -50,4 +46,4 @@ def job(
     job_id: str, url: UrlOption = None, context: ContextOption = None, as_json: JsonOption = False
 ) -> None:
     """Why one job waits (position, reason), or where and when it was leased."""
-    _show(url, context, as_json, lambda client: client.job_report(job_id), render.job)
+    _show(url, context, as_json, lambda client: client.job_report(job_id))

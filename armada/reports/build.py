@@ -11,6 +11,7 @@ from armada.eventstore.store import EventStore
 from armada.model.errors import NotFound
 from armada.model.resources import format_units
 from armada.model.states import JobState
+from armada.reports import render
 from armada.reports.history import CycleHistory, CycleRecord
 from armada.reports.wire import (
     CycleReport,
@@ -31,7 +32,9 @@ NEXT_CYCLE = "submitted after the last cycle: waiting for the next one"
 
 
 def scheduling_report(history: CycleHistory) -> SchedulingReport:
-    return SchedulingReport(cycles=[_cycle(record) for record in reversed(list(history))])
+    report = SchedulingReport(cycles=[_cycle(record) for record in reversed(list(history))])
+    report.report = render.scheduling(report)
+    return report
 
 
 def _cycle(record: CycleRecord) -> CycleReport:
@@ -87,7 +90,7 @@ def queue_report(state: ClusterState, history: CycleHistory, name: str) -> Queue
         if name in reasons.by_queue:
             limits_hit.append(reasons.by_queue[name])
     keys = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return QueueReport(
+    report = QueueReport(
         queue=name,
         priority_factor=spec.priority_factor,
         cordoned=spec.cordoned,
@@ -100,6 +103,8 @@ def queue_report(state: ClusterState, history: CycleHistory, name: str) -> Queue
         keys=[key_report(db, key, name, count, record) for key, count in keys],
         cycle_finished=record.finished if record else None,
     )
+    report.report = render.queue(report)
+    return report
 
 
 async def job_report(store: EventStore, state: ClusterState, history: CycleHistory, job_id: str) -> JobReport:
@@ -140,6 +145,7 @@ async def job_report(store: EventStore, state: ClusterState, history: CycleHisto
         report.reason = f"leased to cluster {lease.cluster}, node {lease.node}"
     else:
         report.reason = await _final_reason(store, job_id, details.state, details.cancel_reason)
+    report.report = render.job(report)
     return report
 
 

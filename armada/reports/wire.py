@@ -48,6 +48,8 @@ class SchedulingReport(Report):
     """The last cycles of this replica's scheduler, newest first (empty on a standby replica)."""
 
     cycles: list[CycleReport]
+    #: The same, as text for people (upstream's reports are this one field).
+    report: str = ""
 
 
 class KeyReport(Report):
@@ -81,6 +83,8 @@ class QueueReport(Report):
     keys: list[KeyReport]
     #: When the reasons were decided; ``null`` before the first cycle.
     cycle_finished: datetime | None
+    #: The same, as text for people.
+    report: str = ""
 
 
 class LeaseReport(Report):
@@ -107,3 +111,5 @@ class JobReport(Report):
     #: The latest run: where and when it was leased.
     lease: LeaseReport | None
     cycle_finished: datetime | None
+    #: The same, as text for people.
+    report: str = ""

@@ -50,7 +50,7 @@ class Eviction(PoolState):
         #: resources of pending evicted jobs per node
         self.held: IntArray = np.zeros_like(self.free)
         self._round_units = empty_units()
-        self._claims: list[int] | None = None
+        self._claims: IntArray | None = None
         self._claim_at = 0
 
     # -- evicting ------------------------------------------------------------------------
@@ -149,11 +149,11 @@ class Eviction(PoolState):
         self._claims = None
         self._claim_at = 0
 
-    def _claimable(self) -> list[int]:
-        """Pending evicted units of this round, latest in DRF order first."""
+    def _claimable(self) -> IntArray:
+        """Evicted units of this round, latest in DRF order first."""
         if self._claims is None:
             units = self._round_units
-            self._claims = units.rows[np.flatnonzero(units.evicted)[::-1]].tolist()
+            self._claims = units.rows[np.flatnonzero(units.evicted)[::-1]]
         return self._claims
 
     def displace(
@@ -179,7 +179,9 @@ class Eviction(PoolState):
         claims = self._claimable()
         while self._claim_at < len(claims) and self.ev_state[claims[self._claim_at]] != PENDING:
             self._claim_at += 1  # settled or claimed units never become pending again
-        for rep in claims[self._claim_at :]:
+        if size == 1 and not self._gang_members:
+            placed = self._displace_alike(request, mask, count, protected)
+        for rep in claims[self._claim_at :].tolist():
             if len(placed) >= count:
                 break
             if self.ev_state[rep] != PENDING or rep in protected:
@@ -194,12 +196,44 @@ class Eviction(PoolState):
                 while len(placed) < count and mask[node] and (strict[node] >= request).all():
                     placed.append(node)
                     strict[node] -= request
-                    if len(placed) % size == 0:  # a whole group placed: its claims stand
+                    if len(placed) % size == 0 and claimed:  # a whole group placed: its claims stand
                         self.lost_to[np.concatenate(claimed)] = node
                         claimed = []
         for rows in claimed:
             self._claim(rows, strict, -1)
         return np.array(placed[: len(placed) - len(placed) % size], dtype=np.int64)
+
+    def _displace_alike(
+        self, request: IntArray, mask: BoolArray, count: int, protected: frozenset[int]
+    ) -> list[int]:
+        """Vectorised start of :meth:`displace` for the common case: evicted single jobs with
+        exactly the new job's request. Each such claim makes room for exactly one new job
+        (there is no free space left, or the job would have been placed on it), so claims
+        are taken in order until one differs; the general loop continues from there.
+        """
+        claims = self._claimable()
+        placed: list[int] = []
+        start = self._claim_at
+        while len(placed) < count and start < len(claims):
+            window = claims[start : start + max(2 * (count - len(placed)), 512)]
+            nodes = self.ev_node[window]
+            usable = (self.ev_state[window] == PENDING) & mask[nodes]
+            if protected:
+                usable &= ~np.isin(window, list(protected))
+            requests = self.key_requests[self.db.cols["key"][window].astype(np.int64)]
+            alike = (requests == request).all(axis=1)
+            differs = np.flatnonzero(usable & ~alike)
+            end = int(differs[0]) if len(differs) else len(window)
+            chosen = np.flatnonzero(usable[:end] & alike[:end])[: count - len(placed)]
+            rows = window[chosen]
+            self.ev_state[rows] = LOST
+            np.subtract.at(self.held, nodes[chosen], requests[chosen])
+            self.lost_to[rows] = nodes[chosen]
+            placed += nodes[chosen].tolist()
+            if len(differs):
+                break
+            start += len(window)
+        return placed
 
     def save_claims(self) -> tuple[IntArray, npt.NDArray[np.int8], IntArray, int] | None:
         """Snapshot of the displacement state, to undo a tentative :meth:`displace` (None = no evictions)."""

@@ -66,6 +66,9 @@ def test_upstream_examples_pass_against_the_process_backend(tmp_path: Path, serv
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures")) == (str(len(cases)), "0")
+    # The in-process executor of --dev counts into the server's own exposition.
+    samples = parse_samples(httpx.get(f"{server.url}/metrics").text)
+    assert value(samples, "armada_executor_leases_received_total", cluster="local") >= len(cases) - 1
 
 
 def test_failures_are_reported_and_exit_1(tmp_path: Path, server: Server) -> None:
