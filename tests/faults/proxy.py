@@ -37,6 +37,7 @@ class TcpProxy:
         self._call(self._close())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        self._loop.close()
 
     def partition(self) -> None:
         self._call(self._cut())

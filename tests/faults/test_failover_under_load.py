@@ -33,14 +33,13 @@ JOBS = 1000
 def test_leader_killed_mid_load_hands_over_without_double_leasing(tmp_path: Path) -> None:
     seed = fault_seed()
     kill_after = random.Random(seed).uniform(1.0, 6.0)
-    server_env = {**LOAD_SERVER_ENV, "ARMADA_LOGGING_LEVEL": "info"}  # leadership is logged at info
     with (
         postgres_database() as url,
-        running_server(tmp_path, database_url=url, env=server_env) as leader,
+        running_server(tmp_path, database_url=url, env=LOAD_SERVER_ENV) as leader,
     ):
         wait_for(lambda: "became scheduler leader" in leader.process.log(), what="the first server to lead")
         with (
-            running_server(tmp_path, database_url=url, env=server_env) as standby,
+            running_server(tmp_path, database_url=url, env=LOAD_SERVER_ENV) as standby,
             ArmadaClient(standby.url) as client,
             executor(tmp_path, standby.url, "a", args=fake_nodes(50, cpu="4"), env=LOAD_EXECUTOR_ENV),
             executor(tmp_path, standby.url, "b", args=fake_nodes(50, cpu="4"), env=LOAD_EXECUTOR_ENV),
