@@ -46,6 +46,9 @@ def configure_logging(settings: LoggingSettings) -> None:
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    # The server's few lifecycle lines (listening on, shutting down) are kept at any level:
+    # operators and the tests rely on "Uvicorn running on URL" to know the server is up.
+    logging.getLogger("uvicorn.error").setLevel(logging.INFO)
     logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
