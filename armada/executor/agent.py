@@ -16,7 +16,7 @@ from armada.executor.backoff import Backoff
 from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
 from armada.executor.tracker import RunTracker
-from armada.model.leases import Lease, LeaseRequest, LeaseResponse, RunEvent
+from armada.model.leases import MAX_WAIT_MILLIS, Lease, LeaseRequest, LeaseResponse, RunEvent
 
 log = structlog.get_logger(__name__)
 
@@ -118,7 +118,7 @@ class ExecutorAgent:
             nodes=await self._backend.nodes(),
             runs=self.tracker.reports(),
             max_new_leases=0 if self.reporter.full else max(0, min(settings.max_new_leases, room)),
-            wait_millis=int(settings.lease_wait_seconds * 1000),
+            wait_millis=min(int(settings.lease_wait_seconds * 1000), MAX_WAIT_MILLIS),
         )
 
     async def _apply(self, response: LeaseResponse, *, budget: int) -> None:

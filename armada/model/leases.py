@@ -67,6 +67,10 @@ class RunReport(_Strict, kw_only=True):
     phase: RunPhase
 
 
+#: Longest long poll a lease call may ask for.
+MAX_WAIT_MILLIS = 10_000
+
+
 class LeaseRequest(_Strict, kw_only=True):
     """Heartbeat: the executor's nodes and runs, and how many new runs it will take."""
 
@@ -75,8 +79,9 @@ class LeaseRequest(_Strict, kw_only=True):
     nodes: list[NodeReport] = []
     runs: list[RunReport] = []
     max_new_leases: int = 0
-    #: How long the server may hold the call when it has nothing new (long poll).
-    wait_millis: int = 0
+    #: How long the server may hold the call when it has nothing new (long poll); at most
+    #: ``MAX_WAIT_MILLIS`` so a call can never hold a connection (and a heartbeat) for long.
+    wait_millis: Annotated[int, msgspec.Meta(ge=0, le=MAX_WAIT_MILLIS)] = 0
 
 
 class Lease(_Wire, kw_only=True):

@@ -197,3 +197,10 @@ def test_ten_thousand_jobs_in_one_request_are_accepted_together(client: ArmadaCl
     ids = [entry["jobId"] for entry in response.json()["jobResponseItems"]]
     assert len(set(ids)) == 10_000
     assert set(client.job_status(ids[::1000]).values()) == {"QUEUED"}
+
+
+def test_a_lease_call_cannot_ask_for_a_long_hold(server: ApiServer) -> None:
+    body = {"executorId": "c1", "pool": "default", "waitMillis": 75_282_465}
+    response = httpx.post(f"{server.url}/v1/executor/lease", json=body, timeout=10)
+    assert response.status_code == 400
+    assert "waitMillis" in response.text

@@ -2,8 +2,8 @@
 
 Every generated request, valid or not, must get an answer below 500; every 4xx must be an
 RFC 9457 problem; and a rejected request must leave the event log (hence every view)
-exactly as it was. Bounded for CI: ``ARMADA_FUZZ_EXAMPLES`` per operation (default 15,
-about 500 requests in all); raise it to fuzz harder.
+exactly as it was. Bounded for CI: ``ARMADA_FUZZ_EXAMPLES`` per operation (default 60,
+about 2,000 requests in all); raise it to fuzz harder.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from tests.databases import PG_ADMIN_URL, database_url_for
 from tests.servers import ApiServer, serving
 
-EXAMPLES = int(os.environ.get("ARMADA_FUZZ_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("ARMADA_FUZZ_EXAMPLES", "60"))
 
 
 @pytest.fixture(scope="module")
