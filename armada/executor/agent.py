@@ -16,7 +16,7 @@ from armada.executor.backoff import Backoff
 from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
 from armada.executor.tracker import RunTracker
-from armada.model.leases import MAX_WAIT_MILLIS, Lease, LeaseRequest, LeaseResponse, RunEvent
+from armada.model.leases import MAX_WAIT_MILLIS, Lease, LeaseRequest, LeaseResponse, NodeReport, RunEvent
 
 log = structlog.get_logger(__name__)
 
@@ -41,6 +41,8 @@ class ExecutorAgent:
         self.tracker = RunTracker(self.reporter.put, backend.release)
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._stopping = asyncio.Event()
+        #: The node report the server last took; ``None`` until then or after a failed call.
+        self._nodes_sent: list[NodeReport] | None = None
         self._log = log.bind(executor_id=settings.cluster_id, pool=settings.pool)
 
     def _backoff(self) -> Backoff:
@@ -74,8 +76,8 @@ class ExecutorAgent:
 
     async def _shutdown(self, reporter: asyncio.Task[None]) -> None:
         if self._settings.kill_runs_on_shutdown:
-            for report in self.tracker.reports():
-                self._kill(report.run_id, "shutdown")
+            for run_id in self.tracker.reports():
+                self._kill(run_id, "shutdown")
         pending = list(self._tasks.values())
         if pending:
             await asyncio.wait(pending, timeout=self._settings.shutdown_flush_seconds)
@@ -95,27 +97,33 @@ class ExecutorAgent:
         while True:
             started = time.monotonic()
             try:
-                request = await self._lease_request()
+                nodes = await self._backend.nodes()
+                request = self._lease_request(nodes)
                 response = await self._client.lease(request)
             except Exception as exc:
+                self._nodes_sent = None  # the server may not have taken them: send again
                 delay = backoff.next_delay()
                 self._log.warning("lease call failed", error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
                 continue
             backoff.reset()
+            self._nodes_sent = None if response.nodes_wanted else nodes
             await self._apply(response, budget=request.max_new_leases)
-            busy = bool(response.leases or response.cancel_runs or response.preempt_runs)
+            busy = bool(
+                response.leases or response.cancel_runs or response.preempt_runs or response.nodes_wanted
+            )
             idle_wait = self._settings.idle_lease_interval_seconds - (time.monotonic() - started)
             if not busy and idle_wait > 0:
                 await asyncio.sleep(idle_wait)
 
-    async def _lease_request(self) -> LeaseRequest:
+    def _lease_request(self, nodes: list[NodeReport]) -> LeaseRequest:
+        """The heartbeat; nodes only when they differ from those the server last took."""
         settings = self._settings
         room = settings.max_leased_runs - self.tracker.count("leased")
         return LeaseRequest(
             executor_id=settings.cluster_id,
             pool=settings.pool,
-            nodes=await self._backend.nodes(),
+            nodes=None if nodes == self._nodes_sent else nodes,
             runs=self.tracker.reports(),
             max_new_leases=0 if self.reporter.full else max(0, min(settings.max_new_leases, room)),
             wait_millis=min(int(settings.lease_wait_seconds * 1000), MAX_WAIT_MILLIS),

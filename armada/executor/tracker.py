@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from armada.executor.backend import FoundRun, RunStatus
-from armada.model.leases import TERMINAL_KINDS, EventKind, Lease, RunEvent, RunPhase, RunReport
+from armada.model.leases import TERMINAL_KINDS, EventKind, Lease, RunEvent, RunPhase
 
 log = structlog.get_logger(__name__)
 
@@ -73,9 +73,9 @@ class RunTracker:
         """Held runs in ``phase``."""
         return sum(1 for run in self._runs.values() if run.phase == phase)
 
-    def reports(self) -> list[RunReport]:
-        """Every held run, for the lease call."""
-        return [RunReport(run_id=r.run_id, job_id=r.job_id, phase=r.phase) for r in self._runs.values()]
+    def reports(self) -> dict[str, RunPhase]:
+        """Every held run's phase by run id, for the lease call."""
+        return {run_id: run.phase for run_id, run in self._runs.items()}
 
     def accept(self, lease: Lease) -> bool:
         """Hold a newly leased run; False if it is already held (a retried lease)."""

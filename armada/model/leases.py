@@ -1,10 +1,10 @@
 """Wire contract between the server and its executors (``/v1/executor/*``).
 
 One executor serves one cluster. It calls ``POST /v1/executor/lease`` as its heartbeat: it
-reports its nodes and every run it still holds, and gets back new leases plus the runs it
-must kill. Run state changes travel separately, batched, on ``POST /v1/executor/events``;
-each event carries an ``eventId`` that stays the same across retries so the server can
-deduplicate and every event takes effect exactly once.
+reports every run it still holds (and its nodes when they changed), and gets back new
+leases plus the runs it must kill. Run state changes travel separately, batched, on
+``POST /v1/executor/events``; each event carries an ``eventId`` that stays the same across
+retries so the server can deduplicate and every event takes effect exactly once.
 """
 
 from __future__ import annotations
@@ -59,25 +59,20 @@ class NodeReport(_Strict, kw_only=True):
     ready: bool = True
 
 
-class RunReport(_Strict, kw_only=True):
-    """A run the executor still holds (its terminal event not yet delivered)."""
-
-    run_id: str
-    job_id: str
-    phase: RunPhase
-
-
 #: Longest long poll a lease call may ask for.
 MAX_WAIT_MILLIS = 10_000
 
 
 class LeaseRequest(_Strict, kw_only=True):
-    """Heartbeat: the executor's nodes and runs, and how many new runs it will take."""
+    """Heartbeat: the executor's runs (and nodes), and how many new runs it will take."""
 
     executor_id: Name
     pool: Name
-    nodes: list[NodeReport] = []
-    runs: list[RunReport] = []
+    #: The cluster's nodes; left out when unchanged since the last report the server took
+    #: (a 2,500-node report is ~300 KB: too much to send and parse every second).
+    nodes: list[NodeReport] | None = None
+    #: Every run the executor holds (its terminal event not yet delivered): run id → phase.
+    runs: dict[str, RunPhase] = {}
     max_new_leases: int = 0
     #: How long the server may hold the call when it has nothing new (long poll); at most
     #: ``MAX_WAIT_MILLIS`` so a call can never hold a connection (and a heartbeat) for long.
@@ -109,6 +104,10 @@ class LeaseResponse(_Wire, kw_only=True):
     leases: list[Lease] = []
     cancel_runs: list[str] = []
     preempt_runs: list[str] = []
+    #: The server has no nodes on record for this executor (first contact, a new pool, or
+    #: cleared after it went silent): the executor must include them in its next call. No
+    #: leases come with this answer.
+    nodes_wanted: bool = False
 
 
 class RunEvent(_Strict, kw_only=True):

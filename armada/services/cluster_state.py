@@ -39,8 +39,6 @@ class RunInfo:
     executor: str
     node: str
     state: RunState = RunState.LEASED
-    #: The executor has reported holding this run (so its absence later means it is gone).
-    acknowledged: bool = False
 
 
 @dataclass
@@ -51,6 +49,15 @@ class ExecutorInfo:
     last_seen: float = 0.0
     #: Runs leased to this executor, by run id.
     runs: dict[str, RunInfo] = field(default_factory=dict)
+    #: Runs not yet reported back by the executor (so their absence is no news), in lease
+    #: order. Keys views let a lease call settle tens of thousands of held runs with set
+    #: operations instead of a loop.
+    unacknowledged: dict[str, None] = field(default_factory=dict)
+
+    def acknowledge(self, run_ids: Iterable[str]) -> None:
+        """The executor has reported holding these runs: their absence later means gone."""
+        for run_id in run_ids:
+            del self.unacknowledged[run_id]
 
 
 @dataclass
@@ -75,6 +82,12 @@ class ClusterState:
         self.executors: dict[str, ExecutorInfo] = {}
         self.runs: dict[str, RunInfo] = {}
         self.extras: dict[str, JobExtras] = {}
+        #: Active jobs with a cancel or preemption requested (few): the lease service tells
+        #: their executors without scanning every run.
+        self.kill_requested: set[str] = set()
+        #: Bumped whenever a run may have lost its node (a node report, a lease onto a node
+        #: not known to be ready), so the scheduler scans runs for lost nodes only then.
+        self.node_generation = 0
         self.seq = 0
 
     # --- reading ----------------------------------------------------------------------
@@ -158,6 +171,7 @@ class ClusterState:
         for node in event.nodes:
             self.nodes.upsert(_node_spec(event.executor_id, event.pool, node))
         info.nodes = reported
+        self.node_generation += 1
 
     def _heartbeat(self, event: ev.ExecutorHeartbeat) -> None:
         info = self.executors.get(event.executor_id)
@@ -196,18 +210,25 @@ class ClusterState:
         if executor is None:
             executor = self.executors[event.cluster_id] = ExecutorInfo(event.cluster_id, event.pool)
         executor.runs[event.run_id] = run
+        executor.unacknowledged[event.run_id] = None
+        node = executor.nodes.get(event.node_id)
+        if node is None or not node.ready:
+            self.node_generation += 1
 
     def _progress(self, event: ev.JobPending | ev.JobRunning) -> None:
         run = self.runs.get(event.run_id)
         if run is not None:
             run.state = RunState.PENDING if isinstance(event, ev.JobPending) else RunState.RUNNING
-            run.acknowledged = True
+            executor = self.executors.get(run.executor)
+            if executor is not None:
+                executor.unacknowledged.pop(run.run_id, None)
 
     def _run_ended(self, event: ev.JobLeaseReturned | ev.JobLeaseExpired) -> None:
         self._drop_run(event.run_id)
 
     def _finished(self, event: ev.Event) -> None:
         extras = self.extras.pop(event.job_id, None)
+        self.kill_requested.discard(event.job_id)
         if extras is not None and extras.run_id:
             self._drop_run(extras.run_id)
         if event.job_id in self.jobs:
@@ -217,11 +238,13 @@ class ClusterState:
         extras = self.extras.get(event.job_id)
         if extras is not None:
             extras.cancel_requested = True
+            self.kill_requested.add(event.job_id)
 
     def _preempting(self, event: ev.JobPreempting) -> None:
         extras = self.extras.get(event.job_id)
         if extras is not None:
             extras.preempt_requested = True
+            self.kill_requested.add(event.job_id)
 
     def _reprioritized(self, event: ev.JobReprioritized) -> None:
         if event.job_id in self.jobs:
@@ -234,6 +257,7 @@ class ClusterState:
         executor = self.executors.get(run.executor)
         if executor is not None:
             executor.runs.pop(run_id, None)
+            executor.unacknowledged.pop(run_id, None)
         extras = self.extras.get(run.job_id)
         if extras is not None and extras.run_id == run_id:
             extras.run_id = ""

@@ -10,6 +10,7 @@ preemption is then confirmed, anything else is requeued.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ from armada.model.jobs import Job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
 from armada.model.resources import QuantityError, parse_resource_list
 from armada.model.states import JobState, RunState
-from armada.services.cluster_state import ClusterState, RunInfo
+from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.retries import requeue_or_fail
 from armada.services.scheduler import ID_CHUNK, job_rows
@@ -83,8 +84,10 @@ class LeaseService:
         return self.follower.state
 
     async def lease(self, request: LeaseRequest) -> LeaseResponse:
-        nodes = executor_nodes(request.nodes)
+        nodes = executor_nodes(request.nodes) if request.nodes is not None else None
         await self.follower.catch_up()
+        if nodes is None and not self._knows_nodes(request):
+            return LeaseResponse(nodes_wanted=True)
         await self._record_executor(request, nodes)
         response = await self._respond(request)
         deadline = time.monotonic() + request.wait_millis / 1000
@@ -99,13 +102,23 @@ class LeaseService:
             response = await self._respond(request)
         return response
 
-    async def _record_executor(self, request: LeaseRequest, nodes: list[ev.ExecutorNode]) -> None:
+    def _knows_nodes(self, request: LeaseRequest) -> bool:
+        """Whether nodes on record can stand for a call that leaves them out.
+
+        Not for a new executor, a new pool, or one whose nodes were cleared when it went
+        silent for too long (an executor that truly has none just sends ``[]`` again).
+        """
+        known = self.state.executors.get(request.executor_id)
+        return known is not None and known.pool == request.pool and bool(known.nodes)
+
+    async def _record_executor(self, request: LeaseRequest, nodes: list[ev.ExecutorNode] | None) -> None:
         """Append the executor's nodes when they change, and a heartbeat now and then."""
         now = self.clock()
         created = datetime.fromtimestamp(now, UTC)
         known = self.state.executors.get(request.executor_id)
-        changed = known is None or known.pool != request.pool or list(known.nodes.values()) != nodes
-        if changed:
+        if nodes is not None and (
+            known is None or known.pool != request.pool or list(known.nodes.values()) != nodes
+        ):
             event: ev.Event = ev.ExecutorReported(
                 executor_id=request.executor_id, pool=request.pool, nodes=nodes, created=created
             )
@@ -121,42 +134,54 @@ class LeaseService:
         await self.follower.catch_up()
 
     async def _respond(self, request: LeaseRequest) -> LeaseResponse:
+        """Settle the executor's report against the runs it should hold.
+
+        Held runs number in the tens of thousands on a busy cluster and this runs on every
+        call, so the bulk of the work is set arithmetic; loops touch only what changed.
+        """
         executor = self.state.executors.get(request.executor_id)
-        held = executor.runs if executor is not None else {}
-        reported = {run.run_id for run in request.runs}
-        cancel_runs: list[str] = []
+        if executor is None:
+            return LeaseResponse(cancel_runs=sorted(request.runs))  # nothing here is ours
+        reported = request.runs.keys()
+        executor.acknowledge(executor.unacknowledged.keys() & reported)
+        cancel_runs = list(reported - executor.runs.keys())  # stale: the server forgot them
         preempt_runs: list[str] = []
-        for run_id in reported:
-            run = held.get(run_id)
-            extras = self.state.extras.get(run.job_id) if run is not None else None
-            if run is None or extras is None:
-                cancel_runs.append(run_id)  # stale: the server no longer wants this run
-                continue
-            run.acknowledged = True
-            if extras.cancel_requested:
-                cancel_runs.append(run_id)
-            elif extras.preempt_requested:
-                preempt_runs.append(run_id)
-        unreported = [run for run in held.values() if run.run_id not in reported]
-        ended = [
-            run
-            for run in unreported
-            if run.acknowledged or run.state != RunState.LEASED or self._kill_wanted(run)
-        ]
+        kills = self._kill_orders(executor)
+        for run_id, kind in kills.items():
+            if run_id in reported:
+                (cancel_runs if kind == "cancel" else preempt_runs).append(run_id)
+        unreported = executor.runs.keys() - reported
+        if len(unreported) == len(executor.unacknowledged) and not kills:
+            ended: list[RunInfo] = []  # the usual case: only fresh leases are unreported
+        else:
+            ended = [
+                run
+                for run_id in unreported
+                if (run := executor.runs[run_id]).run_id not in executor.unacknowledged
+                or run.state != RunState.LEASED
+                or run_id in kills
+            ]
         if ended:
             await self._end_runs(ended)
-        to_send = [run for run in unreported if run not in ended]
         # The executor says how many new runs it will take now (0: none, e.g. while its
         # event buffer is full); unsent leases stay leased and go out in a later call.
         limit = min(self.settings.max_unacknowledged_leases_per_executor, request.max_new_leases)
-        leases = await self._leases(to_send[:limit])
+        ended_ids = {run.run_id for run in ended}
+        to_send = (executor.runs[r] for r in executor.unacknowledged if r not in ended_ids)
+        leases = await self._leases(list(itertools.islice(to_send, limit)))
         return LeaseResponse(
             leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)
         )
 
-    def _kill_wanted(self, run: RunInfo) -> bool:
-        extras = self.state.extras.get(run.job_id)
-        return extras is not None and (extras.cancel_requested or extras.preempt_requested)
+    def _kill_orders(self, executor: ExecutorInfo) -> dict[str, str]:
+        """This executor's runs whose jobs asked to be cancelled or preempted, by run id."""
+        orders: dict[str, str] = {}
+        for job_id in self.state.kill_requested:
+            run = self.state.active_run(job_id)
+            extras = self.state.extras.get(job_id)
+            if run is not None and extras is not None and run.executor == executor.executor_id:
+                orders[run.run_id] = "cancel" if extras.cancel_requested else "preempt"
+        return orders
 
     async def _end_runs(self, runs: list[RunInfo]) -> None:
         """Runs no longer on the executor: confirm a requested kill, else requeue the job."""

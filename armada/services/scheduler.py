@@ -91,6 +91,8 @@ class SchedulerService:
         self._watching_since: float | None = None
         #: The last few cycles, kept small, for reports and metrics.
         self.history = CycleHistory()
+        #: ``ClusterState.node_generation`` when runs were last checked for lost nodes.
+        self._lost_nodes_checked = -1
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -168,14 +170,16 @@ class SchedulerService:
         for info in expired:
             log.warning("executor timed out", executor=info.executor_id, runs=len(info.runs))
             lost += [(run, "lease expired", FailureCause.LEASE_EXPIRED, True) for run in info.runs.values()]
+        generation = self.state.node_generation
         for info in self.state.executors.values():
-            if info in expired:
+            if info in expired or generation == self._lost_nodes_checked:
                 continue
             for run in info.runs.values():
                 node = info.nodes.get(run.node)
                 if node is None or not node.ready:
                     lost.append((run, f"node {run.node} lost or not ready", FailureCause.ERROR, False))
         if not expired and not lost:
+            self._lost_nodes_checked = generation
             return
         async with self.store.transaction() as tx:
             rows = await job_rows(tx, [run.job_id for run, *_ in lost])
@@ -207,6 +211,7 @@ class SchedulerService:
                 )
             for info in expired:  # its nodes leave the pool until it reports again
                 tx.append([ev.ExecutorReported(executor_id=info.executor_id, pool=info.pool, nodes=[])])
+        self._lost_nodes_checked = generation
         await self.follower.catch_up()
 
     # --- decisions ----------------------------------------------------------------------

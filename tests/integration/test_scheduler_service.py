@@ -12,7 +12,7 @@ from sqlalchemy import select
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.model import events as ev
-from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunReport
+from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunPhase
 from armada.model.queues import Queue
 from armada.scheduling import SchedulingConfig
 from armada.services.follower import LogFollower
@@ -52,13 +52,19 @@ class Harness:
         self.leases = LeaseService(database.store, self.follower, self.settings, clock=self.clock)
         self.intake = RunEventIntake(database.store, self.settings)
 
-    async def lease(self, executor: str = "c1", runs: list[RunReport] | None = None, nodes: int = 2):
+    async def lease(
+        self, executor: str = "c1", runs: list[tuple[str, RunPhase]] | None = None, nodes: int = 2
+    ):
         node_reports = [
             NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(nodes)
         ]
         return await self.leases.lease(
             LeaseRequest(
-                executor_id=executor, pool="default", nodes=node_reports, runs=runs or [], max_new_leases=100
+                executor_id=executor,
+                pool="default",
+                nodes=node_reports,
+                runs=dict(runs or []),
+                max_new_leases=100,
             )
         )
 
@@ -87,8 +93,9 @@ async def submit(h: Harness, count: int, cpu: str = "1") -> list[str]:
     return [job.id for job in jobs]
 
 
-def report(run_id: str, job_id: str, phase: str = "running") -> RunReport:
-    return RunReport(run_id=run_id, job_id=job_id, phase=phase)  # type: ignore[arg-type]
+def report(run_id: str, job_id: str, phase: RunPhase = "running") -> tuple[str, RunPhase]:
+    """A held run as the executor reports it (the job id only documents the call)."""
+    return run_id, phase
 
 
 async def test_jobs_flow_from_queued_to_succeeded(harness: Harness) -> None:
@@ -114,6 +121,19 @@ async def test_jobs_flow_from_queued_to_succeeded(harness: Harness) -> None:
     assert await h.event_types(job_ids[0]) == ["submitted", "queued", "leased", "running", "succeeded"]
 
 
+async def test_nodes_are_asked_for_once_and_then_stand_until_changed(harness: Harness) -> None:
+    h = harness
+    without_nodes = LeaseRequest(executor_id="c1", pool="default", max_new_leases=100)
+    assert (await h.leases.lease(without_nodes)).nodes_wanted, "a new executor must report its nodes"
+    assert (await h.lease(nodes=2)).nodes_wanted is False
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    [lease] = (await h.leases.lease(without_nodes)).leases  # no nodes: the known two stand
+    assert lease.job_id == job_id and lease.node in {"n0", "n1"}
+    other_pool = LeaseRequest(executor_id="c1", pool="gpu", max_new_leases=100)
+    assert (await h.leases.lease(other_pool)).nodes_wanted, "a pool change needs the nodes again"
+
+
 async def test_a_job_too_big_for_every_node_is_rejected(harness: Harness) -> None:
     h = harness
     await h.lease()
@@ -135,6 +155,8 @@ async def test_silent_executor_expires_and_jobs_requeue_then_fail(harness: Harne
     await h.scheduler.cycle()
     assert (await h.job_states())[job_id] == "QUEUED"
     assert (await h.event_types(job_id))[-2:] == ["leaseExpired", "queued"]
+    without_nodes = LeaseRequest(executor_id="c1", pool="default", max_new_leases=100)
+    assert (await h.leases.lease(without_nodes)).nodes_wanted, "its nodes were cleared: resend"
     # c1 comes back; the job runs again and its executor goes silent again: retries used up.
     await h.lease()
     await h.scheduler.cycle()

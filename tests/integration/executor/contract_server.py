@@ -42,6 +42,8 @@ class ContractServer:
         self.events: dict[str, RunEvent] = {}
         self.deliveries = 0
         self.lease_requests: list[LeaseRequest] = []
+        #: Answer the next lease call with ``nodesWanted`` (as a server that lost them).
+        self.forget_nodes = False
         self.auth_headers: list[str] = []
         #: Event calls to fail with 503 before the work is done / after it is recorded.
         self.fail_events_before = 0
@@ -66,7 +68,7 @@ class ContractServer:
 
     def reported(self) -> set[str]:
         """Run ids in the latest lease request."""
-        return {r.run_id for r in self.lease_requests[-1].runs} if self.lease_requests else set()
+        return set(self.lease_requests[-1].runs) if self.lease_requests else set()
 
     async def wait_for(self, predicate: Callable[[], bool], within: float = 120.0) -> None:
         """Wait (event-driven, with a generous safety timeout) until ``predicate`` holds."""
@@ -99,7 +101,10 @@ class ContractServer:
     # --- the contract ---------------------------------------------------------------
     async def _lease(self, request: LeaseRequest) -> LeaseResponse:
         self.lease_requests.append(request)
-        held = {r.run_id for r in request.runs}
+        if self.forget_nodes:
+            self.forget_nodes = False
+            return LeaseResponse(nodes_wanted=True)
+        held = set(request.runs)
         if self.greedy:  # like a server that ignores maxNewLeases and re-sends unacknowledged leases
             started = {e.run_id for e in self.events.values()}
             resend = [s for s in self.sent.values() if s.run_id not in held and s.run_id not in started]

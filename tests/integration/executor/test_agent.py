@@ -36,6 +36,19 @@ async def test_leases_run_to_completion_with_events(
     assert [n.name for n in first.nodes] == ["test-cluster-node-0", "test-cluster-node-1"]
 
 
+async def test_nodes_are_sent_when_changed_or_wanted(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    async with executor(cluster=fake()):
+        await server.wait_for(lambda: len(server.lease_requests) > 2)
+        assert [r.nodes is None for r in server.lease_requests[:3]] == [False, True, True]
+        server.forget_nodes = True
+        seen = len(server.lease_requests)
+        await server.wait_for(lambda: len(server.lease_requests) > seen + 1)
+    resent = [r.nodes for r in server.lease_requests[seen:] if r.nodes is not None]
+    assert [len(nodes) for nodes in resent] == [2], "a server that lost the nodes gets them once"
+
+
 async def test_repeated_lease_starts_one_run(server: ContractServer, executor: RunningExecutor) -> None:
     server.offer(lease("r1", argv=["sleep", "1000"]))
     async with executor(cluster=fake()):
@@ -58,7 +71,7 @@ async def test_cancel_kills_and_never_reports_a_result(
         await server.wait_for(lambda: not server.reported() & {"r1", "r2"})
     assert server.kinds("r1") == ["pending", "running"]
     assert server.kinds("r2") == ["pending", "running"]
-    phases = {r.phase for req in server.lease_requests for r in req.runs if r.run_id == "r1"}
+    phases = {req.runs["r1"] for req in server.lease_requests if "r1" in req.runs}
     assert "terminating" in phases or phases <= {"leased", "pending", "running"}
 
 

@@ -33,9 +33,9 @@ async def test_only_forward_moves_become_events() -> None:
     for kind in ("pending", "pending", "running", "pending", "succeeded", "failed"):
         await tracker.observe(RunStatus(run_id="r1", kind=kind))
     assert [e.kind for e in sink.events] == ["pending", "running", "succeeded"]
-    assert [r.phase for r in tracker.reports()] == ["running"], "held until delivered"
+    assert tracker.reports() == {"r1": "running"}, "held until delivered"
     await tracker.delivered(sink.events)
-    assert tracker.reports() == [] and sink.released == ["r1"]
+    assert tracker.reports() == {} and sink.released == ["r1"]
 
 
 async def test_killed_run_reports_nothing_more_and_leaves_when_gone() -> None:
@@ -44,7 +44,7 @@ async def test_killed_run_reports_nothing_more_and_leaves_when_gone() -> None:
     await tracker.observe(RunStatus(run_id="r1", kind="running"))
     assert tracker.start_kill("r1", "cancel")
     assert not tracker.start_kill("r1", "cancel")
-    assert [r.phase for r in tracker.reports()] == ["terminating"]
+    assert list(tracker.reports().values()) == ["terminating"]
     await tracker.observe(RunStatus(run_id="r1", kind="succeeded"))
     await tracker.gone("r1")
     assert [e.kind for e in sink.events] == ["running"]
