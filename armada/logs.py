@@ -23,7 +23,12 @@ def configure_logging(settings: LoggingSettings) -> None:
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # Drop disabled levels first: a debug line per run must cost nothing at "warning".
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

@@ -112,7 +112,12 @@ class SchedulerSettings(_Area):
         int, Meta(ge=0, description="Requeues (lease returned or expired, node lost) before a job fails.")
     ] = 3
     max_unacknowledged_leases_per_executor: Annotated[
-        int, Meta(ge=1, description="Most runs leased to one executor and not yet reported back by it.")
+        int,
+        Meta(
+            ge=1,
+            description="Most runs leased to one executor and not yet reported back by it; "
+            "an executor at the limit gets no new leases until it catches up.",
+        ),
     ] = 2500
     heartbeat_record_interval: Annotated[
         float, Meta(gt=0, description="Seconds between executor heartbeats recorded in the event log.")

@@ -29,6 +29,8 @@ class CycleContext:
     taken: BoolArray
     #: per scheduling key: may be scheduled at all this cycle (not rejected)
     key_ok: BoolArray
+    #: per node row: takes no new jobs this cycle (its executor is behind); running jobs stay
+    paused_nodes: BoolArray | None = None
     reasons: Reasons = field(default_factory=Reasons)
     lease_rows: list[IntArray] = field(default_factory=list)
     lease_nodes: list[IntArray] = field(default_factory=list)

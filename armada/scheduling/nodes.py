@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import operator
+from collections.abc import Collection
 from typing import Literal, TypeVar
 
 import msgspec
@@ -217,6 +218,11 @@ class NodeDb:
     def non_armada(self) -> IntArray:
         self._ensure_width()
         return self._non_armada[: self.size]
+
+    def executor_mask(self, executors: Collection[str]) -> BoolArray:
+        """Per row: whether the node belongs to one of ``executors``."""
+        wanted = set(executors)
+        return np.array([spec is not None and spec.executor in wanted for spec in self.specs], dtype=bool)
 
     def pool_rows(self) -> dict[str, IntArray]:
         """Rows of live nodes per pool, ordered by node id (the deterministic tie-break)."""

@@ -36,6 +36,8 @@ class PoolState:
         self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - running.sum(axis=1)
         self.running_by_class: IntArray = running.copy()
         self.schedulable: BoolArray = nodes.schedulable[node_rows]
+        if ctx.paused_nodes is not None:
+            self.schedulable = self.schedulable & ~ctx.paused_nodes[node_rows]
         self.totals: IntArray = allocatable.sum(axis=0)
         self.names = db.resources.names
         self.scale = drf_scale(

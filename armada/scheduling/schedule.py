@@ -6,7 +6,7 @@ import math
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -31,11 +31,14 @@ def schedule(
     state: SchedulerState,
     now: float,
     clock: Callable[[], float] = time.monotonic,
+    paused_executors: Collection[str] = (),
 ) -> SchedulingResult:
     """Decide leases, preemptions and rejections for one cycle. Reads ``db``, never changes it.
 
     ``now`` (seconds, any epoch) drives rate-limit refill and usage decay; ``clock`` is only
-    used for the ``maxSchedulingDuration`` budget. Apply the result with :func:`apply_decisions`
+    used for the ``maxSchedulingDuration`` budget. Nodes of ``paused_executors`` (behind on
+    acknowledging their leases) take no new jobs this cycle, like cordoned nodes: their
+    running jobs still count towards fair share. Apply the result with :func:`apply_decisions`
     (or by appending events that the service feeds back into ``db``).
     """
     started = clock()
@@ -62,6 +65,7 @@ def schedule(
         },
         taken=np.zeros(len(db.ids), dtype=bool),
         key_ok=key_ok,
+        paused_nodes=db.nodes.executor_mask(paused_executors) if paused_executors else None,
     )
     ctx.reasons.by_key.update(rejected)
     ctx.reasons.by_key.update(waiting)

@@ -140,6 +140,7 @@ class SchedulerService:
             config=self.config,
             state=self.scheduler_state,
             now=now,
+            paused_executors=self._lagging_executors(),
         )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         await self._append_decisions(result)
@@ -156,6 +157,15 @@ class SchedulerService:
             seconds=round(result.stats.duration, 4),
         )
         return result
+
+    def _lagging_executors(self) -> list[str]:
+        """Executors holding as many unacknowledged leases as allowed: back-pressure.
+
+        Leasing faster than an executor takes runs would only pile up leases it cannot
+        start (and lose the queues' fair order); its nodes rest until it catches up.
+        """
+        limit = self.settings.max_unacknowledged_leases_per_executor
+        return [e.executor_id for e in self.state.executors.values() if len(e.unacknowledged) >= limit]
 
     # --- executors gone silent and nodes lost -------------------------------------------
 

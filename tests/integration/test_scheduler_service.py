@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 from sqlalchemy import select
 
@@ -132,6 +133,20 @@ async def test_nodes_are_asked_for_once_and_then_stand_until_changed(harness: Ha
     assert lease.job_id == job_id and lease.node in {"n0", "n1"}
     other_pool = LeaseRequest(executor_id="c1", pool="gpu", max_new_leases=100)
     assert (await h.leases.lease(other_pool)).nodes_wanted, "a pool change needs the nodes again"
+
+
+async def test_an_executor_behind_on_its_leases_gets_no_more_until_it_reports(harness: Harness) -> None:
+    h = harness
+    h.scheduler.settings = msgspec.structs.replace(h.settings, max_unacknowledged_leases_per_executor=2)
+    await h.lease()
+    await submit(h, 2)
+    assert (await h.scheduler.cycle()).stats.scheduled == 2
+    await submit(h, 3)
+    assert (await h.scheduler.cycle()).stats.scheduled == 0, "two leases unacknowledged: paused"
+    leases = (await h.lease()).leases
+    assert (await h.scheduler.cycle()).stats.scheduled == 0, "sent is not acknowledged"
+    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases])
+    assert (await h.scheduler.cycle()).stats.scheduled == 3
 
 
 async def test_a_job_too_big_for_every_node_is_rejected(harness: Harness) -> None:

@@ -84,10 +84,17 @@ class Sim:
     def submit(self, jobs: Iterable[JobRequirements]) -> None:
         self.db.add_many(jobs)
 
-    def cycle(self, advance: float = 1.0, apply: bool = True) -> SchedulingResult:
+    def cycle(
+        self, advance: float = 1.0, apply: bool = True, paused_executors: Iterable[str] = ()
+    ) -> SchedulingResult:
         self.now += advance
         result = schedule(
-            self.db, queues=list(self.queues.values()), config=self.config, state=self.state, now=self.now
+            self.db,
+            queues=list(self.queues.values()),
+            config=self.config,
+            state=self.state,
+            now=self.now,
+            paused_executors=list(paused_executors),
         )
         if apply:
             apply_decisions(self.db, result)

@@ -40,6 +40,26 @@ def test_weighted_drf_splits_capacity_by_priority_factor() -> None:
     assert shares["A"].actual_share == pytest.approx(2 / 3)
 
 
+def test_paused_executors_take_no_new_jobs_but_their_jobs_still_count() -> None:
+    sim = Sim(
+        nodes=[
+            msgspec.structs.replace(node("a0", cpu=10), executor="ex-a"),
+            msgspec.structs.replace(node("b0", cpu=10), executor="ex-b"),
+        ]
+    )
+    sim.queue("A")
+    sim.queue("B")
+    sim.submit(job(f"a{i}", "A") for i in range(5))
+    first = sim.cycle(paused_executors=["ex-b"])
+    assert {lease.node_id for lease in first.leases} == {"a0"} and len(first.leases) == 5
+    sim.submit(job(f"b{i}", "B") for i in range(20))
+    second = sim.cycle(paused_executors=["ex-a", "ex-b"])
+    assert len(second.leases) == 0, "every executor is behind: nothing is leased"
+    third = sim.cycle()
+    assert Counter(lease.node_id for lease in third.leases) == {"a0": 5, "b0": 10}
+    assert third.shares["default"]["A"].actual_share == pytest.approx(0.25), "A's 5 paused-time jobs count"
+
+
 def test_idle_queue_share_is_usable_by_others() -> None:
     sim = Sim(nodes=[node("n0", cpu=10, memory_gi=100)])
     sim.queue("A", 2.0)
