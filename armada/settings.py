@@ -72,6 +72,14 @@ class ServerSettings(_Area):
         list[str],
         Meta(description="Browser origins allowed to call the API (CORS), e.g. the UI's; `*` allows any."),
     ] = []
+    workers: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Server processes sharing the port, each a replica (one schedules); "
+            "one per core. PostgreSQL only.",
+        ),
+    ] = 1
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):

@@ -69,16 +69,20 @@ def database(url: str, workdir: Path) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def start_system(stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str) -> str:
+def start_system(
+    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str
+) -> tuple[str, list[ArmadaProcess]]:
     port = free_port()
     env = dict(SERVER_ENV)
     server = ArmadaProcess(
-        ["serve", "--port", str(port), "--database-url", url],
+        ["serve", "--port", str(port), "--database-url", url]
+        + (["--workers", str(args.server_workers)] if url.startswith("postgres") else []),
         cwd=workdir,
         log_path=workdir / "serve.log",
         env=env,
     )
     stack.callback(server.stop)
+    processes = [server]
     base = f"http://127.0.0.1:{port}"
     wait_until_healthy(base, server)
     for index in range(args.executors):
@@ -103,7 +107,8 @@ def start_system(stack: ExitStack, args: argparse.Namespace, workdir: Path, url:
             env={"ARMADA_LOGGING_LEVEL": "warning"},
         )
         stack.callback(executor.stop)
-    return base
+        processes.append(executor)
+    return base, processes
 
 
 def job_item(command: str) -> JobSubmitRequestItem:
@@ -152,10 +157,13 @@ async def wait_for_executors(url: str, count: int) -> None:
         await database.close()
 
 
-async def wait_finished(url: str, jobs: int, timeout: float) -> list[ev.Event]:
+async def wait_finished(
+    url: str, jobs: int, timeout: float, processes: list[ArmadaProcess]
+) -> list[ev.Event]:
     """Poll the jobs view until every job has ended, then read all events from the log.
 
     Measuring from the database keeps the benchmark from loading the server with watchers.
+    A server or executor that exits ends the benchmark with its log's last lines.
     """
     database = await Database(url).open(migrate_schema=False, listen=False)
     try:
@@ -166,6 +174,10 @@ async def wait_finished(url: str, jobs: int, timeout: float) -> list[ev.Event]:
                 done = await conn.scalar(select(func.count()).select_from(schema.jobs).where(terminal))
             if done is not None and done >= jobs:
                 break
+            for process in processes:
+                if process.process.poll() is not None:
+                    tail = process.log().splitlines()[-5:]
+                    raise SystemExit(f"{process.args[0]} exited early:\n" + "\n".join(tail))
             await asyncio.sleep(0.5)
         events: list[ev.Event] = []
         after = 0
@@ -211,14 +223,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         url = stack.enter_context(database(args.database_url, workdir))
-        base = start_system(stack, args, workdir, url)
+        base, processes = start_system(stack, args, workdir, url)
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
             await wait_for_executors(url, args.executors)
             started = time.perf_counter()
             await submit_all(client, args)
             submit_seconds = time.perf_counter() - started
-            events = await wait_finished(url, args.jobs, args.timeout)
+            events = await wait_finished(url, args.jobs, args.timeout, processes)
             result: dict[str, Any] = {
                 "benchmark": "e2e",
                 "database": normalise_url(url).get_backend_name(),
@@ -243,6 +255,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--queues", type=int, default=10)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument(
+        "--server-workers", type=int, default=1, help="armada serve --workers (PostgreSQL only)"
+    )
     parser.add_argument("--backend", choices=["fake", "process"], default="fake")
     parser.add_argument("--process-cpu", type=int, default=256)
     parser.add_argument("--command", default="sleep 1", help="the jobs' command line (args)")

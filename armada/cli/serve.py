@@ -1,23 +1,16 @@
-"""``armada serve``: the API, the event store and the scheduler in one process."""
+"""``armada serve``: the API, the event store and the scheduler (in one or more processes)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import structlog
 import typer
-import uvicorn
-from litestar import Litestar
 
 import armada
-from armada.api.app import create_app
-from armada.api.shutdown import ShutdownSignal
+from armada.cli.http_server import run_server, run_workers
 from armada.cli.options import ConfigOption, DatabaseUrlOption, settings_or_exit
 from armada.eventstore import migrate
 from armada.eventstore.database import Database
@@ -42,6 +35,10 @@ def serve(
     tls_key: Annotated[
         Path | None, typer.Option(help="PEM private key of --tls-cert.", exists=True, dir_okay=False)
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Server processes sharing the port, one per core (PostgreSQL only).", min=1),
+    ] = None,
 ) -> None:
     """Serve the REST API, the event store and the scheduler."""
     settings = settings_or_exit(
@@ -53,11 +50,18 @@ def serve(
                 "dev": dev,
                 "tlsCert": str(tls_cert) if tls_cert else None,
                 "tlsKey": str(tls_key) if tls_key else None,
+                "workers": workers,
             },
             "database": {"url": database_url},
         },
     )
     configure_logging(settings.logging)
+    if settings.server.workers > 1 and (
+        settings.server.dev or normalise_url(settings.database.url).get_backend_name() != "postgresql"
+    ):
+        why = "SQLite replicas cannot see each other's writes; the dev executor runs in one process"
+        typer.echo(f"error: --workers > 1 needs PostgreSQL and no --dev ({why})", err=True)
+        raise typer.Exit(2)
     try:
         asyncio.run(_prepare_database(settings))
     except migrate.SchemaTooNew as exc:
@@ -75,24 +79,10 @@ def serve(
     auth = settings.auth
     if auth.anonymous and (auth.basic_users or auth.tokens or auth.oidc):
         log.warning("anonymous access is on beside credentials: set auth.anonymous false in production")
-    app = create_app(settings)
-    server = _GracefulServer(
-        app,
-        uvicorn.Config(
-            app,
-            host=settings.server.host,
-            port=settings.server.port,
-            log_config=None,
-            lifespan="on",
-            timeout_graceful_shutdown=settings.server.shutdown_timeout,
-            timeout_keep_alive=settings.server.keep_alive_timeout,
-            ssl_certfile=settings.server.tls_cert or None,
-            ssl_keyfile=settings.server.tls_key or None,
-            server_header=False,
-        ),
-    )
-    server.run()
-    if not server.started:
+    if settings.server.workers > 1:
+        if not run_workers(settings):
+            raise typer.Exit(1)
+    elif not run_server(settings):
         raise typer.Exit(1)
 
 
@@ -103,30 +93,3 @@ async def _prepare_database(settings: Settings) -> None:
         await migrate.upgrade(database.engine)
     finally:
         await database.close()
-
-
-class _GracefulServer(uvicorn.Server):
-    """Stops gracefully on SIGTERM/SIGINT and exits 0 (uvicorn would re-raise the signal).
-
-    The app's :class:`~armada.api.shutdown.ShutdownSignal` tells endless streams to end,
-    so that open browser tabs do not hold the server for its whole grace period.
-    """
-
-    def __init__(self, app: Litestar, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.app = app
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        shutdown: ShutdownSignal | None = getattr(self.app.state, "shutdown", None)
-        if shutdown is not None:  # absent until the lifespan has started
-            shutdown.trigger()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)

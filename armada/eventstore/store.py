@@ -8,7 +8,6 @@ one. The log is only ever inserted into.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
@@ -18,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from armada.eventstore import dialects, projections, schema
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
+from armada.eventstore.writelock import WriteLock
 from armada.model.events import Event, decode_event, encode_event
 
 __all__ = ["EventStore", "PreparedEvents", "StoredEvent", "Transaction"]
@@ -67,23 +67,30 @@ class EventStore:
     def __init__(self, engine: AsyncEngine, notifier: ChangeNotifier | None = None) -> None:
         self.engine = engine
         self.notifier = notifier or ChangeNotifier()
-        self._append_lock = asyncio.Lock()
+        self._append_lock = WriteLock()
         self._recent = RecentEvents()
         #: Called with each committed batch of events (metrics); must be cheap and not raise.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Transaction]:
-        """Serialised write transaction whose staged events are appended on success."""
-        async with self._append_lock, self.engine.connect() as raw:
-            conn = await raw.execution_options(**{dialects.WRITE_OPTION: True})
-            async with conn.begin():
-                await dialects.lock_log(conn)
-                tx = Transaction(conn)
-                yield tx
-                head = await self._write(conn, tx.prepared()) if tx.staged else 0
-            if head:  # committed
-                self._recent.add(head - len(tx.staged) + 1, tx.staged)
+    async def transaction(self, *, urgent: bool = False) -> AsyncIterator[Transaction]:
+        """Serialised write transaction whose staged events are appended on success.
+
+        ``urgent`` writes (scheduling decisions) overtake others waiting in this process.
+        """
+        await self._append_lock.acquire(urgent=urgent)
+        try:
+            async with self.engine.connect() as raw:
+                conn = await raw.execution_options(**{dialects.WRITE_OPTION: True})
+                async with conn.begin():
+                    await dialects.lock_log(conn)
+                    tx = Transaction(conn)
+                    yield tx
+                    head = await self._write(conn, tx.prepared()) if tx.staged else 0
+                if head:  # committed
+                    self._recent.add(head - len(tx.staged) + 1, tx.staged)
+        finally:
+            self._append_lock.release()
         if head:
             self.notifier.publish(head)
             for listener in self.listeners:

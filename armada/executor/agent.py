@@ -109,12 +109,14 @@ class ExecutorAgent:
             backoff.reset()
             self._nodes_sent = None if response.nodes_wanted else nodes
             await self._apply(response, budget=request.max_new_leases)
-            busy = bool(
-                response.leases or response.cancel_runs or response.preempt_runs or response.nodes_wanted
-            )
-            idle_wait = self._settings.idle_lease_interval_seconds - (time.monotonic() - started)
-            if not busy and idle_wait > 0:
-                await asyncio.sleep(idle_wait)
+            if response.nodes_wanted and request.nodes is None:
+                continue  # the server lost our nodes: send them at once
+            busy = bool(response.leases or response.cancel_runs or response.preempt_runs)
+            settings = self._settings
+            interval = settings.min_lease_interval_seconds if busy else settings.idle_lease_interval_seconds
+            wait = interval - (time.monotonic() - started)
+            if wait > 0:
+                await asyncio.sleep(wait)
 
     def _lease_request(self, nodes: list[NodeReport]) -> LeaseRequest:
         """The heartbeat; nodes only when they differ from those the server last took."""

@@ -106,6 +106,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     lease_wait_seconds: float = 1.5
     #: Least time between two lease calls that brought nothing new.
     idle_lease_interval_seconds: float = 1.0
+    #: Least time between two lease calls while busy: each call reports every held run,
+    #: so calling back-to-back would spend the server's time re-reading the same list.
+    min_lease_interval_seconds: float = 0.25
     #: Most new leases asked for in one call.
     max_new_leases: int = 1000
     #: Most runs held in the ``leased`` phase (accepted, not yet in the cluster).
@@ -113,7 +116,7 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     #: Timeout of one HTTP call to the server.
     request_timeout_seconds: float = 30.0
     #: Events sent in one ``/v1/executor/events`` call at most.
-    event_batch_size: int = 500
+    event_batch_size: int = 2000
     #: Events buffered while the server is unreachable before backends are slowed down
     #: (events are never dropped).
     max_buffered_events: int = 100_000

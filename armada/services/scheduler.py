@@ -129,7 +129,9 @@ class SchedulerService:
 
     async def cycle(self) -> SchedulingResult:
         """One scheduling cycle (callable directly in tests)."""
+        started = time.monotonic()
         await self.follower.catch_up()
+        synced = time.monotonic()
         now = self.clock()
         if self._watching_since is None:
             self._watching_since = now
@@ -143,6 +145,7 @@ class SchedulerService:
             paused_executors=self._lagging_executors(),
         )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
+        decided = time.monotonic()
         await self._append_decisions(result)
         self.scheduler_state = result.state
         self.last_result = result
@@ -155,6 +158,8 @@ class SchedulerService:
             preempted=result.stats.preempted,
             rejected=result.stats.rejected,
             seconds=round(result.stats.duration, 4),
+            sync_seconds=round(synced - started, 4),
+            write_seconds=round(time.monotonic() - decided, 4),
         )
         return result
 
@@ -234,7 +239,7 @@ class SchedulerService:
             *(p.job_id for p in result.preemptions),
             *(r.job_id for r in result.rejections),
         ]
-        async with self.store.transaction() as tx:
+        async with self.store.transaction(urgent=True) as tx:
             rows = await job_rows(tx, job_ids)
             for preemption in result.preemptions:
                 row = rows.get(preemption.job_id)

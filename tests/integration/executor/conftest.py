@@ -34,6 +34,7 @@ def fast_settings(server: ContractServer, **overrides: Any) -> ExecutorSettings:
         backend="fake",
         lease_wait_seconds=0,
         idle_lease_interval_seconds=0.05,
+        min_lease_interval_seconds=0.01,
         retry_initial_seconds=0.01,
         retry_max_seconds=0.1,
         shutdown_flush_seconds=5,
