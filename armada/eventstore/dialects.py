@@ -9,10 +9,24 @@ and wakes other replicas with ``NOTIFY``.
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from sqlalchemy import JSON, Column, String, Table, bindparam, event, insert, text, update
+from sqlalchemy import (
+    JSON,
+    Column,
+    ColumnElement,
+    String,
+    Table,
+    any_,
+    bindparam,
+    event,
+    insert,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -21,6 +35,8 @@ NOTIFY_CHANNEL = "armada_events"
 APPEND_LOCK_KEY = 0x41524D41  # "ARMA"
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
 WRITE_OPTION = "armada_write"
+#: Most values in one SQLite ``IN (...)`` (its bound-parameter limit is 32,766).
+SQLITE_IN_CHUNK = 2000
 
 
 def normalise_url(url: str) -> URL:
@@ -84,6 +100,23 @@ async def notify(conn: AsyncConnection, seq: int) -> None:
         await conn.execute(
             text("SELECT pg_notify(:channel, :seq)"), {"channel": NOTIFY_CHANNEL, "seq": str(seq)}
         )
+
+
+def in_values(conn: AsyncConnection, column: Column[str], values: Sequence[str]) -> list[ColumnElement[bool]]:
+    """``column IN values`` as the filters to run one query each with.
+
+    PostgreSQL takes one array parameter (``= ANY(...)``): thousands of ids cost one bound
+    value rather than a placeholder each, which SQLAlchemy and psycopg would both rewrite.
+    SQLite gets chunks of ``IN`` lists below its parameter limit.
+    """
+    if not values:
+        return []
+    if is_postgres(conn):
+        return [column == any_(bindparam(None, list(values), type_=ARRAY(String)))]
+    return [
+        column.in_(values[start : start + SQLITE_IN_CHUNK])
+        for start in range(0, len(values), SQLITE_IN_CHUNK)
+    ]
 
 
 def libpq_conninfo(url: str) -> str:

@@ -19,7 +19,7 @@ import msgspec
 import structlog
 from sqlalchemy import select
 
-from armada.eventstore import schema
+from armada.eventstore import dialects, schema
 from armada.eventstore.store import EventStore, Transaction
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
@@ -30,7 +30,7 @@ from armada.model.states import JobState, RunState
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.retries import requeue_or_fail
-from armada.services.scheduler import ID_CHUNK, job_rows
+from armada.services.scheduler import job_rows
 from armada.settings import SchedulerSettings
 
 log = structlog.get_logger(__name__)
@@ -219,10 +219,8 @@ class LeaseService:
         specs: dict[str, Job] = {}
         async with self.store.engine.connect() as conn:
             ids = [run.job_id for run in runs]
-            for start in range(0, len(ids), ID_CHUNK):
-                result = await conn.execute(
-                    select(jobs.c.job_id, jobs.c.spec).where(jobs.c.job_id.in_(ids[start : start + ID_CHUNK]))
-                )
+            for where in dialects.in_values(conn, jobs.c.job_id, ids):
+                result = await conn.execute(select(jobs.c.job_id, jobs.c.spec).where(where))
                 specs.update((job_id, _job_decoder.decode(spec)) for job_id, spec in result)
         return [_lease(run, specs[run.job_id]) for run in runs if run.job_id in specs]
 
@@ -249,12 +247,9 @@ async def _requested_reasons(tx: Transaction, job_ids: list[str]) -> dict[str, t
     """Per job: the cancel reason and requestor, and the preemption reason, as requested."""
     jobs = schema.jobs
     found: dict[str, tuple[str, str, str]] = {}
-    for start in range(0, len(job_ids), ID_CHUNK):
-        result = await tx.connection.execute(
-            select(jobs.c.job_id, jobs.c.cancel_reason, jobs.c.cancel_user, jobs.c.reason).where(
-                jobs.c.job_id.in_(job_ids[start : start + ID_CHUNK])
-            )
-        )
+    query = select(jobs.c.job_id, jobs.c.cancel_reason, jobs.c.cancel_user, jobs.c.reason)
+    for where in dialects.in_values(tx.connection, jobs.c.job_id, job_ids):
+        result = await tx.connection.execute(query.where(where))
         found.update(
             (row.job_id, (row.cancel_reason or "", row.cancel_user or "", row.reason or "")) for row in result
         )

@@ -16,13 +16,12 @@ import structlog
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import schema
+from armada.eventstore import dialects, schema
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.states import FailureCause, JobState, RunState
 from armada.services.retries import requeue_or_fail
-from armada.services.scheduler import ID_CHUNK
 from armada.settings import SchedulerSettings
 
 log = structlog.get_logger(__name__)
@@ -77,7 +76,7 @@ class RunEventIntake:
     async def _facts(self, conn: AsyncConnection, run_ids: list[str]) -> dict[str, _RunFacts]:
         runs, jobs = schema.runs, schema.jobs
         found: dict[str, _RunFacts] = {}
-        for start in range(0, len(run_ids), ID_CHUNK):
+        for where in dialects.in_values(conn, runs.c.run_id, run_ids):
             query = (
                 select(
                     runs.c.run_id,
@@ -97,7 +96,7 @@ class RunEventIntake:
                     jobs.c.reason,
                 )
                 .join(jobs, jobs.c.job_id == runs.c.job_id)
-                .where(runs.c.run_id.in_(run_ids[start : start + ID_CHUNK]))
+                .where(where)
             )
             for row in await conn.execute(query):
                 found[row.run_id] = _RunFacts(

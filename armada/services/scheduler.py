@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import structlog
 from sqlalchemy import select
 
-from armada.eventstore import schema
+from armada.eventstore import dialects, schema
 from armada.eventstore.store import EventStore, Transaction
 from armada.model import events as ev
 from armada.model.ids import new_run_id
@@ -30,8 +30,6 @@ from armada.services.retries import requeue_or_fail
 from armada.settings import SchedulerSettings
 
 log = structlog.get_logger(__name__)
-
-ID_CHUNK = 2000
 
 
 class JobRow:
@@ -54,14 +52,9 @@ async def job_rows(tx: Transaction, job_ids: Sequence[str]) -> dict[str, JobRow]
     """Current view rows of ``job_ids``, read inside the append transaction."""
     jobs = schema.jobs
     found: dict[str, JobRow] = {}
-    for start in range(0, len(job_ids), ID_CHUNK):
-        chunk = job_ids[start : start + ID_CHUNK]
-        result = await tx.connection.execute(
-            select(jobs.c.job_id, jobs.c.queue, jobs.c.job_set_id, jobs.c.state, jobs.c.latest_run_id).where(
-                jobs.c.job_id.in_(chunk)
-            )
-        )
-        for row in result:
+    query = select(jobs.c.job_id, jobs.c.queue, jobs.c.job_set_id, jobs.c.state, jobs.c.latest_run_id)
+    for where in dialects.in_values(tx.connection, jobs.c.job_id, job_ids):
+        for row in await tx.connection.execute(query.where(where)):
             found[row.job_id] = JobRow(*row)
     return found
 

@@ -1,0 +1,43 @@
+"""``armada serve --workers 2``: two replicas on one socket; jobs run; one schedules."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from armada.client import ArmadaClient
+from armada.model.queues import Queue
+from tests.databases import postgres_database
+from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, states_are, wait_for
+from tests.processes import ArmadaProcess, running_server
+
+
+@pytest.mark.postgres
+def test_workers_share_the_port_and_exactly_one_schedules(tmp_path: Path) -> None:
+    with (
+        postgres_database() as url,
+        running_server(tmp_path, "--workers", "2", database_url=url, env=FAST_SERVER_ENV) as server,
+        ArmadaClient(server.url) as client,
+        executor(tmp_path, server.url, "c1", args=fake_nodes(4)),
+    ):
+        client.create_queue(Queue(name="q"))
+        job_ids = client.submit_jobs("q", "set", [job("sleep 0") for _ in range(8)])
+        wait_for(states_are(client, job_ids, "SUCCEEDED"), what="the jobs to succeed")
+        log = server.process.log()
+        assert log.count("Started server process") == 2
+        assert log.count("became scheduler leader") == 1
+        server.process.signal(signal.SIGTERM)
+        assert server.process.wait(30) == 0
+        assert server.process.log().count("Finished server process") == 2
+
+
+def test_workers_need_postgresql(tmp_path: Path) -> None:
+    command = ["serve", "--workers", "2", "--database-url", f"sqlite:///{tmp_path / 'armada.db'}"]
+    process = ArmadaProcess(command, cwd=tmp_path, log_path=tmp_path / "serve.log")
+    try:
+        assert process.wait(60) == 2
+    finally:
+        process.stop()
+    assert "--workers > 1 needs PostgreSQL" in process.log()
