@@ -26,7 +26,7 @@ from armada.model.errors import InvalidRequest
 from armada.model.jobs import Job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
 from armada.model.resources import QuantityError, parse_resource_list
-from armada.model.states import JobState, RunState
+from armada.model.states import JobState
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.retries import requeue_or_fail
@@ -150,17 +150,13 @@ class LeaseService:
         for run_id, kind in kills.items():
             if run_id in reported:
                 (cancel_runs if kind == "cancel" else preempt_runs).append(run_id)
-        unreported = executor.runs.keys() - reported
-        if len(unreported) == len(executor.unacknowledged) and not kills:
-            ended: list[RunInfo] = []  # the usual case: only fresh leases are unreported
-        else:
-            ended = [
-                run
-                for run_id in unreported
-                if (run := executor.runs[run_id]).run_id not in executor.unacknowledged
-                or run.state != RunState.LEASED
-                or run_id in kills
-            ]
+        # Unreported runs are the fresh leases (still unacknowledged) plus any that are gone:
+        # acknowledged once (pending, running, or reported) or ordered killed.
+        ended = [
+            executor.runs[run_id]
+            for run_id in executor.runs.keys() - reported
+            if run_id not in executor.unacknowledged or run_id in kills
+        ]
         if ended:
             await self._end_runs(ended)
         # The executor says how many new runs it will take now (0: none, e.g. while its
