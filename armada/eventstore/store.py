@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -20,7 +21,7 @@ from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.writelock import WriteLock
 from armada.model.events import Event, decode_event, encode_event
 
-__all__ = ["EventStore", "PreparedEvents", "StoredEvent", "Transaction"]
+__all__ = ["EventStore", "PreparedEvents", "Reading", "StoredEvent", "Transaction"]
 
 
 class PreparedEvents:
@@ -56,11 +57,31 @@ class Transaction:
             self._prepared = None
             self.staged.extend(events)
 
+    async def jobs_changed_since(self, seq: int, job_ids: Sequence[str]) -> set[str]:
+        """Those of ``job_ids`` with events appended after ``seq``.
+
+        A write that read the views ahead of the lock (:meth:`EventStore.reading`) asks this
+        about the jobs it read: the rest are as it saw them, since appends are serialised.
+        """
+        events = schema.events
+        changed: set[str] = set()
+        for where in dialects.in_values(self.connection, events.c.job_id, job_ids):
+            query = select(events.c.job_id).distinct().where(events.c.seq > seq, where)
+            changed.update(await self.connection.scalars(query))
+        return changed
+
     def prepared(self) -> PreparedEvents:
         """Everything staged, prepared: the caller's own preparation when it covers it all."""
         if self._prepared is not None and len(self._prepared.events) == len(self.staged):
             return self._prepared
         return PreparedEvents(self.staged)
+
+
+class Reading(NamedTuple):
+    """A connection to read the views with, and the head of the log when reading began."""
+
+    connection: AsyncConnection
+    head: int
 
 
 class EventStore:
@@ -96,6 +117,17 @@ class EventStore:
             for listener in self.listeners:
                 listener(tx.staged)
 
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[Reading]:
+        """Read the views ahead of a write, outside its serialised transaction.
+
+        The views read reflect at least every event up to ``head``; the write re-checks what
+        changed after it with :meth:`Transaction.jobs_changed_since`. Under load this keeps
+        reads out of the time appends spend queued behind one another.
+        """
+        async with self.engine.connect() as conn:
+            yield Reading(conn, await _head(conn))
+
     async def append(self, events: Sequence[Event]) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""
         if not events:
@@ -105,7 +137,7 @@ class EventStore:
         return self.notifier.head
 
     async def _write(self, conn: AsyncConnection, batch: PreparedEvents) -> int:
-        head = int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)
+        head = await _head(conn)
         events = batch.events
         rows = [
             {
@@ -129,7 +161,7 @@ class EventStore:
     async def head(self) -> int:
         """Sequence number of the newest committed event (0 for an empty log)."""
         async with self.engine.connect() as conn:
-            return int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)
+            return await _head(conn)
 
     async def read(
         self,
@@ -165,3 +197,7 @@ class EventStore:
     async def wait_for_change(self, after_seq: int, timeout: float | None = None) -> int:
         """Wait until an event after ``after_seq`` commits (or timeout); return the head."""
         return await self.notifier.wait(after_seq, timeout)
+
+
+async def _head(conn: AsyncConnection) -> int:
+    return int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)

@@ -2,10 +2,11 @@
 
 Executors retry event batches until delivered, so the same observation may arrive twice,
 and events of runs the server has since given up on may arrive late. Both are handled by
-the run's state machine, checked against the views inside the append transaction: an
-event that would not move its run forward is dropped. A killed run's failure becomes the
-cancellation or preemption that was asked for; a failure the executor marks retryable, or
-a returned lease, requeues the job until its retries are used up.
+the run's state machine, checked against the views (read ahead of the append and
+re-checked inside it): an event that would not move its run forward is dropped. A killed
+run's failure becomes the cancellation or preemption that was asked for; a failure the
+executor marks retryable, or a returned lease, requeues the job until its retries are used
+up.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, schema
-from armada.eventstore.store import EventStore
+from armada.eventstore.store import EventStore, PreparedEvents
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.states import FailureCause, JobState, RunState
@@ -59,19 +60,42 @@ class RunEventIntake:
         self.settings = settings
 
     async def report(self, batch: RunEventBatch) -> int:
-        """Append the job events the batch implies; return how many run events took effect."""
-        applied = 0
+        """Append the job events the batch implies; return how many run events took effect.
+
+        The runs are read and the events prepared before the write lock; inside it only the
+        jobs that changed meanwhile (rare: a cancellation, a retried batch) send the batch
+        back to be translated afresh from the views as they are then.
+        """
+        run_ids = sorted({event.run_id for event in batch.events})
+        async with self.store.reading() as reading:
+            facts = await self._facts(reading.connection, run_ids)
+        job_ids = sorted({run.envelope["job_id"] for run in facts.values()})
+        produced, applied = self._translate_batch(batch, facts)
+        prepared = PreparedEvents(produced)
         async with self.store.transaction() as tx:
-            facts = await self._facts(tx.connection, sorted({e.run_id for e in batch.events}))
-            for event in batch.events:
-                run = facts.get(event.run_id)
-                if run is None or run.cluster != batch.executor_id:
-                    continue
-                produced = self._translate(event, run)
-                if produced:
-                    tx.append(produced)
-                    applied += 1
+            if await tx.jobs_changed_since(reading.head, job_ids):
+                facts = await self._facts(tx.connection, run_ids)
+                produced, applied = self._translate_batch(batch, facts)
+                tx.append(produced)
+            else:
+                tx.append(prepared)
         return applied
+
+    def _translate_batch(
+        self, batch: RunEventBatch, facts: dict[str, _RunFacts]
+    ) -> tuple[list[ev.Event], int]:
+        """The job events the batch implies, and how many run events took effect."""
+        produced: list[ev.Event] = []
+        applied = 0
+        for event in batch.events:
+            run = facts.get(event.run_id)
+            if run is None or run.cluster != batch.executor_id:
+                continue
+            events = self._translate(event, run)
+            if events:
+                produced += events
+                applied += 1
+        return produced, applied
 
     async def _facts(self, conn: AsyncConnection, run_ids: list[str]) -> dict[str, _RunFacts]:
         runs, jobs = schema.runs, schema.jobs

@@ -250,6 +250,29 @@ async def test_failed_and_returned_runs(harness: Harness) -> None:
     assert (failed.exit_code, failed.cause) == (3, ev.FailureCause.OOM)
 
 
+async def test_a_cancel_landing_while_a_report_waits_to_write_wins_over_the_stale_read(
+    harness: Harness,
+) -> None:
+    h = harness
+    store = h.database.store
+    await h.lease()
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    [lease] = (await h.lease()).leases
+    batch = RunEventBatch(
+        executor_id="c1",
+        events=[RunEvent(run_id=lease.run_id, job_id=job_id, kind="failed", reason="killed")],
+    )
+    envelope: ev.Envelope = {"queue": "q", "job_set_id": "set-1", "job_id": job_id}
+    async with store.transaction() as tx:  # holds the write lock: the report queues behind it
+        reporting = asyncio.create_task(h.intake.report(batch))
+        while not store._append_lock._normal:  # it has read the run (not yet cancelled) and waits
+            await asyncio.sleep(0.01)
+        tx.append([ev.JobCancelling(**envelope, reason="no longer needed", requestor="alice")])
+    assert await reporting == 1
+    assert (await h.job_states())[job_id] == "CANCELLED", "the failure must be read as the kill it was"
+
+
 async def test_restart_rebuilds_the_same_state_from_the_views(harness: Harness) -> None:
     h = harness
     await h.lease()
