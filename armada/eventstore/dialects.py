@@ -17,6 +17,7 @@ from sqlalchemy import (
     JSON,
     Column,
     ColumnElement,
+    Float,
     String,
     Table,
     any_,
@@ -171,11 +172,10 @@ async def update_rows(
         return
     names = ["_pk", *columns]
     types = [_pg_type(conn, table.c[key]), *(_pg_type(conn, table.c[c]) for c in columns)]
-    json_columns = {c for c in columns if isinstance(table.c[c].type, JSON)}
-    arrays = [
-        [_json_serializer(row[name]) if name in json_columns else row[name] for row in rows] for name in names
-    ]
-    unnest = ", ".join(f"%s::{pg_type}[]" for pg_type in types)
+    arrays = [[row["_pk"] for row in rows]]
+    arrays += [_array_values(table.c[column], [row[column] for row in rows]) for column in columns]
+    # Binary arrays (%b): text ones cost psycopg ~8x as much to build, per element in Python.
+    unnest = ", ".join(f"%b::{pg_type}[]" for pg_type in types)
     assignments = ", ".join(f"{c} = v.{c}" for c in columns)
     sql = (
         f"UPDATE {table.name} AS t SET {assignments} FROM unnest({unnest}) AS v({', '.join(names)}) "
@@ -184,6 +184,15 @@ async def update_rows(
     driver = await _driver_connection(conn)
     async with driver.cursor() as cursor:
         await cursor.execute(sql, arrays)
+
+
+def _array_values(column: Column[Any], values: list[Any]) -> list[Any]:
+    """A column's values as one binary array parameter takes them (one element type)."""
+    if isinstance(column.type, JSON):
+        return [_json_serializer(value) for value in values]
+    if isinstance(column.type, Float):  # an int among floats would make a mixed-type array
+        return [None if value is None else float(value) for value in values]
+    return values
 
 
 def _copy_type(conn: AsyncConnection, column: Column[Any]) -> str:

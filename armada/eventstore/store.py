@@ -8,20 +8,21 @@ one. The log is only ever inserted into.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
-from typing import NamedTuple
+from typing import Protocol, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from armada.eventstore import dialects, projections, schema
+from armada.eventstore.changed import ChangedJobs
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.writelock import WriteLock
 from armada.model.events import Event, decode_event, encode_event
 
-__all__ = ["EventStore", "PreparedEvents", "Reading", "StoredEvent", "Transaction"]
+__all__ = ["Draft", "EventStore", "PreparedEvents", "StoredEvent", "Transaction"]
 
 
 class PreparedEvents:
@@ -44,10 +45,18 @@ class Transaction:
     ``async with`` block exits without error, and discarded with everything else if not.
     """
 
-    def __init__(self, connection: AsyncConnection) -> None:
+    def __init__(self, connection: AsyncConnection, changed: ChangedJobs) -> None:
         self.connection = connection
         self.staged: list[Event] = []
         self._prepared: PreparedEvents | None = None
+        self._changed = changed
+        self._head: int | None = None
+
+    async def head(self) -> int:
+        """Sequence number of the newest event before this transaction's own (read once)."""
+        if self._head is None:
+            self._head = await _head(self.connection)
+        return self._head
 
     def append(self, events: Sequence[Event] | PreparedEvents) -> None:
         if isinstance(events, PreparedEvents):
@@ -57,18 +66,19 @@ class Transaction:
             self._prepared = None
             self.staged.extend(events)
 
-    async def jobs_changed_since(self, seq: int, job_ids: Sequence[str]) -> set[str]:
+    async def jobs_changed_since(self, seq: int, job_ids: Collection[str]) -> set[str]:
         """Those of ``job_ids`` with events appended after ``seq``.
 
-        A write that read the views ahead of the lock (:meth:`EventStore.reading`) asks this
-        about the jobs it read: the rest are as it saw them, since appends are serialised.
+        Answered from memory when this process made every append since ``seq`` (the common
+        case: one replica), else from the log.
         """
+        wanted = set(job_ids)
+        known = self._changed.among(wanted, seq, await self.head())
+        if known is not None:
+            return known
         events = schema.events
-        changed: set[str] = set()
-        for where in dialects.in_values(self.connection, events.c.job_id, job_ids):
-            query = select(events.c.job_id).distinct().where(events.c.seq > seq, where)
-            changed.update(await self.connection.scalars(query))
-        return changed
+        query = select(events.c.job_id).distinct().where(events.c.seq > seq)
+        return wanted.intersection(await self.connection.scalars(query))
 
     def prepared(self) -> PreparedEvents:
         """Everything staged, prepared: the caller's own preparation when it covers it all."""
@@ -77,11 +87,17 @@ class Transaction:
         return PreparedEvents(self.staged)
 
 
-class Reading(NamedTuple):
-    """A connection to read the views with, and the head of the log when reading began."""
+class Draft(Protocol):
+    """Events a write built from the views, and the jobs whose view rows it read."""
 
-    connection: AsyncConnection
-    head: int
+    @property
+    def events(self) -> Sequence[Event]: ...
+
+    @property
+    def job_ids(self) -> Collection[str]: ...
+
+
+DraftT = TypeVar("DraftT", bound=Draft)
 
 
 class EventStore:
@@ -90,6 +106,7 @@ class EventStore:
         self.notifier = notifier or ChangeNotifier()
         self._append_lock = WriteLock()
         self._recent = RecentEvents()
+        self._changed = ChangedJobs()
         #: Called with each committed batch of events (metrics); must be cheap and not raise.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
 
@@ -105,11 +122,13 @@ class EventStore:
                 conn = await raw.execution_options(**{dialects.WRITE_OPTION: True})
                 async with conn.begin():
                     await dialects.lock_log(conn)
-                    tx = Transaction(conn)
+                    tx = Transaction(conn, self._changed)
                     yield tx
-                    head = await self._write(conn, tx.prepared()) if tx.staged else 0
+                    head = await self._write(conn, tx.prepared(), await tx.head()) if tx.staged else 0
                 if head:  # committed
-                    self._recent.add(head - len(tx.staged) + 1, tx.staged)
+                    first = head - len(tx.staged) + 1
+                    self._recent.add(first, tx.staged)
+                    self._changed.add(first, head, (event.job_id for event in tx.staged))
         finally:
             self._append_lock.release()
         if head:
@@ -117,16 +136,28 @@ class EventStore:
             for listener in self.listeners:
                 listener(tx.staged)
 
-    @asynccontextmanager
-    async def reading(self) -> AsyncIterator[Reading]:
-        """Read the views ahead of a write, outside its serialised transaction.
+    async def append_optimistically(
+        self, build: Callable[[AsyncConnection], Awaitable[DraftT]], *, urgent: bool = False
+    ) -> DraftT:
+        """Append what ``build`` makes of the views, having read them outside the lock.
 
-        The views read reflect at least every event up to ``head``; the write re-checks what
-        changed after it with :meth:`Transaction.jobs_changed_since`. Under load this keeps
-        reads out of the time appends spend queued behind one another.
+        Under load a write spends most of its time queued for the serialised append, so
+        ``build`` first runs on a plain connection and its events are prepared before the
+        lock is taken. Inside, if any job it read changed meanwhile (a cancellation landed,
+        say), it runs again on the transaction's connection and that draft is appended
+        instead. ``build`` must read nothing but those jobs' (and their runs') rows.
         """
         async with self.engine.connect() as conn:
-            yield Reading(conn, await _head(conn))
+            seen = await _head(conn)
+            draft = await build(conn)
+        prepared = PreparedEvents(draft.events)
+        async with self.transaction(urgent=urgent) as tx:
+            if await tx.jobs_changed_since(seen, draft.job_ids):
+                draft = await build(tx.connection)
+                tx.append(draft.events)
+            else:
+                tx.append(prepared)
+        return draft
 
     async def append(self, events: Sequence[Event]) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""
@@ -136,8 +167,7 @@ class EventStore:
             tx.append(events)
         return self.notifier.head
 
-    async def _write(self, conn: AsyncConnection, batch: PreparedEvents) -> int:
-        head = await _head(conn)
+    async def _write(self, conn: AsyncConnection, batch: PreparedEvents, head: int) -> int:
         events = batch.events
         rows = [
             {

@@ -182,7 +182,7 @@ class LeaseService:
     async def _end_runs(self, runs: list[RunInfo]) -> None:
         """Runs no longer on the executor: confirm a requested kill, else requeue the job."""
         async with self.store.transaction() as tx:
-            rows = await job_rows(tx, [run.job_id for run in runs])
+            rows = await job_rows(tx.connection, [run.job_id for run in runs])
             reasons = await _requested_reasons(tx, [run.job_id for run in runs])
             for run in runs:
                 row = rows.get(run.job_id)

@@ -2,23 +2,23 @@
 
 Executors retry event batches until delivered, so the same observation may arrive twice,
 and events of runs the server has since given up on may arrive late. Both are handled by
-the run's state machine, checked against the views (read ahead of the append and
-re-checked inside it): an event that would not move its run forward is dropped. A killed
-run's failure becomes the cancellation or preemption that was asked for; a failure the
-executor marks retryable, or a returned lease, requeues the job until its retries are used
-up.
+the run's state machine, checked against the views (read ahead of the append, and again if
+the job changed meanwhile): an event that would not move its run forward is dropped. A
+killed run's failure becomes the cancellation or preemption that was asked for; a failure
+the executor marks retryable, or a returned lease, requeues the job until its retries are
+used up.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, schema
-from armada.eventstore.store import EventStore, PreparedEvents
+from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.states import FailureCause, JobState, RunState
@@ -54,48 +54,40 @@ class _RunFacts:
         )
 
 
+@dataclass
+class _Translation:
+    """The job events a batch implies, the jobs read to decide them, and the events applied."""
+
+    job_ids: set[str]
+    events: list[ev.Event] = field(default_factory=list)
+    applied: int = 0
+
+
 class RunEventIntake:
     def __init__(self, store: EventStore, settings: SchedulerSettings) -> None:
         self.store = store
         self.settings = settings
 
     async def report(self, batch: RunEventBatch) -> int:
-        """Append the job events the batch implies; return how many run events took effect.
-
-        The runs are read and the events prepared before the write lock; inside it only the
-        jobs that changed meanwhile (rare: a cancellation, a retried batch) send the batch
-        back to be translated afresh from the views as they are then.
-        """
+        """Append the job events the batch implies; return how many run events took effect."""
         run_ids = sorted({event.run_id for event in batch.events})
-        async with self.store.reading() as reading:
-            facts = await self._facts(reading.connection, run_ids)
-        job_ids = sorted({run.envelope["job_id"] for run in facts.values()})
-        produced, applied = self._translate_batch(batch, facts)
-        prepared = PreparedEvents(produced)
-        async with self.store.transaction() as tx:
-            if await tx.jobs_changed_since(reading.head, job_ids):
-                facts = await self._facts(tx.connection, run_ids)
-                produced, applied = self._translate_batch(batch, facts)
-                tx.append(produced)
-            else:
-                tx.append(prepared)
-        return applied
 
-    def _translate_batch(
-        self, batch: RunEventBatch, facts: dict[str, _RunFacts]
-    ) -> tuple[list[ev.Event], int]:
-        """The job events the batch implies, and how many run events took effect."""
-        produced: list[ev.Event] = []
-        applied = 0
+        async def translate(conn: AsyncConnection) -> _Translation:
+            return self._translate_batch(batch, await self._facts(conn, run_ids))
+
+        return (await self.store.append_optimistically(translate)).applied
+
+    def _translate_batch(self, batch: RunEventBatch, facts: dict[str, _RunFacts]) -> _Translation:
+        translation = _Translation(job_ids={run.envelope["job_id"] for run in facts.values()})
         for event in batch.events:
             run = facts.get(event.run_id)
             if run is None or run.cluster != batch.executor_id:
                 continue
-            events = self._translate(event, run)
-            if events:
-                produced += events
-                applied += 1
-        return produced, applied
+            produced = self._translate(event, run)
+            if produced:
+                translation.events += produced
+                translation.applied += 1
+        return translation
 
     async def _facts(self, conn: AsyncConnection, run_ids: list[str]) -> dict[str, _RunFacts]:
         runs, jobs = schema.runs, schema.jobs

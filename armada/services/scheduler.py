@@ -2,8 +2,9 @@
 
 Each cycle brings the in-memory state up to the log's head, expires silent executors and
 requeues runs on lost nodes, asks the core for decisions, and appends them as events.
-Decisions are re-checked against the views inside the append transaction, so a job
-cancelled while the core was thinking is never leased. New submissions wake the loop early.
+Decisions are re-checked against the views as of the append (read before it, and again
+inside it for any job that changed meanwhile), so a job cancelled while the core was
+thinking is never leased. New submissions wake the loop early.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import structlog
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, schema
-from armada.eventstore.store import EventStore, Transaction
+from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
@@ -48,13 +51,20 @@ class JobRow:
         return {"queue": self.queue, "job_set_id": self.job_set_id, "job_id": self.job_id, "run_id": run_id}
 
 
-async def job_rows(tx: Transaction, job_ids: Sequence[str]) -> dict[str, JobRow]:
-    """Current view rows of ``job_ids``, read inside the append transaction."""
+class _Decisions(NamedTuple):
+    """A cycle's decisions as events, and the jobs they were checked against."""
+
+    events: list[ev.Event]
+    job_ids: list[str]
+
+
+async def job_rows(conn: AsyncConnection, job_ids: Sequence[str]) -> dict[str, JobRow]:
+    """Current view rows of ``job_ids``."""
     jobs = schema.jobs
     found: dict[str, JobRow] = {}
     query = select(jobs.c.job_id, jobs.c.queue, jobs.c.job_set_id, jobs.c.state, jobs.c.latest_run_id)
-    for where in dialects.in_values(tx.connection, jobs.c.job_id, job_ids):
-        for row in await tx.connection.execute(query.where(where)):
+    for where in dialects.in_values(conn, jobs.c.job_id, job_ids):
+        for row in await conn.execute(query.where(where)):
             found[row.job_id] = JobRow(*row)
     return found
 
@@ -190,7 +200,7 @@ class SchedulerService:
             self._lost_nodes_checked = generation
             return
         async with self.store.transaction() as tx:
-            rows = await job_rows(tx, [run.job_id for run, *_ in lost])
+            rows = await job_rows(tx.connection, [run.job_id for run, *_ in lost])
             for run, reason, cause, expiry in lost:
                 row = rows.get(run.job_id)
                 if row is None or row.run_id != run.run_id or not JobState(row.state).active:
@@ -232,38 +242,40 @@ class SchedulerService:
             *(p.job_id for p in result.preemptions),
             *(r.job_id for r in result.rejections),
         ]
-        async with self.store.transaction(urgent=True) as tx:
-            rows = await job_rows(tx, job_ids)
-            for preemption in result.preemptions:
-                row = rows.get(preemption.job_id)
-                if row is None or not JobState(row.state).active:
-                    continue
-                tx.append(self._preemption_events(row, preemption.preempted_by, preemption.reason))
-            for job_id, node_id, pool, executor in zip(
-                result.leases.job_ids,
-                result.leases.node_ids,
-                result.leases.pools,
-                result.leases.executors,
-                strict=True,
-            ):
-                row = rows.get(job_id)
-                if row is None or row.state != JobState.QUEUED:
-                    continue
-                node_name = node_id.split("/", 1)[1] if "/" in node_id else node_id
-                tx.append(
-                    [
-                        ev.JobLeased(
-                            **row.envelope(new_run_id()), cluster_id=executor, node_id=node_name, pool=pool
-                        )
-                    ]
+
+        async def decide(conn: AsyncConnection) -> _Decisions:
+            return _Decisions(self._decision_events(result, await job_rows(conn, job_ids)), job_ids)
+
+        await self.store.append_optimistically(decide, urgent=True)
+
+    def _decision_events(self, result: SchedulingResult, rows: dict[str, JobRow]) -> list[ev.Event]:
+        """The decisions as events, each re-checked against its job's current view row."""
+        events: list[ev.Event] = []
+        for preemption in result.preemptions:
+            row = rows.get(preemption.job_id)
+            if row is not None and JobState(row.state).active:
+                events += self._preemption_events(row, preemption.preempted_by, preemption.reason)
+        for job_id, node_id, pool, executor in zip(
+            result.leases.job_ids,
+            result.leases.node_ids,
+            result.leases.pools,
+            result.leases.executors,
+            strict=True,
+        ):
+            row = rows.get(job_id)
+            if row is None or row.state != JobState.QUEUED:
+                continue
+            node_name = node_id.split("/", 1)[1] if "/" in node_id else node_id
+            events.append(
+                ev.JobLeased(**row.envelope(new_run_id()), cluster_id=executor, node_id=node_name, pool=pool)
+            )
+        for rejection in result.rejections:
+            row = rows.get(rejection.job_id)
+            if row is not None and row.state == JobState.QUEUED:
+                events.append(
+                    ev.JobFailed(**row.envelope(), reason=rejection.reason, cause=FailureCause.REJECTED)
                 )
-            for rejection in result.rejections:
-                row = rows.get(rejection.job_id)
-                if row is None or row.state != JobState.QUEUED:
-                    continue
-                tx.append(
-                    [ev.JobFailed(**row.envelope(), reason=rejection.reason, cause=FailureCause.REJECTED)]
-                )
+        return events
 
     def _preemption_events(self, row: JobRow, preempted_by: str, reason: str) -> list[ev.Event]:
         extras = self.state.extras.get(row.job_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 import pytest
@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
+from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.states import JobState
 from tests.factories import RandomHistory, make_job, submission
@@ -74,6 +75,77 @@ async def test_projections_track_a_job_through_its_lifecycle(database: Database)
     )
     assert (run.state, run.pool, run.exit_code) == ("FAILED", "gpu", 7)
     assert run.started is not None and run.finished is not None
+
+
+async def test_one_batch_updates_many_rows_whatever_python_types_their_values_have(
+    database: Database,
+) -> None:
+    jobs = [make_job() for _ in range(3)]
+    await database.store.append([e for job in jobs for e in submission(job)])
+    envelopes = [{"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id} for job in jobs]
+    # One grouped update whose values mix int and float (a binary array takes one type).
+    await database.store.append(
+        [
+            ev.JobReprioritized(**env, new_priority=priority)
+            for env, priority in zip(envelopes, [3, 2.5, 0], strict=True)
+        ]
+    )
+    async with database.engine.connect() as conn:
+        priorities = dict((await conn.execute(select(schema.jobs.c.job_id, schema.jobs.c.priority))).all())
+    assert [priorities[job.id] for job in jobs] == [3.0, 2.5, 0.0]
+
+
+class Draft(NamedTuple):
+    events: list[ev.Event]
+    job_ids: list[str]
+
+
+@pytest.mark.parametrize("writer", ["this process", "another replica"])
+async def test_an_optimistic_append_is_rebuilt_when_a_job_it_read_changed_meanwhile(
+    database: Database, writer: str
+) -> None:
+    """The re-check is answered from memory for this process's appends, else from the log."""
+    store = database.store
+    watched, unrelated = make_job(), make_job()
+    await store.append([e for job in (watched, unrelated) for e in submission(job)])
+    other = store if writer == "this process" else EventStore(database.engine)
+    seen: list[bool] = []
+
+    async def build(conn: Any) -> Draft:
+        jobs = schema.jobs
+        requested = await conn.scalar(select(jobs.c.cancel_requested).where(jobs.c.job_id == watched.id))
+        seen.append(bool(requested))
+        if len(seen) == 1:  # between this read and the lock, unrelated and then watched change
+            for job in (unrelated, watched):
+                envelope = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id}
+                await other.append([ev.JobCancelling(**envelope, reason="stop")])
+        envelope = {"queue": watched.queue, "job_set_id": watched.job_set_id, "job_id": watched.id}
+        return Draft([ev.JobReprioritized(**envelope, new_priority=float(len(seen)))], [watched.id])
+
+    draft = await store.append_optimistically(build)
+    assert seen == [False, True], "the second build must see the cancellation"
+    assert draft.events[0].new_priority == 2.0  # type: ignore[attr-defined]
+    last = (await store.read(0))[-1].event
+    assert isinstance(last, ev.JobReprioritized) and last.new_priority == 2.0
+
+
+async def test_an_optimistic_append_is_not_rebuilt_when_only_other_jobs_changed(database: Database) -> None:
+    store = database.store
+    watched, unrelated = make_job(), make_job()
+    await store.append([e for job in (watched, unrelated) for e in submission(job)])
+    builds = 0
+
+    async def build(conn: Any) -> Draft:
+        nonlocal builds
+        builds += 1
+        envelope = {"queue": unrelated.queue, "job_set_id": unrelated.job_set_id, "job_id": unrelated.id}
+        await store.append([ev.JobCancelling(**envelope, reason="stop")])
+        envelope = {"queue": watched.queue, "job_set_id": watched.job_set_id, "job_id": watched.id}
+        return Draft([ev.JobReprioritized(**envelope, new_priority=5.0)], [watched.id])
+
+    await store.append_optimistically(build)
+    assert builds == 1
+    assert (await store.read(0))[-1].event.type == "reprioritized"
 
 
 @pytest.mark.parametrize("statement", ["UPDATE events SET type = 'x'", "DELETE FROM events"])
