@@ -89,10 +89,20 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+#: Takes the append lock and, for the rest of the transaction, steers the planner away from
+#: hash and merge joins: an append updates view rows by key (``update_rows``), and a hash
+#: join reads the whole view to find them (30 ms instead of 9 ms for 1,000 of 100,000 runs,
+#: and growing with the view).
+_LOCK_FOR_APPEND = text(
+    "SELECT pg_advisory_xact_lock(:key), set_config('enable_hashjoin', 'off', true),"
+    " set_config('enable_mergejoin', 'off', true)"
+)
+
+
 async def lock_log(conn: AsyncConnection) -> None:
     """Serialise appends across processes (SQLite's BEGIN IMMEDIATE already does)."""
     if is_postgres(conn):
-        await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": APPEND_LOCK_KEY})
+        await conn.execute(_LOCK_FOR_APPEND, {"key": APPEND_LOCK_KEY})
 
 
 async def notify(conn: AsyncConnection, seq: int) -> None:

@@ -234,3 +234,25 @@ async def test_other_replicas_wake_through_listen_notify(database: Database) -> 
         assert await asyncio.wait_for(waiter, 5) == 2
     finally:
         await replica.close()
+
+
+@pytest.mark.postgres
+async def test_appends_find_the_view_rows_they_update_by_key_not_by_scanning(database: Database) -> None:
+    """Inside a write transaction a keyed join over thousands of rows is an index lookup."""
+    if not database.is_postgres:
+        pytest.skip("planner settings are PostgreSQL's")
+    jobs = [make_job() for _ in range(3000)]
+    await database.store.append([e for job in jobs for e in submission(job)])
+    keyed_update = text(
+        "EXPLAIN UPDATE jobs AS t SET priority = v.priority"
+        " FROM unnest(CAST(:ids AS text[]), CAST(:priorities AS float[])) AS v(_pk, priority)"
+        " WHERE t.job_id = v._pk"
+    )
+    values = {"ids": [job.id for job in jobs[:1000]], "priorities": [1.0] * 1000}
+    async with database.engine.connect() as conn:
+        await conn.execute(text("ANALYZE jobs"))
+        outside = "\n".join(await conn.scalars(keyed_update, values))
+    async with database.store.transaction() as tx:
+        inside = "\n".join(await tx.connection.scalars(keyed_update, values))
+    assert "Seq Scan on jobs" in outside, "the premise: left alone, the planner scans the view"
+    assert "Seq Scan on jobs" not in inside and "Index Scan" in inside, inside
