@@ -24,6 +24,7 @@ from litestar import Litestar
 from armada.api.app import create_app
 from armada.api.shutdown import ShutdownSignal
 from armada.logs import configure_logging
+from armada.runtime import tune_for_service
 from armada.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -52,6 +53,7 @@ def run_server(settings: Settings, sockets: list[socket.socket] | None = None) -
     """Serve in this process until stopped; False if the server never started."""
     app = create_app(settings)
     server = GracefulServer(app, uvicorn_config(settings, app))
+    tune_for_service()
     server.run(sockets=sockets)
     return server.started
 

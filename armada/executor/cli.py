@@ -17,6 +17,7 @@ from armada.executor.runner import run_executor
 from armada.executor.settings import BackendName, ExecutorSettings
 from armada.logs import configure_logging
 from armada.metrics.executor import ExecutorMetrics
+from armada.runtime import tune_for_service
 
 _DEFAULTS = ExecutorSettings()
 
@@ -145,6 +146,7 @@ def executor(
         fake_nodes_file=fake_nodes_file,
         fake_speed=fake_speed,
     )
+    tune_for_service()
     if not metrics_port:
         asyncio.run(run_executor(settings, handle_signals=True))
         return

@@ -29,7 +29,9 @@ from armada.services.cluster_state import ClusterState
 
 log = structlog.get_logger(__name__)
 
-READ_BATCH = 5000
+#: Events read and applied per step: this process's own appends are applied from memory,
+#: without a pause, so a long catch-up is cut into steps of bounded length.
+READ_BATCH = 1000
 ACTIVE_JOB_STATES = ("QUEUED", "LEASED", "PENDING", "RUNNING")
 ACTIVE_RUN_STATES = ("LEASED", "PENDING", "RUNNING")
 
@@ -76,6 +78,7 @@ class LogFollower:
                     self.applied.publish(self.state.seq)
                 if len(batch) < READ_BATCH:
                     return self.state.seq
+                await asyncio.sleep(0)  # requests (and the append in flight) run between batches
 
     def _notify_listeners(self, event: ev.Event) -> None:
         for listener in self.listeners:

@@ -1,0 +1,24 @@
+"""Process-wide tuning for the long-running commands (``armada serve``, ``armada executor``).
+
+CPython's cyclic garbage collector makes a full pass over every tracked object once enough
+of them have survived younger passes. A server holding 100,000 jobs' state paused ~200 ms
+for each, ~45 times a minute under load: a sixth of its time, stalling every request and
+the append holding the write lock. Little of what these processes keep forms reference
+cycles, so young passes run less often, full ones rarely, and what exists once started
+up (modules, settings, the app) is left out of them.
+"""
+
+from __future__ import annotations
+
+import gc
+
+#: Allocations between young passes (CPython: 700), young passes per middle pass (10) and
+#: middle passes per full pass (10). Measured on the e2e benchmark: GC time per run 11.5 s
+#: -> 2.2 s, longest pause 307 ms -> 109 ms.
+GC_THRESHOLDS = (10_000, 50, 100)
+
+
+def tune_for_service() -> None:
+    """Call once, when start-up is done and before serving."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
