@@ -254,14 +254,31 @@ def _run_row(event: ev.JobLeased) -> Row:
 
 async def apply(conn: AsyncConnection, changes: ViewChanges) -> None:
     """Write ``changes`` to the views inside the caller's transaction."""
-    await _apply_rows(conn, schema.jobs, "job_id", changes.jobs)
-    await _apply_rows(conn, schema.runs, "run_id", changes.runs)
+    await insert_rows(conn, changes)
+    async with dialects.pipeline(conn):
+        await update_rows(conn, changes)
+    await apply_ordered(conn, changes)
+
+
+async def insert_rows(conn: AsyncConnection, changes: ViewChanges) -> None:
+    """The new rows (first: an update never targets a row inserted by the same batch)."""
+    await dialects.insert_rows(conn, schema.jobs, list(changes.jobs.inserts.values()))
+    await dialects.insert_rows(conn, schema.runs, list(changes.runs.inserts.values()))
+
+
+async def update_rows(conn: AsyncConnection, changes: ViewChanges) -> None:
+    """The changed rows: one statement per set of columns changed, pipelinable."""
+    await _update_rows(conn, schema.jobs, "job_id", changes.jobs)
+    await _update_rows(conn, schema.runs, "run_id", changes.runs)
+
+
+async def apply_ordered(conn: AsyncConnection, changes: ViewChanges) -> None:
+    """Queue and executor changes, one by one in log order."""
     for event in changes.ordered:
         await _apply_ordered(conn, event)
 
 
-async def _apply_rows(conn: AsyncConnection, table: Table, key: str, changes: _RowChanges) -> None:
-    await dialects.insert_rows(conn, table, list(changes.inserts.values()))
+async def _update_rows(conn: AsyncConnection, table: Table, key: str, changes: _RowChanges) -> None:
     by_columns: dict[tuple[str, ...], list[Row]] = defaultdict(list)
     for pk, values in changes.updates.items():
         by_columns[tuple(sorted(values))].append({**values, "_pk": pk})

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import projections, schema
+from armada.eventstore import dialects, projections, schema
 from armada.eventstore.store import EventStore
 from armada.model.events import decode_event
 
@@ -22,7 +22,7 @@ async def replay_into(conn: AsyncConnection, *, batch: int = REPLAY_BATCH) -> in
     """Empty the views and re-apply the log inside the caller's (locked) transaction."""
     for table in reversed(schema.VIEWS):
         await conn.execute(delete(table))
-    head = int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)
+    head = await dialects.log_head(conn)
     after = replayed = 0
     while after < head:
         result = await conn.execute(

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequ
 from contextlib import asynccontextmanager
 from typing import Protocol, TypeVar
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from armada.eventstore import dialects, projections, schema
@@ -45,18 +45,13 @@ class Transaction:
     ``async with`` block exits without error, and discarded with everything else if not.
     """
 
-    def __init__(self, connection: AsyncConnection, changed: ChangedJobs) -> None:
+    def __init__(self, connection: AsyncConnection, head: int, changed: ChangedJobs) -> None:
         self.connection = connection
+        #: Sequence number of the newest event before this transaction's own.
+        self.head = head
         self.staged: list[Event] = []
         self._prepared: PreparedEvents | None = None
         self._changed = changed
-        self._head: int | None = None
-
-    async def head(self) -> int:
-        """Sequence number of the newest event before this transaction's own (read once)."""
-        if self._head is None:
-            self._head = await _head(self.connection)
-        return self._head
 
     def append(self, events: Sequence[Event] | PreparedEvents) -> None:
         if isinstance(events, PreparedEvents):
@@ -73,7 +68,7 @@ class Transaction:
         case: one replica), else from the log.
         """
         wanted = set(job_ids)
-        known = self._changed.among(wanted, seq, await self.head())
+        known = self._changed.among(wanted, seq, self.head)
         if known is not None:
             return known
         events = schema.events
@@ -121,10 +116,9 @@ class EventStore:
             async with self.engine.connect() as raw:
                 conn = await raw.execution_options(**{dialects.WRITE_OPTION: True})
                 async with conn.begin():
-                    await dialects.lock_log(conn)
-                    tx = Transaction(conn, self._changed)
+                    tx = Transaction(conn, await dialects.lock_log(conn), self._changed)
                     yield tx
-                    head = await self._write(conn, tx.prepared(), await tx.head()) if tx.staged else 0
+                    head = await self._write(conn, tx.prepared(), tx.head) if tx.staged else 0
                 if head:  # committed
                     first = head - len(tx.staged) + 1
                     self._recent.add(first, tx.staged)
@@ -148,7 +142,7 @@ class EventStore:
         instead. ``build`` must read nothing but those jobs' (and their runs') rows.
         """
         async with self.engine.connect() as conn:
-            seen = await _head(conn)
+            seen = await dialects.log_head(conn)
             draft = await build(conn)
         prepared = PreparedEvents(draft.events)
         async with self.transaction(urgent=urgent) as tx:
@@ -183,15 +177,18 @@ class EventStore:
             for offset, (event, payload) in enumerate(zip(events, batch.payloads, strict=True), start=1)
         ]
         await dialects.insert_rows(conn, schema.events, rows)
-        await projections.apply(conn, batch.changes)
         last = head + len(events)
-        await dialects.notify(conn, last)
+        await projections.insert_rows(conn, batch.changes)
+        async with dialects.pipeline(conn):  # under load, each round trip waits for the loop
+            await projections.update_rows(conn, batch.changes)
+            await dialects.notify(conn, last)
+        await projections.apply_ordered(conn, batch.changes)
         return last
 
     async def head(self) -> int:
         """Sequence number of the newest committed event (0 for an empty log)."""
         async with self.engine.connect() as conn:
-            return await _head(conn)
+            return await dialects.log_head(conn)
 
     async def read(
         self,
@@ -227,7 +224,3 @@ class EventStore:
     async def wait_for_change(self, after_seq: int, timeout: float | None = None) -> int:
         """Wait until an event after ``after_seq`` commits (or timeout); return the head."""
         return await self.notifier.wait(after_seq, timeout)
-
-
-async def _head(conn: AsyncConnection) -> int:
-    return int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import msgspec
 import structlog
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import schema
+from armada.eventstore import dialects, schema
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
@@ -59,7 +59,7 @@ class LogFollower:
             if raw.dialect.name == "postgresql":
                 conn = await raw.execution_options(isolation_level="REPEATABLE READ")
             async with conn.begin():
-                head = int(await conn.scalar(select(func.coalesce(func.max(schema.events.c.seq), 0))) or 0)
+                head = await dialects.log_head(conn)
                 await _load_queues(conn, state)
                 await _load_executors(conn, state)
                 await _load_jobs(conn, state)
