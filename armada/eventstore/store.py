@@ -144,10 +144,26 @@ class EventStore:
         async with self.engine.connect() as conn:
             seen = await dialects.log_head(conn)
             draft = await build(conn)
+        return await self.append_checked(draft, seen, build, urgent=urgent)
+
+    async def append_checked(
+        self,
+        draft: DraftT,
+        seen: int,
+        rebuild: Callable[[AsyncConnection], Awaitable[DraftT]],
+        *,
+        urgent: bool = False,
+    ) -> DraftT:
+        """Append ``draft``, built from the views as of ``seq`` ``seen``, or ``rebuild`` it.
+
+        The draft's events are prepared before the lock; inside it, if any of its jobs has
+        changed after ``seen``, ``rebuild`` runs on the transaction's connection and its
+        draft is appended instead.
+        """
         prepared = PreparedEvents(draft.events)
         async with self.transaction(urgent=urgent) as tx:
             if await tx.jobs_changed_since(seen, draft.job_ids):
-                draft = await build(tx.connection)
+                draft = await rebuild(tx.connection)
                 tx.append(draft.events)
             else:
                 tx.append(prepared)

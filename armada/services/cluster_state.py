@@ -64,6 +64,8 @@ class ExecutorInfo:
 class JobExtras:
     """What the scheduler must remember of a non-terminal job beyond its requirements."""
 
+    queue: str = ""
+    job_set_id: str = ""
     attempts: int = 0
     cancel_requested: bool = False
     preempt_requested: bool = False
@@ -187,7 +189,9 @@ class ClusterState:
             log.error("job cannot be scheduled", job_id=job.id, error=str(exc))
             return
         self.extras[job.id] = JobExtras(
-            retry_on_preemption=job.annotations.get(RETRY_ON_PREEMPTION_ANNOTATION, "").lower() == "true"
+            queue=job.queue,
+            job_set_id=job.job_set_id,
+            retry_on_preemption=job.annotations.get(RETRY_ON_PREEMPTION_ANNOTATION, "").lower() == "true",
         )
 
     def _queued(self, event: ev.JobQueued) -> None:

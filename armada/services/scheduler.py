@@ -2,9 +2,9 @@
 
 Each cycle brings the in-memory state up to the log's head, expires silent executors and
 requeues runs on lost nodes, asks the core for decisions, and appends them as events.
-Decisions are re-checked against the views as of the append (read before it, and again
-inside it for any job that changed meanwhile), so a job cancelled while the core was
-thinking is never leased. New submissions wake the loop early.
+Decisions are built from the in-memory state the core decided on and, inside the append,
+re-checked against the views for any job that changed since, so a job cancelled while
+the core was thinking is never leased. New submissions wake the loop early.
 """
 
 from __future__ import annotations
@@ -243,10 +243,27 @@ class SchedulerService:
             *(r.job_id for r in result.rejections),
         ]
 
+        # The core decided on the state as of its seq, which is what the views said then:
+        # build from memory, and from the views only if a decided job changed since.
+        seen = self.state.seq
+        draft = _Decisions(self._decision_events(result, self._rows_in_state(job_ids)), job_ids)
+
         async def decide(conn: AsyncConnection) -> _Decisions:
             return _Decisions(self._decision_events(result, await job_rows(conn, job_ids)), job_ids)
 
-        await self.store.append_optimistically(decide, urgent=True)
+        await self.store.append_checked(draft, seen, decide, urgent=True)
+
+    def _rows_in_state(self, job_ids: Sequence[str]) -> dict[str, JobRow]:
+        """The jobs as the in-memory state holds them: queued, or holding a run (leased)."""
+        rows: dict[str, JobRow] = {}
+        jobs = self.state.jobs
+        for job_id in job_ids:
+            extras = self.state.extras.get(job_id)
+            if extras is None or job_id not in jobs:
+                continue
+            state = JobState.QUEUED if jobs.node_of(job_id) is None else JobState.LEASED
+            rows[job_id] = JobRow(job_id, extras.queue, extras.job_set_id, state, extras.run_id)
+        return rows
 
     def _decision_events(self, result: SchedulingResult, rows: dict[str, JobRow]) -> list[ev.Event]:
         """The decisions as events, each re-checked against its job's current view row."""

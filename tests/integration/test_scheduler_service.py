@@ -250,6 +250,24 @@ async def test_failed_and_returned_runs(harness: Harness) -> None:
     assert (failed.exit_code, failed.cause) == (3, ev.FailureCause.OOM)
 
 
+async def test_a_job_cancelled_after_the_core_decided_is_not_leased(harness: Harness) -> None:
+    h = harness
+    store = h.database.store
+    await h.lease()
+    cancelled, other = await submit(h, 2)
+    envelope: ev.Envelope = {"queue": "q", "job_set_id": "set-1", "job_id": cancelled}
+    async with store.transaction() as tx:  # holds the write lock: the decisions queue behind it
+        cycle = asyncio.create_task(h.scheduler.cycle())
+        # The core has decided (on both jobs queued) once its decisions queue for the lock.
+        while not store._append_lock._urgent:  # noqa: ASYNC110 - no event marks another task queueing
+            await asyncio.sleep(0.01)
+        tx.append([ev.JobCancelled(**envelope, reason="changed my mind")])
+    assert (await cycle).stats.scheduled == 2
+    states = await h.job_states()
+    assert (states[cancelled], states[other]) == ("CANCELLED", "LEASED")
+    assert "leased" not in await h.event_types(cancelled)
+
+
 async def test_a_cancel_landing_while_a_report_waits_to_write_wins_over_the_stale_read(
     harness: Harness,
 ) -> None:
