@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Annotated
 
 import msgspec
 from litestar import delete, get, post, put
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from armada.api.dependencies import Store, User
@@ -14,6 +15,7 @@ from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import authenticated, requires
+from armada.model.numbers import MAX_COUNT
 from armada.model.queues import Queue
 from armada.model.wire.base import Empty
 from armada.model.wire.queries import ActiveQueuesRequest
@@ -108,7 +110,9 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
     summary="Every queue, one NDJSON line each, then an end marker",
     opt=authenticated(),
 )
-async def list_queues(store: Store, num: FromQuery[int | None] = None) -> Stream:
+async def list_queues(
+    store: Store, num: Annotated[int | None, QueryParameter(ge=0, le=MAX_COUNT)] = None
+) -> Stream:
     found = await queues.list_queues(store, num)
 
     async def lines() -> AsyncIterator[bytes]:

@@ -25,7 +25,7 @@ from armada.model import events as ev
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import Job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
-from armada.model.resources import QuantityError, parse_resource_list
+from armada.model.resources import QuantityError, to_units
 from armada.model.states import JobState
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
@@ -46,11 +46,8 @@ def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
         if report.name in names:
             raise InvalidRequest(f"node {report.name!r} is reported twice", field=f"nodes[{index}].name")
         names.add(report.name)
-        try:
-            allocatable = parse_resource_list(report.allocatable)
-            non_armada = parse_resource_list(report.allocated_non_armada)
-        except QuantityError as exc:
-            raise InvalidRequest(str(exc), field=f"nodes[{index}]") from exc
+        allocatable = _quantities(report.allocatable, f"nodes[{index}].allocatable")
+        non_armada = _quantities(report.allocated_non_armada, f"nodes[{index}].allocatedNonArmada")
         nodes.append(
             ev.ExecutorNode(
                 name=report.name,
@@ -63,6 +60,20 @@ def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
             )
         )
     return nodes
+
+
+def _quantities(resources: dict[str, str], where: str) -> dict[str, int]:
+    """A node's resource list in units; a quantity that is not valid, finite and >= 0 is a 400."""
+    units: dict[str, int] = {}
+    for name, value in resources.items():
+        try:
+            amount = to_units(name, value)
+        except QuantityError as exc:
+            raise InvalidRequest(str(exc), field=f"{where}.{name}") from exc
+        if amount < 0:
+            raise InvalidRequest(f"negative quantity {value!r}", field=f"{where}.{name}")
+        units[name] = amount
+    return units
 
 
 class LeaseService:

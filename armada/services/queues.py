@@ -28,8 +28,6 @@ def check_queue(queue: Queue) -> None:
             "queue names are 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit",
             field="name",
         )
-    if not queue.priority_factor > 0:
-        raise InvalidRequest("priorityFactor must be greater than 0", field="priorityFactor")
 
 
 def with_creator_as_owner(queue: Queue, user: str) -> Queue:
@@ -113,11 +111,9 @@ async def get_queue(store: EventStore, name: str) -> Queue:
 
 async def list_queues(store: EventStore, limit: int | None = None) -> list[Queue]:
     """All queues by name, or the first ``limit`` (0 or none: all)."""
-    if limit is not None and limit < 0:
-        raise InvalidRequest("num must not be negative", field="num")
     query = select(schema.queues.c.spec).order_by(schema.queues.c.name)
     if limit:
-        query = query.limit(min(limit, 2**31 - 1))  # a larger LIMIT overflows the database
+        query = query.limit(limit)
     async with store.engine.connect() as conn:
         return [msgspec.convert(spec, Queue) for spec in await conn.scalars(query)]
 
