@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-import msgspec
 import structlog
 from sqlalchemy import select
 
@@ -23,7 +22,7 @@ from armada.eventstore import dialects, schema
 from armada.eventstore.store import EventStore, Transaction
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
-from armada.model.jobs import Job
+from armada.model.jobs import Job, decode_job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
 from armada.model.resources import QuantityError, to_units
 from armada.model.states import JobState
@@ -34,8 +33,6 @@ from armada.services.scheduler import job_rows
 from armada.settings import SchedulerSettings
 
 log = structlog.get_logger(__name__)
-
-_job_decoder = msgspec.json.Decoder(Job)
 
 
 def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
@@ -228,7 +225,10 @@ class LeaseService:
             ids = [run.job_id for run in runs]
             for where in dialects.in_values(conn, jobs.c.job_id, ids):
                 result = await conn.execute(select(jobs.c.job_id, jobs.c.spec).where(where))
-                specs.update((job_id, _job_decoder.decode(spec)) for job_id, spec in result)
+                for job_id, spec in result:
+                    job = self.store.unreadable.decode(decode_job, spec, "job", job_id, job_id)
+                    if job is not None:  # an unreadable job is failed (Quarantine), never leased
+                        specs[job_id] = job
         return [_lease(run, specs[run.job_id]) for run in runs if run.job_id in specs]
 
 
