@@ -158,7 +158,7 @@ def namespace_violation(
 
 def annotation_violation(annotations: dict[str, str], profile: Profile) -> Violation | None:
     """An annotation that weakens confinement (the executor copies job annotations onto the pod)."""
-    if profile is Profile.PRIVILEGED:
+    if profile == Profile.PRIVILEGED:
         return None
     for key, value in annotations.items():
         if (
@@ -184,7 +184,7 @@ def service_account_violation(
     pod_spec: dict[str, Any], profile: Profile, allowed: Collection[str]
 ) -> Violation | None:
     """A service account named outside ``allowed`` (no name: the namespace's default account)."""
-    if profile is Profile.PRIVILEGED:
+    if profile == Profile.PRIVILEGED:
         return None
     for key in ("serviceAccountName", "serviceAccount"):
         name = pod_spec.get(key)
@@ -198,7 +198,7 @@ def service_account_violation(
 
 def profile_violation(pod_spec: dict[str, Any], profile: Profile) -> Violation | None:
     """The first rule of ``profile`` that ``pod_spec`` breaks (service accounts aside)."""
-    if profile is Profile.PRIVILEGED:
+    if profile == Profile.PRIVILEGED:
         return None
     for violation in _violations(pod_spec, profile):
         return Violation(violation.path, f"{violation.detail} (pod security profile {profile.value})")
@@ -211,7 +211,7 @@ def _violations(spec: dict[str, Any], profile: Profile) -> Iterator[Violation]:
     for key in ("hostNetwork", "hostPID", "hostIPC"):
         if spec.get(key) is True:
             yield Violation(key, f"{key} is not allowed: it shares the node's namespaces")
-    restricted = profile is Profile.RESTRICTED
+    restricted = profile == Profile.RESTRICTED
     if restricted and spec.get("automountServiceAccountToken") is True:
         yield Violation("automountServiceAccountToken", "mounting a service account token is not allowed")
     pod_context = _object(spec.get("securityContext"))
