@@ -188,7 +188,7 @@ def service_account_violation(
         return None
     for key in ("serviceAccountName", "serviceAccount"):
         name = pod_spec.get(key)
-        if name is not None and name != "" and name not in allowed:
+        if name is not None and name != "" and not _one_of(name, allowed):
             listed = ", ".join(sorted(allowed)) or "none"
             return Violation(
                 key, f"service account {name!r} is not allowed for this queue; allowed: {listed}"
@@ -218,7 +218,7 @@ def _violations(spec: dict[str, Any], profile: Profile) -> Iterator[Violation]:
     yield from _context_violations(pod_context, "securityContext", restricted)
     for index, sysctl in enumerate(_list(pod_context.get("sysctls"))):
         name = _object(sysctl).get("name")
-        if name not in SAFE_SYSCTLS:
+        if not _one_of(name, SAFE_SYSCTLS):
             yield Violation(
                 f"securityContext.sysctls[{index}].name",
                 f"sysctl {name!r} is not allowed; safe sysctls: {', '.join(sorted(SAFE_SYSCTLS))}",
@@ -260,7 +260,7 @@ def _container_violations(
     capabilities = _object(context.get("capabilities"))
     permitted = RESTRICTED_CAPABILITIES if restricted else BASELINE_CAPABILITIES
     for index, capability in enumerate(_list(capabilities.get("add"))):
-        if capability not in permitted:
+        if not _one_of(capability, permitted):
             yield Violation(
                 f"{where}.capabilities.add[{index}]",
                 f"adding capability {capability!r} is not allowed; allowed: {', '.join(sorted(permitted))}",
@@ -283,7 +283,7 @@ def _restricted_container(
             "containers must not run as root: set runAsNonRoot: true (pod or container securityContext)",
         )
     seccomp = _object(context.get("seccompProfile")) or _object(pod_context.get("seccompProfile"))
-    if seccomp.get("type") not in _CONFINED:
+    if not _one_of(seccomp.get("type"), _CONFINED):
         yield Violation(
             f"{where}.seccompProfile.type",
             "set a seccompProfile of type RuntimeDefault or Localhost (pod or container securityContext)",
@@ -299,7 +299,7 @@ def _context_violations(context: dict[str, Any], where: str, restricted: bool) -
     if restricted and context.get("runAsUser") == 0:
         yield Violation(f"{where}.runAsUser", "running as user 0 (root) is not allowed")
     selinux = _object(context.get("seLinuxOptions"))
-    if selinux.get("type", "") not in SELINUX_TYPES:
+    if not _one_of(selinux.get("type") or "", SELINUX_TYPES):
         yield Violation(
             f"{where}.seLinuxOptions.type", f"SELinux type {selinux.get('type')!r} is not allowed"
         )
@@ -308,7 +308,7 @@ def _context_violations(context: dict[str, Any], where: str, restricted: bool) -
             yield Violation(f"{where}.seLinuxOptions.{key}", f"setting the SELinux {key} is not allowed")
     for key in ("seccompProfile", "appArmorProfile"):
         kind = _object(context.get(key)).get("type")
-        if kind is not None and kind not in _CONFINED:
+        if kind is not None and not _one_of(kind, _CONFINED):
             yield Violation(
                 f"{where}.{key}.type", f"{key} type {kind!r} is not allowed; use RuntimeDefault or Localhost"
             )
@@ -322,3 +322,8 @@ def _object(value: Any) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _one_of(value: Any, allowed: Collection[str]) -> bool:
+    """Membership that a malformed value (a list, an object) fails instead of raising."""
+    return isinstance(value, str) and value in allowed

@@ -65,6 +65,11 @@ REFUSED = [
         f"{SPEC}.serviceAccountName",
     ),
     (
+        "a service account that is not a string",
+        raw_item(podSpec=_with("serviceAccountName", ["armada-executor"])),
+        f"{SPEC}.serviceAccountName",
+    ),
+    (
         "SYS_ADMIN",
         raw_item(podSpec=_with("containers.0.securityContext", {"capabilities": {"add": ["SYS_ADMIN"]}})),
         f"{SPEC}.containers[0].securityContext.capabilities.add[0]",

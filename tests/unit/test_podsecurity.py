@@ -256,7 +256,11 @@ def test_job_violation_names_the_field_relative_to_the_job() -> None:
 
 
 _keys = st.sampled_from(
-    ["containers", "securityContext", "volumes", "hostNetwork", "nodeName", "ports", "capabilities", "add"]
+    [
+        *("containers", "initContainers", "securityContext", "volumes", "hostNetwork", "nodeName", "ports"),
+        *("capabilities", "add", "drop", "sysctls", "name", "type", "seLinuxOptions", "seccompProfile"),
+        *("appArmorProfile", "serviceAccountName", "hostPort", "procMount", "runAsNonRoot", "hostPath"),
+    ]
 )
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.sampled_from(["", "ALL", "Default"]),
@@ -271,3 +275,20 @@ def test_malformed_specs_never_crash(spec: dict[str, Any]) -> None:
     for profile in Profile:
         profile_violation(spec, profile)
         service_account_violation(spec, profile, {"default"})
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"serviceAccountName": ["x"]},
+        {"securityContext": {"sysctls": [{"name": {}}]}},
+        {"securityContext": {"seLinuxOptions": {"type": []}, "seccompProfile": {"type": {}}}},
+        {"containers": [{"securityContext": {"capabilities": {"add": [[]], "drop": "ALL"}}}]},
+        {"containers": "x", "volumes": {"hostPath": {}}, "securityContext": []},
+    ],
+)
+def test_unhashable_or_misplaced_values_are_refused_or_ignored_not_raised(spec: dict[str, Any]) -> None:
+    for profile in Profile:
+        profile_violation(spec, profile)
+        service_account_violation(spec, profile, {"default"})
+    assert service_account_violation({"serviceAccountName": ["x"]}, B, {"default"}) is not None
