@@ -49,20 +49,22 @@ def check_jobs(valid: Sequence[ValidItem], queue: Queue, defaults: PodPolicy) ->
     cached) with the rest of its validation.
     """
     policy = queue_policy(queue, defaults)
+    profile, accounts = policy.profile, policy.service_accounts
+    namespaces, reserved = policy.namespaces, policy.reserved_namespaces
     for index, (item, pod_spec, info) in enumerate(valid):
-        where = f"jobRequestItems[{index}]"
-        reason = namespace_violation(item.namespace, policy.namespaces, policy.reserved_namespaces)
-        if reason is not None:
-            raise InvalidRequest(reason, field=f"{where}.namespace")
-        found = info.security.get(policy.profile) or service_account_violation(
-            pod_spec, policy.profile, policy.service_accounts
-        )
+        if item.namespace not in namespaces or item.namespace in reserved:
+            reason = namespace_violation(item.namespace, namespaces, reserved) or "namespace not allowed"
+            raise InvalidRequest(reason, field=f"jobRequestItems[{index}].namespace")
+        found = info.security.get(profile)
+        if found is None and ("serviceAccountName" in pod_spec or "serviceAccount" in pod_spec):
+            found = service_account_violation(pod_spec, profile, accounts)
         if found is not None:
-            spec_field = f"{where}.podSpec" if item.pod_spec is not None else f"{where}.podSpecs[0]"
-            raise InvalidRequest(found.detail, field=f"{spec_field}.{found.path}")
-        found = annotation_violation(item.annotations, policy.profile)
-        if found is not None:
-            raise InvalidRequest(found.detail, field=f"{where}.annotations.{found.path}")
+            spec_field = "podSpec" if item.pod_spec is not None else "podSpecs[0]"
+            raise InvalidRequest(found.detail, field=f"jobRequestItems[{index}].{spec_field}.{found.path}")
+        if item.annotations:
+            found = annotation_violation(item.annotations, profile)
+            if found is not None:
+                raise InvalidRequest(found.detail, field=f"jobRequestItems[{index}].annotations.{found.path}")
 
 
 @dataclass(frozen=True)
