@@ -22,6 +22,7 @@ from msgspec import Meta
 
 from armada.auth.settings import AuthSettings
 from armada.executor.settings import ExecutorSettings
+from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
 
 ENV_PREFIX = "ARMADA_"
@@ -143,6 +144,41 @@ class SubmissionSettings(_Area):
     max_pod_spec_bytes: Annotated[
         int, Meta(ge=1, description="Largest pod spec accepted, measured as compact JSON.")
     ] = 64 * 1024
+    allowed_namespaces: Annotated[
+        list[str],
+        Meta(
+            description="Namespaces jobs may run in, for queues that list none of their own "
+            "(`allowedNamespaces`); any other namespace is refused at submit."
+        ),
+    ] = msgspec.field(default_factory=lambda: ["default"])
+    reserved_namespaces: Annotated[
+        list[str],
+        Meta(
+            description="Namespaces no queue may ever run jobs in, whatever its allow-list says: "
+            "the executors' own and the clusters' system namespaces."
+        ),
+    ] = msgspec.field(default_factory=lambda: ["armada", "kube-system", "kube-public", "kube-node-lease"])
+    pod_security_profile: Annotated[
+        Profile,
+        Meta(
+            description="Pod security profile of jobs of queues that set none (`restricted`, `baseline` "
+            "or `privileged`, as Kubernetes' Pod Security Standards; see docs/security.md). "
+            "Only callers with `administer_queue_security` may set another on a queue."
+        ),
+    ] = Profile.BASELINE
+    allowed_service_accounts: Annotated[
+        list[str],
+        Meta(
+            description="Service accounts a pod may name (`serviceAccountName`), for queues that list "
+            "none of their own; pods naming none run as their namespace's `default` account. Never "
+            "list the executor's."
+        ),
+    ] = msgspec.field(default_factory=lambda: ["default"])
+
+    def __post_init__(self) -> None:
+        reserved = sorted(set(self.allowed_namespaces) & set(self.reserved_namespaces))
+        if reserved:
+            raise ValueError(f"submission.allowedNamespaces lists reserved namespaces: {', '.join(reserved)}")
 
 
 class Settings(_Area):

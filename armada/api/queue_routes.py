@@ -10,7 +10,7 @@ from litestar import delete, get, post, put
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
-from armada.api.dependencies import Store, User
+from armada.api.dependencies import QueueGate, Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.auth.permissions import GlobalPermission as P
@@ -41,8 +41,8 @@ TAGS = ["queues"]
     summary="Create a queue",
     opt=requires(P.CREATE_QUEUE),
 )
-async def create_queue(data: JSONBody[Queue], store: Store, user: User) -> Empty:
-    await queues.create_queue(store, data, user)
+async def create_queue(data: JSONBody[Queue], store: Store, user: User, queue_gate: QueueGate) -> Empty:
+    await queues.create_queue(store, data, user, queue_gate)
     return Empty()
 
 
@@ -53,8 +53,10 @@ async def create_queue(data: JSONBody[Queue], store: Store, user: User) -> Empty
     summary="Replace a queue's definition",
     opt=requires(P.CREATE_QUEUE),
 )
-async def update_queue(name: FromPath[str], data: JSONBody[Queue], store: Store, user: User) -> Empty:
-    await queues.update_queue(store, name, data, user)
+async def update_queue(
+    name: FromPath[str], data: JSONBody[Queue], store: Store, user: User, queue_gate: QueueGate
+) -> Empty:
+    await queues.update_queue(store, name, data, user, queue_gate)
     return Empty()
 
 
@@ -131,8 +133,10 @@ async def list_queues(
     summary="Create several queues",
     opt=requires(P.CREATE_QUEUE),
 )
-async def create_queues(data: JSONBody[QueueList], store: Store, user: User) -> BatchQueueResponse:
-    return BatchQueueResponse(failed_queues=await queues.create_queues(store, data.queues, user))
+async def create_queues(
+    data: JSONBody[QueueList], store: Store, user: User, queue_gate: QueueGate
+) -> BatchQueueResponse:
+    return BatchQueueResponse(failed_queues=await queues.create_queues(store, data.queues, user, queue_gate))
 
 
 @put(
@@ -142,8 +146,10 @@ async def create_queues(data: JSONBody[QueueList], store: Store, user: User) -> 
     summary="Update several queues",
     opt=requires(P.CREATE_QUEUE),
 )
-async def update_queues(data: JSONBody[QueueList], store: Store, user: User) -> BatchQueueResponse:
-    return BatchQueueResponse(failed_queues=await queues.update_queues(store, data.queues, user))
+async def update_queues(
+    data: JSONBody[QueueList], store: Store, user: User, queue_gate: QueueGate
+) -> BatchQueueResponse:
+    return BatchQueueResponse(failed_queues=await queues.update_queues(store, data.queues, user, queue_gate))
 
 
 @post(

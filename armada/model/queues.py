@@ -8,6 +8,7 @@ from enum import StrEnum
 import msgspec
 
 from armada.model.numbers import Fraction, Weight
+from armada.model.podsecurity import Profile
 
 #: Queue names: 1-63 characters, letters, digits, ``-``, ``_`` and ``.``, starting with a
 #: letter or digit. Small enough to be safe in URLs, labels and metric names.
@@ -68,3 +69,12 @@ class Queue(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True, fo
     #: Upstream's deprecated per-resource fractions: accepted and kept, as upstream does, but
     #: not enforced (``resourceLimitsByPriorityClassName`` is what limits a queue).
     resource_limits: dict[str, Fraction] = {}
+    #: Namespaces this queue's jobs may run in; empty: the server's ``submission.allowedNamespaces``.
+    #: Setting or changing it needs the ``administer_queue_security`` permission.
+    allowed_namespaces: list[str] = []
+    #: Pod security profile of this queue's jobs; unset: the server's
+    #: ``submission.podSecurityProfile``. Setting or changing it needs ``administer_queue_security``.
+    pod_security_profile: Profile | None = None
+    #: Service accounts this queue's pods may name; empty: ``submission.allowedServiceAccounts``.
+    #: Setting or changing it needs ``administer_queue_security``.
+    allowed_service_accounts: list[str] = []

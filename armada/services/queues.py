@@ -22,6 +22,7 @@ from armada.model.events import QueueCreated, QueueDeleted, QueueUpdated
 from armada.model.queues import QUEUE_NAME, Queue
 from armada.model.states import UNFINISHED_JOB_STATES
 from armada.model.wire.queues import QueueFailure
+from armada.services.pod_policy import QueueSecurityGate
 
 
 def check_queue(queue: Queue) -> None:
@@ -67,30 +68,44 @@ async def _require(tx: Transaction, name: str) -> None:
         raise NotFound(f"queue {name!r} does not exist", field="queue")
 
 
-async def _create(tx: Transaction, queue: Queue, user: str) -> None:
+async def _previous(conn: AsyncConnection, name: str) -> Queue | None:
+    """The stored queue for judging a change to its security fields; ``None`` when it cannot be
+    read (a damaged queue being replaced is judged as if new: only defaults need no permission)."""
+    spec = await conn.scalar(select(schema.queues.c.spec).where(schema.queues.c.name == name))
+    try:
+        return None if spec is None else _decode_queue(spec)
+    except msgspec.ValidationError:
+        return None
+
+
+async def _create(tx: Transaction, queue: Queue, user: str, gate: QueueSecurityGate) -> None:
     check_queue(queue)
     queue = with_creator_as_owner(queue, user)
     if await _exists(tx.connection, queue.name):
         raise Conflict(f"queue {queue.name!r} already exists", field="name")
+    gate.check(queue, None)
     tx.append([QueueCreated(queue=queue.name, spec=queue, requestor=user)])
 
 
-async def _update(tx: Transaction, queue: Queue, user: str) -> None:
+async def _update(tx: Transaction, queue: Queue, user: str, gate: QueueSecurityGate) -> None:
     check_queue(queue)
     await _require(tx, queue.name)
+    gate.check(queue, await _previous(tx.connection, queue.name))
     tx.append([QueueUpdated(queue=queue.name, spec=queue, requestor=user)])
 
 
-async def create_queue(store: EventStore, queue: Queue, user: str) -> None:
+async def create_queue(store: EventStore, queue: Queue, user: str, gate: QueueSecurityGate) -> None:
     async with store.transaction() as tx:
-        await _create(tx, queue, user)
+        await _create(tx, queue, user, gate)
 
 
-async def update_queue(store: EventStore, name: str, queue: Queue, user: str) -> None:
+async def update_queue(
+    store: EventStore, name: str, queue: Queue, user: str, gate: QueueSecurityGate
+) -> None:
     if queue.name != name:
         raise InvalidRequest(f"the body names queue {queue.name!r} but the path {name!r}", field="name")
     async with store.transaction() as tx:
-        await _update(tx, queue, user)
+        await _update(tx, queue, user, gate)
 
 
 async def set_cordoned(store: EventStore, name: str, cordoned: bool, user: str) -> None:
@@ -144,22 +159,27 @@ async def _each(
     store: EventStore,
     queues: list[Queue],
     user: str,
-    change: Callable[[Transaction, Queue, str], Awaitable[None]],
+    change: Callable[[Transaction, Queue, str, QueueSecurityGate], Awaitable[None]],
+    gate: QueueSecurityGate,
 ) -> list[QueueFailure]:
     """Apply ``change`` to each queue in its own transaction; collect the failures."""
     failures = []
     for queue in queues:
         try:
             async with store.transaction() as tx:
-                await change(tx, queue, user)
+                await change(tx, queue, user, gate)
         except ArmadaError as exc:
             failures.append(QueueFailure(queue=queue, error=exc.detail))
     return failures
 
 
-async def create_queues(store: EventStore, queues: list[Queue], user: str) -> list[QueueFailure]:
-    return await _each(store, queues, user, _create)
+async def create_queues(
+    store: EventStore, queues: list[Queue], user: str, gate: QueueSecurityGate
+) -> list[QueueFailure]:
+    return await _each(store, queues, user, _create, gate)
 
 
-async def update_queues(store: EventStore, queues: list[Queue], user: str) -> list[QueueFailure]:
-    return await _each(store, queues, user, _update)
+async def update_queues(
+    store: EventStore, queues: list[Queue], user: str, gate: QueueSecurityGate
+) -> list[QueueFailure]:
+    return await _each(store, queues, user, _update, gate)
