@@ -1,14 +1,15 @@
-"""Litestar dependencies shared by the route modules (store, submission rules, user)."""
+"""Litestar dependencies shared by the route modules (store, submission rules, user, reads)."""
 
 from __future__ import annotations
 
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
-from armada.api.identity import provide_user
+from armada.api.identity import provide_lookout_reads, provide_reads, provide_user
 from armada.eventstore.store import EventStore
 from armada.scheduling.config import SchedulingConfig
 from armada.services.validation import SubmissionRules
+from armada.services.visibility import ReadScope
 
 
 async def provide_store(state: State) -> EventStore:
@@ -31,6 +32,8 @@ DEPENDENCIES = {
     "rules": Provide(provide_rules),
     "scheduling": Provide(provide_scheduling),
     "user": Provide(provide_user),
+    "reads": Provide(provide_reads),
+    "lookout_reads": Provide(provide_lookout_reads),
 }
 
 #: Parameter types of route handlers that receive these dependencies by name.
@@ -38,3 +41,4 @@ Store = NamedDependency[EventStore]
 Rules = NamedDependency[SubmissionRules]
 Scheduling = NamedDependency[SchedulingConfig]
 User = NamedDependency[str]
+Reads = NamedDependency[ReadScope]

@@ -1,4 +1,9 @@
-"""``/v1/executor/*``: the lease protocol between the server and its executors."""
+"""``/v1/executor/*``: the lease protocol between the server and its executors.
+
+Both calls name the executor they act for (``executorId``); the credential must hold
+``execute_jobs`` and name that id (``auth.tokens[].executors``), so that one cluster's
+token cannot take or report on another cluster's runs.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,7 @@ from litestar import post
 from litestar.datastructures import State
 from litestar.params import JSONBody
 
-from armada.auth.permissions import GlobalPermission
-from armada.auth.policy import requires
+from armada.auth.policy import as_executor
 from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, RunEventBatch
 from armada.services.leases import LeaseService
 from armada.services.run_events import RunEventIntake
@@ -18,7 +22,7 @@ from armada.services.run_events import RunEventIntake
     status_code=200,
     tags=["executor"],
     summary="Heartbeat, node report and leases",
-    opt=requires(GlobalPermission.EXECUTE_JOBS),
+    opt=as_executor(body="executorId"),
 )
 async def lease(data: JSONBody[LeaseRequest], state: State) -> LeaseResponse:
     service: LeaseService = state.leases
@@ -30,7 +34,7 @@ async def lease(data: JSONBody[LeaseRequest], state: State) -> LeaseResponse:
     status_code=200,
     tags=["executor"],
     summary="Report run events (idempotent)",
-    opt=requires(GlobalPermission.EXECUTE_JOBS),
+    opt=as_executor(body="executorId"),
 )
 async def events(data: JSONBody[RunEventBatch], state: State) -> EventsAccepted:
     intake: RunEventIntake = state.run_events

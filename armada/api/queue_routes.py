@@ -1,4 +1,9 @@
-"""Queue endpoints: CRUD, batched create/update/list, cordon, active queues."""
+"""Queue endpoints: CRUD, batched create/update/list, cordon, active queues.
+
+Every caller may see that a queue exists and how it is scheduled (submitters need that);
+its owners and permissions are shown only to callers who may read the queue, and active
+queues are listed only for them.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,11 @@ from litestar import delete, get, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import Stream
 
-from armada.api.dependencies import Store, User
+from armada.api.dependencies import Reads, Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.auth.permissions import GlobalPermission as P
-from armada.auth.policy import authenticated, requires
+from armada.auth.policy import requires, watching
 from armada.model.queues import Queue
 from armada.model.wire.base import Empty
 from armada.model.wire.queries import ActiveQueuesRequest
@@ -69,9 +74,9 @@ async def delete_queue(name: FromPath[str], store: Store, user: User) -> Empty:
     return Empty()
 
 
-@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=authenticated())
-async def get_queue(name: FromPath[str], store: Store) -> Queue:
-    return await queues.get_queue(store, name)
+@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=watching())
+async def get_queue(name: FromPath[str], store: Store, reads: Reads) -> Queue:
+    return await reads.shown(await queues.get_queue(store, name))
 
 
 @post(
@@ -106,10 +111,10 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
     responses=ndjson_stream(StreamingQueueLine, "One line per queue, then an end marker"),
     tags=TAGS,
     summary="Every queue, one NDJSON line each, then an end marker",
-    opt=authenticated(),
+    opt=watching(),
 )
-async def list_queues(store: Store, num: FromQuery[int | None] = None) -> Stream:
-    found = await queues.list_queues(store, num)
+async def list_queues(store: Store, reads: Reads, num: FromQuery[int | None] = None) -> Stream:
+    found = [await reads.shown(queue) for queue in await queues.list_queues(store, num)]
 
     async def lines() -> AsyncIterator[bytes]:
         for queue in [*found, None]:
@@ -148,14 +153,16 @@ async def update_queues(data: JSONBody[QueueList], store: Store, user: User) -> 
     status_code=200,
     tags=TAGS,
     summary="Queues with unfinished jobs, by pool",
-    opt=authenticated(),
+    opt=watching(),
 )
 async def active_queues(
-    store: Store, data: JSONBody[ActiveQueuesRequest | None] = None
+    store: Store, reads: Reads, data: JSONBody[ActiveQueuesRequest | None] = None
 ) -> ActiveQueuesResponse:
     by_pool = await queries.active_queues(store)
+    readable = await reads.readable({name for names in by_pool.values() for name in names})
+    shown = {pool: [name for name in names if name in readable] for pool, names in by_pool.items()}
     return ActiveQueuesResponse(
-        active_queues_by_pool={pool: ActiveQueues(queues=names) for pool, names in by_pool.items()}
+        active_queues_by_pool={pool: ActiveQueues(queues=names) for pool, names in shown.items() if names}
     )
 
 
