@@ -83,10 +83,14 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
     ] = True
     basic_users: Annotated[
         dict[str, BasicUser],
-        Meta(description="HTTP basic users by name: `{passwordHash, groups}`."),
+        Meta(description="HTTP basic users by name: `{passwordHash, groups, executors}`."),
     ] = {}
     tokens: Annotated[
-        list[StaticToken], Meta(description="Static bearer tokens: `{user, tokenHash, groups}`.")
+        list[StaticToken],
+        Meta(
+            description="Static bearer tokens: `{user, tokenHash, groups, executors}`; `executors` lists the "
+            "executor ids (clusters) the token may lease and report for (`*`: all)."
+        ),
     ] = []
     oidc: Annotated[
         OidcSettings | None,
