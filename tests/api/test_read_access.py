@@ -31,7 +31,10 @@ NEVER_SUBMITTED = "01hzzzzzzzzzzzzzzzzzzzzzzz"
 def example_settings(*, open_lookout: bool = False) -> Settings:
     settings = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={})
     mapping = {**settings.auth.permission_group_mapping, P.VIEW_REPORTS: ["admins", "team-b"]}
-    auth = msgspec.structs.replace(settings.auth, permission_group_mapping=mapping, open_lookout=open_lookout)
+    changes: dict[str, object] = {"permission_group_mapping": mapping}
+    if open_lookout:  # (named only when set, so that this module also runs against older servers)
+        changes["open_lookout"] = True
+    auth = msgspec.structs.replace(settings.auth, **changes)
     return msgspec.structs.replace(settings, auth=auth)
 
 
