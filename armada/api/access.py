@@ -40,7 +40,7 @@ from armada.auth.policy import (
 )
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.eventstore.store import EventStore
-from armada.model.errors import NotFound
+from armada.model.errors import NotFound, PermissionDenied
 from armada.model.queues import QueueVerb
 from armada.services.queues import get_queue
 from armada.services.visibility import ReadScope
@@ -115,6 +115,19 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
         raise PermissionDeniedException(detail=f"{identity.name} may not {_what(policy)}")
 
 
+def require_executor(connection: ASGIConnection[Any, Any, Any, Any], executor_id: str) -> None:
+    """Raise 403 unless the caller's credential may act as executor ``executor_id``
+    (the second half of an :class:`AsExecutor` policy, once the body is decoded)."""
+    control: AccessControl = connection.app.state.access
+    identity = identity_of(connection)
+    if identity is None or not control.may_act_as(identity, executor_id):
+        name = identity.name if identity else "anonymous"
+        raise PermissionDenied(
+            f"{name} may not act as executor {executor_id!r}: its credential does not name that id",
+            field="executorId",
+        )
+
+
 def identity_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Identity | None:
     identity = connection.scope.get(IDENTITY)
     return identity if isinstance(identity, Identity) else None
@@ -150,10 +163,7 @@ async def _allowed(
     if isinstance(policy, Watching):
         return policy.also is None or permissions.has(identity, policy.also)
     if isinstance(policy, AsExecutor):
-        executor_id = await _body_field(connection, policy.body)
-        if not isinstance(executor_id, str):
-            return permissions.has(identity, GlobalPermission.EXECUTE_JOBS)  # the handler refuses the body
-        return control.may_act_as(identity, executor_id)
+        return permissions.has(identity, GlobalPermission.EXECUTE_JOBS)  # the id: require_executor
     if permissions.has(identity, VERB_PERMISSION[policy.verb]):
         return True
     name = (
@@ -187,7 +197,7 @@ def _what(policy: Effective) -> str:
     if isinstance(policy, Watching) and policy.also is not None:
         return f"do this without the {policy.also.value} permission"
     if isinstance(policy, AsExecutor):
-        return "act as this executor (its credential must hold execute_jobs and name the executor id)"
+        return f"do this without the {GlobalPermission.EXECUTE_JOBS.value} permission"
     if isinstance(policy, OnQueue):
         return f"{policy.verb.value} on this queue"
     return "do this"

@@ -7,14 +7,19 @@ token cannot take or report on another cluster's runs.
 
 from __future__ import annotations
 
-from litestar import post
+from typing import Any
+
+from litestar import Request, post
 from litestar.datastructures import State
 from litestar.params import JSONBody
 
+from armada.api.access import require_executor
 from armada.auth.policy import as_executor
 from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, RunEventBatch
 from armada.services.leases import LeaseService
 from armada.services.run_events import RunEventIntake
+
+AnyRequest = Request[Any, Any, Any]
 
 
 @post(
@@ -24,7 +29,8 @@ from armada.services.run_events import RunEventIntake
     summary="Heartbeat, node report and leases",
     opt=as_executor(body="executorId"),
 )
-async def lease(data: JSONBody[LeaseRequest], state: State) -> LeaseResponse:
+async def lease(data: JSONBody[LeaseRequest], state: State, request: AnyRequest) -> LeaseResponse:
+    require_executor(request, data.executor_id)
     service: LeaseService = state.leases
     return await service.lease(data)
 
@@ -36,7 +42,8 @@ async def lease(data: JSONBody[LeaseRequest], state: State) -> LeaseResponse:
     summary="Report run events (idempotent)",
     opt=as_executor(body="executorId"),
 )
-async def events(data: JSONBody[RunEventBatch], state: State) -> EventsAccepted:
+async def events(data: JSONBody[RunEventBatch], state: State, request: AnyRequest) -> EventsAccepted:
+    require_executor(request, data.executor_id)
     intake: RunEventIntake = state.run_events
     await intake.report(data)
     return EventsAccepted()

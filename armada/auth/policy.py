@@ -65,8 +65,9 @@ class Watching(msgspec.Struct, frozen=True):
 
 class AsExecutor(msgspec.Struct, frozen=True):
     """Callers holding ``execute_jobs`` whose credential may act as the executor id named
-    by the JSON body field ``body``. A body without that field is left to the handler,
-    whose validation refuses it."""
+    by the JSON body field ``body``. The guard checks the permission; the handler checks
+    the id once the body is decoded (:func:`armada.api.access.require_executor`), so that
+    lease calls, which carry every run id of a cluster every second, are parsed once."""
 
     body: str
 

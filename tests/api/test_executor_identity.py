@@ -79,7 +79,8 @@ def test_an_executor_token_acts_only_as_the_ids_it_names(server: ApiServer) -> N
         refused = call(server, "east-token", "west")
         assert refused.status_code == 403, refused.text
         assert refused.headers["content-type"].startswith("application/problem+json")
-        assert "act as this executor" in refused.json()["detail"]
+        assert refused.json()["field"] == "executorId"
+        assert "may not act as executor 'west'" in refused.json()["detail"]
 
 
 def test_star_names_every_id_and_naming_none_allows_none(server: ApiServer) -> None:
