@@ -76,7 +76,7 @@ async def delete_queue(name: FromPath[str], store: Store, user: User) -> Empty:
 
 @get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=watching())
 async def get_queue(name: FromPath[str], store: Store, reads: Reads) -> Queue:
-    return await reads.shown(await queues.get_queue(store, name))
+    return reads.shown(await queues.get_queue(store, name))
 
 
 @post(
@@ -114,7 +114,7 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
     opt=watching(),
 )
 async def list_queues(store: Store, reads: Reads, num: FromQuery[int | None] = None) -> Stream:
-    found = [await reads.shown(queue) for queue in await queues.list_queues(store, num)]
+    found = [reads.shown(queue) for queue in await queues.list_queues(store, num)]
 
     async def lines() -> AsyncIterator[bytes]:
         for queue in [*found, None]:
