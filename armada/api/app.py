@@ -48,6 +48,7 @@ from armada.metrics.server import ServerMetrics
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
+from armada.services.quarantine import Quarantine
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
 from armada.services.validation import SubmissionRules
@@ -113,6 +114,8 @@ def create_app(settings: Settings) -> Litestar:
         async with AsyncExitStack() as stack:
             await database.open()
             stack.push_async_callback(database.close)
+            quarantine = Quarantine(database.store)  # before the first read: it hears every report
+            stack.push_async_callback(quarantine.stop)
             follower = LogFollower(database.store, settings.scheduling)
             await follower.load()
             follower.start()

@@ -8,10 +8,11 @@ queues are listed only for them.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Annotated
 
 import msgspec
 from litestar import delete, get, post, put
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from armada.api.dependencies import Reads, Store, User
@@ -19,6 +20,7 @@ from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import requires, watching
+from armada.model.numbers import MAX_COUNT
 from armada.model.queues import Queue
 from armada.model.wire.base import Empty
 from armada.model.wire.queries import ActiveQueuesRequest
@@ -113,7 +115,9 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
     summary="Every queue, one NDJSON line each, then an end marker",
     opt=watching(),
 )
-async def list_queues(store: Store, reads: Reads, num: FromQuery[int | None] = None) -> Stream:
+async def list_queues(
+    store: Store, reads: Reads, num: Annotated[int | None, QueryParameter(ge=0, le=MAX_COUNT)] = None
+) -> Stream:
     found = [reads.shown(queue) for queue in await queues.list_queues(store, num)]
 
     async def lines() -> AsyncIterator[bytes]:

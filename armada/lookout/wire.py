@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from armada.model.numbers import Count
 from armada.model.wire.base import Request
 
 
@@ -52,7 +53,7 @@ class Order(Request):
 class JobsRequest(Request):
     filter: JobFilter = msgspec.field(default_factory=JobFilter)
     order: Order = msgspec.field(default_factory=Order)
-    skip: Annotated[int, Meta(ge=0)] = 0
+    skip: Count = 0
     take: Annotated[int, Meta(ge=1, le=MAX_TAKE)] = 100
 
 

@@ -7,6 +7,7 @@ the ``queues`` view, so checks ("exists", "has no active jobs") and the change a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import msgspec
 from sqlalchemy import exists, select
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.auth.identity import ANONYMOUS
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore, Transaction
+from armada.eventstore.unreadable import UnreadableRecords
 from armada.model.errors import ArmadaError, Conflict, InvalidRequest, NotFound
 from armada.model.events import QueueCreated, QueueDeleted, QueueUpdated
 from armada.model.queues import QUEUE_NAME, Queue
@@ -28,8 +30,6 @@ def check_queue(queue: Queue) -> None:
             "queue names are 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit",
             field="name",
         )
-    if not queue.priority_factor > 0:
-        raise InvalidRequest("priorityFactor must be greater than 0", field="priorityFactor")
 
 
 def with_creator_as_owner(queue: Queue, user: str) -> Queue:
@@ -39,29 +39,45 @@ def with_creator_as_owner(queue: Queue, user: str) -> Queue:
     return msgspec.structs.replace(queue, user_owners=[user])
 
 
-async def load_queue(conn: AsyncConnection, name: str) -> Queue | None:
+def _decode_queue(spec: Any) -> Queue:
+    return msgspec.convert(spec, Queue)
+
+
+async def load_queue(conn: AsyncConnection, name: str, records: UnreadableRecords) -> Queue | None:
+    """The queue, or ``None``; a stored queue this version cannot read is a 409 (and reported)."""
     spec = await conn.scalar(select(schema.queues.c.spec).where(schema.queues.c.name == name))
-    return None if spec is None else msgspec.convert(spec, Queue)
-
-
-async def _existing(tx: Transaction, name: str) -> Queue:
-    queue = await load_queue(tx.connection, name)
+    if spec is None:
+        return None
+    queue = records.decode(_decode_queue, spec, "queue", name)
     if queue is None:
-        raise NotFound(f"queue {name!r} does not exist", field="queue")
+        raise Conflict(
+            f"queue {name!r} is stored in a form this version cannot read; update (PUT) or delete it",
+            field="name",
+        )
     return queue
+
+
+async def _exists(conn: AsyncConnection, name: str) -> bool:
+    """Whether the queue exists, without reading its spec (a damaged one can be replaced)."""
+    return bool(await conn.scalar(select(exists().where(schema.queues.c.name == name))))
+
+
+async def _require(tx: Transaction, name: str) -> None:
+    if not await _exists(tx.connection, name):
+        raise NotFound(f"queue {name!r} does not exist", field="queue")
 
 
 async def _create(tx: Transaction, queue: Queue, user: str) -> None:
     check_queue(queue)
     queue = with_creator_as_owner(queue, user)
-    if await load_queue(tx.connection, queue.name) is not None:
+    if await _exists(tx.connection, queue.name):
         raise Conflict(f"queue {queue.name!r} already exists", field="name")
     tx.append([QueueCreated(queue=queue.name, spec=queue, requestor=user)])
 
 
 async def _update(tx: Transaction, queue: Queue, user: str) -> None:
     check_queue(queue)
-    await _existing(tx, queue.name)
+    await _require(tx, queue.name)
     tx.append([QueueUpdated(queue=queue.name, spec=queue, requestor=user)])
 
 
@@ -80,7 +96,9 @@ async def update_queue(store: EventStore, name: str, queue: Queue, user: str) ->
 async def set_cordoned(store: EventStore, name: str, cordoned: bool, user: str) -> None:
     """Cordon (refuse submissions, stop scheduling) or uncordon a queue."""
     async with store.transaction() as tx:
-        queue = await _existing(tx, name)
+        queue = await load_queue(tx.connection, name, store.unreadable)
+        if queue is None:
+            raise NotFound(f"queue {name!r} does not exist", field="queue")
         if queue.cordoned != cordoned:
             spec = msgspec.structs.replace(queue, cordoned=cordoned)
             tx.append([QueueUpdated(queue=name, spec=spec, requestor=user)])
@@ -90,7 +108,7 @@ async def delete_queue(store: EventStore, name: str, user: str) -> None:
     """Delete a queue; refused (409) while it has jobs that are not finished."""
     jobs = schema.jobs
     async with store.transaction() as tx:
-        await _existing(tx, name)
+        await _require(tx, name)
         busy = await tx.connection.scalar(
             select(
                 exists().where(
@@ -105,7 +123,7 @@ async def delete_queue(store: EventStore, name: str, user: str) -> None:
 
 async def get_queue(store: EventStore, name: str) -> Queue:
     async with store.engine.connect() as conn:
-        queue = await load_queue(conn, name)
+        queue = await load_queue(conn, name, store.unreadable)
     if queue is None:
         raise NotFound(f"queue {name!r} does not exist", field="name")
     return queue
@@ -113,13 +131,13 @@ async def get_queue(store: EventStore, name: str) -> Queue:
 
 async def list_queues(store: EventStore, limit: int | None = None) -> list[Queue]:
     """All queues by name, or the first ``limit`` (0 or none: all)."""
-    if limit is not None and limit < 0:
-        raise InvalidRequest("num must not be negative", field="num")
-    query = select(schema.queues.c.spec).order_by(schema.queues.c.name)
+    query = select(schema.queues.c.name, schema.queues.c.spec).order_by(schema.queues.c.name)
     if limit:
-        query = query.limit(min(limit, 2**31 - 1))  # a larger LIMIT overflows the database
+        query = query.limit(limit)
     async with store.engine.connect() as conn:
-        return [msgspec.convert(spec, Queue) for spec in await conn.scalars(query)]
+        rows = (await conn.execute(query)).all()
+    decoded = (store.unreadable.decode(_decode_queue, spec, "queue", name) for name, spec in rows)
+    return [queue for queue in decoded if queue is not None]  # unreadable ones are reported, skipped
 
 
 async def _each(

@@ -38,7 +38,7 @@ async def submit_jobs(
     dedupe = any(job.client_id for job in jobs)
     prepared = None if dedupe else PreparedEvents([event for pair in job_events for event in pair])
     async with store.transaction() as tx:
-        queue = await load_queue(tx.connection, request.queue)
+        queue = await load_queue(tx.connection, request.queue, store.unreadable)
         if queue is None:
             raise NotFound(f"queue {request.queue!r} does not exist; create it first", field="queue")
         if queue.cordoned:

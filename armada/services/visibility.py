@@ -25,6 +25,10 @@ from armada.services.lookups import rows_with_keys
 from armada.services.queues import list_queues
 
 
+def _queue(spec: object) -> Queue:
+    return msgspec.convert(spec, Queue)
+
+
 class ReadScope:
     """The queues one caller may read: every queue, or those ``grants`` accepts."""
 
@@ -43,10 +47,12 @@ class ReadScope:
         if unknown:
             queues = schema.queues
             async with self._store.engine.connect() as conn:
-                rows = await rows_with_keys(conn, select(queues.c.spec), queues.c.name, unknown)
+                query = select(queues.c.name, queues.c.spec)
+                rows = await rows_with_keys(conn, query, queues.c.name, unknown)
             for row in rows:
-                queue = msgspec.convert(row.spec, Queue)
-                self._known[queue.name] = self._grants(queue)
+                # A queue stored in a form this version cannot read grants nothing (it is reported).
+                queue = self._store.unreadable.decode(_queue, row.spec, "queue", row.name)
+                self._known[row.name] = queue is not None and self._grants(queue)
             for name in unknown:
                 self._known.setdefault(name, False)
         return {name for name in wanted if self._known[name]}
