@@ -31,6 +31,7 @@ from armada.api import (
     system,
 )
 from armada.api.access import AccessControl, enforce_access
+from armada.api.browser_safety import BrowserSafety
 from armada.api.dependencies import DEPENDENCIES
 from armada.api.guard import reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
@@ -84,7 +85,10 @@ def access_control(settings: Settings, dev_executor_token: str = "") -> AccessCo
     if not dev_executor_token:
         return AccessControl(settings.auth)
     internal = StaticToken(
-        user="armada-dev-executor", token_hash=hash_token(dev_executor_token), groups=[DEV_EXECUTOR_GROUP]
+        user="armada-dev-executor",
+        token_hash=hash_token(dev_executor_token),
+        groups=[DEV_EXECUTOR_GROUP],
+        executors=[settings.executor.cluster_id],
     )
     return AccessControl(
         settings.auth,
@@ -155,7 +159,7 @@ def create_app(settings: Settings) -> Litestar:
             *metrics_routes.ROUTES,
             *lookout_routes.ROUTES,
         ],
-        middleware=[metrics.http],
+        middleware=[metrics.http, BrowserSafety(settings.server.cors_allow_origins)],
         dependencies=DEPENDENCIES,
         guards=[enforce_access],
         cors_config=CORSConfig(allow_origins=settings.server.cors_allow_origins)

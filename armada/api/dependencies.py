@@ -1,4 +1,4 @@
-"""Litestar dependencies shared by the route modules (store, submission rules, user)."""
+"""Litestar dependencies shared by the route modules (store, submission rules, user, reads)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
 from armada.api.access import AccessControl, identity_of
-from armada.api.identity import provide_user
+from armada.api.identity import provide_lookout_reads, provide_reads, provide_user
 from armada.auth.permissions import GlobalPermission
 from armada.eventstore.store import EventStore
 from armada.scheduling.config import SchedulingConfig
 from armada.services.pod_policy import QueueSecurityGate
 from armada.services.validation import SubmissionRules
+from armada.services.visibility import ReadScope
 
 
 async def provide_store(state: State) -> EventStore:
@@ -49,6 +50,8 @@ DEPENDENCIES = {
     "scheduling": Provide(provide_scheduling),
     "user": Provide(provide_user),
     "queue_gate": Provide(provide_queue_gate),
+    "reads": Provide(provide_reads),
+    "lookout_reads": Provide(provide_lookout_reads),
 }
 
 #: Parameter types of route handlers that receive these dependencies by name.
@@ -57,3 +60,4 @@ Rules = NamedDependency[SubmissionRules]
 Scheduling = NamedDependency[SchedulingConfig]
 User = NamedDependency[str]
 QueueGate = NamedDependency[QueueSecurityGate]
+Reads = NamedDependency[ReadScope]

@@ -1,4 +1,9 @@
-"""Queue endpoints: CRUD, batched create/update/list, cordon, active queues."""
+"""Queue endpoints: CRUD, batched create/update/list, cordon, active queues.
+
+Every caller may see that a queue exists and how it is scheduled (submitters need that);
+its owners and permissions are shown only to callers who may read the queue, and active
+queues are listed only for them.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,11 @@ from litestar import delete, get, post, put
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
-from armada.api.dependencies import QueueGate, Store, User
+from armada.api.dependencies import QueueGate, Reads, Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.auth.permissions import GlobalPermission as P
-from armada.auth.policy import authenticated, requires
+from armada.auth.policy import requires, watching
 from armada.model.numbers import MAX_COUNT
 from armada.model.queues import Queue
 from armada.model.wire.base import Empty
@@ -73,9 +78,9 @@ async def delete_queue(name: FromPath[str], store: Store, user: User) -> Empty:
     return Empty()
 
 
-@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=authenticated())
-async def get_queue(name: FromPath[str], store: Store) -> Queue:
-    return await queues.get_queue(store, name)
+@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=watching())
+async def get_queue(name: FromPath[str], store: Store, reads: Reads) -> Queue:
+    return reads.shown(await queues.get_queue(store, name))
 
 
 @post(
@@ -110,12 +115,12 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
     responses=ndjson_stream(StreamingQueueLine, "One line per queue, then an end marker"),
     tags=TAGS,
     summary="Every queue, one NDJSON line each, then an end marker",
-    opt=authenticated(),
+    opt=watching(),
 )
 async def list_queues(
-    store: Store, num: Annotated[int | None, QueryParameter(ge=0, le=MAX_COUNT)] = None
+    store: Store, reads: Reads, num: Annotated[int | None, QueryParameter(ge=0, le=MAX_COUNT)] = None
 ) -> Stream:
-    found = await queues.list_queues(store, num)
+    found = [reads.shown(queue) for queue in await queues.list_queues(store, num)]
 
     async def lines() -> AsyncIterator[bytes]:
         for queue in [*found, None]:
@@ -158,14 +163,16 @@ async def update_queues(
     status_code=200,
     tags=TAGS,
     summary="Queues with unfinished jobs, by pool",
-    opt=authenticated(),
+    opt=watching(),
 )
 async def active_queues(
-    store: Store, data: JSONBody[ActiveQueuesRequest | None] = None
+    store: Store, reads: Reads, data: JSONBody[ActiveQueuesRequest | None] = None
 ) -> ActiveQueuesResponse:
     by_pool = await queries.active_queues(store)
+    readable = await reads.readable({name for names in by_pool.values() for name in names})
+    shown = {pool: [name for name in names if name in readable] for pool, names in by_pool.items()}
     return ActiveQueuesResponse(
-        active_queues_by_pool={pool: ActiveQueues(queues=names) for pool, names in by_pool.items()}
+        active_queues_by_pool={pool: ActiveQueues(queues=names) for pool, names in shown.items() if names}
     )
 
 
