@@ -10,13 +10,15 @@ import typer
 import armada
 from armada.cli import admin, auth, config, jobs, queues, report, serve, testsuite, watch
 from armada.cli.connection import CONNECTION_OPTIONS
-from armada.executor.cli import executor
+from armada.cli.executor import executor
 
 app = typer.Typer(
     name="armada",
     help="Armada: queue batch jobs and share Kubernetes clusters fairly between teams.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Plain help and errors: Rich's help formatter costs more start-up than the CLI itself.
+    rich_markup_mode=None,
 )
 
 

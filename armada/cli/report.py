@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
 
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, print_json
-from armada.client import ArmadaClient
-from armada.reports.wire import JobReport, QueueReport, SchedulingReport
+
+if TYPE_CHECKING:  # the client loads when a command connects (start-up time)
+    from armada.client import ArmadaClient
+    from armada.reports.wire import JobReport, QueueReport, SchedulingReport
+
+    Report = SchedulingReport | QueueReport | JobReport
 
 app = typer.Typer(help="Scheduling reports: why jobs are or are not running.", no_args_is_help=True)
-
-Report = SchedulingReport | QueueReport | JobReport
 
 
 def _show(

@@ -21,7 +21,6 @@ from typing import Any
 
 import httpx
 import msgspec
-import yaml
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 CONTEXTS_FILE = Path("~/.config/armada/config.yaml")
@@ -94,6 +93,8 @@ def _from_contexts_file(path: Path, context: str | None) -> ClientConfig:
         if context:
             raise ConfigError(f"context {context!r} requested but {path} does not exist")
         return ClientConfig()
+    import yaml  # noqa: PLC0415 (start-up time: most users have no contexts file)
+
     try:
         contexts = msgspec.convert(yaml.safe_load(path.read_text()) or {}, ContextsFile)
     except (OSError, yaml.YAMLError, msgspec.ValidationError) as exc:
