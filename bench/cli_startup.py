@@ -11,12 +11,15 @@ interleaved so that a neighbour's load hits them alike:
   SQLite file unless ``--url`` is given) beside ``python -c "import typer, httpx, msgspec"``.
 
 A user waits for the interpreter and the imports before anything happens, so the ratios are
-what the CLI adds to the floor (goal: at most 1.5 each). The last line is JSON.
+what the CLI adds to the floor (goal: at most 1.5 each). Beside wall time, each run's CPU
+time (user + system, of the child process) is reported: on a shared machine it is the
+steadier figure. The last line is JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -63,10 +66,21 @@ def server(url: str | None) -> Iterator[str]:
             process.stop()
 
 
-def timed(command: list[str], env: dict[str, str]) -> float:
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def ratios(medians: dict[str, float], suffix: str) -> dict[str, float]:
+    return {
+        f"help_ratio{suffix}": round(medians["help"] / medians["import_typer"], 2),
+        f"queue_list_ratio{suffix}": round(medians["queue_list"] / medians["import_typer_httpx_msgspec"], 2),
+    }
 
 
 def main() -> None:
@@ -78,19 +92,27 @@ def main() -> None:
         env = process_env({"ARMADA_URL": url})
         for command in COMMANDS.values():  # warm the page cache and .pyc files
             timed(command, env)
-        samples: dict[str, list[float]] = {name: [] for name in COMMANDS}
+        walls: dict[str, list[float]] = {name: [] for name in COMMANDS}
+        cpus: dict[str, list[float]] = {name: [] for name in COMMANDS}
         for _ in range(args.runs):
             for name, command in COMMANDS.items():
-                samples[name].append(timed(command, env))
-    medians = {name: round(statistics.median(values), 4) for name, values in samples.items()}
-    for name, values in samples.items():
-        print(f"{name:28} median {medians[name]:.3f} s  min {min(values):.3f} s  max {max(values):.3f} s")
+                wall, cpu = timed(command, env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    wall_medians = {name: round(statistics.median(values), 4) for name, values in walls.items()}
+    cpu_medians = {name: round(statistics.median(values), 4) for name, values in cpus.items()}
+    for name, values in walls.items():
+        print(
+            f"{name:28} wall median {wall_medians[name]:.3f} s (min {min(values):.3f}, max {max(values):.3f})"
+            f"  cpu median {cpu_medians[name]:.3f} s"
+        )
     report(
         {
             "runs": args.runs,
-            **{f"{name}_s": value for name, value in medians.items()},
-            "help_ratio": round(medians["help"] / medians["import_typer"], 2),
-            "queue_list_ratio": round(medians["queue_list"] / medians["import_typer_httpx_msgspec"], 2),
+            **{f"{name}_s": value for name, value in wall_medians.items()},
+            **ratios(wall_medians, ""),
+            **{f"{name}_cpu_s": value for name, value in cpu_medians.items()},
+            **ratios(cpu_medians, "_cpu"),
         }
     )
 

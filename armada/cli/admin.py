@@ -3,8 +3,6 @@
 The event store is imported when a command runs, not when the CLI starts.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING
 
 import typer
@@ -65,7 +63,7 @@ def check_command(database_url: DatabaseUrlOption = None, config: ConfigOption =
 
     settings = settings_or_exit(config, {"database": {"url": database_url}})
 
-    async def run() -> Report:
+    async def run() -> "Report":
         database = await Database(settings.database.url).open(migrate_schema=False, listen=False)
         try:
             return await check(database.store)

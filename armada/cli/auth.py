@@ -1,7 +1,5 @@
 """``armada auth``: make the hashes that the ``auth`` settings store instead of secrets."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """``armada config``: inspect settings."""
 
-from __future__ import annotations
-
 import typer
 
 from armada.cli.options import ConfigOption, settings_or_exit

@@ -8,8 +8,6 @@ httpx, msgspec and the client load when a command connects, so that ``--help`` a
 server-side commands start without them.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -40,7 +38,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 @contextmanager
-def connect(url: str | None, context: str | None) -> Iterator[ArmadaClient]:
+def connect(url: str | None, context: str | None) -> "Iterator[ArmadaClient]":
     """A client for the chosen server; API and connection errors become one-line exits."""
     import httpx  # noqa: PLC0415 (start-up time: see the module's docstring)
 

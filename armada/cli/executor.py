@@ -4,8 +4,6 @@ The lease loop, the backends, logging and metrics are imported when the command 
 when the CLI starts: ``armada --help`` and the user commands must not pay for them.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -23,12 +21,12 @@ def _given(**values: Any) -> dict[str, Any]:
 
 
 def settings_from_options(
-    base: ExecutorSettings | None = None,
+    base: "ExecutorSettings | None" = None,
     *,
     server: str | None = None,
     cluster_id: str | None = None,
     pool: str | None = None,
-    backend: BackendName | None = None,
+    backend: "BackendName | None" = None,
     token: str | None = None,
     ca_cert: Path | None = None,
     kubeconfig: Path | None = None,
@@ -40,7 +38,7 @@ def settings_from_options(
     fake_node_memory: str | None = None,
     fake_nodes_file: Path | None = None,
     fake_speed: float | None = None,
-) -> ExecutorSettings:
+) -> "ExecutorSettings":
     """Command-line options laid over ``base`` (the loaded settings, else the defaults); an
     option not given keeps it."""
     import msgspec  # noqa: PLC0415 (start-up time)

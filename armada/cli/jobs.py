@@ -1,7 +1,5 @@
 """User commands on jobs: submit, cancel, reprioritize, preempt, and job queries."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

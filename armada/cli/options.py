@@ -4,8 +4,6 @@ The settings module (and the auth, executor and scheduling settings it names) lo
 command reads its settings, not when the CLI starts.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,7 +24,7 @@ DatabaseUrlOption = Annotated[
 ]
 
 
-def settings_or_exit(config: Path | None, overrides: dict[str, dict[str, Any]]) -> Settings:
+def settings_or_exit(config: Path | None, overrides: dict[str, dict[str, Any]]) -> "Settings":
     """Load settings, turning a bad configuration into a one-line error and exit code 2."""
     from armada.settings import SettingsError, load_settings  # noqa: PLC0415 (start-up time)
 

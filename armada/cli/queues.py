@@ -1,7 +1,5 @@
 """``armada queue``: create, update, delete, get, list, cordon and uncordon queues."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -103,7 +101,7 @@ def delete(name: NameArgument, url: UrlOption = None, context: ContextOption = N
     typer.echo(f"deleted queue {name}")
 
 
-def _describe(queue: Queue) -> str:
+def _describe(queue: "Queue") -> str:
     flags = " (cordoned)" if queue.cordoned else ""
     owners = ",".join(queue.user_owners + [f"group:{g}" for g in queue.group_owners]) or "-"
     return f"{queue.name}\tpriorityFactor={queue.priority_factor:g}\towners={owners}{flags}"

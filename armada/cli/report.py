@@ -1,7 +1,5 @@
 """``armada report``: why jobs are (not) running, from the server's scheduling reports."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -19,7 +17,7 @@ app = typer.Typer(help="Scheduling reports: why jobs are or are not running.", n
 
 
 def _show(
-    url: str | None, context: str | None, as_json: bool, fetch: Callable[[ArmadaClient], Report]
+    url: str | None, context: str | None, as_json: bool, fetch: "Callable[[ArmadaClient], Report]"
 ) -> None:
     """Print the report: the server's text rendering, or the whole body as JSON."""
     with connect(url, context) as client:

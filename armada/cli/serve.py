@@ -4,8 +4,6 @@ The server's modules (Litestar, uvicorn, SQLAlchemy, Alembic, the scheduler and 
 imported when the command runs: every other command starts without them.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -93,7 +91,7 @@ def serve(
         raise typer.Exit(1)
 
 
-async def _prepare_database(settings: Settings) -> None:
+async def _prepare_database(settings: "Settings") -> None:
     """Migrate before accepting traffic, so that schema problems fail fast and clearly."""
     from armada.eventstore import migrate  # noqa: PLC0415
     from armada.eventstore.database import Database  # noqa: PLC0415

@@ -1,7 +1,5 @@
 """``armada testsuite run``: run upstream-format YAML test cases against a server."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

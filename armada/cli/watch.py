@@ -3,8 +3,6 @@
 The work is in :mod:`armada.cli.follow`, imported when the command runs (start-up time).
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer
