@@ -9,21 +9,37 @@ settings name its settings struct.
 
 from __future__ import annotations
 
-import importlib
+import sys
+import types
 from collections.abc import Callable, Mapping
+from importlib import import_module
 from typing import Any
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package``: ``exports`` maps each name to its module."""
+    """Make ``package`` load ``exports`` (name -> defining module) on first use; return its
+    module ``__getattr__``.
+
+    An export may share its name with a submodule (``armada.scheduling.schedule`` defines
+    ``schedule``). Importing a submodule sets it as an attribute of its package, which would
+    hide the export; the package ignores that for exported names, as an eager ``from
+    .schedule import schedule`` in ``__init__`` used to overwrite it.
+    """
+    module = sys.modules[package]
 
     def __getattr__(name: str) -> Any:
-        module = exports.get(name)
-        if module is None:
+        source = exports.get(name)
+        if source is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals_of_package = importlib.import_module(package).__dict__
-        globals_of_package[name] = value  # later lookups skip this function
+        value = getattr(import_module(source), name)
+        module.__dict__[name] = value  # later lookups skip this function
         return value
 
+    class LazyPackage(types.ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in exports and isinstance(value, types.ModuleType):
+                return
+            super().__setattr__(name, value)
+
+    module.__class__ = LazyPackage
     return __getattr__
