@@ -26,6 +26,16 @@ from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
 
 ENV_PREFIX = "ARMADA_"
+#: Defaults under ``server.dev``, below the file, the environment and the flags: a laptop has
+#: no API server to protect, and upstream's 50 jobs/s per queue would throttle it.
+DEV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "scheduling": {
+        "maximumSchedulingRate": 1_000_000.0,
+        "maximumSchedulingBurst": 1_000_000,
+        "maximumPerQueueSchedulingRate": 1_000_000.0,
+        "maximumPerQueueSchedulingBurst": 1_000_000,
+    }
+}
 
 
 class SettingsError(ValueError):
@@ -53,7 +63,8 @@ class ServerSettings(_Area):
     dev: Annotated[
         bool,
         Meta(
-            description="Development mode: also run one in-process executor with the local process backend."
+            description="Development mode: also run one in-process executor with the local process "
+            "backend, log one line per job state change, and default the scheduling rate limits to off."
         ),
     ] = False
     max_request_bytes: Annotated[
@@ -230,6 +241,18 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _dev_mode(data: Mapping[str, Any]) -> bool:
+    """Whether the merged settings ask for development mode (an invalid value is reported
+    by the conversion of the whole)."""
+    server = data.get("server")
+    if not isinstance(server, Mapping):
+        return False
+    try:
+        return msgspec.convert(server.get("dev", False), bool, strict=False)
+    except msgspec.ValidationError:
+        return False
+
+
 def load_settings(
     config_file: Path | None = None,
     *,
@@ -250,6 +273,8 @@ def load_settings(
     data = _merge(
         data, {k: {f: v for f, v in area.items() if v is not None} for k, area in (overrides or {}).items()}
     )
+    if _dev_mode(data):
+        data = _merge(DEV_DEFAULTS, data)
     try:
         return msgspec.convert(data, Settings, strict=False)
     except msgspec.ValidationError as exc:

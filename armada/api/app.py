@@ -33,6 +33,7 @@ from armada.api import (
 from armada.api.access import AccessControl, enforce_access
 from armada.api.browser_safety import BrowserSafety
 from armada.api.dependencies import DEPENDENCIES
+from armada.api.dev_mode import when_listening
 from armada.api.guard import reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.shutdown import ShutdownSignal
@@ -46,6 +47,7 @@ from armada.executor.settings import ExecutorSettings
 from armada.metrics.executor import ExecutorMetrics
 from armada.metrics.server import ServerMetrics
 from armada.services.follower import LogFollower
+from armada.services.job_log import log_job_changes
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.quarantine import Quarantine
@@ -142,10 +144,13 @@ def create_app(settings: Settings) -> Litestar:
             app.state.run_events = RunEventIntake(database.store, settings.scheduler)
             app.state.metrics = metrics
             if settings.server.dev:
-                executor = run_executor(
-                    dev_executor_settings(settings, dev_token), metrics=ExecutorMetrics(metrics.registry)
+                executor_settings = dev_executor_settings(settings, dev_token)
+                executor = when_listening(
+                    executor_settings.server_url,
+                    lambda: run_executor(executor_settings, metrics=ExecutorMetrics(metrics.registry)),
                 )
                 stack.push_async_callback(_stop_task, asyncio.create_task(executor))
+                stack.push_async_callback(_stop_task, asyncio.create_task(log_job_changes(database.store)))
             yield
 
     return Litestar(
