@@ -17,7 +17,12 @@ import msgspec
 import structlog
 from litestar import Request
 from litestar.connection import ASGIConnection
-from litestar.exceptions import InternalServerException, NotAuthorizedException, PermissionDeniedException
+from litestar.exceptions import (
+    InternalServerException,
+    NotAuthorizedException,
+    PermissionDeniedException,
+    TooManyRequestsException,
+)
 from litestar.handlers.base import BaseRouteHandler
 
 from armada.auth.authentication import Authentication, Unauthenticated
@@ -33,6 +38,7 @@ from armada.auth.policy import (
     policy_of,
 )
 from armada.auth.settings import AuthSettings, StaticToken
+from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
 from armada.model.errors import NotFound
 from armada.services.queues import get_queue
@@ -69,10 +75,15 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
     if isinstance(policy, Public) and not authorization:
         return
     try:
-        identity = await control.authentication.identify(authorization)
+        client = connection.client.host if connection.client else ""
+        identity = await control.authentication.identify(authorization, client=client)
     except Unauthenticated as exc:
         raise NotAuthorizedException(
             detail=exc.detail, headers={"WWW-Authenticate": control.authentication.challenge(exc)}
+        ) from None
+    except LoginThrottled as exc:
+        raise TooManyRequestsException(
+            detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
         ) from None
     connection.scope[IDENTITY] = identity  # type: ignore[literal-required]
     if not await _allowed(policy, identity, control.permissions, connection):
