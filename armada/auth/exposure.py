@@ -56,7 +56,9 @@ def published_credentials(auth: AuthSettings) -> list[str]:
         if user.password_hash in PUBLISHED_HASHES
     ]
     return found + [
-        f"tokens[{i}].tokenHash" for i, token in enumerate(auth.tokens) if token.token_hash in PUBLISHED_HASHES
+        f"tokens[{i}].tokenHash"
+        for i, token in enumerate(auth.tokens)
+        if token.token_hash in PUBLISHED_HASHES
     ]
 
 
@@ -69,7 +71,9 @@ def oidc_refusals(oidc: OidcSettings) -> list[str]:
         refusals.append("auth.oidc.algorithms is empty: no token could ever verify")
     for algorithm in oidc.algorithms:
         if algorithm not in known or algorithm == "none":
-            refusals.append(f"auth.oidc.algorithms: {algorithm!r} is not a signature algorithm PyJWT supports")
+            refusals.append(
+                f"auth.oidc.algorithms: {algorithm!r} is not a signature algorithm PyJWT supports"
+            )
         elif algorithm.startswith("HS"):
             refusals.append(f"auth.oidc.algorithms: {algorithm!r} is symmetric; a JWKS holds public keys")
     return refusals
