@@ -19,11 +19,11 @@ import uvicorn
 from litestar import Litestar
 
 from armada.api.app import create_app
+from armada.auth.secrets import hash_token
+from armada.auth.settings import EXECUTORS, StaticToken
 from armada.eventstore.store import EventStore
 from armada.model.events import Event
 from armada.settings import DatabaseSettings, SchedulerSettings, Settings
-from armada.auth.secrets import hash_token
-from armada.auth.settings import EXECUTORS, StaticToken
 from tests.processes import TEST_EXECUTOR_TOKEN, free_port
 
 #: Anonymous callers may not execute jobs: executor calls send this header.

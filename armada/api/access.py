@@ -31,12 +31,14 @@ from armada.auth.permissions import VERB_PERMISSION, GlobalPermission, Permissio
 from armada.auth.policy import (
     Authenticated,
     OnQueue,
+    OwnerOr,
     Policy,
     Public,
     PublicIf,
     Requires,
     policy_of,
 )
+from armada.auth.queue_changes import owns
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
@@ -97,7 +99,7 @@ def identity_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Identity | No
 
 def _effective(
     policy: Policy | None, settings: AuthSettings, connection: ASGIConnection[Any, Any, Any, Any]
-) -> Public | Authenticated | Requires | OnQueue:
+) -> Public | Authenticated | Requires | OnQueue | OwnerOr:
     if policy is None and connection.scope.get("method") == "OPTIONS":
         return Public()  # Litestar's own answer listing the allowed methods reveals nothing
     if policy is None:
@@ -109,7 +111,7 @@ def _effective(
 
 
 async def _allowed(
-    policy: Public | Authenticated | Requires | OnQueue,
+    policy: Public | Authenticated | Requires | OnQueue | OwnerOr,
     identity: Identity,
     permissions: Permissions,
     connection: ASGIConnection[Any, Any, Any, Any],
@@ -118,6 +120,8 @@ async def _allowed(
         return True
     if isinstance(policy, Requires):
         return permissions.has(identity, policy.permission)
+    if isinstance(policy, OwnerOr):
+        return permissions.has(identity, policy.permission) or await _owns(connection, policy.path, identity)
     if permissions.has(identity, VERB_PERMISSION[policy.verb]):
         return True
     name = connection.path_params.get(policy.path) if policy.path else await _body_field(connection, policy)
@@ -129,6 +133,15 @@ async def _allowed(
     except NotFound:
         return True  # the handler reports the missing queue
     return permissions.may(identity, queue, policy.verb)
+
+
+async def _owns(connection: ASGIConnection[Any, Any, Any, Any], path: str, identity: Identity) -> bool:
+    name = connection.path_params.get(path)
+    store: EventStore = connection.app.state.database.store
+    try:
+        return isinstance(name, str) and owns(await get_queue(store, name), identity)
+    except NotFound:
+        return True  # the handler reports the missing queue
 
 
 @functools.cache
@@ -147,7 +160,9 @@ async def _body_field(connection: ASGIConnection[Any, Any, Any, Any], policy: On
         return None  # malformed: only the global permission allows it
 
 
-def _what(policy: Requires | OnQueue | Public | Authenticated) -> str:
+def _what(policy: Requires | OnQueue | OwnerOr | Public | Authenticated) -> str:
+    if isinstance(policy, OwnerOr):
+        return f"do this without owning the queue or the {policy.permission.value} permission"
     if isinstance(policy, Requires):
         return f"do this without the {policy.permission.value} permission"
     if isinstance(policy, OnQueue):

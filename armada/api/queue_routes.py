@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import msgspec
-from litestar import delete, get, post, put
+from litestar import Request, delete, get, post, put
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import Stream
 
+from armada.api.access import AccessControl, identity_of
 from armada.api.dependencies import Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
+from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.permissions import GlobalPermission as P
-from armada.auth.policy import authenticated, requires
+from armada.auth.policy import authenticated, owner_or, requires
+from armada.auth.queue_changes import check_queue_change
 from armada.model.queues import Queue
 from armada.model.wire.base import Empty
 from armada.model.wire.queries import ActiveQueuesRequest
@@ -27,6 +31,7 @@ from armada.model.wire.queues import (
     StreamingQueueMessage,
 )
 from armada.services import queries, queues
+from armada.services.queues import Authorize
 
 TAGS = ["queues"]
 
@@ -44,15 +49,28 @@ async def create_queue(data: JSONBody[Queue], store: Store, user: User) -> Empty
     return Empty()
 
 
+def _change_checker(request: Request[Any, Any, Any]) -> Authorize:
+    """The caller's rights over queue definitions (see :mod:`armada.auth.queue_changes`)."""
+    access: AccessControl = request.app.state.access
+    identity = identity_of(request) or ANONYMOUS_IDENTITY
+
+    def check(old: Queue, new: Queue) -> None:
+        check_queue_change(old, new, identity, access.permissions)
+
+    return check
+
+
 @put(
     "/v1/queue/{name:str}",
-    responses=problems(404),
+    responses=problems(403, 404),
     tags=TAGS,
-    summary="Replace a queue's definition",
-    opt=requires(P.CREATE_QUEUE),
+    summary="Replace a queue's definition (owners and permissions need the matching global permissions)",
+    opt=owner_or(P.CREATE_QUEUE, path="name"),
 )
-async def update_queue(name: FromPath[str], data: JSONBody[Queue], store: Store, user: User) -> Empty:
-    await queues.update_queue(store, name, data, user)
+async def update_queue(
+    name: FromPath[str], data: JSONBody[Queue], store: Store, user: User, request: Request[Any, Any, Any]
+) -> Empty:
+    await queues.update_queue(store, name, data, user, _change_checker(request))
     return Empty()
 
 
@@ -135,11 +153,14 @@ async def create_queues(data: JSONBody[QueueList], store: Store, user: User) -> 
     "/v1/batched/update_queues",
     responses=problems(),
     tags=TAGS,
-    summary="Update several queues",
-    opt=requires(P.CREATE_QUEUE),
+    summary="Update several queues (each as PUT /v1/queue/{name}; refusals are failedQueues)",
+    opt=authenticated(),
 )
-async def update_queues(data: JSONBody[QueueList], store: Store, user: User) -> BatchQueueResponse:
-    return BatchQueueResponse(failed_queues=await queues.update_queues(store, data.queues, user))
+async def update_queues(
+    data: JSONBody[QueueList], store: Store, user: User, request: Request[Any, Any, Any]
+) -> BatchQueueResponse:
+    failed = await queues.update_queues(store, data.queues, user, _change_checker(request))
+    return BatchQueueResponse(failed_queues=failed)
 
 
 @post(

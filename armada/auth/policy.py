@@ -52,6 +52,15 @@ class OnQueue(msgspec.Struct, frozen=True):
     body: str = ""
 
 
+class OwnerOr(msgspec.Struct, frozen=True):
+    """Callers holding ``permission``, or owners of the queue named by the path parameter
+    ``path`` (what an owner may change is checked by :mod:`armada.auth.queue_changes`).
+    A queue that does not exist is left for the handler to report."""
+
+    permission: GlobalPermission
+    path: str
+
+
 class PublicIf(msgspec.Struct, frozen=True):
     """Public when the ``auth`` setting ``flag`` is true, else ``otherwise``."""
 
@@ -59,7 +68,7 @@ class PublicIf(msgspec.Struct, frozen=True):
     otherwise: Public | Authenticated | Requires
 
 
-Policy = Public | Authenticated | Requires | OnQueue | PublicIf
+Policy = Public | Authenticated | Requires | OnQueue | OwnerOr | PublicIf
 
 
 def public() -> dict[str, Any]:
@@ -80,12 +89,20 @@ def on_queue(verb: QueueVerb, *, path: str = "", body: str = "") -> dict[str, An
     return {ACCESS: OnQueue(verb, path=path, body=body)}
 
 
+def owner_or(permission: GlobalPermission, *, path: str) -> dict[str, Any]:
+    return {ACCESS: OwnerOr(permission, path=path)}
+
+
 def public_if(flag: Literal["public_schema", "public_metrics"], otherwise: Policy) -> dict[str, Any]:
-    if isinstance(otherwise, OnQueue | PublicIf):
+    if isinstance(otherwise, OnQueue | OwnerOr | PublicIf):
         raise ValueError("otherwise must not depend on a queue or another setting")
     return {ACCESS: PublicIf(flag, otherwise)}
 
 
 def policy_of(opt: dict[str, Any]) -> Policy | None:
     policy = opt.get(ACCESS)
-    return policy if isinstance(policy, Public | Authenticated | Requires | OnQueue | PublicIf) else None
+    return (
+        policy
+        if isinstance(policy, Public | Authenticated | Requires | OnQueue | OwnerOr | PublicIf)
+        else None
+    )

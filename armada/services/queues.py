@@ -6,6 +6,7 @@ the ``queues`` view, so checks ("exists", "has no active jobs") and the change a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -59,9 +60,15 @@ async def _create(tx: Transaction, queue: Queue, user: str) -> None:
     tx.append([QueueCreated(queue=queue.name, spec=queue, requestor=user)])
 
 
-async def _update(tx: Transaction, queue: Queue, user: str) -> None:
+#: Checks a change of an existing queue (old, new) and raises if the caller may not make it.
+Authorize = Callable[[Queue, Queue], None]
+
+
+async def _update(tx: Transaction, queue: Queue, user: str, authorize: Authorize | None = None) -> None:
     check_queue(queue)
-    await _existing(tx, queue.name)
+    existing = await _existing(tx, queue.name)
+    if authorize is not None:
+        authorize(existing, queue)
     tx.append([QueueUpdated(queue=queue.name, spec=queue, requestor=user)])
 
 
@@ -70,11 +77,14 @@ async def create_queue(store: EventStore, queue: Queue, user: str) -> None:
         await _create(tx, queue, user)
 
 
-async def update_queue(store: EventStore, name: str, queue: Queue, user: str) -> None:
+async def update_queue(
+    store: EventStore, name: str, queue: Queue, user: str, authorize: Authorize | None = None
+) -> None:
+    """Replace a queue's definition; ``authorize`` sees the stored and the new definition."""
     if queue.name != name:
         raise InvalidRequest(f"the body names queue {queue.name!r} but the path {name!r}", field="name")
     async with store.transaction() as tx:
-        await _update(tx, queue, user)
+        await _update(tx, queue, user, authorize)
 
 
 async def set_cordoned(store: EventStore, name: str, cordoned: bool, user: str) -> None:
@@ -143,5 +153,7 @@ async def create_queues(store: EventStore, queues: list[Queue], user: str) -> li
     return await _each(store, queues, user, _create)
 
 
-async def update_queues(store: EventStore, queues: list[Queue], user: str) -> list[QueueFailure]:
-    return await _each(store, queues, user, _update)
+async def update_queues(
+    store: EventStore, queues: list[Queue], user: str, authorize: Authorize | None = None
+) -> list[QueueFailure]:
+    return await _each(store, queues, user, functools.partial(_update, authorize=authorize))

@@ -131,4 +131,3 @@ def test_anonymous_callers_can_never_execute_jobs(anonymous: bool, groups: list[
     auth = {"anonymous": anonymous, "permissionGroupMapping": {"execute_jobs": groups}}
     with pytest.raises(SettingsError, match="execute_jobs: anonymous callers may never execute jobs"):
         load_settings(None, env={}, overrides={"auth": auth})
-
