@@ -6,6 +6,9 @@ errors), and NUL characters, which PostgreSQL cannot store in text columns or co
 queries. A NUL can arrive as a ``\\u0000`` escape in a JSON string or as ``%00`` in the
 path or query, so those are refused everywhere, on SQLite too, so both databases agree.
 
+It runs as the app's first guard, before the access guard: that one reads queue names from
+the path and body to look the queue up, and a NUL reaching PostgreSQL there would be a 500.
+
 The body is parsed with ``Request.json()``, which keeps the result for the route's own
 data extraction: the check costs no second parse (lease calls carry tens of thousands of
 run ids every second).
@@ -17,7 +20,9 @@ import re
 from typing import Any
 
 from litestar import Request
+from litestar.connection import ASGIConnection
 from litestar.exceptions import SerializationException
+from litestar.handlers.base import BaseRouteHandler
 
 from armada.model.errors import InvalidRequest
 
@@ -26,8 +31,14 @@ _NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
+async def hostile_input_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """App-wide Litestar guard, listed first: :func:`reject_hostile_input` on HTTP requests."""
+    if isinstance(connection, Request):
+        await reject_hostile_input(connection)
+
+
 async def reject_hostile_input(request: Request[Any, Any, Any]) -> None:
-    """Litestar ``before_request`` hook: raise :class:`InvalidRequest` for unusable input."""
+    """Raise :class:`InvalidRequest` for unusable input."""
     if "\x00" in request.scope["path"] or b"%00" in request.scope.get("query_string", b""):
         raise InvalidRequest("the URL must not contain NUL characters")
     if request.method not in _BODY_METHODS:

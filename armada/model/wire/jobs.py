@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from armada.model.wire.base import Request, Response
+from armada.model.wire.base import IdList, Request, Response
 
 #: A job state given by name (``"RUNNING"``) or by upstream's protobuf number (``2``).
 StateName = str | int
@@ -39,7 +39,7 @@ class JobCancelRequest(Request):
     queue: str = ""
     job_set_id: str = ""
     job_id: str = ""
-    job_ids: list[str] = []
+    job_ids: IdList = []
     reason: str = ""
 
 
@@ -62,7 +62,7 @@ class JobReprioritizeRequest(Request):
     new_priority: float
     queue: str = ""
     job_set_id: str = ""
-    job_ids: list[str] = []
+    job_ids: IdList = []
 
 
 class JobReprioritizeResponse(Response):
@@ -72,7 +72,7 @@ class JobReprioritizeResponse(Response):
 
 
 class JobPreemptRequest(Request):
-    job_ids: list[str]
+    job_ids: IdList
     queue: str = ""
     job_set_id: str = ""
     reason: str = ""
