@@ -72,6 +72,14 @@ class ServerSettings(_Area):
         list[str],
         Meta(description="Browser origins allowed to call the API (CORS), e.g. the UI's; `*` allows any."),
     ] = []
+    max_streams_per_caller: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Event streams (job-set events, Lookout's change feed) one caller may hold open "
+            "at once, per server process; more get 429. Anonymous callers count per client address.",
+        ),
+    ] = 100
     workers: Annotated[
         int,
         Meta(
@@ -143,6 +151,15 @@ class SubmissionSettings(_Area):
     max_pod_spec_bytes: Annotated[
         int, Meta(ge=1, description="Largest pod spec accepted, measured as compact JSON.")
     ] = 64 * 1024
+    max_queued_jobs_per_queue: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description="Most jobs waiting (queued) in one queue; a submission that would pass it gets 429 "
+            "naming `jobRequestItems`. Checked before the write, so concurrent submissions may pass it by "
+            "their own size. 0: no cap.",
+        ),
+    ] = 1_000_000
 
 
 class Settings(_Area):

@@ -35,6 +35,7 @@ from armada.api.dependencies import DEPENDENCIES
 from armada.api.guard import hostile_input_guard
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.shutdown import ShutdownSignal
+from armada.api.stream_quota import StreamQuota
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import Authenticated, public_if
 from armada.auth.secrets import hash_token, new_token
@@ -127,8 +128,10 @@ def create_app(settings: Settings) -> Litestar:
             app.state.database = database
             app.state.shutdown = ShutdownSignal()
             app.state.access = access
+            app.state.streams = StreamQuota(settings.server.max_streams_per_caller)
             app.state.scheduling = settings.scheduling
             app.state.submission_rules = SubmissionRules.from_settings(settings)
+            app.state.max_queued_jobs_per_queue = settings.submission.max_queued_jobs_per_queue
             app.state.follower = follower
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)

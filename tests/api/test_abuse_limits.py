@@ -3,16 +3,22 @@ queued jobs per queue (issue #15)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 
 import httpx
 import msgspec
 import pytest
 
+from armada.client import ArmadaClient
 from armada.lookout.wire import MAX_SKIP
+from armada.model.queues import Queue
 from armada.model.wire.base import MAX_IDS_PER_REQUEST
-from armada.settings import load_settings
-from tests.databases import sqlite_url
+from armada.settings import ServerSettings, Settings, SubmissionSettings, load_settings
+from tests.api.jobs import item, raw_item
+from tests.conftest import DATABASE_KINDS
+from tests.databases import database_url_for, sqlite_url
 from tests.processes import ROOT
 from tests.servers import ApiServer, serving
 
@@ -82,3 +88,53 @@ def test_an_annotation_filter_key_with_a_quote_is_a_400(server: ApiServer, key: 
         response = httpx.post(f"{server.url}{path}", json={"filter": {"annotations": {key: "x"}}}, timeout=30)
         assert response.status_code == 400, (path, response.text)
         assert response.json()["field"] == "filter.annotations"
+
+
+@pytest.fixture(scope="module", params=DATABASE_KINDS)
+def capped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    settings = Settings(
+        server=ServerSettings(max_streams_per_caller=2),
+        submission=SubmissionSettings(max_queued_jobs_per_queue=3),
+    )
+    with (
+        database_url_for(request.param, tmp_path_factory.mktemp("capped")) as url,
+        serving(url, settings) as srv,
+    ):
+        yield srv
+
+
+def test_queued_jobs_per_queue_are_capped(capped: ApiServer) -> None:
+    with ArmadaClient(capped.url) as client:
+        client.create_queue(Queue(name="full"))
+        client.submit_jobs("full", "s", [item(), item()])
+        head = capped.head()
+        body = {"queue": "full", "jobSetId": "s", "jobRequestItems": [raw_item(), raw_item()]}
+        refused = httpx.post(f"{capped.url}/v1/job/submit", json=body, timeout=30)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["field"] == "jobRequestItems"
+        assert "maxQueuedJobsPerQueue" in refused.json()["detail"]
+        assert capped.head() == head  # nothing written
+        client.submit_jobs("full", "s", [item()])  # exactly at the cap
+
+
+def test_open_streams_per_caller_are_capped(capped: ApiServer) -> None:
+    with ArmadaClient(capped.url) as client:
+        client.create_queue(Queue(name="watched"))
+    url = f"{capped.url}/v1/job-set/watched/s"
+    with httpx.Client(timeout=30) as http, ExitStack() as streams:
+        for _ in range(2):
+            assert streams.enter_context(http.stream("POST", url, json={"watch": True})).status_code == 200
+        refused = http.post(url, json={"watch": True})
+        assert refused.status_code == 429, refused.text
+        assert int(refused.headers["retry-after"]) > 0
+        assert refused.headers["content-type"].startswith("application/problem+json")
+        lookout = http.get(f"{capped.url}/api/v1/changes")  # the change feed counts too
+        assert lookout.status_code == 429
+    # Closed streams give their slots back.
+    deadline = time.monotonic() + 20
+    while True:
+        with httpx.Client(timeout=30) as http, http.stream("POST", url, json={"watch": True}) as again:
+            if again.status_code == 200:
+                break
+        assert time.monotonic() < deadline, "closed streams never gave their slots back"
+        time.sleep(0.2)
