@@ -25,6 +25,7 @@ from litestar.exceptions import (
 )
 from litestar.handlers.base import BaseRouteHandler
 
+from armada.api.guard import reject_hostile_input
 from armada.auth.authentication import Authentication, Unauthenticated
 from armada.auth.identity import Identity
 from armada.auth.permissions import VERB_PERMISSION, GlobalPermission, Permissions
@@ -88,6 +89,8 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
             detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
         ) from None
     connection.scope[IDENTITY] = identity  # type: ignore[literal-required]
+    if isinstance(connection, Request):
+        await reject_hostile_input(connection)  # before the policy reads queue names from it
     if not await _allowed(policy, identity, control.permissions, connection):
         raise PermissionDeniedException(detail=f"{identity.name} may not {_what(policy)}")
 

@@ -32,7 +32,7 @@ from armada.api import (
 )
 from armada.api.access import AccessControl, enforce_access
 from armada.api.dependencies import DEPENDENCIES
-from armada.api.guard import hostile_input_guard
+from armada.api.guard import hostile_url_guard, reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.shutdown import ShutdownSignal
 from armada.api.stream_quota import StreamQuota
@@ -157,12 +157,13 @@ def create_app(settings: Settings) -> Litestar:
         ],
         middleware=[metrics.http],
         dependencies=DEPENDENCIES,
-        guards=[hostile_input_guard, enforce_access],  # in this order: see armada.api.guard
+        guards=[hostile_url_guard, enforce_access],  # in this order: see armada.api.guard
         cors_config=CORSConfig(allow_origins=settings.server.cors_allow_origins)
         if settings.server.cors_allow_origins
         else None,
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=reject_hostile_input,
         request_max_body_size=settings.server.max_request_bytes,
         openapi_config=OpenAPIConfig(
             title="Armada",
