@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,6 +11,23 @@ import typer
 from armada.auth.secrets import hash_password, hash_token, new_token
 
 app = typer.Typer(help="Make password and token hashes for the auth settings.", no_args_is_help=True)
+
+
+def secret_from(given: str | None, file: str | None, option: str) -> str | None:
+    """``--password``/``--token``, or the first line of ``--password-file``/``--token-file``
+    (``-``: standard input). A secret in a file stays out of ``ps`` and the shell history."""
+    if file is None:
+        return given
+    if given is not None:
+        raise typer.BadParameter(f"give --{option} or --{option}-file, not both")
+    try:
+        text = sys.stdin.readline() if file == "-" else Path(file).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise typer.BadParameter(f"cannot read --{option}-file {file}: {exc}") from exc
+    secret = text.splitlines()[0] if text.strip() else ""
+    if not secret:
+        raise typer.BadParameter(f"--{option}-file {file} is empty")
+    return secret
 
 
 def _secret(given: str, prompt: str) -> str:
