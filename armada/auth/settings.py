@@ -109,8 +109,9 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
         OidcSettings | None,
         Meta(
             description="JWT bearer tokens: `{issuer, audience, jwksUrl or jwksFile, usernameClaim, "
-            "groupsClaim, algorithms, leewaySeconds, jwksCacheSeconds, jwksRefetchCooldownSeconds}`; "
-            "null disables."
+            "groupsClaim, algorithms, leewaySeconds, jwksCacheSeconds, jwksRefetchCooldownSeconds, "
+            "jwksMaxStaleSeconds (3600: cached keys used while the provider is down), usernamePrefix "
+            "(`oidc:`, so tokens cannot act as local users)}`; algorithms must be asymmetric; null disables."
         ),
     ] = None
     permission_group_mapping: Annotated[
