@@ -66,3 +66,13 @@ def test_anonymous_on_the_network_when_explicitly_allowed(tmp_path: Path) -> Non
         assert response.status_code == 403, response.text
     finally:
         process.stop()
+
+
+def test_an_oidc_algorithm_misconfiguration_fails_at_start(tmp_path: Path) -> None:
+    config = tmp_path / "oidc.yaml"
+    config.write_text(
+        "auth:\n  oidc: {issuer: i, audience: a, jwksUrl: 'https://idp.example/certs', algorithms: [HS256]}\n"
+    )
+    result = serve_exits(tmp_path, "--config", str(config))
+    assert result.returncode == 2, result.stderr
+    assert "auth.oidc.algorithms: 'HS256' is symmetric" in result.stderr
