@@ -72,6 +72,15 @@ class ServerSettings(_Area):
         list[str],
         Meta(description="Browser origins allowed to call the API (CORS), e.g. the UI's; `*` allows any."),
     ] = []
+    forwarded_allow_ips: Annotated[
+        list[str],
+        Meta(
+            description="Addresses (or CIDR ranges) of reverse proxies trusted to give the client's address "
+            "in `X-Forwarded-For`; behind an Ingress list its pods' range, or every client shares the "
+            "proxy's address in the per-client limits (failed logins, anonymous streams). Empty: "
+            "127.0.0.1 only.",
+        ),
+    ] = []
     max_streams_per_caller: Annotated[
         int,
         Meta(
