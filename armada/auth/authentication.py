@@ -97,7 +97,7 @@ class Authentication:
             name, _, password = base64.b64decode(credentials, validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
             raise Unauthenticated("invalid credentials", scheme="Basic") from None
-        keys = (f"client:{client}", f"user:{name}")
+        keys = (f"client:{client}", f"user:{name[:256]}")  # bounded: the table holds 100,000 keys
         self._throttle.check(*keys)
         user = self._users.get(name)
         encoded = user.password_hash if user else self._decoy_hash
