@@ -22,9 +22,20 @@ from msgspec import Meta
 
 from armada.auth.settings import AuthSettings
 from armada.executor.settings import ExecutorSettings
+from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
 
 ENV_PREFIX = "ARMADA_"
+#: Defaults under ``server.dev``, below the file, the environment and the flags: a laptop has
+#: no API server to protect, and upstream's 50 jobs/s per queue would throttle it.
+DEV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "scheduling": {
+        "maximumSchedulingRate": 1_000_000.0,
+        "maximumSchedulingBurst": 1_000_000,
+        "maximumPerQueueSchedulingRate": 1_000_000.0,
+        "maximumPerQueueSchedulingBurst": 1_000_000,
+    }
+}
 
 
 class SettingsError(ValueError):
@@ -52,7 +63,8 @@ class ServerSettings(_Area):
     dev: Annotated[
         bool,
         Meta(
-            description="Development mode: also run one in-process executor with the local process backend."
+            description="Development mode: also run one in-process executor with the local process "
+            "backend, log one line per job state change, and default the scheduling rate limits to off."
         ),
     ] = False
     max_request_bytes: Annotated[
@@ -160,6 +172,36 @@ class SubmissionSettings(_Area):
     max_pod_spec_bytes: Annotated[
         int, Meta(ge=1, description="Largest pod spec accepted, measured as compact JSON.")
     ] = 64 * 1024
+    allowed_namespaces: Annotated[
+        list[str],
+        Meta(
+            description="Namespaces jobs may run in, for queues that list none of their own "
+            "(`allowedNamespaces`); any other namespace is refused at submit."
+        ),
+    ] = msgspec.field(default_factory=lambda: ["default"])
+    reserved_namespaces: Annotated[
+        list[str],
+        Meta(
+            description="Namespaces no queue may ever run jobs in, whatever its allow-list says: "
+            "the executors' own and the clusters' system namespaces."
+        ),
+    ] = msgspec.field(default_factory=lambda: ["armada", "kube-system", "kube-public", "kube-node-lease"])
+    pod_security_profile: Annotated[
+        Profile,
+        Meta(
+            description="Pod security profile of jobs of queues that set none (`restricted`, `baseline` "
+            "or `privileged`, as Kubernetes' Pod Security Standards; see docs/security.md). "
+            "Only callers with `administer_queue_security` may set another on a queue."
+        ),
+    ] = Profile.BASELINE
+    allowed_service_accounts: Annotated[
+        list[str],
+        Meta(
+            description="Service accounts a pod may name (`serviceAccountName`), for queues that list "
+            "none of their own; pods naming none run as their namespace's `default` account. Never "
+            "list the executor's."
+        ),
+    ] = msgspec.field(default_factory=lambda: ["default"])
     max_queued_jobs_per_queue: Annotated[
         int,
         Meta(
@@ -169,6 +211,11 @@ class SubmissionSettings(_Area):
             "their own size. 0: no cap.",
         ),
     ] = 1_000_000
+
+    def __post_init__(self) -> None:
+        reserved = sorted(set(self.allowed_namespaces) & set(self.reserved_namespaces))
+        if reserved:
+            raise ValueError(f"submission.allowedNamespaces lists reserved namespaces: {', '.join(reserved)}")
 
 
 class Settings(_Area):
@@ -220,6 +267,18 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _dev_mode(data: Mapping[str, Any]) -> bool:
+    """Whether the merged settings ask for development mode (an invalid value is reported
+    by the conversion of the whole)."""
+    server = data.get("server")
+    if not isinstance(server, Mapping):
+        return False
+    try:
+        return msgspec.convert(server.get("dev", False), bool, strict=False)
+    except msgspec.ValidationError:
+        return False
+
+
 def load_settings(
     config_file: Path | None = None,
     *,
@@ -240,6 +299,8 @@ def load_settings(
     data = _merge(
         data, {k: {f: v for f, v in area.items() if v is not None} for k, area in (overrides or {}).items()}
     )
+    if _dev_mode(data):
+        data = _merge(DEV_DEFAULTS, data)
     try:
         return msgspec.convert(data, Settings, strict=False)
     except msgspec.ValidationError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from armada.auth.identity import ANY_EXECUTOR
 from armada.auth.secrets import hash_token
 from armada.auth.settings import EXECUTORS
 
@@ -25,7 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_EXECUTOR_TOKEN = "test-executor-token-not-a-secret"
 SERVER_EXECUTOR_TOKEN_ENV = {
     "ARMADA_AUTH_TOKENS": json.dumps(
-        [{"user": "test-executor", "tokenHash": hash_token(TEST_EXECUTOR_TOKEN), "groups": [EXECUTORS]}]
+        [
+            {
+                "user": "test-executor",
+                "tokenHash": hash_token(TEST_EXECUTOR_TOKEN),
+                "groups": [EXECUTORS],
+                "executors": [ANY_EXECUTOR],  # test systems run clusters of many names
+            }
+        ]
     )
 }
 EXECUTOR_TOKEN_ENV = {"ARMADA_TOKEN": TEST_EXECUTOR_TOKEN}

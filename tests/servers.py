@@ -19,6 +19,7 @@ import uvicorn
 from litestar import Litestar
 
 from armada.api.app import create_app
+from armada.auth.identity import ANY_EXECUTOR
 from armada.auth.secrets import hash_token
 from armada.auth.settings import EXECUTORS, StaticToken
 from armada.eventstore.store import EventStore
@@ -29,7 +30,10 @@ from tests.processes import TEST_EXECUTOR_TOKEN, free_port
 #: Anonymous callers may not execute jobs: executor calls send this header.
 EXECUTOR_HEADERS = {"Authorization": f"Bearer {TEST_EXECUTOR_TOKEN}"}
 _EXECUTOR_TOKEN = StaticToken(
-    user="test-executor", token_hash=hash_token(TEST_EXECUTOR_TOKEN), groups=[EXECUTORS]
+    user="test-executor",
+    token_hash=hash_token(TEST_EXECUTOR_TOKEN),
+    groups=[EXECUTORS],
+    executors=[ANY_EXECUTOR],
 )
 
 T = TypeVar("T")

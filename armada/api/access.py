@@ -5,6 +5,10 @@ the scope (where :mod:`armada.api.identity` reads it), then checks the route's d
 policy (:mod:`armada.auth.policy`). Failures are 401 with a ``WWW-Authenticate`` challenge
 or 403, both RFC 9457 problems. A route without a policy is refused with 500, and a test
 walks the app's routes so that none ships without one.
+
+The decisions themselves are methods of :class:`AccessControl` that take an identity and a
+queue name or executor id, not a request, so that other transports (gRPC) make the same
+ones.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from armada.auth.authentication import Authentication, Unauthenticated
 from armada.auth.identity import Identity
 from armada.auth.permissions import VERB_PERMISSION, GlobalPermission, Permissions
 from armada.auth.policy import (
+    AsExecutor,
     Authenticated,
     OnQueue,
     OwnerOr,
@@ -37,14 +42,17 @@ from armada.auth.policy import (
     Public,
     PublicIf,
     Requires,
+    Watching,
     policy_of,
 )
 from armada.auth.queue_changes import owns
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
-from armada.model.errors import NotFound
+from armada.model.errors import NotFound, PermissionDenied
+from armada.model.queues import QueueVerb
 from armada.services.queues import get_queue
+from armada.services.visibility import ReadScope
 
 log = structlog.get_logger(__name__)
 
@@ -69,6 +77,34 @@ class AccessControl:
             grants[permission] += groups
         self.permissions = Permissions(grants)
 
+    async def may_on_queue(self, store: EventStore, identity: Identity, name: str, verb: QueueVerb) -> bool:
+        """Whether ``identity`` may ``verb`` on queue ``name``. A queue that does not exist is
+        allowed: the request then fails as not found, whoever makes it, so the answer says
+        nothing about queues the caller may not see."""
+        if self.permissions.has(identity, VERB_PERMISSION[verb]):
+            return True
+        try:
+            queue = await get_queue(store, name)
+        except NotFound:
+            return True
+        return self.permissions.may(identity, queue, verb)
+
+    def read_scope(self, store: EventStore, identity: Identity, *, lookout: bool = False) -> ReadScope:
+        """The queues ``identity`` may read: those it may ``watch``, or all of them with
+        ``watch_all_events`` (or, for Lookout's reads, when ``auth.openLookout`` is on)."""
+        everything = self.permissions.has(identity, GlobalPermission.WATCH_ALL_EVENTS) or (
+            lookout and self.settings.open_lookout
+        )
+        return ReadScope(
+            store, lambda queue: self.permissions.may(identity, queue, QueueVerb.WATCH), everything=everything
+        )
+
+    def may_act_as(self, identity: Identity, executor_id: str) -> bool:
+        """Whether ``identity`` may lease and report runs as executor ``executor_id``."""
+        return self.permissions.has(identity, GlobalPermission.EXECUTE_JOBS) and identity.may_act_as(
+            executor_id
+        )
+
 
 async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     """App-wide Litestar guard: authenticate, then apply the handler's policy."""
@@ -91,8 +127,21 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
     connection.scope[IDENTITY] = identity  # type: ignore[literal-required]
     if isinstance(connection, Request):
         await reject_hostile_input(connection)  # before the policy reads queue names from it
-    if not await _allowed(policy, identity, control.permissions, connection):
+    if not await _allowed(policy, identity, control, connection):
         raise PermissionDeniedException(detail=f"{identity.name} may not {_what(policy)}")
+
+
+def require_executor(connection: ASGIConnection[Any, Any, Any, Any], executor_id: str) -> None:
+    """Raise 403 unless the caller's credential may act as executor ``executor_id``
+    (the second half of an :class:`AsExecutor` policy, once the body is decoded)."""
+    control: AccessControl = connection.app.state.access
+    identity = identity_of(connection)
+    if identity is None or not control.may_act_as(identity, executor_id):
+        name = identity.name if identity else "anonymous"
+        raise PermissionDenied(
+            f"{name} may not act as executor {executor_id!r}: its credential does not name that id",
+            field="executorId",
+        )
 
 
 def identity_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Identity | None:
@@ -100,9 +149,12 @@ def identity_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Identity | No
     return identity if isinstance(identity, Identity) else None
 
 
+Effective = Public | Authenticated | Requires | OnQueue | OwnerOr | Watching | AsExecutor
+
+
 def _effective(
     policy: Policy | None, settings: AuthSettings, connection: ASGIConnection[Any, Any, Any, Any]
-) -> Public | Authenticated | Requires | OnQueue | OwnerOr:
+) -> Effective:
     if policy is None and connection.scope.get("method") == "OPTIONS":
         return Public()  # Litestar's own answer listing the allowed methods reveals nothing
     if policy is None:
@@ -114,28 +166,31 @@ def _effective(
 
 
 async def _allowed(
-    policy: Public | Authenticated | Requires | OnQueue | OwnerOr,
+    policy: Effective,
     identity: Identity,
-    permissions: Permissions,
+    control: AccessControl,
     connection: ASGIConnection[Any, Any, Any, Any],
 ) -> bool:
+    permissions = control.permissions
     if isinstance(policy, Public | Authenticated):
         return True
     if isinstance(policy, Requires):
         return permissions.has(identity, policy.permission)
+    if isinstance(policy, Watching):
+        return policy.also is None or permissions.has(identity, policy.also)
+    if isinstance(policy, AsExecutor):
+        return permissions.has(identity, GlobalPermission.EXECUTE_JOBS)  # the id: require_executor
     if isinstance(policy, OwnerOr):
         return permissions.has(identity, policy.permission) or await _owns(connection, policy.path, identity)
     if permissions.has(identity, VERB_PERMISSION[policy.verb]):
         return True
-    name = connection.path_params.get(policy.path) if policy.path else await _body_field(connection, policy)
+    name = (
+        connection.path_params.get(policy.path) if policy.path else await _body_field(connection, policy.body)
+    )
     if not isinstance(name, str) or not name:
         return False  # no queue named: only the global permission can allow it
     store: EventStore = connection.app.state.database.store
-    try:
-        queue = await get_queue(store, name)
-    except NotFound:
-        return True  # the handler reports the missing queue
-    return permissions.may(identity, queue, policy.verb)
+    return await control.may_on_queue(store, identity, name, policy.verb)
 
 
 async def _owns(connection: ASGIConnection[Any, Any, Any, Any], path: str, identity: Identity) -> bool:
@@ -153,21 +208,25 @@ def _field_decoder(field: str) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(msgspec.defstruct("QueueField", [(field, object, None)]))
 
 
-async def _body_field(connection: ASGIConnection[Any, Any, Any, Any], policy: OnQueue) -> object:
+async def _body_field(connection: ASGIConnection[Any, Any, Any, Any], field: str) -> object:
     """One top-level field of the JSON body; the body stays cached for the handler."""
     if not isinstance(connection, Request):
         return None
     try:
-        return getattr(_field_decoder(policy.body).decode(await connection.body() or b"{}"), policy.body)
+        return getattr(_field_decoder(field).decode(await connection.body() or b"{}"), field)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None  # malformed: only the global permission allows it
 
 
-def _what(policy: Requires | OnQueue | OwnerOr | Public | Authenticated) -> str:
+def _what(policy: Effective) -> str:
     if isinstance(policy, OwnerOr):
         return f"do this without owning the queue or the {policy.permission.value} permission"
     if isinstance(policy, Requires):
         return f"do this without the {policy.permission.value} permission"
+    if isinstance(policy, Watching) and policy.also is not None:
+        return f"do this without the {policy.also.value} permission"
+    if isinstance(policy, AsExecutor):
+        return f"do this without the {GlobalPermission.EXECUTE_JOBS.value} permission"
     if isinstance(policy, OnQueue):
         return f"{policy.verb.value} on this queue"
     return "do this"

@@ -31,7 +31,9 @@ from armada.api import (
     system,
 )
 from armada.api.access import AccessControl, enforce_access
+from armada.api.browser_safety import BrowserSafety
 from armada.api.dependencies import DEPENDENCIES
+from armada.api.dev_mode import when_listening
 from armada.api.guard import hostile_url_guard, reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.shutdown import ShutdownSignal
@@ -46,8 +48,10 @@ from armada.executor.settings import ExecutorSettings
 from armada.metrics.executor import ExecutorMetrics
 from armada.metrics.server import ServerMetrics
 from armada.services.follower import LogFollower
+from armada.services.job_log import log_job_changes
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
+from armada.services.quarantine import Quarantine
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
 from armada.services.validation import SubmissionRules
@@ -84,7 +88,10 @@ def access_control(settings: Settings, dev_executor_token: str = "") -> AccessCo
     if not dev_executor_token:
         return AccessControl(settings.auth)
     internal = StaticToken(
-        user="armada-dev-executor", token_hash=hash_token(dev_executor_token), groups=[DEV_EXECUTOR_GROUP]
+        user="armada-dev-executor",
+        token_hash=hash_token(dev_executor_token),
+        groups=[DEV_EXECUTOR_GROUP],
+        executors=[settings.executor.cluster_id],
     )
     return AccessControl(
         settings.auth,
@@ -110,6 +117,8 @@ def create_app(settings: Settings) -> Litestar:
         async with AsyncExitStack() as stack:
             await database.open()
             stack.push_async_callback(database.close)
+            quarantine = Quarantine(database.store)  # before the first read: it hears every report
+            stack.push_async_callback(quarantine.stop)
             follower = LogFollower(database.store, settings.scheduling)
             await follower.load()
             follower.start()
@@ -138,10 +147,13 @@ def create_app(settings: Settings) -> Litestar:
             app.state.run_events = RunEventIntake(database.store, settings.scheduler)
             app.state.metrics = metrics
             if settings.server.dev:
-                executor = run_executor(
-                    dev_executor_settings(settings, dev_token), metrics=ExecutorMetrics(metrics.registry)
+                executor_settings = dev_executor_settings(settings, dev_token)
+                executor = when_listening(
+                    executor_settings.server_url,
+                    lambda: run_executor(executor_settings, metrics=ExecutorMetrics(metrics.registry)),
                 )
                 stack.push_async_callback(_stop_task, asyncio.create_task(executor))
+                stack.push_async_callback(_stop_task, asyncio.create_task(log_job_changes(database.store)))
             yield
 
     return Litestar(
@@ -155,7 +167,7 @@ def create_app(settings: Settings) -> Litestar:
             *metrics_routes.ROUTES,
             *lookout_routes.ROUTES,
         ],
-        middleware=[metrics.http],
+        middleware=[metrics.http, BrowserSafety(settings.server.cors_allow_origins)],
         dependencies=DEPENDENCIES,
         guards=[hostile_url_guard, enforce_access],  # in this order: see armada.api.guard
         cors_config=CORSConfig(allow_origins=settings.server.cors_allow_origins)

@@ -1,16 +1,25 @@
-"""``/v1/executor/*``: the lease protocol between the server and its executors."""
+"""``/v1/executor/*``: the lease protocol between the server and its executors.
+
+Both calls name the executor they act for (``executorId``); the credential must hold
+``execute_jobs`` and name that id (``auth.tokens[].executors``), so that one cluster's
+token cannot take or report on another cluster's runs.
+"""
 
 from __future__ import annotations
 
-from litestar import post
+from typing import Any
+
+from litestar import Request, post
 from litestar.datastructures import State
 from litestar.params import JSONBody
 
-from armada.auth.permissions import GlobalPermission
-from armada.auth.policy import requires
+from armada.api.access import require_executor
+from armada.auth.policy import as_executor
 from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, RunEventBatch
 from armada.services.leases import LeaseService
 from armada.services.run_events import RunEventIntake
+
+AnyRequest = Request[Any, Any, Any]
 
 
 @post(
@@ -18,9 +27,10 @@ from armada.services.run_events import RunEventIntake
     status_code=200,
     tags=["executor"],
     summary="Heartbeat, node report and leases",
-    opt=requires(GlobalPermission.EXECUTE_JOBS),
+    opt=as_executor(body="executorId"),
 )
-async def lease(data: JSONBody[LeaseRequest], state: State) -> LeaseResponse:
+async def lease(data: JSONBody[LeaseRequest], state: State, request: AnyRequest) -> LeaseResponse:
+    require_executor(request, data.executor_id)
     service: LeaseService = state.leases
     return await service.lease(data)
 
@@ -30,9 +40,10 @@ async def lease(data: JSONBody[LeaseRequest], state: State) -> LeaseResponse:
     status_code=200,
     tags=["executor"],
     summary="Report run events (idempotent)",
-    opt=requires(GlobalPermission.EXECUTE_JOBS),
+    opt=as_executor(body="executorId"),
 )
-async def events(data: JSONBody[RunEventBatch], state: State) -> EventsAccepted:
+async def events(data: JSONBody[RunEventBatch], state: State, request: AnyRequest) -> EventsAccepted:
+    require_executor(request, data.executor_id)
     intake: RunEventIntake = state.run_events
     await intake.report(data)
     return EventsAccepted()

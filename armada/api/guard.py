@@ -28,11 +28,14 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import SerializationException
 from litestar.handlers.base import BaseRouteHandler
 
+from armada.api import field_paths
 from armada.model.errors import InvalidRequest
 
 #: A ``\u0000`` escape that is not itself escaped (preceded by an even number of backslashes).
 _NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: Scope key of the parsed body, for naming the field of a later validation error.
+BODY_JSON = "armada.body_json"
 
 
 #: Scope key set once a request's body has passed.
@@ -52,13 +55,18 @@ async def reject_hostile_input(request: Request[Any, Any, Any]) -> None:
     request.scope[_CHECKED] = True  # type: ignore[literal-required]
     body = await request.body()
     try:
-        await request.json()
+        request.scope[BODY_JSON] = await request.json()  # type: ignore[literal-required]
     except UnicodeDecodeError as exc:
         detail = f"the request body is not valid UTF-8: {exc.reason} at byte {exc.start}"
         raise InvalidRequest(detail) from exc
     except RecursionError as exc:
         raise InvalidRequest("the request body's JSON is nested too deeply") from exc
-    except SerializationException:
-        pass  # malformed JSON: the route's own decoding reports it, with its position
+    except SerializationException as exc:
+        if "Number out of range" in str(exc):  # e.g. 1e400: say which field, not just "$[...]"
+            raise InvalidRequest(
+                "numbers must be finite: this one is beyond the range of a 64-bit float",
+                field=field_paths.first_overflow(body),
+            ) from exc
+        # any other malformed JSON: the route's own decoding reports it, with its position
     if b"\\u0000" in body and _NUL_ESCAPE.search(body):  # the substring test spares most bodies the regex
         raise InvalidRequest("strings must not contain NUL characters (U+0000)")

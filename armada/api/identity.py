@@ -1,8 +1,9 @@
-"""Who is calling: the one place a request's user comes from.
+"""Who is calling: the one place a request's user and read scope come from.
 
 The access guard (:mod:`armada.api.access`) authenticates every request before its
 handler runs; handlers and services only ever see the ``user`` dependency (the caller's
-name, recorded as requestor and job owner).
+name, recorded as requestor and job owner) and, for reads, the ``reads`` (or
+``lookout_reads``) dependency: the queues the caller may read.
 """
 
 from __future__ import annotations
@@ -11,10 +12,29 @@ from typing import Any
 
 from litestar import Request
 
-from armada.api.access import identity_of
-from armada.auth.identity import ANONYMOUS
+from armada.api.access import AccessControl, identity_of
+from armada.auth.identity import ANONYMOUS, Identity
+from armada.services.visibility import ReadScope
+
+#: Stands in when no caller was authenticated (public routes): it can read nothing.
+_NOBODY = Identity(name="")
 
 
 async def provide_user(request: Request[Any, Any, Any]) -> str:
     identity = identity_of(request)
     return identity.name if identity else ANONYMOUS
+
+
+def _scope(request: Request[Any, Any, Any], *, lookout: bool) -> ReadScope:
+    control: AccessControl = request.app.state.access
+    return control.read_scope(
+        request.app.state.database.store, identity_of(request) or _NOBODY, lookout=lookout
+    )
+
+
+async def provide_reads(request: Request[Any, Any, Any]) -> ReadScope:
+    return _scope(request, lookout=False)
+
+
+async def provide_lookout_reads(request: Request[Any, Any, Any]) -> ReadScope:
+    return _scope(request, lookout=True)

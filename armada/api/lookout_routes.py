@@ -4,6 +4,10 @@ The app is plain ES modules and CSS from ``armada/lookout/static`` (no build ste
 page path (``/``, ``/jobs``, ``/jobsets``) answers with the same shell, so links with
 their filters in the query string can be shared and reloaded. ``/api/v1/changes`` is a
 server-sent event stream of the log's head: the UI refreshes what it shows when it moves.
+
+The data covers only queues the caller may watch (``lookout_reads``), unless
+``auth.openLookout`` opens it to every authenticated caller; a job of another queue is
+"not found". The head stream says only that something changed, not what.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
 
-from armada.api.dependencies import Store
+from armada.api.dependencies import Reads, Store
 from armada.api.shutdown import ShutdownSignal
 from armada.api.stream_quota import StreamQuota
-from armada.auth.policy import authenticated, public
+from armada.auth.policy import authenticated, public, watching
 from armada.lookout import STATIC_DIR, detail, jobs, overview
 from armada.lookout.wire import (
     CountRequest,
@@ -35,6 +39,7 @@ from armada.lookout.wire import (
     JobsResponse,
     Overview,
 )
+from armada.model.errors import NotFound
 from armada.services.scheduler import SchedulerService
 
 TAGS = ["lookout"]
@@ -45,11 +50,9 @@ KEEPALIVE = 15.0
 PAGES = ["/", "/jobs", "/jobsets"]
 
 
-@post(
-    "/api/v1/jobs", status_code=200, tags=TAGS, summary="A filtered, sorted page of jobs", opt=authenticated()
-)
-async def list_jobs(data: JSONBody[JobsRequest], store: Store) -> JobsResponse:
-    return await jobs.jobs_page(store, data)
+@post("/api/v1/jobs", status_code=200, tags=TAGS, summary="A filtered, sorted page of jobs", opt=watching())
+async def list_jobs(data: JSONBody[JobsRequest], store: Store, lookout_reads: Reads) -> JobsResponse:
+    return await jobs.jobs_page(store, data, readable=await lookout_reads.queue_names())
 
 
 @post(
@@ -57,10 +60,10 @@ async def list_jobs(data: JSONBody[JobsRequest], store: Store) -> JobsResponse:
     status_code=200,
     tags=TAGS,
     summary="How many jobs match, up to 10,000",
-    opt=authenticated(),
+    opt=watching(),
 )
-async def count_jobs(data: JSONBody[CountRequest], store: Store) -> CountResponse:
-    return await jobs.count_jobs(store, data)
+async def count_jobs(data: JSONBody[CountRequest], store: Store, lookout_reads: Reads) -> CountResponse:
+    return await jobs.count_jobs(store, data, readable=await lookout_reads.queue_names())
 
 
 @post(
@@ -68,32 +71,38 @@ async def count_jobs(data: JSONBody[CountRequest], store: Store) -> CountRespons
     status_code=200,
     tags=TAGS,
     summary="Job counts by queue, job set or state",
-    opt=authenticated(),
+    opt=watching(),
 )
-async def job_groups(data: JSONBody[GroupsRequest], store: Store) -> GroupsResponse:
-    return await jobs.job_groups(store, data)
+async def job_groups(data: JSONBody[GroupsRequest], store: Store, lookout_reads: Reads) -> GroupsResponse:
+    return await jobs.job_groups(store, data, readable=await lookout_reads.queue_names())
 
 
 @get(
     "/api/v1/jobs/{job_id:str}",
     tags=TAGS,
     summary="One job with its spec, runs and events",
-    opt=authenticated(),
+    opt=watching(),
 )
-async def job_detail(job_id: FromPath[str], store: Store) -> JobDetail:
+async def job_detail(job_id: FromPath[str], store: Store, lookout_reads: Reads) -> JobDetail:
+    if not await lookout_reads.jobs([job_id]):
+        raise NotFound(f"job {job_id!r} does not exist", field="jobId")  # exactly as a missing job
     return await detail.job_detail(store, job_id)
 
 
-@get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors", opt=authenticated())
-async def get_overview(store: Store, state: State) -> Overview:
+@get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors", opt=watching())
+async def get_overview(store: Store, state: State, lookout_reads: Reads) -> Overview:
     scheduler: SchedulerService = state.scheduler
     result = scheduler.last_result
-    return await overview.overview(
+    found = await overview.overview(
         store,
         result.shares if result is not None else {},
         now=datetime.now(UTC),
         executor_timeout=scheduler.settings.executor_timeout,
     )
+    if not lookout_reads.everything:
+        readable = await lookout_reads.readable(queue.name for queue in found.queues)
+        found.queues = [queue for queue in found.queues if queue.name in readable]
+    return found
 
 
 @get(

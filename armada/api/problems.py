@@ -17,6 +17,8 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.types import ExceptionHandlersMap
 
+from armada.api import field_paths
+from armada.api.guard import BODY_JSON
 from armada.eventstore.outages import is_database_unavailable
 from armada.model.errors import ArmadaError, LimitExceeded
 
@@ -47,9 +49,10 @@ def _armada_error(_request: Request[Any, Any, Any], exc: ArmadaError) -> Respons
 
 
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
+_BOUND = re.compile(r"Expected `(?:float|int)` [<>]")
 
 
-def _validation_error(_request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
+def _validation_error(request: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
     """Litestar's body/parameter validation: report the first field that failed."""
     field: str | None = None
     detail = exc.detail
@@ -64,6 +67,10 @@ def _validation_error(_request: Request[Any, Any, Any], exc: ValidationException
             unknown = _UNKNOWN_FIELD.search(detail)
             if unknown:
                 field = f"{field}.{unknown[1]}" if field else unknown[1]
+            if field and first.get("source") == "body":
+                field = field_paths.resolve(field, request.scope.get(BODY_JSON), detail)
+            if _BOUND.match(detail):
+                detail += " (numbers must be finite and in range)"
     return problem(400, "Bad request", detail, field=field)
 
 

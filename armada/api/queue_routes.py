@@ -1,23 +1,29 @@
-"""Queue endpoints: CRUD, batched create/update/list, cordon, active queues."""
+"""Queue endpoints: CRUD, batched create/update/list, cordon, active queues.
+
+Every caller may see that a queue exists and how it is scheduled (submitters need that);
+its owners and permissions are shown only to callers who may read the queue, and active
+queues are listed only for them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, delete, get, post, put
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from armada.api.access import AccessControl, identity_of
-from armada.api.dependencies import Store, User
+from armada.api.dependencies import QueueGate, Reads, Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.permissions import GlobalPermission as P
-from armada.auth.policy import authenticated, owner_or, requires
+from armada.auth.policy import authenticated, owner_or, requires, watching
 from armada.auth.queue_changes import check_queue_change
+from armada.model.numbers import MAX_COUNT
 from armada.model.queues import Queue
 from armada.model.wire.base import Empty
 from armada.model.wire.queries import ActiveQueuesRequest
@@ -44,8 +50,8 @@ TAGS = ["queues"]
     summary="Create a queue",
     opt=requires(P.CREATE_QUEUE),
 )
-async def create_queue(data: JSONBody[Queue], store: Store, user: User) -> Empty:
-    await queues.create_queue(store, data, user)
+async def create_queue(data: JSONBody[Queue], store: Store, user: User, queue_gate: QueueGate) -> Empty:
+    await queues.create_queue(store, data, user, queue_gate)
     return Empty()
 
 
@@ -68,9 +74,14 @@ def _change_checker(request: Request[Any, Any, Any]) -> Authorize:
     opt=owner_or(P.CREATE_QUEUE, path="name"),
 )
 async def update_queue(
-    name: FromPath[str], data: JSONBody[Queue], store: Store, user: User, request: Request[Any, Any, Any]
+    name: FromPath[str],
+    data: JSONBody[Queue],
+    store: Store,
+    user: User,
+    queue_gate: QueueGate,
+    request: Request[Any, Any, Any],
 ) -> Empty:
-    await queues.update_queue(store, name, data, user, _change_checker(request))
+    await queues.update_queue(store, name, data, user, queue_gate, _change_checker(request))
     return Empty()
 
 
@@ -87,9 +98,9 @@ async def delete_queue(name: FromPath[str], store: Store, user: User) -> Empty:
     return Empty()
 
 
-@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=authenticated())
-async def get_queue(name: FromPath[str], store: Store) -> Queue:
-    return await queues.get_queue(store, name)
+@get("/v1/queue/{name:str}", responses=problems(404), tags=TAGS, summary="Get a queue", opt=watching())
+async def get_queue(name: FromPath[str], store: Store, reads: Reads) -> Queue:
+    return reads.shown(await queues.get_queue(store, name))
 
 
 @post(
@@ -124,10 +135,12 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
     responses=ndjson_stream(StreamingQueueLine, "One line per queue, then an end marker"),
     tags=TAGS,
     summary="Every queue, one NDJSON line each, then an end marker",
-    opt=authenticated(),
+    opt=watching(),
 )
-async def list_queues(store: Store, num: FromQuery[int | None] = None) -> Stream:
-    found = await queues.list_queues(store, num)
+async def list_queues(
+    store: Store, reads: Reads, num: Annotated[int | None, QueryParameter(ge=0, le=MAX_COUNT)] = None
+) -> Stream:
+    found = [reads.shown(queue) for queue in await queues.list_queues(store, num)]
 
     async def lines() -> AsyncIterator[bytes]:
         for queue in [*found, None]:
@@ -145,8 +158,10 @@ async def list_queues(store: Store, num: FromQuery[int | None] = None) -> Stream
     summary="Create several queues",
     opt=requires(P.CREATE_QUEUE),
 )
-async def create_queues(data: JSONBody[QueueList], store: Store, user: User) -> BatchQueueResponse:
-    return BatchQueueResponse(failed_queues=await queues.create_queues(store, data.queues, user))
+async def create_queues(
+    data: JSONBody[QueueList], store: Store, user: User, queue_gate: QueueGate
+) -> BatchQueueResponse:
+    return BatchQueueResponse(failed_queues=await queues.create_queues(store, data.queues, user, queue_gate))
 
 
 @put(
@@ -157,9 +172,13 @@ async def create_queues(data: JSONBody[QueueList], store: Store, user: User) -> 
     opt=authenticated(),
 )
 async def update_queues(
-    data: JSONBody[QueueList], store: Store, user: User, request: Request[Any, Any, Any]
+    data: JSONBody[QueueList],
+    store: Store,
+    user: User,
+    queue_gate: QueueGate,
+    request: Request[Any, Any, Any],
 ) -> BatchQueueResponse:
-    failed = await queues.update_queues(store, data.queues, user, _change_checker(request))
+    failed = await queues.update_queues(store, data.queues, user, queue_gate, _change_checker(request))
     return BatchQueueResponse(failed_queues=failed)
 
 
@@ -169,14 +188,16 @@ async def update_queues(
     status_code=200,
     tags=TAGS,
     summary="Queues with unfinished jobs, by pool",
-    opt=authenticated(),
+    opt=watching(),
 )
 async def active_queues(
-    store: Store, data: JSONBody[ActiveQueuesRequest | None] = None
+    store: Store, reads: Reads, data: JSONBody[ActiveQueuesRequest | None] = None
 ) -> ActiveQueuesResponse:
     by_pool = await queries.active_queues(store)
+    readable = await reads.readable({name for names in by_pool.values() for name in names})
+    shown = {pool: [name for name in names if name in readable] for pool, names in by_pool.items()}
     return ActiveQueuesResponse(
-        active_queues_by_pool={pool: ActiveQueues(queues=names) for pool, names in by_pool.items()}
+        active_queues_by_pool={pool: ActiveQueues(queues=names) for pool, names in shown.items() if names}
     )
 
 

@@ -1,15 +1,22 @@
-"""Scheduling reports: "why is my job pending?" for the scheduler, a queue and one job."""
+"""Scheduling reports: "why is my job pending?" for the scheduler, a queue and one job.
+
+They need ``view_reports`` and, like every read, cover only queues the caller may read:
+the scheduler's report leaves other queues' shares out, a queue's report is refused, and
+another queue's job reads as one that does not exist.
+"""
 
 from __future__ import annotations
 
+import msgspec
 from litestar import get
 from litestar.datastructures import State
 from litestar.params import FromPath
 
-from armada.api.dependencies import Store
+from armada.api.dependencies import Reads, Store
 from armada.auth.permissions import GlobalPermission
-from armada.auth.policy import requires
-from armada.reports import build
+from armada.auth.policy import watching
+from armada.model.errors import NotFound, PermissionDenied
+from armada.reports import build, render
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 from armada.services.scheduler import SchedulerService
 
@@ -25,30 +32,45 @@ def _scheduler(state: State) -> SchedulerService:
     "/v1/scheduling-report",
     tags=TAGS,
     summary="The last scheduling cycles per pool, newest first",
-    opt=requires(GlobalPermission.VIEW_REPORTS),
+    opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def scheduling_report(state: State) -> SchedulingReport:
-    return build.scheduling_report(_scheduler(state).history)
+async def scheduling_report(state: State, reads: Reads) -> SchedulingReport:
+    report = build.scheduling_report(_scheduler(state).history)
+    if reads.everything:
+        return report
+    names = {name for cycle in report.cycles for pool in cycle.pools.values() for name in pool.queues}
+    readable = await reads.readable(names)
+    for cycle in report.cycles:
+        for pool, shown in cycle.pools.items():
+            queues = {name: share for name, share in shown.queues.items() if name in readable}
+            cycle.pools[pool] = msgspec.structs.replace(shown, queues=queues)
+    report.report = render.scheduling(report)
+    return report
 
 
 @get(
     "/v1/queue/{name:str}/scheduler-report",
     tags=TAGS,
     summary="A queue's shares, limits and waiting keys",
-    opt=requires(GlobalPermission.VIEW_REPORTS),
+    opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def queue_report(name: FromPath[str], state: State) -> QueueReport:
+async def queue_report(name: FromPath[str], state: State, reads: Reads) -> QueueReport:
     scheduler = _scheduler(state)
-    return build.queue_report(scheduler.state, scheduler.history, name)
+    report = build.queue_report(scheduler.state, scheduler.history, name)  # 404 if it does not exist
+    if not await reads.may_read(name):
+        raise PermissionDenied(f"you may not watch queue {name!r}", field="name")
+    return report
 
 
 @get(
     "/v1/job/{job_id:str}/scheduler-report",
     tags=TAGS,
     summary="Why a job waits, or where it was leased",
-    opt=requires(GlobalPermission.VIEW_REPORTS),
+    opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def job_report(job_id: FromPath[str], state: State, store: Store) -> JobReport:
+async def job_report(job_id: FromPath[str], state: State, store: Store, reads: Reads) -> JobReport:
+    if not await reads.jobs([job_id]):
+        raise NotFound(f"job {job_id!r} does not exist", field="jobId")  # as build.job_report says it
     scheduler = _scheduler(state)
     return await build.job_report(store, scheduler.state, scheduler.history, job_id)
 

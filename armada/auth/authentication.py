@@ -107,7 +107,7 @@ class Authentication:
             self._throttle.failed(*keys)
             log.info("basic authentication failed", user=name, client=client)
             raise Unauthenticated("invalid credentials", scheme="Basic")
-        identity = Identity.of(name, user.groups)
+        identity = Identity.of(name, user.groups, user.executors)
         if len(self._basic_cache) >= _BASIC_CACHE_SIZE:
             self._basic_cache.clear()
         self._basic_cache[cache_key] = identity
@@ -116,7 +116,7 @@ class Authentication:
     async def _bearer(self, token: str) -> Identity:
         static = self._tokens.get(hash_token(token))
         if static is not None:
-            return Identity.of(static.user, static.groups)
+            return Identity.of(static.user, static.groups, static.executors)
         if self._oidc is not None and self._oidc.looks_like_jwt(token):
             try:
                 return await self._oidc.verify(token)

@@ -25,6 +25,9 @@ class GlobalPermission(StrEnum):
     CORDON_QUEUE = "cordon_queue"
     EXECUTE_JOBS = "execute_jobs"
     VIEW_REPORTS = "view_reports"
+    #: Set or change a queue's pod security fields (namespaces, profile, service accounts):
+    #: widening them is how one would take over a cluster, so ``create_queue`` is not enough.
+    ADMINISTER_QUEUE_SECURITY = "administer_queue_security"
 
 
 #: The global permission that grants a queue verb on every queue.

@@ -5,7 +5,8 @@ Declare it with the handler's ``opt``, e.g.::
     @post("/v1/queue", opt=requires(GlobalPermission.CREATE_QUEUE))
     @post("/v1/job/submit", opt=on_queue(QueueVerb.SUBMIT, body="queue"))
     @post("/v1/job-set/{queue:str}/{job_set_id:str}", opt=on_queue(QueueVerb.WATCH, path="queue"))
-    @get("/v1/queue/{name:str}", opt=authenticated())
+    @post("/v1/job/details", opt=watching())
+    @post("/v1/executor/lease", opt=as_executor(body="executorId"))
     @get("/health", opt=public())
 
 :mod:`armada.api.access` enforces the policy before the handler runs, and refuses to serve
@@ -61,6 +62,25 @@ class OwnerOr(msgspec.Struct, frozen=True):
     path: str
 
 
+class Watching(msgspec.Struct, frozen=True):
+    """Any authenticated caller (holding ``also``, if set), but the handler answers only
+    for queues the caller may ``watch``: it filters through the request's
+    :class:`~armada.services.visibility.ReadScope`. Reads name jobs by id, or no queue at
+    all, so the guard cannot decide; the policy records that the handler does.
+    """
+
+    also: GlobalPermission | None = None
+
+
+class AsExecutor(msgspec.Struct, frozen=True):
+    """Callers holding ``execute_jobs`` whose credential may act as the executor id named
+    by the JSON body field ``body``. The guard checks the permission; the handler checks
+    the id once the body is decoded (:func:`armada.api.access.require_executor`), so that
+    lease calls, which carry every run id of a cluster every second, are parsed once."""
+
+    body: str
+
+
 class PublicIf(msgspec.Struct, frozen=True):
     """Public when the ``auth`` setting ``flag`` is true, else ``otherwise``."""
 
@@ -68,7 +88,7 @@ class PublicIf(msgspec.Struct, frozen=True):
     otherwise: Public | Authenticated | Requires
 
 
-Policy = Public | Authenticated | Requires | OnQueue | OwnerOr | PublicIf
+Policy = Public | Authenticated | Requires | OnQueue | OwnerOr | Watching | AsExecutor | PublicIf
 
 
 def public() -> dict[str, Any]:
@@ -93,16 +113,21 @@ def owner_or(permission: GlobalPermission, *, path: str) -> dict[str, Any]:
     return {ACCESS: OwnerOr(permission, path=path)}
 
 
+def watching(also: GlobalPermission | None = None) -> dict[str, Any]:
+    return {ACCESS: Watching(also)}
+
+
+def as_executor(*, body: str) -> dict[str, Any]:
+    return {ACCESS: AsExecutor(body)}
+
+
 def public_if(flag: Literal["public_schema", "public_metrics"], otherwise: Policy) -> dict[str, Any]:
-    if isinstance(otherwise, OnQueue | OwnerOr | PublicIf):
+    if isinstance(otherwise, OnQueue | OwnerOr | Watching | AsExecutor | PublicIf):
         raise ValueError("otherwise must not depend on a queue or another setting")
     return {ACCESS: PublicIf(flag, otherwise)}
 
 
 def policy_of(opt: dict[str, Any]) -> Policy | None:
     policy = opt.get(ACCESS)
-    return (
-        policy
-        if isinstance(policy, Public | Authenticated | Requires | OnQueue | OwnerOr | PublicIf)
-        else None
-    )
+    kinds = Public | Authenticated | Requires | OnQueue | OwnerOr | Watching | AsExecutor | PublicIf
+    return policy if isinstance(policy, kinds) else None

@@ -27,6 +27,8 @@ class BasicUser(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fie
     password_hash: str
     #: Groups of the user (``everyone`` is implied).
     groups: list[str] = []
+    #: Executor ids (clusters) the user may lease and report runs for; ``*`` is every id.
+    executors: list[str] = []
 
 
 class StaticToken(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
@@ -38,6 +40,9 @@ class StaticToken(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_f
     token_hash: str
     #: Groups of the token's user (``everyone`` is implied).
     groups: list[str] = []
+    #: Executor ids (clusters) the token may lease and report runs for; ``*`` is every id.
+    #: An executor's token should name its own cluster only.
+    executors: list[str] = []
 
 
 class OidcSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
@@ -100,10 +105,14 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
     ] = True
     basic_users: Annotated[
         dict[str, BasicUser],
-        Meta(description="HTTP basic users by name: `{passwordHash, groups}`."),
+        Meta(description="HTTP basic users by name: `{passwordHash, groups, executors}`."),
     ] = {}
     tokens: Annotated[
-        list[StaticToken], Meta(description="Static bearer tokens: `{user, tokenHash, groups}`.")
+        list[StaticToken],
+        Meta(
+            description="Static bearer tokens: `{user, tokenHash, groups, executors}`; `executors` lists the "
+            "executor ids (clusters) the token may lease and report for (`*`: all)."
+        ),
     ] = []
     oidc: Annotated[
         OidcSettings | None,
@@ -128,6 +137,13 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
     public_metrics: Annotated[
         bool, Meta(description="Serve Prometheus /metrics without credentials (else `view_reports`).")
     ] = True
+    open_lookout: Annotated[
+        bool,
+        Meta(
+            description="Let every authenticated caller read every queue's jobs in Lookout (`/api/v1/*`), "
+            "as upstream's Lookout does; otherwise Lookout shows only queues the caller may `watch`."
+        ),
+    ] = False
     realm: Annotated[str, Meta(description="Realm named in `WWW-Authenticate` challenges.")] = "armada"
     allow_anonymous_on_network: Annotated[
         bool,

@@ -7,7 +7,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, projections, schema
 from armada.eventstore.store import EventStore
-from armada.model.events import decode_event
+from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
+from armada.model.events import UnreadableEvent
 
 REPLAY_BATCH = 5000
 
@@ -15,11 +16,15 @@ REPLAY_BATCH = 5000
 async def rebuild_views(store: EventStore, *, batch: int = REPLAY_BATCH) -> int:
     """Empty every view and re-apply all events in one transaction; return events replayed."""
     async with store.transaction() as tx:
-        return await replay_into(tx.connection, batch=batch)
+        return await replay_into(tx.connection, store.unreadable, batch=batch)
 
 
-async def replay_into(conn: AsyncConnection, *, batch: int = REPLAY_BATCH) -> int:
-    """Empty the views and re-apply the log inside the caller's (locked) transaction."""
+async def replay_into(conn: AsyncConnection, records: UnreadableRecords, *, batch: int = REPLAY_BATCH) -> int:
+    """Empty the views and re-apply the log inside the caller's (locked) transaction.
+
+    An event that cannot be decoded is reported to ``records`` and left out: the views hold
+    what the readable log says (``armada admin check`` lists what was left out).
+    """
     for table in reversed(schema.VIEWS):
         await conn.execute(delete(table))
     head = await dialects.log_head(conn)
@@ -32,7 +37,10 @@ async def replay_into(conn: AsyncConnection, *, batch: int = REPLAY_BATCH) -> in
             .limit(batch)
         )
         rows = result.all()
-        changes = projections.ViewChanges().add_all(decode_event(payload) for _seq, payload in rows)
+        stored = await decode_log_rows(conn, rows, records)
+        changes = projections.ViewChanges().add_all(
+            event for _seq, event in stored if not isinstance(event, UnreadableEvent)
+        )
         await projections.apply(conn, changes)
         after = rows[-1][0]
         replayed += len(rows)

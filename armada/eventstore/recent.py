@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, cast
 
-from armada.model.events import AnyEvent, Event
+from armada.model.events import AnyEvent, Event, ReadEvent
 
 #: Events kept (up to twice as many between trims); readers further behind use the database.
 CAPACITY = 10_000
@@ -19,7 +19,7 @@ CAPACITY = 10_000
 
 class StoredEvent(NamedTuple):
     seq: int
-    event: AnyEvent
+    event: ReadEvent
 
 
 class RecentEvents:

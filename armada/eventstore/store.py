@@ -19,8 +19,9 @@ from armada.eventstore import dialects, projections, schema
 from armada.eventstore.changed import ChangedJobs
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
+from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.writelock import WriteLock
-from armada.model.events import Event, decode_event, encode_event
+from armada.model.events import Event, encode_event
 
 __all__ = ["Draft", "EventStore", "PreparedEvents", "StoredEvent", "Transaction"]
 
@@ -104,6 +105,8 @@ class EventStore:
         self._changed = ChangedJobs()
         #: Called with each committed batch of events (metrics); must be cheap and not raise.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
+        #: Stored records this process could not decode (every reader reports here).
+        self.unreadable = UnreadableRecords()
 
     @asynccontextmanager
     async def transaction(self, *, urgent: bool = False) -> AsyncIterator[Transaction]:
@@ -234,8 +237,8 @@ class EventStore:
             query = query.where(events.c.seq <= until_seq)
         query = query.order_by(events.c.seq).limit(limit)
         async with self.engine.connect() as conn:
-            result = await conn.execute(query)
-            return [StoredEvent(seq, decode_event(payload)) for seq, payload in result]
+            rows = (await conn.execute(query)).all()
+            return await decode_log_rows(conn, rows, self.unreadable)
 
     async def wait_for_change(self, after_seq: int, timeout: float | None = None) -> int:
         """Wait until an event after ``after_seq`` commits (or timeout); return the head."""

@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 
 from armada.client.executor_api import ExecutorApiClient
+from armada.executor.admission import LeaseAdmission
 from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
 from armada.executor.reporter import EventReporter
@@ -25,9 +26,14 @@ class ExecutorAgent:
     """Serves one cluster: pulls leases, starts and kills runs, reports their events."""
 
     def __init__(
-        self, settings: ExecutorSettings, backend: ClusterBackend, client: ExecutorApiClient
+        self,
+        settings: ExecutorSettings,
+        backend: ClusterBackend,
+        client: ExecutorApiClient,
+        admission: LeaseAdmission | None = None,
     ) -> None:
         self._settings = settings
+        self._admission = admission or LeaseAdmission.from_settings(settings)
         self._backend = backend
         self._client = client
         self.reporter = EventReporter(
@@ -198,7 +204,16 @@ class ExecutorAgent:
         await self.tracker.delivered(events)
 
     async def _launch_or_return(self, lease: Lease) -> None:
-        """A launch the backend could not handle gives the lease back rather than hang."""
+        """A launch the backend could not handle gives the lease back rather than hang.
+
+        A lease this executor's rules refuse is failed (not returned: any executor with the
+        same rules would refuse it again) and the backend never sees it.
+        """
+        refusal = self._admission.refusal(lease)
+        if refusal is not None:
+            self._log.warning("lease refused", run_id=lease.run_id, job_id=lease.job_id, reason=refusal)
+            await self.tracker.observe(RunStatus(run_id=lease.run_id, kind="failed", reason=refusal))
+            return
         try:
             await self._backend.launch(lease)
         except Exception as exc:

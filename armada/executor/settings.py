@@ -9,6 +9,8 @@ from typing import Literal
 
 import msgspec
 
+from armada.model.podsecurity import Profile
+
 BackendName = Literal["kubernetes", "process", "fake"]
 
 
@@ -131,6 +133,20 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     kill_runs_on_shutdown: bool = False
     #: Seconds a finished pod/process directory is kept after its result was delivered.
     finished_run_retention_seconds: float = 300.0
+    #: Namespaces this executor creates pods in. A lease for any other namespace is reported
+    #: back as failed and nothing is created (the server should never send one; this is the
+    #: second check). The executor's own namespace is refused whatever this lists.
+    allowed_namespaces: list[str] = msgspec.field(default_factory=lambda: ["default"])
+    #: Pod security profile (``restricted``, ``baseline`` or ``privileged``) every lease is
+    #: checked against before anything is created; a lease breaking it is reported failed.
+    pod_security_profile: Profile = Profile.BASELINE
+    #: Service accounts a leased pod may name (pods naming none use their namespace's
+    #: ``default``); never list the executor's own.
+    allowed_service_accounts: list[str] = msgspec.field(default_factory=lambda: ["default"])
+    #: Namespace the executor itself runs in, never given to jobs; empty: read from the pod's
+    #: service account mount (``/var/run/secrets/kubernetes.io/serviceaccount/namespace``)
+    #: when there is one.
+    own_namespace: str = ""
     #: Options of the ``fake`` backend.
     fake: FakeSettings = msgspec.field(default_factory=FakeSettings)
     #: Options of the ``process`` backend.

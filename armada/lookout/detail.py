@@ -1,7 +1,8 @@
 """One job in full for the detail drawer: row, spec as YAML, runs and its event timeline.
 
 The timeline is read from the log by job id (indexed), in the same shape as the job-set
-event stream, so the drawer shows exactly what ``armada watch`` would for this job.
+event stream, so the drawer shows exactly what ``armada watch`` would for this job, plus
+any of its events that cannot be read (type ``unreadable``, with the error).
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ def _timeline_event(seq: int, event: ev.Event) -> TimelineEvent:
 
 def spec_yaml(spec: bytes) -> str:
     """The stored job spec (JSON) as YAML, keys in the order they were stored."""
-    return yaml.safe_dump(msgspec.json.decode(spec), sort_keys=False, default_flow_style=False)
+    try:
+        data = msgspec.json.decode(spec)
+    except msgspec.DecodeError as exc:  # a damaged record: say so rather than fail the page
+        return f"# the stored spec cannot be read: {exc}\n"
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
 
 
 async def job_detail(store: EventStore, job_id: str) -> JobDetail:

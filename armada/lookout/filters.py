@@ -12,6 +12,7 @@ keys) are refused as a 400 instead.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, true
@@ -23,10 +24,13 @@ from armada.model.errors import InvalidRequest
 ULID_LENGTH = 26
 
 
-def conditions(job_filter: JobFilter) -> ColumnElement[bool]:
-    """All of the filter's conditions joined with AND (``true`` when it filters nothing)."""
+def conditions(job_filter: JobFilter, readable: Collection[str] | None = None) -> ColumnElement[bool]:
+    """All of the filter's conditions joined with AND (``true`` when it filters nothing),
+    within the ``readable`` queues unless that is ``None`` (the caller may read them all)."""
     jobs = schema.jobs
     parts: list[ColumnElement[Any]] = []
+    if readable is not None:
+        parts.append(jobs.c.queue.in_(sorted(readable)))
     if job_filter.queue:
         parts.append(jobs.c.queue == job_filter.queue)
     if job_filter.job_set:

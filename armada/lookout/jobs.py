@@ -5,11 +5,13 @@ Pages are ordered by the sort column with the job id as tie-breaker, so an index
 match; "submitted" sorts by the job id itself (ULIDs order by submission time). A page
 reads one row more than it shows to know whether another follows, and the total is a
 separate, capped count: counting a million matches costs far more than a page of them,
-and "10,000+" is all a person needs to know.
+and "10,000+" is all a person needs to know. Every read is limited to the ``readable``
+queues (``None``: all), so a caller never sees jobs of queues it may not watch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import ColumnElement, Row, func, literal, select
@@ -31,6 +33,8 @@ from armada.lookout.wire import (
 from armada.services.queries import _utc as utc
 
 COUNT_LIMIT = 10_000
+#: The queues a caller may read, or ``None`` for all of them.
+Readable = Collection[str] | None
 
 _jobs, _runs = schema.jobs, schema.runs
 #: The columns a table row shows (never the spec: it is the largest column by far).
@@ -103,8 +107,10 @@ def rows_query(where: ColumnElement[bool]) -> Any:
     return select(*ROW_COLUMNS).select_from(joined).where(where)
 
 
-async def jobs_page(store: EventStore, request: JobsRequest) -> JobsResponse:
-    query = rows_query(filters.conditions(request.filter)).order_by(*_order_by(request.order))
+async def jobs_page(
+    store: EventStore, request: JobsRequest, readable: Collection[str] | None
+) -> JobsResponse:
+    query = rows_query(filters.conditions(request.filter, readable)).order_by(*_order_by(request.order))
     async with store.engine.connect() as conn:
         rows = (await conn.execute(query.offset(request.skip).limit(request.take + 1))).all()
     return JobsResponse(
@@ -112,15 +118,19 @@ async def jobs_page(store: EventStore, request: JobsRequest) -> JobsResponse:
     )
 
 
-async def count_jobs(store: EventStore, request: CountRequest) -> CountResponse:
+async def count_jobs(
+    store: EventStore, request: CountRequest, readable: Collection[str] | None
+) -> CountResponse:
     """Jobs matching the filter, up to :data:`COUNT_LIMIT`."""
-    capped = select(_jobs.c.job_id).where(filters.conditions(request.filter)).limit(COUNT_LIMIT + 1)
+    capped = select(_jobs.c.job_id).where(filters.conditions(request.filter, readable)).limit(COUNT_LIMIT + 1)
     async with store.engine.connect() as conn:
         count = int(await conn.scalar(select(func.count()).select_from(capped.subquery())) or 0)
     return CountResponse(count=min(count, COUNT_LIMIT), capped=count > COUNT_LIMIT)
 
 
-async def job_groups(store: EventStore, request: GroupsRequest) -> GroupsResponse:
+async def job_groups(
+    store: EventStore, request: GroupsRequest, readable: Collection[str] | None
+) -> GroupsResponse:
     """Counts by state for each group; job sets newest first, other groups largest first.
 
     Queue and state groups count from an index alone; only job sets also read each job's id
@@ -131,7 +141,7 @@ async def job_groups(store: EventStore, request: GroupsRequest) -> GroupsRespons
     latest = func.max(_jobs.c.job_id) if job_sets else literal("")
     query = (
         select(*keys, _jobs.c.state, func.count(), latest)
-        .where(filters.conditions(request.filter))
+        .where(filters.conditions(request.filter, readable))
         .group_by(*keys, _jobs.c.state)
     )
     async with store.engine.connect() as conn:

@@ -56,7 +56,7 @@ class Order(Request):
 class JobsRequest(Request):
     filter: JobFilter = msgspec.field(default_factory=JobFilter)
     order: Order = msgspec.field(default_factory=Order)
-    skip: Annotated[int, Meta(ge=0, le=MAX_SKIP)] = 0
+    skip: Annotated[int, Meta(ge=0, le=MAX_SKIP)] = 0  # tighter than Count: see MAX_SKIP
     take: Annotated[int, Meta(ge=1, le=MAX_TAKE)] = 100
 
 

@@ -10,6 +10,7 @@ from armada.eventstore.store import EventStore
 from armada.metrics.cluster import ClusterCollector
 from armada.metrics.http import HttpMetrics
 from armada.metrics.jobs import JobTimings
+from armada.metrics.records import UnreadableRecordsCollector
 from armada.metrics.scheduler import CycleCounters, ShareCollector
 from armada.model.events import Event
 from armada.services.follower import LogFollower
@@ -33,6 +34,7 @@ class ServerMetrics:
         scheduler.history.listeners.append(CycleCounters(self.registry))
         self.registry.register(ClusterCollector(lambda: follower.state))
         self.registry.register(ShareCollector(scheduler.history))
+        self.registry.register(UnreadableRecordsCollector(store.unreadable))
 
     def _count_appended(self, events: Sequence[Event]) -> None:
         for event in events:

@@ -215,7 +215,25 @@ AnyEvent = (
     | ExecutorHeartbeat
 )
 
-_TAGS: dict[type[Event], str] = {cls: str(cls.__struct_config__.tag) for cls in AnyEvent.__args__}
+
+class UnreadableEvent(Event, tag="unreadable"):
+    """Stands in, when the log is read, for a stored event that cannot be decoded.
+
+    Never appended: readers get it in the decoded event's place (same seq and envelope, from
+    the log's indexed columns), so that paging goes on and the record is skipped, not fatal.
+    """
+
+    #: The stored event's type, as recorded in the log.
+    stored_type: str = ""
+    error: str = ""
+
+
+#: What reading the log yields: a decoded event, or the stand-in for one that is unreadable.
+ReadEvent = AnyEvent | UnreadableEvent
+
+_TAGS: dict[type[Event], str] = {
+    cls: str(cls.__struct_config__.tag) for cls in (*AnyEvent.__args__, UnreadableEvent)
+}
 
 #: Upstream stream message names: the job events a job set's event stream carries.
 JOB_EVENT_TYPES = frozenset(

@@ -59,3 +59,7 @@ class Job(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     def gang_cardinality(self) -> int:
         value = self.annotations.get(GANG_CARDINALITY_ANNOTATION, "")
         return int(value) if value.isdigit() else (1 if not self.gang_id else 0)
+
+
+#: Decode a job as stored (the ``submitted`` event's job, the ``jobs`` view's spec column).
+decode_job = msgspec.json.Decoder(Job).decode

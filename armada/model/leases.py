@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from armada.model.numbers import Count, ExitCode
+
 #: What the executor knows of a run it holds. ``leased``: accepted, not yet created in the
 #: cluster; ``terminating``: a kill is in progress.
 RunPhase = Literal["leased", "pending", "running", "terminating"]
@@ -73,7 +75,7 @@ class LeaseRequest(_Strict, kw_only=True):
     nodes: list[NodeReport] | None = None
     #: Every run the executor holds (its terminal event not yet delivered): run id → phase.
     runs: dict[str, RunPhase] = {}
-    max_new_leases: int = 0
+    max_new_leases: Count = 0
     #: How long the server may hold the call when it has nothing new (long poll); at most
     #: ``MAX_WAIT_MILLIS`` so a call can never hold a connection (and a heartbeat) for long.
     wait_millis: Annotated[int, msgspec.Meta(ge=0, le=MAX_WAIT_MILLIS)] = 0
@@ -121,7 +123,7 @@ class RunEvent(_Strict, kw_only=True):
     time: datetime = msgspec.field(default_factory=lambda: datetime.now(UTC))
     node: str = ""
     pod_name: str = ""
-    exit_code: int | None = None
+    exit_code: ExitCode | None = None
     reason: str = ""
     cause: FailureCause = ""
     #: Last ``LOG_TAIL_BYTES`` of the run's output (failed runs).

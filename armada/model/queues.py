@@ -7,6 +7,9 @@ from enum import StrEnum
 
 import msgspec
 
+from armada.model.numbers import Fraction, Weight
+from armada.model.podsecurity import Profile
+
 #: Queue names: 1-63 characters, letters, digits, ``-``, ``_`` and ``.``, starting with a
 #: letter or digit. Small enough to be safe in URLs, labels and metric names.
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -38,13 +41,13 @@ class QueuePermissions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
 
 
 class PriorityClassPoolLimits(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
-    maximum_resource_fraction: dict[str, float] = {}
+    maximum_resource_fraction: dict[str, Fraction] = {}
 
 
 class PriorityClassLimits(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
     """Caps on the fraction of a pool's resources a queue may hold in one priority class."""
 
-    maximum_resource_fraction: dict[str, float] = {}
+    maximum_resource_fraction: dict[str, Fraction] = {}
     maximum_resource_fraction_by_pool: dict[str, PriorityClassPoolLimits] = {}
 
 
@@ -56,10 +59,22 @@ class Queue(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True, fo
     """
 
     name: str
-    priority_factor: float = 1.0
+    priority_factor: Weight = 1.0
     user_owners: list[str] = []
     group_owners: list[str] = []
     permissions: list[QueuePermissions] = []
     cordoned: bool = False
     labels: dict[str, str] = {}
     resource_limits_by_priority_class_name: dict[str, PriorityClassLimits] = {}
+    #: Upstream's deprecated per-resource fractions: accepted and kept, as upstream does, but
+    #: not enforced (``resourceLimitsByPriorityClassName`` is what limits a queue).
+    resource_limits: dict[str, Fraction] = {}
+    #: Namespaces this queue's jobs may run in; empty: the server's ``submission.allowedNamespaces``.
+    #: Setting or changing it needs the ``administer_queue_security`` permission.
+    allowed_namespaces: list[str] = []
+    #: Pod security profile of this queue's jobs; unset: the server's
+    #: ``submission.podSecurityProfile``. Setting or changing it needs ``administer_queue_security``.
+    pod_security_profile: Profile | None = None
+    #: Service accounts this queue's pods may name; empty: ``submission.allowedServiceAccounts``.
+    #: Setting or changing it needs ``administer_queue_security``.
+    allowed_service_accounts: list[str] = []

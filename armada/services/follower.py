@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 import structlog
@@ -20,22 +21,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.eventstore import dialects, schema
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.store import EventStore
+from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
-from armada.model.jobs import Job
+from armada.model.jobs import decode_job
 from armada.model.queues import Queue
 from armada.model.states import RunState
 from armada.scheduling import SchedulingConfig
 from armada.services.cluster_state import ClusterState
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 #: Events read and applied per step: this process's own appends are applied from memory,
 #: without a pause, so a long catch-up is cut into steps of bounded length.
 READ_BATCH = 1000
 ACTIVE_JOB_STATES = ("QUEUED", "LEASED", "PENDING", "RUNNING")
 ACTIVE_RUN_STATES = ("LEASED", "PENDING", "RUNNING")
-
-_job_decoder = msgspec.json.Decoder(Job)
 
 
 class LogFollower:
@@ -60,9 +61,10 @@ class LogFollower:
                 conn = await raw.execution_options(isolation_level="REPEATABLE READ")
             async with conn.begin():
                 head = await dialects.log_head(conn)
-                await _load_queues(conn, state)
-                await _load_executors(conn, state)
-                await _load_jobs(conn, state)
+                records = self.store.unreadable
+                await _load_queues(conn, state, records)
+                await _load_executors(conn, state, records)
+                await _load_jobs(conn, state, records)
         state.seq = head
         self.state = state
         self.applied.publish(head)
@@ -106,16 +108,26 @@ class LogFollower:
                 await asyncio.sleep(1.0)
 
 
-async def _load_queues(conn: AsyncConnection, state: ClusterState) -> None:
+def _convert(kind: type[T]) -> Callable[[Any], T]:
+    return lambda data: msgspec.convert(data, kind)
+
+
+async def _load_queues(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:
+    """Queues whose stored spec this version cannot read are left out (and reported)."""
     for row in await conn.execute(select(schema.queues.c.name, schema.queues.c.spec)):
-        spec = msgspec.convert(row.spec, Queue)
-        state.apply(0, ev.QueueUpdated(queue=row.name, spec=spec))
+        spec = records.decode(_convert(Queue), row.spec, "queue", row.name)
+        if spec is not None:
+            state.apply(0, ev.QueueUpdated(queue=row.name, spec=spec))
 
 
-async def _load_executors(conn: AsyncConnection, state: ClusterState) -> None:
+async def _load_executors(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:
     nodes: dict[str, list[ev.ExecutorNode]] = {}
-    for row in await conn.execute(select(schema.nodes.c.executor_id, schema.nodes.c.spec)):
-        nodes.setdefault(row.executor_id, []).append(msgspec.convert(row.spec, ev.ExecutorNode))
+    columns = (schema.nodes.c.executor_id, schema.nodes.c.name, schema.nodes.c.spec)
+    for row in await conn.execute(select(*columns)):
+        key = f"{row.executor_id}/{row.name}"
+        node = records.decode(_convert(ev.ExecutorNode), row.spec, "node", key)
+        if node is not None:
+            nodes.setdefault(row.executor_id, []).append(node)
     for row in await conn.execute(select(schema.executors)):
         state.apply(
             0,
@@ -128,10 +140,12 @@ async def _load_executors(conn: AsyncConnection, state: ClusterState) -> None:
         )
 
 
-async def _load_jobs(conn: AsyncConnection, state: ClusterState) -> None:
+async def _load_jobs(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:
+    """Active jobs; one whose stored spec cannot be read is reported (and so failed), not loaded."""
     jobs = schema.jobs
     rows = await conn.execute(
         select(
+            jobs.c.job_id,
             jobs.c.spec,
             jobs.c.priority,
             jobs.c.submitted,
@@ -142,8 +156,13 @@ async def _load_jobs(conn: AsyncConnection, state: ClusterState) -> None:
         .where(jobs.c.state.in_(ACTIVE_JOB_STATES))
         .order_by(jobs.c.job_id)
     )
+    loaded: set[str] = set()
     for row in rows:
-        job = msgspec.structs.replace(_job_decoder.decode(row.spec), priority=row.priority)
+        stored = records.decode(decode_job, row.spec, "job", row.job_id, row.job_id)
+        if stored is None:
+            continue
+        loaded.add(row.job_id)
+        job = msgspec.structs.replace(stored, priority=row.priority)
         envelope: ev.Envelope = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id}
         state.apply(0, ev.JobSubmitted(job=job, created=row.submitted, **envelope))
         state.apply(0, ev.JobQueued(attempts=row.attempts, **envelope))
@@ -157,6 +176,8 @@ async def _load_jobs(conn: AsyncConnection, state: ClusterState) -> None:
         .join(jobs, jobs.c.job_id == runs.c.job_id)
         .where(runs.c.state.in_(ACTIVE_RUN_STATES))
     ):
+        if run.job_id not in loaded:
+            continue
         run_envelope: ev.Envelope = {
             "queue": run.queue,
             "job_set_id": run.job_set_id,

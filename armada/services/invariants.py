@@ -9,17 +9,21 @@ transaction that is rolled back, so the check changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, schema
 from armada.eventstore.rebuild import replay_into
 from armada.eventstore.store import EventStore, StoredEvent
-from armada.model.events import decode_event
+from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
+from armada.model.events import ExecutorNode, UnreadableEvent
+from armada.model.jobs import decode_job
+from armada.model.queues import Queue
 from armada.model.states import RUN_STATE_AFTER, STATE_AFTER, JobState, RunState
 
 READ_BATCH = 5000
@@ -62,6 +66,12 @@ class LogAudit:
     def feed(self, stored: Iterable[StoredEvent]) -> None:
         for seq, event in stored:
             self.report.events += 1
+            if isinstance(event, UnreadableEvent):
+                of_job = f" of job {event.job_id}" if event.job_id else ""
+                self.report.violation(
+                    f"seq {seq}: unreadable {event.stored_type} event{of_job}: {event.error}"
+                )
+                continue
             if not event.job_id:
                 continue
             if event.type == "submitted":
@@ -121,28 +131,54 @@ async def check(store: EventStore) -> Report:
         try:
             await dialects.lock_log(conn)
             audit = LogAudit(report)
+            records = UnreadableRecords()
             after = 0
-            while batch := await _read(conn, after):
+            while batch := await _read(conn, after, records):
                 audit.feed(batch)
                 after = batch[-1].seq
             audit.finish()
             await _check_views(conn, report)
+            await _check_view_records(conn, report)
             before = await view_rows(conn)
-            await replay_into(conn)
+            await replay_into(conn, records)
             _compare(before, await view_rows(conn), report)
         finally:
             await transaction.rollback()
     return report
 
 
-async def _read(conn: AsyncConnection, after: int) -> list[StoredEvent]:
+async def _read(conn: AsyncConnection, after: int, records: UnreadableRecords) -> list[StoredEvent]:
     result = await conn.execute(
         select(schema.events.c.seq, schema.events.c.payload)
         .where(schema.events.c.seq > after)
         .order_by(schema.events.c.seq)
         .limit(READ_BATCH)
     )
-    return [StoredEvent(seq, decode_event(payload)) for seq, payload in result]
+    return await decode_log_rows(conn, result.all(), records)
+
+
+async def _check_view_records(conn: AsyncConnection, report: Report) -> None:
+    """Every job, queue and node spec the views hold decodes as this version reads it."""
+    jobs, queues, nodes = schema.jobs, schema.queues, schema.nodes
+    specs: list[tuple[str, Any, Callable[[Any], object]]] = [
+        ("job", select(jobs.c.job_id, jobs.c.spec).order_by(jobs.c.job_id), decode_job),
+        ("queue", select(queues.c.name, queues.c.spec).order_by(queues.c.name), _decoder(Queue)),
+        (
+            "node",
+            select(nodes.c.executor_id + "/" + nodes.c.name, nodes.c.spec).order_by(nodes.c.executor_id),
+            _decoder(ExecutorNode),
+        ),
+    ]
+    for kind, query, decode in specs:
+        for key, spec in await conn.execute(query):
+            try:
+                decode(spec)
+            except msgspec.DecodeError as exc:
+                report.violation(f"view: {kind} {key} has an unreadable spec: {exc}")
+
+
+def _decoder(kind: type[msgspec.Struct]) -> Callable[[Any], object]:
+    return lambda data: msgspec.convert(data, kind)
 
 
 _ACTIVE_RUN_STATES = [state.value for state in RunState if state.active]

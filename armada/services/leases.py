@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-import msgspec
 import structlog
 from sqlalchemy import select
 
@@ -23,9 +22,9 @@ from armada.eventstore import dialects, schema
 from armada.eventstore.store import EventStore, Transaction
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
-from armada.model.jobs import Job
+from armada.model.jobs import Job, decode_job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
-from armada.model.resources import QuantityError, parse_resource_list
+from armada.model.resources import QuantityError, to_units
 from armada.model.states import JobState
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
@@ -34,8 +33,6 @@ from armada.services.scheduler import job_rows
 from armada.settings import SchedulerSettings
 
 log = structlog.get_logger(__name__)
-
-_job_decoder = msgspec.json.Decoder(Job)
 
 
 def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
@@ -46,11 +43,8 @@ def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
         if report.name in names:
             raise InvalidRequest(f"node {report.name!r} is reported twice", field=f"nodes[{index}].name")
         names.add(report.name)
-        try:
-            allocatable = parse_resource_list(report.allocatable)
-            non_armada = parse_resource_list(report.allocated_non_armada)
-        except QuantityError as exc:
-            raise InvalidRequest(str(exc), field=f"nodes[{index}]") from exc
+        allocatable = _quantities(report.allocatable, f"nodes[{index}].allocatable")
+        non_armada = _quantities(report.allocated_non_armada, f"nodes[{index}].allocatedNonArmada")
         nodes.append(
             ev.ExecutorNode(
                 name=report.name,
@@ -63,6 +57,20 @@ def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
             )
         )
     return nodes
+
+
+def _quantities(resources: dict[str, str], where: str) -> dict[str, int]:
+    """A node's resource list in units; a quantity that is not valid, finite and >= 0 is a 400."""
+    units: dict[str, int] = {}
+    for name, value in resources.items():
+        try:
+            amount = to_units(name, value)
+        except QuantityError as exc:
+            raise InvalidRequest(str(exc), field=f"{where}.{name}") from exc
+        if amount < 0:
+            raise InvalidRequest(f"negative quantity {value!r}", field=f"{where}.{name}")
+        units[name] = amount
+    return units
 
 
 class LeaseService:
@@ -217,7 +225,10 @@ class LeaseService:
             ids = [run.job_id for run in runs]
             for where in dialects.in_values(conn, jobs.c.job_id, ids):
                 result = await conn.execute(select(jobs.c.job_id, jobs.c.spec).where(where))
-                specs.update((job_id, _job_decoder.decode(spec)) for job_id, spec in result)
+                for job_id, spec in result:
+                    job = self.store.unreadable.decode(decode_job, spec, "job", job_id, job_id)
+                    if job is not None:  # an unreadable job is failed (Quarantine), never leased
+                        specs[job_id] = job
         return [_lease(run, specs[run.job_id]) for run in runs if run.job_id in specs]
 
 

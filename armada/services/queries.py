@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, overload
 
-import msgspec
 from sqlalchemy import Row, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
-from armada.model.jobs import Job
+from armada.model.jobs import decode_job
 from armada.model.states import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
 from armada.services.lookups import rows_with_keys
@@ -29,7 +28,6 @@ UPSTREAM_RUN_STATES = {
     RunState.EXPIRED: "RUN_STATE_LEASE_EXPIRED",
     RunState.RETURNED: "RUNS_STATE_LEASE_RETURNED",
 }
-_job_decoder = msgspec.json.Decoder(Job)
 
 
 @overload
@@ -92,7 +90,11 @@ async def job_details(
             cancel_reason=row.cancel_reason or "",
             cancel_user=row.cancel_user or "",
             latest_run_id=row.latest_run_id or "",
-            job_spec=_job_decoder.decode(row.spec) if expand_spec else None,
+            job_spec=(
+                store.unreadable.decode(decode_job, row.spec, "job", row.job_id, row.job_id)
+                if expand_spec
+                else None
+            ),
             job_runs=job_runs.get(row.job_id, []),
         )
         for row in rows

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import msgspec
 from sqlalchemy import exists, select
@@ -16,11 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.auth.identity import ANONYMOUS
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore, Transaction
+from armada.eventstore.unreadable import UnreadableRecords
 from armada.model.errors import ArmadaError, Conflict, InvalidRequest, NotFound
 from armada.model.events import QueueCreated, QueueDeleted, QueueUpdated
 from armada.model.queues import QUEUE_NAME, Queue
 from armada.model.states import UNFINISHED_JOB_STATES
 from armada.model.wire.queues import QueueFailure
+from armada.services.pod_policy import QueueSecurityGate
 
 
 def check_queue(queue: Queue) -> None:
@@ -29,8 +32,6 @@ def check_queue(queue: Queue) -> None:
             "queue names are 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit",
             field="name",
         )
-    if not queue.priority_factor > 0:
-        raise InvalidRequest("priorityFactor must be greater than 0", field="priorityFactor")
 
 
 def with_creator_as_owner(queue: Queue, user: str) -> Queue:
@@ -40,57 +41,96 @@ def with_creator_as_owner(queue: Queue, user: str) -> Queue:
     return msgspec.structs.replace(queue, user_owners=[user])
 
 
-async def load_queue(conn: AsyncConnection, name: str) -> Queue | None:
+def _decode_queue(spec: Any) -> Queue:
+    return msgspec.convert(spec, Queue)
+
+
+async def load_queue(conn: AsyncConnection, name: str, records: UnreadableRecords) -> Queue | None:
+    """The queue, or ``None``; a stored queue this version cannot read is a 409 (and reported)."""
     spec = await conn.scalar(select(schema.queues.c.spec).where(schema.queues.c.name == name))
-    return None if spec is None else msgspec.convert(spec, Queue)
-
-
-async def _existing(tx: Transaction, name: str) -> Queue:
-    queue = await load_queue(tx.connection, name)
+    if spec is None:
+        return None
+    queue = records.decode(_decode_queue, spec, "queue", name)
     if queue is None:
-        raise NotFound(f"queue {name!r} does not exist", field="queue")
+        raise Conflict(
+            f"queue {name!r} is stored in a form this version cannot read; update (PUT) or delete it",
+            field="name",
+        )
     return queue
 
 
-async def _create(tx: Transaction, queue: Queue, user: str) -> None:
+async def _exists(conn: AsyncConnection, name: str) -> bool:
+    """Whether the queue exists, without reading its spec (a damaged one can be replaced)."""
+    return bool(await conn.scalar(select(exists().where(schema.queues.c.name == name))))
+
+
+async def _require(tx: Transaction, name: str) -> None:
+    if not await _exists(tx.connection, name):
+        raise NotFound(f"queue {name!r} does not exist", field="queue")
+
+
+async def _previous(conn: AsyncConnection, name: str) -> Queue | None:
+    """The stored queue for judging a change to its security fields; ``None`` when it cannot be
+    read (a damaged queue being replaced is judged as if new: only defaults need no permission)."""
+    spec = await conn.scalar(select(schema.queues.c.spec).where(schema.queues.c.name == name))
+    try:
+        return None if spec is None else _decode_queue(spec)
+    except msgspec.ValidationError:
+        return None
+
+
+async def _create(tx: Transaction, queue: Queue, user: str, gate: QueueSecurityGate) -> None:
     check_queue(queue)
     queue = with_creator_as_owner(queue, user)
-    if await load_queue(tx.connection, queue.name) is not None:
+    if await _exists(tx.connection, queue.name):
         raise Conflict(f"queue {queue.name!r} already exists", field="name")
+    gate.check(queue, None)
     tx.append([QueueCreated(queue=queue.name, spec=queue, requestor=user)])
 
 
-#: Checks a change of an existing queue (old, new) and raises if the caller may not make it.
+#: Checks a change of an existing queue (stored, new) and raises if the caller may not make it
+#: (owners, permissions, cordoned: :mod:`armada.auth.queue_changes`).
 Authorize = Callable[[Queue, Queue], None]
 
 
-async def _update(tx: Transaction, queue: Queue, user: str, authorize: Authorize | None = None) -> None:
+async def _update(
+    tx: Transaction, queue: Queue, user: str, gate: QueueSecurityGate, authorize: Authorize | None = None
+) -> None:
     check_queue(queue)
-    existing = await _existing(tx, queue.name)
+    await _require(tx, queue.name)
+    previous = await _previous(tx.connection, queue.name)
+    gate.check(queue, previous)
     if authorize is not None:
-        authorize(existing, queue)
+        authorize(previous or Queue(name=queue.name), queue)
     tx.append([QueueUpdated(queue=queue.name, spec=queue, requestor=user)])
 
 
-async def create_queue(store: EventStore, queue: Queue, user: str) -> None:
+async def create_queue(store: EventStore, queue: Queue, user: str, gate: QueueSecurityGate) -> None:
     async with store.transaction() as tx:
-        await _create(tx, queue, user)
+        await _create(tx, queue, user, gate)
 
 
 async def update_queue(
-    store: EventStore, name: str, queue: Queue, user: str, authorize: Authorize | None = None
+    store: EventStore,
+    name: str,
+    queue: Queue,
+    user: str,
+    gate: QueueSecurityGate,
+    authorize: Authorize | None = None,
 ) -> None:
-    """Replace a queue's definition; ``authorize`` sees the stored and the new definition."""
+    """Replace a queue's definition; ``gate`` and ``authorize`` judge the change."""
     if queue.name != name:
         raise InvalidRequest(f"the body names queue {queue.name!r} but the path {name!r}", field="name")
     async with store.transaction() as tx:
-        await _update(tx, queue, user, authorize)
+        await _update(tx, queue, user, gate, authorize)
 
 
 async def set_cordoned(store: EventStore, name: str, cordoned: bool, user: str) -> None:
     """Cordon (refuse submissions, stop scheduling) or uncordon a queue."""
     async with store.transaction() as tx:
-        queue = await _existing(tx, name)
+        queue = await load_queue(tx.connection, name, store.unreadable)
+        if queue is None:
+            raise NotFound(f"queue {name!r} does not exist", field="queue")
         if queue.cordoned != cordoned:
             spec = msgspec.structs.replace(queue, cordoned=cordoned)
             tx.append([QueueUpdated(queue=name, spec=spec, requestor=user)])
@@ -100,7 +140,7 @@ async def delete_queue(store: EventStore, name: str, user: str) -> None:
     """Delete a queue; refused (409) while it has jobs that are not finished."""
     jobs = schema.jobs
     async with store.transaction() as tx:
-        await _existing(tx, name)
+        await _require(tx, name)
         busy = await tx.connection.scalar(
             select(
                 exists().where(
@@ -115,7 +155,7 @@ async def delete_queue(store: EventStore, name: str, user: str) -> None:
 
 async def get_queue(store: EventStore, name: str) -> Queue:
     async with store.engine.connect() as conn:
-        queue = await load_queue(conn, name)
+        queue = await load_queue(conn, name, store.unreadable)
     if queue is None:
         raise NotFound(f"queue {name!r} does not exist", field="name")
     return queue
@@ -123,37 +163,44 @@ async def get_queue(store: EventStore, name: str) -> Queue:
 
 async def list_queues(store: EventStore, limit: int | None = None) -> list[Queue]:
     """All queues by name, or the first ``limit`` (0 or none: all)."""
-    if limit is not None and limit < 0:
-        raise InvalidRequest("num must not be negative", field="num")
-    query = select(schema.queues.c.spec).order_by(schema.queues.c.name)
+    query = select(schema.queues.c.name, schema.queues.c.spec).order_by(schema.queues.c.name)
     if limit:
-        query = query.limit(min(limit, 2**31 - 1))  # a larger LIMIT overflows the database
+        query = query.limit(limit)
     async with store.engine.connect() as conn:
-        return [msgspec.convert(spec, Queue) for spec in await conn.scalars(query)]
+        rows = (await conn.execute(query)).all()
+    decoded = (store.unreadable.decode(_decode_queue, spec, "queue", name) for name, spec in rows)
+    return [queue for queue in decoded if queue is not None]  # unreadable ones are reported, skipped
 
 
 async def _each(
     store: EventStore,
     queues: list[Queue],
     user: str,
-    change: Callable[[Transaction, Queue, str], Awaitable[None]],
+    change: Callable[[Transaction, Queue, str, QueueSecurityGate], Awaitable[None]],
+    gate: QueueSecurityGate,
 ) -> list[QueueFailure]:
     """Apply ``change`` to each queue in its own transaction; collect the failures."""
     failures = []
     for queue in queues:
         try:
             async with store.transaction() as tx:
-                await change(tx, queue, user)
+                await change(tx, queue, user, gate)
         except ArmadaError as exc:
             failures.append(QueueFailure(queue=queue, error=exc.detail))
     return failures
 
 
-async def create_queues(store: EventStore, queues: list[Queue], user: str) -> list[QueueFailure]:
-    return await _each(store, queues, user, _create)
+async def create_queues(
+    store: EventStore, queues: list[Queue], user: str, gate: QueueSecurityGate
+) -> list[QueueFailure]:
+    return await _each(store, queues, user, _create, gate)
 
 
 async def update_queues(
-    store: EventStore, queues: list[Queue], user: str, authorize: Authorize | None = None
+    store: EventStore,
+    queues: list[Queue],
+    user: str,
+    gate: QueueSecurityGate,
+    authorize: Authorize | None = None,
 ) -> list[QueueFailure]:
-    return await _each(store, queues, user, functools.partial(_update, authorize=authorize))
+    return await _each(store, queues, user, functools.partial(_update, authorize=authorize), gate)

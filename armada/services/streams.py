@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 from armada.eventstore.store import EventStore, StoredEvent
 from armada.model.errors import InvalidRequest, NotFound
+from armada.model.events import UnreadableEvent
 
 PAGE = 1000
 #: How long a follower waits for a change before checking again (covers missed wake-ups).
@@ -52,7 +53,8 @@ async def job_set_events(
         while True:
             page = await store.read(after, queue=queue, job_set_id=job_set_id, until_seq=head, limit=PAGE)
             for stored in page:
-                yield stored
+                if not isinstance(stored.event, UnreadableEvent):  # reported by the store; skipped
+                    yield stored
             if len(page) < PAGE:
                 break
             after = page[-1].seq

@@ -18,6 +18,7 @@ from armada.model.events import Event, JobQueued, JobSubmitted
 from armada.model.ids import new_job_ids
 from armada.model.jobs import Job
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitResponse, JobSubmitResponseItem
+from armada.services.pod_policy import check_jobs
 from armada.services.queues import load_queue
 from armada.services.validation import SubmissionRules, ValidItem, validate_submission
 
@@ -48,11 +49,12 @@ async def submit_jobs(
     dedupe = any(job.client_id for job in jobs)
     prepared = None if dedupe else PreparedEvents([event for pair in job_events for event in pair])
     async with store.transaction() as tx:
-        queue = await load_queue(tx.connection, request.queue)
+        queue = await load_queue(tx.connection, request.queue, store.unreadable)
         if queue is None:
             raise NotFound(f"queue {request.queue!r} does not exist; create it first", field="queue")
         if queue.cordoned:
             raise Conflict(f"queue {request.queue!r} is cordoned and accepts no jobs", field="queue")
+        check_jobs(valid, queue, rules.pod_policy)
         if prepared is None:
             job_ids, events = _accept(jobs, job_events, await _known_client_ids(tx, request))
             tx.append(events)

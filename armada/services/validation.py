@@ -21,6 +21,7 @@ from armada.model.jobs import (
     GANG_NODE_UNIFORMITY_ANNOTATION,
     ResourceRequirements,
 )
+from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation
 from armada.model.resources import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
 from armada.scheduling.config import PriorityClass
@@ -35,6 +36,8 @@ MAX_NAME_LENGTH = 256
 _NOT_IN_JOB_SET_ID = re.compile(r"[\x00-\x1f\x7f/]")
 MAX_REASON_BYTES = 50
 _CACHE_SIZE = 1024
+#: ``privileged`` allows every pod spec: nothing to judge.
+_JUDGED_PROFILES = (Profile.BASELINE, Profile.RESTRICTED)
 _encoder = msgspec.json.Encoder()
 
 
@@ -52,6 +55,9 @@ class PodSpecInfo(NamedTuple):
 
     priority_class_name: str
     requirements: ResourceRequirements
+    #: The first rule of each checked pod security profile the spec breaks (``None``: none);
+    #: judged once per distinct spec, applied per queue at submit.
+    security: Mapping[Profile, Violation | None] = {}
 
 
 class ValidItem(NamedTuple):
@@ -69,7 +75,10 @@ class SubmissionRules:
         default_priority_class: str,
         min_job_resources: Mapping[str, str],
         max_pod_spec_bytes: int,
+        pod_policy: PodPolicy | None = None,
     ) -> None:
+        #: The server's defaults, for queues that set no security fields of their own.
+        self.pod_policy = pod_policy or PodPolicy()
         self.priority_classes = priority_classes
         self.default_priority_class = default_priority_class
         self.min_units = {name: to_units(name, value) for name, value in min_job_resources.items()}
@@ -83,6 +92,12 @@ class SubmissionRules:
             settings.scheduling.default_priority_class_name,
             settings.submission.min_job_resources,
             settings.submission.max_pod_spec_bytes,
+            PodPolicy(
+                profile=settings.submission.pod_security_profile,
+                service_accounts=frozenset(settings.submission.allowed_service_accounts),
+                namespaces=frozenset(settings.submission.allowed_namespaces),
+                reserved_namespaces=frozenset(settings.submission.reserved_namespaces),
+            ),
         )
 
     def pod_spec_info(self, pod_spec: dict[str, Any]) -> PodSpecInfo:
@@ -129,7 +144,8 @@ class SubmissionRules:
                     f"the minimum is {format_units(resource, minimum)}",
                 )
         quantities = {resource: format_units(resource, units) for resource, units in sorted(total.items())}
-        return PodSpecInfo(name, ResourceRequirements(requests=quantities, limits=dict(quantities)))
+        security = {profile: profile_violation(pod_spec, profile) for profile in _JUDGED_PROFILES}
+        return PodSpecInfo(name, ResourceRequirements(requests=quantities, limits=dict(quantities)), security)
 
 
 def _container_requests(container: Any, path: str) -> dict[str, int]:

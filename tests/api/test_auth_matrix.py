@@ -9,10 +9,12 @@ here.
 from __future__ import annotations
 
 import base64
+import json
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
@@ -22,9 +24,21 @@ from litestar.routes import HTTPRoute
 
 from armada.auth.permissions import VERB_PERMISSION
 from armada.auth.permissions import GlobalPermission as P
-from armada.auth.policy import Authenticated, OnQueue, OwnerOr, Policy, Public, PublicIf, Requires, policy_of
+from armada.auth.policy import (
+    AsExecutor,
+    Authenticated,
+    OnQueue,
+    OwnerOr,
+    Policy,
+    Public,
+    PublicIf,
+    Requires,
+    Watching,
+    policy_of,
+)
 from armada.model.queues import QueueVerb as V
 from armada.settings import Settings, load_settings
+from tests.api.jobs import raw_item, start
 from tests.auth_keys import SigningKey, oidc_settings
 from tests.databases import sqlite_url
 from tests.processes import ROOT
@@ -40,35 +54,35 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("POST", "/v1/queue"): Requires(P.CREATE_QUEUE),
     ("PUT", "/v1/queue/{name:str}"): OwnerOr(P.CREATE_QUEUE, path="name"),
     ("DELETE", "/v1/queue/{name:str}"): Requires(P.DELETE_QUEUE),
-    ("GET", "/v1/queue/{name:str}"): Authenticated(),
+    ("GET", "/v1/queue/{name:str}"): Watching(),
     ("POST", "/v1/queue/{name:str}/cordon"): Requires(P.CORDON_QUEUE),
     ("POST", "/v1/queue/{name:str}/uncordon"): Requires(P.CORDON_QUEUE),
-    ("GET", "/v1/batched/queues"): Authenticated(),
+    ("GET", "/v1/batched/queues"): Watching(),
     ("POST", "/v1/batched/create_queues"): Requires(P.CREATE_QUEUE),
     ("PUT", "/v1/batched/update_queues"): Authenticated(),  # each queue checked as by PUT /v1/queue
-    ("POST", "/v1/queues/active"): Authenticated(),
+    ("POST", "/v1/queues/active"): Watching(),
     ("POST", "/v1/job/submit"): OnQueue(V.SUBMIT, body="queue"),
     ("POST", "/v1/job/cancel"): OnQueue(V.CANCEL, body="queue"),
     ("POST", "/v1/jobset/cancel"): OnQueue(V.CANCEL, body="queue"),
     ("POST", "/v1/job/reprioritize"): OnQueue(V.REPRIORITIZE, body="queue"),
     ("POST", "/v1/job/preempt"): OnQueue(V.PREEMPT, body="queue"),
-    ("POST", "/v1/job/status"): Authenticated(),
-    ("POST", "/v1/job/details"): Authenticated(),
-    ("POST", "/v1/run/details"): Authenticated(),
-    ("POST", "/v1/job/errors"): Authenticated(),
+    ("POST", "/v1/job/status"): Watching(),
+    ("POST", "/v1/job/details"): Watching(),
+    ("POST", "/v1/run/details"): Watching(),
+    ("POST", "/v1/job/errors"): Watching(),
     ("POST", "/v1/job-set/{queue:str}/{job_set_id:str}"): OnQueue(V.WATCH, path="queue"),
-    ("POST", "/v1/executor/lease"): Requires(P.EXECUTE_JOBS),
-    ("POST", "/v1/executor/events"): Requires(P.EXECUTE_JOBS),
+    ("POST", "/v1/executor/lease"): AsExecutor(body="executorId"),
+    ("POST", "/v1/executor/events"): AsExecutor(body="executorId"),
     ("GET", "/metrics"): PublicIf("public_metrics", Requires(P.VIEW_REPORTS)),
-    ("GET", "/v1/scheduling-report"): Requires(P.VIEW_REPORTS),
-    ("GET", "/v1/queue/{name:str}/scheduler-report"): Requires(P.VIEW_REPORTS),
-    ("GET", "/v1/job/{job_id:str}/scheduler-report"): Requires(P.VIEW_REPORTS),
-    # Lookout: the UI's data needs a caller; its pages and static files do not.
-    ("POST", "/api/v1/jobs"): Authenticated(),
-    ("POST", "/api/v1/jobCount"): Authenticated(),
-    ("POST", "/api/v1/jobGroups"): Authenticated(),
-    ("GET", "/api/v1/jobs/{job_id:str}"): Authenticated(),
-    ("GET", "/api/v1/overview"): Authenticated(),
+    ("GET", "/v1/scheduling-report"): Watching(P.VIEW_REPORTS),
+    ("GET", "/v1/queue/{name:str}/scheduler-report"): Watching(P.VIEW_REPORTS),
+    ("GET", "/v1/job/{job_id:str}/scheduler-report"): Watching(P.VIEW_REPORTS),
+    # Lookout: the UI's data needs a caller (and covers its queues); its pages and static files do not.
+    ("POST", "/api/v1/jobs"): Watching(),
+    ("POST", "/api/v1/jobCount"): Watching(),
+    ("POST", "/api/v1/jobGroups"): Watching(),
+    ("GET", "/api/v1/jobs/{job_id:str}"): Watching(),
+    ("GET", "/api/v1/overview"): Watching(),
     ("GET", "/api/v1/changes"): Authenticated(),
     ("GET", "/"): Public(),
     ("GET", "/jobs"): Public(),
@@ -107,7 +121,13 @@ CALLERS = [
     Caller("foreign-jwt", "jwt:foreign", valid=False),
     Caller("alice", basic("alice", "alice-pass"), verbs=ALL),  # team-a owns the queue
     Caller("bob", basic("bob", "bob-pass"), verbs=frozenset({V.WATCH})),  # granted watch
-    Caller("carol-jwt", "jwt:carol", verbs=frozenset({V.SUBMIT, V.CANCEL})),  # named subject
+    # A named subject, and (by her group) a reader of reports: of queues she may watch only.
+    Caller(
+        "carol-jwt",
+        "jwt:carol",
+        permissions=frozenset({P.VIEW_REPORTS}),
+        verbs=frozenset({V.SUBMIT, V.CANCEL}),
+    ),
     Caller("dave-jwt", "jwt:dave", verbs=ALL),  # in group team-a via the token
     Caller("admin", basic("admin", "admin-pass"), permissions=frozenset(P)),
     Caller("executor", "Bearer executor-token", permissions=frozenset({P.EXECUTE_JOBS})),
@@ -144,9 +164,12 @@ ADMIN = {"Authorization": basic("admin", "admin-pass")}
 
 def secured_settings(tmp: Path, key: SigningKey) -> Settings:
     settings = load_settings(EXAMPLE, env={})
+    mapping = {**settings.auth.permission_group_mapping}
+    mapping[P.VIEW_REPORTS] = [*mapping[P.VIEW_REPORTS], "someone-else"]  # carol's group
     auth = msgspec.structs.replace(
         settings.auth,
         oidc=oidc_settings(key.write_jwks(tmp / "jwks.json")),
+        permission_group_mapping=mapping,
         failed_login_limit=1_000_000,  # wrong passwords on every route, all from 127.0.0.1
     )
     return msgspec.structs.replace(settings, auth=auth)
@@ -185,7 +208,17 @@ def test_every_route_declares_the_expected_policy(secured: ApiServer) -> None:
         assert policy == EXPECTED_POLICIES[(method, path)], f"{method} {path}"
 
 
-def expected(policy: Policy, caller: Caller, *, has_credentials: bool) -> int | None:
+#: Reads of one queue named in the path (reads naming jobs answer "not found" instead).
+NAMED_QUEUE_READS = {("GET", "/v1/queue/{name:str}/scheduler-report")}
+
+
+def watches(caller: Caller) -> bool:
+    return V.WATCH in caller.verbs or P.WATCH_ALL_EVENTS in caller.permissions
+
+
+def expected(
+    policy: Policy, caller: Caller, *, has_credentials: bool, named_queue: bool = False
+) -> int | None:
     """401 or 403 when refused, None when allowed (the handler's own answer)."""
     if isinstance(policy, PublicIf):
         # The example configuration serves the schema publicly, but not the metrics.
@@ -200,6 +233,13 @@ def expected(policy: Policy, caller: Caller, *, has_credentials: bool) -> int | 
         return None if policy.permission in caller.permissions else 403
     if isinstance(policy, OwnerOr):  # owners are the callers with every verb on the queue
         return None if policy.permission in caller.permissions or caller.verbs == ALL else 403
+    if isinstance(policy, Watching):
+        if policy.also is not None and policy.also not in caller.permissions:
+            return 403
+        # A read of one named queue is refused to whoever may not watch it.
+        return 403 if named_queue and not watches(caller) else None
+    if isinstance(policy, AsExecutor):  # the matrix's body names no executor: the handler refuses it
+        return None if P.EXECUTE_JOBS in caller.permissions else 403
     assert isinstance(policy, OnQueue)
     return None if policy.verb in caller.verbs or VERB_PERMISSION[policy.verb] in caller.permissions else 403
 
@@ -224,7 +264,8 @@ def test_matrix(secured: ApiServer, caller: Caller, key: SigningKey) -> None:
             body = {"queue": QUEUE} if method in ("POST", "PUT") else None
             # Streamed, so that event streams (watch, server-sent events) need not end.
             with http.stream(method, _concrete(path), json=body, headers=headers) as response:
-                want = expected(policy, caller, has_credentials=bool(headers))
+                named_queue = (method, path) in NAMED_QUEUE_READS
+                want = expected(policy, caller, has_credentials=bool(headers), named_queue=named_queue)
                 where = f"{caller.name}: {method} {path} -> {response.status_code}"
                 if want is None:
                     assert response.status_code not in (401, 403) and response.status_code < 500, where
@@ -256,3 +297,161 @@ def test_bad_bearer_challenge_names_invalid_token(secured: ApiServer) -> None:
         "status": 401,
         "detail": "invalid token",
     }
+
+
+# --- What reads show: every read route answers only for queues the caller may watch. ---
+
+READ_QUEUE = f"r-{uuid.uuid4().hex[:8]}"
+EXECUTOR = {"Authorization": "Bearer executor-token"}  # may act as cluster-a (the example)
+
+
+class ReadTarget(msgspec.Struct, frozen=True):
+    job_id: str
+    run_id: str
+
+
+@pytest.fixture(scope="module")
+def read_target(secured: ApiServer) -> ReadTarget:
+    """A queue like the matrix's, with a running job, a queued one, an executor and one
+    scheduling cycle behind its reports. The matrix never touches this queue."""
+    with httpx.Client(base_url=secured.url, timeout=30) as http:
+        assert (
+            http.post("/v1/queue", json={**QUEUE_SPEC, "name": READ_QUEUE}, headers=ADMIN).status_code == 200
+        )
+        items = [raw_item(), raw_item()]
+        submitted = http.post(
+            "/v1/job/submit",
+            json={"queue": READ_QUEUE, "jobSetId": "set-1", "jobRequestItems": items},
+            headers=ADMIN,
+        )
+        job_id, _queued = (r["jobId"] for r in submitted.json()["jobResponseItems"])
+        nodes = [{"name": "n1", "allocatable": {"cpu": "1", "memory": "1Gi"}}]
+        lease = {"executorId": "cluster-a", "pool": "default", "nodes": nodes}
+        assert http.post("/v1/executor/lease", json=lease, headers=EXECUTOR).status_code == 200
+    run_id = start(secured, READ_QUEUE, "set-1", job_id)
+    secured.run(secured.app.state.scheduler.cycle())
+    return ReadTarget(job_id, run_id)
+
+
+def _lines(response: httpx.Response) -> list[Any]:
+    return [json.loads(line) for line in response.text.splitlines() if line]
+
+
+def _queue_line(response: httpx.Response) -> dict[str, Any]:
+    queues = [line["result"]["Event"].get("queue") for line in _lines(response)]
+    return next(q for q in queues if q and q["name"] == READ_QUEUE)
+
+
+def _report_queues(response: httpx.Response) -> set[str]:
+    cycles = response.json()["cycles"]
+    return {name for cycle in cycles for pool in cycle["pools"].values() for name in pool["queues"]}
+
+
+ReadCheck = tuple[str, dict[str, Any] | None, Callable[[httpx.Response], bool]]
+
+
+def read_checks(t: ReadTarget) -> dict[tuple[str, str], ReadCheck]:
+    """Per read route: (concrete path, body, "did the answer show READ_QUEUE's data?")."""
+    jobs = {"jobIds": [t.job_id]}
+    by_queue = {"filter": {"queue": READ_QUEUE}}
+    return {
+        ("POST", "/v1/job/status"): (
+            "/v1/job/status",
+            jobs,
+            lambda r: r.json()["jobStates"][t.job_id] != "UNKNOWN",
+        ),
+        ("POST", "/v1/job/details"): (
+            "/v1/job/details",
+            jobs,
+            lambda r: t.job_id in r.json().get("jobDetails", {}),
+        ),
+        ("POST", "/v1/job/errors"): (
+            "/v1/job/errors",
+            jobs,
+            lambda r: t.job_id in r.json().get("jobErrors", {}),
+        ),
+        ("POST", "/v1/run/details"): (
+            "/v1/run/details",
+            {"runIds": [t.run_id]},
+            lambda r: t.run_id in r.json().get("jobRunDetails", {}),
+        ),
+        ("POST", "/v1/job-set/{queue:str}/{job_set_id:str}"): (
+            f"/v1/job-set/{READ_QUEUE}/set-1",
+            {},
+            lambda r: r.status_code == 200 and t.job_id in r.text,
+        ),
+        ("GET", "/v1/queue/{name:str}"): (
+            f"/v1/queue/{READ_QUEUE}",
+            None,
+            lambda r: "groupOwners" in r.json(),
+        ),
+        ("GET", "/v1/batched/queues"): (
+            "/v1/batched/queues",
+            None,
+            lambda r: "groupOwners" in _queue_line(r),
+        ),
+        ("POST", "/v1/queues/active"): (
+            "/v1/queues/active",
+            {},
+            lambda r: any(READ_QUEUE in p["queues"] for p in r.json().get("activeQueuesByPool", {}).values()),
+        ),
+        ("GET", "/v1/scheduling-report"): (
+            "/v1/scheduling-report",
+            None,
+            lambda r: READ_QUEUE in _report_queues(r),
+        ),
+        ("GET", "/v1/queue/{name:str}/scheduler-report"): (
+            f"/v1/queue/{READ_QUEUE}/scheduler-report",
+            None,
+            lambda r: r.status_code == 200,
+        ),
+        ("GET", "/v1/job/{job_id:str}/scheduler-report"): (
+            f"/v1/job/{t.job_id}/scheduler-report",
+            None,
+            lambda r: r.status_code == 200,
+        ),
+        ("POST", "/api/v1/jobs"): ("/api/v1/jobs", by_queue, lambda r: len(r.json()["jobs"]) == 2),
+        ("POST", "/api/v1/jobCount"): ("/api/v1/jobCount", by_queue, lambda r: r.json()["count"] == 2),
+        ("POST", "/api/v1/jobGroups"): (
+            "/api/v1/jobGroups",
+            {},
+            lambda r: READ_QUEUE in {g["name"] for g in r.json()["groups"]},
+        ),
+        ("GET", "/api/v1/jobs/{job_id:str}"): (
+            f"/api/v1/jobs/{t.job_id}",
+            None,
+            lambda r: r.status_code == 200,
+        ),
+        ("GET", "/api/v1/overview"): (
+            "/api/v1/overview",
+            None,
+            lambda r: READ_QUEUE in {q["name"] for q in r.json()["queues"]},
+        ),
+    }
+
+
+def test_every_read_route_has_a_visibility_check(secured: ApiServer) -> None:
+    reads = {
+        (method, path)
+        for method, path, policy in app_routes(secured.app)
+        if isinstance(policy, Watching) or (isinstance(policy, OnQueue) and policy.verb is V.WATCH)
+    }
+    assert reads == set(read_checks(ReadTarget("x", "y"))), "add the read route to read_checks"
+
+
+@pytest.mark.parametrize("caller", [c for c in CALLERS if c.valid], ids=lambda c: c.name)
+def test_reads_show_only_queues_the_caller_may_watch(
+    secured: ApiServer, read_target: ReadTarget, caller: Caller, key: SigningKey
+) -> None:
+    """A non-watcher gets what a nonexistent job or queue would give: not found, UNKNOWN,
+    nothing listed; queues' owners and permissions are hidden from it."""
+    headers = authorization(caller, key)
+    with httpx.Client(base_url=secured.url, timeout=30, headers=headers) as http:
+        for (method, route), (path, body, shows) in read_checks(read_target).items():
+            policy = EXPECTED_POLICIES[(method, route)]
+            if isinstance(policy, Watching) and policy.also and policy.also not in caller.permissions:
+                continue  # refused outright (403): test_matrix covers it
+            response = http.request(method, path, json=body)
+            where = f"{caller.name}: {method} {path} -> {response.status_code} {response.text[:200]}"
+            assert response.status_code in (200, 403, 404), where
+            assert shows(response) == watches(caller), where

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from armada.client import ArmadaClient
+from armada.model.queues import Queue
 from tests.api.jobs import pod_spec, raw_item
 from tests.servers import EXECUTOR_HEADERS, ApiServer
 
@@ -154,6 +155,8 @@ def test_bad_requests_are_problems_and_change_nothing(
 
 
 def test_sql_metacharacters_and_odd_names_are_stored_verbatim(client: ArmadaClient, queue: str) -> None:
+    # The odd namespace must be on the queue's allow-list (anonymous holds every permission).
+    client.update_queue(Queue(name=queue, allowed_namespaces=[SQL]))
     job_set = f"{SQL} .."
     item = raw_item(
         namespace=SQL,

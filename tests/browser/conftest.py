@@ -72,11 +72,18 @@ def browser() -> Iterator[sync_api.Browser]:
 
 @pytest.fixture
 def page(browser: sync_api.Browser, server: Server) -> Iterator[sync_api.Page]:
-    """A fresh tab on a laptop-sized screen; closed (ending its live stream) after the test."""
+    """A fresh tab on a laptop-sized screen; closed (ending its live stream) after the test.
+
+    Anything the server's Content-Security-Policy refused (an inline style, a script) fails
+    the test: Chromium reports it on the console, and the UI would silently lose it.
+    """
     context = browser.new_context(base_url=server.url, viewport={"width": 1366, "height": 768})
     errors: list[str] = []
+    refused: list[str] = []
     tab = context.new_page()
     tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
     yield tab
     context.close()
     assert errors == [], f"JavaScript errors: {errors}"
+    assert refused == [], f"refused by the Content-Security-Policy: {refused}"

@@ -16,6 +16,7 @@ import yaml
 from armada.auth.exposure import startup_refusals
 from armada.auth.published import PUBLISHED_HASHES
 from armada.auth.secrets import hash_password, hash_token, new_token
+from armada.model.podsecurity import PodPolicy, Profile, job_violation, profile_violation
 from armada.settings import load_settings
 from tests.processes import ROOT
 
@@ -72,7 +73,7 @@ def test_kustomization_lists_every_manifest() -> None:
 def test_kinds() -> None:
     kinds = Counter(kind for kind, _ in OBJECTS)
     assert kinds == {
-        "Namespace": 1,
+        "Namespace": 2,
         "PriorityClass": 2,
         "ServiceAccount": 2,
         "ConfigMap": 1,
@@ -147,16 +148,7 @@ def pod_labels(deployment: str) -> dict[str, str]:
 def test_server_configuration_loads_and_requires_credentials(tmp_path: Path) -> None:
     """The ConfigMap's file and the Secret's ARMADA_* variables, once an operator has put
     their own hashes in place of the placeholders, make settings a server starts with."""
-    config = tmp_path / "config.yaml"
-    config.write_text(obj("ConfigMap", "armada-server")["data"]["config.yaml"])
-    token = new_token()
-    env = {
-        key: value.replace("REPLACE-WITH-SCRYPT-HASH", hash_password("mine", log2_n=4)).replace(
-            "REPLACE-WITH-SHA256-HASH", hash_token(token)
-        )
-        for key, value in obj("Secret", "armada-server")["stringData"].items()
-    }
-    settings = load_settings(config, env=env)
+    settings = _server_settings(tmp_path)
     assert settings.database.url.startswith("postgresql")
     assert settings.auth.anonymous is False
     assert settings.server.host == "0.0.0.0"
@@ -249,3 +241,59 @@ def test_executor_rbac_is_exactly_what_its_code_calls() -> None:
         assert rule["apiGroups"] == [""]
         granted |= {(resource, verb) for resource in rule["resources"] for verb in rule["verbs"]}
     assert granted == calls
+
+
+_PSA = "pod-security.kubernetes.io/enforce"
+#: Pod Security Admission levels, loosest first.
+_LEVELS = [Profile.PRIVILEGED, Profile.BASELINE, Profile.RESTRICTED]
+
+
+def _executor_env() -> dict[str, str]:
+    (container,) = _pod("armada-executor")["containers"]
+    return {e["name"]: e.get("value", "") for e in container["env"]}
+
+
+def _server_settings(tmp_path: Path) -> Any:
+    """The server's settings once an operator has filled in the Secret's template."""
+    config = tmp_path / "config.yaml"
+    config.write_text(obj("ConfigMap", "armada-server")["data"]["config.yaml"])
+    env = {
+        key: value.replace("REPLACE-WITH-SCRYPT-HASH", hash_password("mine", log2_n=4)).replace(
+            "REPLACE-WITH-SHA256-HASH", hash_token(new_token())
+        )
+        for key, value in obj("Secret", "armada-server")["stringData"].items()
+    }
+    return load_settings(config, env=env)
+
+
+def test_job_namespaces_are_labelled_for_pod_security_admission(tmp_path: Path) -> None:
+    """Every namespace jobs may run in (server and executor allow-lists) enforces a Pod Security
+    Admission level at least as strict as Armada's own profile: the second wall."""
+    submission = _server_settings(tmp_path).submission
+    env = _executor_env()
+    executor_namespaces = yaml.safe_load(env["ARMADA_EXECUTOR_ALLOWED_NAMESPACES"])
+    assert set(executor_namespaces) == set(submission.allowed_namespaces)
+    executor_profile = Profile(env["ARMADA_EXECUTOR_POD_SECURITY_PROFILE"])
+    for namespace in executor_namespaces:
+        level = Profile(obj("Namespace", namespace)["metadata"]["labels"][_PSA])
+        for profile in (submission.pod_security_profile, executor_profile):
+            assert _LEVELS.index(level) >= _LEVELS.index(profile), (namespace, level, profile)
+
+
+def test_armadas_own_namespace_is_restricted_and_reserved(tmp_path: Path) -> None:
+    assert obj("Namespace", "armada")["metadata"]["labels"][_PSA] == "restricted"
+    assert "armada" in _server_settings(tmp_path).submission.reserved_namespaces
+    (container,) = _pod("armada-executor")["containers"]
+    own = next(e for e in container["env"] if e["name"] == "ARMADA_EXECUTOR_OWN_NAMESPACE")
+    assert own["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    # A job naming the executor's namespace or service account is refused by the rules themselves.
+    policy = PodPolicy(reserved_namespaces=frozenset({"armada"}))
+    assert job_violation("armada", {"containers": [{}]}, {}, policy) is not None
+    spec = {"containers": [{}], "serviceAccountName": _pod("armada-executor")["serviceAccountName"]}
+    assert job_violation("default", spec, {}, policy) is not None
+
+
+@pytest.mark.parametrize("deployment", ["armada-server", "armada-executor"])
+def test_armadas_pods_meet_the_restricted_profile(deployment: str) -> None:
+    """What the `armada` namespace's admission label enforces, checked with Armada's own rules."""
+    assert profile_violation(_pod(deployment), Profile.RESTRICTED) is None

@@ -109,7 +109,7 @@ def test_https_with_auth_and_an_executor_that_verifies_the_server(
                 [
                     "executor",
                     "--server", url,
-                    "--cluster-id", "tls-cluster",
+                    "--cluster-id", "cluster-a",  # the example token may act as this id only
                     "--backend", "fake",
                     "--fake-nodes", "1",
                     "--ca-cert", str(bundle),

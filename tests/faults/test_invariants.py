@@ -13,6 +13,7 @@ from armada.services.invariants import check
 from tests.databases import sqlite_url
 from tests.factories import RandomHistory, make_job, submission
 from tests.faults.workload import admin_check
+from tests.planting import plant_garbage_event, plant_infinite_queue, plant_nan_priority_job
 
 
 async def test_a_random_plausible_history_passes(database: Database) -> None:
@@ -68,3 +69,17 @@ async def test_admin_check_command_says_ok_or_lists_violations_and_exits_1(tmp_p
     assert "succeeded names run ghost" in broken.stdout
     assert broken.stdout.splitlines()[-1].startswith("FAILED: 1 violations listed")
     await database.close()
+
+
+async def test_admin_check_lists_unreadable_records(tmp_path: Path) -> None:
+    database = await Database(sqlite_url(tmp_path)).open()
+    bad = await plant_nan_priority_job(database.store, "q", "poisoned")
+    seq = await plant_garbage_event(database.store, "q", "poisoned", bad.id)
+    await plant_infinite_queue(database.store, "broken")
+    await database.close()
+    result = admin_check(database.url)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"seq 1: unreadable submitted event of job {bad.id}" in result.stdout
+    assert f"seq {seq}: unreadable running event of job {bad.id}" in result.stdout
+    assert f"view: job {bad.id} has an unreadable spec" in result.stdout
+    assert "view: queue broken has an unreadable spec" in result.stdout

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from armada.model.numbers import Count, Priority
 from armada.model.wire.base import IdList, Request, Response
 
 #: A job state given by name (``"RUNNING"``) or by upstream's protobuf number (``2``).
-StateName = str | int
+StateName = str | Count
 
 
 class JobSubmitRequestItem(Request):
-    priority: float = 0.0
+    priority: Priority = 0.0
     namespace: str = ""
     client_id: str = ""
     labels: dict[str, str] = {}
@@ -59,7 +60,7 @@ class CancellationResult(Response):
 
 
 class JobReprioritizeRequest(Request):
-    new_priority: float
+    new_priority: Priority
     queue: str = ""
     job_set_id: str = ""
     job_ids: IdList = []

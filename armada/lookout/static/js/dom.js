@@ -7,6 +7,8 @@ export function h(tag, attrs = {}, ...children) {
     if (value === null || value === undefined || value === false) continue;
     if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
     else if (key === "dataset") Object.assign(el.dataset, value);
+    // Through the CSSOM: the Content-Security-Policy refuses inline style attributes.
+    else if (key === "style") el.style.cssText = value;
     else if (key in el && key !== "list" && typeof value !== "string") el[key] = value;
     else el.setAttribute(key, value === true ? "" : value);
   }

@@ -1,0 +1,97 @@
+"""Executor identity: a credential acts only as the executor ids it names, so a token taken
+from cluster ``east`` cannot lease or report as ``west``. Over real HTTP, both databases."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import msgspec
+import pytest
+
+from armada.auth.permissions import GlobalPermission as P
+from armada.auth.secrets import hash_token
+from armada.auth.settings import AuthSettings, BasicUser, StaticToken
+from armada.settings import Settings, load_settings
+from tests.conftest import DATABASE_KINDS
+from tests.databases import database_url_for
+from tests.processes import ROOT
+from tests.servers import ApiServer, serving
+
+ADMIN_HASH = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={}).auth.basic_users["admin"]
+
+
+def token(user: str, groups: list[str], executors: list[str]) -> StaticToken:
+    """Token ``<user>-token`` of ``user``."""
+    return StaticToken(user=user, token_hash=hash_token(f"{user}-token"), groups=groups, executors=executors)
+
+
+def auth() -> AuthSettings:
+    mapping = {p: ["admins"] for p in P} | {P.EXECUTE_JOBS: ["executors", "admins"]}
+    return AuthSettings(
+        anonymous=False,
+        basic_users={"admin": BasicUser(password_hash=ADMIN_HASH.password_hash, groups=["admins"])},
+        tokens=[
+            StaticToken(
+                user="east", token_hash=hash_token("east-token"), groups=["executors"], executors=["east"]
+            ),
+            StaticToken(
+                user="any", token_hash=hash_token("any-token"), groups=["executors"], executors=["*"]
+            ),
+            StaticToken(user="unnamed", token_hash=hash_token("unnamed-token"), groups=["executors"]),
+            StaticToken(user="user", token_hash=hash_token("user-token"), executors=["east"]),
+        ],
+        permission_group_mapping=mapping,
+    )
+
+
+@pytest.fixture(scope="module", params=DATABASE_KINDS)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    with (
+        database_url_for(request.param, tmp_path_factory.mktemp("executors")) as url,
+        serving(url, Settings(auth=auth())) as running,
+    ):
+        yield running
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def lease(server: ApiServer, token: str, executor_id: str) -> httpx.Response:
+    body = {"executorId": executor_id, "pool": "default", "nodes": [{"name": "n1"}]}
+    return httpx.post(
+        f"{server.url}/v1/executor/lease", json=body, headers={"Authorization": f"Bearer {token}"}
+    )
+
+
+def report(server: ApiServer, token: str, executor_id: str) -> httpx.Response:
+    body = {"executorId": executor_id, "events": []}
+    return httpx.post(
+        f"{server.url}/v1/executor/events", json=body, headers={"Authorization": f"Bearer {token}"}
+    )
+
+
+def test_an_executor_token_acts_only_as_the_ids_it_names(server: ApiServer) -> None:
+    assert lease(server, "east-token", "east").status_code == 200
+    assert report(server, "east-token", "east").status_code == 200
+    for call in (lease, report):
+        refused = call(server, "east-token", "west")
+        assert refused.status_code == 403, refused.text
+        assert refused.headers["content-type"].startswith("application/problem+json")
+        assert refused.json()["field"] == "executorId"
+        assert "may not act as executor 'west'" in refused.json()["detail"]
+
+
+def test_star_names_every_id_and_naming_none_allows_none(server: ApiServer) -> None:
+    assert lease(server, "any-token", "west").status_code == 200
+    assert lease(server, "unnamed-token", "east").status_code == 403
+    assert lease(server, "user-token", "east").status_code == 403  # names east, lacks execute_jobs
+
+
+def test_a_body_without_an_executor_id_is_a_400_for_an_executor(server: ApiServer) -> None:
+    response = httpx.post(
+        f"{server.url}/v1/executor/lease", json={"pool": "p"}, headers={"Authorization": "Bearer east-token"}
+    )
+    assert response.status_code == 400
+    assert msgspec.json.decode(response.content)["status"] == 400
