@@ -43,6 +43,7 @@ from armada.auth.policy import Authenticated, public_if
 from armada.auth.secrets import hash_token, new_token
 from armada.auth.settings import StaticToken
 from armada.eventstore.database import Database
+from armada.executor.admission import ANY_NAMESPACE
 from armada.executor.runner import run_executor
 from armada.executor.settings import ExecutorSettings
 from armada.metrics.executor import ExecutorMetrics
@@ -78,6 +79,7 @@ def dev_executor_settings(settings: Settings, token: str = "") -> ExecutorSettin
         server_url=f"{scheme}://{host}:{settings.server.port}",
         cluster_id=settings.executor.cluster_id,
         backend="process",
+        allowed_namespaces=[ANY_NAMESPACE],
         token=token or settings.executor.token,
         process=process,
     )
