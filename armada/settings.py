@@ -84,6 +84,23 @@ class ServerSettings(_Area):
         list[str],
         Meta(description="Browser origins allowed to call the API (CORS), e.g. the UI's; `*` allows any."),
     ] = []
+    forwarded_allow_ips: Annotated[
+        list[str],
+        Meta(
+            description="Addresses (or CIDR ranges) of reverse proxies trusted to give the client's address "
+            "in `X-Forwarded-For`; behind an Ingress list its pods' range, or every client shares the "
+            "proxy's address in the per-client limits (failed logins, anonymous streams). Empty: "
+            "127.0.0.1 only.",
+        ),
+    ] = []
+    max_streams_per_caller: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Event streams (job-set events, Lookout's change feed) one caller may hold open "
+            "at once, per server process; more get 429. Anonymous callers count per client address.",
+        ),
+    ] = 100
     workers: Annotated[
         int,
         Meta(
@@ -185,6 +202,15 @@ class SubmissionSettings(_Area):
             "list the executor's."
         ),
     ] = msgspec.field(default_factory=lambda: ["default"])
+    max_queued_jobs_per_queue: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description="Most jobs waiting (queued) in one queue; a submission that would pass it gets 429 "
+            "naming `jobRequestItems`. Checked before the write, so concurrent submissions may pass it by "
+            "their own size. 0: no cap.",
+        ),
+    ] = 1_000_000
 
     def __post_init__(self) -> None:
         reserved = sorted(set(self.allowed_namespaces) & set(self.reserved_namespaces))

@@ -34,9 +34,10 @@ from armada.api.access import AccessControl, enforce_access
 from armada.api.browser_safety import BrowserSafety
 from armada.api.dependencies import DEPENDENCIES
 from armada.api.dev_mode import when_listening
-from armada.api.guard import reject_hostile_input
+from armada.api.guard import hostile_url_guard, reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.shutdown import ShutdownSignal
+from armada.api.stream_quota import StreamQuota
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import Authenticated, public_if
 from armada.auth.secrets import hash_token, new_token
@@ -138,8 +139,10 @@ def create_app(settings: Settings) -> Litestar:
             app.state.database = database
             app.state.shutdown = ShutdownSignal()
             app.state.access = access
+            app.state.streams = StreamQuota(settings.server.max_streams_per_caller)
             app.state.scheduling = settings.scheduling
             app.state.submission_rules = SubmissionRules.from_settings(settings)
+            app.state.max_queued_jobs_per_queue = settings.submission.max_queued_jobs_per_queue
             app.state.follower = follower
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
@@ -168,7 +171,7 @@ def create_app(settings: Settings) -> Litestar:
         ],
         middleware=[metrics.http, BrowserSafety(settings.server.cors_allow_origins)],
         dependencies=DEPENDENCIES,
-        guards=[enforce_access],
+        guards=[hostile_url_guard, enforce_access],  # in this order: see armada.api.guard
         cors_config=CORSConfig(allow_origins=settings.server.cors_allow_origins)
         if settings.server.cors_allow_origins
         else None,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from armada.cli.options import ConfigOption, settings_or_exit
+from armada.cli.secret_files import secret_from
 
 if TYPE_CHECKING:
     from armada.executor.settings import BackendName, ExecutorSettings
@@ -102,6 +103,9 @@ def executor(
     token: Annotated[
         str | None, typer.Option(help="Bearer token for the server.", envvar="ARMADA_TOKEN")
     ] = None,
+    token_file: Annotated[
+        str | None, typer.Option(help="Read the bearer token from this file ('-': stdin).")
+    ] = None,
     ca_cert: Annotated[Path | None, typer.Option(help="CA bundle to verify the server's TLS.")] = None,
     kubeconfig: Annotated[Path | None, typer.Option(help="kubeconfig (default: in-cluster).")] = None,
     process_cpu: Annotated[
@@ -144,7 +148,7 @@ def executor(
         cluster_id=cluster_id,
         pool=pool,
         backend=backend.value if backend is not None else None,
-        token=token,
+        token=secret_from(token, token_file, "token"),
         ca_cert=ca_cert,
         kubeconfig=kubeconfig,
         process_cpu=process_cpu,

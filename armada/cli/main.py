@@ -48,15 +48,23 @@ def connection_options(
     password: Annotated[
         str | None, typer.Option(help="Basic auth password.", envvar="ARMADA_PASSWORD")
     ] = None,
+    token_file: Annotated[
+        str | None, typer.Option(help="Read the bearer token from this file ('-': stdin).")
+    ] = None,
+    password_file: Annotated[
+        str | None, typer.Option(help="Read the basic auth password from this file ('-': stdin).")
+    ] = None,
 ) -> None:
     """How user commands authenticate to the server and verify it (before the command:
     ``armada --ca-cert ca.pem --username alice queue list``)."""
+    from armada.cli.secret_files import secret_from  # noqa: PLC0415 (start-up time: see above)
+
     CONNECTION_OPTIONS.set(
         {
             "ca_cert": str(ca_cert) if ca_cert else None,
-            "token": token,
+            "token": secret_from(token, token_file, "token"),
             "username": username,
-            "password": password,
+            "password": secret_from(password, password_file, "password"),
         }
     )
 

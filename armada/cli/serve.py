@@ -40,6 +40,7 @@ def serve(
 
     import structlog  # noqa: PLC0415
 
+    from armada.auth.exposure import published_credentials, startup_refusals  # noqa: PLC0415
     from armada.cli.http_server import run_server, run_workers  # noqa: PLC0415
     from armada.eventstore import migrate  # noqa: PLC0415
     from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
@@ -61,6 +62,10 @@ def serve(
         },
     )
     configure_logging(settings.logging)
+    if refusals := startup_refusals(settings.auth, settings.server.host):
+        for refusal in refusals:
+            typer.echo(f"error: {refusal}", err=True)
+        raise typer.Exit(2)
     if settings.server.workers > 1 and (
         settings.server.dev or normalise_url(settings.database.url).get_backend_name() != "postgresql"
     ):
@@ -84,6 +89,8 @@ def serve(
     auth = settings.auth
     if auth.anonymous and (auth.basic_users or auth.tokens or auth.oidc):
         log.warning("anonymous access is on beside credentials: set auth.anonymous false in production")
+    if published := published_credentials(auth):
+        log.warning("published example credentials accepted (loopback only)", settings=published)
     if settings.server.workers > 1:
         if not run_workers(settings):
             raise typer.Exit(1)
