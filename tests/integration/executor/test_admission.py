@@ -20,6 +20,7 @@ from armada.model.leases import Lease
 from armada.model.queues import Queue
 from tests.integration.executor.conftest import RunningExecutor, fast_settings, lease
 from tests.integration.executor.contract_server import ContractServer
+from tests.processes import TEST_EXECUTOR_TOKEN
 from tests.servers import serving
 
 HOST_PATH = {"name": "root", "hostPath": {"path": "/"}}
@@ -110,7 +111,9 @@ async def test_a_stored_unsafe_job_is_failed_by_the_executor(database_url: str) 
                 ),
             ]
         )
-        settings = msgspec.structs.replace(fast_settings(ContractServer()), server_url=api.url)  # real server
+        settings = msgspec.structs.replace(  # the real server, which lets only executors lease
+            fast_settings(ContractServer()), server_url=api.url, token=TEST_EXECUTOR_TOKEN
+        )
         task = asyncio.create_task(run_executor(settings, backend=fake()))
         try:
             deadline = time.monotonic() + 60
