@@ -14,13 +14,14 @@ from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import msgspec
 import uvicorn
 from litestar import Litestar
 
 from armada.api.app import create_app
 from armada.eventstore.store import EventStore
 from armada.model.events import Event
-from armada.settings import DatabaseSettings, SchedulerSettings, Settings
+from armada.settings import DatabaseSettings, SchedulerSettings, ServerSettings, Settings
 from tests.processes import free_port
 
 T = TypeVar("T")
@@ -60,7 +61,10 @@ def serving(database_url: str, settings: Settings | None = None) -> Iterator[Api
         scheduling=settings.scheduling,
         submission=settings.submission,
         auth=settings.auth,
-        server=settings.server,
+        # In-process servers serve no gRPC unless a test names a port (many run at once).
+        server=settings.server
+        if settings.server.grpc_port != ServerSettings().grpc_port
+        else msgspec.structs.replace(settings.server, grpc_port=0),
         # The tests stand in for the scheduler and executors by appending their events.
         scheduler=SchedulerSettings(enabled=False),
     )

@@ -33,6 +33,8 @@ from armada.api import (
 from armada.api.access import AccessControl, enforce_access
 from armada.api.browser_safety import BrowserSafety
 from armada.api.dependencies import DEPENDENCIES
+from armada.api.grpc.convert import GrpcServices
+from armada.api.grpc.server import start_grpc, stop_grpc
 from armada.api.guard import reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.shutdown import ShutdownSignal
@@ -141,6 +143,16 @@ def create_app(settings: Settings) -> Litestar:
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
             app.state.run_events = RunEventIntake(database.store, settings.scheduler)
             app.state.metrics = metrics
+            if settings.server.grpc_port:
+                services = GrpcServices(
+                    store=database.store,
+                    access=access,
+                    rules=app.state.submission_rules,
+                    scheduling=settings.scheduling,
+                    shutdown=app.state.shutdown,
+                )
+                grpc_server = await start_grpc(settings.server, services)
+                stack.push_async_callback(stop_grpc, grpc_server, settings.server.shutdown_timeout)
             if settings.server.dev:
                 executor = run_executor(
                     dev_executor_settings(settings, dev_token), metrics=ExecutorMetrics(metrics.registry)

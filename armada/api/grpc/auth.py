@@ -1,0 +1,71 @@
+"""Who is calling over gRPC, and whether they may: the same decisions as the REST guard.
+
+Credentials come from the ``authorization`` metadata (what ``armada-client`` and
+``armadactl`` send) with the same Basic / Bearer / OIDC rules; permissions are asked of the
+same :class:`~armada.api.access.AccessControl` methods the REST policies use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from armada.api.access import AccessControl
+from armada.auth.authentication import Unauthenticated as NoCredentials
+from armada.auth.identity import Identity
+from armada.auth.permissions import VERB_PERMISSION, GlobalPermission
+from armada.eventstore.store import EventStore
+from armada.model.errors import PermissionDenied, Unauthenticated
+from armada.model.queues import QueueVerb
+from armada.services.visibility import ReadScope
+
+
+def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key.lower() == "authorization":
+            return value if isinstance(value, str) else value.decode("latin-1")
+    return None
+
+
+class Caller:
+    """The access decisions of one server, asked per call."""
+
+    def __init__(self, access: AccessControl, store: EventStore) -> None:
+        self.access = access
+        self.store = store
+
+    async def identify(self, context: grpc.aio.ServicerContext[Any, Any]) -> Identity:
+        try:
+            return await self.access.authentication.identify(_authorization(context))
+        except NoCredentials as exc:
+            raise Unauthenticated(exc.detail) from None
+
+    async def requiring(
+        self, context: grpc.aio.ServicerContext[Any, Any], permission: GlobalPermission
+    ) -> Identity:
+        """The caller, if it holds ``permission`` (REST's ``requires``)."""
+        identity = await self.identify(context)
+        if not self.access.permissions.has(identity, permission):
+            raise PermissionDenied(
+                f"{identity.name} may not do this without the {permission.value} permission"
+            )
+        return identity
+
+    async def on_queue(
+        self, context: grpc.aio.ServicerContext[Any, Any], queue: str, verb: QueueVerb
+    ) -> Identity:
+        """The caller, if it may ``verb`` on ``queue`` (REST's ``on_queue``)."""
+        identity = await self.identify(context)
+        if self.access.permissions.has(identity, VERB_PERMISSION[verb]):
+            return identity
+        if queue and await self.access.may_on_queue(self.store, identity, queue, verb):
+            return identity
+        raise PermissionDenied(f"{identity.name} may not {verb.value} on this queue")
+
+    async def reads(self, context: grpc.aio.ServicerContext[Any, Any]) -> ReadScope:
+        """The queues the caller may read (REST's ``watching`` routes)."""
+        return self.access.read_scope(self.store, await self.identify(context))
+
+    def may_administer_queue_security(self, identity: Identity) -> bool:
+        return self.access.permissions.has(identity, GlobalPermission.ADMINISTER_QUEUE_SECURITY)
