@@ -10,7 +10,8 @@ differ in four ways, each handled here:
 - Go's inline (embedded) structs are fields in protobuf (``Probe.handler``,
   ``Volume.volumeSource``, ``EphemeralContainer.ephemeralContainerCommon``) and are
   flattened into their parent in JSON;
-- ``Time`` is ``{seconds, nanos}`` and becomes an RFC 3339 string; int64 stays a number.
+- ``Time`` is ``{seconds, nanos}`` and becomes an RFC 3339 string; int64 stays a number;
+  bytes are base64, as Kubernetes' JSON has them.
 
 Kubernetes' protobuf messages are proto2: a field is present only if it was set, so
 ``runAsUser: 0`` survives the trip while unset fields stay absent.
@@ -18,6 +19,8 @@ Kubernetes' protobuf messages are proto2: a field is present only if it was set,
 
 from __future__ import annotations
 
+import base64
+import binascii
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -92,7 +95,7 @@ def _message_to_json(message: Message) -> dict[str, Any]:
 
 def _value_to_json(fd: FieldDescriptor, value: Any) -> Any:
     if fd.type != _MESSAGE:
-        return value.decode("latin-1") if fd.type == _BYTES else value
+        return base64.b64encode(value).decode() if fd.type == _BYTES else value
     kind = _kind(fd).full_name
     if kind == _QUANTITY:
         return value.string
@@ -226,4 +229,9 @@ def _scalar(fd: FieldDescriptor, value: Any, where: str) -> Any:
         return float(value)
     if not isinstance(value, str):
         raise InvalidRequest(f"{where} must be a string", field=where)
-    return value.encode("latin-1", "replace") if fd.type == _BYTES else value
+    if fd.type != _BYTES:
+        return value
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error:
+        raise InvalidRequest(f"{where} must be base64", field=where) from None
