@@ -71,6 +71,7 @@ class _Details(grpc.ClientCallDetails):
 
 class GrpcServer:
     def __init__(self, url: str, address: str, process: ArmadaProcess) -> None:
+        self.kind = ""
         self.url = url
         self.address = address
         self.process = process
@@ -115,6 +116,7 @@ def grpc_server(workdir: Path, database_url: str, *args: str) -> Iterator[GrpcSe
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcServer]:
     workdir = tmp_path_factory.mktemp(f"grpc-{request.param}")
     with database_url_for(request.param, workdir) as url, grpc_server(workdir, url, "--dev") as server:
+        server.kind = request.param
         yield server
 
 
@@ -295,6 +297,29 @@ def test_airflow_operator_pattern_with_asyncio_client(server: GrpcServer) -> Non
         auth=("admin", "admin-pass"),
     )
     assert list(response.json()["jobStates"].values()) == ["FAILED"]
+
+
+@pytest.mark.slow
+def test_watching_stream_survives_a_minute_of_silence(server: GrpcServer) -> None:
+    if server.kind != "sqlite":
+        pytest.skip("the transport is the same for both databases: once is enough")
+
+    async def scenario() -> None:
+        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(_basic("admin")))
+        client = ArmadaAsyncIOClient(channel)
+        await client.create_queue(client.create_queue_request("quiet", 1.0))
+        stream = client.event_stub.GetJobSetEvents(event_pb2.JobSetRequest(id="s", queue="quiet", watch=True))
+        first = asyncio.ensure_future(anext(aiter(stream)))
+        await asyncio.sleep(60)
+        assert not first.done()
+        item = submit_pb2.JobSubmitRequestItem(pod_spec=pod("true"), namespace="default")
+        await client.submit_jobs("quiet", "s", [item])
+        message = await asyncio.wait_for(first, 10)
+        assert message.message.WhichOneof("events") == "submitted"
+        stream.cancel()
+        await channel.close()
+
+    asyncio.run(scenario())
 
 
 def _async_headers(authorization: str) -> list[grpc.aio.ClientInterceptor]:
