@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import Any
+
+import msgspec
 from armada_client.armada import health_pb2, submit_pb2, submit_pb2_grpc
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from google.protobuf import empty_pb2
 
 from armada.api.grpc import status
@@ -23,17 +28,47 @@ from armada.services.submission import submit_jobs
 SERVING = health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
 
 
+@lru_cache(maxsize=256)
+def _pod_spec_json(serialized: bytes) -> bytes:
+    """Items of one request mostly share their pod spec: each distinct one is converted once."""
+    return msgspec.json.encode(pod_spec_to_json(core.PodSpec.FromString(serialized)))
+
+
+def _pod_spec(spec: core.PodSpec) -> dict[str, Any]:
+    """A fresh JSON pod spec (never shared between jobs)."""
+    serialized = spec.SerializeToString(deterministic=True)
+    data: dict[str, Any] = msgspec.json.decode(_pod_spec_json(serialized))
+    return data
+
+
+_POD_SPECS = {"pod_spec", "pod_specs"}
+
+
+def _item_fields(item: submit_pb2.JobSubmitRequestItem) -> dict[str, Any]:
+    """The item's set fields but its pod specs, by JSON name (what ``to_dict`` gives, without
+    walking the pod specs it would throw away)."""
+    data: dict[str, Any] = {}
+    for fd, value in item.ListFields():
+        if fd.name in _POD_SPECS:
+            continue
+        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
+            data[fd.json_name] = dict(value)
+        elif fd.message_type is not None:
+            data[fd.json_name] = [to_dict(entry) for entry in value]
+        else:
+            data[fd.json_name] = value
+    return data
+
+
 def submit_request(message: submit_pb2.JobSubmitRequest) -> JobSubmitRequest:
     """The REST body this request stands for (pod specs in their JSON form)."""
     items = []
     for item in message.job_request_items:
-        data = to_dict(item)
-        data.pop("podSpec", None)
-        data.pop("podSpecs", None)
+        data = _item_fields(item)
         if item.HasField("pod_spec"):
-            data["podSpec"] = pod_spec_to_json(item.pod_spec)
+            data["podSpec"] = _pod_spec(item.pod_spec)
         if item.pod_specs:
-            data["podSpecs"] = [pod_spec_to_json(spec) for spec in item.pod_specs]
+            data["podSpecs"] = [_pod_spec(spec) for spec in item.pod_specs]
         items.append(data)
     body = {"queue": message.queue, "jobSetId": message.job_set_id, "jobRequestItems": items}
     return wire(body, JobSubmitRequest)
