@@ -31,6 +31,7 @@ from tests.databases import database_url_for
 from tests.processes import ROOT, ArmadaProcess, free_port, wait_until_healthy
 
 AUTH = str(ROOT / "examples" / "config" / "auth-basic.yaml")
+MAX_REQUEST_BYTES = 1024 * 1024
 
 
 class BasicAuth(grpc.AuthMetadataPlugin):
@@ -102,7 +103,10 @@ def grpc_server(workdir: Path, database_url: str, *args: str) -> Iterator[GrpcSe
         ],
         cwd=workdir,
         log_path=workdir / f"serve-{port}.log",
-        env={"ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs")})},
+        env={
+            "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs")}),
+            "ARMADA_SERVER_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
+        },
     )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -217,6 +221,12 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     bad = [alice.create_job_request_item(pod_spec=pod("true"), namespace="")]
     assert code_of(alice.submit_jobs, "team-a", "set-3", bad) == grpc.StatusCode.INVALID_ARGUMENT
     assert code_of(alice.submit_jobs, "nope", "set-3", items) == grpc.StatusCode.NOT_FOUND
+    huge = [
+        alice.create_job_request_item(
+            pod_spec=pod("true"), namespace="default", labels={"a": "x" * MAX_REQUEST_BYTES}
+        )
+    ]
+    assert code_of(alice.submit_jobs, "team-a", "set-3", huge) == grpc.StatusCode.RESOURCE_EXHAUSTED
 
     # Cordon refuses jobs (FAILED_PRECONDITION); the queue-wide cancel needs no job ids.
     queues = admin.queue_stub
