@@ -196,6 +196,19 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert code_of(lambda: list(_events(bob, "team-a", "set-1", until="x"))) == (
         grpc.StatusCode.PERMISSION_DENIED
     )
+    # The client's own resilient (watching, errorIfMissing) stream, and the deprecated Watch.
+    stream = alice.get_job_events_stream("team-a", "set-1")
+    seen = []
+    for message in stream:
+        seen.append(alice.unmarshal_event_response(message).type.value)
+        if seen[-1] == "succeeded":
+            break
+    alice.unwatch_events(stream)
+    assert seen == kinds
+    watch = alice.event_stub.Watch(event_pb2.WatchRequest(queue="team-a", job_set_id="set-1"))
+    assert next(iter(watch)).message.WhichOneof("events") == "submitted"
+    watch.cancel()
+    alice.preempt_jobs("team-a", "set-1", job_id)  # finished: nothing to preempt, no error
     details = alice.get_job_details([job_id]).job_details[job_id]
     assert details.state == submit_pb2.SUCCEEDED and details.queue == "team-a"
     assert bob.get_job_status([job_id]).job_states[job_id] == submit_pb2.UNKNOWN
