@@ -177,6 +177,8 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert code_of(ArmadaClient(grpc.insecure_channel(server.address)).get_queue, "team-a") == (
         grpc.StatusCode.UNAUTHENTICATED
     )
+    executor = ArmadaClient(metadata_channel(server.address, "Bearer executor-token"))
+    assert executor.get_queue("team-a").name == "team-a"  # a static bearer token
     wrong = ArmadaClient(metadata_channel(server.address, "Bearer not-a-token"))
     assert code_of(wrong.get_queue, "team-a") == grpc.StatusCode.UNAUTHENTICATED
 

@@ -36,12 +36,12 @@ _BY_NAME = {"LimitExceeded": grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 def code_of(exc: errors.ArmadaError) -> grpc.StatusCode:
     """The status of ``exc``; queue creation answers ALREADY_EXISTS itself (see ``queues``)."""
-    for cls, code in _CODES:
-        if isinstance(exc, cls):
-            return code
     for cls in type(exc).__mro__:
         if cls.__name__ in _BY_NAME:
             return _BY_NAME[cls.__name__]
+    for kind, code in _CODES:
+        if isinstance(exc, kind):
+            return code
     return grpc.StatusCode.INVALID_ARGUMENT
 
 
