@@ -13,7 +13,7 @@ from armada.api.grpc import status
 from armada.api.grpc.convert import Context, GrpcServices, to_dict, to_proto, wire
 from armada.auth.identity import Identity
 from armada.auth.permissions import GlobalPermission as P
-from armada.model.errors import Conflict, InvalidRequest
+from armada.model.errors import Conflict, InvalidRequest, NotFound
 from armada.model.queues import Queue, QueueVerb
 from armada.model.wire.queues import QueueFailure
 from armada.services import queue_actions, queues
@@ -91,8 +91,8 @@ class QueueMethods:
     async def _keeping_ours(self, queue: Queue, *, missing_ok: bool = False) -> Queue:
         try:
             existing = await queues.get_queue(self.services.store, queue.name)
-        except Exception:
-            if missing_ok:
+        except NotFound:
+            if missing_ok:  # the batch reports it as failed, as REST does
                 return queue
             raise
         return msgspec.structs.replace(queue, **{name: getattr(existing, name) for name in _OURS_ONLY})
