@@ -236,6 +236,11 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     bad = [alice.create_job_request_item(pod_spec=pod("true"), namespace="")]
     assert code_of(alice.submit_jobs, "team-a", "set-3", bad) == grpc.StatusCode.INVALID_ARGUMENT
     assert code_of(alice.submit_jobs, "nope", "set-3", items) == grpc.StatusCode.NOT_FOUND
+    # NUL characters (PostgreSQL cannot store them) are refused in any field, pod specs too.
+    nul = [alice.create_job_request_item(pod_spec=pod("echo", "a\x00b"), namespace="default")]
+    assert code_of(alice.submit_jobs, "team-a", "set-3", nul) == grpc.StatusCode.INVALID_ARGUMENT
+    assert code_of(alice.get_queue, "te\x00am") == grpc.StatusCode.INVALID_ARGUMENT
+    assert code_of(alice.get_job_status, ["\x00"]) == grpc.StatusCode.INVALID_ARGUMENT
     huge = [
         alice.create_job_request_item(
             pod_spec=pod("true"), namespace="default", labels={"a": "x" * MAX_REQUEST_BYTES}

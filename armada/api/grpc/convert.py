@@ -16,12 +16,14 @@ from google.protobuf.message import Message
 
 from armada.api.access import AccessControl
 from armada.api.grpc.auth import Caller
+from armada.api.grpc.guard import json_has_nul
 from armada.api.shutdown import ShutdownSignal
 from armada.eventstore.store import EventStore
 from armada.model.errors import InvalidRequest
 from armada.scheduling.config import SchedulingConfig
 from armada.services.validation import SubmissionRules
 
+_encode = msgspec.json.Encoder().encode
 #: grpc ships no type stubs, so a servicer's context is typed loosely.
 Context: TypeAlias = Any
 T = TypeVar("T")
@@ -49,7 +51,10 @@ def to_dict(message: Message) -> dict[str, Any]:
 
 
 def wire(data: Any, kind: type[T]) -> T:
-    """``data`` as wire type ``kind``; a violation is :class:`InvalidRequest` naming the field."""
+    """``data`` as wire type ``kind``; a violation is :class:`InvalidRequest` naming the field.
+    NUL characters (here: in pod specs, which ``guard`` leaves to this check) are refused."""
+    if json_has_nul(_encode(data)):
+        raise InvalidRequest("the request must not contain NUL characters")
     try:
         return msgspec.convert(data, kind)
     except msgspec.ValidationError as exc:

@@ -16,6 +16,7 @@ import grpc
 import msgspec
 import structlog
 
+from armada.api.grpc.guard import reject_nul
 from armada.eventstore.outages import is_database_unavailable
 from armada.model import errors
 
@@ -73,11 +74,13 @@ def _context(args: tuple[Any, ...]) -> grpc.aio.ServicerContext[Any, Any]:
 
 
 def unary(method: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Map errors raised by a unary method to its status."""
+    """Refuse NUL characters, and map errors raised by a unary method (``self, request,
+    context``) to its status."""
 
     @wraps(method)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
+            reject_nul(args[1])
             return await method(*args, **kwargs)
         except grpc.aio.AbortError:
             raise
@@ -88,11 +91,12 @@ def unary(method: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 
 
 def streaming(method: Callable[P, AsyncIterator[R]]) -> Callable[P, AsyncIterator[R]]:
-    """Map errors raised by a server-streaming method to its status."""
+    """The same for a server-streaming method."""
 
     @wraps(method)
     async def call(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[R]:
         try:
+            reject_nul(args[1])
             async for item in method(*args, **kwargs):
                 yield item
         except grpc.aio.AbortError:
