@@ -50,13 +50,26 @@ def to_dict(message: Message) -> dict[str, Any]:
     return json_format.MessageToDict(message, preserving_proto_field_name=False)
 
 
+_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(kind: type[T]) -> msgspec.json.Decoder[T]:
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    return decoder
+
+
 def wire(data: Any, kind: type[T]) -> T:
-    """``data`` as wire type ``kind``; a violation is :class:`InvalidRequest` naming the field.
-    NUL characters (here: in pod specs, which ``guard`` leaves to this check) are refused."""
-    if json_has_nul(_encode(data)):
+    """``data`` as wire type ``kind``, decoded from JSON exactly as a REST body is; a
+    violation is :class:`InvalidRequest` naming the field. NUL characters (here: in pod
+    specs, which ``guard`` leaves to this check) are refused."""
+    encoded = _encode(data)
+    if json_has_nul(encoded):
         raise InvalidRequest("the request must not contain NUL characters")
     try:
-        return msgspec.convert(data, kind)
+        decoded: T = _decoder(kind).decode(encoded)
+        return decoded
     except msgspec.ValidationError as exc:
         message = str(exc)
         field = message.rpartition("at `$")[2].rstrip("`").lstrip(".") if "at `$" in message else None

@@ -52,4 +52,4 @@ def reject_nul(message: Any) -> None:
 
 def json_has_nul(encoded: bytes) -> bool:
     """Whether JSON text (as msgspec writes it) holds a NUL character."""
-    return _NUL_ESCAPE.search(encoded) is not None
+    return b"\\u0000" in encoded and _NUL_ESCAPE.search(encoded) is not None
