@@ -11,7 +11,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from google.protobuf import empty_pb2
 
 from armada.api.grpc import status
-from armada.api.grpc.convert import Context, GrpcServices, to_dict, to_proto, wire
+from armada.api.grpc.convert import Context, GrpcServices, to_dict, wire
 from armada.api.grpc.podspec import pod_spec_to_json
 from armada.api.grpc.queues import EMPTY, QueueMethods
 from armada.model.queues import QueueVerb
@@ -85,7 +85,11 @@ class SubmitService(QueueMethods, submit_pb2_grpc.SubmitServicer):
         identity = await self.services.caller.on_queue(context, request.queue, QueueVerb.SUBMIT)
         body = submit_request(request)
         response = await submit_jobs(self.services.store, body, self.services.rules, identity.name)
-        return to_proto(response, submit_pb2.JobSubmitResponse)
+        items = [
+            submit_pb2.JobSubmitResponseItem(job_id=item.job_id, error=item.error)
+            for item in response.job_response_items
+        ]
+        return submit_pb2.JobSubmitResponse(job_response_items=items)
 
     @status.unary
     async def CancelJobs(
