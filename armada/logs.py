@@ -55,6 +55,9 @@ def configure_logging(settings: LoggingSettings) -> None:
     # operators and the tests rely on "Uvicorn running on URL" to know the server is up.
     logging.getLogger("uvicorn.error").setLevel(logging.INFO)
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    # One line per HTTP request (the executor's lease calls, every second or two) is
+    # transport chatter, not news: httpx logs requests at info, so it logs at warning here.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def _identity(

@@ -26,6 +26,16 @@ from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
 
 ENV_PREFIX = "ARMADA_"
+#: Defaults under ``server.dev``, below the file, the environment and the flags: a laptop has
+#: no API server to protect, and upstream's 50 jobs/s per queue would throttle it.
+DEV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "scheduling": {
+        "maximumSchedulingRate": 1_000_000.0,
+        "maximumSchedulingBurst": 1_000_000,
+        "maximumPerQueueSchedulingRate": 1_000_000.0,
+        "maximumPerQueueSchedulingBurst": 1_000_000,
+    }
+}
 
 
 class SettingsError(ValueError):
@@ -53,7 +63,8 @@ class ServerSettings(_Area):
     dev: Annotated[
         bool,
         Meta(
-            description="Development mode: also run one in-process executor with the local process backend."
+            description="Development mode: also run one in-process executor with the local process "
+            "backend, log one line per job state change, and default the scheduling rate limits to off."
         ),
     ] = False
     max_request_bytes: Annotated[
@@ -73,6 +84,23 @@ class ServerSettings(_Area):
         list[str],
         Meta(description="Browser origins allowed to call the API (CORS), e.g. the UI's; `*` allows any."),
     ] = []
+    forwarded_allow_ips: Annotated[
+        list[str],
+        Meta(
+            description="Addresses (or CIDR ranges) of reverse proxies trusted to give the client's address "
+            "in `X-Forwarded-For`; behind an Ingress list its pods' range, or every client shares the "
+            "proxy's address in the per-client limits (failed logins, anonymous streams). Empty: "
+            "127.0.0.1 only.",
+        ),
+    ] = []
+    max_streams_per_caller: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Event streams (job-set events, Lookout's change feed) one caller may hold open "
+            "at once, per server process; more get 429. Anonymous callers count per client address.",
+        ),
+    ] = 100
     workers: Annotated[
         int,
         Meta(
@@ -184,6 +212,15 @@ class SubmissionSettings(_Area):
             "list the executor's."
         ),
     ] = msgspec.field(default_factory=lambda: ["default"])
+    max_queued_jobs_per_queue: Annotated[
+        int,
+        Meta(
+            ge=0,
+            description="Most jobs waiting (queued) in one queue; a submission that would pass it gets 429 "
+            "naming `jobRequestItems`. Checked before the write, so concurrent submissions may pass it by "
+            "their own size. 0: no cap.",
+        ),
+    ] = 1_000_000
 
     def __post_init__(self) -> None:
         reserved = sorted(set(self.allowed_namespaces) & set(self.reserved_namespaces))
@@ -240,6 +277,18 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _dev_mode(data: Mapping[str, Any]) -> bool:
+    """Whether the merged settings ask for development mode (an invalid value is reported
+    by the conversion of the whole)."""
+    server = data.get("server")
+    if not isinstance(server, Mapping):
+        return False
+    try:
+        return msgspec.convert(server.get("dev", False), bool, strict=False)
+    except msgspec.ValidationError:
+        return False
+
+
 def load_settings(
     config_file: Path | None = None,
     *,
@@ -260,6 +309,8 @@ def load_settings(
     data = _merge(
         data, {k: {f: v for f, v in area.items() if v is not None} for k, area in (overrides or {}).items()}
     )
+    if _dev_mode(data):
+        data = _merge(DEV_DEFAULTS, data)
     try:
         return msgspec.convert(data, Settings, strict=False)
     except msgspec.ValidationError as exc:

@@ -41,7 +41,13 @@ from armada.model import events as ev
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
 from bench.common import report
-from tests.processes import ArmadaProcess, free_port, wait_until_healthy
+from tests.processes import (
+    EXECUTOR_TOKEN_ENV,
+    SERVER_EXECUTOR_TOKEN_ENV,
+    ArmadaProcess,
+    free_port,
+    wait_until_healthy,
+)
 
 SERVER_ENV = {
     "ARMADA_SCHEDULING_MAXIMUM_SCHEDULING_RATE": "1000000",
@@ -73,7 +79,7 @@ def start_system(
     stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str
 ) -> tuple[str, list[ArmadaProcess]]:
     port = free_port()
-    env = dict(SERVER_ENV)
+    env = {**SERVER_ENV, **SERVER_EXECUTOR_TOKEN_ENV}
     server = ArmadaProcess(
         ["serve", "--port", str(port), "--database-url", url]
         + (["--workers", str(args.server_workers)] if url.startswith("postgres") else []),
@@ -104,7 +110,7 @@ def start_system(
             command,
             cwd=workdir,
             log_path=workdir / f"executor-{index}.log",
-            env={"ARMADA_LOGGING_LEVEL": "warning"},
+            env={"ARMADA_LOGGING_LEVEL": "warning", **EXECUTOR_TOKEN_ENV},
         )
         stack.callback(executor.stop)
         processes.append(executor)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy import insert, update
 
 from armada.eventstore import projections, schema
-from armada.eventstore.store import EventStore
+from armada.eventstore.store import EventStore, log_row
 from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.model.queues import Queue
@@ -28,17 +28,7 @@ async def plant_events(store: EventStore, rows: list[tuple[ev.Event, bytes]]) ->
         seq = tx.head
         for event, payload in rows:
             seq += 1
-            values = {
-                "seq": seq,
-                "created": event.created,
-                "queue": event.queue,
-                "job_set_id": event.job_set_id,
-                "job_id": event.job_id,
-                "run_id": event.run_id,
-                "type": event.type,
-                "payload": payload,
-            }
-            await tx.connection.execute(insert(schema.events).values(values))
+            await tx.connection.execute(insert(schema.events).values(log_row(seq, event, payload)))
     store.notifier.publish(seq)  # wake this process's readers, as an append would
     return seq
 

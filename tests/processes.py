@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -14,7 +15,28 @@ from pathlib import Path
 
 import httpx
 
+from armada.auth.identity import ANY_EXECUTOR
+from armada.auth.secrets import hash_token
+from armada.auth.settings import EXECUTORS
+
 ROOT = Path(__file__).resolve().parents[1]
+
+#: Anonymous callers may not execute jobs: test servers accept this token for executors
+#: (group ``executors`` holds ``execute_jobs`` by default), and test executors send it.
+TEST_EXECUTOR_TOKEN = "test-executor-token-not-a-secret"
+SERVER_EXECUTOR_TOKEN_ENV = {
+    "ARMADA_AUTH_TOKENS": json.dumps(
+        [
+            {
+                "user": "test-executor",
+                "tokenHash": hash_token(TEST_EXECUTOR_TOKEN),
+                "groups": [EXECUTORS],
+                "executors": [ANY_EXECUTOR],  # test systems run clusters of many names
+            }
+        ]
+    )
+}
+EXECUTOR_TOKEN_ENV = {"ARMADA_TOKEN": TEST_EXECUTOR_TOKEN}
 
 
 def free_port() -> int:
@@ -70,14 +92,15 @@ class ArmadaProcess:
         return self.process.returncode
 
 
-def wait_until_healthy(url: str, process: ArmadaProcess, timeout: float = 60) -> None:
+def wait_until_healthy(url: str, process: ArmadaProcess, timeout: float = 60, *, logged: str = "") -> None:
+    """Wait for ``/health`` at ``url``, served by ``process`` (which logs ``logged``, default ``url``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.process.poll() is not None:
             raise RuntimeError(f"armada exited with {process.process.returncode}:\n{process.log()}")
         try:
             # Our process must say it listens there: a free port can be taken by a neighbour.
-            if httpx.get(f"{url}/health", timeout=2).status_code == 204 and url in process.log():
+            if httpx.get(f"{url}/health", timeout=2).status_code == 204 and (logged or url) in process.log():
                 return
         except httpx.TransportError:
             pass
@@ -101,8 +124,10 @@ def running_server(
     env: dict[str, str] | None = None,
     port: int | None = None,
 ) -> Iterator[Server]:
-    """``armada serve`` on ``port`` (a free one by default; fix it to restart a server in place)."""
+    """``armada serve`` on ``port`` (a free one by default; fix it to restart a server in place),
+    accepting :data:`TEST_EXECUTOR_TOKEN` from executors."""
     port = port or free_port()
+    env = {**SERVER_EXECUTOR_TOKEN_ENV, **(env or {})}
     command = ["serve", "--port", str(port), *args]
     if database_url:
         command += ["--database-url", database_url]

@@ -19,10 +19,22 @@ import uvicorn
 from litestar import Litestar
 
 from armada.api.app import create_app
+from armada.auth.identity import ANY_EXECUTOR
+from armada.auth.secrets import hash_token
+from armada.auth.settings import EXECUTORS, StaticToken
 from armada.eventstore.store import EventStore
 from armada.model.events import Event
 from armada.settings import DatabaseSettings, SchedulerSettings, ServerSettings, Settings
-from tests.processes import free_port
+from tests.processes import TEST_EXECUTOR_TOKEN, free_port
+
+#: Anonymous callers may not execute jobs: executor calls send this header.
+EXECUTOR_HEADERS = {"Authorization": f"Bearer {TEST_EXECUTOR_TOKEN}"}
+_EXECUTOR_TOKEN = StaticToken(
+    user="test-executor",
+    token_hash=hash_token(TEST_EXECUTOR_TOKEN),
+    groups=[EXECUTORS],
+    executors=[ANY_EXECUTOR],
+)
 
 T = TypeVar("T")
 
@@ -56,11 +68,12 @@ class ApiServer:
 @contextmanager
 def serving(database_url: str, settings: Settings | None = None) -> Iterator[ApiServer]:
     settings = settings or Settings()
+    auth = msgspec.structs.replace(settings.auth, tokens=[*settings.auth.tokens, _EXECUTOR_TOKEN])
     settings = Settings(
         database=DatabaseSettings(url=database_url),
         scheduling=settings.scheduling,
         submission=settings.submission,
-        auth=settings.auth,
+        auth=auth,
         # In-process servers serve no gRPC unless a test names a port (many run at once).
         server=settings.server
         if settings.server.grpc_port != ServerSettings().grpc_port

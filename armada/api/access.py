@@ -21,9 +21,15 @@ import msgspec
 import structlog
 from litestar import Request
 from litestar.connection import ASGIConnection
-from litestar.exceptions import InternalServerException, NotAuthorizedException, PermissionDeniedException
+from litestar.exceptions import (
+    InternalServerException,
+    NotAuthorizedException,
+    PermissionDeniedException,
+    TooManyRequestsException,
+)
 from litestar.handlers.base import BaseRouteHandler
 
+from armada.api.guard import reject_hostile_input
 from armada.auth.authentication import Authentication, Unauthenticated
 from armada.auth.identity import Identity
 from armada.auth.permissions import VERB_PERMISSION, GlobalPermission, Permissions
@@ -31,6 +37,7 @@ from armada.auth.policy import (
     AsExecutor,
     Authenticated,
     OnQueue,
+    OwnerOr,
     Policy,
     Public,
     PublicIf,
@@ -38,7 +45,9 @@ from armada.auth.policy import (
     Watching,
     policy_of,
 )
+from armada.auth.queue_changes import owns
 from armada.auth.settings import AuthSettings, StaticToken
+from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
 from armada.model.errors import NotFound, PermissionDenied
 from armada.model.queues import QueueVerb
@@ -105,12 +114,19 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
     if isinstance(policy, Public) and not authorization:
         return
     try:
-        identity = await control.authentication.identify(authorization)
+        client = connection.client.host if connection.client else ""
+        identity = await control.authentication.identify(authorization, client=client)
     except Unauthenticated as exc:
         raise NotAuthorizedException(
             detail=exc.detail, headers={"WWW-Authenticate": control.authentication.challenge(exc)}
         ) from None
+    except LoginThrottled as exc:
+        raise TooManyRequestsException(
+            detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
+        ) from None
     connection.scope[IDENTITY] = identity  # type: ignore[literal-required]
+    if isinstance(connection, Request):
+        await reject_hostile_input(connection)  # before the policy reads queue names from it
     if not await _allowed(policy, identity, control, connection):
         raise PermissionDeniedException(detail=f"{identity.name} may not {_what(policy)}")
 
@@ -133,7 +149,7 @@ def identity_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Identity | No
     return identity if isinstance(identity, Identity) else None
 
 
-Effective = Public | Authenticated | Requires | OnQueue | Watching | AsExecutor
+Effective = Public | Authenticated | Requires | OnQueue | OwnerOr | Watching | AsExecutor
 
 
 def _effective(
@@ -164,6 +180,8 @@ async def _allowed(
         return policy.also is None or permissions.has(identity, policy.also)
     if isinstance(policy, AsExecutor):
         return permissions.has(identity, GlobalPermission.EXECUTE_JOBS)  # the id: require_executor
+    if isinstance(policy, OwnerOr):
+        return permissions.has(identity, policy.permission) or await _owns(connection, policy.path, identity)
     if permissions.has(identity, VERB_PERMISSION[policy.verb]):
         return True
     name = (
@@ -173,6 +191,15 @@ async def _allowed(
         return False  # no queue named: only the global permission can allow it
     store: EventStore = connection.app.state.database.store
     return await control.may_on_queue(store, identity, name, policy.verb)
+
+
+async def _owns(connection: ASGIConnection[Any, Any, Any, Any], path: str, identity: Identity) -> bool:
+    name = connection.path_params.get(path)
+    store: EventStore = connection.app.state.database.store
+    try:
+        return isinstance(name, str) and owns(await get_queue(store, name), identity)
+    except NotFound:
+        return True  # the handler reports the missing queue
 
 
 @functools.cache
@@ -192,6 +219,8 @@ async def _body_field(connection: ASGIConnection[Any, Any, Any, Any], field: str
 
 
 def _what(policy: Effective) -> str:
+    if isinstance(policy, OwnerOr):
+        return f"do this without owning the queue or the {policy.permission.value} permission"
     if isinstance(policy, Requires):
         return f"do this without the {policy.permission.value} permission"
     if isinstance(policy, Watching) and policy.also is not None:

@@ -33,21 +33,25 @@ from armada.api import (
 from armada.api.access import AccessControl, enforce_access
 from armada.api.browser_safety import BrowserSafety
 from armada.api.dependencies import DEPENDENCIES
+from armada.api.dev_mode import when_listening
 from armada.api.grpc.convert import GrpcServices
 from armada.api.grpc.server import start_grpc, stop_grpc
-from armada.api.guard import reject_hostile_input
+from armada.api.guard import hostile_url_guard, reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.shutdown import ShutdownSignal
+from armada.api.stream_quota import StreamQuota
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import Authenticated, public_if
 from armada.auth.secrets import hash_token, new_token
 from armada.auth.settings import StaticToken
 from armada.eventstore.database import Database
+from armada.executor.admission import ANY_NAMESPACE
 from armada.executor.runner import run_executor
 from armada.executor.settings import ExecutorSettings
 from armada.metrics.executor import ExecutorMetrics
 from armada.metrics.server import ServerMetrics
 from armada.services.follower import LogFollower
+from armada.services.job_log import log_job_changes
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.quarantine import Quarantine
@@ -77,6 +81,7 @@ def dev_executor_settings(settings: Settings, token: str = "") -> ExecutorSettin
         server_url=f"{scheme}://{host}:{settings.server.port}",
         cluster_id=settings.executor.cluster_id,
         backend="process",
+        allowed_namespaces=[ANY_NAMESPACE],
         token=token or settings.executor.token,
         process=process,
     )
@@ -136,8 +141,10 @@ def create_app(settings: Settings) -> Litestar:
             app.state.database = database
             app.state.shutdown = ShutdownSignal()
             app.state.access = access
+            app.state.streams = StreamQuota(settings.server.max_streams_per_caller)
             app.state.scheduling = settings.scheduling
             app.state.submission_rules = SubmissionRules.from_settings(settings)
+            app.state.max_queued_jobs_per_queue = settings.submission.max_queued_jobs_per_queue
             app.state.follower = follower
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
@@ -150,14 +157,19 @@ def create_app(settings: Settings) -> Litestar:
                     rules=app.state.submission_rules,
                     scheduling=settings.scheduling,
                     shutdown=app.state.shutdown,
+                    streams=app.state.streams,
+                    max_queued=settings.submission.max_queued_jobs_per_queue,
                 )
                 grpc_server = await start_grpc(settings.server, services)
                 stack.push_async_callback(stop_grpc, grpc_server, settings.server.shutdown_timeout)
             if settings.server.dev:
-                executor = run_executor(
-                    dev_executor_settings(settings, dev_token), metrics=ExecutorMetrics(metrics.registry)
+                executor_settings = dev_executor_settings(settings, dev_token)
+                executor = when_listening(
+                    executor_settings.server_url,
+                    lambda: run_executor(executor_settings, metrics=ExecutorMetrics(metrics.registry)),
                 )
                 stack.push_async_callback(_stop_task, asyncio.create_task(executor))
+                stack.push_async_callback(_stop_task, asyncio.create_task(log_job_changes(database.store)))
             yield
 
     return Litestar(
@@ -173,7 +185,7 @@ def create_app(settings: Settings) -> Litestar:
         ],
         middleware=[metrics.http, BrowserSafety(settings.server.cors_allow_origins)],
         dependencies=DEPENDENCIES,
-        guards=[enforce_access],
+        guards=[hostile_url_guard, enforce_access],  # in this order: see armada.api.guard
         cors_config=CORSConfig(allow_origins=settings.server.cors_allow_origins)
         if settings.server.cors_allow_origins
         else None,

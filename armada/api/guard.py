@@ -6,6 +6,13 @@ errors), and NUL characters, which PostgreSQL cannot store in text columns or co
 queries. A NUL can arrive as a ``\\u0000`` escape in a JSON string or as ``%00`` in the
 path or query, so those are refused everywhere, on SQLite too, so both databases agree.
 
+The URL is checked by the app's first guard, before the access guard; the body right after
+authentication, inside the access guard (:func:`armada.api.access.enforce_access`): that
+guard reads queue names from the path and body to look the queue up, where a NUL would reach
+PostgreSQL as a 500, yet callers without valid credentials are refused before their body is
+read at all. Bodies of routes whose policy needs none of it are checked (once) before the
+handler, as a ``before_request`` hook.
+
 The body is parsed with ``Request.json()``, which keeps the result for the route's own
 data extraction: the check costs no second parse (lease calls carry tens of thousands of
 run ids every second).
@@ -17,7 +24,9 @@ import re
 from typing import Any
 
 from litestar import Request
+from litestar.connection import ASGIConnection
 from litestar.exceptions import SerializationException
+from litestar.handlers.base import BaseRouteHandler
 
 from armada.api import field_paths
 from armada.model.errors import InvalidRequest
@@ -29,12 +38,21 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 BODY_JSON = "armada.body_json"
 
 
-async def reject_hostile_input(request: Request[Any, Any, Any]) -> None:
-    """Litestar ``before_request`` hook: raise :class:`InvalidRequest` for unusable input."""
-    if "\x00" in request.scope["path"] or b"%00" in request.scope.get("query_string", b""):
+#: Scope key set once a request's body has passed.
+_CHECKED = "armada.body_checked"
+
+
+async def hostile_url_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """App-wide Litestar guard, listed first: no NUL in the path or query string."""
+    if "\x00" in connection.scope["path"] or b"%00" in connection.scope.get("query_string", b""):
         raise InvalidRequest("the URL must not contain NUL characters")
-    if request.method not in _BODY_METHODS:
+
+
+async def reject_hostile_input(request: Request[Any, Any, Any]) -> None:
+    """Raise :class:`InvalidRequest` for an unusable body (checked once per request)."""
+    if request.method not in _BODY_METHODS or request.scope.get(_CHECKED):
         return
+    request.scope[_CHECKED] = True  # type: ignore[literal-required]
     body = await request.body()
     try:
         request.scope[BODY_JSON] = await request.json()  # type: ignore[literal-required]

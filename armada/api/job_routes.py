@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from litestar import post
+from litestar.datastructures import State
 from litestar.params import JSONBody
 
 from armada.api.dependencies import Rules, Scheduling, Store, User
@@ -28,16 +29,16 @@ TAGS = ["jobs"]
 
 @post(
     "/v1/job/submit",
-    responses=problems(404, 409, 413),
+    responses=problems(404, 409, 413, 429),
     status_code=200,
     tags=TAGS,
     summary="Submit jobs: all are accepted or none",
     opt=on_queue(QueueVerb.SUBMIT, body="queue"),
 )
 async def submit(
-    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User
+    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User, state: State
 ) -> JobSubmitResponse:
-    return await submit_jobs(store, data, rules, user)
+    return await submit_jobs(store, data, rules, user, max_queued=state.max_queued_jobs_per_queue)
 
 
 @post(

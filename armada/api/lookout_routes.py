@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
-from litestar import Response, Router, get, post
+from litestar import Request, Response, Router, get, post
 from litestar.datastructures import CacheControlHeader, State
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, JSONBody
@@ -25,6 +26,7 @@ from litestar.static_files import create_static_files_router
 
 from armada.api.dependencies import Reads, Store
 from armada.api.shutdown import ShutdownSignal
+from armada.api.stream_quota import StreamQuota
 from armada.auth.policy import authenticated, public, watching
 from armada.lookout import STATIC_DIR, detail, jobs, overview
 from armada.lookout.wire import (
@@ -109,7 +111,7 @@ async def get_overview(store: Store, state: State, lookout_reads: Reads) -> Over
     summary="Server-sent events: the log's head, whenever it moves",
     opt=authenticated(),
 )
-async def changes(store: Store, state: State) -> ServerSentEvent:
+async def changes(store: Store, state: State, request: Request[Any, Any, Any]) -> ServerSentEvent:
     shutdown: ShutdownSignal = state.shutdown
 
     async def heads() -> AsyncIterator[ServerSentEventMessage]:
@@ -128,7 +130,8 @@ async def changes(store: Store, state: State) -> ServerSentEvent:
             else:
                 yield ServerSentEventMessage(comment="keep-alive")
 
-    return ServerSentEvent(heads(), headers={"Cache-Control": "no-store"})
+    quota: StreamQuota = state.streams
+    return ServerSentEvent(quota.open(request, heads()), headers={"Cache-Control": "no-store"})
 
 
 @get(PAGES, include_in_schema=False, media_type="text/html", opt=public())

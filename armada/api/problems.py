@@ -20,7 +20,7 @@ from litestar.types import ExceptionHandlersMap
 from armada.api import field_paths
 from armada.api.guard import BODY_JSON
 from armada.eventstore.outages import is_database_unavailable
-from armada.model.errors import ArmadaError
+from armada.model.errors import ArmadaError, LimitExceeded
 
 PROBLEM_JSON = "application/problem+json"
 log = structlog.get_logger(__name__)
@@ -43,7 +43,9 @@ def problem(
 
 
 def _armada_error(_request: Request[Any, Any, Any], exc: ArmadaError) -> Response[Any]:
-    return problem(exc.status, exc.title, exc.detail, field=exc.field)
+    retry = exc.retry_after if isinstance(exc, LimitExceeded) else None
+    headers = {"Retry-After": str(retry)} if retry is not None else None
+    return problem(exc.status, exc.title, exc.detail, field=exc.field, headers=headers)
 
 
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")

@@ -7,14 +7,16 @@ caller may read (``reads``), and the rest read exactly as ids that were never su
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
-from litestar import post
+from litestar import Request, post
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from armada.api.dependencies import Reads, Store
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
+from armada.api.stream_quota import StreamQuota
 from armada.auth.policy import on_queue, watching
 from armada.model.errors import InvalidRequest, NotFound
 from armada.model.queues import QueueVerb
@@ -115,37 +117,42 @@ async def job_errors(data: JSONBody[JobErrorsRequest], store: Store, reads: Read
 @post(
     "/v1/job-set/{queue:str}/{job_set_id:str}",
     media_type=NDJSON,
-    responses=ndjson_stream(EventStreamLine, "One line per event of the job set, oldest first", 404),
+    responses=ndjson_stream(EventStreamLine, "One line per event of the job set, oldest first", 404, 429),
     status_code=200,
     tags=["events"],
     summary="A job set's events as NDJSON; with watch=true the stream stays open for new ones",
     opt=on_queue(QueueVerb.WATCH, path="queue"),
 )
 async def job_set_events(
-    queue: FromPath[str], job_set_id: FromPath[str], store: Store, data: JSONBody[JobSetRequest | None] = None
+    queue: FromPath[str],
+    job_set_id: FromPath[str],
+    store: Store,
+    request: Request[Any, Any, Any],
+    data: JSONBody[JobSetRequest | None] = None,
 ) -> Stream:
-    request = data or JobSetRequest()
-    for name, given, expected in (("queue", request.queue, queue), ("id", request.id, job_set_id)):
+    body = data or JobSetRequest()
+    for name, given, expected in (("queue", body.queue, queue), ("id", body.id, job_set_id)):
         if given and given != expected:
             raise InvalidRequest(
                 f"the body's {name} {given!r} differs from the path's {expected!r}", field=name
             )
-    after = streams.parse_message_id(request.from_message_id)
+    after = streams.parse_message_id(body.from_message_id)
     # The guard let the caller through if the queue does not exist: a stream on it would
     # deliver the events of whoever creates it later, so it is refused.
     try:
         await get_queue(store, queue)
     except NotFound:
         raise NotFound(f"queue {queue!r} does not exist", field="queue") from None
-    if request.error_if_missing:
+    if body.error_if_missing:
         await streams.require_job_set(store, queue, job_set_id)
-    events = streams.job_set_events(store, queue, job_set_id, after=after, watch=request.watch)
+    events = streams.job_set_events(store, queue, job_set_id, after=after, watch=body.watch)
 
     async def lines() -> AsyncIterator[bytes]:
         async for stored in events:
             yield encode_stream_line(stored.seq, stored.event)
 
-    return ndjson(lines())
+    quota: StreamQuota = request.app.state.streams
+    return ndjson(quota.open(request, lines()))
 
 
 ROUTES = [job_status, job_status_by_external_uri, job_details, run_details, job_errors, job_set_events]

@@ -8,18 +8,21 @@ queues are listed only for them.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
-from litestar import delete, get, post, put
+from litestar import Request, delete, get, post, put
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
+from armada.api.access import AccessControl, identity_of
 from armada.api.dependencies import QueueGate, Reads, Scheduling, Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
+from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.permissions import GlobalPermission as P
-from armada.auth.policy import on_queue, requires, watching
+from armada.auth.policy import authenticated, on_queue, owner_or, requires, watching
+from armada.auth.queue_changes import check_queue_change
 from armada.model.numbers import MAX_COUNT
 from armada.model.queues import Queue, QueueVerb
 from armada.model.wire.base import Empty
@@ -37,6 +40,7 @@ from armada.model.wire.queues import (
     StreamingQueueMessage,
 )
 from armada.services import queries, queue_actions, queues
+from armada.services.queues import Authorize
 
 TAGS = ["queues"]
 
@@ -54,17 +58,33 @@ async def create_queue(data: JSONBody[Queue], store: Store, user: User, queue_ga
     return Empty()
 
 
+def _change_checker(request: Request[Any, Any, Any]) -> Authorize:
+    """The caller's rights over queue definitions (see :mod:`armada.auth.queue_changes`)."""
+    access: AccessControl = request.app.state.access
+    identity = identity_of(request) or ANONYMOUS_IDENTITY
+
+    def check(old: Queue, new: Queue) -> None:
+        check_queue_change(old, new, identity, access.permissions)
+
+    return check
+
+
 @put(
     "/v1/queue/{name:str}",
-    responses=problems(404),
+    responses=problems(403, 404),
     tags=TAGS,
-    summary="Replace a queue's definition",
-    opt=requires(P.CREATE_QUEUE),
+    summary="Replace a queue's definition (owners and permissions need the matching global permissions)",
+    opt=owner_or(P.CREATE_QUEUE, path="name"),
 )
 async def update_queue(
-    name: FromPath[str], data: JSONBody[Queue], store: Store, user: User, queue_gate: QueueGate
+    name: FromPath[str],
+    data: JSONBody[Queue],
+    store: Store,
+    user: User,
+    queue_gate: QueueGate,
+    request: Request[Any, Any, Any],
 ) -> Empty:
-    await queues.update_queue(store, name, data, user, queue_gate)
+    await queues.update_queue(store, name, data, user, queue_gate, _change_checker(request))
     return Empty()
 
 
@@ -201,13 +221,18 @@ async def create_queues(
     "/v1/batched/update_queues",
     responses=problems(),
     tags=TAGS,
-    summary="Update several queues",
-    opt=requires(P.CREATE_QUEUE),
+    summary="Update several queues (each as PUT /v1/queue/{name}; refusals are failedQueues)",
+    opt=authenticated(),
 )
 async def update_queues(
-    data: JSONBody[QueueList], store: Store, user: User, queue_gate: QueueGate
+    data: JSONBody[QueueList],
+    store: Store,
+    user: User,
+    queue_gate: QueueGate,
+    request: Request[Any, Any, Any],
 ) -> BatchQueueResponse:
-    return BatchQueueResponse(failed_queues=await queues.update_queues(store, data.queues, user, queue_gate))
+    failed = await queues.update_queues(store, data.queues, user, queue_gate, _change_checker(request))
+    return BatchQueueResponse(failed_queues=failed)
 
 
 @post(

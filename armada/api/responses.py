@@ -16,9 +16,11 @@ from armada.api.problems import PROBLEM_JSON
 
 _DESCRIPTIONS = {
     400: "Invalid request: malformed JSON, a wrong type, an unknown field or a broken rule",
+    403: "The caller may not do this (the detail says which permission is missing)",
     404: "The queue, job set or resource does not exist",
     409: "Conflicts with the current state (exists already, cordoned, has unfinished jobs)",
     413: "Request body too large",
+    429: "A limit is reached (queued jobs in a queue, open streams); `Retry-After` when waiting helps",
     503: "The database is unavailable",
 }
 

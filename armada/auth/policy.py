@@ -53,6 +53,15 @@ class OnQueue(msgspec.Struct, frozen=True):
     body: str = ""
 
 
+class OwnerOr(msgspec.Struct, frozen=True):
+    """Callers holding ``permission``, or owners of the queue named by the path parameter
+    ``path`` (what an owner may change is checked by :mod:`armada.auth.queue_changes`).
+    A queue that does not exist is left for the handler to report."""
+
+    permission: GlobalPermission
+    path: str
+
+
 class Watching(msgspec.Struct, frozen=True):
     """Any authenticated caller (holding ``also``, if set), but the handler answers only
     for queues the caller may ``watch``: it filters through the request's
@@ -79,7 +88,7 @@ class PublicIf(msgspec.Struct, frozen=True):
     otherwise: Public | Authenticated | Requires
 
 
-Policy = Public | Authenticated | Requires | OnQueue | Watching | AsExecutor | PublicIf
+Policy = Public | Authenticated | Requires | OnQueue | OwnerOr | Watching | AsExecutor | PublicIf
 
 
 def public() -> dict[str, Any]:
@@ -100,6 +109,10 @@ def on_queue(verb: QueueVerb, *, path: str = "", body: str = "") -> dict[str, An
     return {ACCESS: OnQueue(verb, path=path, body=body)}
 
 
+def owner_or(permission: GlobalPermission, *, path: str) -> dict[str, Any]:
+    return {ACCESS: OwnerOr(permission, path=path)}
+
+
 def watching(also: GlobalPermission | None = None) -> dict[str, Any]:
     return {ACCESS: Watching(also)}
 
@@ -109,12 +122,12 @@ def as_executor(*, body: str) -> dict[str, Any]:
 
 
 def public_if(flag: Literal["public_schema", "public_metrics"], otherwise: Policy) -> dict[str, Any]:
-    if isinstance(otherwise, OnQueue | Watching | AsExecutor | PublicIf):
+    if isinstance(otherwise, OnQueue | OwnerOr | Watching | AsExecutor | PublicIf):
         raise ValueError("otherwise must not depend on a queue or another setting")
     return {ACCESS: PublicIf(flag, otherwise)}
 
 
 def policy_of(opt: dict[str, Any]) -> Policy | None:
     policy = opt.get(ACCESS)
-    kinds = Public | Authenticated | Requires | OnQueue | Watching | AsExecutor | PublicIf
+    kinds = Public | Authenticated | Requires | OnQueue | OwnerOr | Watching | AsExecutor | PublicIf
     return policy if isinstance(policy, kinds) else None

@@ -1,7 +1,10 @@
 """The ``auth`` settings area: authenticators, credentials (hashed) and global permissions.
 
 The defaults suit development: anonymous callers are accepted and the ``anonymous`` group
-holds every global permission. A production configuration turns ``anonymous`` off and
+holds every global permission but ``execute_jobs`` (an anonymous caller could otherwise
+lease other people's jobs and report them done). Anonymous access is refused at start on
+any address but loopback unless ``allowAnonymousOnNetwork`` says it is meant
+(:mod:`armada.auth.exposure`). A production configuration turns ``anonymous`` off and
 maps permissions to its own groups (see ``examples/config/auth-basic.yaml``).
 """
 
@@ -12,7 +15,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from armada.auth.identity import ANONYMOUS
+from armada.auth.identity import ANONYMOUS, EVERYONE
 from armada.auth.permissions import GlobalPermission
 from armada.auth.secrets import BadHash, check_password_hash, check_token_hash
 
@@ -66,10 +69,29 @@ class OidcSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
     #: Least seconds between refetches caused by tokens naming an unknown key id (rotation),
     #: so that made-up key ids cannot hammer the provider.
     jwks_refetch_cooldown_seconds: float = 30.0
+    #: Seconds a JWKS fetched before keeps verifying tokens while the provider cannot be
+    #: reached (an outage of the issuer is not an outage of Armada, for this long at most).
+    jwks_max_stale_seconds: float = 3600.0
+    #: Prefix of user names from tokens, so that a token whose ``sub`` is ``admin`` cannot
+    #: act as the local basic user ``admin``. Empty: names are used as they are, and a token
+    #: naming a local user or ``anonymous`` is refused.
+    username_prefix: str = "oidc:"
+
+    def __post_init__(self) -> None:
+        if self.jwks_max_stale_seconds < 0:
+            raise ValueError("auth.oidc.jwksMaxStaleSeconds must not be negative")
 
 
-def _everything_to_anonymous() -> dict[GlobalPermission, list[str]]:
-    return {permission: [ANONYMOUS] for permission in GlobalPermission}
+#: Group that holds ``execute_jobs`` by default: give executors' tokens this group.
+EXECUTORS = "executors"
+
+
+def _development_permissions() -> dict[GlobalPermission, list[str]]:
+    """Everything to anonymous callers, except running jobs: that takes an executor's token."""
+    return {
+        permission: [EXECUTORS] if permission is GlobalPermission.EXECUTE_JOBS else [ANONYMOUS]
+        for permission in GlobalPermission
+    }
 
 
 class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
@@ -96,14 +118,19 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
         OidcSettings | None,
         Meta(
             description="JWT bearer tokens: `{issuer, audience, jwksUrl or jwksFile, usernameClaim, "
-            "groupsClaim, algorithms, leewaySeconds, jwksCacheSeconds, jwksRefetchCooldownSeconds}`; "
-            "null disables."
+            "groupsClaim, algorithms, leewaySeconds, jwksCacheSeconds, jwksRefetchCooldownSeconds, "
+            "jwksMaxStaleSeconds (3600: cached keys used while the provider is down), usernamePrefix "
+            "(`oidc:`, so tokens cannot act as local users)}`; algorithms must be asymmetric; null disables."
         ),
     ] = None
     permission_group_mapping: Annotated[
         dict[GlobalPermission, list[str]],
-        Meta(description="Groups holding each global permission; permissions not listed are held by nobody."),
-    ] = msgspec.field(default_factory=_everything_to_anonymous)
+        Meta(
+            description="Groups holding each global permission; permissions not listed are held by nobody. "
+            "The default gives `anonymous` all but `execute_jobs`, held by group `executors`; "
+            "`execute_jobs` may never go to `anonymous` (nor to `everyone` while anonymous access is on)."
+        ),
+    ] = msgspec.field(default_factory=_development_permissions)
     public_schema: Annotated[
         bool, Meta(description="Serve the OpenAPI schema (/schema) without credentials.")
     ] = True
@@ -118,6 +145,32 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
         ),
     ] = False
     realm: Annotated[str, Meta(description="Realm named in `WWW-Authenticate` challenges.")] = "armada"
+    allow_anonymous_on_network: Annotated[
+        bool,
+        Meta(
+            description="Let `anonymous` access stay on when the server binds an address other than "
+            "loopback; without it such a server refuses to start."
+        ),
+    ] = False
+    failed_login_limit: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Failed logins per client address, and per user name, within "
+            "`failedLoginWindowSeconds`; further attempts get 429 with `Retry-After` until the window ends.",
+        ),
+    ] = 10
+    failed_login_window_seconds: Annotated[
+        float, Meta(gt=0, description="Seconds over which failed logins are counted.")
+    ] = 60.0
+    password_hash_concurrency: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Password checks (scrypt: CPU and 16 MiB each) running at once; "
+            "more wait their turn, so a flood of logins cannot take every core.",
+        ),
+    ] = 2
 
     def __post_init__(self) -> None:
         if ANONYMOUS in self.basic_users:
@@ -133,3 +186,9 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
                 raise ValueError(f"auth.{where}: {exc}") from exc
         if self.oidc is not None and bool(self.oidc.jwks_url) == bool(self.oidc.jwks_file):
             raise ValueError("auth.oidc: set exactly one of jwksUrl and jwksFile")
+        executors = set(self.permission_group_mapping.get(GlobalPermission.EXECUTE_JOBS, []))
+        if ANONYMOUS in executors or (self.anonymous and EVERYONE in executors):
+            raise ValueError(
+                "auth.permissionGroupMapping.execute_jobs: anonymous callers may never execute jobs "
+                f"(give executors a token in a group such as {EXECUTORS!r})"
+            )

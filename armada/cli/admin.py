@@ -1,15 +1,16 @@
-"""``armada admin``: operator commands that work on the database directly."""
+"""``armada admin``: operator commands that work on the database directly.
 
-from __future__ import annotations
+The event store is imported when a command runs, not when the CLI starts.
+"""
 
-import asyncio
+from typing import TYPE_CHECKING
 
 import typer
 
 from armada.cli.options import ConfigOption, DatabaseUrlOption, settings_or_exit
-from armada.eventstore.database import Database
-from armada.eventstore.rebuild import rebuild_views
-from armada.services.invariants import Report, check
+
+if TYPE_CHECKING:
+    from armada.services.invariants import Report
 
 app = typer.Typer(help="Operator commands that work on the database directly.", no_args_is_help=True)
 
@@ -17,6 +18,11 @@ app = typer.Typer(help="Operator commands that work on the database directly.", 
 @app.command("rebuild-views")
 def rebuild_views_command(database_url: DatabaseUrlOption = None, config: ConfigOption = None) -> None:
     """Replay the whole event log into fresh views."""
+    import asyncio  # noqa: PLC0415 (start-up time)
+
+    from armada.eventstore.database import Database  # noqa: PLC0415
+    from armada.eventstore.rebuild import rebuild_views  # noqa: PLC0415
+
     settings = settings_or_exit(config, {"database": {"url": database_url}})
 
     async def run() -> int:
@@ -33,6 +39,10 @@ def rebuild_views_command(database_url: DatabaseUrlOption = None, config: Config
 @app.command("migrate")
 def migrate_command(database_url: DatabaseUrlOption = None, config: ConfigOption = None) -> None:
     """Upgrade the database schema to this version (``serve`` also does this on start)."""
+    import asyncio  # noqa: PLC0415 (start-up time)
+
+    from armada.eventstore.database import Database  # noqa: PLC0415
+
     settings = settings_or_exit(config, {"database": {"url": database_url}})
 
     async def run() -> None:
@@ -46,9 +56,14 @@ def migrate_command(database_url: DatabaseUrlOption = None, config: ConfigOption
 @app.command("check")
 def check_command(database_url: DatabaseUrlOption = None, config: ConfigOption = None) -> None:
     """Verify the log and the views (one active run per job, views equal a replay); exit 1 if not."""
+    import asyncio  # noqa: PLC0415 (start-up time)
+
+    from armada.eventstore.database import Database  # noqa: PLC0415
+    from armada.services.invariants import check  # noqa: PLC0415
+
     settings = settings_or_exit(config, {"database": {"url": database_url}})
 
-    async def run() -> Report:
+    async def run() -> "Report":
         database = await Database(settings.database.url).open(migrate_schema=False, listen=False)
         try:
             return await check(database.store)

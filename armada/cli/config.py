@@ -1,13 +1,8 @@
 """``armada config``: inspect settings."""
 
-from __future__ import annotations
-
-import msgspec
 import typer
-import yaml
 
 from armada.cli.options import ConfigOption, settings_or_exit
-from armada.settings import settings_markdown
 
 app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 
@@ -15,6 +10,9 @@ app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 @app.command("show")
 def show(config: ConfigOption = None) -> None:
     """Print the effective settings (defaults, file and environment merged) as YAML."""
+    import msgspec  # noqa: PLC0415 (start-up time: settings load only in the commands)
+    import yaml  # noqa: PLC0415
+
     settings = settings_or_exit(config, {})
     typer.echo(yaml.safe_dump(msgspec.to_builtins(settings), sort_keys=False), nl=False)
 
@@ -22,4 +20,6 @@ def show(config: ConfigOption = None) -> None:
 @app.command("docs")
 def docs() -> None:
     """Print the settings reference (docs/configuration.md) as Markdown."""
+    from armada.settings import settings_markdown  # noqa: PLC0415
+
     typer.echo(settings_markdown())

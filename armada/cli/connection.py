@@ -3,20 +3,20 @@
 The server comes from ``--url``, else ``ARMADA_URL``, else the contexts file
 (``~/.config/armada/config.yaml``; see :mod:`armada.client.config`). A refused request
 prints the server's problem detail on one line and exits 1.
-"""
 
-from __future__ import annotations
+httpx, msgspec and the client load when a command connects, so that ``--help`` and the
+server-side commands start without them.
+"""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
-import msgspec
 import typer
 
-from armada.client import ArmadaApiError, ArmadaClient, ConfigError, load_config
+if TYPE_CHECKING:
+    from armada.client import ArmadaClient
 
 UrlOption = Annotated[
     str | None,
@@ -38,8 +38,12 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 @contextmanager
-def connect(url: str | None, context: str | None) -> Iterator[ArmadaClient]:
+def connect(url: str | None, context: str | None) -> "Iterator[ArmadaClient]":
     """A client for the chosen server; API and connection errors become one-line exits."""
+    import httpx  # noqa: PLC0415 (start-up time: see the module's docstring)
+
+    from armada.client import ArmadaApiError, ArmadaClient, ConfigError, load_config  # noqa: PLC0415
+
     try:
         config = load_config(url, context, overrides=CONNECTION_OPTIONS.get({}))
     except ConfigError as exc:
@@ -54,4 +58,6 @@ def connect(url: str | None, context: str | None) -> Iterator[ArmadaClient]:
 
 
 def print_json(value: Any) -> None:
+    import msgspec  # noqa: PLC0415
+
     typer.echo(msgspec.json.format(msgspec.json.encode(value), indent=2))

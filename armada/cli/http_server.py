@@ -46,6 +46,8 @@ def uvicorn_config(settings: Settings, app: Litestar | None) -> uvicorn.Config:
         ssl_certfile=server.tls_cert or None,
         ssl_keyfile=server.tls_key or None,
         server_header=False,
+        # The client address keys per-client limits: take it from trusted proxies only.
+        forwarded_allow_ips=server.forwarded_allow_ips or None,  # None: uvicorn trusts 127.0.0.1
     )
 
 

@@ -1,17 +1,11 @@
 """User commands on jobs: submit, cancel, reprioritize, preempt, and job queries."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_json
-from armada.cli.job_file import JobFileError, load_job_file
-from armada.model.errors import ArmadaError
-from armada.services.validation import SubmissionRules, validate_submission
-from armada.settings import Settings
 
 QueueArgument = Annotated[str, typer.Argument(help="Queue of the jobs.")]
 JobSetArgument = Annotated[str, typer.Argument(help="Job set of the jobs.")]
@@ -36,12 +30,19 @@ def submit(
     context: ContextOption = None,
 ) -> None:
     """Submit the jobs of a file (all are accepted or none)."""
+    from armada.cli.job_file import JobFileError, load_job_file  # noqa: PLC0415 (start-up time: yaml, msgspec)
+
     try:
         job_file = load_job_file(file)
     except JobFileError as exc:
         raise fail(str(exc), 2) from exc
     request = job_file.request()
     if dry_run:
+        # The server's rules (and their settings) load only for a dry run.
+        from armada.model.errors import ArmadaError  # noqa: PLC0415
+        from armada.services.validation import SubmissionRules, validate_submission  # noqa: PLC0415
+        from armada.settings import Settings  # noqa: PLC0415
+
         try:
             validate_submission(request, SubmissionRules.from_settings(Settings()))
         except ArmadaError as exc:

@@ -1,26 +1,43 @@
-"""The ``armada`` command: one binary for the server, the executor, users and operators."""
+"""The ``armada`` command: one binary for the server, the executor, users and operators.
 
-from __future__ import annotations
+Start-up time is part of every command's latency, so the CLI loads little: each command's
+module imports its heavy dependencies (the server, the executor, the client) in the command
+body, and :func:`main` builds only the commands named on the command line (Typer would
+otherwise inspect every command's signature on every run). ``armada --help`` and shell
+completion build them all. ``app`` is the whole CLI, for tests and embedding.
+"""
 
+import os
+import sys
+from collections.abc import Collection, Mapping, Sequence
+from importlib import import_module
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 import armada
-from armada.cli import admin, auth, config, jobs, queues, report, serve, testsuite, watch
 from armada.cli.connection import CONNECTION_OPTIONS
-from armada.executor.cli import executor
 
-app = typer.Typer(
-    name="armada",
-    help="Armada: queue batch jobs and share Kubernetes clusters fairly between teams.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+#: Commands in the order ``--help`` lists them: name -> (module, attribute, is a group).
+COMMANDS: dict[str, tuple[str, str, bool]] = {
+    "serve": ("armada.cli.serve", "serve", False),
+    "executor": ("armada.cli.executor", "executor", False),
+    "submit": ("armada.cli.jobs", "submit", False),
+    "watch": ("armada.cli.watch", "watch", False),
+    "admin": ("armada.cli.admin", "app", True),
+    "config": ("armada.cli.config", "app", True),
+    "auth": ("armada.cli.auth", "app", True),
+    "queue": ("armada.cli.queues", "app", True),
+    "cancel": ("armada.cli.jobs", "cancel_app", True),
+    "reprioritize": ("armada.cli.jobs", "reprioritize_app", True),
+    "preempt": ("armada.cli.jobs", "preempt_app", True),
+    "job": ("armada.cli.jobs", "job_app", True),
+    "report": ("armada.cli.report", "app", True),
+    "testsuite": ("armada.cli.testsuite", "app", True),
+}
 
 
-@app.callback()
 def connection_options(
     ca_cert: Annotated[
         Path | None,
@@ -31,40 +48,79 @@ def connection_options(
     password: Annotated[
         str | None, typer.Option(help="Basic auth password.", envvar="ARMADA_PASSWORD")
     ] = None,
+    token_file: Annotated[
+        str | None, typer.Option(help="Read the bearer token from this file ('-': stdin).")
+    ] = None,
+    password_file: Annotated[
+        str | None, typer.Option(help="Read the basic auth password from this file ('-': stdin).")
+    ] = None,
 ) -> None:
     """How user commands authenticate to the server and verify it (before the command:
     ``armada --ca-cert ca.pem --username alice queue list``)."""
+    from armada.cli.secret_files import secret_from  # noqa: PLC0415 (start-up time: see above)
+
     CONNECTION_OPTIONS.set(
         {
             "ca_cert": str(ca_cert) if ca_cert else None,
-            "token": token,
+            "token": secret_from(token, token_file, "token"),
             "username": username,
-            "password": password,
+            "password": secret_from(password, password_file, "password"),
         }
     )
 
 
-app.command("serve")(serve.serve)
-app.command("executor")(executor)
-app.add_typer(admin.app, name="admin")
-app.add_typer(config.app, name="config")
-app.add_typer(auth.app, name="auth")
-app.add_typer(queues.app, name="queue")
-app.command("submit")(jobs.submit)
-app.add_typer(jobs.cancel_app, name="cancel")
-app.add_typer(jobs.reprioritize_app, name="reprioritize")
-app.add_typer(jobs.preempt_app, name="preempt")
-app.add_typer(jobs.job_app, name="job")
-app.command("watch")(watch.watch)
-app.add_typer(report.app, name="report")
-app.add_typer(testsuite.app, name="testsuite")
-
-
-@app.command("version")
 def version() -> None:
     """Print armada's version."""
     typer.echo(armada.__version__)
 
 
+def build(names: Collection[str] | None = None) -> typer.Typer:
+    """The CLI with the commands called ``names`` (all of them by default)."""
+    cli = typer.Typer(
+        name="armada",
+        help="Armada: queue batch jobs and share Kubernetes clusters fairly between teams.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        # Plain help and errors: Rich's help formatter costs more start-up than the CLI itself.
+        rich_markup_mode=None,
+    )
+    cli.callback()(connection_options)
+    for name, (module, attribute, group) in COMMANDS.items():
+        if name == "admin":  # version's place in --help: after the commands, before the groups
+            cli.command("version")(version)
+        if names is not None and name not in names:
+            continue
+        command = getattr(import_module(module), attribute)
+        if group:
+            cli.add_typer(command, name=name)
+        else:
+            cli.command(name)(command)
+    return cli
+
+
+def named_commands(argv: Sequence[str], environ: Mapping[str, str]) -> set[str] | None:
+    """The commands a run with ``argv`` may need, or None when it needs them all: help before
+    any command lists every command, and shell completion may complete any of them.
+
+    Every word naming a command counts (an option's value could be one): only commands are
+    left out, never the one that runs.
+    """
+    if any(key.startswith("_") and key.endswith("_COMPLETE") for key in environ):
+        return None
+    named = {word for word in argv if word in COMMANDS}
+    first = next((index for index, word in enumerate(argv) if word in COMMANDS), None)
+    if first is None or "--help" in argv[:first]:
+        return None
+    return named
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``app``: the whole CLI, built on first use."""
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()["app"] = cli = build()
+    return cli
+
+
 def main() -> None:
-    app()
+    build(named_commands(sys.argv[1:], os.environ))()

@@ -1,13 +1,16 @@
-"""Command-line options shared by several commands."""
+"""Command-line options shared by several commands.
 
-from __future__ import annotations
+The settings module (and the auth, executor and scheduling settings it names) loads when a
+command reads its settings, not when the CLI starts.
+"""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from armada.settings import Settings, SettingsError, load_settings
+if TYPE_CHECKING:
+    from armada.settings import Settings
 
 ConfigOption = Annotated[
     Path | None,
@@ -21,8 +24,10 @@ DatabaseUrlOption = Annotated[
 ]
 
 
-def settings_or_exit(config: Path | None, overrides: dict[str, dict[str, Any]]) -> Settings:
+def settings_or_exit(config: Path | None, overrides: dict[str, dict[str, Any]]) -> "Settings":
     """Load settings, turning a bad configuration into a one-line error and exit code 2."""
+    from armada.settings import SettingsError, load_settings  # noqa: PLC0415 (start-up time)
+
     try:
         return load_settings(config, overrides=overrides)
     except SettingsError as exc:

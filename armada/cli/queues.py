@@ -1,14 +1,13 @@
 """``armada queue``: create, update, delete, get, list, cordon and uncordon queues."""
 
-from __future__ import annotations
+from typing import TYPE_CHECKING, Annotated
 
-from typing import Annotated
-
-import msgspec
 import typer
 
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_json
-from armada.model.queues import Queue
+
+if TYPE_CHECKING:  # loaded by the commands that build one (start-up time)
+    from armada.model.queues import Queue
 
 app = typer.Typer(help="Manage queues (create one before submitting to it).", no_args_is_help=True)
 
@@ -62,6 +61,10 @@ def create(
     context: ContextOption = None,
 ) -> None:
     """Create a queue."""
+    import msgspec  # noqa: PLC0415
+
+    from armada.model.queues import Queue  # noqa: PLC0415
+
     queue = msgspec.structs.replace(Queue(name=name), **_changes(priority_factor, owner, group_owner, label))
     with connect(url, context) as client:
         client.create_queue(queue)
@@ -80,6 +83,8 @@ def update(
     context: ContextOption = None,
 ) -> None:
     """Change the given settings of a queue; the others stay as they are."""
+    import msgspec  # noqa: PLC0415
+
     with connect(url, context) as client:
         queue = client.get_queue(name)
         client.update_queue(
@@ -96,7 +101,7 @@ def delete(name: NameArgument, url: UrlOption = None, context: ContextOption = N
     typer.echo(f"deleted queue {name}")
 
 
-def _describe(queue: Queue) -> str:
+def _describe(queue: "Queue") -> str:
     flags = " (cordoned)" if queue.cordoned else ""
     owners = ",".join(queue.user_owners + [f"group:{g}" for g in queue.group_owners]) or "-"
     return f"{queue.name}\tpriorityFactor={queue.priority_factor:g}\towners={owners}{flags}"

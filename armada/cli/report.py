@@ -1,22 +1,23 @@
 """``armada report``: why jobs are (not) running, from the server's scheduling reports."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
 
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, print_json
-from armada.client import ArmadaClient
-from armada.reports.wire import JobReport, QueueReport, SchedulingReport
+
+if TYPE_CHECKING:  # the client loads when a command connects (start-up time)
+    from armada.client import ArmadaClient
+    from armada.reports.wire import JobReport, QueueReport, SchedulingReport
+
+    Report = SchedulingReport | QueueReport | JobReport
 
 app = typer.Typer(help="Scheduling reports: why jobs are or are not running.", no_args_is_help=True)
 
-Report = SchedulingReport | QueueReport | JobReport
-
 
 def _show(
-    url: str | None, context: str | None, as_json: bool, fetch: Callable[[ArmadaClient], Report]
+    url: str | None, context: str | None, as_json: bool, fetch: "Callable[[ArmadaClient], Report]"
 ) -> None:
     """Print the report: the server's text rendering, or the whole body as JSON."""
     with connect(url, context) as client:

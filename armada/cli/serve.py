@@ -1,24 +1,19 @@
-"""``armada serve``: the API, the event store and the scheduler (in one or more processes)."""
+"""``armada serve``: the API, the event store and the scheduler (in one or more processes).
 
-from __future__ import annotations
+The server's modules (Litestar, uvicorn, SQLAlchemy, Alembic, the scheduler and numpy) are
+imported when the command runs: every other command starts without them.
+"""
 
-import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import structlog
 import typer
 
 import armada
-from armada.cli.http_server import run_server, run_workers
 from armada.cli.options import ConfigOption, DatabaseUrlOption, settings_or_exit
-from armada.eventstore import migrate
-from armada.eventstore.database import Database
-from armada.eventstore.dialects import normalise_url
-from armada.logs import configure_logging
-from armada.settings import Settings
 
-log = structlog.get_logger(__name__)
+if TYPE_CHECKING:
+    from armada.settings import Settings
 
 
 def serve(
@@ -44,6 +39,17 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the REST API, the event store and the scheduler."""
+    import asyncio  # noqa: PLC0415 (start-up time: see the module's docstring)
+
+    import structlog  # noqa: PLC0415
+
+    from armada.auth.exposure import published_credentials, startup_refusals  # noqa: PLC0415
+    from armada.cli.http_server import run_server, run_workers  # noqa: PLC0415
+    from armada.eventstore import migrate  # noqa: PLC0415
+    from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
+    from armada.logs import configure_logging  # noqa: PLC0415
+
+    log = structlog.get_logger(__name__)
     settings = settings_or_exit(
         config,
         {
@@ -60,6 +66,10 @@ def serve(
         },
     )
     configure_logging(settings.logging)
+    if refusals := startup_refusals(settings.auth, settings.server.host):
+        for refusal in refusals:
+            typer.echo(f"error: {refusal}", err=True)
+        raise typer.Exit(2)
     if settings.server.workers > 1 and (
         settings.server.dev or normalise_url(settings.database.url).get_backend_name() != "postgresql"
     ):
@@ -84,6 +94,8 @@ def serve(
     auth = settings.auth
     if auth.anonymous and (auth.basic_users or auth.tokens or auth.oidc):
         log.warning("anonymous access is on beside credentials: set auth.anonymous false in production")
+    if published := published_credentials(auth):
+        log.warning("published example credentials accepted (loopback only)", settings=published)
     if settings.server.workers > 1:
         if not run_workers(settings):
             raise typer.Exit(1)
@@ -91,8 +103,11 @@ def serve(
         raise typer.Exit(1)
 
 
-async def _prepare_database(settings: Settings) -> None:
+async def _prepare_database(settings: "Settings") -> None:
     """Migrate before accepting traffic, so that schema problems fail fast and clearly."""
+    from armada.eventstore import migrate  # noqa: PLC0415
+    from armada.eventstore.database import Database  # noqa: PLC0415
+
     database = Database(settings.database.url)
     try:
         await migrate.upgrade(database.engine)

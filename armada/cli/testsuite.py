@@ -1,18 +1,11 @@
 """``armada testsuite run``: run upstream-format YAML test cases against a server."""
 
-from __future__ import annotations
-
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from armada.cli.connection import ContextOption, UrlOption, fail
-from armada.client import ConfigError, load_config
-from armada.testsuite.junit import write_junit
-from armada.testsuite.spec import SpecError, case_files, load_case
-from armada.testsuite.suite import run_cases, summary
 
 app = typer.Typer(help="Run test cases in upstream Armada's YAML format.", no_args_is_help=True)
 
@@ -28,6 +21,13 @@ def run(
     concurrency: Annotated[int, typer.Option(min=1, help="Cases run at once.")] = 8,
 ) -> None:
     """Run every case; one line per case, then ``N passed, N failed``; exit 1 on any failure."""
+    import asyncio  # noqa: PLC0415 (start-up time: the runner loads when it runs)
+
+    from armada.client import ConfigError, load_config  # noqa: PLC0415
+    from armada.testsuite.junit import write_junit  # noqa: PLC0415
+    from armada.testsuite.spec import SpecError, case_files, load_case  # noqa: PLC0415
+    from armada.testsuite.suite import run_cases, summary  # noqa: PLC0415
+
     try:
         config = load_config(url, context)
         cases = [load_case(path) for path in case_files(paths)]

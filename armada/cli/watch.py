@@ -1,135 +1,13 @@
-"""``armada watch``: follow a job set live — counts per state, and the events that matter."""
+"""``armada watch``: follow a job set live — counts per state, and the events that matter.
 
-from __future__ import annotations
+The work is in :mod:`armada.cli.follow`, imported when the command runs (start-up time).
+"""
 
-import sys
-import time
-from collections import Counter
 from typing import Annotated
 
 import typer
 
 from armada.cli.connection import ContextOption, UrlOption, connect
-from armada.client import ArmadaClient, StreamedEvent
-from armada.model import events as ev
-from armada.model.states import STATE_AFTER, JobState
-from armada.model.wire.events import encode_stream_line
-
-#: Order in which the summary lists states.
-SUMMARY_ORDER = [s for s in JobState if s is not JobState.UNKNOWN]
-#: Without a terminal to redraw on, print the summary at most this often (seconds).
-PLAIN_SUMMARY_INTERVAL = 1.0
-
-
-class JobSetSummary:
-    """Each job's state, folded from the job set's events (same rules as the views)."""
-
-    def __init__(self) -> None:
-        self.states: dict[str, JobState] = {}
-
-    def apply(self, event: ev.Event) -> None:
-        state = STATE_AFTER.get(event.type)
-        if state is not None and event.job_id:
-            self.states[event.job_id] = state
-
-    @property
-    def finished(self) -> bool:
-        """Every job of the set is finished (and there is at least one)."""
-        return bool(self.states) and all(state.terminal for state in self.states.values())
-
-    def line(self) -> str:
-        counts = Counter(self.states.values())
-        parts = [f"{state.value.lower()}: {counts[state]}" for state in SUMMARY_ORDER if counts[state]]
-        return f"{len(self.states)} job(s) | " + (", ".join(parts) or "no jobs yet")
-
-
-def notable(event: ev.Event) -> str | None:
-    """A one-line description of events worth a line of their own."""
-    match event:
-        case ev.JobFailed():
-            code = f", exit code {event.exit_code}" if event.exit_code is not None else ""
-            retry = " (will retry)" if event.retryable else ""
-            return f"job {event.job_id} failed ({event.cause.value}{code}): {event.reason}{retry}"
-        case ev.JobPreempted():
-            return f"job {event.job_id} preempted: {event.reason or 'no reason given'}"
-        case ev.JobCancelled() if event.reason:
-            return f"job {event.job_id} cancelled: {event.reason}"
-        case ev.JobLeaseReturned():
-            return f"job {event.job_id} returned by {event.cluster_id or 'its cluster'}: {event.reason}"
-        case ev.JobLeaseExpired():
-            return f"job {event.job_id} lost its lease on {event.cluster_id or 'its cluster'}"
-    return None
-
-
-class Display:
-    """Redraws the summary in place on a terminal; prints it now and then otherwise."""
-
-    def __init__(self, summary: JobSetSummary) -> None:
-        self.summary = summary
-        self.live = sys.stdout.isatty()
-        self._printed = ""
-        self._last = 0.0
-
-    def event_line(self, text: str) -> None:
-        if self.live:
-            sys.stdout.write("\r\x1b[K")
-            self._printed = ""
-        sys.stdout.write(text + "\n")
-
-    def refresh(self, force: bool = False) -> None:
-        line = self.summary.line()
-        if line == self._printed:
-            return
-        if self.live:
-            sys.stdout.write("\r\x1b[K" + line)
-        elif force or time.monotonic() - self._last >= PLAIN_SUMMARY_INTERVAL:
-            sys.stdout.write(line + "\n")
-            self._last = time.monotonic()
-        else:
-            return
-        self._printed = line
-        sys.stdout.flush()
-
-    def close(self) -> None:
-        self.refresh(force=True)
-        if self.live:
-            sys.stdout.write("\n")
-        sys.stdout.flush()
-
-
-def _follow(client: ArmadaClient, queue: str, job_set: str, raw: bool, exit_if_inactive: bool) -> None:
-    summary = JobSetSummary()
-    display = Display(summary)
-
-    def show(streamed: StreamedEvent) -> None:
-        summary.apply(streamed.event)
-        if raw:
-            sys.stdout.buffer.write(encode_stream_line(int(streamed.message_id), streamed.event))
-            sys.stdout.flush()
-            return
-        description = notable(streamed.event)
-        if description:
-            display.event_line(description)
-
-    last = ""
-    try:
-        # Catch up first so that "inactive" is judged on the whole history, not part of it.
-        for streamed in client.job_set_events(queue, job_set):
-            show(streamed)
-            last = streamed.message_id
-        if not raw:
-            display.refresh(force=True)
-        if exit_if_inactive and summary.finished:
-            return
-        for streamed in client.job_set_events(queue, job_set, watch=True, from_message_id=last):
-            show(streamed)
-            if not raw:
-                display.refresh()
-            if exit_if_inactive and summary.finished:
-                return
-    finally:
-        if not raw:
-            display.close()
 
 
 def watch(
@@ -143,9 +21,15 @@ def watch(
     url: UrlOption = None,
     context: ContextOption = None,
 ) -> None:
-    """Follow a job set: a live count of its jobs per state, and failures as they happen."""
+    """Follow a job set: a live count of its jobs per state, and failures as they happen.
+
+    Runs until every job has finished (with --exit-if-inactive) or Ctrl-C, however long the
+    job set stays quiet; a dropped connection is reopened where it left off.
+    """
+    from armada.cli.follow import watch_job_set  # noqa: PLC0415 (start-up time)
+
     with connect(url, context) as client:
         try:
-            _follow(client, queue, job_set, raw, exit_if_inactive)
+            watch_job_set(client, queue, job_set, raw, exit_if_inactive)
         except KeyboardInterrupt:
             raise typer.Exit(130) from None

@@ -5,11 +5,18 @@ with ArmadaClient("http://127.0.0.1:8080") as client:
     client.create_queue(Queue(name="example"))
 """
 
-from armada.client.aio import AsyncArmadaClient
-from armada.client.calls import StreamedEvent
-from armada.client.config import ClientConfig, ConfigError, load_config
-from armada.client.errors import ArmadaApiError
-from armada.client.sync import ArmadaClient
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from armada.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from armada.client.aio import AsyncArmadaClient
+    from armada.client.calls import StreamedEvent
+    from armada.client.config import ClientConfig, ConfigError, load_config
+    from armada.client.errors import ArmadaApiError
+    from armada.client.sync import ArmadaClient
 
 __all__ = [
     "ArmadaApiError",
@@ -20,3 +27,17 @@ __all__ = [
     "StreamedEvent",
     "load_config",
 ]
+
+# A CLI command loads the blocking client only; the executor, the asyncio one only.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AsyncArmadaClient": "armada.client.aio",
+        "StreamedEvent": "armada.client.calls",
+        "ClientConfig": "armada.client.config",
+        "ConfigError": "armada.client.config",
+        "load_config": "armada.client.config",
+        "ArmadaApiError": "armada.client.errors",
+        "ArmadaClient": "armada.client.sync",
+    },
+)

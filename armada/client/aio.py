@@ -43,7 +43,8 @@ class AsyncArmadaClient:
 
     async def stream(self, call: Call[T]) -> AsyncGenerator[T, None]:
         """Results of a streamed call, one per NDJSON line, as they arrive."""
-        async with self._http.stream(call.method, call.path, **call.request_options()) as response:
+        options = call.stream_options(self._http.timeout)
+        async with self._http.stream(call.method, call.path, **options) as response:
             if response.is_error:
                 await response.aread()
                 calls.check(response)

@@ -58,11 +58,23 @@ class Call(NamedTuple, Generic[T]):
     result: type[T]
     #: For streamed calls: how one line of the response becomes a ``result``.
     line_parser: Callable[[str], T] | None = None
+    #: A stream that follows new results as they happen (``watch``): it is silent for as
+    #: long as nothing happens, so it has no read timeout.
+    follows: bool = False
 
     def request_options(self) -> dict[str, Any]:
         if self.body is None:
             return {}
         return {"content": _encoder.encode(self.body), "headers": JSON_HEADERS}
+
+    def stream_options(self, timeout: httpx.Timeout) -> dict[str, Any]:
+        """Request options of a streamed call, given the client's ``timeout``."""
+        options = self.request_options()
+        if self.follows:
+            options["timeout"] = httpx.Timeout(
+                connect=timeout.connect, read=None, write=timeout.write, pool=timeout.pool
+            )
+        return options
 
     def decode(self, response: httpx.Response) -> T:
         check(response)
@@ -200,7 +212,8 @@ def _event_line(line: str) -> StreamedEvent:
 
 
 def job_set_events(queue: str, job_set_id: str, *, watch: bool, from_message_id: str) -> Call[StreamedEvent]:
-    """Streamed: one :class:`StreamedEvent` per line."""
+    """Streamed: one :class:`StreamedEvent` per line; with ``watch`` it follows new events
+    (and may be silent for hours)."""
     body = JobSetRequest(watch=watch, from_message_id=from_message_id)
     path = f"/v1/job-set/{_segment(queue)}/{_segment(job_set_id)}"
-    return Call("POST", path, body, StreamedEvent, _event_line)
+    return Call("POST", path, body, StreamedEvent, _event_line, follows=watch)

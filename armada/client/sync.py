@@ -43,7 +43,8 @@ class ArmadaClient:
 
     def stream(self, call: Call[T]) -> Generator[T, None, None]:
         """Results of a streamed call, one per NDJSON line, as they arrive."""
-        with self._http.stream(call.method, call.path, **call.request_options()) as response:
+        options = call.stream_options(self._http.timeout)
+        with self._http.stream(call.method, call.path, **options) as response:
             if response.is_error:
                 response.read()
                 calls.check(response)

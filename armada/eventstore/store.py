@@ -23,7 +23,21 @@ from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.writelock import WriteLock
 from armada.model.events import Event, encode_event
 
-__all__ = ["Draft", "EventStore", "PreparedEvents", "StoredEvent", "Transaction"]
+__all__ = ["Draft", "EventStore", "PreparedEvents", "StoredEvent", "Transaction", "log_row"]
+
+
+def log_row(seq: int, event: Event, payload: bytes) -> dict[str, object]:
+    """The ``events`` row of ``event`` at ``seq``: its envelope in columns, then its payload."""
+    return {
+        "seq": seq,
+        "created": event.created,
+        "queue": event.queue,
+        "job_set_id": event.job_set_id,
+        "job_id": event.job_id,
+        "run_id": event.run_id,
+        "type": event.type,
+        "payload": payload,
+    }
 
 
 class PreparedEvents:
@@ -183,16 +197,7 @@ class EventStore:
     async def _write(self, conn: AsyncConnection, batch: PreparedEvents, head: int) -> int:
         events = batch.events
         rows = [
-            {
-                "seq": head + offset,
-                "created": event.created,
-                "queue": event.queue,
-                "job_set_id": event.job_set_id,
-                "job_id": event.job_id,
-                "run_id": event.run_id,
-                "type": event.type,
-                "payload": payload,
-            }
+            log_row(head + offset, event, payload)
             for offset, (event, payload) in enumerate(zip(events, batch.payloads, strict=True), start=1)
         ]
         await dialects.insert_rows(conn, schema.events, rows)

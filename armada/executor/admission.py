@@ -11,12 +11,15 @@ run with the reason, never created and never a crash.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from armada.executor.settings import ExecutorSettings
 from armada.model.leases import Lease
 from armada.model.podsecurity import PodPolicy, job_violation
 
+#: In ``allowedNamespaces``: any namespace but the executor's own.
+ANY_NAMESPACE = "*"
 #: Where Kubernetes mounts the namespace of a pod's service account (the executor's own).
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -48,7 +51,10 @@ class LeaseAdmission:
 
     def refusal(self, lease: Lease) -> str | None:
         """Why ``lease`` must not run here (names the field), or ``None`` when it may."""
-        found = job_violation(lease.namespace, lease.pod_spec, lease.annotations, self.policy)
+        policy = self.policy
+        if ANY_NAMESPACE in policy.namespaces:
+            policy = dataclasses.replace(policy, namespaces=frozenset({lease.namespace}))
+        found = job_violation(lease.namespace, lease.pod_spec, lease.annotations, policy)
         if found is None:
             return None
         return f"refused by the executor: {found.path}: {found.detail}"

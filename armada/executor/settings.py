@@ -135,7 +135,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     finished_run_retention_seconds: float = 300.0
     #: Namespaces this executor creates pods in. A lease for any other namespace is reported
     #: back as failed and nothing is created (the server should never send one; this is the
-    #: second check). The executor's own namespace is refused whatever this lists.
+    #: second check). The executor's own namespace is refused whatever this lists. ``*``
+    #: allows any other (the in-process executor of ``serve --dev``: local processes have no
+    #: namespaces, and the server already held the job to its queue's list).
     allowed_namespaces: list[str] = msgspec.field(default_factory=lambda: ["default"])
     #: Pod security profile (``restricted``, ``baseline`` or ``privileged``) every lease is
     #: checked against before anything is created; a lease breaking it is reported failed.

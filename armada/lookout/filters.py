@@ -5,6 +5,9 @@ equalities on indexed columns, and a job-id prefix is a primary-key range (ULIDs
 ``0-9a-z``, so every id with the prefix lies between the prefix and the prefix padded with
 ``z``). Annotations are read with SQLAlchemy's JSON operators, which render as
 ``json_extract`` on SQLite and ``->>`` on PostgreSQL: the dialect difference lives there.
+The key becomes part of a JSON path on SQLite (``$."key"``), where a ``"`` or ``\\`` would
+make the path malformed and the query fail; such keys (never valid Kubernetes annotation
+keys) are refused as a 400 instead.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from sqlalchemy import ColumnElement, and_, true
 
 from armada.eventstore import schema
 from armada.lookout.wire import JobFilter
+from armada.model.errors import InvalidRequest
 
 ULID_LENGTH = 26
 
@@ -40,6 +44,11 @@ def conditions(job_filter: JobFilter, readable: Collection[str] | None = None) -
     if job_filter.owner:
         parts.append(jobs.c.owner == job_filter.owner)
     for key, value in sorted(job_filter.annotations.items()):
+        if '"' in key or "\\" in key:
+            raise InvalidRequest(
+                f"annotation key {key!r} must not contain double quotes or backslashes",
+                field="filter.annotations",
+            )
         parts.append(jobs.c.annotations[key].as_string() == value)
     if job_filter.submitted_from is not None:
         parts.append(jobs.c.submitted >= job_filter.submitted_from)

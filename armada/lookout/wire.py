@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from armada.model.numbers import Count
 from armada.model.wire.base import Request
 
 
@@ -28,6 +27,10 @@ JobStateName = Literal[
 ]
 #: Largest page the UI may ask for; pages are for people, bulk reads go through the job API.
 MAX_TAKE = 500
+#: Deepest page offset: an offset is a scan of every row before it, so deep pages cost the
+#: database more the deeper they go; past this, narrow the filter (job set, state, time)
+#: or sort the other way instead.
+MAX_SKIP = 10_000
 
 
 class JobFilter(Request):
@@ -53,7 +56,7 @@ class Order(Request):
 class JobsRequest(Request):
     filter: JobFilter = msgspec.field(default_factory=JobFilter)
     order: Order = msgspec.field(default_factory=Order)
-    skip: Count = 0
+    skip: Annotated[int, Meta(ge=0, le=MAX_SKIP)] = 0  # tighter than Count: see MAX_SKIP
     take: Annotated[int, Meta(ge=1, le=MAX_TAKE)] = 100
 
 

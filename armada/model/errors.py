@@ -50,6 +50,20 @@ class PayloadTooLarge(ArmadaError):
     title = "Payload too large"
 
 
+class LimitExceeded(ArmadaError):
+    """A quota is used up: too many queued jobs in a queue, open streams, failed logins (429).
+
+    ``retry_after`` (seconds) is set when waiting alone will lift the limit.
+    """
+
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, detail: str, *, field: str | None = None, retry_after: int | None = None) -> None:
+        super().__init__(detail, field=field)
+        self.retry_after = retry_after
+
+
 class Unavailable(ArmadaError):
     """A dependency (usually the database) cannot be reached right now (503)."""
 

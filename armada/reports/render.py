@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from armada.reports.wire import JobReport, KeyReport, QueueReport, SchedulingReport
-from armada.scheduling import QueueShare
+from armada.scheduling.shares import QueueShare
 
 SHARE_HEADER = f"{'pool':<16} {'queue':<24} {'fair':>7} {'adjusted':>9} {'actual':>7} {'demand':>7}"
 

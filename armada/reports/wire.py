@@ -7,7 +7,7 @@ from datetime import datetime
 
 import msgspec
 
-from armada.scheduling import QueueShare
+from armada.scheduling.shares import QueueShare
 
 
 class Report(msgspec.Struct, rename="camel", kw_only=True):

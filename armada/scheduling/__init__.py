@@ -40,30 +40,37 @@ become running on their node; preempted and rejected jobs leave the db). The alg
 formulas and configuration are described in ``docs/scheduling.md``.
 """
 
-from armada.scheduling.config import PriorityClass, SchedulingConfig
-from armada.scheduling.decisions import (
-    CycleStats,
-    Lease,
-    Leases,
-    Preemption,
-    QueueShare,
-    Reasons,
-    Rejection,
-    SchedulingResult,
-)
-from armada.scheduling.jobdb import QUEUED, RUNNING, JobDb
-from armada.scheduling.nodes import NodeDb, NodeSpec, Taint
-from armada.scheduling.queues import QueueSpec
-from armada.scheduling.requirements import (
-    JobRequirements,
-    NodeSelectorRequirement,
-    NodeSelectorTerm,
-    RequirementsError,
-    Toleration,
-    requirements_from_pod_spec,
-)
-from armada.scheduling.schedule import apply_decisions, schedule
-from armada.scheduling.state import SchedulerState, TokenBucket, UsageHistory
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from armada.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from armada.scheduling.config import PriorityClass, SchedulingConfig
+    from armada.scheduling.decisions import (
+        CycleStats,
+        Lease,
+        Leases,
+        Preemption,
+        Reasons,
+        Rejection,
+        SchedulingResult,
+    )
+    from armada.scheduling.jobdb import QUEUED, RUNNING, JobDb
+    from armada.scheduling.nodes import NodeDb, NodeSpec, Taint
+    from armada.scheduling.queues import QueueSpec
+    from armada.scheduling.requirements import (
+        JobRequirements,
+        NodeSelectorRequirement,
+        NodeSelectorTerm,
+        RequirementsError,
+        Toleration,
+        requirements_from_pod_spec,
+    )
+    from armada.scheduling.schedule import apply_decisions, schedule
+    from armada.scheduling.shares import QueueShare
+    from armada.scheduling.state import SchedulerState, TokenBucket, UsageHistory
 
 __all__ = [
     "QUEUED",
@@ -95,3 +102,38 @@ __all__ = [
     "requirements_from_pod_spec",
     "schedule",
 ]
+
+# Importing the package (e.g. for its numpy-free config or share report) loads no numpy.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "PriorityClass": "armada.scheduling.config",
+        "SchedulingConfig": "armada.scheduling.config",
+        "CycleStats": "armada.scheduling.decisions",
+        "Lease": "armada.scheduling.decisions",
+        "Leases": "armada.scheduling.decisions",
+        "Preemption": "armada.scheduling.decisions",
+        "QueueShare": "armada.scheduling.shares",
+        "Reasons": "armada.scheduling.decisions",
+        "Rejection": "armada.scheduling.decisions",
+        "SchedulingResult": "armada.scheduling.decisions",
+        "QUEUED": "armada.scheduling.jobdb",
+        "RUNNING": "armada.scheduling.jobdb",
+        "JobDb": "armada.scheduling.jobdb",
+        "NodeDb": "armada.scheduling.nodes",
+        "NodeSpec": "armada.scheduling.nodes",
+        "Taint": "armada.scheduling.nodes",
+        "QueueSpec": "armada.scheduling.queues",
+        "JobRequirements": "armada.scheduling.requirements",
+        "NodeSelectorRequirement": "armada.scheduling.requirements",
+        "NodeSelectorTerm": "armada.scheduling.requirements",
+        "RequirementsError": "armada.scheduling.requirements",
+        "Toleration": "armada.scheduling.requirements",
+        "requirements_from_pod_spec": "armada.scheduling.requirements",
+        "apply_decisions": "armada.scheduling.schedule",
+        "schedule": "armada.scheduling.schedule",
+        "SchedulerState": "armada.scheduling.state",
+        "TokenBucket": "armada.scheduling.state",
+        "UsageHistory": "armada.scheduling.state",
+    },
+)

@@ -14,6 +14,7 @@ import msgspec
 import numpy as np
 
 from armada.scheduling.jobdb import JobDb
+from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState
 
 
@@ -55,17 +56,6 @@ class Rejection(msgspec.Struct, frozen=True):
 
     job_id: str
     reason: str
-
-
-class QueueShare(msgspec.Struct, frozen=True, rename="camel"):
-    """One queue's standing in one pool after the cycle (all shares are dominant shares)."""
-
-    weight: float
-    fair_share: float
-    adjusted_fair_share: float
-    actual_share: float
-    demand: float
-    usage: float
 
 
 class CycleStats(msgspec.Struct, frozen=True, rename="camel"):

@@ -10,9 +10,9 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.context import CycleContext
-from armada.scheduling.decisions import QueueShare
 from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import UsageHistory
 
 IntArray = npt.NDArray[np.int64]

@@ -13,11 +13,12 @@ import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.context import CycleContext
-from armada.scheduling.decisions import CycleStats, Leases, QueueShare, Reasons, Rejection, SchedulingResult
+from armada.scheduling.decisions import CycleStats, Leases, Reasons, Rejection, SchedulingResult
 from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.placement import explain_misfit
 from armada.scheduling.pool import PoolCycle
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState, TokenBucket, tokens_now
 
 BoolArray = npt.NDArray[np.bool_]

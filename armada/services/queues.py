@@ -6,6 +6,7 @@ the ``queues`` view, so checks ("exists", "has no active jobs") and the change a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -87,10 +88,20 @@ async def _create(tx: Transaction, queue: Queue, user: str, gate: QueueSecurityG
     tx.append([QueueCreated(queue=queue.name, spec=queue, requestor=user)])
 
 
-async def _update(tx: Transaction, queue: Queue, user: str, gate: QueueSecurityGate) -> None:
+#: Checks a change of an existing queue (stored, new) and raises if the caller may not make it
+#: (owners, permissions, cordoned: :mod:`armada.auth.queue_changes`).
+Authorize = Callable[[Queue, Queue], None]
+
+
+async def _update(
+    tx: Transaction, queue: Queue, user: str, gate: QueueSecurityGate, authorize: Authorize | None = None
+) -> None:
     check_queue(queue)
     await _require(tx, queue.name)
-    gate.check(queue, await _previous(tx.connection, queue.name))
+    previous = await _previous(tx.connection, queue.name)
+    gate.check(queue, previous)
+    if authorize is not None:
+        authorize(previous or Queue(name=queue.name), queue)
     tx.append([QueueUpdated(queue=queue.name, spec=queue, requestor=user)])
 
 
@@ -100,12 +111,18 @@ async def create_queue(store: EventStore, queue: Queue, user: str, gate: QueueSe
 
 
 async def update_queue(
-    store: EventStore, name: str, queue: Queue, user: str, gate: QueueSecurityGate
+    store: EventStore,
+    name: str,
+    queue: Queue,
+    user: str,
+    gate: QueueSecurityGate,
+    authorize: Authorize | None = None,
 ) -> None:
+    """Replace a queue's definition; ``gate`` and ``authorize`` judge the change."""
     if queue.name != name:
         raise InvalidRequest(f"the body names queue {queue.name!r} but the path {name!r}", field="name")
     async with store.transaction() as tx:
-        await _update(tx, queue, user, gate)
+        await _update(tx, queue, user, gate, authorize)
 
 
 async def set_cordoned(store: EventStore, name: str, cordoned: bool, user: str) -> None:
@@ -180,6 +197,10 @@ async def create_queues(
 
 
 async def update_queues(
-    store: EventStore, queues: list[Queue], user: str, gate: QueueSecurityGate
+    store: EventStore,
+    queues: list[Queue],
+    user: str,
+    gate: QueueSecurityGate,
+    authorize: Authorize | None = None,
 ) -> list[QueueFailure]:
-    return await _each(store, queues, user, _update, gate)
+    return await _each(store, queues, user, functools.partial(_update, authorize=authorize), gate)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore, PreparedEvents, Transaction
-from armada.model.errors import Conflict, NotFound
+from armada.model.errors import Conflict, LimitExceeded, NotFound
 from armada.model.events import Event, JobQueued, JobSubmitted
 from armada.model.ids import new_job_ids
 from armada.model.jobs import Job
@@ -24,10 +24,20 @@ from armada.services.validation import SubmissionRules, ValidItem, validate_subm
 
 
 async def submit_jobs(
-    store: EventStore, request: JobSubmitRequest, rules: SubmissionRules, user: str
+    store: EventStore,
+    request: JobSubmitRequest,
+    rules: SubmissionRules,
+    user: str,
+    *,
+    max_queued: int = 0,
 ) -> JobSubmitResponse:
-    """Accept every job of ``request`` or none; a repeated ``clientId`` returns the original id."""
+    """Accept every job of ``request`` or none; a repeated ``clientId`` returns the original id.
+
+    ``max_queued`` (when not 0) caps the jobs waiting in the queue.
+    """
     valid = validate_submission(request, rules)
+    if max_queued:
+        await _check_queued_cap(store, request.queue, len(valid), max_queued)
     now = datetime.now(UTC)
     # Everything that needs no database is built before the store's write lock is taken.
     jobs = [
@@ -52,6 +62,24 @@ async def submit_jobs(
             job_ids = [job.id for job in jobs]
             tx.append(prepared)
     return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
+
+
+async def _check_queued_cap(store: EventStore, queue: str, adding: int, cap: int) -> None:
+    """Refuse jobs that would take the queue past ``cap`` queued jobs.
+
+    Counted outside the write lock, so submissions never wait for it; the count stops at
+    the cap, so it costs no more than ``cap`` index entries however long the queue.
+    """
+    jobs = schema.jobs
+    waiting = select(jobs.c.job_id).where(jobs.c.queue == queue, jobs.c.state == "QUEUED").limit(cap)
+    async with store.engine.connect() as conn:
+        queued = await conn.scalar(select(func.count()).select_from(waiting.subquery())) or 0
+    if queued + adding > cap:
+        raise LimitExceeded(
+            f"queue {queue!r} has {queued} queued jobs and takes at most {cap} "
+            f"(submission.maxQueuedJobsPerQueue): {adding} more do not fit; submit again as jobs start",
+            field="jobRequestItems",
+        )
 
 
 def _accept(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Sequence
 
 import httpx
 import msgspec
@@ -15,6 +16,8 @@ from armada.model.wire.jobs import JobSubmitRequestItem
 from armada.testsuite.progress import Progress
 from armada.testsuite.spec import Case
 
+#: Rounds of reading and extending a shared queue's namespaces before giving up.
+QUEUE_ATTEMPTS = 5
 #: Pause before retrying a call that failed for a reason that may pass (queue being created).
 RETRY_SECONDS = 0.5
 
@@ -27,10 +30,33 @@ def short_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
-async def ensure_queue(client: AsyncArmadaClient, name: str) -> None:
-    """Create the queue unless it exists (another case or runner may be creating it too)."""
-    with contextlib.suppress(ArmadaApiError):
-        await client.create_queue(Queue(name=name))
+async def ensure_queue(client: AsyncArmadaClient, name: str, namespaces: Sequence[str] = ()) -> None:
+    """Create the queue unless it exists, allowing the case's namespaces.
+
+    Upstream's cases submit to namespaces such as ``personal-anonymous``, and cases sharing
+    a queue may use different ones; a queue allows only the server's default namespaces
+    (``default`` here) unless it lists others. So the queue's list is extended to the case's
+    namespaces (which needs ``administer_queue_security``), read back and extended again
+    until it holds them: cases or runners doing the same at once converge on the union.
+    """
+    for _ in range(QUEUE_ATTEMPTS):
+        try:
+            current: Queue | None = await client.get_queue(name)
+        except ArmadaApiError:
+            current = None
+        # An empty list means the server's defaults: taken to be ``default``.
+        allowed = set(current.allowed_namespaces if current is not None else ()) or {"default"}
+        missing = set(namespaces) - allowed
+        with contextlib.suppress(ArmadaApiError):
+            if current is None:
+                listed = sorted(allowed | missing) if missing else []
+                await client.create_queue(Queue(name=name, allowed_namespaces=listed))
+            elif missing:
+                extended = sorted(allowed | missing)
+                await client.update_queue(msgspec.structs.replace(current, allowed_namespaces=extended))
+            else:
+                return
+    raise CaseFailed(f"queue {name} could not be made to allow namespaces {sorted(set(namespaces))}")
 
 
 class JobCase:
@@ -46,7 +72,7 @@ class JobCase:
 
     async def run(self) -> None:
         """Pass, or raise :class:`CaseFailed` (``TimeoutError`` at the case's timeout)."""
-        await ensure_queue(self.client, self.case.queue)
+        await ensure_queue(self.client, self.case.queue, [job.namespace for job in self.case.jobs])
         watcher = asyncio.create_task(self._watch())
         try:
             await self._submit_batches()

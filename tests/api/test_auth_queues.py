@@ -6,8 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import httpx
+import msgspec
 import pytest
 
+from armada.auth.permissions import GlobalPermission as P
+from armada.auth.secrets import hash_password
+from armada.auth.settings import BasicUser
 from armada.client import ArmadaApiError, ArmadaClient
 from armada.client.config import ClientConfig
 from armada.model.events import JobSubmitted
@@ -91,3 +96,75 @@ def test_queue_administration_needs_global_permissions(server: ApiServer, queues
         with refused(403):
             alice.delete_queue(team_a)
         assert alice.get_queue(team_a).group_owners == ["team-a"]
+
+
+def put_queue(server: ApiServer, user: str, spec: dict[str, object]) -> httpx.Response:
+    return httpx.put(
+        f"{server.url}/v1/queue/{spec['name']}", json=spec, auth=(user, f"{user}-pass"), timeout=30
+    )
+
+
+def test_owners_update_their_queue_but_not_who_may_use_it(server: ApiServer, queues: tuple[str, str]) -> None:
+    team_a, team_b = queues
+    own = {"name": team_a, "groupOwners": ["team-a"]}
+    assert (
+        put_queue(server, "alice", {**own, "priorityFactor": 3.0, "labels": {"tier": "gold"}}).status_code
+        == 200
+    )
+    for change, field in [
+        ({"userOwners": ["alice"]}, "userOwners"),
+        ({"groupOwners": ["team-a", "team-b"]}, "groupOwners"),
+        (
+            {"permissions": [{"subjects": [{"kind": "Group", "name": "everyone"}], "verbs": ["watch"]}]},
+            "permissions",
+        ),
+        ({"cordoned": True}, "cordoned"),
+    ]:
+        response = put_queue(server, "alice", {**own, **change})
+        assert response.status_code == 403, response.text
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert response.json()["field"] == field
+    refused_other = put_queue(
+        server, "alice", {"name": team_b, "groupOwners": ["team-b"], "priorityFactor": 9.0}
+    )
+    assert refused_other.status_code == 403
+    batch = httpx.put(
+        f"{server.url}/v1/batched/update_queues",
+        json={"queues": [{"name": team_b, "groupOwners": ["team-a"]}]},
+        auth=("alice", "alice-pass"),
+        timeout=30,
+    )
+    assert batch.status_code == 200 and "may not" in batch.json()["failedQueues"][0]["error"]
+    with as_user(server, "admin") as admin:
+        assert admin.get_queue(team_a).priority_factor == 3.0
+        assert admin.get_queue(team_b).group_owners == ["team-b"]
+        assert (
+            put_queue(server, "admin", {**own, "priorityFactor": 3.0, "userOwners": ["alice"]}).status_code
+            == 200
+        )
+        assert admin.get_queue(team_a).user_owners == ["alice"]
+
+
+def test_create_queue_alone_does_not_make_one_admin_of_every_queue(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    settings = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={})
+    users = {
+        **settings.auth.basic_users,
+        "carl": BasicUser(password_hash=hash_password("carl-pass", log2_n=4), groups=["creators"]),
+    }
+    mapping = {**settings.auth.permission_group_mapping, P.CREATE_QUEUE: ["admins", "creators"]}
+    auth = msgspec.structs.replace(settings.auth, basic_users=users, permission_group_mapping=mapping)
+    with serving(
+        sqlite_url(tmp_path_factory.mktemp("creators")), msgspec.structs.replace(settings, auth=auth)
+    ) as srv:
+        with as_user(srv, "admin") as admin:
+            admin.create_queue(Queue(name="team-a", group_owners=["team-a"]))
+        team_a = {"name": "team-a", "groupOwners": ["team-a"]}
+        assert put_queue(srv, "carl", {**team_a, "priorityFactor": 2.0}).status_code == 200
+        taken = put_queue(srv, "carl", {**team_a, "userOwners": ["carl"]})
+        assert taken.status_code == 403 and taken.json()["field"] == "userOwners"
+        assert "submit_any_jobs" in taken.json()["detail"]
+        with as_user(srv, "carl") as carl:
+            carl.create_queue(Queue(name="carls"))  # creating is still create_queue's
+            assert carl.get_queue("carls").user_owners == ["carl"]

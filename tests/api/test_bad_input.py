@@ -12,7 +12,7 @@ import pytest
 from armada.client import ArmadaClient
 from armada.model.queues import Queue
 from tests.api.jobs import pod_spec, raw_item
-from tests.servers import ApiServer
+from tests.servers import EXECUTOR_HEADERS, ApiServer
 
 SQL = "'; DROP TABLE jobs; -- \" OR 1=1 %_ \\ ..%2F"
 
@@ -145,7 +145,7 @@ def test_bad_requests_are_problems_and_change_nothing(
         method,
         server.url + path.replace("QUEUE", queue),
         content=body.replace(b"QUEUE", queue.encode()),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **(EXECUTOR_HEADERS if "/executor/" in path else {})},
         timeout=60,
     )
     assert response.status_code == status, response.text
@@ -204,6 +204,6 @@ def test_ten_thousand_jobs_in_one_request_are_accepted_together(client: ArmadaCl
 
 def test_a_lease_call_cannot_ask_for_a_long_hold(server: ApiServer) -> None:
     body = {"executorId": "c1", "pool": "default", "waitMillis": 75_282_465}
-    response = httpx.post(f"{server.url}/v1/executor/lease", json=body, timeout=10)
+    response = httpx.post(f"{server.url}/v1/executor/lease", json=body, timeout=10, headers=EXECUTOR_HEADERS)
     assert response.status_code == 400
     assert "waitMillis" in response.text

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.api.jobs import pod_spec, raw_item
-from tests.servers import ApiServer
+from tests.servers import EXECUTOR_HEADERS, ApiServer
 
 #: A placeholder string in a JSON body, replaced (with its quotes) by a raw JSON literal.
 HOLE = "@@"
@@ -159,7 +159,7 @@ def test_hostile_numbers_are_400s_naming_the_field_and_store_nothing(
         method,
         server.url + path.replace("QUEUE", queue),
         content=_body(template, queue, literal),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **(EXECUTOR_HEADERS if "/executor/" in path else {})},
         timeout=30,
     )
     _expect_problem(response, field or "priorityFactor")
@@ -183,5 +183,5 @@ def test_listings_and_leases_keep_working_after_hostile_requests(server: ApiServ
     listing = httpx.get(f"{server.url}/v1/batched/queues", timeout=30)
     assert listing.status_code == 200, listing.text
     assert queue in listing.text
-    lease = httpx.post(f"{server.url}/v1/executor/lease", json=_node(), timeout=30)
+    lease = httpx.post(f"{server.url}/v1/executor/lease", json=_node(), timeout=30, headers=EXECUTOR_HEADERS)
     assert lease.status_code == 200, lease.text

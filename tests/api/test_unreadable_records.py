@@ -15,7 +15,7 @@ from armada.client import ArmadaClient
 from tests.api.jobs import item
 from tests.metrics import parse_samples, value
 from tests.planting import plant_garbage_event, plant_infinite_queue, plant_nan_priority_job
-from tests.servers import ApiServer
+from tests.servers import EXECUTOR_HEADERS, ApiServer
 
 
 def _stream(server: ApiServer, queue: str, job_set: str) -> list[dict[str, Any]]:
@@ -67,7 +67,9 @@ def test_planted_unreadable_records_stop_no_reader(
 
     nodes = [{"name": "n1", "allocatable": {"cpu": "4", "memory": "8Gi"}}]
     lease = httpx.post(
-        f"{server.url}/v1/executor/lease", json={"executorId": "e1", "pool": "p", "nodes": nodes}
+        f"{server.url}/v1/executor/lease",
+        json={"executorId": "e1", "pool": "p", "nodes": nodes},
+        headers=EXECUTOR_HEADERS,
     )
     assert lease.status_code == 200, lease.text
 

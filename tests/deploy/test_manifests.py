@@ -1,5 +1,6 @@
 """The Kubernetes manifests: they parse, reference each other correctly, configure a server
-that starts, and grant the executor exactly the API calls its code makes."""
+that starts, grant the executor exactly the API calls its code makes, and carry no
+credentials (Secrets come from a secretGenerator over untracked files)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from armada.auth.secrets import hash_token
+from armada.auth.exposure import startup_refusals
+from armada.auth.published import PUBLISHED_HASHES
+from armada.auth.secrets import hash_password, hash_token, new_token
 from armada.model.podsecurity import PodPolicy, Profile, job_violation, profile_violation
 from armada.settings import load_settings
 from tests.processes import ROOT
@@ -34,7 +37,26 @@ def _load() -> dict[tuple[str, str], dict[str, Any]]:
     return objects
 
 
-OBJECTS = _load()
+def _env_file(path: Path) -> dict[str, str]:
+    """A kustomize ``envs`` file: ``KEY=VALUE`` lines, ``#`` comments."""
+    lines = [line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    return dict(line.split("=", 1) for line in lines)
+
+
+def _generated() -> dict[tuple[str, str], dict[str, Any]]:
+    """The Secrets kustomize generates once each ``envs`` file is copied from its example."""
+    kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
+    secrets = {}
+    for generator in kustomization["secretGenerator"]:
+        (envs,) = generator["envs"]
+        data = _env_file(MANIFESTS / f"{envs}.example")
+        metadata = {"name": generator["name"], "namespace": generator["namespace"]}
+        secrets[("Secret", generator["name"])] = {"kind": "Secret", "metadata": metadata, "stringData": data}
+    return secrets
+
+
+OBJECTS = _load() | _generated()
+HASH = re.compile(r"scrypt:\d+:\d+:\d+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+|sha256:[0-9a-f]{64}")
 
 
 def obj(kind: str, name: str) -> dict[str, Any]:
@@ -124,15 +146,36 @@ def pod_labels(deployment: str) -> dict[str, str]:
 
 
 def test_server_configuration_loads_and_requires_credentials(tmp_path: Path) -> None:
-    """The ConfigMap's file and the Secret's ARMADA_* variables make valid settings."""
-    config = tmp_path / "config.yaml"
-    config.write_text(obj("ConfigMap", "armada-server")["data"]["config.yaml"])
-    settings = load_settings(config, env=obj("Secret", "armada-server")["stringData"])
+    """The ConfigMap's file and the Secret's ARMADA_* variables, once an operator has put
+    their own hashes in place of the placeholders, make settings a server starts with."""
+    settings = _server_settings(tmp_path)
     assert settings.database.url.startswith("postgresql")
     assert settings.auth.anonymous is False
     assert settings.server.host == "0.0.0.0"
-    executor_token = obj("Secret", "armada-executor")["stringData"]["ARMADA_TOKEN"]
-    assert hash_token(executor_token) in {t.token_hash for t in settings.auth.tokens}
+    assert startup_refusals(settings.auth, settings.server.host) == []
+    assert obj("Secret", "armada-executor")["stringData"] == {"ARMADA_TOKEN": "REPLACE-WITH-TOKEN"}
+
+
+def test_the_manifests_carry_no_credentials() -> None:
+    """No hash (least of all one published in examples/) and no Secret object is applied
+    from the repository; the generator's input files are never tracked."""
+    for path in sorted(p for p in MANIFESTS.rglob("*") if p.is_file()):
+        text = path.read_text()
+        assert not HASH.search(text), f"{path} contains a password or token hash"
+        assert not any(known in text for known in PUBLISHED_HASHES), path
+        assert "executor-token" not in text, path
+    assert not [key for key in _load() if key[0] == "Secret"], "Secrets come from the secretGenerator"
+    assert "*.env" in (MANIFESTS / ".gitignore").read_text().split()
+
+
+def test_the_list_of_published_hashes_is_what_examples_publish() -> None:
+    published = {
+        m[0]
+        for path in (ROOT / "examples").rglob("*")
+        if path.is_file()
+        for m in HASH.finditer(path.read_text())
+    }
+    assert published == PUBLISHED_HASHES
 
 
 def test_executor_is_bound_to_its_cluster_role() -> None:
@@ -211,9 +254,16 @@ def _executor_env() -> dict[str, str]:
 
 
 def _server_settings(tmp_path: Path) -> Any:
+    """The server's settings once an operator has filled in the Secret's template."""
     config = tmp_path / "config.yaml"
     config.write_text(obj("ConfigMap", "armada-server")["data"]["config.yaml"])
-    return load_settings(config, env=obj("Secret", "armada-server")["stringData"])
+    env = {
+        key: value.replace("REPLACE-WITH-SCRYPT-HASH", hash_password("mine", log2_n=4)).replace(
+            "REPLACE-WITH-SHA256-HASH", hash_token(new_token())
+        )
+        for key, value in obj("Secret", "armada-server")["stringData"].items()
+    }
+    return load_settings(config, env=env)
 
 
 def test_job_namespaces_are_labelled_for_pod_security_admission(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from armada.client import ArmadaClient
 from armada.model.jobs import GANG_CARDINALITY_ANNOTATION, GANG_ID_ANNOTATION
 from armada.model.wire.jobs import JobSubmitRequestItem
-from tests.processes import ArmadaProcess
+from tests.processes import EXECUTOR_TOKEN_ENV, ArmadaProcess
 
 T = TypeVar("T")
 
@@ -52,6 +52,7 @@ def executor(
         backend,
         *args,
     ]
+    env = {**EXECUTOR_TOKEN_ENV, **(env or {})}
     process = ArmadaProcess(command, cwd=workdir, log_path=workdir / f"executor-{cluster_id}.log", env=env)
     try:
         yield process

@@ -167,6 +167,12 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert code_of(admin.delete_queue, "nope") == grpc.StatusCode.NOT_FOUND
     admin.update_queue(admin.create_queue_request("team-a", 3.0, group_owners=["team-a"]))
     assert admin.get_queue("team-a").priority_factor == 3.0
+    # Owners may update their queue (not its owners); others may not (REST's owner_or).
+    alice.update_queue(admin.create_queue_request("team-a", 4.0, group_owners=["team-a"]))
+    assert admin.get_queue("team-a").priority_factor == 4.0
+    assert code_of(bob.update_queue, admin.create_queue_request("team-a", 1.0, group_owners=["team-a"])) == (
+        grpc.StatusCode.PERMISSION_DENIED
+    )
     failed = admin.create_queues([admin.create_queue_request("b1", 1.0), queue])
     assert [f.queue.name for f in failed.failed_queues] == ["team-a"]
     assert {q.name for q in admin.get_queues()} >= {"team-a", "b1"}

@@ -1,7 +1,9 @@
-"""The README's quickstart: ``armada serve --dev`` runs the seeds' example job for real."""
+"""The README's quickstart: ``armada serve --dev`` runs the seeds' example job for real, and
+its output reads like a job log (one line per state change, no HTTP request lines)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -30,4 +32,11 @@ def test_dev_server_runs_the_seed_example_as_a_local_process(tmp_path: Path) -> 
         armada("queue", "create", "example")
         armada("submit", str(job_file))
         summary = armada("watch", "example", "job-set-1", "--exit-if-inactive")
+        output = server.process.log()
     assert "succeeded: 1" in summary
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    job_log = [line for line in lines if line.get("logger") == "armada.jobs"]
+    last = {"event": "job succeeded", "queue": "example", "job_set": "job-set-1"}
+    assert last.items() <= job_log[-1].items()
+    assert all(line["job_id"] for line in job_log)
+    assert not [line for line in lines if line.get("logger") in ("httpx", "httpcore")], "no transport chatter"

@@ -15,6 +15,7 @@ from tests.e2e.cluster import executor, fake_nodes, wait_for
 from tests.metrics import parse_samples, value
 from tests.processes import (
     ROOT,
+    SERVER_EXECUTOR_TOKEN_ENV,
     ArmadaProcess,
     Server,
     armada_command,
@@ -155,7 +156,12 @@ def test_the_watch_resumes_across_a_server_restart(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
 
     def start_server() -> ArmadaProcess:
-        process = ArmadaProcess(["serve", "--port", str(port)], cwd=tmp_path, log_path=tmp_path / "serve.log")
+        process = ArmadaProcess(
+            ["serve", "--port", str(port)],
+            cwd=tmp_path,
+            log_path=tmp_path / "serve.log",
+            env=SERVER_EXECUTOR_TOKEN_ENV,  # the executor below authenticates
+        )
         wait_until_healthy(url, process)
         return process
 

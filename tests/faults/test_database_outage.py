@@ -23,6 +23,7 @@ from tests.faults.workload import (
     wait_until_all_finished,
 )
 from tests.processes import running_server
+from tests.servers import EXECUTOR_HEADERS
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -42,7 +43,8 @@ def probe(http: httpx.Client) -> Counter[str]:
     """Send every probe once; count ``status content-type`` outcomes."""
     outcomes = Counter[str]()
     for method, path, body in PROBES:
-        response = http.request(method, path, json=body)
+        headers = EXECUTOR_HEADERS if path.startswith("/v1/executor") else {}
+        response = http.request(method, path, json=body, headers=headers)
         kind = response.headers.get("content-type", "").split(";")[0]
         outcomes[f"{path} {response.status_code} {kind if response.status_code != 204 else ''}".strip()] += 1
     return outcomes

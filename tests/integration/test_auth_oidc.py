@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -12,7 +13,8 @@ import pytest
 
 from armada.auth.authentication import Authentication, Unauthenticated
 from armada.auth.identity import EVERYONE
-from armada.auth.settings import AuthSettings, OidcSettings
+from armada.auth.secrets import hash_password
+from armada.auth.settings import AuthSettings, BasicUser, OidcSettings
 from tests.auth_keys import AUDIENCE, ISSUER, SigningKey
 
 
@@ -22,6 +24,7 @@ class JwksServer:
     def __init__(self, *keys: SigningKey) -> None:
         self.keys = list(keys)
         self.fetches = 0
+        self.closed = False
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +45,9 @@ class JwksServer:
         threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         self._server.shutdown()
         self._server.server_close()
 
@@ -58,14 +64,16 @@ def jwks(key: SigningKey) -> Iterator[JwksServer]:
     server.close()
 
 
-def authentication(jwks: JwksServer, **oidc: Any) -> Authentication:
+def authentication(
+    jwks: JwksServer, *, users: dict[str, BasicUser] | None = None, **oidc: Any
+) -> Authentication:
     settings = OidcSettings(issuer=ISSUER, audience=AUDIENCE, jwks_url=jwks.url, **oidc)
-    return Authentication(AuthSettings(anonymous=False, oidc=settings))
+    return Authentication(AuthSettings(anonymous=False, oidc=settings, basic_users=users or {}))
 
 
 async def test_valid_token_gives_user_and_groups(jwks: JwksServer, key: SigningKey) -> None:
     identity = await authentication(jwks).identify(f"Bearer {key.token('carol', ['team-a', 'gpu'])}")
-    assert identity.name == "carol"
+    assert identity.name == "oidc:carol"  # token users have their own namespace
     assert identity.groups == {"team-a", "gpu", EVERYONE}
 
 
@@ -76,7 +84,7 @@ async def test_keys_are_cached_and_refetched_for_a_new_key_id(jwks: JwksServer, 
     assert jwks.fetches == 1
     rotated = SigningKey("k2")
     jwks.keys.append(rotated)
-    assert (await auth.identify(f"Bearer {rotated.token('dave')}")).name == "dave"
+    assert (await auth.identify(f"Bearer {rotated.token('dave')}")).name == "oidc:dave"
     assert jwks.fetches == 2
     # Within the cooldown an unknown key id does not refetch (made-up ids cannot hammer the provider).
     cooled = authentication(jwks, jwks_refetch_cooldown_seconds=60)
@@ -90,7 +98,7 @@ async def test_configurable_claims(jwks: JwksServer, key: SigningKey) -> None:
     auth = authentication(jwks, username_claim="preferred_username", groups_claim="realm_access.roles")
     token = key.token("0f3c-uuid", preferred_username="erin", realm_access={"roles": ["team-b"]}, groups=None)
     identity = await auth.identify(f"Bearer {token}")
-    assert (identity.name, identity.groups) == ("erin", {"team-b", EVERYONE})
+    assert (identity.name, identity.groups) == ("oidc:erin", {"team-b", EVERYONE})
     spaced = authentication(jwks, groups_claim="scope")
     identity = await spaced.identify(f"Bearer {key.token('erin', scope='read write')}")
     assert identity.groups == {"read", "write", EVERYONE}
@@ -130,3 +138,40 @@ async def test_unreachable_jwks_is_an_invalid_token_not_a_crash(key: SigningKey)
     settings = OidcSettings(issuer=ISSUER, audience=AUDIENCE, jwks_url="http://127.0.0.1:9/none")
     with pytest.raises(Unauthenticated):
         await Authentication(AuthSettings(oidc=settings)).identify(f"Bearer {key.token('carol')}")
+
+
+async def test_token_identities_cannot_be_local_users_or_anonymous(jwks: JwksServer, key: SigningKey) -> None:
+    users = {"admin": BasicUser(password_hash=hash_password("x", log2_n=4), groups=["admins"])}
+    prefixed = authentication(jwks, users=users)
+    identity = await prefixed.identify(
+        f"Bearer {key.token('admin', ['anonymous', 'armada:dev-executor', 'ops'])}"
+    )
+    assert identity.name == "oidc:admin"
+    assert identity.groups == {"ops", EVERYONE}  # reserved groups are dropped
+    bare = authentication(jwks, users=users, username_prefix="")
+    for name in ("admin", "anonymous"):
+        with pytest.raises(Unauthenticated):
+            await bare.identify(f"Bearer {key.token(name)}")
+    assert (await bare.identify(f"Bearer {key.token('carol')}")).name == "carol"
+
+
+async def test_cached_keys_keep_working_while_the_issuer_is_down_for_a_bounded_time(
+    jwks: JwksServer, key: SigningKey
+) -> None:
+    auth = authentication(jwks, jwks_cache_seconds=1, jwks_max_stale_seconds=2.5)
+    assert (await auth.identify(f"Bearer {key.token('carol')}")).name == "oidc:carol"
+    jwks.close()
+    await asyncio.sleep(1.2)  # the cache has expired: the refetch fails, the last keys still verify
+    assert (await auth.identify(f"Bearer {key.token('carol')}")).name == "oidc:carol"
+    await asyncio.sleep(1.5)  # beyond jwksMaxStaleSeconds: no longer trusted
+    with pytest.raises(Unauthenticated):
+        await auth.identify(f"Bearer {key.token('carol')}")
+
+
+@pytest.mark.parametrize("algorithms", [["RS257"], ["none"], ["HS256"], []])
+def test_an_algorithm_misconfiguration_fails_at_start(algorithms: list[str]) -> None:
+    settings = OidcSettings(
+        issuer=ISSUER, audience=AUDIENCE, jwks_url="http://127.0.0.1:9/x", algorithms=algorithms
+    )
+    with pytest.raises(ValueError, match="algorithms"):
+        Authentication(AuthSettings(oidc=settings))

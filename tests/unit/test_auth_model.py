@@ -67,10 +67,11 @@ def test_auth_settings_from_environment() -> None:
     assert settings.auth.permission_group_mapping == {GlobalPermission.VIEW_REPORTS: ["ops"]}
 
 
-def test_development_default_gives_anonymous_every_permission() -> None:
+def test_development_default_gives_anonymous_every_permission_but_execute_jobs() -> None:
     permissions = Permissions(AuthSettings().permission_group_mapping)
-    assert permissions.of(ANONYMOUS_IDENTITY) == frozenset(GlobalPermission)
+    assert permissions.of(ANONYMOUS_IDENTITY) == frozenset(GlobalPermission) - {GlobalPermission.EXECUTE_JOBS}
     assert permissions.of(Identity.of("alice", ["team-a"])) == frozenset()
+    assert permissions.of(Identity.of("exec", ["executors"])) == {GlobalPermission.EXECUTE_JOBS}
 
 
 def test_every_identity_is_in_everyone() -> None:
@@ -121,3 +122,12 @@ def test_global_permission_covers_every_queue() -> None:
     lonely = msgspec.structs.replace(QUEUE, permissions=[])
     assert permissions.may(ops, lonely, QueueVerb.CANCEL)
     assert not permissions.may(ops, lonely, QueueVerb.SUBMIT)
+
+
+@pytest.mark.parametrize(
+    ("anonymous", "groups"), [(True, ["anonymous"]), (False, ["anonymous"]), (True, ["admins", "everyone"])]
+)
+def test_anonymous_callers_can_never_execute_jobs(anonymous: bool, groups: list[str]) -> None:
+    auth = {"anonymous": anonymous, "permissionGroupMapping": {"execute_jobs": groups}}
+    with pytest.raises(SettingsError, match="execute_jobs: anonymous callers may never execute jobs"):
+        load_settings(None, env={}, overrides={"auth": auth})

@@ -13,11 +13,13 @@ import grpc
 
 from armada.api.access import AccessControl
 from armada.auth.authentication import Unauthenticated as NoCredentials
-from armada.auth.identity import Identity
+from armada.auth.identity import ANONYMOUS, Identity
 from armada.auth.permissions import VERB_PERMISSION, GlobalPermission
+from armada.auth.queue_changes import check_queue_change
 from armada.eventstore.store import EventStore
 from armada.model.errors import PermissionDenied, Unauthenticated
-from armada.model.queues import QueueVerb
+from armada.model.queues import Queue, QueueVerb
+from armada.services.queues import Authorize
 from armada.services.visibility import ReadScope
 
 
@@ -66,6 +68,18 @@ class Caller:
     async def reads(self, context: grpc.aio.ServicerContext[Any, Any]) -> ReadScope:
         """The queues the caller may read (REST's ``watching`` routes)."""
         return self.access.read_scope(self.store, await self.identify(context))
+
+    def stream_key(self, identity: Identity, context: grpc.aio.ServicerContext[Any, Any]) -> str:
+        """Whose quota of open streams a stream counts against (as REST's ``caller_key``)."""
+        return identity.name if identity.name != ANONYMOUS else f"{ANONYMOUS}@{context.peer()}"
+
+    def queue_change_checker(self, identity: Identity) -> Authorize:
+        """What ``identity`` may change in a queue's definition (REST's update routes)."""
+
+        def check(old: Queue, new: Queue) -> None:
+            check_queue_change(old, new, identity, self.access.permissions)
+
+        return check
 
     def may_administer_queue_security(self, identity: Identity) -> bool:
         return self.access.permissions.has(identity, GlobalPermission.ADMINISTER_QUEUE_SECURITY)

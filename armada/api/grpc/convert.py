@@ -18,6 +18,7 @@ from armada.api.access import AccessControl
 from armada.api.grpc.auth import Caller
 from armada.api.grpc.guard import json_has_nul
 from armada.api.shutdown import ShutdownSignal
+from armada.api.stream_quota import StreamQuota
 from armada.eventstore.store import EventStore
 from armada.model.errors import InvalidRequest
 from armada.scheduling.config import SchedulingConfig
@@ -39,6 +40,9 @@ class GrpcServices:
     rules: SubmissionRules
     scheduling: SchedulingConfig
     shutdown: ShutdownSignal
+    streams: StreamQuota
+    #: ``submission.maxQueuedJobsPerQueue`` (0: no cap), as the REST submit route passes it.
+    max_queued: int = 0
 
     @property
     def caller(self) -> Caller:

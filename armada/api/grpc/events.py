@@ -95,7 +95,8 @@ class EventService(event_pb2_grpc.EventServicer):
         self, context: Context, queue: str, job_set_id: str, from_id: str, watch: bool, if_missing: bool
     ) -> AsyncIterator[event_pb2.EventStreamMessage]:
         store = self.services.store
-        await self.services.caller.on_queue(context, queue, QueueVerb.WATCH)
+        caller = self.services.caller
+        identity = await caller.on_queue(context, queue, QueueVerb.WATCH)
         if not queue or not job_set_id:
             raise InvalidRequest("name the queue and the job set", field="queue" if not queue else "id")
         after = streams.parse_message_id(from_id)
@@ -106,6 +107,13 @@ class EventService(event_pb2_grpc.EventServicer):
         if if_missing:
             await streams.require_job_set(store, queue, job_set_id)
         events = streams.job_set_events(store, queue, job_set_id, after=after, watch=watch)
+        key = caller.stream_key(identity, context)
+        async for message in self.services.streams.open_for(key, self._messages(events, watch)):
+            yield message
+
+    async def _messages(
+        self, events: AsyncIterator[StoredEvent], watch: bool
+    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
         shutdown = self.services.shutdown
         try:
             while True:

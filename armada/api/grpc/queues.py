@@ -69,19 +69,36 @@ class QueueMethods:
 
     @status.unary
     async def UpdateQueue(self, request: submit_pb2.Queue, context: Context) -> empty_pb2.Empty:
-        identity = await self.services.caller.requiring(context, P.CREATE_QUEUE)
+        """``create_queue`` holders or the queue's owners (REST's ``owner_or``); what each may
+        change is judged by the same checker as REST's."""
+        caller = self.services.caller
+        identity = await caller.identify(context)
         queue = await self._keeping_ours(queue_from_proto(request))
-        await queues.update_queue(self.services.store, queue.name, queue, identity.name, self._gate(identity))
+        await queues.update_queue(
+            self.services.store,
+            queue.name,
+            queue,
+            identity.name,
+            self._gate(identity),
+            caller.queue_change_checker(identity),
+        )
         return EMPTY
 
     @status.unary
     async def UpdateQueues(
         self, request: submit_pb2.QueueList, context: Context
     ) -> submit_pb2.BatchQueueUpdateResponse:
-        identity = await self.services.caller.requiring(context, P.CREATE_QUEUE)
+        caller = self.services.caller
+        identity = await caller.identify(context)  # each queue's change is judged on its own
         given = [queue_from_proto(q, f"queues[{i}].") for i, q in enumerate(request.queues)]
         kept = [await self._keeping_ours(queue, missing_ok=True) for queue in given]
-        failed = await queues.update_queues(self.services.store, kept, identity.name, self._gate(identity))
+        failed = await queues.update_queues(
+            self.services.store,
+            kept,
+            identity.name,
+            self._gate(identity),
+            caller.queue_change_checker(identity),
+        )
         return submit_pb2.BatchQueueUpdateResponse(
             failed_queues=[
                 submit_pb2.QueueUpdateResponse(queue=queue_to_proto(f.queue), error=f.error) for f in failed

@@ -28,18 +28,14 @@ _CODES: list[tuple[type[errors.ArmadaError], grpc.StatusCode]] = [
     (errors.NotFound, grpc.StatusCode.NOT_FOUND),
     (errors.Conflict, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.PayloadTooLarge, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (errors.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.Unavailable, grpc.StatusCode.UNAVAILABLE),
     (errors.InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
 ]
-# Errors other branches add (rate limits) map by name until they exist here.
-_BY_NAME = {"LimitExceeded": grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 
 def code_of(exc: errors.ArmadaError) -> grpc.StatusCode:
     """The status of ``exc``; queue creation answers ALREADY_EXISTS itself (see ``queues``)."""
-    for cls in type(exc).__mro__:
-        if cls.__name__ in _BY_NAME:
-            return _BY_NAME[cls.__name__]
     for kind, code in _CODES:
         if isinstance(exc, kind):
             return code

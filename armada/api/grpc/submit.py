@@ -84,7 +84,13 @@ class SubmitService(QueueMethods, submit_pb2_grpc.SubmitServicer):
     ) -> submit_pb2.JobSubmitResponse:
         identity = await self.services.caller.on_queue(context, request.queue, QueueVerb.SUBMIT)
         body = submit_request(request)
-        response = await submit_jobs(self.services.store, body, self.services.rules, identity.name)
+        response = await submit_jobs(
+            self.services.store,
+            body,
+            self.services.rules,
+            identity.name,
+            max_queued=self.services.max_queued,
+        )
         items = [
             submit_pb2.JobSubmitResponseItem(job_id=item.job_id, error=item.error)
             for item in response.job_response_items

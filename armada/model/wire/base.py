@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+
+#: Most job (or run) ids one request may name: each costs a lookup and a line of response,
+#: and a million-id request would hold a worker and the database for everyone else.
+#: Larger sets are sent in several requests.
+MAX_IDS_PER_REQUEST = 10_000
+
+#: A list of job or run ids, at most :data:`MAX_IDS_PER_REQUEST` (more: 400 naming the field).
+IdList = Annotated[list[str], msgspec.Meta(max_length=MAX_IDS_PER_REQUEST)]
 
 
 class Request(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):

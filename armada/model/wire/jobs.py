@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from armada.model.numbers import Count, Priority
-from armada.model.wire.base import Request, Response
+from armada.model.wire.base import IdList, Request, Response
 
 #: A job state given by name (``"RUNNING"``) or by upstream's protobuf number (``2``).
 StateName = str | Count
@@ -47,7 +47,7 @@ class JobCancelRequest(Request):
     queue: str = ""
     job_set_id: str = ""
     job_id: str = ""
-    job_ids: list[str] = []
+    job_ids: IdList = []
     reason: str = ""
 
 
@@ -70,7 +70,7 @@ class JobReprioritizeRequest(Request):
     new_priority: Priority
     queue: str = ""
     job_set_id: str = ""
-    job_ids: list[str] = []
+    job_ids: IdList = []
 
 
 class JobReprioritizeResponse(Response):
@@ -80,7 +80,7 @@ class JobReprioritizeResponse(Response):
 
 
 class JobPreemptRequest(Request):
-    job_ids: list[str]
+    job_ids: IdList
     queue: str = ""
     job_set_id: str = ""
     reason: str = ""

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from armada.model.jobs import Job
-from armada.model.wire.base import Request, Response
+from armada.model.wire.base import IdList, Request, Response
 
 
 class JobStatusRequest(Request):
-    job_ids: list[str]
+    job_ids: IdList
 
 
 class JobStatusResponse(Response):
@@ -17,7 +17,7 @@ class JobStatusResponse(Response):
 
 
 class JobDetailsRequest(Request):
-    job_ids: list[str]
+    job_ids: IdList
     expand_job_spec: bool = False
     expand_job_run: bool = False
 
@@ -55,7 +55,7 @@ class JobDetailsResponse(Response):
 
 
 class JobRunDetailsRequest(Request):
-    run_ids: list[str]
+    run_ids: IdList
 
 
 class JobRunDetailsResponse(Response):
@@ -63,7 +63,7 @@ class JobRunDetailsResponse(Response):
 
 
 class JobErrorsRequest(Request):
-    job_ids: list[str]
+    job_ids: IdList
 
 
 class JobErrorsResponse(Response):

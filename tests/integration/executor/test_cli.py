@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from armada.executor.cli import settings_from_options
+from armada.cli.executor import settings_from_options
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.contract_server import ContractServer
 
 REPO = Path(__file__).resolve().parents[3]
-LAUNCHER = "import typer; from armada.executor.cli import executor; typer.run(executor)"
+LAUNCHER = "import typer; from armada.cli.executor import executor; typer.run(executor)"
 
 
 async def test_executor_process_leases_and_stops_on_sigterm(server: ContractServer) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from armada.executor.admission import LeaseAdmission, own_namespace
+from armada.executor.admission import ANY_NAMESPACE, LeaseAdmission, own_namespace
 from armada.executor.settings import ExecutorSettings
 from armada.model.leases import Lease
 from armada.model.podsecurity import Profile
@@ -44,3 +44,10 @@ def test_profiles_and_service_accounts_come_from_the_executors_settings() -> Non
     privileged = LeaseAdmission(ExecutorSettings(pod_security_profile=Profile.PRIVILEGED), "")
     assert privileged.refusal(_lease(hostPID=True, serviceAccountName="anything")) is None
     assert privileged.refusal(_lease("elsewhere")) is not None  # namespaces hold for every profile
+
+
+def test_a_star_allows_every_namespace_but_the_executors_own() -> None:
+    admission = LeaseAdmission(ExecutorSettings(allowed_namespaces=[ANY_NAMESPACE]), "armada")
+    assert admission.refusal(_lease("personal-anonymous")) is None
+    assert "is reserved" in (admission.refusal(_lease("armada")) or "")
+    assert "podSpec.hostIPC" in (admission.refusal(_lease("team-a", hostIPC=True)) or "")

@@ -18,16 +18,10 @@ from armada.model import errors
         (errors.NotFound, grpc.StatusCode.NOT_FOUND),
         (errors.Conflict, grpc.StatusCode.FAILED_PRECONDITION),
         (errors.PayloadTooLarge, grpc.StatusCode.RESOURCE_EXHAUSTED),
+        (errors.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
         (errors.Unavailable, grpc.StatusCode.UNAVAILABLE),
         (errors.ArmadaError, grpc.StatusCode.INVALID_ARGUMENT),
     ],
 )
 def test_codes(error: type[errors.ArmadaError], code: grpc.StatusCode) -> None:
     assert code_of(error("x")) == code
-
-
-def test_rate_limits_by_name_until_the_class_exists_here() -> None:
-    class LimitExceeded(errors.ArmadaError):
-        pass
-
-    assert code_of(LimitExceeded("slow down")) == grpc.StatusCode.RESOURCE_EXHAUSTED

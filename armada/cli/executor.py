@@ -1,25 +1,20 @@
-"""``armada executor``: serve one cluster (registered on the main CLI app by the lead)."""
+"""``armada executor``: serve one cluster.
 
-from __future__ import annotations
+The lease loop, the backends, logging and metrics are imported when the command runs, not
+when the CLI starts: ``armada --help`` and the user commands must not pay for them.
+"""
 
-import asyncio
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import msgspec
 import typer
-from prometheus_client import CollectorRegistry, start_http_server
 
 from armada.cli.options import ConfigOption, settings_or_exit
-from armada.executor.backends.fake import load_node_templates
-from armada.executor.runner import run_executor
-from armada.executor.settings import BackendName, ExecutorSettings
-from armada.logs import configure_logging
-from armada.metrics.executor import ExecutorMetrics
-from armada.runtime import tune_for_service
+from armada.cli.secret_files import secret_from
 
-_DEFAULTS = ExecutorSettings()
+if TYPE_CHECKING:
+    from armada.executor.settings import BackendName, ExecutorSettings
 
 
 def _given(**values: Any) -> dict[str, Any]:
@@ -27,12 +22,12 @@ def _given(**values: Any) -> dict[str, Any]:
 
 
 def settings_from_options(
-    base: ExecutorSettings = _DEFAULTS,
+    base: "ExecutorSettings | None" = None,
     *,
     server: str | None = None,
     cluster_id: str | None = None,
     pool: str | None = None,
-    backend: BackendName | None = None,
+    backend: "BackendName | None" = None,
     token: str | None = None,
     ca_cert: Path | None = None,
     kubeconfig: Path | None = None,
@@ -44,8 +39,15 @@ def settings_from_options(
     fake_node_memory: str | None = None,
     fake_nodes_file: Path | None = None,
     fake_speed: float | None = None,
-) -> ExecutorSettings:
-    """Command-line options laid over ``base`` (the loaded settings); an option not given keeps it."""
+) -> "ExecutorSettings":
+    """Command-line options laid over ``base`` (the loaded settings, else the defaults); an
+    option not given keeps it."""
+    import msgspec  # noqa: PLC0415 (start-up time)
+
+    from armada.executor.backends.fake import load_node_templates  # noqa: PLC0415
+    from armada.executor.settings import ExecutorSettings  # noqa: PLC0415
+
+    base = base or ExecutorSettings()
     replace = msgspec.structs.replace
     kubernetes = replace(base.kubernetes, **_given(kubeconfig=kubeconfig and str(kubeconfig)))
     process = replace(
@@ -101,6 +103,9 @@ def executor(
     token: Annotated[
         str | None, typer.Option(help="Bearer token for the server.", envvar="ARMADA_TOKEN")
     ] = None,
+    token_file: Annotated[
+        str | None, typer.Option(help="Read the bearer token from this file ('-': stdin).")
+    ] = None,
     ca_cert: Annotated[Path | None, typer.Option(help="CA bundle to verify the server's TLS.")] = None,
     kubeconfig: Annotated[Path | None, typer.Option(help="kubeconfig (default: in-cluster).")] = None,
     process_cpu: Annotated[
@@ -126,6 +131,15 @@ def executor(
 
     Options not given come from ``--config`` and ``ARMADA_EXECUTOR_*`` variables.
     """
+    import asyncio  # noqa: PLC0415 (start-up time)
+
+    from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
+
+    from armada.executor.runner import run_executor  # noqa: PLC0415
+    from armada.logs import configure_logging  # noqa: PLC0415
+    from armada.metrics.executor import ExecutorMetrics  # noqa: PLC0415
+    from armada.runtime import tune_for_service  # noqa: PLC0415
+
     loaded = settings_or_exit(config, {})
     configure_logging(loaded.logging)
     settings = settings_from_options(
@@ -134,7 +148,7 @@ def executor(
         cluster_id=cluster_id,
         pool=pool,
         backend=backend.value if backend is not None else None,
-        token=token,
+        token=secret_from(token, token_file, "token"),
         ca_cert=ca_cert,
         kubeconfig=kubeconfig,
         process_cpu=process_cpu,
