@@ -16,8 +16,9 @@ from armada.auth.authentication import Unauthenticated as NoCredentials
 from armada.auth.identity import ANONYMOUS, Identity
 from armada.auth.permissions import VERB_PERMISSION, GlobalPermission
 from armada.auth.queue_changes import check_queue_change
+from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
-from armada.model.errors import PermissionDenied, Unauthenticated
+from armada.model.errors import LimitExceeded, PermissionDenied, Unauthenticated
 from armada.model.queues import Queue, QueueVerb
 from armada.services.queues import Authorize
 from armada.services.visibility import ReadScope
@@ -30,6 +31,14 @@ def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
     return None
 
 
+def peer_host(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """The client's address without its port (``ipv4:10.0.0.1:5000`` → ``10.0.0.1``)."""
+    peer = str(context.peer() or "")
+    address = peer.partition(":")[2] if peer.startswith(("ipv4:", "ipv6:")) else peer
+    host = address.rpartition(":")[0] or address
+    return host.strip("[]")
+
+
 class Caller:
     """The access decisions of one server, asked per call."""
 
@@ -39,9 +48,13 @@ class Caller:
 
     async def identify(self, context: grpc.aio.ServicerContext[Any, Any]) -> Identity:
         try:
-            return await self.access.authentication.identify(_authorization(context))
+            return await self.access.authentication.identify(
+                _authorization(context), client=peer_host(context)
+            )
         except NoCredentials as exc:
             raise Unauthenticated(exc.detail) from None
+        except LoginThrottled as exc:  # REST answers 429 with Retry-After
+            raise LimitExceeded(str(exc), retry_after=exc.retry_after) from None
 
     async def requiring(
         self, context: grpc.aio.ServicerContext[Any, Any], permission: GlobalPermission
@@ -71,7 +84,7 @@ class Caller:
 
     def stream_key(self, identity: Identity, context: grpc.aio.ServicerContext[Any, Any]) -> str:
         """Whose quota of open streams a stream counts against (as REST's ``caller_key``)."""
-        return identity.name if identity.name != ANONYMOUS else f"{ANONYMOUS}@{context.peer()}"
+        return identity.name if identity.name != ANONYMOUS else f"{ANONYMOUS}@{peer_host(context)}"
 
     def queue_change_checker(self, identity: Identity) -> Authorize:
         """What ``identity`` may change in a queue's definition (REST's update routes)."""
