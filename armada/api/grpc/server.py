@@ -44,12 +44,18 @@ async def start_grpc(settings: ServerSettings, services: GrpcServices) -> grpc.a
     event_pb2_grpc.add_EventServicer_to_server(EventService(services), server)  # type: ignore[no-untyped-call]
     job_pb2_grpc.add_JobsServicer_to_server(JobsService(services), server)  # type: ignore[no-untyped-call]
     address = _address(settings)
-    if settings.tls_cert:
-        port = server.add_secure_port(address, _credentials(settings))
-    else:
-        port = server.add_insecure_port(address)
+    try:
+        if settings.tls_cert:
+            port = server.add_secure_port(address, _credentials(settings))
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError:
+        port = 0
     if port == 0:
-        raise OSError(f"cannot listen for gRPC on {address}")
+        raise OSError(
+            f"cannot listen for gRPC on {address} (in use?): choose another with --grpc-port "
+            "(server.grpcPort), or 0 to turn gRPC off"
+        )
     await server.start()
     log.info("gRPC listening", address=address, tls=bool(settings.tls_cert))
     return server
