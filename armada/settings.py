@@ -110,6 +110,16 @@ class ServerSettings(_Area):
         ),
     ] = 1
 
+    grpc_port: Annotated[
+        int,
+        Meta(
+            ge=0,
+            le=65535,
+            description="Port of the gRPC API (upstream's services for armada-client, armadactl, "
+            "the Airflow operator), on `host` with the same TLS; 0 turns it off.",
+        ),
+    ] = 50051
+
     def __post_init__(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ValueError("server: set both tlsCert and tlsKey, or neither")

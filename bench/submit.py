@@ -3,6 +3,12 @@
     armada serve --database-url postgresql+psycopg://postgres@127.0.0.1/armada &
     python bench/submit.py --url http://127.0.0.1:8080 --jobs 50000 --batch 500 --queues 10
 
+With ``--grpc 127.0.0.1:50051`` the jobs are submitted half over REST and half over gRPC
+with upstream's ``armada-client`` (asyncio), in the order REST, gRPC, gRPC, REST (quarters),
+so that the database's growth during the run weighs on both alike; each transport's rate
+is its jobs over its time (``jobs_per_second`` for REST, ``grpc_jobs_per_second``,
+``grpc_over_rest``).
+
 Requests of ``--batch`` jobs go to ``--queues`` queues round-robin, ``--concurrency`` at a
 time. A job counts once the server has answered 200, i.e. after its events committed. The
 last line is JSON with ``jobs_per_second`` and ``p99_batch_ms``.
@@ -20,6 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import grpc
+from armada_client.armada import submit_pb2
+from armada_client.asyncio_client import ArmadaAsyncIOClient
+
+from armada.api.grpc.podspec import pod_spec_from_json
 from armada.client import ArmadaApiError, AsyncArmadaClient, ClientConfig
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
@@ -38,6 +49,36 @@ POD_SPEC = {
         }
     ]
 }
+
+
+async def run_grpc(address: str, jobs: int, batch: int, queues: int, concurrency: int) -> dict[str, object]:
+    """The same submission over gRPC with ``armada-client``."""
+    run_id = uuid.uuid4().hex[:8]
+    names = [f"bench-grpc-{run_id}-{i}" for i in range(queues)]
+    item = submit_pb2.JobSubmitRequestItem(namespace="default", pod_spec=pod_spec_from_json(POD_SPEC))
+    batches = [(names[i % queues], min(batch, jobs - i * batch)) for i in range(-(-jobs // batch))]
+    latencies: list[float] = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        client = ArmadaAsyncIOClient(channel)
+        for name in names:
+            await client.create_queue(client.create_queue_request(name, 1.0))
+        pending = iter(batches)
+
+        async def worker() -> None:
+            for queue, size in pending:
+                started = time.perf_counter()
+                await client.submit_jobs(queue, f"set-{run_id}", [item] * size)
+                latencies.append(time.perf_counter() - started)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - start
+    latencies.sort()
+    return {
+        "grpc_seconds": round(elapsed, 3),
+        "grpc_jobs_per_second": round(jobs / elapsed),
+        "grpc_median_batch_ms": round(statistics.median(latencies) * 1000, 1),
+    }
 
 
 async def run(url: str, jobs: int, batch: int, queues: int, concurrency: int) -> dict[str, object]:
@@ -88,8 +129,34 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--queues", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--grpc", default="", help="gRPC address: also submit over gRPC, same run")
     args = parser.parse_args()
-    report(asyncio.run(run(args.url, args.jobs, args.batch, args.queues, args.concurrency)))
+    if not args.grpc:
+        report(asyncio.run(run(args.url, args.jobs, args.batch, args.queues, args.concurrency)))
+        return
+    quarter = args.jobs // 4
+    rest_seconds = grpc_seconds = 0.0
+    result: dict[str, object] = {}
+    for transport in ("rest", "grpc", "grpc", "rest"):
+        if transport == "rest":
+            result = asyncio.run(run(args.url, quarter, args.batch, args.queues, args.concurrency))
+            rest_seconds += float(str(result["seconds"]))
+        else:
+            part = asyncio.run(run_grpc(args.grpc, quarter, args.batch, args.queues, args.concurrency))
+            grpc_seconds += float(str(part["grpc_seconds"]))
+    rest_rate, grpc_rate = 4 * quarter / 2 / rest_seconds, 4 * quarter / 2 / grpc_seconds
+    result |= {
+        "jobs": 4 * quarter,
+        "seconds": round(rest_seconds, 3),
+        "jobs_per_second": round(rest_rate),
+        "grpc_seconds": round(grpc_seconds, 3),
+        "grpc_jobs_per_second": round(grpc_rate),
+        "grpc_over_rest": round(grpc_rate / rest_rate, 2),
+        "client_rss_mb": rss_mb(),
+    }
+    for key in ("median_batch_ms", "p99_batch_ms"):  # those of the last quarter only: left out
+        result.pop(key, None)
+    report(result)
 
 
 if __name__ == "__main__":

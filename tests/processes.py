@@ -53,6 +53,7 @@ def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARMADA_")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["ARMADA_LOGGING_FORMAT"] = "json"
+    env["ARMADA_SERVER_GRPC_PORT"] = "0"  # tests that want gRPC name a free port
     env.update(extra or {})
     return env
 

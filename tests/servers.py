@@ -24,7 +24,7 @@ from armada.auth.secrets import hash_token
 from armada.auth.settings import EXECUTORS, StaticToken
 from armada.eventstore.store import EventStore
 from armada.model.events import Event
-from armada.settings import DatabaseSettings, SchedulerSettings, Settings
+from armada.settings import DatabaseSettings, SchedulerSettings, ServerSettings, Settings
 from tests.processes import TEST_EXECUTOR_TOKEN, free_port
 
 #: Anonymous callers may not execute jobs: executor calls send this header.
@@ -74,7 +74,10 @@ def serving(database_url: str, settings: Settings | None = None) -> Iterator[Api
         scheduling=settings.scheduling,
         submission=settings.submission,
         auth=auth,
-        server=settings.server,
+        # In-process servers serve no gRPC unless a test names a port (many run at once).
+        server=settings.server
+        if settings.server.grpc_port != ServerSettings().grpc_port
+        else msgspec.structs.replace(settings.server, grpc_port=0),
         # The tests stand in for the scheduler and executors by appending their events.
         scheduler=SchedulerSettings(enabled=False),
     )

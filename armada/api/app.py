@@ -34,6 +34,8 @@ from armada.api.access import AccessControl, enforce_access
 from armada.api.browser_safety import BrowserSafety
 from armada.api.dependencies import DEPENDENCIES
 from armada.api.dev_mode import when_listening
+from armada.api.grpc.convert import GrpcServices
+from armada.api.grpc.server import start_grpc, stop_grpc
 from armada.api.guard import hostile_url_guard, reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.shutdown import ShutdownSignal
@@ -148,6 +150,18 @@ def create_app(settings: Settings) -> Litestar:
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
             app.state.run_events = RunEventIntake(database.store, settings.scheduler)
             app.state.metrics = metrics
+            if settings.server.grpc_port:
+                services = GrpcServices(
+                    store=database.store,
+                    access=access,
+                    rules=app.state.submission_rules,
+                    scheduling=settings.scheduling,
+                    shutdown=app.state.shutdown,
+                    streams=app.state.streams,
+                    max_queued=settings.submission.max_queued_jobs_per_queue,
+                )
+                grpc_server = await start_grpc(settings.server, services)
+                stack.push_async_callback(stop_grpc, grpc_server, settings.server.shutdown_timeout)
             if settings.server.dev:
                 executor_settings = dev_executor_settings(settings, dev_token)
                 executor = when_listening(

@@ -31,6 +31,7 @@ from armada.model.wire.queries import (
     JobRunDetailsResponse,
     JobStatusRequest,
     JobStatusResponse,
+    JobStatusUsingExternalJobUriRequest,
 )
 from armada.services import queries, streams
 from armada.services.queues import get_queue
@@ -50,6 +51,21 @@ async def job_status(data: JSONBody[JobStatusRequest], store: Store, reads: Read
     found = await queries.job_states(store, await reads.jobs(data.job_ids))
     unknown = JobState.UNKNOWN.value
     return JobStatusResponse(job_states={job_id: found.get(job_id, unknown) for job_id in data.job_ids})
+
+
+@post(
+    "/v1/job/statusUsingExternalJobUri",
+    responses=problems(),
+    status_code=200,
+    tags=TAGS,
+    summary="States of a job set's jobs submitted with an externalJobUri",
+    opt=on_queue(QueueVerb.WATCH, body="queue"),
+)
+async def job_status_by_external_uri(
+    data: JSONBody[JobStatusUsingExternalJobUriRequest], store: Store
+) -> JobStatusResponse:
+    job_ids = await queries.jobs_by_external_uri(store, data.queue, data.jobset, data.external_job_uri)
+    return JobStatusResponse(job_states=await queries.job_states(store, job_ids))
 
 
 @post(
@@ -139,4 +155,4 @@ async def job_set_events(
     return ndjson(quota.open(request, lines()))
 
 
-ROUTES = [job_status, job_details, run_details, job_errors, job_set_events]
+ROUTES = [job_status, job_status_by_external_uri, job_details, run_details, job_errors, job_set_events]

@@ -16,27 +16,30 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from armada.api.access import AccessControl, identity_of
-from armada.api.dependencies import QueueGate, Reads, Store, User
+from armada.api.dependencies import QueueGate, Reads, Scheduling, Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.permissions import GlobalPermission as P
-from armada.auth.policy import authenticated, owner_or, requires, watching
+from armada.auth.policy import authenticated, on_queue, owner_or, requires, watching
 from armada.auth.queue_changes import check_queue_change
 from armada.model.numbers import MAX_COUNT
-from armada.model.queues import Queue
+from armada.model.queues import Queue, QueueVerb
 from armada.model.wire.base import Empty
+from armada.model.wire.jobs import CancellationResult, JobPreemptResponse
 from armada.model.wire.queries import ActiveQueuesRequest
 from armada.model.wire.queues import (
     ActiveQueues,
     ActiveQueuesResponse,
     BatchQueueResponse,
+    QueueCancelRequest,
     QueueList,
+    QueuePreemptRequest,
     StreamingQueue,
     StreamingQueueLine,
     StreamingQueueMessage,
 )
-from armada.services import queries, queues
+from armada.services import queries, queue_actions, queues
 from armada.services.queues import Authorize
 
 TAGS = ["queues"]
@@ -129,6 +132,56 @@ async def uncordon_queue(name: FromPath[str], store: Store, user: User) -> Empty
     return Empty()
 
 
+@post(
+    "/v1/queue/{name:str}/preempt",
+    responses=problems(404),
+    status_code=200,
+    tags=TAGS,
+    summary="Preempt the queue's running jobs of preemptible classes (filters: classes, pools)",
+    opt=on_queue(QueueVerb.PREEMPT, path="name"),
+)
+async def preempt_on_queue(
+    name: FromPath[str],
+    store: Store,
+    user: User,
+    scheduling: Scheduling,
+    data: JSONBody[QueuePreemptRequest | None] = None,
+) -> JobPreemptResponse:
+    request = data or QueuePreemptRequest()
+    preempted = await queue_actions.preempt_on_queue(
+        store,
+        name,
+        priority_classes=request.priority_classes,
+        pools=request.pools,
+        user=user,
+        known_classes=scheduling.priority_classes,
+    )
+    return JobPreemptResponse(preempted_ids=preempted)
+
+
+@post(
+    "/v1/queue/{name:str}/cancel",
+    responses=problems(404),
+    status_code=200,
+    tags=TAGS,
+    summary="Cancel the queue's jobs (filters: classes, pools, states)",
+    opt=on_queue(QueueVerb.CANCEL, path="name"),
+)
+async def cancel_on_queue(
+    name: FromPath[str], store: Store, user: User, data: JSONBody[QueueCancelRequest | None] = None
+) -> CancellationResult:
+    request = data or QueueCancelRequest()
+    cancelled = await queue_actions.cancel_on_queue(
+        store,
+        name,
+        priority_classes=request.priority_classes,
+        pools=request.pools,
+        states=request.job_states,
+        user=user,
+    )
+    return CancellationResult(cancelled_ids=cancelled)
+
+
 @get(
     "/v1/batched/queues",
     media_type=NDJSON,
@@ -208,6 +261,8 @@ ROUTES = [
     get_queue,
     cordon_queue,
     uncordon_queue,
+    preempt_on_queue,
+    cancel_on_queue,
     list_queues,
     create_queues,
     update_queues,

@@ -33,7 +33,10 @@ class StreamQuota:
         self, connection: ASGIConnection[Any, Any, Any, Any], stream: AsyncIterator[T]
     ) -> AsyncIterator[T]:
         """``stream``, counted against its caller; raises :class:`LimitExceeded` at the cap."""
-        key = caller_key(connection)
+        return self.open_for(caller_key(connection), stream)
+
+    def open_for(self, key: str, stream: AsyncIterator[T]) -> AsyncIterator[T]:
+        """``stream``, counted against the caller ``key`` (other transports name it)."""
         if self._open.get(key, 0) >= self.limit:
             raise LimitExceeded(
                 f"{key} already has {self.limit} streams open (server.maxStreamsPerCaller); close one first",

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to bind (default 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on (default 8080).")] = None,
+    grpc_port: Annotated[
+        int | None, typer.Option(help="Port of the gRPC API (default 50051; 0 turns it off).")
+    ] = None,
     database_url: DatabaseUrlOption = None,
     config: ConfigOption = None,
     dev: Annotated[
@@ -53,6 +56,7 @@ def serve(
             "server": {
                 "host": host,
                 "port": port,
+                "grpcPort": grpc_port,
                 "dev": dev,
                 "tlsCert": str(tls_cert) if tls_cert else None,
                 "tlsKey": str(tls_key) if tls_key else None,
@@ -82,6 +86,7 @@ def serve(
         version=armada.__version__,
         host=settings.server.host,
         port=settings.server.port,
+        grpc_port=settings.server.grpc_port,
         tls=bool(settings.server.tls_cert),
         anonymous=settings.auth.anonymous,
         database=normalise_url(settings.database.url).render_as_string(hide_password=True),

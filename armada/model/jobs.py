@@ -16,6 +16,10 @@ GANG_ID_ANNOTATION = "armadaproject.io/gangId"
 GANG_CARDINALITY_ANNOTATION = "armadaproject.io/gangCardinality"
 GANG_NODE_UNIFORMITY_ANNOTATION = "armadaproject.io/gangNodeUniformityLabel"
 RETRY_ON_PREEMPTION_ANNOTATION = "armadaproject.io/retryOnPreemption"
+#: Where upstream (and we) keep a job's ``externalJobUri`` (the Airflow operator sets it).
+EXTERNAL_JOB_URI_ANNOTATION = "armadaproject.io/externalJobUri"
+#: The names a submission's ``scheduler`` field may take: empty means this scheduler.
+SCHEDULER_NAMES = ("", "armada")
 
 DEFAULT_PRIORITY_CLASS = "armada-default"
 PREEMPTIBLE_PRIORITY_CLASS = "armada-preemptible"

@@ -11,7 +11,7 @@ from sqlalchemy import Row, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
-from armada.model.jobs import decode_job
+from armada.model.jobs import EXTERNAL_JOB_URI_ANNOTATION, decode_job
 from armada.model.states import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
 from armada.services.lookups import rows_with_keys
@@ -132,3 +132,20 @@ async def active_queues(store: EventStore) -> dict[str, list[str]]:
         for pool, queue in running:
             by_pool.setdefault(pool, set()).add(queue)
     return {pool: sorted(queues) for pool, queues in sorted(by_pool.items()) if queues}
+
+
+async def jobs_by_external_uri(store: EventStore, queue: str, job_set_id: str, uri: str) -> list[str]:
+    """Ids of the job set's jobs submitted with ``externalJobUri`` ``uri`` (kept as an annotation)."""
+    if not uri:
+        return []
+    jobs = schema.jobs
+    query = select(jobs.c.job_id, jobs.c.annotations).where(
+        jobs.c.queue == queue, jobs.c.job_set_id == job_set_id
+    )
+    async with store.engine.connect() as conn:
+        rows = await conn.execute(query.order_by(jobs.c.job_id))
+        return [
+            row.job_id
+            for row in rows
+            if isinstance(row.annotations, dict) and row.annotations.get(EXTERNAL_JOB_URI_ANNOTATION) == uri
+        ]

@@ -16,9 +16,11 @@ import msgspec
 
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import (
+    EXTERNAL_JOB_URI_ANNOTATION,
     GANG_CARDINALITY_ANNOTATION,
     GANG_ID_ANNOTATION,
     GANG_NODE_UNIFORMITY_ANNOTATION,
+    SCHEDULER_NAMES,
     ResourceRequirements,
 )
 from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation
@@ -217,12 +219,37 @@ def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRule
     if len(specs) != 1:
         raise InvalidRequest(f"exactly one pod spec is needed, got {len(specs)}", field=f"{where}.podSpec")
     spec_field = f"{where}.podSpec" if item.pod_spec is not None else f"{where}.podSpecs[0]"
+    item, spec = _upstream_fields(item, specs[0], where)
     try:
-        info = rules.pod_spec_info(specs[0])
+        info = rules.pod_spec_info(spec)
     except PodSpecError as exc:
         raise InvalidRequest(exc.detail, field=f"{spec_field}.{exc.path}".rstrip(".")) from exc
     _check_gang_annotations(item.annotations, f"{where}.annotations")
-    return ValidItem(item, specs[0], info)
+    return ValidItem(item, spec, info)
+
+
+def _upstream_fields(
+    item: JobSubmitRequestItem, spec: dict[str, Any], where: str
+) -> tuple[JobSubmitRequestItem, dict[str, Any]]:
+    """Upstream's item fields in our terms: ``requiredNodeLabels`` joins the node selector,
+    ``externalJobUri`` becomes its annotation; ``scheduler`` must name us; no ingress/services."""
+    for name in ("ingress", "services"):
+        if getattr(item, name):
+            raise InvalidRequest(f"{name} is not supported by this server", field=f"{where}.{name}")
+    if item.scheduler not in SCHEDULER_NAMES:
+        raise InvalidRequest(
+            f"scheduler {item.scheduler!r} is not this server's (empty or 'armada')",
+            field=f"{where}.scheduler",
+        )
+    if item.required_node_labels:
+        selector = spec.get("nodeSelector") or {}
+        if not isinstance(selector, dict):
+            raise InvalidRequest("nodeSelector must be an object", field=f"{where}.podSpec.nodeSelector")
+        spec = {**spec, "nodeSelector": {**selector, **item.required_node_labels}}
+    if item.external_job_uri:
+        annotations = {**item.annotations, EXTERNAL_JOB_URI_ANNOTATION: item.external_job_uri}
+        item = msgspec.structs.replace(item, annotations=annotations)
+    return item, spec
 
 
 def _check_gang_annotations(annotations: Mapping[str, str], where: str) -> None:

@@ -57,6 +57,8 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("GET", "/v1/queue/{name:str}"): Watching(),
     ("POST", "/v1/queue/{name:str}/cordon"): Requires(P.CORDON_QUEUE),
     ("POST", "/v1/queue/{name:str}/uncordon"): Requires(P.CORDON_QUEUE),
+    ("POST", "/v1/queue/{name:str}/preempt"): OnQueue(V.PREEMPT, path="name"),
+    ("POST", "/v1/queue/{name:str}/cancel"): OnQueue(V.CANCEL, path="name"),
     ("GET", "/v1/batched/queues"): Watching(),
     ("POST", "/v1/batched/create_queues"): Requires(P.CREATE_QUEUE),
     ("PUT", "/v1/batched/update_queues"): Authenticated(),  # each queue checked as by PUT /v1/queue
@@ -67,6 +69,7 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("POST", "/v1/job/reprioritize"): OnQueue(V.REPRIORITIZE, body="queue"),
     ("POST", "/v1/job/preempt"): OnQueue(V.PREEMPT, body="queue"),
     ("POST", "/v1/job/status"): Watching(),
+    ("POST", "/v1/job/statusUsingExternalJobUri"): OnQueue(V.WATCH, body="queue"),
     ("POST", "/v1/job/details"): Watching(),
     ("POST", "/v1/run/details"): Watching(),
     ("POST", "/v1/job/errors"): Watching(),
@@ -359,6 +362,11 @@ def read_checks(t: ReadTarget) -> dict[tuple[str, str], ReadCheck]:
             "/v1/job/status",
             jobs,
             lambda r: r.json()["jobStates"][t.job_id] != "UNKNOWN",
+        ),
+        ("POST", "/v1/job/statusUsingExternalJobUri"): (
+            "/v1/job/statusUsingExternalJobUri",
+            {"queue": READ_QUEUE, "jobset": "set-1", "externalJobUri": "https://example/1"},
+            lambda r: r.status_code == 200,
         ),
         ("POST", "/v1/job/details"): (
             "/v1/job/details",

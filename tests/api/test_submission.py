@@ -216,3 +216,56 @@ def test_views_hold_json_objects(server: ApiServer, client: ArmadaClient, queue:
             return await conn.scalar(select(schema.jobs.c.annotations).where(schema.jobs.c.job_id == job_id))
 
     assert server.run(annotations()) == {"team": "a"}
+
+
+def test_upstream_item_fields(server: ApiServer, client: ArmadaClient, queue: str) -> None:
+    """requiredNodeLabels join the node selector, externalJobUri becomes upstream's annotation
+    (and finds the job again), scheduler must be ours, ingress/services only empty."""
+    body = {
+        "queue": queue,
+        "jobSetId": "set",
+        "jobRequestItems": [
+            raw_item(
+                podSpec=pod_spec(nodeSelector={"zone": "a"}),
+                requiredNodeLabels={"gpu": "yes"},
+                externalJobUri="https://airflow/run/1",
+                scheduler="armada",
+                ingress=[],
+                services=[],
+            )
+        ],
+    }
+    with httpx.Client(base_url=server.url) as http:
+        response = http.post("/v1/job/submit", json=body)
+        assert response.status_code == 200, response.text
+        job_id = response.json()["jobResponseItems"][0]["jobId"]
+        spec = client.job_details([job_id], expand_spec=True)[job_id].job_spec
+        assert spec is not None
+        assert spec.pod_spec["nodeSelector"] == {"zone": "a", "gpu": "yes"}
+        assert spec.annotations["armadaproject.io/externalJobUri"] == "https://airflow/run/1"
+        found = http.post(
+            "/v1/job/statusUsingExternalJobUri",
+            json={"queue": queue, "jobset": "set", "externalJobUri": "https://airflow/run/1"},
+        )
+        assert found.json() == {"jobStates": {job_id: "QUEUED"}}
+        for field, value in (("scheduler", "other"), ("ingress", [{"ports": [80]}]), ("services", [{}])):
+            refused = http.post(
+                "/v1/job/submit",
+                json={**body, "jobRequestItems": [raw_item(**{field: value})]},
+            )
+            assert refused.status_code == 400
+            assert refused.json()["field"] == f"jobRequestItems[0].{field}"
+
+
+def test_queue_wide_cancel_and_preempt(server: ApiServer, client: ArmadaClient, queue: str) -> None:
+    job_ids = client.submit_jobs(queue, "set", [item(), item()])
+    with httpx.Client(base_url=server.url) as http:
+        preempted = http.post(f"/v1/queue/{queue}/preempt", json={})
+        assert preempted.json() == {}  # queued jobs hold no node: nothing to preempt
+        none = http.post(f"/v1/queue/{queue}/cancel", json={"jobStates": ["RUNNING"]})
+        assert none.json() == {}
+        cancelled = http.post(f"/v1/queue/{queue}/cancel", json={"priorityClasses": ["armada-default"]})
+        assert sorted(cancelled.json()["cancelledIds"]) == sorted(job_ids)
+        assert http.post("/v1/queue/nope-nope/cancel").status_code == 404
+        assert http.post(f"/v1/queue/{queue}/cancel", json={"jobStates": ["BOGUS"]}).status_code == 400
+    assert set(client.job_status(job_ids).values()) == {"CANCELLED"}

@@ -19,6 +19,13 @@ class JobSubmitRequestItem(Request):
     annotations: dict[str, str] = {}
     pod_spec: dict[str, Any] | None = None
     pod_specs: list[dict[str, Any]] = []
+    # Upstream fields: merged into the node selector; empty or this scheduler's name; stored
+    # as the ``armadaproject.io/externalJobUri`` annotation; ingress/services only empty.
+    required_node_labels: dict[str, str] = {}
+    scheduler: str = ""
+    external_job_uri: str = ""
+    ingress: list[dict[str, Any]] = []
+    services: list[dict[str, Any]] = []
 
 
 class JobSubmitRequest(Request):

@@ -72,3 +72,11 @@ class JobErrorsResponse(Response):
 
 class ActiveQueuesRequest(Request):
     """Upstream's request has no fields; accepted for symmetry."""
+
+
+class JobStatusUsingExternalJobUriRequest(Request):
+    """Find jobs by the ``externalJobUri`` they were submitted with (upstream's Airflow operator)."""
+
+    queue: str
+    jobset: str
+    external_job_uri: str

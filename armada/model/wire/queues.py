@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from armada.model.queues import Queue
 from armada.model.wire.base import Request, Response
+from armada.model.wire.jobs import StateName
 
 
 class QueueList(Request):
@@ -44,3 +45,18 @@ class StreamingQueueMessage(Response):
 
 class StreamingQueueLine(Response):
     result: StreamingQueueMessage
+
+
+class QueuePreemptRequest(Request):
+    """Preempt a queue's running jobs; filters (empty: any) by priority class and pool."""
+
+    priority_classes: list[str] = []
+    pools: list[str] = []
+
+
+class QueueCancelRequest(Request):
+    """Cancel a queue's jobs; filters (empty: any unfinished) by class, pool and state."""
+
+    priority_classes: list[str] = []
+    pools: list[str] = []
+    job_states: list[StateName] = []

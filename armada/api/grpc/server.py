@@ -1,0 +1,72 @@
+"""The gRPC server: upstream's services on ``server.grpcPort``, in the REST app's process and
+event loop, started and stopped by the app's lifespan.
+
+With ``--workers N`` every worker binds the same port (``SO_REUSEPORT``) and the kernel
+spreads connections over them; a single server does not set it, so that a port already
+taken fails loudly instead of being shared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import structlog
+from armada_client.armada import event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
+
+from armada.api.grpc.convert import GrpcServices
+from armada.api.grpc.events import EventService
+from armada.api.grpc.jobs import JobsService
+from armada.api.grpc.queues import QueueService
+from armada.api.grpc.submit import SubmitService
+from armada.settings import ServerSettings
+
+log = structlog.get_logger(__name__)
+
+
+def _address(settings: ServerSettings) -> str:
+    host = settings.host or "0.0.0.0"
+    return f"[{host}]:{settings.grpc_port}" if ":" in host else f"{host}:{settings.grpc_port}"
+
+
+async def start_grpc(settings: ServerSettings, services: GrpcServices) -> grpc.aio.Server:
+    """Bind and start; raises if the port cannot be bound."""
+    limit = settings.max_request_bytes
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_send_message_length", -1),
+            ("grpc.so_reuseport", 1 if settings.workers > 1 else 0),
+        ]
+    )
+    submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(services), server)  # type: ignore[no-untyped-call]
+    submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(services), server)  # type: ignore[no-untyped-call]
+    event_pb2_grpc.add_EventServicer_to_server(EventService(services), server)  # type: ignore[no-untyped-call]
+    job_pb2_grpc.add_JobsServicer_to_server(JobsService(services), server)  # type: ignore[no-untyped-call]
+    address = _address(settings)
+    try:
+        if settings.tls_cert:
+            port = server.add_secure_port(address, _credentials(settings))
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError:
+        port = 0
+    if port == 0:
+        raise OSError(
+            f"cannot listen for gRPC on {address} (in use?): choose another with --grpc-port "
+            "(server.grpcPort), or 0 to turn gRPC off"
+        )
+    await server.start()
+    log.info("gRPC listening", address=address, tls=bool(settings.tls_cert))
+    return server
+
+
+def _credentials(settings: ServerSettings) -> grpc.ServerCredentials:
+    """The HTTPS certificate and key serve gRPC too (read once, at start)."""
+    key, cert = Path(settings.tls_key).read_bytes(), Path(settings.tls_cert).read_bytes()
+    return grpc.ssl_server_credentials([(key, cert)])
+
+
+async def stop_grpc(server: grpc.aio.Server, grace: float) -> None:
+    """Refuse new calls, let running ones finish for ``grace`` seconds, then cancel them."""
+    await server.stop(grace)

@@ -1,0 +1,77 @@
+"""One gRPC watcher reads a large job set's events: events per second received.
+
+    armada serve --database-url postgresql+psycopg://postgres@127.0.0.1/armada &
+    python bench/grpc_watch.py --url http://127.0.0.1:8080 --grpc 127.0.0.1:50051 --events 100000
+
+The job set is filled over REST first (a submitted and a queued event per job, so
+``--events / 2`` jobs); then ``GetJobSetEvents`` (upstream's ``armada-client`` stub, not
+watching) is read from the first message to the last. The last line is JSON with
+``events_per_second``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import grpc
+from armada_client.armada import event_pb2
+from armada_client.asyncio_client import ArmadaAsyncIOClient
+
+from armada.client import AsyncArmadaClient, ClientConfig
+from armada.model.queues import Queue
+from armada.model.wire.jobs import JobSubmitRequestItem
+from bench.common import report, rss_mb
+from bench.submit import POD_SPEC
+
+
+async def fill(url: str, queue: str, job_set: str, jobs: int, batch: int = 1000) -> None:
+    items = [JobSubmitRequestItem(namespace="default", pod_spec=POD_SPEC) for _ in range(batch)]
+    async with AsyncArmadaClient(ClientConfig(armada_url=url, timeout=300)) as client:
+        await client.create_queue(Queue(name=queue))
+        for start in range(0, jobs, batch):
+            await client.submit_jobs(queue, job_set, items[: min(batch, jobs - start)])
+
+
+async def watch(address: str, queue: str, job_set: str) -> tuple[int, float]:
+    options = [("grpc.max_receive_message_length", -1)]
+    async with grpc.aio.insecure_channel(address, options=options) as channel:
+        client = ArmadaAsyncIOClient(channel)
+        request = event_pb2.JobSetRequest(id=job_set, queue=queue, watch=False)
+        count = 0
+        start = time.perf_counter()
+        async for _message in client.event_stub.GetJobSetEvents(request):
+            count += 1
+        return count, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", default="http://127.0.0.1:8080")
+    parser.add_argument("--grpc", default="127.0.0.1:50051")
+    parser.add_argument("--events", type=int, default=100_000)
+    args = parser.parse_args()
+    queue, job_set = f"watch-{uuid.uuid4().hex[:8]}", "big"
+    asyncio.run(fill(args.url, queue, job_set, args.events // 2))
+    count, seconds = asyncio.run(watch(args.grpc, queue, job_set))
+    report(
+        {
+            "benchmark": "grpc_watch",
+            "events": count,
+            "seconds": round(seconds, 3),
+            "events_per_second": round(count / seconds),
+            "client_rss_mb": rss_mb(),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,425 @@
+"""Upstream's own Python client, ``armada-client``, against a real ``armada serve`` over gRPC.
+
+One server per database kind runs ``--dev`` (jobs run as local processes) with basic users
+and tokens; each test drives every client method it can through the sync and the asyncio
+client, as upstream's users and the Airflow operator do. A third server checks TLS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+import trustme
+from armada_client.armada import event_pb2, job_pb2, submit_pb2
+from armada_client.asyncio_client import ArmadaAsyncIOClient
+from armada_client.client import ArmadaClient
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
+from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
+from armada_client.typings import JobState
+
+from tests.databases import database_url_for
+from tests.processes import ROOT, ArmadaProcess, free_port, wait_until_healthy
+
+AUTH = str(ROOT / "examples" / "config" / "auth-basic.yaml")
+MAX_REQUEST_BYTES = 1024 * 1024
+
+
+class BasicAuth(grpc.AuthMetadataPlugin):
+    def __init__(self, user: str) -> None:
+        self.value = "Basic " + base64.b64encode(f"{user}:{user}-pass".encode()).decode()
+
+    def __call__(self, context: grpc.AuthMetadataContext, callback: grpc.AuthMetadataPluginCallback) -> None:
+        callback((("authorization", self.value),), None)
+
+
+def metadata_channel(address: str, authorization: str) -> grpc.Channel:
+    """An insecure channel that sends ``authorization`` (how armadactl sends credentials)."""
+    interceptor = _HeaderInterceptor(authorization)
+    return grpc.intercept_channel(grpc.insecure_channel(address), interceptor)
+
+
+class _HeaderInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    def __init__(self, authorization: str) -> None:
+        self.authorization = authorization
+
+    def _details(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
+        metadata = [*(details.metadata or []), ("authorization", self.authorization)]
+        return _Details(details.method, details.timeout, metadata, details.credentials)
+
+    def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):  # type: ignore[no-untyped-def]
+        return continuation(self._details(details), request)
+
+
+class _Details(grpc.ClientCallDetails):
+    def __init__(self, method, timeout, metadata, credentials):  # type: ignore[no-untyped-def]
+        self.method, self.timeout, self.metadata, self.credentials = method, timeout, metadata, credentials
+        self.wait_for_ready = None
+        self.compression = None
+
+
+class GrpcServer:
+    def __init__(self, url: str, address: str, process: ArmadaProcess) -> None:
+        self.kind = ""
+        self.url = url
+        self.address = address
+        self.process = process
+
+    def client(self, user: str) -> ArmadaClient:
+        return ArmadaClient(metadata_channel(self.address, _basic(user)))
+
+
+def _basic(user: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{user}-pass".encode()).decode()
+
+
+@contextmanager
+def grpc_server(workdir: Path, database_url: str, *args: str) -> Iterator[GrpcServer]:
+    port, grpc_port = free_port(), free_port()
+    process = ArmadaProcess(
+        [
+            "serve",
+            "--port",
+            str(port),
+            "--grpc-port",
+            str(grpc_port),
+            "--database-url",
+            database_url,
+            "--config",
+            AUTH,
+            *args,
+        ],
+        cwd=workdir,
+        log_path=workdir / f"serve-{port}.log",
+        env={
+            "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs")}),
+            "ARMADA_SERVER_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
+        },
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_healthy(url, process)
+        yield GrpcServer(url, f"127.0.0.1:{grpc_port}", process)
+    finally:
+        process.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], scope="module")
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcServer]:
+    workdir = tmp_path_factory.mktemp(f"grpc-{request.param}")
+    with database_url_for(request.param, workdir) as url, grpc_server(workdir, url, "--dev") as server:
+        server.kind = request.param
+        yield server
+
+
+def pod(*args: str) -> core_v1.PodSpec:
+    quantity = {"cpu": resource.Quantity(string="100m"), "memory": resource.Quantity(string="64Mi")}
+    return core_v1.PodSpec(
+        containers=[
+            core_v1.Container(
+                name="main",
+                image="alpine",
+                args=list(args),
+                resources=core_v1.ResourceRequirements(requests=quantity, limits=quantity),
+            )
+        ],
+        restartPolicy="Never",
+    )
+
+
+def wait_for(client: ArmadaClient, job_id: str, state: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while (current := client.get_job_status([job_id]).job_states[job_id]) != state:
+        assert time.monotonic() < deadline, f"{job_id} is {JobState(current).name}"
+        time.sleep(0.2)
+
+
+def code_of(call, *args) -> grpc.StatusCode:  # type: ignore[no-untyped-def]
+    with pytest.raises(grpc.RpcError) as failure:
+        call(*args)
+    return failure.value.code()  # type: ignore[no-any-return,attr-defined]
+
+
+def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
+    admin, alice, bob = server.client("admin"), server.client("alice"), server.client("bob")
+    assert admin.submit_health().status == 1 and admin.event_health().status == 1
+
+    # Queue CRUD, with ALREADY_EXISTS and NOT_FOUND, and creation needing its permission.
+    queue = admin.create_queue_request("team-a", 2.0, group_owners=["team-a"])
+    admin.create_queue(queue)
+    assert code_of(admin.create_queue, queue) == grpc.StatusCode.ALREADY_EXISTS
+    assert code_of(alice.create_queue, admin.create_queue_request("mine", 1.0)) == (
+        grpc.StatusCode.PERMISSION_DENIED
+    )
+    assert code_of(admin.get_queue, "nope") == grpc.StatusCode.NOT_FOUND
+    assert code_of(admin.delete_queue, "nope") == grpc.StatusCode.NOT_FOUND
+    admin.update_queue(admin.create_queue_request("team-a", 3.0, group_owners=["team-a"]))
+    assert admin.get_queue("team-a").priority_factor == 3.0
+    # Owners may update their queue (not its owners); others may not (REST's owner_or).
+    alice.update_queue(admin.create_queue_request("team-a", 4.0, group_owners=["team-a"]))
+    assert admin.get_queue("team-a").priority_factor == 4.0
+    assert code_of(bob.update_queue, admin.create_queue_request("team-a", 1.0, group_owners=["team-a"])) == (
+        grpc.StatusCode.PERMISSION_DENIED
+    )
+    failed = admin.create_queues([admin.create_queue_request("b1", 1.0), queue])
+    assert [f.queue.name for f in failed.failed_queues] == ["team-a"]
+    assert {q.name for q in admin.get_queues()} >= {"team-a", "b1"}
+    admin.delete_queue("b1")
+    assert code_of(admin.create_queue, admin.create_queue_request("bad name!", 1.0)) == (
+        grpc.StatusCode.INVALID_ARGUMENT
+    )
+    assert code_of(ArmadaClient(grpc.insecure_channel(server.address)).get_queue, "team-a") == (
+        grpc.StatusCode.UNAUTHENTICATED
+    )
+    executor = ArmadaClient(metadata_channel(server.address, "Bearer executor-token"))
+    assert executor.get_queue("team-a").name == "team-a"  # a static bearer token
+    wrong = ArmadaClient(metadata_channel(server.address, "Bearer not-a-token"))
+    assert code_of(wrong.get_queue, "team-a") == grpc.StatusCode.UNAUTHENTICATED
+
+    # Submit (alice owns team-a through her group; bob may not), watch to SUCCEEDED.
+    items = [alice.create_job_request_item(pod_spec=pod("exit", "0"), namespace="default")]
+    assert code_of(bob.submit_jobs, "team-a", "set-1", items) == grpc.StatusCode.PERMISSION_DENIED
+    job_id = alice.submit_jobs("team-a", "set-1", items).job_response_items[0].job_id
+    wait_for(alice, job_id, submit_pb2.SUCCEEDED)
+    events = list(_events(alice, "team-a", "set-1", until="succeeded"))
+    kinds = [message.message.WhichOneof("events") for message in events]
+    assert kinds[0] == "submitted" and kinds[-1] == "succeeded" and "running" in kinds
+    assert all(int(e.id) < int(f.id) for e, f in itertools.pairwise(events))
+    submitted = events[0].message.submitted.job
+    assert submitted.pod_spec.containers[0].resources.requests["cpu"].string == "100m"
+    resumed = list(_events(alice, "team-a", "set-1", from_id=events[-2].id, until="succeeded"))
+    assert [m.id for m in resumed] == [events[-1].id]
+    assert code_of(lambda: list(_events(bob, "team-a", "set-1", until="x"))) == (
+        grpc.StatusCode.PERMISSION_DENIED
+    )
+    # The client's own resilient (watching, errorIfMissing) stream, and the deprecated Watch.
+    stream = alice.get_job_events_stream("team-a", "set-1")
+    seen = []
+    for message in stream:
+        seen.append(alice.unmarshal_event_response(message).type.value)
+        if seen[-1] == "succeeded":
+            break
+    alice.unwatch_events(stream)
+    assert seen == kinds
+    watch = alice.event_stub.Watch(event_pb2.WatchRequest(queue="team-a", job_set_id="set-1"))
+    assert next(iter(watch)).message.WhichOneof("events") == "submitted"
+    watch.cancel()
+    alice.preempt_jobs("team-a", "set-1", job_id)  # finished: nothing to preempt, no error
+    details = alice.get_job_details([job_id]).job_details[job_id]
+    assert details.state == submit_pb2.SUCCEEDED and details.queue == "team-a"
+    assert bob.get_job_status([job_id]).job_states[job_id] == submit_pb2.UNKNOWN
+    assert alice.get_job_status(["nope"]).job_states["nope"] == submit_pb2.UNKNOWN
+
+    # Cancel by id and by set with a state filter; reprioritise; invalid input.
+    sleepers = [alice.create_job_request_item(pod_spec=pod("sleep", "300"), namespace="default")] * 3
+    ids = [i.job_id for i in alice.submit_jobs("team-a", "set-2", sleepers).job_response_items]
+    assert list(alice.cancel_jobs(queue="team-a", job_set_id="set-2", job_id=ids[0]).cancelled_ids) == [
+        ids[0]
+    ]
+    assert (
+        alice.reprioritize_jobs(
+            new_priority=5.0, job_ids=[ids[1]], job_set_id="set-2", queue="team-a"
+        ).reprioritization_results[ids[1]]
+        == ""
+    )
+    alice.cancel_jobset(
+        "team-a", "set-2", [JobState.QUEUED, JobState.LEASED, JobState.PENDING, JobState.RUNNING]
+    )
+    for job in ids:
+        wait_for(alice, job, submit_pb2.CANCELLED)
+    bad = [alice.create_job_request_item(pod_spec=pod("true"), namespace="")]
+    assert code_of(alice.submit_jobs, "team-a", "set-3", bad) == grpc.StatusCode.INVALID_ARGUMENT
+    assert code_of(alice.submit_jobs, "nope", "set-3", items) == grpc.StatusCode.NOT_FOUND
+    # NUL characters (PostgreSQL cannot store them) are refused in any field, pod specs too.
+    nul = [alice.create_job_request_item(pod_spec=pod("echo", "a\x00b"), namespace="default")]
+    assert code_of(alice.submit_jobs, "team-a", "set-3", nul) == grpc.StatusCode.INVALID_ARGUMENT
+    assert code_of(alice.get_queue, "te\x00am") == grpc.StatusCode.INVALID_ARGUMENT
+    assert code_of(alice.get_job_status, ["\x00"]) == grpc.StatusCode.INVALID_ARGUMENT
+    huge = [
+        alice.create_job_request_item(
+            pod_spec=pod("true"), namespace="default", labels={"a": "x" * MAX_REQUEST_BYTES}
+        )
+    ]
+    assert code_of(alice.submit_jobs, "team-a", "set-3", huge) == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    # Cordon refuses jobs (FAILED_PRECONDITION); the queue-wide cancel needs no job ids.
+    queues = admin.queue_stub
+    queues.CordonQueue(submit_pb2.QueueCordonRequest(name="team-a"))
+    assert code_of(alice.submit_jobs, "team-a", "set-4", items) == grpc.StatusCode.FAILED_PRECONDITION
+    queues.UncordonQueue(submit_pb2.QueueUncordonRequest(name="team-a"))
+    waiting = alice.submit_jobs("team-a", "set-4", sleepers[:1]).job_response_items[0].job_id
+    alice.queue_stub.CancelOnQueue(submit_pb2.QueueCancelRequest(name="team-a"))
+    wait_for(alice, waiting, submit_pb2.CANCELLED)
+    alice.queue_stub.PreemptOnQueue(submit_pb2.QueuePreemptRequest(name="team-a"))
+    assert code_of(bob.queue_stub.CancelOnQueue, submit_pb2.QueueCancelRequest(name="team-a")) == (
+        grpc.StatusCode.PERMISSION_DENIED
+    )
+    active = alice.job_stub.GetActiveQueues(job_pb2.GetActiveQueuesRequest()).active_queues_by_pool
+    assert all("team-a" not in pool.queues for pool in active.values())  # everything has finished
+
+
+def _events(client: ArmadaClient, queue: str, job_set: str, *, until: str, from_id: str = "") -> Iterator:
+    """The job set's events up to the first of kind ``until`` (or the end of a non-watching stream)."""
+    request = event_pb2.JobSetRequest(id=job_set, queue=queue, from_message_id=from_id, watch=False)
+    for message in client.event_stub.GetJobSetEvents(request):
+        yield message
+        if message.message.WhichOneof("events") == until:
+            return
+
+
+def test_airflow_operator_pattern_with_asyncio_client(server: GrpcServer) -> None:
+    """What ``ArmadaOperator`` does: submit one item with an external URI, poll status, read
+    details and errors after a failure, find the job again by its URI, cancel."""
+
+    async def scenario() -> None:
+        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(_basic("admin")))
+        client = ArmadaAsyncIOClient(channel)
+        await client.create_queue(client.create_queue_request("airflow", 1.0))
+        item = submit_pb2.JobSubmitRequestItem(
+            pod_spec=pod("exit", "3"),
+            namespace="default",
+            external_job_uri="https://airflow.example/dag/run/1",
+            required_node_labels={},
+        )
+        response = await client.submit_jobs("airflow", "dag-1", [item])
+        job_id = response.job_response_items[0].job_id
+        deadline = time.monotonic() + 60
+        while (await client.get_job_status([job_id])).job_states[job_id] != submit_pb2.FAILED:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        details = (await client.get_job_details([job_id])).job_details[job_id]
+        assert details.state == submit_pb2.FAILED
+        assert "3" in (await client.get_job_errors([job_id])).job_errors[job_id]
+        found = await client.get_job_status_by_external_job_uri(
+            "airflow", "dag-1", "https://airflow.example/dag/run/1"
+        )
+        assert dict(found.job_states) == {job_id: submit_pb2.FAILED}
+        runs = (await client.get_job_details([job_id])).job_details[job_id]
+        assert runs.latest_run_id
+        run = (await client.get_job_run_details([runs.latest_run_id])).job_run_details
+        assert run[runs.latest_run_id].job_id == job_id
+        await client.cancel_jobs(queue="airflow", job_set_id="dag-1", job_id=job_id)  # finished: a no-op
+        queues = await client.get_queues()
+        assert "airflow" in {q.name for q in queues}
+        # A watching stream survives silence and ends when the client goes away.
+        stream = client.event_stub.GetJobSetEvents(
+            event_pb2.JobSetRequest(id="dag-1", queue="airflow", watch=True)
+        )
+        seen = 0
+        async for _message in stream:
+            seen += 1
+            if seen == 3:
+                break
+        stream.cancel()
+        await channel.close()
+
+    asyncio.run(scenario())
+    # REST sees the same job by its external URI.
+    response = httpx.post(
+        f"{server.url}/v1/job/statusUsingExternalJobUri",
+        json={"queue": "airflow", "jobset": "dag-1", "externalJobUri": "https://airflow.example/dag/run/1"},
+        auth=("admin", "admin-pass"),
+    )
+    assert list(response.json()["jobStates"].values()) == ["FAILED"]
+
+
+@pytest.mark.slow
+def test_watching_stream_survives_a_minute_of_silence(server: GrpcServer) -> None:
+    if server.kind != "sqlite":
+        pytest.skip("the transport is the same for both databases: once is enough")
+
+    async def scenario() -> None:
+        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(_basic("admin")))
+        client = ArmadaAsyncIOClient(channel)
+        await client.create_queue(client.create_queue_request("quiet", 1.0))
+        stream = client.event_stub.GetJobSetEvents(event_pb2.JobSetRequest(id="s", queue="quiet", watch=True))
+        first = asyncio.ensure_future(anext(aiter(stream)))
+        await asyncio.sleep(60)
+        assert not first.done()
+        item = submit_pb2.JobSubmitRequestItem(pod_spec=pod("true"), namespace="default")
+        await client.submit_jobs("quiet", "s", [item])
+        message = await asyncio.wait_for(first, 10)
+        assert message.message.WhichOneof("events") == "submitted"
+        stream.cancel()
+        await channel.close()
+
+    asyncio.run(scenario())
+
+
+def _async_headers(authorization: str) -> list[grpc.aio.ClientInterceptor]:
+    """grpc.aio gives each interceptor one kind of call: one for unary, one for streams."""
+
+    def with_header(details):  # type: ignore[no-untyped-def]
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), ("authorization", authorization))
+        return details._replace(metadata=metadata)
+
+    class Unary(grpc.aio.UnaryUnaryClientInterceptor):
+        async def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
+            return await continuation(with_header(details), request)
+
+    class Streaming(grpc.aio.UnaryStreamClientInterceptor):
+        async def intercept_unary_stream(self, continuation, details, request):  # type: ignore[no-untyped-def]
+            return await continuation(with_header(details), request)
+
+    return [Unary(), Streaming()]
+
+
+def test_tls(tmp_path: Path) -> None:
+    authority = trustme.CA()
+    issued = authority.issue_cert("127.0.0.1", "localhost")
+    cert, key = tmp_path / "server.pem", tmp_path / "server.key"
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    issued.private_key_pem.write_to_path(str(key))
+    port, grpc_port = free_port(), free_port()
+    process = ArmadaProcess(
+        [
+            "serve",
+            "--port",
+            str(port),
+            "--grpc-port",
+            str(grpc_port),
+            "--database-url",
+            f"sqlite:///{tmp_path / 'armada.db'}",
+            "--config",
+            AUTH,
+            "--tls-cert",
+            str(cert),
+            "--tls-key",
+            str(key),
+        ],
+        cwd=tmp_path,
+        log_path=tmp_path / "serve.log",
+    )
+    try:
+        deadline = time.monotonic() + 60
+        credentials = grpc.composite_channel_credentials(
+            grpc.ssl_channel_credentials(authority.cert_pem.bytes()),
+            grpc.metadata_call_credentials(BasicAuth("admin")),
+        )
+        while True:
+            assert process.process.poll() is None, process.log()
+            try:
+                client = ArmadaClient(grpc.secure_channel(f"localhost:{grpc_port}", credentials))
+                client.create_queue(client.create_queue_request("tls", 1.0))
+                break
+            except grpc.RpcError:
+                assert time.monotonic() < deadline, process.log()
+                time.sleep(0.2)
+        assert client.get_queue("tls").name == "tls"
+        plain = ArmadaClient(grpc.insecure_channel(f"127.0.0.1:{grpc_port}"))
+        with pytest.raises(grpc.RpcError):
+            plain.get_queue("tls")
+    finally:
+        process.stop()
