@@ -84,8 +84,33 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     #: Grace period given to pods deleted on cancel or preempt; unset means the pod's own
     #: ``terminationGracePeriodSeconds``.
     pod_kill_grace_seconds: int | None = None
-    #: Node label that names the node a pod is pinned to.
+    #: No longer used: pods are pinned by node *name* (``nodeAffinity`` ``matchFields``
+    #: ``metadata.name``), which needs no label; kept so that older config files load.
     node_id_label: str = "kubernetes.io/hostname"
+    #: Timeout of one Kubernetes API call (a watch: of its connect and of each read).
+    request_timeout_seconds: float = 30.0
+    #: Attempts of an API call answered 429, 5xx or not at all, before giving up.
+    api_attempts: int = 5
+    #: First retry delay of such a call (doubles, with jitter); ``Retry-After`` wins.
+    retry_initial_seconds: float = 0.5
+    #: Largest retry delay of such a call.
+    retry_max_seconds: float = 30.0
+    #: Most pod creations in flight at once (a burst of leases must not flood the API).
+    max_concurrent_creates: int = 20
+    #: Items per page of a list call (``limit``/``continue``).
+    list_page_size: int = 500
+    #: Longest a watch is kept open before it is renewed from its last resource version.
+    watch_seconds: float = 300.0
+    #: After a killed pod's grace period, how long it may stay Terminating (finalizers, an
+    #: unreachable node) before it is force-deleted and reported gone.
+    terminating_deadline_seconds: float = 60.0
+    #: A node NotReady for less than this is still reported ready (its pods usually keep
+    #: running; Kubernetes itself waits 5 minutes before evicting them).
+    node_not_ready_grace_seconds: float = 300.0
+    #: How often kubeconfig exec-plugin/GCP tokens are checked and refreshed.
+    credential_refresh_seconds: float = 60.0
+    #: Longest wait for a failed container's log tail (read off the watch path).
+    log_timeout_seconds: float = 5.0
 
 
 class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):

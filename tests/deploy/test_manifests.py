@@ -66,6 +66,10 @@ def test_kinds() -> None:
     assert (
         obj("PriorityClass", "armada-default")["value"] > obj("PriorityClass", "armada-preemptible")["value"]
     )
+    # Only Armada preempts Armada's pods: the kube-scheduler must not evict them on its own.
+    assert {
+        obj("PriorityClass", n)["preemptionPolicy"] for n in ("armada-default", "armada-preemptible")
+    } == {"Never"}
     namespaced = [doc for (kind, _), doc in OBJECTS.items() if kind not in _CLUSTER_SCOPED]
     assert {doc["metadata"].get("namespace") for doc in namespaced} == {"armada"}
 
@@ -167,7 +171,7 @@ def _resource(kind: str) -> str:
 
 def _core_calls(tree: ast.AST) -> set[tuple[str, str]]:
     """(resource, verb) for each CoreV1Api method the code uses on ``self._core``; a method
-    handed to ``watch.Watch().stream`` is also watched."""
+    handed to ``watch.Watch().stream`` or to ``KubeCalls.watch`` is also watched."""
     used: set[tuple[str, str]] = set()
     for node in ast.walk(tree):
         if (
@@ -178,7 +182,11 @@ def _core_calls(tree: ast.AST) -> set[tuple[str, str]]:
             match = _CALL.match(node.attr)
             assert match, f"unknown Kubernetes call {node.attr}: extend this test and the ClusterRole"
             used.add((_resource(match[2]), _VERBS[match[1]]))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "stream":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("stream", "watch")
+        ):
             for arg in node.args[:1]:
                 if isinstance(arg, ast.Attribute) and (match := _CALL.match(arg.attr)):
                     used.add((_resource(match[2]), "watch"))

@@ -20,9 +20,10 @@ import copy
 import json
 import re
 import uuid
+from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,6 +68,15 @@ class Fault:
     delay: float = 0.0
     times: int = 1
     message: str = "injected"
+
+
+@dataclass
+class Hold:
+    """Holds the answer to the first request matching ``match`` (already computed) until released."""
+
+    match: str
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def now() -> str:
@@ -121,6 +131,11 @@ class KubeDouble:
         self.logs: dict[tuple[str, str, str], str] = {}
         #: Every request as ``METHOD path?query`` (for tests that count calls).
         self.requests: list[str] = []
+        #: Requests being answered now, and the most ever at once, per method.
+        self.in_flight: dict[str, int] = defaultdict(int)
+        self.max_in_flight: dict[str, int] = defaultdict(int)
+        self._holds: list[Hold] = []
+        self._request_seen = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
         for name in ("default", "kube-system"):
             self.add_namespace(name)
@@ -245,10 +260,34 @@ class KubeDouble:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def hold(self, match: str) -> Hold:
+        """Delay the answer to the next request matching ``match`` (a slow list on a big cluster)."""
+        held = Hold(match)
+        self._holds.append(held)
+        return held
+
+    async def wait_for_request(self, match: str, after: int = 0) -> None:
+        """Wait until a request matching ``match`` arrived, after the first ``after`` requests."""
+        async with self._request_seen:
+            await self._request_seen.wait_for(
+                lambda: any(re.search(match, line) for line in self.requests[after:])
+            )
+
     # --- HTTP ------------------------------------------------------------------------
     async def handle(self, request: Web.Request) -> Web.StreamResponse:
+        method = request.method
+        self.in_flight[method] += 1
+        self.max_in_flight[method] = max(self.max_in_flight[method], self.in_flight[method])
+        try:
+            return await self._handle(request)
+        finally:
+            self.in_flight[method] -= 1
+
+    async def _handle(self, request: Web.Request) -> Web.StreamResponse:
         line = f"{request.method} {request.path_qs}"
-        self.requests.append(line)
+        async with self._request_seen:
+            self.requests.append(line)
+            self._request_seen.notify_all()
         if self.latency:
             await asyncio.sleep(self.latency)
         fault = next((f for f in self.faults if f.times > 0 and re.search(f.match, line)), None)
@@ -261,6 +300,10 @@ class KubeDouble:
             response = await self._route(request)
         except ApiError as exc:
             return Web.json_response(status_body(exc.code, exc.reason, exc.message), status=exc.code)
+        held = next((h for h in self._holds if not h.arrived.is_set() and re.search(h.match, line)), None)
+        if held is not None:
+            held.arrived.set()
+            await held.release.wait()
         return self._fail(request, fault) if fault is not None else response
 
     def _fail(self, request: Web.Request, fault: Fault) -> Web.StreamResponse:
