@@ -57,7 +57,7 @@ def field_matcher(resource: str, selector: str) -> list[tuple[str, str, bool]]:
     return terms
 
 
-_LABEL_TERM = re.compile(r"\s*(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w.-]*)|\s+(in|notin)\s*\(([^)]*)\))?\s*")
+_LABEL_TERM = re.compile(r"\s*(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w.-]*)|(in|notin)\s*\(([^)]*)\))?\s*")
 
 
 def label_matcher(selector: str) -> list[tuple[str, str, frozenset[str]]]:
@@ -145,15 +145,19 @@ class Store:
         self.objects: dict[Key, Obj] = {}
         self.history: deque[Change] = deque(maxlen=history)
         self.watchers: list[Watcher] = []
+        self.compacted = 0
 
     @property
     def oldest(self) -> int:
         """The oldest version a watch may still start from."""
-        return self.history[0].version - 1 if len(self.history) == self.history.maxlen else 0
+        full = len(self.history) == self.history.maxlen
+        return max(self.compacted, self.history[0].version - 1 if full else 0)
 
     def compact(self) -> None:
         """Forget the whole history, as etcd compaction does: older versions get 410."""
-        self.history = deque([Change(self.version, "MODIFIED", "", {})], maxlen=self.history.maxlen)
+        self.version += 1
+        self.compacted = self.version
+        self.history.clear()
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         return self.objects.get((resource, namespace, name))

@@ -282,3 +282,17 @@ current-context: t
     async with await api_client_from(KubernetesSettings(kubeconfig=str(kubeconfig))) as api:
         listed = await client.CoreV1Api(api).list_namespace(_request_timeout=5)
     assert {n.metadata.name for n in listed.items} >= {"default"}
+
+
+# --- watches that end, and 410 --------------------------------------------------------------
+async def test_ended_watches_are_renewed_and_a_410_relists(cluster: Cluster) -> None:
+    await cluster.launch()
+    cluster.double.end_watches()
+    cluster.double.run(POD)
+    await cluster.recorder.wait_for(lambda: "running" in cluster.recorder.kinds("r1"))
+    seen = len(cluster.double.requests)
+    cluster.double.store.compact()
+    cluster.double.end_watches()
+    await cluster.double.wait_for_request(r"GET /api/v1/pods\?(?!.*watch)", after=seen)  # the relist
+    cluster.double.exit(POD, 0)
+    assert (await final(cluster)).kind == "succeeded"
