@@ -131,6 +131,8 @@ class KubeDouble:
         self.logs: dict[tuple[str, str, str], str] = {}
         #: Every request as ``METHOD path?query`` (for tests that count calls).
         self.requests: list[str] = []
+        #: The bearer token of every request.
+        self.tokens: list[str] = []
         #: Requests being answered now, and the most ever at once, per method.
         self.in_flight: dict[str, int] = defaultdict(int)
         self.max_in_flight: dict[str, int] = defaultdict(int)
@@ -285,6 +287,7 @@ class KubeDouble:
 
     async def _handle(self, request: Web.Request) -> Web.StreamResponse:
         line = f"{request.method} {request.path_qs}"
+        self.tokens.append(request.headers.get("Authorization", "").removeprefix("Bearer "))
         async with self._request_seen:
             self.requests.append(line)
             self._request_seen.notify_all()

@@ -7,6 +7,8 @@ cluster (issue #21): the rule it checks is in its name.
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from armada.executor.backends.kube_calls import close_api
 from armada.executor.backends.kubernetes import KubernetesBackend, api_client_from
 from armada.executor.settings import KubernetesSettings
 from tests.integration.executor.conftest import lease
@@ -296,3 +299,53 @@ async def test_ended_watches_are_renewed_and_a_410_relists(cluster: Cluster) -> 
     await cluster.double.wait_for_request(r"GET /api/v1/pods\?(?!.*watch)", after=seen)  # the relist
     cluster.double.exit(POD, 0)
     assert (await final(cluster)).kind == "succeeded"
+
+
+# --- 9. credentials ---------------------------------------------------------------------------
+_EXEC_PLUGIN = """
+import json, pathlib, sys
+count = pathlib.Path(sys.argv[1])
+n = int(count.read_text() or 0) + 1 if count.exists() else 1
+count.write_text(str(n))
+status = {"token": f"token-{n}", "expirationTimestamp": "2000-01-01T00:00:00Z"}
+version = "client.authentication.k8s.io/v1beta1"
+print(json.dumps({"apiVersion": version, "kind": "ExecCredential", "status": status}))
+"""
+
+
+async def test_exec_plugin_tokens_are_refreshed(cluster: Cluster, tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(_EXEC_PLUGIN)
+    kubeconfig = tmp_path / "kubeconfig"
+    user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": sys.executable,
+            "args": [str(plugin), str(tmp_path / "count")],
+        }
+    }
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "t", "cluster": {"server": cluster.api.configuration.host}}],
+                "users": [{"name": "t", "user": user}],
+                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+                "current-context": "t",
+            }
+        )
+    )
+    settings = KubernetesSettings(kubeconfig=str(kubeconfig), credential_refresh_seconds=0.05)
+    api = await api_client_from(settings)
+    try:
+        core = client.CoreV1Api(api)
+        async with asyncio.timeout(HANG):
+            while True:
+                await core.list_namespace()
+                if cluster.double.tokens[-1] not in ("", "token-1"):
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        await close_api(api)
+    assert cluster.double.tokens[-1].startswith("token-")
