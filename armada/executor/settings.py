@@ -71,7 +71,7 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     context: str = ""
     #: Seconds between full pod relists that repair anything a watch missed.
     resync_seconds: float = 60.0
-    #: Seconds between node reports refreshed from the API.
+    #: No longer used: nodes and the pods on them are followed by watches (informers).
     node_refresh_seconds: float = 10.0
     #: Seconds between checks for stuck pods and finished pods to delete.
     housekeeping_seconds: float = 10.0

@@ -125,8 +125,13 @@ class KubeCalls:
     """API calls with a timeout, and retries with back-off that honour ``Retry-After``."""
 
     def __init__(self, api: client.ApiClient, settings: KubernetesSettings) -> None:
-        self.core = client.CoreV1Api(api)
+        self._core = client.CoreV1Api(api)
         self._settings = settings
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        """The typed API whose methods are handed to ``once``/``retried``/``list_all``/``watch``."""
+        return self._core
 
     def backoff(self) -> Backoff:
         return Backoff(self._settings.retry_initial_seconds, self._settings.retry_max_seconds)

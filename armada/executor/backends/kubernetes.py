@@ -27,7 +27,7 @@ from kubernetes_asyncio import client
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client_from, close_api
 from armada.executor.backends.kube_create import create_refused
-from armada.executor.backends.kube_nodes import node_reports
+from armada.executor.backends.kube_informer import NodeView
 from armada.executor.backends.kube_pods import (
     Pod,
     StuckDeadlines,
@@ -88,7 +88,7 @@ class KubernetesBackend:
         self._released: dict[str, float] = {}
         self._deleted: dict[str, asyncio.Event] = {}
         self._failing: dict[str, asyncio.Task[None]] = {}
-        self._nodes: list[NodeReport] | None = None
+        self._view: NodeView | None = None
         self._observer: RunObserver | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -120,11 +120,11 @@ class KubernetesBackend:
     async def start(self, observer: RunObserver) -> None:
         """Start the pod watch, node refresh and housekeeping loops."""
         self._observer = observer
-        self._tasks = [
+        self._tasks += [
             asyncio.create_task(self._watch_pods(), name="kube-watch"),
-            asyncio.create_task(self._every(self._settings.node_refresh_seconds, self._refresh_nodes)),
             asyncio.create_task(self._every(self._settings.housekeeping_seconds, self.housekeeping)),
         ]
+        self._node_view()
 
     async def close(self) -> None:
         """Stop the loops; pods keep running."""
@@ -136,10 +136,19 @@ class KubernetesBackend:
             await close_api(self._api)
 
     async def nodes(self) -> list[NodeReport]:
-        """Nodes as of the last refresh (refreshed now if never)."""
-        if self._nodes is None:
-            await self._refresh_nodes()
-        return self._nodes or []
+        """Nodes as the informers last saw them (after their first list)."""
+        view = self._node_view()
+        await view.synced()
+        return view.reports()
+
+    def _node_view(self) -> NodeView:
+        if self._view is None:
+            settings = self._settings
+            self._view = NodeView(
+                self._api_calls, settings.node_not_ready_grace_seconds, settings.watch_seconds
+            )
+            self._tasks += self._view.tasks()
+        return self._view
 
     # --- launch -------------------------------------------------------------------------
     async def launch(self, lease: Lease) -> None:
@@ -389,17 +398,6 @@ class KubernetesBackend:
             except Exception as exc:
                 log.warning("periodic kubernetes task failed", task=work.__name__, error=repr(exc))
             await asyncio.sleep(seconds)
-
-    async def _refresh_nodes(self) -> None:
-        calls = self._api_calls
-        nodes, _ = await calls.list_all(self._core.list_node, stale_ok=True)
-        others, _ = await calls.list_all(
-            self._core.list_pod_for_all_namespaces,
-            stale_ok=True,
-            label_selector=f"!{RUN_ID_LABEL}",
-            field_selector="status.phase!=Succeeded,status.phase!=Failed",
-        )
-        self._nodes = node_reports(nodes, others, self._settings.node_not_ready_grace_seconds)
 
     async def housekeeping(self) -> None:
         """Settle stuck pending pods; delete finished pods whose retention is over."""

@@ -198,6 +198,7 @@ async def test_node_report_subtracts_non_armada_pods(setup: Setup, api: client.A
     await core.create_namespaced_pod("kube-system", armada)
     backend = KubernetesBackend(settings(), 300.0, api=api)
     one, two = sorted(await backend.nodes(), key=lambda n: n.name)
+    await backend.close()
     assert one.allocatable == {"cpu": "8", "memory": "32Gi", "pods": "110"}
     assert one.allocated_non_armada == {"cpu": "1500m", "memory": "2Gi", "pods": "2"}
     assert (one.ready, one.unschedulable, one.taints) == (True, False, [])

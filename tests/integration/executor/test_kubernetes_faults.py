@@ -79,7 +79,21 @@ def only_pending(cluster: Cluster, run: str) -> bool:
 
 async def fresh_nodes(cluster: Cluster) -> list[Any]:
     """The node report of a new backend (the fixture's was taken before the test made nodes)."""
-    return await KubernetesBackend(KubernetesSettings(**FAST), 0.0, api=cluster.api).nodes()
+    backend = KubernetesBackend(KubernetesSettings(**FAST), 0.0, api=cluster.api)
+    try:
+        return await backend.nodes()
+    finally:
+        await backend.close()
+
+
+async def usage_becomes(cluster: Cluster, node_name: str, expected: dict[str, str]) -> None:
+    """Wait until the backend's informers report ``expected`` non-Armada usage on the node."""
+    async with asyncio.timeout(HANG):
+        while True:
+            reports = {n.name: n.allocated_non_armada for n in await cluster.backend.nodes()}
+            if reports.get(node_name) == expected:
+                return
+            await asyncio.sleep(0.01)
 
 
 async def final(cluster: Cluster, run: str = "r1") -> Any:
@@ -202,6 +216,19 @@ async def test_the_node_report_counts_pods_against_the_pods_capacity(cluster: Cl
     await cluster.core.create_namespaced_pod("kube-system", plain_pod("agent", "node-1", "100m", "1Gi"))
     (report,) = await fresh_nodes(cluster)
     assert report.allocated_non_armada["pods"] == "2"
+
+
+async def test_the_node_report_follows_pods_and_nodes_through_watches(cluster: Cluster) -> None:
+    await cluster.core.create_node(node("node-1"))
+    await usage_becomes(cluster, "node-1", {})
+    await cluster.core.create_namespaced_pod("kube-system", plain_pod("daemon", "node-1", "500m", "1Gi"))
+    await usage_becomes(cluster, "node-1", {"cpu": "500m", "memory": "1Gi", "pods": "1"})
+    cluster.double.set_pod("daemon", "kube-system", phase="Succeeded")  # leaves the selected set
+    await usage_becomes(cluster, "node-1", {})
+    list_calls = [
+        r for r in cluster.double.requests if r.startswith("GET /api/v1/nodes?") and "watch" not in r
+    ]
+    assert len(list_calls) == 1, "listed once, then watched"
 
 
 # --- 7. create errors ------------------------------------------------------------------------
