@@ -69,8 +69,10 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     kubeconfig: str = ""
     #: Kubeconfig context; empty means the current context.
     context: str = ""
-    #: Seconds between full pod relists that repair anything a watch missed.
-    resync_seconds: float = 60.0
+    #: Seconds between full relists of this executor's pods, a safety net for anything a
+    #: watch missed (watches are renewed from their last version, and a 410 relists at once).
+    #: Each relist of 100,000 pods costs seconds of CPU: keep it long on big clusters.
+    resync_seconds: float = 600.0
     #: No longer used: nodes and the pods on them are followed by watches (informers).
     node_refresh_seconds: float = 10.0
     #: Seconds between checks for stuck pods and finished pods to delete.

@@ -39,6 +39,42 @@ KUBELET_REFUSALS = re.compile(
 )
 
 
+_STATUS_KEYS = ("phase", "reason", "message", "conditions")
+
+
+def slim(pod: Pod) -> Pod:
+    """Only what the executor reads of one of its pods.
+
+    A real pod's JSON is hundreds of objects (``managedFields``, volumes, env…); a cache of
+    100,000 of them makes every full garbage collection stall the event loop for seconds.
+    """
+    metadata, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    kept_status = {key: status[key] for key in _STATUS_KEYS if key in status}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        if status.get(key):
+            kept_status[key] = [{"name": c.get("name"), "state": c.get("state")} for c in status[key]]
+    return {
+        "metadata": {
+            key: metadata[key]
+            for key in (
+                "name",
+                "namespace",
+                "labels",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "resourceVersion",
+            )
+            if key in metadata
+        },
+        "spec": {
+            "nodeName": spec.get("nodeName"),
+            "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds"),
+            "containers": [{"name": c.get("name")} for c in spec.get("containers") or []],
+        },
+        "status": kept_status,
+    }
+
+
 def run_id_of(pod: Pod) -> str:
     """The Armada run id label of a pod ('' if it is not an Armada pod)."""
     return str(((pod.get("metadata") or {}).get("labels") or {}).get(RUN_ID_LABEL, ""))

@@ -39,6 +39,7 @@ from armada.executor.backends.kube_pods import (
     phase_of,
     pod_run_status,
     run_id_of,
+    slim,
     stuck_verdict,
 )
 from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod
@@ -286,7 +287,7 @@ class KubernetesBackend:
     def _remember(self, pod: Pod) -> str:
         run_id = run_id_of(pod)
         if run_id:
-            self._pods[run_id] = pod
+            self._pods[run_id] = slim(pod)
             self._first_seen.setdefault(run_id, time.monotonic())
         return run_id
 

@@ -418,8 +418,7 @@ class KubeDouble:
 
     def _list(self, res: str, ns: str, query: Any) -> Obj:
         selector = self._selector(res, ns, query)
-        items = self.store.list(selector)
-        version, start = self.store.version, ""
+        version, after = self.store.version, None
         if query.get("continue"):
             token = json.loads(base64.b64decode(query["continue"]))
             if token["rv"] < self.store.oldest:
@@ -428,19 +427,16 @@ class KubeDouble:
                     "Expired",
                     "The provided continue parameter is too old to display a consistent list result.",
                 )
-            version, start = token["rv"], token["start"]
-            items = [i for i in items if self._order(i) > start]
+            version, after = token["rv"], tuple(token["after"])
         limit = int(query.get("limit") or 0)
+        items = self.store.page(selector, after, limit + 1 if limit else 0)
         metadata: Obj = {"resourceVersion": str(version)}
         if limit and len(items) > limit:
             items = items[:limit]
-            token = {"rv": version, "start": self._order(items[-1])}
+            last = items[-1]["metadata"]
+            token = {"rv": version, "after": [res, last.get("namespace", ""), last["name"]]}
             metadata["continue"] = base64.b64encode(json.dumps(token).encode()).decode()
         return {"kind": f"{_KINDS[res]}List", "apiVersion": "v1", "metadata": metadata, "items": items}
-
-    @staticmethod
-    def _order(obj: Obj) -> str:
-        return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
 
     async def _watch(self, request: Web.Request, res: str, ns: str) -> Web.StreamResponse:
         selector = self._selector(res, ns, request.query)

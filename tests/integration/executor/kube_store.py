@@ -10,6 +10,7 @@ field labels a real server supports for pods and nodes (anything else is a 400).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import re
 from collections import deque
@@ -146,6 +147,7 @@ class Store:
         self.history: deque[Change] = deque(maxlen=history)
         self.watchers: list[Watcher] = []
         self.compacted = 0
+        self._keys: list[Key] | None = None  # sorted keys, rebuilt after adds and removes
 
     @property
     def oldest(self) -> int:
@@ -164,7 +166,21 @@ class Store:
 
     def list(self, selector: Selector) -> list[Obj]:
         """Matching objects in key order (the order continue tokens page through)."""
-        return [obj for (res, _, _), obj in sorted(self.objects.items()) if selector.matches(res, obj)]
+        return self.page(selector, None, 0)
+
+    def page(self, selector: Selector, after: Key | None, limit: int) -> list[Obj]:
+        """Up to ``limit`` (0: all) matching objects after key ``after``, in key order."""
+        if self._keys is None:
+            self._keys = sorted(self.objects)
+        start = bisect.bisect_right(self._keys, after) if after is not None else 0
+        found: list[Obj] = []
+        for key in self._keys[start:] if start else self._keys:
+            obj = self.objects.get(key)
+            if obj is not None and selector.matches(key[0], obj):
+                found.append(obj)
+                if limit and len(found) == limit:
+                    break
+        return found
 
     def put(self, resource: str, obj: Obj, kind: str = "") -> Obj:
         """Create or replace ``obj``, stamping a new resource version; notifies watchers."""
@@ -176,7 +192,10 @@ class Store:
         metadata["resourceVersion"] = str(self.version)
         if kind == "DELETED":
             self.objects.pop(key, None)
+            self._keys = None
         else:
+            if old is None:
+                self._keys = None
             self.objects[key] = obj
         self._record(Change(self.version, kind, resource, copy.deepcopy(obj)), old)
         return obj
