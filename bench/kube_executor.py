@@ -249,7 +249,7 @@ def main() -> None:
     parser.add_argument("--churn", type=int, default=100, help="Armada pod status changes per second")
     parser.add_argument("--seconds", type=float, default=60.0, help="steady-state window")
     parser.add_argument("--warmup", type=float, default=5.0)
-    parser.add_argument("--resync", type=float, default=60.0, help="the backend's resync_seconds")
+    parser.add_argument("--resync", type=float, default=600.0, help="the backend's resync_seconds")
     args = parser.parse_args()
     receive, send = multiprocessing.Pipe(duplex=False)
     server = multiprocessing.get_context("spawn").Process(

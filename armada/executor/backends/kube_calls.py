@@ -190,16 +190,18 @@ class KubeCalls:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def list_all(
+    async def pages(
         self, call: Callable[..., Awaitable[Any]], *, stale_ok: bool = False, **selectors: Any
-    ) -> tuple[list[Json], str]:
-        """Every item, page by page (``list_page_size``), and the list's resource version.
+    ) -> AsyncIterator[tuple[list[Json], str]]:
+        """Every item, one page (``list_page_size``) at a time, with the list's resource version
+        (meaningful once the last page is in).
 
-        ``stale_ok`` lets the first page come from the API server's watch cache
-        (``resourceVersion=0``: cheap, possibly seconds old); otherwise the list is a
-        consistent read, which "a pod is gone" evidence needs.
+        Pages are handed over as they come so that a caller turns each into what it keeps
+        and the whole list never exists at once (100,000 pods' JSON would be gigabytes of
+        objects for the garbage collector). ``stale_ok`` lets the first page come from the
+        API server's watch cache (``resourceVersion=0``: cheap, possibly seconds old);
+        otherwise the list is a consistent read, which "a pod is gone" evidence needs.
         """
-        items: list[Json] = []
         token = ""
         while True:
             page_args: dict[str, Any] = {"limit": self._settings.list_page_size, **selectors}
@@ -209,12 +211,22 @@ class KubeCalls:
                 page_args["resource_version"] = "0"
                 page_args["resource_version_match"] = "NotOlderThan"
             page = await self.retried(call, **page_args)
-            items.extend(page.get("items") or [])
             metadata = page.get("metadata") or {}
             token = str(metadata.get("continue") or "")
+            yield page.get("items") or [], str(metadata.get("resourceVersion") or "")
             if not token:
-                return items, str(metadata.get("resourceVersion") or "")
-            await asyncio.sleep(0)  # a page at a time: never hold the loop for a whole list
+                return
+
+    async def list_all(
+        self, call: Callable[..., Awaitable[Any]], *, stale_ok: bool = False, **selectors: Any
+    ) -> tuple[list[Json], str]:
+        """Every item and the list's resource version (for small lists)."""
+        items: list[Json] = []
+        version = ""
+        async for page, page_version in self.pages(call, stale_ok=stale_ok, **selectors):
+            items.extend(page)
+            version = page_version
+        return items, version
 
     async def watch(
         self, call: Callable[..., Awaitable[Any]], version: str, seconds: float, **selectors: Any

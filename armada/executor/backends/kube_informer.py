@@ -27,9 +27,7 @@ from armada.model.leases import NodeReport
 
 log = structlog.get_logger(__name__)
 
-#: Items applied between two yields to the event loop while applying a big list.
-_YIELD_EVERY = 512
-Change = Callable[[str, Json | None, Json | None], None]
+Change = Callable[[str, Any, Any], None]
 
 
 def _key(obj: Json) -> str:
@@ -46,7 +44,7 @@ class Informer:
         list_call: Callable[..., Awaitable[Any]],
         on_change: Change,
         *,
-        slim: Callable[[Json], Json] = lambda obj: obj,
+        slim: Callable[[Json], Any] = lambda obj: obj,
         watch_seconds: float = 300.0,
         **selectors: Any,
     ) -> None:
@@ -56,7 +54,7 @@ class Informer:
         self._slim = slim
         self._watch_seconds = watch_seconds
         self._selectors = selectors
-        self.items: dict[str, Json] = {}
+        self.items: dict[str, Any] = {}
         #: Set once the first list has been applied.
         self.synced = asyncio.Event()
 
@@ -67,8 +65,7 @@ class Informer:
         while True:
             try:
                 if not version:
-                    listed, version = await self._calls.list_all(self._list, stale_ok=True, **self._selectors)
-                    await self._replace(listed)
+                    version = await self._relist()
                     self.synced.set()
                 events = self._calls.watch(self._list, version, self._watch_seconds, **self._selectors)
                 async for event in events:
@@ -87,14 +84,18 @@ class Informer:
                 )
                 await asyncio.sleep(delay)
 
-    async def _replace(self, listed: list[Json]) -> None:
-        fresh = {_key(obj) for obj in listed}
+    async def _relist(self) -> str:
+        """Apply a full list page by page (objects not in it are dropped); its version."""
+        fresh: set[str] = set()
+        version = ""
+        async for page, page_version in self._calls.pages(self._list, stale_ok=True, **self._selectors):
+            version = page_version
+            for obj in page:
+                fresh.add(_key(obj))
+                self._put(obj)
         for key in [k for k in self.items if k not in fresh]:
             self._drop(key)
-        for count, obj in enumerate(listed, 1):
-            self._put(obj)
-            if count % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+        return version
 
     def _put(self, obj: Json) -> None:
         key = _key(obj)
@@ -109,9 +110,26 @@ class Informer:
             self._on_change(key, old, None)
 
 
-def slim_pod(pod: Json) -> Json:
-    """What the node report needs of a non-Armada pod: its node and its requests."""
-    return {"node": (pod.get("spec") or {}).get("nodeName") or "", "requests": pod_requests(pod)}
+SlimPod = tuple[str, tuple[tuple[str, int], ...]]
+
+
+def slim_pod(pod: Json) -> SlimPod:
+    """What the node report needs of a non-Armada pod: its node and its requests.
+
+    Tuples of strings and integers: the garbage collector stops tracking them.
+    """
+    return (pod.get("spec") or {}).get("nodeName") or "", tuple(pod_requests(pod).items())
+
+
+def slim_node(node: Json) -> Json:
+    """What the node report needs of a node (a real node's JSON lists every cached image)."""
+    metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+    return {
+        "metadata": {"name": metadata.get("name", ""), "labels": metadata.get("labels") or {}},
+        "spec": {"taints": spec.get("taints") or [], "unschedulable": spec.get("unschedulable", False)},
+        "status": {"allocatable": status.get("allocatable") or {}, "conditions": ready},
+    }
 
 
 class NodeView:
@@ -124,7 +142,9 @@ class NodeView:
         self._dirty: set[str] = set()
         #: Nodes not Ready: their report changes with time alone (the grace period runs out).
         self._not_ready: set[str] = set()
-        self.nodes = Informer(calls, calls.core.list_node, self._node_changed, watch_seconds=watch_seconds)
+        self.nodes = Informer(
+            calls, calls.core.list_node, self._node_changed, slim=slim_node, watch_seconds=watch_seconds
+        )
         self.pods = Informer(
             calls,
             calls.core.list_pod_for_all_namespaces,
@@ -157,15 +177,16 @@ class NodeView:
         if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
             self._not_ready.add(name)
 
-    def _pod_changed(self, key: str, old: Json | None, new: Json | None) -> None:
+    def _pod_changed(self, key: str, old: SlimPod | None, new: SlimPod | None) -> None:
         for pod, sign in ((old, -1), (new, 1)):
-            if pod is None or not pod["node"]:
+            if pod is None or not pod[0]:
                 continue
-            used = self._usage[pod["node"]]
-            for name, units in pod["requests"].items():
+            node, requests = pod
+            used = self._usage[node]
+            for name, units in requests:
                 used[name] += sign * units
             used["pods"] += sign
-            self._dirty.add(pod["node"])
+            self._dirty.add(node)
 
     def reports(self) -> list[NodeReport]:
         """Every node's report, rebuilt only where a node or its pods changed."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from msgspec.structs import replace
 
 from armada.executor.backend import RunStatus
@@ -73,6 +74,57 @@ def slim(pod: Pod) -> Pod:
         },
         "status": kept_status,
     }
+
+
+_encode = msgspec.json.encode
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+class CachedPod(msgspec.Struct, frozen=True, gc=False):
+    """One of the executor's pods as its cache keeps it.
+
+    ``gc=False`` and only strings, numbers and bytes inside: a cache of 100,000 pods holds
+    no object the garbage collector tracks, so full collections stay short (as nested
+    dicts, they stalled the event loop for over a second). The slim pod JSON is kept
+    encoded, for the few checks that need more than these fields.
+    """
+
+    namespace: str
+    name: str
+    job_id: str
+    phase: str
+    deleting: bool
+    grace: int | None
+    raw: bytes
+
+    @classmethod
+    def of(cls, pod: Pod) -> CachedPod:
+        kept = slim(pod)
+        metadata = kept["metadata"]
+        return cls(
+            namespace=str(metadata.get("namespace") or "default"),
+            name=str(metadata.get("name") or ""),
+            job_id=job_id_of(kept),
+            phase=phase_of(kept),
+            deleting=bool(metadata.get("deletionTimestamp")),
+            grace=kept["spec"].get("terminationGracePeriodSeconds"),
+            raw=_encode(kept),
+        )
+
+    def json(self) -> Pod:
+        """The slim pod JSON."""
+        return _decode(self.raw)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def held_phase(self) -> RunPhase:
+        """The run phase to report for the pod when found at start-up."""
+        if self.deleting:
+            return "terminating"
+        return "pending" if self.phase == "Pending" else "running"
 
 
 def run_id_of(pod: Pod) -> str:

@@ -29,17 +29,13 @@ from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client
 from armada.executor.backends.kube_create import create_refused
 from armada.executor.backends.kube_informer import NodeView
 from armada.executor.backends.kube_pods import (
+    CachedPod,
     Pod,
     StuckDeadlines,
     failed_container,
-    held_phase,
-    is_finished,
-    job_id_of,
     parse_time,
-    phase_of,
     pod_run_status,
     run_id_of,
-    slim,
     stuck_verdict,
 )
 from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod
@@ -84,7 +80,7 @@ class KubernetesBackend:
         selector = RUN_ID_LABEL + (f",{EXECUTOR_LABEL}={executor_id}" if executor_id else "")
         self._selector = selector
         self._creates = asyncio.Semaphore(settings.max_concurrent_creates)
-        self._pods: dict[str, Pod] = {}
+        self._pods: dict[str, CachedPod] = {}
         self._first_seen: dict[str, float] = {}
         self._released: dict[str, float] = {}
         self._deleted: dict[str, asyncio.Event] = {}
@@ -108,13 +104,12 @@ class KubernetesBackend:
         if self._api is None:
             self._api = await api_client_from(self._settings)
             self._calls = KubeCalls(self._api, self._settings)
-        pods, _ = await self._api_calls.list_all(
-            self._core.list_pod_for_all_namespaces, label_selector=self._selector
-        )
-        for pod in pods:
-            self._remember(pod)
+        list_pods = self._core.list_pod_for_all_namespaces
+        async for page, _ in self._api_calls.pages(list_pods, label_selector=self._selector):
+            for pod in page:
+                self._remember(pod)
         return [
-            FoundRun(run_id=run_id, job_id=job_id_of(pod), phase=held_phase(pod))
+            FoundRun(run_id=run_id, job_id=pod.job_id, phase=pod.held_phase)
             for run_id, pod in self._pods.items()
         ]
 
@@ -220,11 +215,11 @@ class KubernetesBackend:
         if pod is None:
             await self._report().gone(run_id)
             return
-        namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
+        namespace, name = pod.namespace, pod.name
         gone = self._deleted.setdefault(run_id, asyncio.Event())
         grace = self._settings.pod_kill_grace_seconds
         if grace is None:
-            grace = int(pod.get("spec", {}).get("terminationGracePeriodSeconds") or 30)
+            grace = int(pod.grace or 30)
         try:
             exists = await self._delete(namespace, name, grace)
         except KubeError as exc:
@@ -260,11 +255,9 @@ class KubernetesBackend:
         if pod is None:
             return
         self._released[run_id] = time.monotonic()
-        if self._retention <= 0 and is_finished(pod):
+        if self._retention <= 0 and pod.finished:
             with contextlib.suppress(KubeError):
-                await self._delete(
-                    pod["metadata"].get("namespace", "default"), pod["metadata"]["name"], grace=0
-                )
+                await self._delete(pod.namespace, pod.name, grace=0)
 
     def _report(self) -> RunObserver:
         if self._observer is None:
@@ -287,7 +280,7 @@ class KubernetesBackend:
     def _remember(self, pod: Pod) -> str:
         run_id = run_id_of(pod)
         if run_id:
-            self._pods[run_id] = slim(pod)
+            self._pods[run_id] = CachedPod.of(pod)
             self._first_seen.setdefault(run_id, time.monotonic())
         return run_id
 
@@ -303,14 +296,11 @@ class KubernetesBackend:
         """List, then watch (renewed from the last version) until a relist is due; for ever."""
         backoff = self._api_calls.backoff()
         version, listed_at = "", 0.0
-        list_pods = self._core.list_pod_for_all_namespaces
         while True:
             try:
                 if not version or time.monotonic() - listed_at >= self._settings.resync_seconds:
-                    started = time.monotonic()
-                    pods, version = await self._api_calls.list_all(list_pods, label_selector=self._selector)
-                    listed_at = started
-                    await self._reconcile(pods, started)
+                    version = await self._relist()
+                    listed_at = time.monotonic()
                 seconds = min(self._settings.watch_seconds, self._settings.resync_seconds)
                 events = self._api_calls.watch(
                     self._core.list_pod_for_all_namespaces, version, seconds, label_selector=self._selector
@@ -326,16 +316,22 @@ class KubernetesBackend:
                 log.warning("pod watch failed", error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
 
-    async def _reconcile(self, listed: list[Pod], started: float) -> None:
-        """Apply a full list: runs missing from it *and launched before it started* are gone."""
-        present = {run_id_of(pod) for pod in listed}
+    async def _relist(self) -> str:
+        """A full list, page by page: runs missing from it *and launched before it started*
+        are gone. Returns the list's resource version."""
+        started = time.monotonic()
+        present: set[str] = set()
+        version = ""
+        list_pods = self._core.list_pod_for_all_namespaces
+        async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
+            version = page_version
+            for pod in page:
+                present.add(run_id_of(pod))
+                await self._on_pod("MODIFIED", pod)
         for run_id in [r for r in self._pods if r not in present]:
             if self._first_seen.get(run_id, started) < started:
                 await self._vanished(run_id)
-        for count, pod in enumerate(listed, 1):
-            await self._on_pod("MODIFIED", pod)
-            if count % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+        return version
 
     async def _vanished(self, run_id: str) -> None:
         failing = self._failing.get(run_id)
@@ -403,20 +399,22 @@ class KubernetesBackend:
     async def housekeeping(self) -> None:
         """Settle stuck pending pods; delete finished pods whose retention is over."""
         now = time.monotonic()
-        for run_id, pod in list(self._pods.items()):
-            metadata = pod["metadata"]
-            namespace, name = metadata.get("namespace", "default"), metadata["name"]
+        for count, (run_id, pod) in enumerate(list(self._pods.items()), 1):
+            if count % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+            namespace, name = pod.namespace, pod.name
             released = self._released.get(run_id)
-            if released is not None and is_finished(pod) and now - released >= self._retention:
+            if released is not None and pod.finished and now - released >= self._retention:
                 log.info("deleting finished pod", run_id=run_id, pod=name)
                 await self._delete(namespace, name, grace=0)
             elif not self._report().holds(run_id) and released is None:
                 if now - self._first_seen.get(run_id, now) >= _ORPHAN_GRACE_SECONDS:
                     log.info("deleting pod of a run not held", run_id=run_id, pod=name)
                     await self._delete(namespace, name, grace=0)
-            elif phase_of(pod) == "Pending":
+            elif pod.phase == "Pending":
+                full = pod.json()
                 verdict = stuck_verdict(
-                    pod, pending_for=self._pending_for(run_id, pod), deadlines=self._deadlines
+                    full, pending_for=self._pending_for(run_id, full), deadlines=self._deadlines
                 )
                 if verdict is not None:
                     log.warning(
