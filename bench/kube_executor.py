@@ -203,6 +203,8 @@ async def measure(port: int, args: argparse.Namespace) -> dict[str, Any]:
         stall_task = asyncio.create_task(stalls.run())
         backend = KubernetesBackend(settings, 300.0, api=api, executor_id=EXECUTOR)
         observer = HoldAll()
+        if args.freeze:
+            gc.freeze()  # as `armada executor` does before it starts (run_executor)
         started = time.perf_counter()
         found = await backend.discover()
         await backend.start(observer)
@@ -250,6 +252,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="steady-state window")
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--resync", type=float, default=600.0, help="the backend's resync_seconds")
+    parser.add_argument(
+        "--no-freeze", dest="freeze", action="store_false", help="skip gc.freeze() (the executor's start-up)"
+    )
     args = parser.parse_args()
     receive, send = multiprocessing.Pipe(duplex=False)
     server = multiprocessing.get_context("spawn").Process(
