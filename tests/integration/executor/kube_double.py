@@ -163,7 +163,26 @@ class KubeDouble:
         return self.store.put("pods", pod)
 
     def bind(self, name: str, node: str, namespace: str = "default") -> Obj:
+        """The scheduler's binding; refused (pod stays Pending, unschedulable) when the node's
+        ``pods`` capacity is used up by its active pods, as the kube-scheduler does."""
         pod = copy.deepcopy(self.pod(name, namespace))
+        target = self.store.get("nodes", "", node) or {}
+        capacity = (target.get("status") or {}).get("allocatable", {}).get("pods")
+        active = [
+            p
+            for p in self.store.list(Selector("pods", fields=(("spec.nodeName", node, True),)))
+            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+        if capacity is not None and len(active) >= int(capacity):
+            message = f"0/{len(self.store.list(Selector('nodes')))} nodes are available: 1 Too many pods."
+            refused = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+            }
+            pod.setdefault("status", {})["conditions"] = [refused]
+            return self.store.put("pods", pod)
         pod["spec"]["nodeName"] = node
         conditions = [{"type": "PodScheduled", "status": "True"}]
         pod.setdefault("status", {})["conditions"] = conditions

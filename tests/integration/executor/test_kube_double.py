@@ -11,7 +11,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, plain_pod
+from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, node, plain_pod
 from tests.integration.executor.kube_store import Selector
 
 
@@ -22,8 +22,8 @@ async def cluster() -> Any:
 
 
 async def make_pods(core: client.CoreV1Api) -> None:
-    for name, node, labels in [("a", "n1", {"app": "x"}), ("b", "n2", {"app": "y"}), ("c", "n1", {})]:
-        await core.create_namespaced_pod("kube-system", plain_pod(name, node, "1", "1Gi", labels))
+    for name, node_name, labels in [("a", "n1", {"app": "x"}), ("b", "n2", {"app": "y"}), ("c", "n1", {})]:
+        await core.create_namespaced_pod("kube-system", plain_pod(name, node_name, "1", "1Gi", labels))
 
 
 async def names(core: client.CoreV1Api, **selectors: Any) -> list[str]:
@@ -137,3 +137,17 @@ async def test_admission_and_injected_faults(cluster: Any) -> None:
 def test_the_double_starts_with_the_usual_namespaces() -> None:
     double = KubeDouble()
     assert {key[2] for key in double.store.objects if key[0] == "namespaces"} == {"default", "kube-system"}
+
+
+async def test_binding_respects_the_nodes_pods_capacity(cluster: Any) -> None:
+    double, core, _ = cluster
+    full = node("small")
+    full["status"]["allocatable"]["pods"] = "1"
+    await core.create_node(full)
+    await core.create_namespaced_pod("kube-system", plain_pod("daemon", "small", "1", "1Gi"))
+    pod = plain_pod("job", "", "1", "1Gi")
+    del pod["spec"]["nodeName"]
+    await core.create_namespaced_pod("kube-system", pod)
+    refused = double.bind("job", "small", "kube-system")
+    assert "nodeName" not in refused["spec"]
+    assert refused["status"]["conditions"][0]["message"].endswith("Too many pods.")
