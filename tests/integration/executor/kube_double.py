@@ -24,12 +24,12 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp.web
 from kubernetes_asyncio import client
 
+from tests.integration.executor.kube_kubelet import KubeletScript, merge, now
 from tests.integration.executor.kube_store import Change, Gone, Obj, Selector, SelectorError, Store
 
 Web = aiohttp.web
@@ -79,21 +79,6 @@ class Hold:
     release: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _merge(target: Obj, patch: Obj) -> Obj:
-    for key, value in patch.items():
-        if value is None:
-            target.pop(key, None)
-        elif isinstance(value, dict) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = copy.deepcopy(value)
-    return target
-
-
 _ROUTE = re.compile(
     r"^/(?:api/v1|apis/scheduling\.k8s\.io/v1)(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>pods|nodes|namespaces"
     r"|priorityclasses|resourcequotas)(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$"
@@ -107,7 +92,7 @@ _KINDS = {
 }
 
 
-class KubeDouble:
+class KubeDouble(KubeletScript):
     """The API server double; tests script the cluster through its methods."""
 
     def __init__(self) -> None:
@@ -141,145 +126,6 @@ class KubeDouble:
         self._tasks: set[asyncio.Task[None]] = set()
         for name in ("default", "kube-system"):
             self.add_namespace(name)
-
-    # --- scripting the cluster ----------------------------------------------------
-    def add_namespace(self, name: str, *, terminating: bool = False) -> None:
-        phase = "Terminating" if terminating else "Active"
-        self.store.put("namespaces", {"metadata": {"name": name}, "status": {"phase": phase}})
-
-    def add_priority_class(self, name: str, value: int = 1000) -> None:
-        self.store.put("priorityclasses", {"metadata": {"name": name}, "value": value})
-
-    def pod(self, name: str, namespace: str = "default") -> Obj:
-        found = self.store.get("pods", namespace, name)
-        if found is None:
-            raise KeyError(name)
-        return found
-
-    def set_pod(self, name: str, namespace: str = "default", **status: Any) -> Obj:
-        """Merge ``status`` into the pod's status, as the kubelet writes it."""
-        pod = copy.deepcopy(self.pod(name, namespace))
-        _merge(pod.setdefault("status", {}), status)
-        return self.store.put("pods", pod)
-
-    def bind(self, name: str, node: str, namespace: str = "default") -> Obj:
-        """The scheduler's binding; refused (pod stays Pending, unschedulable) when the node's
-        ``pods`` capacity is used up by its active pods, as the kube-scheduler does."""
-        pod = copy.deepcopy(self.pod(name, namespace))
-        target = self.store.get("nodes", "", node) or {}
-        capacity = (target.get("status") or {}).get("allocatable", {}).get("pods")
-        active = [
-            p
-            for p in self.store.list(Selector("pods", fields=(("spec.nodeName", node, True),)))
-            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        ]
-        if capacity is not None and len(active) >= int(capacity):
-            message = f"0/{len(self.store.list(Selector('nodes')))} nodes are available: 1 Too many pods."
-            refused = {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": message,
-            }
-            pod.setdefault("status", {})["conditions"] = [refused]
-            return self.store.put("pods", pod)
-        pod["spec"]["nodeName"] = node
-        conditions = [{"type": "PodScheduled", "status": "True"}]
-        pod.setdefault("status", {})["conditions"] = conditions
-        return self.store.put("pods", pod)
-
-    def run(self, name: str, namespace: str = "default", node: str = "node-1") -> Obj:
-        """Bound and running, as the kubelet reports a started pod."""
-        if not self.pod(name, namespace)["spec"].get("nodeName"):
-            self.bind(name, node, namespace)
-        started = {"running": {"startedAt": now()}}
-        return self.set_pod(
-            name, namespace, phase="Running", containerStatuses=self._containers(name, namespace, started)
-        )
-
-    def exit(self, name: str, code: int, namespace: str = "default", reason: str = "") -> Obj:
-        """The containers ended with ``code``: Succeeded if 0, else Failed."""
-        ended = {
-            "terminated": {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error")}
-        }
-        containers = self._containers(name, namespace, ended)
-        return self.set_pod(
-            name, namespace, phase="Succeeded" if code == 0 else "Failed", containerStatuses=containers
-        )
-
-    def reject(self, name: str, reason: str, message: str, namespace: str = "default") -> Obj:
-        """Kubelet admission refused the pod (no container ever started)."""
-        return self.set_pod(name, namespace, phase="Failed", reason=reason, message=message)
-
-    def disrupt(self, name: str, reason: str = "EvictionByEvictionAPI", namespace: str = "default") -> None:
-        """A drain, preemption or taint eviction: ``DisruptionTarget``, then graceful deletion."""
-        pod = copy.deepcopy(self.pod(name, namespace))
-        condition = {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": reason}
-        pod.setdefault("status", {}).setdefault("conditions", []).append(condition)
-        self.store.put("pods", pod)
-        self._delete_pod(pod, grace=int(pod["spec"].get("terminationGracePeriodSeconds") or 30))
-
-    def node_condition(self, name: str, ready: bool, since: str | None = None) -> None:
-        node = copy.deepcopy(self.store.get("nodes", "", name) or {})
-        condition = {
-            "type": "Ready",
-            "status": "True" if ready else "False",
-            "lastTransitionTime": since or now(),
-        }
-        node.setdefault("status", {})["conditions"] = [condition]
-        self.store.put("nodes", node)
-
-    def _containers(self, name: str, namespace: str, state: Obj) -> list[Obj]:
-        spec = self.pod(name, namespace)["spec"]
-        return [
-            {
-                "name": c["name"],
-                "image": c.get("image", ""),
-                "imageID": "",
-                "ready": False,
-                "restartCount": 0,
-                "state": state,
-            }
-            for c in spec.get("containers") or []
-        ]
-
-    # --- deletion ----------------------------------------------------------------------
-    def _delete_pod(self, pod: Obj, grace: int) -> Obj:
-        metadata = pod["metadata"]
-        node = pod["spec"].get("nodeName")
-        if grace == 0 or not node or pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-            return self._finalize(pod)
-        if not metadata.get("deletionTimestamp"):
-            metadata["deletionTimestamp"] = now()
-            metadata["deletionGracePeriodSeconds"] = grace
-            self.store.put("pods", pod)
-            if node not in self.unreachable:
-                self._spawn(self._terminate(metadata.get("namespace", ""), metadata["name"]))
-        return pod
-
-    def _finalize(self, pod: Obj) -> Obj:
-        """Remove now unless finalizers hold it (then it only carries ``deletionTimestamp``)."""
-        if pod["metadata"].get("finalizers"):
-            pod["metadata"].setdefault("deletionTimestamp", now())
-            pod["metadata"]["deletionGracePeriodSeconds"] = 0
-            return self.store.put("pods", pod)
-        self.store.remove("pods", pod)
-        return pod
-
-    async def _terminate(self, namespace: str, name: str) -> None:
-        """The kubelet: SIGTERM, a terminal phase from the exit code (1.27+), then removal."""
-        await asyncio.sleep(self.termination_seconds)
-        pod = self.store.get("pods", namespace, name)
-        if pod is None:
-            return
-        if pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
-            self.exit(name, self.sigterm_exit.get(name, 143), namespace)
-        self._finalize(copy.deepcopy(self.pod(name, namespace)))
-
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     def hold(self, match: str) -> Hold:
         """Delay the answer to the next request matching ``match`` (a slow list on a big cluster)."""
@@ -365,7 +211,7 @@ class KubeDouble:
         if request.method == "GET":
             return Web.json_response(current)
         if request.method == "PATCH":
-            patched = _merge(copy.deepcopy(current), body)
+            patched = merge(copy.deepcopy(current), body)
             if (
                 res == "pods"
                 and current["metadata"].get("finalizers")
@@ -420,7 +266,7 @@ class KubeDouble:
                 f'pods "{name}" is forbidden: no PriorityClass with name {priority_class} was found',
             )
         limit = self.pod_quota.get(ns)
-        used = len(self.store.list(Selector("pods", ns)))
+        used = len(self.store.select(Selector("pods", ns)))
         if limit is not None and used >= limit:
             raise ApiError(
                 403,
@@ -471,7 +317,7 @@ class KubeDouble:
 
         try:
             if version in ("", "0"):
-                backlog = [Change(0, "ADDED", res, copy.deepcopy(o)) for o in self.store.list(selector)]
+                backlog = [Change(0, "ADDED", res, copy.deepcopy(o)) for o in self.store.select(selector)]
             else:
                 backlog = list(self.store.since(int(version), selector))
             for change in backlog:
@@ -480,14 +326,14 @@ class KubeDouble:
                 while True:
                     try:
                         async with asyncio.timeout(self.bookmark_seconds if bookmarks else None):
-                            change = await watcher.queue.get()
+                            next_change = await watcher.queue.get()
                     except TimeoutError:
                         meta = {"resourceVersion": str(self.store.version)}
                         await send("BOOKMARK", {"kind": _KINDS[res], "apiVersion": "v1", "metadata": meta})
                         continue
-                    if change is None:
+                    if next_change is None:
                         break
-                    await send(change.kind, change.obj)
+                    await send(next_change.kind, next_change.obj)
         except Gone as exc:
             await send("ERROR", status_body(410, "Expired", str(exc)))
         except (TimeoutError, ConnectionResetError):

@@ -164,7 +164,7 @@ class Store:
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         return self.objects.get((resource, namespace, name))
 
-    def list(self, selector: Selector) -> list[Obj]:
+    def select(self, selector: Selector) -> list[Obj]:
         """Matching objects in key order (the order continue tokens page through)."""
         return self.page(selector, None, 0)
 
