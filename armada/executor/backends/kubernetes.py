@@ -205,7 +205,10 @@ class KubernetesBackend:
             return "ours"
         if self._report().holds(owner) or not clear:
             return "busy"
-        await self._delete(lease.namespace, name, grace=0)
+        try:
+            await self._delete(lease.namespace, name, grace=0)
+        except KubeError:
+            return "busy"
         return "cleared"
 
     # --- kill and release ---------------------------------------------------------------
