@@ -1,4 +1,9 @@
-"""Building the Kubernetes pod of a lease: name, labels, annotations, env and node pin."""
+"""Building the Kubernetes pod of a lease: name, labels, annotations, env and node pin.
+
+The pod is pinned to its node by the node's *name* (``nodeAffinity`` ``matchFields``
+``metadata.name``): a hostname label need not equal the node name (cloud providers differ),
+and a pin that matches no node leaves the pod pending for ever.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ RUN_ID_LABEL = "armada_job_run_id"
 QUEUE_LABEL = "armada_queue_id"
 JOB_SET_ANNOTATION = "armada_jobset_id"
 OWNER_ANNOTATION = "armada_owner"
+#: The executor that created the pod: two executors on one cluster leave each other's alone.
+EXECUTOR_LABEL = "armada_executor_id"
 
 
 def pod_name(job_id: str) -> str:
@@ -20,12 +27,23 @@ def pod_name(job_id: str) -> str:
     return f"armada-{job_id.lower()}-0"
 
 
-def build_pod(lease: Lease, *, node_id_label: str = "kubernetes.io/hostname") -> dict[str, Any]:
+def pin_to_node(spec: dict[str, Any], node: str) -> None:
+    """Require ``node`` by name, in every term of the pod's own required node affinity."""
+    pin = {"key": "metadata.name", "operator": "In", "values": [node]}
+    affinity = spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+    required = affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    terms = required.get("nodeSelectorTerms") or [{}]
+    for term in terms:  # terms are ORed: each one must carry the pin
+        term["matchFields"] = [*(term.get("matchFields") or []), pin]
+    required["nodeSelectorTerms"] = terms
+
+
+def build_pod(lease: Lease, *, executor_id: str = "") -> dict[str, Any]:
     """The pod manifest (JSON) that runs ``lease`` on its node."""
     spec = copy.deepcopy(lease.pod_spec)
     spec["restartPolicy"] = "Never"
     if lease.node:
-        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), node_id_label: lease.node}
+        pin_to_node(spec, lease.node)
     if lease.priority_class_name:
         spec["priorityClassName"] = lease.priority_class_name
     extra_env = armada_env(lease)
@@ -44,6 +62,7 @@ def build_pod(lease: Lease, *, node_id_label: str = "kubernetes.io/hostname") ->
                 JOB_ID_LABEL: lease.job_id,
                 RUN_ID_LABEL: lease.run_id,
                 QUEUE_LABEL: lease.queue,
+                **({EXECUTOR_LABEL: executor_id} if executor_id else {}),
             },
             "annotations": {
                 **lease.annotations,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 
 import structlog
@@ -54,6 +55,11 @@ async def run_executor(
             backend=settings.backend,
             server=settings.server_url,
         )
+        if handle_signals:
+            # Its own process: everything alive now (modules, clients) lives for ever, so it
+            # is moved out of the garbage collector's way; full collections then walk only
+            # what the executor creates, keeping event-loop stalls short on big clusters.
+            gc.freeze()
         try:
             await agent.run()
         finally:

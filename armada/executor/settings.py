@@ -69,9 +69,11 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     kubeconfig: str = ""
     #: Kubeconfig context; empty means the current context.
     context: str = ""
-    #: Seconds between full pod relists that repair anything a watch missed.
-    resync_seconds: float = 60.0
-    #: Seconds between node reports refreshed from the API.
+    #: Seconds between full relists of this executor's pods, a safety net for anything a
+    #: watch missed (watches are renewed from their last version, and a 410 relists at once).
+    #: Each relist of 100,000 pods costs seconds of CPU: keep it long on big clusters.
+    resync_seconds: float = 600.0
+    #: No longer used: nodes and the pods on them are followed by watches (informers).
     node_refresh_seconds: float = 10.0
     #: Seconds between checks for stuck pods and finished pods to delete.
     housekeeping_seconds: float = 10.0
@@ -84,8 +86,33 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     #: Grace period given to pods deleted on cancel or preempt; unset means the pod's own
     #: ``terminationGracePeriodSeconds``.
     pod_kill_grace_seconds: int | None = None
-    #: Node label that names the node a pod is pinned to.
+    #: No longer used: pods are pinned by node *name* (``nodeAffinity`` ``matchFields``
+    #: ``metadata.name``), which needs no label; kept so that older config files load.
     node_id_label: str = "kubernetes.io/hostname"
+    #: Timeout of one Kubernetes API call (a watch: of its connect and of each read).
+    request_timeout_seconds: float = 30.0
+    #: Attempts of an API call answered 429, 5xx or not at all, before giving up.
+    api_attempts: int = 5
+    #: First retry delay of such a call (doubles, with jitter); ``Retry-After`` wins.
+    retry_initial_seconds: float = 0.5
+    #: Largest retry delay of such a call.
+    retry_max_seconds: float = 30.0
+    #: Most pod creations in flight at once (a burst of leases must not flood the API).
+    max_concurrent_creates: int = 20
+    #: Items per page of a list call (``limit``/``continue``).
+    list_page_size: int = 500
+    #: Longest a watch is kept open before it is renewed from its last resource version.
+    watch_seconds: float = 300.0
+    #: After a killed pod's grace period, how long it may stay Terminating (finalizers, an
+    #: unreachable node) before it is force-deleted and reported gone.
+    terminating_deadline_seconds: float = 60.0
+    #: A node NotReady for less than this is still reported ready (its pods usually keep
+    #: running; Kubernetes itself waits 5 minutes before evicting them).
+    node_not_ready_grace_seconds: float = 300.0
+    #: How often kubeconfig exec-plugin/GCP tokens are checked and refreshed.
+    credential_refresh_seconds: float = 60.0
+    #: Longest wait for a failed container's log tail (read off the watch path).
+    log_timeout_seconds: float = 5.0
 
 
 class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):

@@ -11,6 +11,7 @@ events wait until a lease response shows the server still wants them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -139,7 +140,9 @@ class RunTracker:
         log.debug("run event", run_id=run.run_id, job_id=run.job_id, kind=status.kind, reason=status.reason)
         run.undelivered += 1
         if run.confirmed:
-            await self._publish(event)
+            # Shielded: the run is already marked finished, so a caller cancelled here (a
+            # watch renewed, a shutdown) would otherwise lose its terminal event for ever.
+            await asyncio.shield(self._publish(event))
         else:
             run.withheld.append(event)
 

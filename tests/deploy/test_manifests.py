@@ -88,6 +88,10 @@ def test_kinds() -> None:
     assert (
         obj("PriorityClass", "armada-default")["value"] > obj("PriorityClass", "armada-preemptible")["value"]
     )
+    # Only Armada preempts Armada's pods: the kube-scheduler must not evict them on its own.
+    assert {
+        obj("PriorityClass", n)["preemptionPolicy"] for n in ("armada-default", "armada-preemptible")
+    } == {"Never"}
     namespaced = [doc for (kind, _), doc in OBJECTS.items() if kind not in _CLUSTER_SCOPED]
     assert {doc["metadata"].get("namespace") for doc in namespaced} == {"armada"}
 
@@ -209,20 +213,31 @@ def _resource(kind: str) -> str:
 
 
 def _core_calls(tree: ast.AST) -> set[tuple[str, str]]:
-    """(resource, verb) for each CoreV1Api method the code uses on ``self._core``; a method
-    handed to ``watch.Watch().stream`` is also watched."""
+    """(resource, verb) for each CoreV1Api method the code uses on ``self._core`` (or a
+    ``KubeCalls``' ``core``); a method handed to ``watch.Watch().stream``, ``KubeCalls.watch``
+    or an ``Informer`` is also watched."""
     used: set[tuple[str, str]] = set()
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "_core"
+            and node.value.attr in ("_core", "core")
         ):
             match = _CALL.match(node.attr)
             assert match, f"unknown Kubernetes call {node.attr}: extend this test and the ClusterRole"
             used.add((_resource(match[2]), _VERBS[match[1]]))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "stream":
-            for arg in node.args[:1]:
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else ""
+            )
+            if name not in ("stream", "watch", "Informer"):
+                continue
+            for arg in node.args[:2]:
                 if isinstance(arg, ast.Attribute) and (match := _CALL.match(arg.attr)):
                     used.add((_resource(match[2]), "watch"))
     return used

@@ -23,4 +23,4 @@ def make_backend(settings: ExecutorSettings) -> ClusterBackend:
         return ProcessBackend(settings.process, settings.cluster_id, retention)
     from armada.executor.backends.kubernetes import KubernetesBackend  # noqa: PLC0415
 
-    return KubernetesBackend(settings.kubernetes, retention)
+    return KubernetesBackend(settings.kubernetes, retention, executor_id=settings.cluster_id)

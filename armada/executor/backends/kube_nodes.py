@@ -2,15 +2,22 @@
 
 A node's capacity for Armada is its allocatable resources minus what pods *not* started
 by Armada (daemon sets, system pods) request on it; the server subtracts its own runs.
+Every such pod also counts against the node's ``pods`` capacity (kubelet's max pods).
+
+A node that has been NotReady for less than a grace period is still reported ready: a
+kubelet missing a few heartbeats usually comes back with its pods still running, and
+Kubernetes itself waits 5 minutes before evicting them; reporting it lost at once would
+make the server requeue every run on it while they keep running.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
-from armada.executor.backends.kube_pods import is_finished, run_id_of
+from armada.executor.backends.kube_pods import is_finished, parse_time, run_id_of
 from armada.model.leases import NodeReport, Taint
 from armada.model.resources import QuantityError, format_units, to_units
 
@@ -46,14 +53,25 @@ def non_armada_usage(pods: Iterable[Json]) -> dict[str, dict[str, int]]:
             continue
         for name, units in pod_requests(pod).items():
             usage[node][name] += units
+        usage[node]["pods"] += 1
     return usage
 
 
-def node_report(node: Json, used: dict[str, int]) -> NodeReport:
+def is_ready(conditions: list[Json], not_ready_grace: float, now: datetime | None = None) -> bool:
+    """Ready, or not ready for less than ``not_ready_grace`` seconds."""
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    if ready is None:
+        return False
+    if ready.get("status") == "True":
+        return True
+    since = parse_time(ready.get("lastTransitionTime"))
+    return since is not None and ((now or datetime.now(UTC)) - since).total_seconds() < not_ready_grace
+
+
+def node_report(node: Json, used: dict[str, int], not_ready_grace: float = 0.0) -> NodeReport:
     """One node as the lease call reports it."""
     metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
-    conditions = status.get("conditions") or []
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    ready = is_ready(status.get("conditions") or [], not_ready_grace)
     return NodeReport(
         name=str(metadata.get("name", "")),
         labels=dict(metadata.get("labels") or {}),
@@ -68,7 +86,12 @@ def node_report(node: Json, used: dict[str, int]) -> NodeReport:
     )
 
 
-def node_reports(nodes: Iterable[Json], pods: Iterable[Json]) -> list[NodeReport]:
+def node_reports(
+    nodes: Iterable[Json], pods: Iterable[Json], not_ready_grace: float = 0.0
+) -> list[NodeReport]:
     """Every node with what non-Armada pods use on it."""
     usage = non_armada_usage(pods)
-    return [node_report(node, usage.get((node.get("metadata") or {}).get("name", ""), {})) for node in nodes]
+    return [
+        node_report(node, usage.get((node.get("metadata") or {}).get("name", ""), {}), not_ready_grace)
+        for node in nodes
+    ]

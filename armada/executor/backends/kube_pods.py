@@ -2,6 +2,15 @@
 
 Pure functions over pod JSON (camelCase, as the API serves it), so that the mapping of
 phases and container statuses is tested without a cluster.
+
+Since Kubernetes 1.27 the kubelet gives a *deleted* pod a terminal phase from its
+containers' exit codes, and drains, kube-scheduler preemption, taint eviction and PodGC
+mark the pod with a ``DisruptionTarget`` condition but no pod reason. So a terminal phase
+says nothing about the job when the pod was disrupted or deleted by someone else (exit
+143 on SIGTERM is not the job's failure, exit 0 is not its success): such a run is a
+returned lease, retryable. The executor's own kills never get here (the tracker reports
+nothing about a run being killed). Kubelet admission refusals (``UnexpectedAdmissionError``
+for devices, ``OutOfcpu``…) ran nothing: a returned lease, not an attempt.
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from msgspec.structs import replace
 
 from armada.executor.backend import RunStatus
@@ -23,6 +33,98 @@ Pod = dict[str, Any]
 FATAL_WAITING = re.compile(r"^(InvalidImageName|ErrImageNeverPull|CreateContainerConfigError)$")
 #: Waiting reasons of an image still being pulled (or backing off).
 IMAGE_PULL_WAITING = re.compile(r"^(ErrImagePull|ImagePullBackOff)$")
+#: Pod reasons of a kubelet that refused to admit the pod: no container ever started.
+KUBELET_REFUSALS = re.compile(
+    r"^(UnexpectedAdmissionError|OutOf\S+|NodeAffinity|NodeName|NodeSelectorMismatching|InvalidNodeInfo"
+    r"|TopologyAffinityError|PodOSNotSupported|SysctlForbidden|AppArmor|ContainerRuntimeNotReady)$"
+)
+
+
+_STATUS_KEYS = ("phase", "reason", "message", "conditions")
+
+
+def slim(pod: Pod) -> Pod:
+    """Only what the executor reads of one of its pods.
+
+    A real pod's JSON is hundreds of objects (``managedFields``, volumes, env…); a cache of
+    100,000 of them makes every full garbage collection stall the event loop for seconds.
+    """
+    metadata, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    kept_status = {key: status[key] for key in _STATUS_KEYS if key in status}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        if status.get(key):
+            kept_status[key] = [{"name": c.get("name"), "state": c.get("state")} for c in status[key]]
+    return {
+        "metadata": {
+            key: metadata[key]
+            for key in (
+                "name",
+                "namespace",
+                "labels",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "resourceVersion",
+            )
+            if key in metadata
+        },
+        "spec": {
+            "nodeName": spec.get("nodeName"),
+            "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds"),
+            "containers": [{"name": c.get("name")} for c in spec.get("containers") or []],
+        },
+        "status": kept_status,
+    }
+
+
+_encode = msgspec.json.encode
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+class CachedPod(msgspec.Struct, frozen=True, gc=False):
+    """One of the executor's pods as its cache keeps it.
+
+    ``gc=False`` and only strings, numbers and bytes inside: a cache of 100,000 pods holds
+    no object the garbage collector tracks, so full collections stay short (as nested
+    dicts, they stalled the event loop for over a second). The slim pod JSON is kept
+    encoded, for the few checks that need more than these fields.
+    """
+
+    namespace: str
+    name: str
+    job_id: str
+    phase: str
+    deleting: bool
+    grace: int | None
+    raw: bytes
+
+    @classmethod
+    def of(cls, pod: Pod) -> CachedPod:
+        kept = slim(pod)
+        metadata = kept["metadata"]
+        return cls(
+            namespace=str(metadata.get("namespace") or "default"),
+            name=str(metadata.get("name") or ""),
+            job_id=job_id_of(kept),
+            phase=phase_of(kept),
+            deleting=bool(metadata.get("deletionTimestamp")),
+            grace=kept["spec"].get("terminationGracePeriodSeconds"),
+            raw=_encode(kept),
+        )
+
+    def json(self) -> Pod:
+        """The slim pod JSON."""
+        return _decode(self.raw)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def held_phase(self) -> RunPhase:
+        """The run phase to report for the pod when found at start-up."""
+        if self.deleting:
+            return "terminating"
+        return "pending" if self.phase == "Pending" else "running"
 
 
 def run_id_of(pod: Pod) -> str:
@@ -72,6 +174,16 @@ def _terminated(pod: Pod) -> dict[str, Any] | None:
     return chosen
 
 
+def failed_container(pod: Pod) -> str:
+    """The container whose end explains the pod's failure (its log is the one to show)."""
+    statuses = _container_statuses(pod)
+    for status in statuses:
+        if ((status.get("state") or {}).get("terminated") or {}).get("exitCode", 0) != 0:
+            return str(status.get("name") or "")
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return str(containers[0].get("name") or "") if containers else ""
+
+
 def _cause(pod_reason: str, container_reason: str) -> FailureCause:
     if container_reason == "OOMKilled":
         return "OOM"
@@ -80,6 +192,24 @@ def _cause(pod_reason: str, container_reason: str) -> FailureCause:
     if pod_reason in ("Evicted", "Preempting", "Terminated", "Shutdown", "NodeShutdown"):
         return "Evicted"
     return "Error"
+
+
+def disruption(pod: Pod) -> str:
+    """Why the pod was disrupted or deleted by someone else ('' if it was not)."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            detail = condition.get("message") or condition.get("reason") or ""
+            return f"pod disrupted: {detail}".rstrip(": ")
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "pod deleted by someone other than the executor"
+    return ""
+
+
+def _started(pod: Pod) -> bool:
+    return any(
+        (s.get("state") or {}).get("running") or (s.get("state") or {}).get("terminated")
+        for s in _container_statuses(pod)
+    )
 
 
 def pod_run_status(pod: Pod) -> RunStatus:
@@ -94,6 +224,14 @@ def pod_run_status(pod: Pod) -> RunStatus:
     phase = phase_of(pod)
     if phase == "Running":
         return replace(base, kind="running", run_attempted=True)
+    disrupted = disruption(pod) if phase in ("Succeeded", "Failed") else ""
+    if disrupted:
+        return replace(base, kind="leaseReturned", reason=disrupted, run_attempted=True, retryable=True)
+    if phase == "Failed" and not _started(pod) and KUBELET_REFUSALS.match(str(status.get("reason") or "")):
+        refusal = f"{status.get('reason')}: {status.get('message') or ''}".rstrip(": ")
+        return replace(
+            base, kind="leaseReturned", reason=f"kubelet refused the pod: {refusal}", retryable=True
+        )
     if phase == "Succeeded":
         return replace(base, kind="succeeded", exit_code=0, run_attempted=True)
     if phase != "Failed":

@@ -1,9 +1,16 @@
-"""Real cluster: pods through the Kubernetes API (kubernetes-asyncio).
+"""Real cluster: pods through the Kubernetes API (kubernetes-asyncio, raw JSON).
 
-The backend keeps a cache of Armada pods fed by a watch that is restarted from a full
-relist every ``resync_seconds`` (so a missed or broken watch heals itself), and reports
-each pod's state to the tracker. Housekeeping fails or returns stuck pods and deletes
-finished pods once their result is delivered and the retention period is over.
+The backend keeps a cache of its own pods (labelled with its executor id) fed by a
+paginated list and then a watch with bookmarks, renewed from its last resource version
+when the API server ends it and relisted on 410 or every ``resync_seconds`` (so a missed
+event heals itself). It reports each pod's state to the tracker; housekeeping settles
+stuck pods and deletes finished pods once their result is delivered.
+
+Rules that keep a run from being lost or run twice: a run is declared gone only from
+evidence newer than its launch (a DELETED event, or a list *started* after its pod was
+created); an ambiguous create (5xx, timeout, connection lost) is read back before the
+lease is returned; a pod stuck Terminating is force-deleted after a deadline and then
+reported gone, so cancel and preempt always complete.
 """
 
 from __future__ import annotations
@@ -13,212 +20,236 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import structlog
-from kubernetes_asyncio import client, config, watch
-from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio import client
 
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
-from armada.executor.backends.kube_nodes import node_reports
+from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client_from, close_api
+from armada.executor.backends.kube_create import create_refused
+from armada.executor.backends.kube_informer import NodeView
 from armada.executor.backends.kube_pods import (
+    CachedPod,
     Pod,
     StuckDeadlines,
-    held_phase,
-    is_finished,
-    job_id_of,
+    failed_container,
     parse_time,
-    phase_of,
     pod_run_status,
     run_id_of,
     stuck_verdict,
 )
-from armada.executor.backoff import Backoff
-from armada.executor.podspec import RUN_ID_LABEL, build_pod
+from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod
 from armada.executor.settings import KubernetesSettings
 from armada.model.leases import Lease, NodeReport, tail_text
 
+__all__ = ["KubernetesBackend", "api_client_from"]
+
 log = structlog.get_logger(__name__)
 
-#: Client errors that retrying the same pod cannot fix: the run fails.
-_FATAL_CREATE_STATUS = frozenset({400, 403, 404, 422})
 #: A pod of a run the executor does not hold is deleted once seen for this long (it was
 #: created by a launch interrupted by a kill, or by an executor that lost its lease).
 _ORPHAN_GRACE_SECONDS = 60.0
 #: While waiting for a killed pod to go, how often to ask the API if the watch is silent.
 _KILL_CHECK_SECONDS = 2.0
-
-
-async def api_client_from(settings: KubernetesSettings) -> client.ApiClient:
-    """An API client from ``kubeconfig``, else in-cluster config, else ``~/.kube/config``."""
-    configuration = client.Configuration()
-    # Pods are read as JSON: a field the client's models think required must not break the watch.
-    configuration.client_side_validation = False
-    if settings.kubeconfig:
-        await config.load_kube_config(
-            config_file=settings.kubeconfig,
-            context=settings.context or None,
-            client_configuration=configuration,
-        )
-    else:
-        try:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except config.ConfigException:
-            await config.load_kube_config(
-                context=settings.context or None, client_configuration=configuration
-            )
-    return client.ApiClient(configuration)
+#: Pods handled between two yields to the event loop while reconciling a big list.
+_YIELD_EVERY = 256
 
 
 class KubernetesBackend:
     """A ``ClusterBackend`` for a real cluster."""
 
     def __init__(
-        self, settings: KubernetesSettings, retention_seconds: float, *, api: client.ApiClient | None = None
+        self,
+        settings: KubernetesSettings,
+        retention_seconds: float,
+        *,
+        api: client.ApiClient | None = None,
+        executor_id: str = "",
     ) -> None:
         self._settings = settings
         self._retention = retention_seconds
+        self._executor_id = executor_id
         self._api = api
         self._owns_api = api is None
+        self._calls: KubeCalls | None = KubeCalls(api, settings) if api is not None else None
         self._deadlines = StuckDeadlines(
             unschedulable=settings.unschedulable_deadline_seconds,
             image_pull=settings.image_pull_deadline_seconds,
             pending=settings.pending_deadline_seconds,
         )
-        self._pods: dict[str, Pod] = {}
+        selector = RUN_ID_LABEL + (f",{EXECUTOR_LABEL}={executor_id}" if executor_id else "")
+        self._selector = selector
+        self._creates = asyncio.Semaphore(settings.max_concurrent_creates)
+        self._pods: dict[str, CachedPod] = {}
         self._first_seen: dict[str, float] = {}
         self._released: dict[str, float] = {}
         self._deleted: dict[str, asyncio.Event] = {}
-        self._nodes: list[NodeReport] | None = None
+        self._failing: dict[str, asyncio.Task[None]] = {}
+        self._view: NodeView | None = None
         self._observer: RunObserver | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
-    def _core(self) -> client.CoreV1Api:
-        if self._api is None:
+    def _api_calls(self) -> KubeCalls:
+        if self._calls is None:
             raise RuntimeError("backend not started")
-        return client.CoreV1Api(self._api)
+        return self._calls
 
-    def _json(self, model: Any) -> Pod:
-        assert self._api is not None
-        data: Pod = self._api.sanitize_for_serialization(model)
-        return data
+    @property
+    def _core(self) -> client.CoreV1Api:
+        return self._api_calls.core
 
     async def discover(self) -> list[FoundRun]:
-        """Armada pods already in the cluster (from an earlier executor)."""
+        """Pods of this executor already in the cluster (from an earlier run of it)."""
         if self._api is None:
             self._api = await api_client_from(self._settings)
-        for pod in await self._list_armada_pods():
-            self._remember(pod)
+            self._calls = KubeCalls(self._api, self._settings)
+        list_pods = self._core.list_pod_for_all_namespaces
+        async for page, _ in self._api_calls.pages(list_pods, label_selector=self._selector):
+            for pod in page:
+                self._remember(pod)
         return [
-            FoundRun(run_id=run_id, job_id=job_id_of(pod), phase=held_phase(pod))
+            FoundRun(run_id=run_id, job_id=pod.job_id, phase=pod.held_phase)
             for run_id, pod in self._pods.items()
         ]
 
     async def start(self, observer: RunObserver) -> None:
         """Start the pod watch, node refresh and housekeeping loops."""
         self._observer = observer
-        self._tasks = [
+        self._tasks += [
             asyncio.create_task(self._watch_pods(), name="kube-watch"),
-            asyncio.create_task(self._every(self._settings.node_refresh_seconds, self._refresh_nodes)),
             asyncio.create_task(self._every(self._settings.housekeeping_seconds, self.housekeeping)),
         ]
+        self._node_view()
 
     async def close(self) -> None:
         """Stop the loops; pods keep running."""
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._failing.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._owns_api and self._api is not None:
-            await self._api.close()
+            await close_api(self._api)
 
     async def nodes(self) -> list[NodeReport]:
-        """Nodes as of the last refresh (refreshed now if never)."""
-        if self._nodes is None:
-            await self._refresh_nodes()
-        return self._nodes or []
+        """Nodes as the informers last saw them (after their first list)."""
+        view = self._node_view()
+        await view.synced()
+        return view.reports()
 
+    def _node_view(self) -> NodeView:
+        if self._view is None:
+            settings = self._settings
+            self._view = NodeView(
+                self._api_calls, settings.node_not_ready_grace_seconds, settings.watch_seconds
+            )
+            self._tasks += self._view.tasks()
+        return self._view
+
+    # --- launch -------------------------------------------------------------------------
     async def launch(self, lease: Lease) -> None:
-        """Create the run's pod; an existing pod of the same run is kept."""
-        body = build_pod(lease, node_id_label=self._settings.node_id_label)
-        name = body["metadata"]["name"]
-        for attempt in range(2):
-            try:
-                # The API takes the raw JSON manifest (the lease's pod spec is JSON, not a model).
-                created = await self._core.create_namespaced_pod(lease.namespace, body)  # type: ignore[arg-type]
-            except ApiException as exc:
-                clash = await self._name_clash(lease, name) if exc.status == 409 else "error"
-                if clash == "ours":
-                    return  # a retried lease: the pod of this very run exists
-                if clash == "cleared" and attempt == 0:
-                    continue
-                await self._create_failed(lease, name, exc)
-                return
-            self._remember(self._json(created))
-            log.info("pod created", run_id=lease.run_id, job_id=lease.job_id, pod=name, node=lease.node)
-            await self._report().observe(RunStatus(run_id=lease.run_id, kind="pending", pod_name=name))
-            return
+        """Create the run's pod (a bounded number at once); an existing pod of the run is kept."""
+        async with self._creates:
+            status = await self._create(lease)
+        if status is not None:
+            await self._report().observe(status)
 
-    async def _name_clash(self, lease: Lease, name: str) -> str:
-        """``ours``, ``cleared`` (an old run's pod deleted: retry) or ``busy`` (a live run)."""
+    async def _create(self, lease: Lease) -> RunStatus | None:
+        body = build_pod(lease, executor_id=self._executor_id)
+        name = body["metadata"]["name"]
+        pending = RunStatus(run_id=lease.run_id, kind="pending", pod_name=name)
+        backoff, cleared, last = self._api_calls.backoff(), False, None
+        for _ in range(self._settings.api_attempts):
+            try:
+                created = await self._api_calls.once(self._core.create_namespaced_pod, lease.namespace, body)
+            except KubeError as exc:
+                last = exc
+                if exc.status == 409:
+                    clash = await self._name_clash(lease, name)
+                    if clash == "ours":
+                        return pending  # a retried lease, or our earlier attempt did land
+                    if clash == "cleared" and not cleared:
+                        cleared = True
+                        continue
+                    return RunStatus(
+                        run_id=lease.run_id, kind="leaseReturned", pod_name=name, retryable=True,
+                        reason=f"pod {name} of another run still exists",
+                    )  # fmt: skip
+                if exc.status not in (0, 429) and exc.status < 500:
+                    log.warning("pod creation refused", run_id=lease.run_id, pod=name, error=str(exc))
+                    return create_refused(lease.run_id, name, exc)
+                delay = exc.retry_after if exc.retry_after is not None else backoff.next_delay()
+                log.info("pod creation retried", run_id=lease.run_id, pod=name, error=str(exc))
+                await asyncio.sleep(delay)
+                continue
+            self._remember(created)
+            log.info("pod created", run_id=lease.run_id, job_id=lease.job_id, pod=name, node=lease.node)
+            return pending
+        # Out of attempts: the create may still have landed (5xx or no answer): read it back.
+        if last is not None and last.ambiguous and await self._name_clash(lease, name, clear=False) == "ours":
+            return pending
+        return RunStatus(
+            run_id=lease.run_id, kind="leaseReturned", pod_name=name, retryable=True,
+            reason=f"pod creation failed: {last}",
+        )  # fmt: skip
+
+    async def _name_clash(self, lease: Lease, name: str, *, clear: bool = True) -> str:
+        """``ours``, ``cleared`` (an old run's pod deleted, or none: retry) or ``busy`` (a live run)."""
         try:
-            existing = self._json(await self._core.read_namespaced_pod(name, lease.namespace))
-        except ApiException:
+            existing = await self._api_calls.retried(self._core.read_namespaced_pod, name, lease.namespace)
+        except KubeError:
             return "cleared"
         owner = run_id_of(existing)
         if owner == lease.run_id:
             self._remember(existing)
             return "ours"
-        if self._report().holds(owner):
+        if self._report().holds(owner) or not clear:
             return "busy"
-        await self._delete(lease.namespace, name, grace=0)
+        try:
+            await self._delete(lease.namespace, name, grace=0)
+        except KubeError:
+            return "busy"
         return "cleared"
 
-    async def _create_failed(self, lease: Lease, name: str, exc: ApiException) -> None:
-        message = f"pod creation failed: HTTP {exc.status}: {exc.reason}"
-        fatal = exc.status in _FATAL_CREATE_STATUS
-        log.warning("pod creation failed", run_id=lease.run_id, pod=name, status=exc.status, fatal=fatal)
-        status = RunStatus(
-            run_id=lease.run_id,
-            kind="failed" if fatal else "leaseReturned",
-            pod_name=name,
-            reason=message,
-            cause="Error" if fatal else "",
-            retryable=not fatal,
-        )
-        await self._report().observe(status)
-
+    # --- kill and release ---------------------------------------------------------------
     async def kill(self, run_id: str) -> None:
-        """Delete the run's pod and wait until the API confirms it is gone."""
+        """Delete the run's pod and wait until it is gone, force-deleting it after a deadline."""
         pod = self._pods.get(run_id)
         if pod is None:
             await self._report().gone(run_id)
             return
-        namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
+        namespace, name = pod.namespace, pod.name
         gone = self._deleted.setdefault(run_id, asyncio.Event())
-        exists = await self._delete(namespace, name)
         grace = self._settings.pod_kill_grace_seconds
         if grace is None:
-            grace = int(pod.get("spec", {}).get("terminationGracePeriodSeconds") or 30)
-        async with asyncio.timeout(grace + 60):
-            # The watch normally reports the deletion; a broken or lagging watch is covered
-            # by asking the API directly every few seconds.
-            while exists and not gone.is_set():
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(_KILL_CHECK_SECONDS):
-                        await gone.wait()
-                exists = gone.is_set() or await self._pod_of_run_exists(namespace, name, run_id)
+            grace = int(pod.grace or 30)
+        try:
+            exists = await self._delete(namespace, name, grace)
+        except KubeError as exc:
+            log.warning("pod delete failed", run_id=run_id, pod=name, error=str(exc))
+            exists = True
+        deadline = time.monotonic() + grace + self._settings.terminating_deadline_seconds
+        # The watch normally reports the deletion; a broken or lagging watch is covered
+        # by asking the API directly every few seconds.
+        while exists and not gone.is_set() and (left := deadline - time.monotonic()) > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(_KILL_CHECK_SECONDS, left)):
+                    await gone.wait()
+            exists = not gone.is_set() and await self._pod_of_run_exists(namespace, name, run_id)
+        if exists and not gone.is_set():
+            # Finalizers or an unreachable node: the pod would stay Terminating for ever.
+            log.warning("pod stuck terminating: force-deleting", run_id=run_id, pod=name)
+            with contextlib.suppress(KubeError):
+                await self._delete(namespace, name, grace=0)
         if not gone.is_set():
             self._forget(run_id)
             await self._report().gone(run_id)
 
     async def _pod_of_run_exists(self, namespace: str, name: str, run_id: str) -> bool:
         try:
-            pod = self._json(await self._core.read_namespaced_pod(name, namespace))
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
+            pod = await self._api_calls.once(self._core.read_namespaced_pod, name, namespace)
+        except KubeError as exc:
+            return exc.status != 404
         return run_id_of(pod) == run_id
 
     async def release(self, run_id: str) -> None:
@@ -227,8 +258,9 @@ class KubernetesBackend:
         if pod is None:
             return
         self._released[run_id] = time.monotonic()
-        if self._retention <= 0 and is_finished(pod):
-            await self._delete(pod["metadata"].get("namespace", "default"), pod["metadata"]["name"], grace=0)
+        if self._retention <= 0 and pod.finished:
+            with contextlib.suppress(KubeError):
+                await self._delete(pod.namespace, pod.name, grace=0)
 
     def _report(self) -> RunObserver:
         if self._observer is None:
@@ -238,12 +270,10 @@ class KubernetesBackend:
     async def _delete(self, namespace: str, name: str, grace: int | None = None) -> bool:
         """Delete a pod (``grace`` None: the kill grace setting, else the pod's own); False if absent."""
         grace = self._settings.pod_kill_grace_seconds if grace is None else grace
+        extra = {} if grace is None else {"grace_period_seconds": grace}
         try:
-            if grace is None:
-                await self._core.delete_namespaced_pod(name, namespace)
-            else:
-                await self._core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace)
-        except ApiException as exc:
+            await self._api_calls.retried(self._core.delete_namespaced_pod, name, namespace, **extra)
+        except KubeError as exc:
             if exc.status == 404:
                 return False
             raise
@@ -253,7 +283,7 @@ class KubernetesBackend:
     def _remember(self, pod: Pod) -> str:
         run_id = run_id_of(pod)
         if run_id:
-            self._pods[run_id] = pod
+            self._pods[run_id] = CachedPod.of(pod)
             self._first_seen.setdefault(run_id, time.monotonic())
         return run_id
 
@@ -265,41 +295,53 @@ class KubernetesBackend:
         if event is not None:
             event.set()
 
-    async def _list_armada_pods(self) -> list[Pod]:
-        return (await self._list_armada_pods_at())[0]
-
-    async def _list_armada_pods_at(self) -> tuple[list[Pod], str | None]:
-        """Armada pods and the resource version of the list (where a watch should start)."""
-        listed = await self._core.list_pod_for_all_namespaces(label_selector=RUN_ID_LABEL)
-        pods = [pod for pod in (self._json(item) for item in listed.items) if run_id_of(pod)]
-        return pods, listed.metadata.resource_version if listed.metadata else None
-
     async def _watch_pods(self) -> None:
-        """Relist, then watch, until the resync period ends; forever, backing off on errors."""
-        backoff = Backoff(0.5, 30.0)
+        """List, then watch (renewed from the last version) until a relist is due; for ever."""
+        backoff = self._api_calls.backoff()
+        version, listed_at = "", 0.0
         while True:
             try:
-                listed, version = await self._list_armada_pods_at()
-                for vanished in set(self._pods) - {run_id_of(pod) for pod in listed}:
-                    self._forget(vanished)
-                    await self._report().gone(vanished)
-                for pod in listed:
-                    await self._on_pod("MODIFIED", pod)
-                async with asyncio.timeout(self._settings.resync_seconds):
-                    stream = watch.Watch().stream(
-                        self._core.list_pod_for_all_namespaces,
-                        label_selector=RUN_ID_LABEL,
-                        resource_version=version,
-                    )
-                    async for event in stream:
-                        await self._on_pod(str(event["type"]), self._json(event["object"]))
-                        backoff.reset()
-            except TimeoutError:
-                continue
+                if not version or time.monotonic() - listed_at >= self._settings.resync_seconds:
+                    version = await self._relist()
+                    listed_at = time.monotonic()
+                seconds = min(self._settings.watch_seconds, self._settings.resync_seconds)
+                events = self._api_calls.watch(
+                    self._core.list_pod_for_all_namespaces, version, seconds, label_selector=self._selector
+                )
+                async for event in events:
+                    version = str((event.object.get("metadata") or {}).get("resourceVersion") or version)
+                    if event.type != "BOOKMARK":
+                        await self._on_pod(event.type, event.object)
+                    backoff.reset()
             except Exception as exc:
-                delay = backoff.next_delay()
+                version = ""  # relist: a 410 (too old) or a broken stream
+                delay = 0.0 if isinstance(exc, KubeError) and exc.status == 410 else backoff.next_delay()
                 log.warning("pod watch failed", error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
+
+    async def _relist(self) -> str:
+        """A full list, page by page: runs missing from it *and launched before it started*
+        are gone. Returns the list's resource version."""
+        started = time.monotonic()
+        present: set[str] = set()
+        version = ""
+        list_pods = self._core.list_pod_for_all_namespaces
+        async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
+            version = page_version
+            for pod in page:
+                present.add(run_id_of(pod))
+                await self._on_pod("MODIFIED", pod)
+        for run_id in [r for r in self._pods if r not in present]:
+            if self._first_seen.get(run_id, started) < started:
+                await self._vanished(run_id)
+        return version
+
+    async def _vanished(self, run_id: str) -> None:
+        failing = self._failing.get(run_id)
+        if failing is not None:
+            await asyncio.wait([failing])  # its terminal event first
+        self._forget(run_id)
+        await self._report().gone(run_id)
 
     async def _on_pod(self, kind: str, pod: Pod) -> None:
         run_id = run_id_of(pod)
@@ -307,27 +349,46 @@ class KubernetesBackend:
             return
         observer = self._report()
         if kind == "DELETED":
-            self._forget(run_id)
-            await observer.gone(run_id)
+            # The final state first: a pod deleted by someone else ends with its cause.
+            if observer.holds(run_id) and run_id not in self._deleted:
+                await self._observe(pod)
+            await self._vanished(run_id)
             return
         self._remember(pod)
-        if not observer.holds(run_id):
-            return
+        if observer.holds(run_id):
+            await self._observe(pod)
+
+    async def _observe(self, pod: Pod) -> None:
         status = pod_run_status(pod)
-        if status.kind == "failed":
+        if status.kind != "failed":
+            await self._report().observe(status)
+        elif status.run_id not in self._failing:
+            # The log read is slow and may hang: it must not hold up the watch.
+            task = asyncio.create_task(self._report_failure(pod, status))
+            self._failing[status.run_id] = task
+
+    async def _report_failure(self, pod: Pod, status: RunStatus) -> None:
+        try:
             status.log_tail = await self._log_tail(pod)
-        await observer.observe(status)
+            await self._report().observe(status)
+        finally:
+            self._failing.pop(status.run_id, None)
 
     async def _log_tail(self, pod: Pod) -> str:
         metadata = pod["metadata"]
         try:
-            text = await self._core.read_namespaced_pod_log(
-                metadata["name"], metadata.get("namespace", "default"), tail_lines=200
-            )
-        except (ApiException, ValueError) as exc:
+            async with asyncio.timeout(self._settings.log_timeout_seconds):
+                text = await self._api_calls.text(
+                    self._core.read_namespaced_pod_log,
+                    metadata["name"],
+                    metadata.get("namespace", "default"),
+                    container=failed_container(pod),
+                    tail_lines=200,
+                )
+        except (KubeError, TimeoutError) as exc:
             log.debug("no pod log", pod=metadata["name"], error=repr(exc))
             return ""
-        return tail_text(str(text).encode())
+        return tail_text(text.encode())
 
     # --- periodic work ----------------------------------------------------------------
     async def _every(self, seconds: float, work: Callable[[], Awaitable[None]]) -> None:
@@ -338,39 +399,32 @@ class KubernetesBackend:
                 log.warning("periodic kubernetes task failed", task=work.__name__, error=repr(exc))
             await asyncio.sleep(seconds)
 
-    async def _refresh_nodes(self) -> None:
-        nodes = await self._core.list_node()
-        pods = await self._core.list_pod_for_all_namespaces(
-            field_selector="status.phase!=Succeeded,status.phase!=Failed"
-        )
-        self._nodes = node_reports(
-            [self._json(node) for node in nodes.items], [self._json(pod) for pod in pods.items]
-        )
-
     async def housekeeping(self) -> None:
         """Settle stuck pending pods; delete finished pods whose retention is over."""
         now = time.monotonic()
-        for run_id, pod in list(self._pods.items()):
-            metadata = pod["metadata"]
-            namespace, name = metadata.get("namespace", "default"), metadata["name"]
+        for count, (run_id, pod) in enumerate(list(self._pods.items()), 1):
+            if count % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+            namespace, name = pod.namespace, pod.name
             released = self._released.get(run_id)
-            if released is not None and is_finished(pod) and now - released >= self._retention:
+            if released is not None and pod.finished and now - released >= self._retention:
                 log.info("deleting finished pod", run_id=run_id, pod=name)
                 await self._delete(namespace, name, grace=0)
             elif not self._report().holds(run_id) and released is None:
                 if now - self._first_seen.get(run_id, now) >= _ORPHAN_GRACE_SECONDS:
                     log.info("deleting pod of a run not held", run_id=run_id, pod=name)
                     await self._delete(namespace, name, grace=0)
-            elif phase_of(pod) == "Pending":
+            elif pod.phase == "Pending":
+                full = pod.json()
                 verdict = stuck_verdict(
-                    pod, pending_for=self._pending_for(run_id, pod), deadlines=self._deadlines
+                    full, pending_for=self._pending_for(run_id, full), deadlines=self._deadlines
                 )
                 if verdict is not None:
                     log.warning(
                         "stuck pod", run_id=run_id, pod=name, verdict=verdict.kind, reason=verdict.reason
                     )
                     await self._report().observe(verdict)
-                    with contextlib.suppress(ApiException):
+                    with contextlib.suppress(KubeError):
                         await self._delete(namespace, name, grace=0)
 
     def _pending_for(self, run_id: str, pod: Pod) -> float:

@@ -1,36 +1,400 @@
-"""The Kubernetes API test double: kmock's stateful emulator behind a real HTTP port."""
+"""A Kubernetes API test double that behaves like an API server (and a little like a kubelet).
+
+A small aiohttp server over ``kube_store.Store``, spoken to by the real kubernetes-asyncio
+client over HTTP. It does what the executor meets on a real cluster and an instant,
+permissive fake would hide: selectors evaluated server-side, ``resourceVersion`` and
+``limit``/``continue`` on lists, watches that end on their own and answer 410 when started
+too far back, BOOKMARK events, graceful deletion (terminal phase first, removal after,
+finalizers kept), admission (namespace exists and is not terminating, PriorityClass exists,
+pod quota → 403 with the API server's own message), and scriptable faults: latency, 429
+with ``Retry-After``, 5xx, connection resets, and failures *after* the change was applied
+(the ambiguous create). Tests drive the kubelet's side with ``run``/``exit``/``disrupt``/
+``reject``, so every outcome is a pod status a real kubelet would write.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import copy
+import json
+import re
+import uuid
+from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp.web
-import kmock
 from kubernetes_asyncio import client
 
+from tests.integration.executor.kube_kubelet import KubeletScript, merge, now
+from tests.integration.executor.kube_store import Change, Gone, Obj, Selector, SelectorError, Store
 
-class LenientEmulator(kmock.KubernetesEmulator):
-    """kubernetes-asyncio sends ``?watch=True`` (the API server accepts it); kmock wants ``true``."""
+Web = aiohttp.web
 
-    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
-        if raw_request.query.get("watch") == "True":
-            raw_request = raw_request.clone(rel_url=raw_request.rel_url.update_query(watch="true"))
-        response: aiohttp.web.StreamResponse = await super().__call__(raw_request)
+
+class ApiError(Exception):
+    """An error the double answers with a ``Status`` body."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+
+def status_body(code: int, reason: str, message: str) -> Obj:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+
+
+@dataclass
+class Fault:
+    """A scripted failure of requests whose ``METHOD path`` matches ``match`` (a regex)."""
+
+    match: str
+    status: int = 0
+    retry_after: int | None = None
+    reset: bool = False
+    #: Apply the request first, then fail: the client cannot tell whether it happened.
+    after: bool = False
+    delay: float = 0.0
+    times: int = 1
+    message: str = "injected"
+
+
+@dataclass
+class Hold:
+    """Holds the answer to the first request matching ``match`` (already computed) until released."""
+
+    match: str
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+_ROUTE = re.compile(
+    r"^/(?:api/v1|apis/scheduling\.k8s\.io/v1)(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>pods|nodes|namespaces"
+    r"|priorityclasses|resourcequotas)(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$"
+)
+_KINDS = {
+    "pods": "Pod",
+    "nodes": "Node",
+    "namespaces": "Namespace",
+    "priorityclasses": "PriorityClass",
+    "resourcequotas": "ResourceQuota",
+}
+
+
+class KubeDouble(KubeletScript):
+    """The API server double; tests script the cluster through its methods."""
+
+    def __init__(self) -> None:
+        self.store = Store()
+        self.faults: list[Fault] = []
+        #: Added to every request (a slow or distant API server).
+        self.latency = 0.0
+        #: A watch ends after this long at most (a real server ends them after 5-10 min).
+        self.watch_seconds = 30.0
+        #: Seconds between BOOKMARK events on watches that allow them.
+        self.bookmark_seconds = 0.2
+        #: How long a kubelet takes to stop a gracefully deleted pod's containers.
+        self.termination_seconds = 0.05
+        #: Nodes whose kubelet is unreachable: their pods never finish terminating.
+        self.unreachable: set[str] = set()
+        #: Exit code a pod's containers give on SIGTERM (pod name → code; default 143).
+        self.sigterm_exit: dict[str, int] = {}
+        #: Pods per namespace a quota allows (absent: no quota).
+        self.pod_quota: dict[str, int] = {}
+        #: Container logs by (namespace, pod, container).
+        self.logs: dict[tuple[str, str, str], str] = {}
+        #: Every request as ``METHOD path?query`` (for tests that count calls).
+        self.requests: list[str] = []
+        #: The bearer token of every request.
+        self.tokens: list[str] = []
+        #: Requests being answered now, and the most ever at once, per method.
+        self.in_flight: dict[str, int] = defaultdict(int)
+        self.max_in_flight: dict[str, int] = defaultdict(int)
+        self._holds: list[Hold] = []
+        self._request_seen = asyncio.Condition()
+        self._tasks: set[asyncio.Task[None]] = set()
+        for name in ("default", "kube-system"):
+            self.add_namespace(name)
+
+    def hold(self, match: str) -> Hold:
+        """Delay the answer to the next request matching ``match`` (a slow list on a big cluster)."""
+        held = Hold(match)
+        self._holds.append(held)
+        return held
+
+    async def wait_for_request(self, match: str, after: int = 0) -> None:
+        """Wait until a request matching ``match`` arrived, after the first ``after`` requests."""
+        async with self._request_seen:
+            await self._request_seen.wait_for(
+                lambda: any(re.search(match, line) for line in self.requests[after:])
+            )
+
+    # --- HTTP ------------------------------------------------------------------------
+    async def handle(self, request: Web.Request) -> Web.StreamResponse:
+        method = request.method
+        self.in_flight[method] += 1
+        self.max_in_flight[method] = max(self.max_in_flight[method], self.in_flight[method])
+        try:
+            return await self._handle(request)
+        finally:
+            self.in_flight[method] -= 1
+
+    async def _handle(self, request: Web.Request) -> Web.StreamResponse:
+        line = f"{request.method} {request.path_qs}"
+        self.tokens.append(request.headers.get("Authorization", "").removeprefix("Bearer "))
+        async with self._request_seen:
+            self.requests.append(line)
+            self._request_seen.notify_all()
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        fault = next((f for f in self.faults if f.times > 0 and re.search(f.match, line)), None)
+        if fault is not None:
+            fault.times -= 1
+            await asyncio.sleep(fault.delay)
+            if not fault.after:
+                return self._fail(request, fault)
+        try:
+            response = await self._route(request)
+        except ApiError as exc:
+            return Web.json_response(status_body(exc.code, exc.reason, exc.message), status=exc.code)
+        held = next((h for h in self._holds if not h.arrived.is_set() and re.search(h.match, line)), None)
+        if held is not None:
+            held.arrived.set()
+            await held.release.wait()
+        return self._fail(request, fault) if fault is not None else response
+
+    def _fail(self, request: Web.Request, fault: Fault) -> Web.StreamResponse:
+        if fault.reset:
+            assert request.transport is not None
+            request.transport.abort()
+            return Web.Response(status=500)
+        headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+        reason = "TooManyRequests" if fault.status == 429 else "InternalError"
+        body = status_body(fault.status, reason, fault.message)
+        return Web.json_response(body, status=fault.status or 500, headers=headers)
+
+    async def _route(self, request: Web.Request) -> Web.StreamResponse:
+        match = _ROUTE.match(request.path)
+        if match is None:
+            raise ApiError(
+                404, "NotFound", f"the server could not find the requested resource ({request.path})"
+            )
+        ns, res, name, sub = (
+            match.group("ns") or "",
+            match.group("res"),
+            match.group("name"),
+            match.group("sub"),
+        )
+        if sub == "log":
+            return self._log(ns, name or "", request.query)
+        if request.method == "GET" and name is None:
+            if request.query.get("watch") in ("true", "True", "1"):
+                return await self._watch(request, res, ns)
+            return Web.json_response(self._list(res, ns, request.query))
+        body = await request.json() if request.can_read_body else {}
+        if request.method == "POST":
+            return Web.json_response(self._create(res, ns, body), status=201)
+        current = self.store.get(res, ns, name or "")
+        if current is None:
+            raise ApiError(404, "NotFound", f'{res} "{name}" not found')
+        if request.method == "GET":
+            return Web.json_response(current)
+        if request.method == "PATCH":
+            patched = merge(copy.deepcopy(current), body)
+            if (
+                res == "pods"
+                and current["metadata"].get("finalizers")
+                and not patched["metadata"].get("finalizers")
+            ) and patched["metadata"].get("deletionTimestamp"):
+                return Web.json_response(self._finalize(patched))
+            return Web.json_response(self.store.put(res, patched))
+        if request.method == "DELETE":
+            grace = request.query.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
+            if res != "pods":
+                self.store.remove(res, current)
+                return Web.json_response(current)
+            default = current["spec"].get("terminationGracePeriodSeconds", 30)
+            return Web.json_response(
+                self._delete_pod(copy.deepcopy(current), int(default if grace is None else grace))
+            )
+        raise ApiError(405, "MethodNotAllowed", request.method)
+
+    def _create(self, res: str, ns: str, body: Obj) -> Obj:
+        metadata = body.setdefault("metadata", {})
+        name = metadata.get("name", "")
+        if ns:
+            metadata["namespace"] = ns
+        if res == "pods":
+            self._admit(ns, name, body)
+        if self.store.get(res, ns, name) is not None:
+            raise ApiError(409, "AlreadyExists", f'{res} "{name}" already exists')
+        metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now())
+        body.setdefault("kind", _KINDS[res])
+        body.setdefault("apiVersion", "scheduling.k8s.io/v1" if res == "priorityclasses" else "v1")
+        if res == "pods":
+            body["spec"].setdefault("terminationGracePeriodSeconds", 30)
+            body.setdefault("status", {}).setdefault("phase", "Pending")
+        return self.store.put(res, body)
+
+    def _admit(self, ns: str, name: str, pod: Obj) -> None:
+        namespace = self.store.get("namespaces", "", ns)
+        if namespace is None:
+            raise ApiError(404, "NotFound", f'namespaces "{ns}" not found')
+        if namespace["status"]["phase"] == "Terminating":
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'pods "{name}" is forbidden: unable to create new content in namespace {ns} '
+                "because it is being terminated",
+            )
+        priority_class = pod.get("spec", {}).get("priorityClassName")
+        if priority_class and self.store.get("priorityclasses", "", priority_class) is None:
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'pods "{name}" is forbidden: no PriorityClass with name {priority_class} was found',
+            )
+        limit = self.pod_quota.get(ns)
+        used = len(self.store.select(Selector("pods", ns)))
+        if limit is not None and used >= limit:
+            raise ApiError(
+                403,
+                "Forbidden",
+                f'pods "{name}" is forbidden: exceeded quota: compute-resources, requested: pods=1, '
+                f"used: pods={used}, limited: pods={limit}",
+            )
+
+    def _selector(self, res: str, ns: str, query: Any) -> Selector:
+        try:
+            return Selector.parse(res, ns, query.get("labelSelector", ""), query.get("fieldSelector", ""))
+        except SelectorError as exc:
+            raise ApiError(400, "BadRequest", str(exc)) from exc
+
+    def _list(self, res: str, ns: str, query: Any) -> Obj:
+        selector = self._selector(res, ns, query)
+        version, after = self.store.version, None
+        if query.get("continue"):
+            token = json.loads(base64.b64decode(query["continue"]))
+            if token["rv"] < self.store.oldest:
+                raise ApiError(
+                    410,
+                    "Expired",
+                    "The provided continue parameter is too old to display a consistent list result.",
+                )
+            version, after = token["rv"], tuple(token["after"])
+        limit = int(query.get("limit") or 0)
+        items = self.store.page(selector, after, limit + 1 if limit else 0)
+        metadata: Obj = {"resourceVersion": str(version)}
+        if limit and len(items) > limit:
+            items = items[:limit]
+            last = items[-1]["metadata"]
+            token = {"rv": version, "after": [res, last.get("namespace", ""), last["name"]]}
+            metadata["continue"] = base64.b64encode(json.dumps(token).encode()).decode()
+        return {"kind": f"{_KINDS[res]}List", "apiVersion": "v1", "metadata": metadata, "items": items}
+
+    async def _watch(self, request: Web.Request, res: str, ns: str) -> Web.StreamResponse:
+        selector = self._selector(res, ns, request.query)
+        response = Web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        watcher = self.store.subscribe(selector)
+        version = request.query.get("resourceVersion", "")
+        seconds = min(float(request.query.get("timeoutSeconds") or self.watch_seconds), self.watch_seconds)
+        bookmarks = request.query.get("allowWatchBookmarks") in ("true", "True", "1")
+
+        async def send(kind: str, obj: Obj) -> None:
+            await response.write(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
+
+        try:
+            if version in ("", "0"):
+                backlog = [Change(0, "ADDED", res, copy.deepcopy(o)) for o in self.store.select(selector)]
+            else:
+                backlog = list(self.store.since(int(version), selector))
+            for change in backlog:
+                await send(change.kind, change.obj)
+            async with asyncio.timeout(seconds):
+                while True:
+                    try:
+                        async with asyncio.timeout(self.bookmark_seconds if bookmarks else None):
+                            next_change = await watcher.queue.get()
+                    except TimeoutError:
+                        meta = {"resourceVersion": str(self.store.version)}
+                        await send("BOOKMARK", {"kind": _KINDS[res], "apiVersion": "v1", "metadata": meta})
+                        continue
+                    if next_change is None:
+                        break
+                    await send(next_change.kind, next_change.obj)
+        except Gone as exc:
+            await send("ERROR", status_body(410, "Expired", str(exc)))
+        except (TimeoutError, ConnectionResetError):
+            pass
+        finally:
+            self.store.unsubscribe(watcher)
         return response
+
+    def end_watches(self) -> None:
+        """End every open watch now (an API server restart or a load balancer's idle cut)."""
+        for watcher in self.store.watchers:
+            watcher.queue.put_nowait(None)
+
+    def _log(self, ns: str, name: str, query: Any) -> Web.Response:
+        pod = self.store.get("pods", ns, name)
+        if pod is None:
+            raise ApiError(404, "NotFound", f'pods "{name}" not found')
+        containers = [c["name"] for c in pod["spec"].get("containers") or []]
+        container = query.get("container") or (containers[0] if len(containers) == 1 else "")
+        if not container:
+            choices = " ".join(containers)
+            raise ApiError(
+                400,
+                "BadRequest",
+                f"a container name must be specified for pod {name}, choose one of: [{choices}]",
+            )
+        return Web.Response(text=self.logs.get((ns, name, container), ""))
+
+    async def close(self) -> None:
+        self.end_watches()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+@asynccontextmanager
+async def kube_cluster() -> AsyncIterator[tuple[KubeDouble, client.ApiClient]]:
+    """A double on a real port and a kubernetes-asyncio client talking HTTP to it."""
+    double = KubeDouble()
+    app = Web.Application()
+    app.router.add_route("*", "/{tail:.*}", double.handle)
+    runner = Web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+    await runner.setup()
+    site = Web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{port}"
+    try:
+        async with client.ApiClient(configuration) as api:
+            yield double, api
+    finally:
+        await double.close()
+        await runner.cleanup()
 
 
 @asynccontextmanager
 async def kube_api() -> AsyncIterator[client.ApiClient]:
-    """A kubernetes-asyncio client talking HTTP to a fresh emulated cluster."""
-    async with LenientEmulator() as emulator, kmock.Server(emulator) as server:
-        emulator.resources["v1/pods"] = kmock.ResourceInfo(kind="Pod", namespaced=True)
-        emulator.resources["v1/nodes"] = kmock.ResourceInfo(kind="Node", namespaced=False)
-        configuration = client.Configuration()
-        configuration.host = str(server.url).rstrip("/")
-        async with client.ApiClient(configuration) as api:
-            yield api
+    """Just the client (for tests that script the cluster through the API alone)."""
+    async with kube_cluster() as (_, api):
+        yield api
 
 
 def node(name: str, **spec: Any) -> Any:

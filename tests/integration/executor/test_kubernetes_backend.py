@@ -65,9 +65,10 @@ async def test_launch_creates_the_pinned_pod(setup: Setup) -> None:
     await launch(setup, lease("r1", job="j1", node="node-1", gang_id="g", gang_cardinality=2))
     pod = await core.read_namespaced_pod("armada-j1-0", "default")
     assert pod.metadata.labels == {"armada_job_id": "j1", "armada_job_run_id": "r1", "armada_queue_id": "q"}
+    pin = pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    assert pin.node_selector_terms[0].match_fields[0].values == ["node-1"]
     assert pod.metadata.annotations == {"armada_jobset_id": "set", "armada_owner": "alice"}
     assert pod.spec.restart_policy == "Never"
-    assert pod.spec.node_selector == {"kubernetes.io/hostname": "node-1"}
     env = {e.name: e.value for e in pod.spec.containers[0].env}
     assert env == {
         "ARMADA_JOB_ID": "j1",
@@ -197,8 +198,9 @@ async def test_node_report_subtracts_non_armada_pods(setup: Setup, api: client.A
     await core.create_namespaced_pod("kube-system", armada)
     backend = KubernetesBackend(settings(), 300.0, api=api)
     one, two = sorted(await backend.nodes(), key=lambda n: n.name)
+    await backend.close()
     assert one.allocatable == {"cpu": "8", "memory": "32Gi", "pods": "110"}
-    assert one.allocated_non_armada == {"cpu": "1500m", "memory": "2Gi"}
+    assert one.allocated_non_armada == {"cpu": "1500m", "memory": "2Gi", "pods": "2"}
     assert (one.ready, one.unschedulable, one.taints) == (True, False, [])
     assert (two.ready, two.unschedulable, [t.key for t in two.taints]) == (False, True, ["gpu"])
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from armada.executor.backends.kube_nodes import node_reports, pod_requests
+from armada.executor.backends.kube_nodes import is_ready, node_reports, pod_requests
 from armada.executor.backends.kube_pods import StuckDeadlines, held_phase, pod_run_status, stuck_verdict
 
 LABELS = {"armada_job_run_id": "r1", "armada_job_id": "j1"}
@@ -134,5 +135,44 @@ def test_node_reports_ignore_armada_and_finished_pods() -> None:
         },
     ]
     [report] = node_reports(nodes, pods)
-    assert report.allocated_non_armada == {"cpu": "1"}
+    assert report.allocated_non_armada == {"cpu": "1", "pods": "1"}
     assert not report.ready
+
+
+def test_a_node_not_ready_for_less_than_the_grace_period_is_ready() -> None:
+    at = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    not_ready = [{"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T11:58:00Z"}]
+    assert is_ready(not_ready, 300, at)
+    assert not is_ready(not_ready, 60, at)
+    assert not is_ready([{"type": "Ready", "status": "Unknown"}], 300, at)
+    assert is_ready([{"type": "Ready", "status": "True"}], 0, at)
+
+
+@pytest.mark.parametrize("code", [0, 143])
+@pytest.mark.parametrize(
+    "disrupted",
+    [
+        {
+            "status": {
+                "conditions": [
+                    {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+                ]
+            }
+        },
+        {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}},
+    ],
+)
+def test_a_disrupted_or_deleted_pod_is_a_returned_lease_whatever_its_exit_code(
+    code: int, disrupted: dict[str, Any]
+) -> None:
+    phase = "Succeeded" if code == 0 else "Failed"
+    subject = pod({"phase": phase, "containerStatuses": [terminated(code)], **disrupted.get("status", {})})
+    subject["metadata"].update(disrupted.get("metadata", {}))
+    status = pod_run_status(subject)
+    assert (status.kind, status.retryable, status.run_attempted) == ("leaseReturned", True, True)
+
+
+def test_a_kubelet_admission_refusal_is_a_returned_lease_not_an_attempt() -> None:
+    status = pod_run_status(pod({"phase": "Failed", "reason": "OutOfnvidia.com/gpu", "message": "no GPU"}))
+    assert (status.kind, status.retryable, status.run_attempted) == ("leaseReturned", True, False)
+    assert "no GPU" in status.reason

@@ -48,7 +48,10 @@ def test_build_pod() -> None:
         "armada_owner": "alice",
     }
     assert spec["restartPolicy"] == "Never"
-    assert spec["nodeSelector"] == {"disk": "ssd", "kubernetes.io/hostname": "node-7"}
+    assert spec["nodeSelector"] == {"disk": "ssd"}, "pinned by node name, not by a label"
+    required = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    pin = {"key": "metadata.name", "operator": "In", "values": ["node-7"]}
+    assert required["nodeSelectorTerms"] == [{"matchFields": [pin]}]
     assert spec["priorityClassName"] == "armada-default"
     for container in (spec["initContainers"][0], spec["containers"][0]):
         env = {e["name"]: e["value"] for e in container["env"]}
@@ -56,11 +59,23 @@ def test_build_pod() -> None:
     assert leased.pod_spec["restartPolicy"] == "Always", "the lease's spec is not modified"
 
 
-def test_gang_env_and_custom_node_label() -> None:
-    pod = build_pod(make_lease(gang_id="g", gang_cardinality=3), node_id_label="example.com/node")
+def test_gang_env_and_executor_label() -> None:
+    pod = build_pod(make_lease(gang_id="g", gang_cardinality=3), executor_id="exec-a")
     env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
     assert (env["ARMADA_GANG_ID"], env["ARMADA_GANG_CARDINALITY"]) == ("g", "3")
-    assert pod["spec"]["nodeSelector"]["example.com/node"] == "node-7"
+    assert pod["metadata"]["labels"]["armada_executor_id"] == "exec-a"
+
+
+def test_the_node_pin_is_added_to_every_term_of_the_pods_own_node_affinity() -> None:
+    own = [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}, {}]
+    affinity = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": own}}
+    }
+    pod = build_pod(make_lease(pod_spec={"containers": [{"name": "c"}], "affinity": affinity}))
+    terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    pin = {"key": "metadata.name", "operator": "In", "values": ["node-7"]}
+    assert [t["matchFields"] for t in terms["nodeSelectorTerms"]] == [[pin], [pin]]
+    assert terms["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == "zone"
 
 
 def test_container_env_resolves_field_refs() -> None:

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from armada.executor.backend import FoundRun, RunStatus
 from armada.executor.tracker import RunTracker
 from armada.model.leases import Lease, RunEvent
@@ -85,3 +88,26 @@ async def test_unknown_runs_are_ignored() -> None:
     await tracker.observe(RunStatus(run_id="nope", kind="running"))
     await tracker.gone("nope")
     assert sink.events == [] and not tracker.start_kill("nope", "cancel")
+
+
+async def test_a_terminal_event_survives_the_cancellation_of_its_observer() -> None:
+    """Once a run is marked finished its event must be published, even if the caller is cancelled."""
+    gate = asyncio.Event()
+    published: list[RunEvent] = []
+
+    async def slow_publish(event: RunEvent) -> None:
+        await gate.wait()  # a full event buffer: back-pressure
+        published.append(event)
+
+    tracker = RunTracker(slow_publish, Sink().release)
+    tracker.accept(lease("r1"))
+    observing = asyncio.create_task(tracker.observe(RunStatus(run_id="r1", kind="succeeded")))
+    await asyncio.sleep(0)
+    observing.cancel()
+    gate.set()
+    with contextlib.suppress(asyncio.CancelledError):
+        await observing
+    await tracker.observe(RunStatus(run_id="r1", kind="succeeded"))  # a repeat is dropped
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert [e.kind for e in published] == ["succeeded"]

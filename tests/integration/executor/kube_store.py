@@ -1,0 +1,231 @@
+"""The state behind the Kubernetes API double: objects, resource versions, history, watches.
+
+It keeps what an API server's storage keeps and in the same way: one global, increasing
+``resourceVersion``; every change recorded in a bounded history (older versions are
+"compacted", so a watch or a ``continue`` token from before the window gets 410 Gone, as
+etcd compaction makes a real server answer); selectors evaluated server-side, with the
+field labels a real server supports for pods and nodes (anything else is a 400).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import copy
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+Key = tuple[str, str, str]  # (resource, namespace, name)
+
+#: Field labels the API server accepts in field selectors, per resource.
+FIELD_LABELS = {
+    "pods": {"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.schedulerName"},
+    "nodes": {"metadata.name", "spec.unschedulable"},
+    "namespaces": {"metadata.name", "status.phase"},
+    "priorityclasses": {"metadata.name"},
+    "resourcequotas": {"metadata.name", "metadata.namespace"},
+}
+
+
+class SelectorError(ValueError):
+    """A selector the API server would refuse (400 BadRequest)."""
+
+
+def _field(obj: Obj, path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        value = (value or {}).get(part) if isinstance(value, dict) else None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def field_matcher(resource: str, selector: str) -> list[tuple[str, str, bool]]:
+    """``spec.nodeName=x,status.phase!=Failed`` as (path, value, equal) terms."""
+    terms: list[tuple[str, str, bool]] = []
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        match = re.fullmatch(r"([\w.]+)\s*(==|=|!=)\s*(.*)", term)
+        if not match:
+            raise SelectorError(f'invalid field selector: "{term}"')
+        path, op, value = match.groups()
+        if path not in FIELD_LABELS.get(resource, set()):
+            raise SelectorError(f'field label not supported: "{path}"')
+        terms.append((path, value, op != "!="))
+    return terms
+
+
+_LABEL_TERM = re.compile(r"\s*(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w.-]*)|(in|notin)\s*\(([^)]*)\))?\s*")
+
+
+def label_matcher(selector: str) -> list[tuple[str, str, frozenset[str]]]:
+    """Terms of a label selector: (key, op, values) with op in exists/absent/in/notin."""
+    terms: list[tuple[str, str, frozenset[str]]] = []
+    rest = selector.strip()
+    while rest:
+        match = _LABEL_TERM.match(rest)
+        if not match or not match.group(0):
+            raise SelectorError(f"unable to parse requirement: {selector!r}")
+        bang, key, op, value, set_op, values = match.groups()
+        if bang:
+            terms.append((key, "absent", frozenset()))
+        elif op:
+            terms.append((key, "notin" if op == "!=" else "in", frozenset({value})))
+        elif set_op:
+            terms.append((key, set_op, frozenset(v.strip() for v in values.split(",") if v.strip())))
+        else:
+            terms.append((key, "exists", frozenset()))
+        rest = rest[match.end() :]
+        if rest.startswith(","):
+            rest = rest[1:]
+        elif rest:
+            raise SelectorError(f"unable to parse requirement: {selector!r}")
+    return terms
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A list or watch filter: namespace, label and field selectors."""
+
+    resource: str
+    namespace: str = ""
+    labels: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    fields: tuple[tuple[str, str, bool], ...] = ()
+
+    @classmethod
+    def parse(cls, resource: str, namespace: str, labels: str, fields: str) -> Selector:
+        return cls(resource, namespace, tuple(label_matcher(labels)), tuple(field_matcher(resource, fields)))
+
+    def matches(self, resource: str, obj: Obj) -> bool:
+        metadata = obj.get("metadata") or {}
+        if resource != self.resource or (self.namespace and metadata.get("namespace") != self.namespace):
+            return False
+        have = metadata.get("labels") or {}
+        for key, op, values in self.labels:
+            ok = {
+                "exists": key in have,
+                "absent": key not in have,
+                "in": have.get(key) in values,
+                "notin": have.get(key) not in values,
+            }[op]
+            if not ok:
+                return False
+        return all((_field(obj, path) == value) == equal for path, value, equal in self.fields)
+
+
+@dataclass
+class Change:
+    """One entry of the history: what a watch replays."""
+
+    version: int
+    kind: str  # ADDED, MODIFIED, DELETED
+    resource: str
+    obj: Obj
+
+
+@dataclass
+class Watcher:
+    """An open watch: its filter and the queue its stream reads from."""
+
+    selector: Selector
+    queue: asyncio.Queue[Change | None] = field(default_factory=asyncio.Queue)
+
+
+class Gone(Exception):
+    """A resource version older than the history window (HTTP 410 / watch ERROR 410)."""
+
+
+class Store:
+    """Objects by (resource, namespace, name) with a global resource version."""
+
+    def __init__(self, history: int = 10_000) -> None:
+        self.version = 1
+        self.objects: dict[Key, Obj] = {}
+        self.history: deque[Change] = deque(maxlen=history)
+        self.watchers: list[Watcher] = []
+        self.compacted = 0
+        self._keys: list[Key] | None = None  # sorted keys, rebuilt after adds and removes
+
+    @property
+    def oldest(self) -> int:
+        """The oldest version a watch may still start from."""
+        full = len(self.history) == self.history.maxlen
+        return max(self.compacted, self.history[0].version - 1 if full else 0)
+
+    def compact(self) -> None:
+        """Forget the whole history, as etcd compaction does: older versions get 410."""
+        self.version += 1
+        self.compacted = self.version
+        self.history.clear()
+
+    def get(self, resource: str, namespace: str, name: str) -> Obj | None:
+        return self.objects.get((resource, namespace, name))
+
+    def select(self, selector: Selector) -> list[Obj]:
+        """Matching objects in key order (the order continue tokens page through)."""
+        return self.page(selector, None, 0)
+
+    def page(self, selector: Selector, after: Key | None, limit: int) -> list[Obj]:
+        """Up to ``limit`` (0: all) matching objects after key ``after``, in key order."""
+        if self._keys is None:
+            self._keys = sorted(self.objects)
+        start = bisect.bisect_right(self._keys, after) if after is not None else 0
+        found: list[Obj] = []
+        for key in self._keys[start:] if start else self._keys:
+            obj = self.objects.get(key)
+            if obj is not None and selector.matches(key[0], obj):
+                found.append(obj)
+                if limit and len(found) == limit:
+                    break
+        return found
+
+    def put(self, resource: str, obj: Obj, kind: str = "") -> Obj:
+        """Create or replace ``obj``, stamping a new resource version; notifies watchers."""
+        metadata = obj.setdefault("metadata", {})
+        key = (resource, metadata.get("namespace", ""), metadata["name"])
+        old = self.objects.get(key)
+        kind = kind or ("MODIFIED" if old is not None else "ADDED")
+        self.version += 1
+        metadata["resourceVersion"] = str(self.version)
+        if kind == "DELETED":
+            self.objects.pop(key, None)
+            self._keys = None
+        else:
+            if old is None:
+                self._keys = None
+            self.objects[key] = obj
+        self._record(Change(self.version, kind, resource, copy.deepcopy(obj)), old)
+        return obj
+
+    def remove(self, resource: str, obj: Obj) -> None:
+        self.put(resource, obj, "DELETED")
+
+    def _record(self, change: Change, old: Obj | None) -> None:
+        self.history.append(change)
+        for watcher in self.watchers:
+            if watcher.selector.matches(change.resource, change.obj):
+                watcher.queue.put_nowait(change)
+            elif (
+                change.kind == "MODIFIED"
+                and old is not None
+                and watcher.selector.matches(change.resource, old)
+            ):
+                # An object leaving a selected set is a DELETED to that watch.
+                watcher.queue.put_nowait(Change(change.version, "DELETED", change.resource, change.obj))
+
+    def since(self, version: int, selector: Selector) -> Iterable[Change]:
+        """Changes after ``version`` matching ``selector``; Gone if compacted away."""
+        if version < self.oldest:
+            raise Gone(f"too old resource version: {version} ({self.oldest + 1})")
+        return [c for c in self.history if c.version > version and selector.matches(c.resource, c.obj)]
+
+    def subscribe(self, selector: Selector) -> Watcher:
+        watcher = Watcher(selector)
+        self.watchers.append(watcher)
+        return watcher
+
+    def unsubscribe(self, watcher: Watcher) -> None:
+        self.watchers.remove(watcher)

@@ -1,0 +1,153 @@
+"""The API double answers as an API server does (checked with the real client), so that the
+executor's tests on it mean something."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, node, plain_pod
+from tests.integration.executor.kube_store import Selector
+
+
+@pytest.fixture
+async def cluster() -> Any:
+    async with kube_cluster() as (double, api):
+        yield double, client.CoreV1Api(api), api.configuration.host
+
+
+async def make_pods(core: client.CoreV1Api) -> None:
+    for name, node_name, labels in [("a", "n1", {"app": "x"}), ("b", "n2", {"app": "y"}), ("c", "n1", {})]:
+        await core.create_namespaced_pod("kube-system", plain_pod(name, node_name, "1", "1Gi", labels))
+
+
+async def names(core: client.CoreV1Api, **selectors: Any) -> list[str]:
+    return [p.metadata.name for p in (await core.list_pod_for_all_namespaces(**selectors)).items]
+
+
+async def test_selectors_are_evaluated_server_side(cluster: Any) -> None:
+    _, core, _ = cluster
+    await make_pods(core)
+    assert await names(core, label_selector="app in (x,y)") == ["a", "b"]
+    assert await names(core, label_selector="!app") == ["c"]
+    assert await names(core, label_selector="app!=x") == ["b", "c"]
+    assert await names(core, field_selector="spec.nodeName=n1,status.phase!=Failed") == ["a", "c"]
+    with pytest.raises(ApiException) as refused:
+        await names(core, field_selector="spec.containers=x")
+    assert refused.value.status == 400
+
+
+async def test_lists_page_with_limit_and_continue_and_old_tokens_expire(cluster: Any) -> None:
+    double, core, _ = cluster
+    await make_pods(core)
+    first = await core.list_pod_for_all_namespaces(limit=2)
+    assert [p.metadata.name for p in first.items] == ["a", "b"] and first.metadata._continue
+    rest = await core.list_pod_for_all_namespaces(limit=2, _continue=first.metadata._continue)
+    assert [p.metadata.name for p in rest.items] == ["c"] and not rest.metadata._continue
+    double.store.compact()
+    with pytest.raises(ApiException) as expired:
+        await core.list_pod_for_all_namespaces(limit=2, _continue=first.metadata._continue)
+    assert expired.value.status == 410
+
+
+async def watch_lines(host: str, query: str, count: int) -> list[dict[str, Any]]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{host}/api/v1/pods?watch=true&{query}") as got,
+    ):
+        lines = []
+        async for line in got.content:
+            lines.append(json.loads(line))
+            if len(lines) == count:
+                break
+        return lines
+
+
+async def test_watches_replay_from_a_version_send_bookmarks_and_answer_410_when_too_old(cluster: Any) -> None:
+    double, core, host = cluster
+    await make_pods(core)
+    listed = await core.list_pod_for_all_namespaces(label_selector="app=x")
+    await core.patch_namespaced_pod_status("a", "kube-system", {"status": {"phase": "Failed"}})
+    version = listed.metadata.resource_version
+    events = await watch_lines(
+        host, f"resourceVersion={version}&labelSelector=app%3Dx&allowWatchBookmarks=true", 2
+    )
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events[:1]] == [("MODIFIED", "a")]
+    assert events[1]["type"] == "BOOKMARK"
+    double.store.compact()
+    (error,) = await watch_lines(host, f"resourceVersion={version}", 1)
+    assert (error["type"], error["object"]["code"]) == ("ERROR", 410)
+
+
+async def test_watches_end_after_their_timeout(cluster: Any) -> None:
+    _, _, host = cluster
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{host}/api/v1/pods?watch=true&timeoutSeconds=0") as got,
+    ):
+        assert await got.read() == b""
+
+
+async def test_graceful_deletion_gives_a_terminal_phase_then_removes_and_finalizers_hold(
+    cluster: Any,
+) -> None:
+    double, core, _ = cluster
+    await make_pods(core)
+    double.unreachable.add("n2")
+    changes = double.store.subscribe(Selector("pods", "kube-system"))
+    await core.delete_namespaced_pod("b", "kube-system")  # on an unreachable node: stays
+    await core.delete_namespaced_pod("a", "kube-system")
+    assert (await core.read_namespaced_pod("a", "kube-system")).metadata.deletion_timestamp is not None
+    seen = []
+    while ("DELETED", "a") not in seen:
+        change = await changes.queue.get()
+        assert change is not None
+        seen.append((change.kind, change.obj["metadata"]["name"]))
+        if change.obj["metadata"]["name"] == "a" and change.kind == "MODIFIED":
+            assert change.obj["status"]["phase"] in ("Running", "Failed")
+    assert [s for s in seen if s[1] == "a"] == [("MODIFIED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+    assert double.pod("b", "kube-system")["status"]["phase"] == "Running"
+    await core.patch_namespaced_pod("c", "kube-system", {"metadata": {"finalizers": ["x/y"]}})
+    await core.delete_namespaced_pod("c", "kube-system", grace_period_seconds=0)
+    assert double.pod("c", "kube-system")["metadata"]["deletionTimestamp"]
+    await core.patch_namespaced_pod("c", "kube-system", {"metadata": {"finalizers": None}})
+    assert double.store.get("pods", "kube-system", "c") is None
+
+
+async def test_admission_and_injected_faults(cluster: Any) -> None:
+    double, core, host = cluster
+    pod = plain_pod("p", "n1", "1", "1Gi")
+    with pytest.raises(ApiException) as missing:
+        await core.create_namespaced_pod("nowhere", pod)
+    assert missing.value.status == 404
+    double.pod_quota["kube-system"] = 0
+    with pytest.raises(ApiException) as quota:
+        await core.create_namespaced_pod("kube-system", pod)
+    assert quota.value.status == 403 and "exceeded quota" in json.loads(quota.value.body)["message"]
+    double.faults.append(Fault("GET /api/v1/nodes", status=429, retry_after=3))
+    async with aiohttp.ClientSession() as session, session.get(f"{host}/api/v1/nodes") as got:
+        assert (got.status, got.headers["Retry-After"]) == (429, "3")
+
+
+def test_the_double_starts_with_the_usual_namespaces() -> None:
+    double = KubeDouble()
+    assert {key[2] for key in double.store.objects if key[0] == "namespaces"} == {"default", "kube-system"}
+
+
+async def test_binding_respects_the_nodes_pods_capacity(cluster: Any) -> None:
+    double, core, _ = cluster
+    full = node("small")
+    full["status"]["allocatable"]["pods"] = "1"
+    await core.create_node(full)
+    await core.create_namespaced_pod("kube-system", plain_pod("daemon", "small", "1", "1Gi"))
+    pod = plain_pod("job", "", "1", "1Gi")
+    del pod["spec"]["nodeName"]
+    await core.create_namespaced_pod("kube-system", pod)
+    refused = double.bind("job", "small", "kube-system")
+    assert "nodeName" not in refused["spec"]
+    assert refused["status"]["conditions"][0]["message"].endswith("Too many pods.")
