@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from armada.executor.backend import FoundRun, RunStatus
+from armada.executor.categories import Classified, Classifier, ErrorCategoriesSettings, Failure
 from armada.model.leases import TERMINAL_KINDS, EventKind, Lease, RunEvent, RunPhase
 
 log = structlog.get_logger(__name__)
@@ -53,8 +54,10 @@ class RunTracker:
         self,
         publish: Callable[[RunEvent], Awaitable[None]],
         on_released: Callable[[str], Awaitable[None]],
+        classifier: Classifier | None = None,
     ) -> None:
         self._publish = publish
+        self._classifier = classifier or Classifier(ErrorCategoriesSettings())
         self._on_released = on_released
         self._runs: dict[str, HeldRun] = {}
 
@@ -123,6 +126,7 @@ class RunTracker:
             run.finished = True
         else:
             run.phase = "pending" if status.kind == "pending" else "running"
+        named = self._categorise(status)
         event = RunEvent(
             run_id=run.run_id,
             job_id=run.job_id,
@@ -135,6 +139,8 @@ class RunTracker:
             log_tail=status.log_tail,
             run_attempted=status.run_attempted,
             retryable=status.retryable,
+            failure_category=named.category,
+            failure_subcategory=named.subcategory,
         )
         log.debug("run event", run_id=run.run_id, job_id=run.job_id, kind=status.kind, reason=status.reason)
         run.undelivered += 1
@@ -142,6 +148,19 @@ class RunTracker:
             await self._publish(event)
         else:
             run.withheld.append(event)
+
+    def _categorise(self, status: RunStatus) -> Classified:
+        """The failure category of a failed run (nothing for other events)."""
+        if status.kind != "failed":
+            return Classified()
+        failure = Failure(
+            exit_code=status.exit_code,
+            termination_message=status.termination_message or status.log_tail,
+            cause=status.cause,
+            message=status.reason,
+            lost=status.retryable and status.exit_code is None,
+        )
+        return self._classifier.classify(failure)
 
     async def gone(self, run_id: str) -> None:
         """The run's workload vanished: finish a killed run, or return a lost one's lease."""

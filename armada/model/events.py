@@ -95,6 +95,9 @@ class JobFailed(Event, tag="failed"):
     cluster_id: str = ""
     node_name: str = ""
     pod_name: str = ""
+    #: The executor's (or, for a lost lease, the server's) name for why the run failed.
+    failure_category: str = ""
+    failure_subcategory: str = ""
 
 
 class JobCancelling(Event, tag="cancelling"):

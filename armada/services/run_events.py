@@ -178,6 +178,8 @@ class RunEventIntake:
                     cluster_id=run.cluster,
                     node_name=event.node or run.node,
                     pod_name=event.pod_name,
+                    failure_category=event.failure_category,
+                    failure_subcategory=event.failure_subcategory,
                 )
             ]
         job_envelope: ev.Envelope = {k: v for k, v in envelope.items() if k != "run_id"}  # type: ignore[assignment]
