@@ -28,6 +28,7 @@ from armada.api import (
     query_routes,
     queue_routes,
     report_routes,
+    retry_routes,
     system,
 )
 from armada.api.access import AccessControl, enforce_access
@@ -162,6 +163,7 @@ def create_app(settings: Settings) -> Litestar:
         route_handlers=[
             *system.ROUTES,
             *queue_routes.ROUTES,
+            *retry_routes.ROUTES,
             *job_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,

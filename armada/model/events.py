@@ -17,6 +17,7 @@ import msgspec
 
 from armada.model.jobs import Job
 from armada.model.queues import Queue
+from armada.model.retry import RetryPolicy
 from armada.model.states import FailureCause
 
 
@@ -160,6 +161,26 @@ class QueueDeleted(Event, tag="queueDeleted"):
     requestor: str = ""
 
 
+# --- retry policies (``queue`` in the envelope is empty; the name is in ``spec``/``name``) -----
+
+
+class RetryPolicyCreated(Event, tag="retryPolicyCreated"):
+    spec: RetryPolicy
+    requestor: str = ""
+
+
+class RetryPolicyUpdated(Event, tag="retryPolicyUpdated"):
+    """Replaces the whole policy."""
+
+    spec: RetryPolicy
+    requestor: str = ""
+
+
+class RetryPolicyDeleted(Event, tag="retryPolicyDeleted"):
+    name: str
+    requestor: str = ""
+
+
 # --- executors and their nodes -----------------------------------------------------------
 
 
@@ -216,6 +237,9 @@ AnyEvent = (
     | QueueDeleted
     | ExecutorReported
     | ExecutorHeartbeat
+    | RetryPolicyCreated
+    | RetryPolicyUpdated
+    | RetryPolicyDeleted
 )
 
 
