@@ -147,7 +147,9 @@ def create_app(settings: Settings) -> Litestar:
             app.state.follower = follower
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
-            app.state.run_events = RunEventIntake(database.store, settings.scheduler)
+            app.state.run_events = RunEventIntake(
+                database.store, settings.scheduler, settings.scheduling.retry_policy
+            )
             app.state.metrics = metrics
             if settings.server.dev:
                 executor_settings = dev_executor_settings(settings, dev_token)

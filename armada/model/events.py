@@ -60,6 +60,8 @@ class JobQueued(Event, tag="queued"):
     """The job waits for the scheduler: after submission and after every requeue."""
 
     attempts: int = 0
+    #: Retries the retry engine has granted this job (genuine failures only).
+    failure_retries: int = 0
 
 
 class JobLeased(Event, tag="leased"):
@@ -136,6 +138,12 @@ class JobLeaseReturned(Event, tag="leaseReturned"):
     cluster_id: str = ""
     reason: str = ""
     run_attempted: bool = False
+    #: Set when the run failed and the retry engine retries it: the failure's category and
+    #: the policy (and rule index, -1 for ``defaultAction``) that decided.
+    failure_category: str = ""
+    failure_subcategory: str = ""
+    retry_policy: str = ""
+    retry_rule: int = -1
 
 
 class JobLeaseExpired(Event, tag="leaseExpired"):

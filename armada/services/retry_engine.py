@@ -1,0 +1,143 @@
+"""The retry engine at the edge of the store: what a failed run means for its job.
+
+When ``scheduling.retryPolicy.enabled`` is on and a failed run's queue names a retry policy
+(or ``defaultPolicyName`` is set), the policy decides instead of the legacy ``maxRetries``
+path. A retry ends the run as returned (with the failure's category and the deciding
+policy and rule, so the job's history explains it) and requeues the job with one more
+granted retry; a refusal fails the job with the category and the reason. Gangs keep the
+legacy path, as upstream's engine does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import dialects, schema
+from armada.model import events as ev
+from armada.model.jobs import Job
+from armada.model.retry import RetryPolicy
+from armada.model.retry_engine import RetryEngineSettings, Verdict, decide, fail_fast, policy_name_for
+from armada.services.retry_policies import load_policies
+
+_job_decoder = msgspec.json.Decoder(Job)
+_queued_decoder = msgspec.json.Decoder(ev.JobQueued)
+
+
+@dataclass
+class _JobFacts:
+    policy: RetryPolicy
+    fail_fast: bool
+    retries_used: int
+
+
+@dataclass
+class RetryContext:
+    """The policies, and each failed job's budget, read once per batch of run events."""
+
+    settings: RetryEngineSettings
+    jobs: dict[str, _JobFacts] = field(default_factory=dict)
+
+    @classmethod
+    async def load(
+        cls, conn: AsyncConnection, settings: RetryEngineSettings, job_ids: list[str]
+    ) -> RetryContext:
+        context = cls(settings)
+        if not settings.enabled or not job_ids:
+            return context
+        policies = await load_policies(conn)
+        queue_policies = await _queue_policies(conn)
+        jobs = schema.jobs
+        for where in dialects.in_values(conn, jobs.c.job_id, job_ids):
+            for job_id, queue, spec in await conn.execute(
+                select(jobs.c.job_id, jobs.c.queue, jobs.c.spec).where(where)
+            ):
+                policy = policies.get(policy_name_for(queue_policies.get(queue, []), settings))
+                job = _decode_job(spec)
+                if policy is None or job is None or job.gang_cardinality >= 2:
+                    continue
+                used = await _retries_used(conn, job_id)
+                context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used)
+        return context
+
+    def judge(self, job_id: str, category: str, subcategory: str) -> Verdict | None:
+        """The engine's verdict on a genuine failure; ``None``: the legacy path decides."""
+        facts = self.jobs.get(job_id)
+        if facts is None:
+            return None
+        verdict = decide(
+            facts.policy,
+            category=category,
+            subcategory=subcategory,
+            retries_used=facts.retries_used,
+            global_max_retries=self.settings.global_max_retries,
+            fail_fast_job=facts.fail_fast,
+        )
+        if verdict.retry:
+            facts.retries_used += 1
+        return verdict
+
+    def retries_used(self, job_id: str) -> int:
+        facts = self.jobs.get(job_id)
+        return facts.retries_used if facts else 0
+
+
+def _decode_job(spec: object) -> Job | None:
+    try:
+        if isinstance(spec, bytes | str):
+            return _job_decoder.decode(spec)
+        return msgspec.convert(spec, Job)
+    except msgspec.DecodeError:
+        return None
+
+
+async def _queue_policies(conn: AsyncConnection) -> dict[str, list[str]]:
+    rows = await conn.execute(select(schema.queues.c.name, schema.queues.c.spec))
+    return {name: list((spec or {}).get("retryPolicies") or []) for name, spec in rows}
+
+
+async def _retries_used(conn: AsyncConnection, job_id: str) -> int:
+    """Retries granted so far: the most any of the job's ``queued`` events records (a legacy
+    requeue of a returned lease records none, and must not give the budget back)."""
+    events = schema.events
+    payloads = await conn.scalars(
+        select(events.c.payload).where(events.c.job_id == job_id, events.c.type == "queued")
+    )
+    used = 0
+    for payload in payloads:
+        try:
+            used = max(used, _queued_decoder.decode(payload).failure_retries)
+        except msgspec.DecodeError:
+            continue
+    return used
+
+
+def verdict_events(
+    verdict: Verdict,
+    run: ev.JobLeaseReturned,
+    failed: ev.JobFailed,
+    *,
+    attempts: int,
+    retries_used: int,
+) -> list[ev.Event]:
+    """The events of a verdict: a returned run and a requeue, or the job's failure."""
+    if not verdict.retry:
+        return [msgspec.structs.replace(failed, reason=f"{failed.reason}; {verdict.explanation}")]
+    returned = msgspec.structs.replace(
+        run,
+        reason=f"{failed.reason}; {verdict.explanation}",
+        run_attempted=True,
+        failure_category=failed.failure_category,
+        failure_subcategory=failed.failure_subcategory,
+        retry_policy=verdict.policy,
+        retry_rule=-1 if verdict.rule is None else verdict.rule,
+    )
+    job_envelope: ev.Envelope = {
+        "queue": run.queue,
+        "job_set_id": run.job_set_id,
+        "job_id": run.job_id,
+    }
+    return [returned, ev.JobQueued(**job_envelope, attempts=attempts, failure_retries=retries_used)]

@@ -1,0 +1,110 @@
+"""Retry policies end to end: a real server, a process executor, real exit codes.
+
+One server and one executor serve the whole module (each test uses its own job set): the
+executor names exit 3 ``user-error`` and exit 42 ``transient``; the queue's policy fails
+the first at once and retries the second twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from armada.client import ArmadaClient
+from armada.model import events as ev
+from tests.e2e.cluster import FAST_SERVER_ENV, event_types, executor, job, states_are, wait_for
+from tests.processes import Server, running_server
+
+CATEGORIES = {
+    "categories": [
+        {"name": "user-error", "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}]},
+        {
+            "name": "transient",
+            "action": "Delete",
+            "rules": [{"onExitCodes": {"operator": "In", "values": [42]}}],
+        },
+    ]
+}
+POLICY = {
+    "name": "standard",
+    "retryLimit": 2,
+    "defaultAction": "Fail",
+    "rules": [
+        {"action": "Fail", "onCategory": "user-error"},
+        {"action": "Retry", "onCategory": "transient"},
+    ],
+}
+ENGINE = {"enabled": True, "globalMaxRetries": 5}
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, ArmadaClient]]:
+    tmp = tmp_path_factory.mktemp("retries")
+    env = {**FAST_SERVER_ENV, "ARMADA_SCHEDULING_RETRY_POLICY": json.dumps(ENGINE)}
+    executor_env = {"ARMADA_EXECUTOR_ERROR_CATEGORIES": json.dumps(CATEGORIES)}
+    with (
+        running_server(tmp, env=env) as server,
+        ArmadaClient(server.url) as client,
+        executor(tmp, server.url, "local", backend="process", args=("--process-cpu", "4"), env=executor_env),
+    ):
+        assert httpx.post(f"{server.url}/v1/retry-policy", json=POLICY).status_code == 200
+        queue = {"name": "q", "retryPolicies": ["standard"]}
+        assert httpx.post(f"{server.url}/v1/queue", json=queue).status_code == 200
+        yield server, client
+
+
+def _failed(client: ArmadaClient, job_set: str, job_id: str) -> ev.JobFailed:
+    [failed] = [
+        e.event
+        for e in client.job_set_events("q", job_set)
+        if e.event.job_id == job_id and e.event.type == "failed"
+    ]
+    assert isinstance(failed, ev.JobFailed)
+    return failed
+
+
+def test_user_error_fails_at_once_and_transient_retries_twice_then_fails(
+    system: tuple[Server, ArmadaClient],
+) -> None:
+    _, client = system
+    user, transient = client.submit_jobs("q", "a", [job("exit 3"), job("exit 42")])
+    wait_for(states_are(client, [user, transient], "FAILED"), timeout=90, what="both jobs to fail")
+
+    assert event_types(client, "q", "a", user).count("leased") == 1
+    failed = _failed(client, "a", user)
+    assert (failed.failure_category, failed.exit_code, failed.retryable) == ("user-error", 3, False)
+    assert "says Fail" in failed.reason
+
+    types = event_types(client, "q", "a", transient)
+    assert types.count("leased") == 3 and types.count("leaseReturned") == 2, types
+    returns = [
+        e.event
+        for e in client.job_set_events("q", "a")
+        if e.event.job_id == transient and e.event.type == "leaseReturned"
+    ]
+    assert all(isinstance(r, ev.JobLeaseReturned) and r.failure_category == "transient" for r in returns)
+    assert [r.retry_rule for r in returns if isinstance(r, ev.JobLeaseReturned)] == [1, 1]
+    assert "retry 2 of 2" in returns[-1].reason if isinstance(returns[-1], ev.JobLeaseReturned) else False
+    last = _failed(client, "a", transient)
+    assert last.failure_category == "transient" and "retryLimit 2 reached" in last.reason
+
+
+def test_fail_fast_bypasses_the_engine(system: tuple[Server, ArmadaClient]) -> None:
+    _, client = system
+    [fast] = client.submit_jobs("q", "b", [job("exit 42", annotations={"armadaproject.io/failFast": "true"})])
+    wait_for(states_are(client, [fast], "FAILED"), timeout=60, what="the fail-fast job to fail")
+    assert event_types(client, "q", "b", fast).count("leased") == 1
+    assert "failFast" in _failed(client, "b", fast).reason
+
+
+def test_retried_job_can_succeed(system: tuple[Server, ArmadaClient], tmp_path: Path) -> None:
+    _, client = system
+    marker = tmp_path / "tried"
+    command = f"if [ -e {marker} ]; then exit 0; fi; touch {marker}; exit 42"
+    [flaky] = client.submit_jobs("q", "c", [job(command)])
+    wait_for(states_are(client, [flaky], "SUCCEEDED"), timeout=60, what="the flaky job to succeed on retry")
+    assert event_types(client, "q", "c", flaky).count("leaseReturned") == 1
