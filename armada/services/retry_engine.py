@@ -21,6 +21,7 @@ from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.model.retry import RetryPolicy
 from armada.model.retry_engine import RetryEngineSettings, Verdict, decide, fail_fast, policy_name_for
+from armada.model.states import FailureCause
 from armada.services.retry_policies import load_policies
 
 _job_decoder = msgspec.json.Decoder(Job)
@@ -141,3 +142,37 @@ def verdict_events(
         "job_id": run.job_id,
     }
     return [returned, ev.JobQueued(**job_envelope, attempts=attempts, failure_retries=retries_used)]
+
+
+#: The category the server gives a run whose executor went silent (upstream's name).
+LEASE_EXPIRED = ("internal", "lease-expired")
+
+
+def expiry_events(
+    context: RetryContext, envelope: ev.Envelope, *, attempts: int, reason: str
+) -> list[ev.Event] | None:
+    """The job events after an expired lease when the engine decides it (``None``: legacy).
+
+    An expiry is a genuine failure: it spends budget like a failed run. It is never mutated
+    (the lost node is not a node to avoid; more memory does not cure a lost executor).
+    """
+    category, subcategory = LEASE_EXPIRED
+    verdict = context.judge(envelope["job_id"], category, subcategory)
+    if verdict is None:
+        return None
+    if verdict.retry:
+        return [
+            ev.JobQueued(
+                **envelope, attempts=attempts, failure_retries=context.retries_used(envelope["job_id"])
+            )
+        ]
+    return [
+        ev.JobFailed(
+            **envelope,
+            reason=f"{reason}; {verdict.explanation}",
+            cause=FailureCause.LEASE_EXPIRED,
+            retryable=False,
+            failure_category=category,
+            failure_subcategory=subcategory,
+        )
+    ]

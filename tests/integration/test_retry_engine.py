@@ -1,0 +1,125 @@
+"""The retry engine in the server's services, on SQLite and PostgreSQL: budgets across
+failures, returns and expiries, and the kill switch."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from armada.eventstore.database import Database
+from armada.model import events as ev
+from armada.model.leases import RunEvent, RunEventBatch
+from armada.model.queues import Queue
+from armada.model.retry import RetryPolicy, RetryRule
+from armada.model.retry_engine import RetryEngineSettings
+from armada.scheduling import SchedulingConfig
+from armada.services.follower import LogFollower
+from armada.services.leader import LeaderElection
+from armada.services.leases import LeaseService
+from armada.services.run_events import RunEventIntake
+from armada.services.scheduler import SchedulerService
+from tests.integration.test_scheduler_service import Clock, Harness, report, submit
+
+POLICY = RetryPolicy(
+    name="p",
+    retry_limit=2,
+    rules=[
+        RetryRule(action="Retry", on_category="transient"),
+        RetryRule(action="Retry", on_category="internal", on_subcategory="lease-expired"),
+    ],
+)
+
+
+class EngineHarness(Harness):
+    def __init__(self, database: Database, global_max_retries: int) -> None:
+        self.database = database
+        self.clock = Clock()
+        self.settings = Harness(database).settings
+        engine = RetryEngineSettings(enabled=True, global_max_retries=global_max_retries)
+        config = SchedulingConfig(
+            maximum_scheduling_rate=1e9, maximum_per_queue_scheduling_rate=1e9, retry_policy=engine
+        )
+        self.follower = LogFollower(database.store, config)
+        self.scheduler = SchedulerService(
+            database.store,
+            self.follower,
+            LeaderElection(database.url),
+            self.settings,
+            config,
+            clock=self.clock,
+        )
+        self.leases = LeaseService(database.store, self.follower, self.settings, clock=self.clock)
+        self.intake = RunEventIntake(database.store, self.settings, engine)
+
+    async def run_once(self, job_id: str) -> str:
+        """Schedule and lease the job; its run id."""
+        await self.lease()
+        await self.scheduler.cycle()
+        [lease] = (await self.lease()).leases
+        assert lease.job_id == job_id
+        return lease.run_id
+
+    async def fail(self, job_id: str, run_id: str, category: str) -> None:
+        event = RunEvent(run_id=run_id, job_id=job_id, kind="failed", exit_code=42, failure_category=category)
+        await self.intake.report(RunEventBatch(executor_id="c1", events=[event]))
+
+    async def give_back(self, job_id: str, run_id: str) -> None:
+        event = RunEvent(run_id=run_id, job_id=job_id, kind="leaseReturned", reason="node drained")
+        await self.intake.report(RunEventBatch(executor_id="c1", events=[event]))
+
+
+async def _engine(database: Database, global_max_retries: int) -> AsyncIterator[EngineHarness]:
+    h = EngineHarness(database, global_max_retries)
+    await h.follower.load()
+    h.follower.start()
+    await database.store.append(
+        [
+            ev.RetryPolicyCreated(spec=POLICY),
+            ev.QueueCreated(queue="q", spec=Queue(name="q", retry_policies=["p"])),
+        ]
+    )
+    yield h
+    await h.follower.stop()
+    await h.scheduler.leader.release()
+
+
+@pytest.fixture
+async def engine(database: Database) -> AsyncIterator[EngineHarness]:
+    async for h in _engine(database, 5):
+        yield h
+
+
+@pytest.fixture
+async def kill_switch(database: Database) -> AsyncIterator[EngineHarness]:
+    async for h in _engine(database, 0):
+        yield h
+
+
+async def test_returns_are_free_expiries_and_failures_spend_the_budget(engine: EngineHarness) -> None:
+    h = engine
+    [job_id] = await submit(h, 1)
+    await h.give_back(job_id, await h.run_once(job_id))  # free (and within maxRetries 1)
+    await h.fail(job_id, await h.run_once(job_id), "transient")  # retry 1 of 2
+    assert (await h.job_states())[job_id] == "QUEUED"
+    run_id = await h.run_once(job_id)
+    await h.lease(runs=[report(run_id, job_id)])
+    h.clock.now += 61  # the executor goes silent: an expiry spends retry 2 of 2
+    await h.scheduler.cycle()
+    assert (await h.job_states())[job_id] == "QUEUED"
+    await h.fail(job_id, await h.run_once(job_id), "transient")  # budget spent
+    assert (await h.job_states())[job_id] == "FAILED"
+    failed = (await h.database.store.read(0, job_id=job_id))[-1].event
+    assert isinstance(failed, ev.JobFailed)
+    assert failed.failure_category == "transient" and "retryLimit 2 reached" in failed.reason
+    types = await h.event_types(job_id)
+    assert types.count("leased") == 4 and types.count("leaseExpired") == 1
+
+
+async def test_kill_switch_grants_nothing_but_still_categorises(kill_switch: EngineHarness) -> None:
+    h = kill_switch
+    [job_id] = await submit(h, 1)
+    await h.fail(job_id, await h.run_once(job_id), "transient")
+    assert (await h.job_states())[job_id] == "FAILED"
+    failed = (await h.database.store.read(0, job_id=job_id))[-1].event
+    assert isinstance(failed, ev.JobFailed) and "globalMaxRetries 0" in failed.reason
