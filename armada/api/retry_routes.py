@@ -15,14 +15,11 @@ from armada.api.responses import problems
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import authenticated, requires
 from armada.model.retry import RetryPolicy
-from armada.model.wire.base import Empty, Response
+from armada.model.wire.base import Empty
+from armada.model.wire.retry import RetryPolicyList
 from armada.services import retry_policies
 
 TAGS = ["retry policies"]
-
-
-class RetryPolicyList(Response):
-    retry_policies: list[RetryPolicy] = []
 
 
 @post(
