@@ -62,6 +62,9 @@ class JobQueued(Event, tag="queued"):
     attempts: int = 0
     #: Retries the retry engine has granted this job (genuine failures only).
     failure_retries: int = 0
+    #: Set on a requeue the retry engine granted: the deciding policy and the failure's category.
+    retry_policy: str = ""
+    failure_category: str = ""
 
 
 class JobLeased(Event, tag="leased"):
@@ -101,6 +104,8 @@ class JobFailed(Event, tag="failed"):
     #: The executor's (or, for a lost lease, the server's) name for why the run failed.
     failure_category: str = ""
     failure_subcategory: str = ""
+    #: The retry policy that refused a retry (empty when no policy decided).
+    retry_policy: str = ""
 
 
 class JobCancelling(Event, tag="cancelling"):

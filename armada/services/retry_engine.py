@@ -126,7 +126,8 @@ def verdict_events(
 ) -> list[ev.Event]:
     """The events of a verdict: a returned run and a requeue, or the job's failure."""
     if not verdict.retry:
-        return [msgspec.structs.replace(failed, reason=f"{failed.reason}; {verdict.explanation}")]
+        explained = f"{failed.reason}; {verdict.explanation}"
+        return [msgspec.structs.replace(failed, reason=explained, retry_policy=verdict.policy)]
     returned = msgspec.structs.replace(
         run,
         reason=f"{failed.reason}; {verdict.explanation}",
@@ -141,7 +142,14 @@ def verdict_events(
         "job_set_id": run.job_set_id,
         "job_id": run.job_id,
     }
-    return [returned, ev.JobQueued(**job_envelope, attempts=attempts, failure_retries=retries_used)]
+    requeued = ev.JobQueued(
+        **job_envelope,
+        attempts=attempts,
+        failure_retries=retries_used,
+        retry_policy=verdict.policy,
+        failure_category=failed.failure_category,
+    )
+    return [returned, requeued]
 
 
 #: The category the server gives a run whose executor went silent (upstream's name).
@@ -161,11 +169,15 @@ def expiry_events(
     if verdict is None:
         return None
     if verdict.retry:
-        return [
-            ev.JobQueued(
-                **envelope, attempts=attempts, failure_retries=context.retries_used(envelope["job_id"])
-            )
-        ]
+        used = context.retries_used(envelope["job_id"])
+        requeued = ev.JobQueued(
+            **envelope,
+            attempts=attempts,
+            failure_retries=used,
+            retry_policy=verdict.policy,
+            failure_category=category,
+        )
+        return [requeued]
     return [
         ev.JobFailed(
             **envelope,
@@ -174,5 +186,6 @@ def expiry_events(
             retryable=False,
             failure_category=category,
             failure_subcategory=subcategory,
+            retry_policy=verdict.policy,
         )
     ]

@@ -92,6 +92,11 @@ def test_user_error_fails_at_once_and_transient_retries_twice_then_fails(
     last = _failed(client, "a", transient)
     assert last.failure_category == "transient" and "retryLimit 2 reached" in last.reason
 
+    metrics = httpx.get(f"{system[0].url}/metrics").text
+    assert 'armada_scheduler_retry_policy_decisions_total{decision="retry",policy="standard"} 2.0' in metrics
+    assert 'armada_scheduler_retries_total{category="transient",queue="q"} 2.0' in metrics
+    assert 'armada_scheduler_retry_policy_decisions_total{decision="fail",policy="standard"}' in metrics
+
 
 def test_fail_fast_bypasses_the_engine(system: tuple[Server, ArmadaClient]) -> None:
     _, client = system

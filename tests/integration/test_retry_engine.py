@@ -107,6 +107,13 @@ async def test_returns_are_free_expiries_and_failures_spend_the_budget(engine: E
     h.clock.now += 61  # the executor goes silent: an expiry spends retry 2 of 2
     await h.scheduler.cycle()
     assert (await h.job_states())[job_id] == "QUEUED"
+    requeued = (await h.database.store.read(0, job_id=job_id))[-1].event
+    assert isinstance(requeued, ev.JobQueued)
+    assert (requeued.retry_policy, requeued.failure_category, requeued.failure_retries) == (
+        "p",
+        "internal",
+        2,
+    )
     await h.fail(job_id, await h.run_once(job_id), "transient")  # budget spent
     assert (await h.job_states())[job_id] == "FAILED"
     failed = (await h.database.store.read(0, job_id=job_id))[-1].event
