@@ -92,6 +92,10 @@ def test_user_error_fails_at_once_and_transient_retries_twice_then_fails(
     last = _failed(client, "a", transient)
     assert last.failure_category == "transient" and "retryLimit 2 reached" in last.reason
 
+    [details] = client.job_details([transient], expand_runs=True).values()
+    reasons = [run.reason for run in details.job_runs]
+    assert sum("by retry policy 'standard' rule 1 (onCategory transient)" in r for r in reasons) == 2, reasons
+
     metrics = httpx.get(f"{system[0].url}/metrics").text
     assert 'armada_scheduler_retry_policy_decisions_total{decision="retry",policy="standard"} 2.0' in metrics
     assert 'armada_scheduler_retries_total{category="transient",queue="q"} 2.0' in metrics
