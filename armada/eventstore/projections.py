@@ -156,6 +156,15 @@ def _preempting(event: ev.JobPreempting, job: Row, run: Row) -> None:
 
 def _queued(event: ev.JobQueued, job: Row, run: Row) -> None:
     job["attempts"] = event.attempts
+    if event.job is not None:  # requeued with a changed spec (a retry policy's mutate)
+        requests = event.job.scheduling_resource_requirements.requests
+        job |= {
+            "spec": _job_encoder.encode(event.job),
+            "annotations": event.job.annotations,
+            "cpu_millis": _units(requests, "cpu"),
+            "memory_bytes": _units(requests, "memory"),
+            "gpu": _units(requests, "nvidia.com/gpu"),
+        }
 
 
 _DETAILS: dict[type[ev.Event], Callable[[Any, Row, Row], None]] = {

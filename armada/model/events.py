@@ -65,6 +65,9 @@ class JobQueued(Event, tag="queued"):
     #: Set on a requeue the retry engine granted: the deciding policy and the failure's category.
     retry_policy: str = ""
     failure_category: str = ""
+    #: The job as it runs from now on, when the retry policy's ``mutate`` changed it (more
+    #: memory, nodes to avoid); unset: unchanged.
+    job: Job | None = None
 
 
 class JobLeased(Event, tag="leased"):

@@ -21,6 +21,7 @@ from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.model.retry import RetryPolicy
 from armada.model.retry_engine import RetryEngineSettings, Verdict, decide, fail_fast, policy_name_for
+from armada.model.retry_mutation import mutate_job
 from armada.model.states import FailureCause
 from armada.services.retry_policies import load_policies
 
@@ -33,6 +34,7 @@ class _JobFacts:
     policy: RetryPolicy
     fail_fast: bool
     retries_used: int
+    job: Job
 
 
 @dataclass
@@ -61,7 +63,7 @@ class RetryContext:
                 if policy is None or job is None or job.gang_cardinality >= 2:
                     continue
                 used = await _retries_used(conn, job_id)
-                context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used)
+                context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used, job)
         return context
 
     def judge(self, job_id: str, category: str, subcategory: str) -> Verdict | None:
@@ -80,6 +82,16 @@ class RetryContext:
         if verdict.retry:
             facts.retries_used += 1
         return verdict
+
+    def mutated(self, job_id: str, verdict: Verdict, failed_node: str) -> Job | None:
+        """The job as a retry decided by ``verdict`` runs (``None``: unchanged); compounding."""
+        facts = self.jobs.get(job_id)
+        if facts is None or verdict.mutate is None or not verdict.retry:
+            return None
+        changed = mutate_job(facts.job, verdict.mutate, failed_node)
+        if changed is not None:
+            facts.job = changed
+        return changed
 
     def retries_used(self, job_id: str) -> int:
         facts = self.jobs.get(job_id)
@@ -123,6 +135,7 @@ def verdict_events(
     *,
     attempts: int,
     retries_used: int,
+    job: Job | None = None,
 ) -> list[ev.Event]:
     """The events of a verdict: a returned run and a requeue, or the job's failure."""
     if not verdict.retry:
@@ -148,6 +161,7 @@ def verdict_events(
         failure_retries=retries_used,
         retry_policy=verdict.policy,
         failure_category=failed.failure_category,
+        job=job,
     )
     return [returned, requeued]
 

@@ -202,6 +202,7 @@ class RunEventIntake:
                 self._failed(event, run),
                 attempts=run.attempts,
                 retries_used=retry.retries_used(envelope["job_id"]),
+                job=retry.mutated(envelope["job_id"], verdict, event.node or run.node),
             )
         if failed and not event.retryable:
             return [self._failed(event, run)]

@@ -11,7 +11,14 @@ from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.queues import Queue
-from armada.model.retry import RetryPolicy, RetryRule
+from armada.model.retry import (
+    AffinityMutation,
+    MemoryMutation,
+    Mutation,
+    ResourcesMutation,
+    RetryPolicy,
+    RetryRule,
+)
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling import SchedulingConfig
 from armada.services.follower import LogFollower
@@ -130,3 +137,75 @@ async def test_kill_switch_grants_nothing_but_still_categorises(kill_switch: Eng
     assert (await h.job_states())[job_id] == "FAILED"
     failed = (await h.database.store.read(0, job_id=job_id))[-1].event
     assert isinstance(failed, ev.JobFailed) and "globalMaxRetries 0" in failed.reason
+
+
+MUTATING = RetryPolicy(
+    name="m",
+    retry_limit=5,
+    rules=[
+        RetryRule(
+            action="Retry",
+            on_category="oom",
+            mutate=Mutation(resources=ResourcesMutation(memory=MemoryMutation(factor=2.0))),
+        ),
+        RetryRule(
+            action="Retry",
+            on_category="node",
+            mutate=Mutation(affinity=AffinityMutation(avoid_same_node=True)),
+        ),
+    ],
+)
+
+
+@pytest.fixture
+async def mutating(database: Database) -> AsyncIterator[EngineHarness]:
+    async for h in _engine(database, 5):
+        await database.store.append(
+            [
+                ev.RetryPolicyCreated(spec=MUTATING),
+                ev.QueueUpdated(queue="q", spec=Queue(name="q", retry_policies=["m"])),
+            ]
+        )
+        yield h
+
+
+def _memory(lease_pod_spec: dict[str, object]) -> str:
+    containers = lease_pod_spec["containers"]
+    assert isinstance(containers, list)
+    return str(containers[0]["resources"]["requests"]["memory"])
+
+
+async def test_memory_grows_on_each_oom_retry(mutating: EngineHarness) -> None:
+    h = mutating
+    [job_id] = await submit(h, 1)
+    await h.lease()
+    await h.scheduler.cycle()
+    [first] = (await h.lease()).leases
+    assert _memory(first.pod_spec) == "1Gi"
+    await h.fail(job_id, first.run_id, "oom")
+    await h.scheduler.cycle()
+    [second] = (await h.lease()).leases
+    assert _memory(second.pod_spec) == str(2 * 2**30)
+    await h.fail(job_id, second.run_id, "oom")
+    await h.scheduler.cycle()
+    [third] = (await h.lease()).leases
+    assert _memory(third.pod_spec) == str(4 * 2**30)
+    assert (await h.job_states())[job_id] == "LEASED"
+
+
+async def test_avoid_same_node_moves_the_retry_then_fails_when_no_node_is_left(
+    mutating: EngineHarness,
+) -> None:
+    h = mutating
+    [job_id] = await submit(h, 1)
+    await h.lease()
+    await h.scheduler.cycle()
+    [first] = (await h.lease()).leases
+    await h.fail(job_id, first.run_id, "node")
+    await h.scheduler.cycle()
+    [second] = (await h.lease()).leases
+    assert second.node != first.node
+    await h.fail(job_id, second.run_id, "node")
+    await h.scheduler.cycle()
+    assert (await h.lease()).leases == []
+    assert (await h.job_states())[job_id] == "FAILED"
