@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from armada.model.retry import RetryPolicy, RetryRule, matching_rule
 from armada.model.retry_engine import RetryEngineSettings, decide, fail_fast, policy_name_for
+from armada.services.retry_engine import RetryContext, _JobFacts
+from tests.factories import make_job
 
 POLICY = RetryPolicy(
     name="p",
@@ -55,14 +55,6 @@ def test_policy_choice_and_fail_fast_annotation() -> None:
     assert fail_fast({"armadaproject.io/failFast": "true"}) and not fail_fast({})
 
 
-@dataclass
-class Budget:
-    """A job's life as the engine sees it: only genuine failures spend retries."""
-
-    retries: int = 0
-    ended: bool = False
-
-
 #: What can happen to a run: a categorised failure, a returned lease, an expired lease, a preemption.
 OUTCOMES = st.sampled_from(["fail-transient", "fail-other", "returned", "expired", "preempted"])
 
@@ -77,25 +69,25 @@ OUTCOMES = st.sampled_from(["fail-transient", "fail-other", "returned", "expired
 def test_no_job_exceeds_global_max_or_its_retry_limit(
     limit: int, global_max: int, default_retry: bool, outcomes: list[str]
 ) -> None:
+    """Through the engine's own bookkeeping (``RetryContext.judge``, as the server uses it):
+    returns and preemptions never reach the engine; failures and expiries do."""
     policy = RetryPolicy(
         name="p",
         retry_limit=limit,
         default_action="Retry" if default_retry else "Fail",
         rules=[RetryRule(action="Retry", on_category="transient")],
     )
-    job = Budget()
+    context = RetryContext(RetryEngineSettings(enabled=True, global_max_retries=global_max))
+    context.jobs["j"] = _JobFacts(policy, False, 0, make_job())
+    granted = 0
     for outcome in outcomes:
-        if job.ended:
-            break
         if outcome in ("returned", "preempted"):
             continue  # free: no budget spent, no decision
         category = {"fail-transient": "transient", "fail-other": "other", "expired": "internal"}[outcome]
-        verdict = decide(
-            policy, category=category, subcategory="", retries_used=job.retries, global_max_retries=global_max
-        )
-        if verdict.retry:
-            job.retries += 1
-        else:
-            job.ended = True
-        assert job.retries <= min(limit, global_max)
-    assert job.retries <= limit and job.retries <= global_max
+        verdict = context.judge("j", category, "lease-expired" if outcome == "expired" else "")
+        assert verdict is not None
+        if not verdict.retry:
+            break  # the job failed for good
+        granted += 1
+        assert context.retries_used("j") == granted <= min(limit, global_max)
+    assert granted <= limit and granted <= global_max
