@@ -1,8 +1,9 @@
 """Retry policies end to end: a real server, a process executor, real exit codes.
 
 One server and one executor serve the whole module (each test uses its own job set): the
-executor names exit 3 ``user-error`` and exit 42 ``transient``; the queue's policy fails
-the first at once and retries the second twice.
+executor names exit 3 ``user-error``, exit 42 ``transient`` and exit 137 ``memory``; the
+queue's policy fails the first at once, retries the second twice, and retries the third
+twice with twice the memory each time.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tests.processes import Server, running_server
 CATEGORIES = {
     "categories": [
         {"name": "user-error", "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}]},
+        {"name": "memory", "rules": [{"onExitCodes": {"operator": "In", "values": [137]}}]},
         {
             "name": "transient",
             "action": "Delete",
@@ -36,6 +38,7 @@ POLICY = {
     "rules": [
         {"action": "Fail", "onCategory": "user-error"},
         {"action": "Retry", "onCategory": "transient"},
+        {"action": "Retry", "onCategory": "memory", "mutate": {"resources": {"memory": {"factor": 2}}}},
     ],
 }
 ENGINE = {"enabled": True, "globalMaxRetries": 5}
@@ -117,3 +120,15 @@ def test_retried_job_can_succeed(system: tuple[Server, ArmadaClient], tmp_path: 
     [flaky] = client.submit_jobs("q", "c", [job(command)])
     wait_for(states_are(client, [flaky], "SUCCEEDED"), timeout=60, what="the flaky job to succeed on retry")
     assert event_types(client, "q", "c", flaky).count("leaseReturned") == 1
+
+
+def test_an_oom_like_failure_grows_memory_on_each_retry(system: tuple[Server, ArmadaClient]) -> None:
+    _, client = system
+    [hungry] = client.submit_jobs("q", "d", [job("exit 137", memory="64Mi")])
+    wait_for(states_are(client, [hungry], "FAILED"), timeout=90, what="the hungry job to use its retries")
+    assert event_types(client, "q", "d", hungry).count("leased") == 3
+    [details] = client.job_details([hungry], expand_spec=True).values()
+    assert details.job_spec is not None
+    resources = details.job_spec.pod_spec["containers"][0]["resources"]
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == str(4 * 64 * 2**20)
+    assert _failed(client, "d", hungry).failure_category == "memory"
