@@ -29,6 +29,9 @@ class RetryEngineSettings(msgspec.Struct, frozen=True, rename="camel", forbid_un
     global_max_retries: Annotated[int, msgspec.Meta(ge=0, le=1000)] = 5
     #: Policy for jobs whose queue names none; empty: such queues keep the legacy behaviour.
     default_policy_name: str = ""
+    #: Retry gangs as one (stop the other members, requeue all); off: gangs keep the legacy
+    #: path, as upstream's engine does.
+    retry_gangs: bool = True
 
 
 @dataclass(frozen=True)

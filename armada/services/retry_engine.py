@@ -23,6 +23,7 @@ from armada.model.retry import RetryPolicy
 from armada.model.retry_engine import RetryEngineSettings, Verdict, decide, fail_fast, policy_name_for
 from armada.model.retry_mutation import mutate_job
 from armada.model.states import FailureCause
+from armada.services.gang_retries import GangMember, load_gang, restart_others, restartable
 from armada.services.retry_policies import load_policies
 
 _job_decoder = msgspec.json.Decoder(Job)
@@ -35,6 +36,8 @@ class _JobFacts:
     fail_fast: bool
     retries_used: int
     job: Job
+    #: The job's gang (empty for a job on its own).
+    gang: list[GangMember] = field(default_factory=list)
 
 
 @dataclass
@@ -43,6 +46,8 @@ class RetryContext:
 
     settings: RetryEngineSettings
     jobs: dict[str, _JobFacts] = field(default_factory=dict)
+    #: Runs of gang members stopped in this batch (their own events are then stale).
+    stopped_runs: set[str] = field(default_factory=set)
 
     @classmethod
     async def load(
@@ -60,10 +65,18 @@ class RetryContext:
             ):
                 policy = policies.get(policy_name_for(queue_policies.get(queue, []), settings))
                 job = _decode_job(spec)
-                if policy is None or job is None or job.gang_cardinality >= 2:
+                if policy is None or job is None:
                     continue
-                used = await _retries_used(conn, job_id)
-                context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used, job)
+                gang: list[GangMember] = []
+                if job.gang_cardinality >= 2:
+                    if not settings.retry_gangs:
+                        continue  # as upstream: gangs keep the legacy path
+                    gang = await load_gang(conn, queue, job.gang_id)
+                    if not restartable(gang):
+                        continue
+                members = [m.job_id for m in gang] or [job_id]
+                used = max([await _retries_used(conn, member) for member in members])
+                context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used, job, gang)
         return context
 
     def judge(self, job_id: str, category: str, subcategory: str) -> Verdict | None:
@@ -92,6 +105,19 @@ class RetryContext:
         if changed is not None:
             facts.job = changed
         return changed
+
+    def restart_gang(self, job_id: str, why: str) -> list[ev.Event]:
+        """After a retry of a gang member: stop and requeue the other members."""
+        facts = self.jobs.get(job_id)
+        if facts is None or not facts.gang:
+            return []
+        events, stopped = restart_others(facts.gang, job_id, retries_used=facts.retries_used, why=why)
+        self.stopped_runs |= stopped
+        return events
+
+    def watched_jobs(self) -> set[str]:
+        """Jobs whose rows decided this batch's events beyond the batch's own (gang members)."""
+        return {member.job_id for facts in self.jobs.values() for member in facts.gang}
 
     def retries_used(self, job_id: str) -> int:
         facts = self.jobs.get(job_id)
@@ -179,6 +205,9 @@ def expiry_events(
     (the lost node is not a node to avoid; more memory does not cure a lost executor).
     """
     category, subcategory = LEASE_EXPIRED
+    facts = context.jobs.get(envelope["job_id"])
+    if facts is not None and facts.gang:
+        return None  # a gang's members expire one by one: the legacy path requeues each
     verdict = context.judge(envelope["job_id"], category, subcategory)
     if verdict is None:
         return None

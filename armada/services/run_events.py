@@ -93,10 +93,14 @@ class RunEventIntake:
         self, batch: RunEventBatch, facts: dict[str, _RunFacts], retry: RetryContext | None = None
     ) -> _Translation:
         translation = _Translation(job_ids={run.envelope["job_id"] for run in facts.values()})
+        if retry is not None:
+            translation.job_ids |= retry.watched_jobs()
         for event in batch.events:
             run = facts.get(event.run_id)
             if run is None or run.cluster != batch.executor_id:
                 continue
+            if retry is not None and event.run_id in retry.stopped_runs:
+                continue  # a gang member's run this batch already stopped
             produced = self._translate(event, run, retry)
             if produced:
                 translation.events += produced
@@ -196,7 +200,7 @@ class RunEventIntake:
         )
         if verdict is not None and retry is not None:
             run.run_state = RunState.RETURNED if verdict.retry else RunState.FAILED
-            return verdict_events(
+            decided = verdict_events(
                 verdict,
                 returned,
                 self._failed(event, run),
@@ -204,6 +208,9 @@ class RunEventIntake:
                 retries_used=retry.retries_used(envelope["job_id"]),
                 job=retry.mutated(envelope["job_id"], verdict, event.node or run.node),
             )
+            if verdict.retry:
+                decided += retry.restart_gang(envelope["job_id"], event.reason)
+            return decided
         if failed and not event.retryable:
             return [self._failed(event, run)]
         job_envelope: ev.Envelope = {k: v for k, v in envelope.items() if k != "run_id"}  # type: ignore[assignment]

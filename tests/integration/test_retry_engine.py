@@ -9,6 +9,7 @@ import pytest
 
 from armada.eventstore.database import Database
 from armada.model import events as ev
+from armada.model.jobs import GANG_CARDINALITY_ANNOTATION, GANG_ID_ANNOTATION
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.queues import Queue
 from armada.model.retry import (
@@ -26,6 +27,7 @@ from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
+from tests.factories import make_job, submission
 from tests.integration.test_scheduler_service import Clock, Harness, report, submit
 
 POLICY = RetryPolicy(
@@ -209,3 +211,37 @@ async def test_avoid_same_node_moves_the_retry_then_fails_when_no_node_is_left(
     await h.scheduler.cycle()
     assert (await h.lease()).leases == []
     assert (await h.job_states())[job_id] == "FAILED"
+
+
+async def test_a_gang_is_retried_as_one_and_then_succeeds(engine: EngineHarness) -> None:
+    h = engine
+    annotations = {GANG_ID_ANNOTATION: "g1", GANG_CARDINALITY_ANNOTATION: "4"}
+    gang = [make_job(queue="q", cpu="1", memory="1Gi", annotations=annotations) for _ in range(4)]
+    await h.database.store.append([e for job in gang for e in submission(job)])
+    ids = {job.id for job in gang}
+    await h.lease()
+    await h.scheduler.cycle()
+    first = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
+    assert set(first) == ids, "the gang is placed whole"
+    failing = sorted(ids)[0]
+    await h.fail(failing, first[failing], "transient")
+    states = await h.job_states()
+    assert {states[i] for i in ids} == {"QUEUED"}, "every member requeued together"
+    other = (await h.database.store.read(0, job_id=sorted(ids)[1]))[-2].event
+    assert isinstance(other, ev.JobLeaseReturned) and other.reason.startswith("gang-member-failed")
+    # The stopped members' runs are stale: their executor is told to kill them.
+    held = [report(run_id, job_id) for job_id, run_id in first.items()]
+    answer = await h.lease(runs=held)
+    assert set(answer.cancel_runs) >= {first[i] for i in ids if i != failing}
+    await h.scheduler.cycle()
+    second = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
+    assert set(second) == ids and not set(second.values()) & set(first.values())
+    events = [
+        RunEvent(run_id=run_id, job_id=job_id, kind="succeeded", exit_code=0)
+        for job_id, run_id in second.items()
+    ]
+    await h.intake.report(RunEventBatch(executor_id="c1", events=events))
+    states = await h.job_states()
+    assert {states[i] for i in ids} == {"SUCCEEDED"}
+    failed_events = [s.event.type for i in ids for s in await h.database.store.read(0, job_id=i)]
+    assert "failed" not in failed_events, "no member counted as failed"
