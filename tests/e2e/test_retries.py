@@ -17,7 +17,7 @@ import pytest
 
 from armada.client import ArmadaClient
 from armada.model import events as ev
-from tests.e2e.cluster import FAST_SERVER_ENV, event_types, executor, job, states_are, wait_for
+from tests.e2e.cluster import FAST_SERVER_ENV, event_types, executor, gang, job, states_are, wait_for
 from tests.processes import Server, running_server
 
 CATEGORIES = {
@@ -132,3 +132,25 @@ def test_an_oom_like_failure_grows_memory_on_each_retry(system: tuple[Server, Ar
     resources = details.job_spec.pod_spec["containers"][0]["resources"]
     assert resources["requests"]["memory"] == resources["limits"]["memory"] == str(4 * 64 * 2**20)
     assert _failed(client, "d", hungry).failure_category == "memory"
+
+
+def test_a_gang_member_failing_retryably_restarts_the_whole_gang(
+    system: tuple[Server, ArmadaClient], tmp_path: Path
+) -> None:
+    """First run: one member (whoever takes the lock) exits 42, the others would run long;
+    the gang restarts as a whole and every member then succeeds."""
+    _, client = system
+    marker, lock = tmp_path / "failed-once", tmp_path / "lock"
+    command = (
+        f"if [ -e {marker} ]; then exit 0; fi; "
+        f"if mkdir {lock} 2>/dev/null; then sleep 1; touch {marker}; exit 42; fi; sleep 120"
+    )
+    members = client.submit_jobs("q", "e", gang(4, command, "g-e2e", cpu="1", memory="16Mi"))
+    wait_for(states_are(client, members, "SUCCEEDED"), timeout=90, what="the whole gang to succeed")
+    for member in members:
+        types = event_types(client, "q", "e", member)
+        assert types.count("leased") == 2 and "failed" not in types, (member, types)
+    reasons = [
+        e.event.reason for e in client.job_set_events("q", "e") if isinstance(e.event, ev.JobLeaseReturned)
+    ]
+    assert sum(r.startswith("gang-member-failed") for r in reasons) == 3, reasons
