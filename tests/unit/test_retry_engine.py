@@ -5,6 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from armada.cli.follow import notable
+from armada.model import events as ev
 from armada.model.retry import RetryPolicy, RetryRule, matching_rule
 from armada.model.retry_engine import RetryEngineSettings, decide, fail_fast, policy_name_for
 from armada.services.retry_engine import RetryContext, _JobFacts
@@ -91,3 +93,18 @@ def test_no_job_exceeds_global_max_or_its_retry_limit(
         granted += 1
         assert context.retries_used("j") == granted <= min(limit, global_max)
     assert granted <= limit and granted <= global_max
+
+
+def test_watch_lines_name_the_category_and_the_decision() -> None:
+    failed = ev.JobFailed(
+        job_id="j", exit_code=3, reason="exit code 3; says Fail", failure_category="user-error"
+    )
+    assert notable(failed) == "job j failed (Error, exit code 3, category user-error): exit code 3; says Fail"
+    retried = ev.JobLeaseReturned(
+        job_id="j",
+        reason="exit code 42; retry 1 of 2",
+        failure_category="transient",
+        failure_subcategory="x",
+        retry_policy="p",
+    )
+    assert notable(retried) == "job j failed (category transient/x), retried: exit code 42; retry 1 of 2"
