@@ -17,7 +17,16 @@ import pytest
 
 from armada.client import ArmadaClient
 from armada.model import events as ev
-from tests.e2e.cluster import FAST_SERVER_ENV, event_types, executor, gang, job, states_are, wait_for
+from tests.e2e.cluster import (
+    FAST_SERVER_ENV,
+    event_types,
+    executor,
+    fake_nodes,
+    gang,
+    job,
+    states_are,
+    wait_for,
+)
 from tests.processes import Server, running_server
 
 CATEGORIES = {
@@ -154,3 +163,40 @@ def test_a_gang_member_failing_retryably_restarts_the_whole_gang(
         e.event.reason for e in client.job_set_events("q", "e") if isinstance(e.event, ev.JobLeaseReturned)
     ]
     assert sum(r.startswith("gang-member-failed") for r in reasons) == 3, reasons
+
+
+def test_avoid_same_node_on_two_fake_nodes(tmp_path: Path) -> None:
+    """A node-specific failure moves the retry to the other node; with no node left the job
+    fails with the scheduler's reason."""
+    categories = {
+        "categories": [{"name": "node", "rules": [{"onExitCodes": {"operator": "In", "values": [7]}}]}]
+    }
+    policy = {
+        "name": "move",
+        "retryLimit": 5,
+        "rules": [{"action": "Retry", "onCategory": "node", "mutate": {"affinity": {"avoidSameNode": True}}}],
+    }
+    env = {**FAST_SERVER_ENV, "ARMADA_SCHEDULING_RETRY_POLICY": json.dumps(ENGINE)}
+    with (
+        running_server(tmp_path, env=env) as server,
+        ArmadaClient(server.url) as client,
+        executor(
+            tmp_path,
+            server.url,
+            "fake",
+            args=fake_nodes(2),
+            env={"ARMADA_EXECUTOR_ERROR_CATEGORIES": json.dumps(categories)},
+        ),
+    ):
+        assert httpx.post(f"{server.url}/v1/retry-policy", json=policy).status_code == 200
+        assert (
+            httpx.post(f"{server.url}/v1/queue", json={"name": "q", "retryPolicies": ["move"]}).status_code
+            == 200
+        )
+        [moving] = client.submit_jobs("q", "f", [job("exit 7")])
+        wait_for(states_are(client, [moving], "FAILED"), timeout=60, what="the job to run out of nodes")
+        nodes = [
+            e.event.node_id for e in client.job_set_events("q", "f") if isinstance(e.event, ev.JobLeased)
+        ]
+        assert len(nodes) == 2 and len(set(nodes)) == 2, nodes
+        assert event_types(client, "q", "f", moving).count("leaseReturned") == 2
