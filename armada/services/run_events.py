@@ -72,6 +72,8 @@ class RunEventIntake:
         self.store = store
         self.settings = settings
         self.retry = retry or RetryEngineSettings()
+        if self.retry.enabled and self.retry.global_max_retries == 0:
+            log.warning("retry engine kill switch on: globalMaxRetries is 0, no failure will be retried")
 
     async def report(self, batch: RunEventBatch) -> int:
         """Append the job events the batch implies; return how many run events took effect."""
