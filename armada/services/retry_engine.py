@@ -4,8 +4,13 @@ When ``scheduling.retryPolicy.enabled`` is on and a failed run's queue names a r
 (or ``defaultPolicyName`` is set), the policy decides instead of the legacy ``maxRetries``
 path. A retry ends the run as returned (with the failure's category and the deciding
 policy and rule, so the job's history explains it) and requeues the job with one more
-granted retry; a refusal fails the job with the category and the reason. Gangs keep the
-legacy path, as upstream's engine does.
+granted retry (and, for a rule with ``mutate``, the changed job); a refusal fails the job
+with the category and the reason. A gang is retried as one (:mod:`gang_retries`) unless
+``retryGangs`` is off; then, as upstream, gangs keep the legacy path.
+
+Why a retry ends the run as *returned* rather than *failed*: a ``failed`` event ends the
+job everywhere (views, scheduler, clients following the stream), so a retried failure is
+told as the run given back, with its category, and the job requeued.
 """
 
 from __future__ import annotations
