@@ -10,6 +10,7 @@ from armada.model import events as ev
 from armada.model.ids import new_job_id, new_run_id
 from armada.model.jobs import Job, ResourceRequirements
 from armada.model.queues import Queue
+from armada.model.retry import RetryPolicy, RetryRule
 
 
 def make_job(
@@ -66,6 +67,7 @@ class RandomHistory:
         self.rng = random.Random(seed)
         self.clock = datetime(2026, 1, 1, tzinfo=UTC)
         self.queues: set[str] = set()
+        self.policies: set[str] = set()
         self.queued: list[Job] = []
         self.active: dict[str, tuple[Job, str, str]] = {}  # job id -> (job, run id, phase)
 
@@ -96,6 +98,8 @@ class RandomHistory:
             return self._queue_change()
         if roll < 0.06:
             return self._executor_change()
+        if roll < 0.07:
+            return self._policy_change()
         if roll < 0.35 or not (self.queued or self.active):
             job = make_job(
                 queue=rng.choice(sorted(self.queues)),
@@ -128,6 +132,18 @@ class RandomHistory:
             self.queues.add(name)
             return [ev.QueueCreated(queue=name, spec=spec, created=self._tick())]
         return [ev.QueueUpdated(queue=name, spec=spec, created=self._tick())]
+
+    def _policy_change(self) -> list[ev.Event]:
+        name = f"policy-{self.rng.randint(1, 3)}"
+        if name in self.policies and self.rng.random() < 0.3:
+            self.policies.discard(name)
+            return [ev.RetryPolicyDeleted(name=name, created=self._tick())]
+        rule = RetryRule(action="Retry", on_category="transient")
+        spec = RetryPolicy(name=name, retry_limit=self.rng.randint(0, 5), rules=[rule])
+        if name not in self.policies:
+            self.policies.add(name)
+            return [ev.RetryPolicyCreated(spec=spec, created=self._tick())]
+        return [ev.RetryPolicyUpdated(spec=spec, created=self._tick())]
 
     def _executor_change(self) -> list[ev.Event]:
         executor = f"cluster-{self.rng.randint(1, 3)}"

@@ -28,6 +28,7 @@ from armada.api import (
     query_routes,
     queue_routes,
     report_routes,
+    retry_routes,
     system,
 )
 from armada.api.access import AccessControl, enforce_access
@@ -148,7 +149,9 @@ def create_app(settings: Settings) -> Litestar:
             app.state.follower = follower
             app.state.scheduler = scheduler
             app.state.leases = LeaseService(database.store, follower, settings.scheduler)
-            app.state.run_events = RunEventIntake(database.store, settings.scheduler)
+            app.state.run_events = RunEventIntake(
+                database.store, settings.scheduler, settings.scheduling.retry_policy
+            )
             app.state.metrics = metrics
             if settings.server.grpc_port:
                 services = GrpcServices(
@@ -176,6 +179,7 @@ def create_app(settings: Settings) -> Litestar:
         route_handlers=[
             *system.ROUTES,
             *queue_routes.ROUTES,
+            *retry_routes.ROUTES,
             *job_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,

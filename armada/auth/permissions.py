@@ -28,6 +28,9 @@ class GlobalPermission(StrEnum):
     #: Set or change a queue's pod security fields (namespaces, profile, service accounts):
     #: widening them is how one would take over a cluster, so ``create_queue`` is not enough.
     ADMINISTER_QUEUE_SECURITY = "administer_queue_security"
+    CREATE_RETRY_POLICY = "create_retry_policy"
+    UPDATE_RETRY_POLICY = "update_retry_policy"
+    DELETE_RETRY_POLICY = "delete_retry_policy"
 
 
 #: The global permission that grants a queue verb on every queue.

@@ -52,17 +52,28 @@ class JobSetSummary:
         return f"{len(self.states)} job(s) | " + (", ".join(parts) or "no jobs yet")
 
 
+def _category(category: str, subcategory: str) -> str:
+    """``, category user-error`` (with ``/subcategory``), or nothing for an uncategorised failure."""
+    if not category:
+        return ""
+    return f", category {category}/{subcategory}" if subcategory else f", category {category}"
+
+
 def notable(event: ev.Event) -> str | None:
     """A one-line description of events worth a line of their own."""
     match event:
         case ev.JobFailed():
             code = f", exit code {event.exit_code}" if event.exit_code is not None else ""
             retry = " (will retry)" if event.retryable else ""
-            return f"job {event.job_id} failed ({event.cause.value}{code}): {event.reason}{retry}"
+            category = _category(event.failure_category, event.failure_subcategory)
+            return f"job {event.job_id} failed ({event.cause.value}{code}{category}): {event.reason}{retry}"
         case ev.JobPreempted():
             return f"job {event.job_id} preempted: {event.reason or 'no reason given'}"
         case ev.JobCancelled() if event.reason:
             return f"job {event.job_id} cancelled: {event.reason}"
+        case ev.JobLeaseReturned() if event.retry_policy:
+            named = _category(event.failure_category, event.failure_subcategory).removeprefix(", ")
+            return f"job {event.job_id} failed ({named or 'uncategorised'}), retried: {event.reason}"
         case ev.JobLeaseReturned():
             return f"job {event.job_id} returned by {event.cluster_id or 'its cluster'}: {event.reason}"
         case ev.JobLeaseExpired():

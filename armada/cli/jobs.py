@@ -185,4 +185,5 @@ def details(
         if job.cancel_reason:
             typer.echo(f"  cancelled by {job.cancel_user}: {job.cancel_reason}")
         for run in job.job_runs:
-            typer.echo(f"  run {run.run_id}\t{run.state}\t{run.cluster}/{run.node}")
+            why = f"\t{run.reason}" if run.reason else ""
+            typer.echo(f"  run {run.run_id}\t{run.state}\t{run.cluster}/{run.node}{why}")

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "config": ("armada.cli.config", "app", True),
     "auth": ("armada.cli.auth", "app", True),
     "queue": ("armada.cli.queues", "app", True),
+    "retry-policy": ("armada.cli.retry_policies", "app", True),
     "cancel": ("armada.cli.jobs", "cancel_app", True),
     "reprioritize": ("armada.cli.jobs", "reprioritize_app", True),
     "preempt": ("armada.cli.jobs", "preempt_app", True),

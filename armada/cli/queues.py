@@ -23,6 +23,12 @@ GroupsOption = Annotated[
     list[str] | None, typer.Option("--group-owner", help="Group owning the queue (repeatable).")
 ]
 LabelsOption = Annotated[list[str] | None, typer.Option("--label", help="KEY=VALUE label (repeatable).")]
+RetryPoliciesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--retry-policies", help="Retry policies by name, comma-separated, first applies ('' for none)."
+    ),
+]
 
 
 def _labels(pairs: list[str] | None) -> dict[str, str] | None:
@@ -38,13 +44,20 @@ def _labels(pairs: list[str] | None) -> dict[str, str] | None:
 
 
 def _changes(
-    factor: float | None, owners: list[str] | None, groups: list[str] | None, labels: list[str] | None
+    factor: float | None,
+    owners: list[str] | None,
+    groups: list[str] | None,
+    labels: list[str] | None,
+    retry_policies: str | None = None,
 ) -> dict[str, object]:
     changes = {
         "priority_factor": factor,
         "user_owners": owners,
         "group_owners": groups,
         "labels": _labels(labels),
+        "retry_policies": None
+        if retry_policies is None
+        else [name.strip() for name in retry_policies.split(",") if name.strip()],
     }
     return {key: value for key, value in changes.items() if value is not None}
 
@@ -57,6 +70,7 @@ def create(
     owner: OwnersOption = None,
     group_owner: GroupsOption = None,
     label: LabelsOption = None,
+    retry_policies: RetryPoliciesOption = None,
     url: UrlOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -65,7 +79,8 @@ def create(
 
     from armada.model.queues import Queue  # noqa: PLC0415
 
-    queue = msgspec.structs.replace(Queue(name=name), **_changes(priority_factor, owner, group_owner, label))
+    changes = _changes(priority_factor, owner, group_owner, label, retry_policies)
+    queue = msgspec.structs.replace(Queue(name=name), **changes)
     with connect(url, context) as client:
         client.create_queue(queue)
     typer.echo(f"created queue {name}")
@@ -79,6 +94,7 @@ def update(
     owner: OwnersOption = None,
     group_owner: GroupsOption = None,
     label: LabelsOption = None,
+    retry_policies: RetryPoliciesOption = None,
     url: UrlOption = None,
     context: ContextOption = None,
 ) -> None:
@@ -87,9 +103,8 @@ def update(
 
     with connect(url, context) as client:
         queue = client.get_queue(name)
-        client.update_queue(
-            msgspec.structs.replace(queue, **_changes(priority_factor, owner, group_owner, label))
-        )
+        changes = _changes(priority_factor, owner, group_owner, label, retry_policies)
+        client.update_queue(msgspec.structs.replace(queue, **changes))
     typer.echo(f"updated queue {name}")
 
 

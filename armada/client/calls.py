@@ -16,6 +16,7 @@ import msgspec
 from armada.client.errors import ArmadaApiError
 from armada.model.events import AnyEvent
 from armada.model.queues import Queue
+from armada.model.retry import RetryPolicy
 from armada.model.wire.base import Empty
 from armada.model.wire.events import JobSetRequest, decode_stream_line
 from armada.model.wire.jobs import (
@@ -44,6 +45,7 @@ from armada.model.wire.queries import (
     JobStatusResponse,
 )
 from armada.model.wire.queues import ActiveQueuesResponse, BatchQueueResponse, QueueList, StreamingQueueLine
+from armada.model.wire.retry import RetryPolicyList
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
 T = TypeVar("T")
@@ -116,6 +118,26 @@ def get_queue(name: str) -> Call[Queue]:
 def cordon_queue(name: str, cordoned: bool) -> Call[Empty]:
     action = "cordon" if cordoned else "uncordon"
     return Call("POST", f"/v1/queue/{_segment(name)}/{action}", None, Empty)
+
+
+def create_retry_policy(policy: RetryPolicy) -> Call[Empty]:
+    return Call("POST", "/v1/retry-policy", policy, Empty)
+
+
+def update_retry_policy(policy: RetryPolicy) -> Call[Empty]:
+    return Call("PUT", f"/v1/retry-policy/{_segment(policy.name)}", policy, Empty)
+
+
+def delete_retry_policy(name: str) -> Call[Empty]:
+    return Call("DELETE", f"/v1/retry-policy/{_segment(name)}", None, Empty)
+
+
+def get_retry_policy(name: str) -> Call[RetryPolicy]:
+    return Call("GET", f"/v1/retry-policy/{_segment(name)}", None, RetryPolicy)
+
+
+def list_retry_policies() -> Call[RetryPolicyList]:
+    return Call("GET", "/v1/retry-policies", None, RetryPolicyList)
 
 
 def create_queues(queues: Sequence[Queue]) -> Call[BatchQueueResponse]:

@@ -12,6 +12,7 @@ from armada.client import calls
 from armada.client.calls import Call, StreamedEvent
 from armada.client.config import ClientConfig
 from armada.model.queues import Queue
+from armada.model.retry import RetryPolicy
 from armada.model.wire import jobs, queries
 from armada.model.wire.queues import BatchQueueResponse
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
@@ -76,6 +77,23 @@ class ArmadaClient:
 
     def cordon_queue(self, name: str, cordoned: bool = True) -> None:
         self.send(calls.cordon_queue(name, cordoned))
+
+    # --- retry policies -----------------------------------------------------------------
+
+    def create_retry_policy(self, policy: RetryPolicy) -> None:
+        self.send(calls.create_retry_policy(policy))
+
+    def update_retry_policy(self, policy: RetryPolicy) -> None:
+        self.send(calls.update_retry_policy(policy))
+
+    def delete_retry_policy(self, name: str) -> None:
+        self.send(calls.delete_retry_policy(name))
+
+    def get_retry_policy(self, name: str) -> RetryPolicy:
+        return self.send(calls.get_retry_policy(name))
+
+    def list_retry_policies(self) -> list[RetryPolicy]:
+        return self.send(calls.list_retry_policies()).retry_policies
 
     def create_queues(self, queues: Sequence[Queue]) -> BatchQueueResponse:
         return self.send(calls.create_queues(queues))

@@ -17,6 +17,7 @@ from sqlalchemy import Table, delete, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, schema
+from armada.eventstore.retry_policies import apply_retry_policy_event
 from armada.model import events as ev
 from armada.model.queues import Queue
 from armada.model.resources import QuantityError, to_units
@@ -71,6 +72,9 @@ def job_row(event: ev.JobSubmitted) -> Row:
 
 
 _ORDERED_TYPES = (
+    ev.RetryPolicyCreated,
+    ev.RetryPolicyUpdated,
+    ev.RetryPolicyDeleted,
     ev.QueueCreated,
     ev.QueueUpdated,
     ev.QueueDeleted,
@@ -152,6 +156,15 @@ def _preempting(event: ev.JobPreempting, job: Row, run: Row) -> None:
 
 def _queued(event: ev.JobQueued, job: Row, run: Row) -> None:
     job["attempts"] = event.attempts
+    if event.job is not None:  # requeued with a changed spec (a retry policy's mutate)
+        requests = event.job.scheduling_resource_requirements.requests
+        job |= {
+            "spec": _job_encoder.encode(event.job),
+            "annotations": event.job.annotations,
+            "cpu_millis": _units(requests, "cpu"),
+            "memory_bytes": _units(requests, "memory"),
+            "gpu": _units(requests, "nvidia.com/gpu"),
+        }
 
 
 _DETAILS: dict[type[ev.Event], Callable[[Any, Row, Row], None]] = {
@@ -307,6 +320,8 @@ async def _apply_ordered(conn: AsyncConnection, event: ev.Event) -> None:
             )
         case ev.QueueDeleted():
             await conn.execute(delete(schema.queues).where(schema.queues.c.name == event.queue))
+        case ev.RetryPolicyCreated() | ev.RetryPolicyUpdated() | ev.RetryPolicyDeleted():
+            await apply_retry_policy_event(conn, event)
         case ev.ExecutorReported():
             await _replace_executor_nodes(conn, event)
         case ev.ExecutorHeartbeat():

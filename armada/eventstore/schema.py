@@ -57,6 +57,15 @@ queues = Table(
     Column("updated", DateTime(timezone=True), nullable=False),
 )
 
+retry_policies = Table(
+    "retry_policies",
+    metadata,
+    Column("name", String(63), primary_key=True),
+    Column("spec", JSON, nullable=False),
+    Column("created", DateTime(timezone=True), nullable=False),
+    Column("updated", DateTime(timezone=True), nullable=False),
+)
+
 jobs = Table(
     "jobs",
     metadata,
@@ -147,4 +156,4 @@ nodes = Table(
     Column("updated", DateTime(timezone=True), nullable=False),
 )
 
-VIEWS = (queues, jobs, runs, executors, nodes)
+VIEWS = (queues, jobs, runs, executors, nodes, retry_policies)

@@ -27,7 +27,7 @@ log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 #: What kind of record: a log event, a job's stored spec, a queue's, or a node's.
-RecordKind = Literal["event", "job", "queue", "node"]
+RecordKind = Literal["event", "job", "queue", "node", "retry policy"]
 
 
 class UnreadableRecord(NamedTuple):

@@ -14,6 +14,7 @@ from armada.client.executor_api import ExecutorApiClient
 from armada.executor.admission import LeaseAdmission
 from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
+from armada.executor.categories import Classifier
 from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
 from armada.executor.tracker import RunTracker
@@ -44,7 +45,7 @@ class ExecutorAgent:
             batch_size=settings.event_batch_size,
             max_buffered=settings.max_buffered_events,
         )
-        self.tracker = RunTracker(self.reporter.put, backend.release)
+        self.tracker = RunTracker(self.reporter.put, backend.release, Classifier(settings.error_categories))
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._stopping = asyncio.Event()
         #: The node report the server last took; ``None`` until then or after a failed call.

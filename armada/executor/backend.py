@@ -29,6 +29,8 @@ class RunStatus(msgspec.Struct, kw_only=True):
     log_tail: str = ""
     run_attempted: bool = False
     retryable: bool = False
+    #: The failed container's termination message, when the backend has one.
+    termination_message: str = ""
 
 
 class FoundRun(msgspec.Struct, kw_only=True):

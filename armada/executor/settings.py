@@ -9,6 +9,7 @@ from typing import Literal
 
 import msgspec
 
+from armada.executor.categories import ErrorCategoriesSettings
 from armada.model.podsecurity import Profile
 
 BackendName = Literal["kubernetes", "process", "fake"]
@@ -176,6 +177,8 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     #: service account mount (``/var/run/secrets/kubernetes.io/serviceaccount/namespace``)
     #: when there is one.
     own_namespace: str = ""
+    #: Failure categories reported with failed runs, for the server's retry policies.
+    error_categories: ErrorCategoriesSettings = msgspec.field(default_factory=ErrorCategoriesSettings)
     #: Options of the ``fake`` backend.
     fake: FakeSettings = msgspec.field(default_factory=FakeSettings)
     #: Options of the ``process`` backend.

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from armada.executor.backend import FoundRun, RunStatus
+from armada.executor.categories import Classified, Classifier, ErrorCategoriesSettings, Failure
 from armada.model.leases import TERMINAL_KINDS, EventKind, Lease, RunEvent, RunPhase
 
 log = structlog.get_logger(__name__)
@@ -54,8 +55,10 @@ class RunTracker:
         self,
         publish: Callable[[RunEvent], Awaitable[None]],
         on_released: Callable[[str], Awaitable[None]],
+        classifier: Classifier | None = None,
     ) -> None:
         self._publish = publish
+        self._classifier = classifier or Classifier(ErrorCategoriesSettings())
         self._on_released = on_released
         self._runs: dict[str, HeldRun] = {}
 
@@ -124,6 +127,7 @@ class RunTracker:
             run.finished = True
         else:
             run.phase = "pending" if status.kind == "pending" else "running"
+        named = self._categorise(status)
         event = RunEvent(
             run_id=run.run_id,
             job_id=run.job_id,
@@ -136,6 +140,8 @@ class RunTracker:
             log_tail=status.log_tail,
             run_attempted=status.run_attempted,
             retryable=status.retryable,
+            failure_category=named.category,
+            failure_subcategory=named.subcategory,
         )
         log.debug("run event", run_id=run.run_id, job_id=run.job_id, kind=status.kind, reason=status.reason)
         run.undelivered += 1
@@ -145,6 +151,19 @@ class RunTracker:
             await asyncio.shield(self._publish(event))
         else:
             run.withheld.append(event)
+
+    def _categorise(self, status: RunStatus) -> Classified:
+        """The failure category of a failed run (nothing for other events)."""
+        if status.kind != "failed":
+            return Classified()
+        failure = Failure(
+            exit_code=status.exit_code,
+            termination_message=status.termination_message or status.log_tail,
+            cause=status.cause,
+            message=status.reason,
+            lost=status.retryable and status.exit_code is None,
+        )
+        return self._classifier.classify(failure)
 
     async def gone(self, run_id: str) -> None:
         """The run's workload vanished: finish a killed run, or return a lost one's lease."""

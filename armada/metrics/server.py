@@ -11,6 +11,7 @@ from armada.metrics.cluster import ClusterCollector
 from armada.metrics.http import HttpMetrics
 from armada.metrics.jobs import JobTimings
 from armada.metrics.records import UnreadableRecordsCollector
+from armada.metrics.retries import RetryCounters
 from armada.metrics.scheduler import CycleCounters, ShareCollector
 from armada.model.events import Event
 from armada.services.follower import LogFollower
@@ -31,6 +32,7 @@ class ServerMetrics:
     def attach(self, store: EventStore, follower: LogFollower, scheduler: SchedulerService) -> None:
         store.listeners.append(self._count_appended)
         follower.listeners.append(JobTimings(self.registry))
+        follower.listeners.append(RetryCounters(self.registry))
         scheduler.history.listeners.append(CycleCounters(self.registry))
         self.registry.register(ClusterCollector(lambda: follower.state))
         self.registry.register(ShareCollector(scheduler.history))

@@ -17,6 +17,7 @@ import msgspec
 
 from armada.model.jobs import Job
 from armada.model.queues import Queue
+from armada.model.retry import RetryPolicy
 from armada.model.states import FailureCause
 
 
@@ -59,6 +60,14 @@ class JobQueued(Event, tag="queued"):
     """The job waits for the scheduler: after submission and after every requeue."""
 
     attempts: int = 0
+    #: Retries the retry engine has granted this job (genuine failures only).
+    failure_retries: int = 0
+    #: Set on a requeue the retry engine granted: the deciding policy and the failure's category.
+    retry_policy: str = ""
+    failure_category: str = ""
+    #: The job as it runs from now on, when the retry policy's ``mutate`` changed it (more
+    #: memory, nodes to avoid); unset: unchanged.
+    job: Job | None = None
 
 
 class JobLeased(Event, tag="leased"):
@@ -95,6 +104,11 @@ class JobFailed(Event, tag="failed"):
     cluster_id: str = ""
     node_name: str = ""
     pod_name: str = ""
+    #: The executor's (or, for a lost lease, the server's) name for why the run failed.
+    failure_category: str = ""
+    failure_subcategory: str = ""
+    #: The retry policy that refused a retry (empty when no policy decided).
+    retry_policy: str = ""
 
 
 class JobCancelling(Event, tag="cancelling"):
@@ -132,6 +146,12 @@ class JobLeaseReturned(Event, tag="leaseReturned"):
     cluster_id: str = ""
     reason: str = ""
     run_attempted: bool = False
+    #: Set when the run failed and the retry engine retries it: the failure's category and
+    #: the policy (and rule index, -1 for ``defaultAction``) that decided.
+    failure_category: str = ""
+    failure_subcategory: str = ""
+    retry_policy: str = ""
+    retry_rule: int = -1
 
 
 class JobLeaseExpired(Event, tag="leaseExpired"):
@@ -154,6 +174,26 @@ class QueueUpdated(Event, tag="queueUpdated"):
 
 
 class QueueDeleted(Event, tag="queueDeleted"):
+    requestor: str = ""
+
+
+# --- retry policies (``queue`` in the envelope is empty; the name is in ``spec``/``name``) -----
+
+
+class RetryPolicyCreated(Event, tag="retryPolicyCreated"):
+    spec: RetryPolicy
+    requestor: str = ""
+
+
+class RetryPolicyUpdated(Event, tag="retryPolicyUpdated"):
+    """Replaces the whole policy."""
+
+    spec: RetryPolicy
+    requestor: str = ""
+
+
+class RetryPolicyDeleted(Event, tag="retryPolicyDeleted"):
+    name: str
     requestor: str = ""
 
 
@@ -213,6 +253,9 @@ AnyEvent = (
     | QueueDeleted
     | ExecutorReported
     | ExecutorHeartbeat
+    | RetryPolicyCreated
+    | RetryPolicyUpdated
+    | RetryPolicyDeleted
 )
 
 

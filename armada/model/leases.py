@@ -132,6 +132,9 @@ class RunEvent(_Strict, kw_only=True):
     run_attempted: bool = False
     #: Whether the server may retry the job on another run.
     retryable: bool = False
+    #: For ``failed``: the executor's failure category and subcategory (``errorCategories``).
+    failure_category: Annotated[str, msgspec.Meta(max_length=63)] = ""
+    failure_subcategory: Annotated[str, msgspec.Meta(max_length=63)] = ""
 
 
 class RunEventBatch(_Strict, kw_only=True):

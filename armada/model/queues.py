@@ -78,3 +78,5 @@ class Queue(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True, fo
     #: Service accounts this queue's pods may name; empty: ``submission.allowedServiceAccounts``.
     #: Setting or changing it needs ``administer_queue_security``.
     allowed_service_accounts: list[str] = []
+    #: Retry policies by name, in precedence order; the first one decides (see docs/retries.md).
+    retry_policies: list[str] = []

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
+from armada.model.retry_engine import RetryEngineSettings
+
 DEFAULT_PRIORITY_CLASS = "armada-default"
 PREEMPTIBLE_PRIORITY_CLASS = "armada-preemptible"
 
@@ -67,6 +69,8 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     max_scheduling_duration: float = 5.0
     #: Whether fair-share preemption runs at all (urgency preemption always does).
     enable_fair_share_preemption: bool = True
+    #: The retry engine: retry policies decide failed runs (see docs/retries.md).
+    retry_policy: RetryEngineSettings = msgspec.field(default_factory=RetryEngineSettings)
 
     def __post_init__(self) -> None:
         if self.default_priority_class_name not in self.priority_classes:

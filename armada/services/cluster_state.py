@@ -18,6 +18,7 @@ import structlog
 from armada.model import events as ev
 from armada.model.jobs import RETRY_ON_PREEMPTION_ANNOTATION, Job
 from armada.model.resources import ResourceIndex
+from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.model.states import RunState
 from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig, Taint
 from armada.scheduling.requirements import JobRequirements, RequirementsError, requirements_from_pod_spec
@@ -199,8 +200,21 @@ class ClusterState:
         if extras is None:
             return
         extras.attempts = event.attempts
+        if event.job is not None and event.job_id in self.jobs:
+            self._replace_job(event.job)
+            return
         if event.job_id in self.jobs and self.jobs.node_of(event.job_id) is not None:
             self.jobs.requeue(event.job_id)
+
+    def _replace_job(self, job: Job) -> None:
+        """Requeue a job with a changed spec (a retry policy's mutate): new requirements."""
+        submitted = float(self.jobs.cols["submitted"][self.jobs.row(job.id)])
+        self.jobs.remove(job.id)
+        try:
+            self.jobs.add(requirements(job, submitted=submitted))
+        except (RequirementsError, ValueError) as exc:
+            log.error("mutated job cannot be scheduled", job_id=job.id, error=str(exc))
+            self.extras.pop(job.id, None)
 
     def _leased(self, event: ev.JobLeased) -> None:
         extras = self.extras.get(event.job_id)
@@ -284,7 +298,8 @@ def _node_spec(executor: str, pool: str, node: ev.ExecutorNode) -> NodeSpec:
         id=node_key(executor, node.name),
         pool=pool,
         executor=executor,
-        labels=dict(node.labels),
+        # Every node carries its name label, as Kubernetes nodes do (retries avoid nodes by it).
+        labels={NODE_NAME_LABEL: node.name, **node.labels},
         taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in node.taints),  # type: ignore[arg-type]
         allocatable=dict(node.allocatable),
         non_armada_allocated=dict(node.allocated_non_armada),

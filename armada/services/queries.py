@@ -61,6 +61,7 @@ def _run_details(row: Row[Any]) -> JobRunDetails:
         pending_ts=_utc(row.pending),
         started_ts=_utc(row.started),
         finished_ts=_utc(row.finished),
+        reason=row.reason or "",
     )
 
 

@@ -24,6 +24,7 @@ from armada.model.queues import QUEUE_NAME, Queue
 from armada.model.states import UNFINISHED_JOB_STATES
 from armada.model.wire.queues import QueueFailure
 from armada.services.pod_policy import QueueSecurityGate
+from armada.services.retry_policies import check_queue_policies
 
 
 def check_queue(queue: Queue) -> None:
@@ -85,6 +86,7 @@ async def _create(tx: Transaction, queue: Queue, user: str, gate: QueueSecurityG
     if await _exists(tx.connection, queue.name):
         raise Conflict(f"queue {queue.name!r} already exists", field="name")
     gate.check(queue, None)
+    await check_queue_policies(tx.connection, queue)
     tx.append([QueueCreated(queue=queue.name, spec=queue, requestor=user)])
 
 
@@ -102,6 +104,7 @@ async def _update(
     gate.check(queue, previous)
     if authorize is not None:
         authorize(previous or Queue(name=queue.name), queue)
+    await check_queue_policies(tx.connection, queue)
     tx.append([QueueUpdated(queue=queue.name, spec=queue, requestor=user)])
 
 

@@ -21,8 +21,10 @@ from armada.eventstore import dialects, schema
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
+from armada.model.retry_engine import RetryEngineSettings
 from armada.model.states import FailureCause, JobState, RunState
 from armada.services.retries import requeue_or_fail
+from armada.services.retry_engine import RetryContext, verdict_events
 from armada.settings import SchedulerSettings
 
 log = structlog.get_logger(__name__)
@@ -64,26 +66,44 @@ class _Translation:
 
 
 class RunEventIntake:
-    def __init__(self, store: EventStore, settings: SchedulerSettings) -> None:
+    def __init__(
+        self, store: EventStore, settings: SchedulerSettings, retry: RetryEngineSettings | None = None
+    ) -> None:
         self.store = store
         self.settings = settings
+        self.retry = retry or RetryEngineSettings()
+        if self.retry.enabled and self.retry.global_max_retries == 0:
+            log.warning("retry engine kill switch on: globalMaxRetries is 0, no failure will be retried")
 
     async def report(self, batch: RunEventBatch) -> int:
         """Append the job events the batch implies; return how many run events took effect."""
         run_ids = sorted({event.run_id for event in batch.events})
 
         async def translate(conn: AsyncConnection) -> _Translation:
-            return self._translate_batch(batch, await self._facts(conn, run_ids))
+            facts = await self._facts(conn, run_ids)
+            failed = {
+                facts[e.run_id].envelope["job_id"]
+                for e in batch.events
+                if e.kind == "failed" and e.run_id in facts
+            }
+            retry = await RetryContext.load(conn, self.retry, sorted(failed))
+            return self._translate_batch(batch, facts, retry)
 
         return (await self.store.append_optimistically(translate)).applied
 
-    def _translate_batch(self, batch: RunEventBatch, facts: dict[str, _RunFacts]) -> _Translation:
+    def _translate_batch(
+        self, batch: RunEventBatch, facts: dict[str, _RunFacts], retry: RetryContext | None = None
+    ) -> _Translation:
         translation = _Translation(job_ids={run.envelope["job_id"] for run in facts.values()})
+        if retry is not None:
+            translation.job_ids |= retry.watched_jobs()
         for event in batch.events:
             run = facts.get(event.run_id)
             if run is None or run.cluster != batch.executor_id:
                 continue
-            produced = self._translate(event, run)
+            if retry is not None and event.run_id in retry.stopped_runs:
+                continue  # a gang member's run this batch already stopped
+            produced = self._translate(event, run, retry)
             if produced:
                 translation.events += produced
                 translation.applied += 1
@@ -136,7 +156,9 @@ class RunEventIntake:
                 )
         return found
 
-    def _translate(self, event: RunEvent, run: _RunFacts) -> list[ev.Event]:
+    def _translate(
+        self, event: RunEvent, run: _RunFacts, retry: RetryContext | None = None
+    ) -> list[ev.Event]:
         if not run.active:
             return []
         where = {"cluster_id": run.cluster, "node_name": event.node or run.node, "pod_name": event.pod_name}
@@ -153,11 +175,13 @@ class RunEventIntake:
                 run.run_state = RunState.SUCCEEDED
                 return [ev.JobSucceeded(**run.envelope, created=event.time, **where)]
             case "failed":
-                return self._ended(event, run, failed=True)
+                return self._ended(event, run, failed=True, retry=retry)
             case "leaseReturned":
                 return self._ended(event, run, failed=False)
 
-    def _ended(self, event: RunEvent, run: _RunFacts, *, failed: bool) -> list[ev.Event]:
+    def _ended(
+        self, event: RunEvent, run: _RunFacts, *, failed: bool, retry: RetryContext | None = None
+    ) -> list[ev.Event]:
         """A run that stopped without succeeding: killed on request, failed, or given back."""
         run.run_state = RunState.FAILED if failed else RunState.RETURNED
         envelope = run.envelope
@@ -165,28 +189,33 @@ class RunEventIntake:
             return [ev.JobCancelled(**envelope, reason=run.cancel_reason, requestor=run.cancel_user)]
         if run.preempt_requested:
             return [ev.JobPreempted(**envelope, reason=run.reason)]
-        if failed and not event.retryable:
-            return [
-                ev.JobFailed(
-                    **envelope,
-                    created=event.time,
-                    reason=event.reason,
-                    cause=FailureCause(event.cause) if event.cause else FailureCause.ERROR,
-                    exit_code=event.exit_code,
-                    retryable=False,
-                    log_tail=event.log_tail,
-                    cluster_id=run.cluster,
-                    node_name=event.node or run.node,
-                    pod_name=event.pod_name,
-                )
-            ]
-        job_envelope: ev.Envelope = {k: v for k, v in envelope.items() if k != "run_id"}  # type: ignore[assignment]
         returned = ev.JobLeaseReturned(
             **envelope,
             cluster_id=run.cluster,
             reason=event.reason,
             run_attempted=event.run_attempted or failed,
         )
+        verdict = (
+            retry.judge(envelope["job_id"], event.failure_category, event.failure_subcategory)
+            if (failed and retry is not None)
+            else None
+        )
+        if verdict is not None and retry is not None:
+            run.run_state = RunState.RETURNED if verdict.retry else RunState.FAILED
+            decided = verdict_events(
+                verdict,
+                returned,
+                self._failed(event, run),
+                attempts=run.attempts,
+                retries_used=retry.retries_used(envelope["job_id"]),
+                job=retry.mutated(envelope["job_id"], verdict, event.node or run.node),
+            )
+            if verdict.retry:
+                decided += retry.restart_gang(envelope["job_id"], event.reason)
+            return decided
+        if failed and not event.retryable:
+            return [self._failed(event, run)]
+        job_envelope: ev.Envelope = {k: v for k, v in envelope.items() if k != "run_id"}  # type: ignore[assignment]
         return [
             returned,
             *requeue_or_fail(
@@ -196,3 +225,20 @@ class RunEventIntake:
                 reason=event.reason,
             ),
         ]
+
+    @staticmethod
+    def _failed(event: RunEvent, run: _RunFacts) -> ev.JobFailed:
+        return ev.JobFailed(
+            **run.envelope,
+            created=event.time,
+            reason=event.reason,
+            cause=FailureCause(event.cause) if event.cause else FailureCause.ERROR,
+            exit_code=event.exit_code,
+            retryable=False,
+            log_tail=event.log_tail,
+            cluster_id=run.cluster,
+            node_name=event.node or run.node,
+            pod_name=event.pod_name,
+            failure_category=event.failure_category,
+            failure_subcategory=event.failure_subcategory,
+        )

@@ -30,6 +30,7 @@ from armada.services.cluster_state import ClusterState, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.retries import requeue_or_fail
+from armada.services.retry_engine import RetryContext, expiry_events
 from armada.settings import SchedulerSettings
 
 log = structlog.get_logger(__name__)
@@ -201,6 +202,8 @@ class SchedulerService:
             return
         async with self.store.transaction() as tx:
             rows = await job_rows(tx.connection, [run.job_id for run, *_ in lost])
+            expired_ids = sorted({run.job_id for run, *_, expiry in lost if expiry})
+            retry = await RetryContext.load(tx.connection, self.config.retry_policy, expired_ids)
             for run, reason, cause, expiry in lost:
                 row = rows.get(run.job_id)
                 if row is None or row.run_id != run.run_id or not JobState(row.state).active:
@@ -210,6 +213,10 @@ class SchedulerService:
                 attempts = extras.attempts if extras else 0
                 if expiry:
                     tx.append([ev.JobLeaseExpired(**row.envelope(run.run_id), cluster_id=run.executor)])
+                    decided = expiry_events(retry, envelope, attempts=attempts, reason=reason)
+                    if decided is not None:
+                        tx.append(decided)
+                        continue
                 else:
                     tx.append(
                         [

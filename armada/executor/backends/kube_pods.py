@@ -250,6 +250,7 @@ def pod_run_status(pod: Pod) -> RunStatus:
         cause=cause,
         run_attempted=True,
         retryable=cause == "Evicted",
+        termination_message=str(end.get("message") or ""),
     )
 
 

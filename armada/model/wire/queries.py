@@ -32,6 +32,9 @@ class JobRunDetails(Response):
     pending_ts: datetime | None = None
     started_ts: datetime | None = None
     finished_ts: datetime | None = None
+    #: Why the run ended (not upstream's): for a run a retry policy decided, the failure,
+    #: its category and the decision, so a retried job's history explains itself.
+    reason: str = ""
 
 
 class JobDetails(Response):

@@ -3,7 +3,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import msgspec
+
 from armada.executor.backend import FoundRun, RunStatus
+from armada.executor.categories import Classifier, ErrorCategoriesSettings
 from armada.executor.tracker import RunTracker
 from armada.model.leases import Lease, RunEvent
 
@@ -111,3 +114,24 @@ async def test_a_terminal_event_survives_the_cancellation_of_its_observer() -> N
     for _ in range(3):
         await asyncio.sleep(0)
     assert [e.kind for e in published] == ["succeeded"]
+
+
+async def test_failed_events_carry_the_failure_category() -> None:
+    settings = msgspec.convert(
+        {
+            "categories": [
+                {
+                    "name": "transient",
+                    "rules": [{"onExitCodes": {"operator": "In", "values": [42]}, "subcategory": "x"}],
+                }
+            ]
+        },
+        ErrorCategoriesSettings,
+    )
+    sink = Sink()
+    tracker = RunTracker(sink.publish, sink.release, Classifier(settings))
+    for run_id, code, cause in (("r1", 42, "Error"), ("r2", 137, "OOM"), ("r3", 1, "Error")):
+        tracker.accept(lease(run_id))
+        await tracker.observe(RunStatus(run_id=run_id, kind="failed", exit_code=code, cause=cause))
+    named = [(e.failure_category, e.failure_subcategory) for e in sink.events]
+    assert named == [("transient", "x"), ("oom", ""), ("", "")]

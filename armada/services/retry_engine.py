@@ -1,0 +1,239 @@
+"""The retry engine at the edge of the store: what a failed run means for its job.
+
+When ``scheduling.retryPolicy.enabled`` is on and a failed run's queue names a retry policy
+(or ``defaultPolicyName`` is set), the policy decides instead of the legacy ``maxRetries``
+path. A retry ends the run as returned (with the failure's category and the deciding
+policy and rule, so the job's history explains it) and requeues the job with one more
+granted retry (and, for a rule with ``mutate``, the changed job); a refusal fails the job
+with the category and the reason. A gang is retried as one (:mod:`gang_retries`) unless
+``retryGangs`` is off; then, as upstream, gangs keep the legacy path.
+
+Why a retry ends the run as *returned* rather than *failed*: a ``failed`` event ends the
+job everywhere (views, scheduler, clients following the stream), so a retried failure is
+told as the run given back, with its category, and the job requeued.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import dialects, schema
+from armada.model import events as ev
+from armada.model.jobs import Job
+from armada.model.retry import RetryPolicy
+from armada.model.retry_engine import RetryEngineSettings, Verdict, decide, fail_fast, policy_name_for
+from armada.model.retry_mutation import mutate_job
+from armada.model.states import FailureCause
+from armada.services.gang_retries import GangMember, load_gang, restart_others, restartable
+from armada.services.retry_policies import load_policies
+
+_job_decoder = msgspec.json.Decoder(Job)
+_queued_decoder = msgspec.json.Decoder(ev.JobQueued)
+
+
+@dataclass
+class _JobFacts:
+    policy: RetryPolicy
+    fail_fast: bool
+    retries_used: int
+    job: Job
+    #: The job's gang (empty for a job on its own).
+    gang: list[GangMember] = field(default_factory=list)
+
+
+@dataclass
+class RetryContext:
+    """The policies, and each failed job's budget, read once per batch of run events."""
+
+    settings: RetryEngineSettings
+    jobs: dict[str, _JobFacts] = field(default_factory=dict)
+    #: Runs of gang members stopped in this batch (their own events are then stale).
+    stopped_runs: set[str] = field(default_factory=set)
+
+    @classmethod
+    async def load(
+        cls, conn: AsyncConnection, settings: RetryEngineSettings, job_ids: list[str]
+    ) -> RetryContext:
+        context = cls(settings)
+        if not settings.enabled or not job_ids:
+            return context
+        policies = await load_policies(conn)
+        queue_policies = await _queue_policies(conn)
+        jobs = schema.jobs
+        for where in dialects.in_values(conn, jobs.c.job_id, job_ids):
+            for job_id, queue, spec in await conn.execute(
+                select(jobs.c.job_id, jobs.c.queue, jobs.c.spec).where(where)
+            ):
+                policy = policies.get(policy_name_for(queue_policies.get(queue, []), settings))
+                job = _decode_job(spec)
+                if policy is None or job is None:
+                    continue
+                gang: list[GangMember] = []
+                if job.gang_cardinality >= 2:
+                    if not settings.retry_gangs:
+                        continue  # as upstream: gangs keep the legacy path
+                    gang = await load_gang(conn, queue, job.gang_id)
+                    if not restartable(gang):
+                        continue
+                members = [m.job_id for m in gang] or [job_id]
+                used = max([await _retries_used(conn, member) for member in members])
+                context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used, job, gang)
+        return context
+
+    def judge(self, job_id: str, category: str, subcategory: str) -> Verdict | None:
+        """The engine's verdict on a genuine failure; ``None``: the legacy path decides."""
+        facts = self.jobs.get(job_id)
+        if facts is None:
+            return None
+        verdict = decide(
+            facts.policy,
+            category=category,
+            subcategory=subcategory,
+            retries_used=facts.retries_used,
+            global_max_retries=self.settings.global_max_retries,
+            fail_fast_job=facts.fail_fast,
+        )
+        if verdict.retry:
+            facts.retries_used += 1
+        return verdict
+
+    def mutated(self, job_id: str, verdict: Verdict, failed_node: str) -> Job | None:
+        """The job as a retry decided by ``verdict`` runs (``None``: unchanged); compounding."""
+        facts = self.jobs.get(job_id)
+        if facts is None or verdict.mutate is None or not verdict.retry:
+            return None
+        changed = mutate_job(facts.job, verdict.mutate, failed_node)
+        if changed is not None:
+            facts.job = changed
+        return changed
+
+    def restart_gang(self, job_id: str, why: str) -> list[ev.Event]:
+        """After a retry of a gang member: stop and requeue the other members."""
+        facts = self.jobs.get(job_id)
+        if facts is None or not facts.gang:
+            return []
+        events, stopped = restart_others(facts.gang, job_id, retries_used=facts.retries_used, why=why)
+        self.stopped_runs |= stopped
+        return events
+
+    def watched_jobs(self) -> set[str]:
+        """Jobs whose rows decided this batch's events beyond the batch's own (gang members)."""
+        return {member.job_id for facts in self.jobs.values() for member in facts.gang}
+
+    def retries_used(self, job_id: str) -> int:
+        facts = self.jobs.get(job_id)
+        return facts.retries_used if facts else 0
+
+
+def _decode_job(spec: object) -> Job | None:
+    try:
+        if isinstance(spec, bytes | str):
+            return _job_decoder.decode(spec)
+        return msgspec.convert(spec, Job)
+    except msgspec.DecodeError:
+        return None
+
+
+async def _queue_policies(conn: AsyncConnection) -> dict[str, list[str]]:
+    rows = await conn.execute(select(schema.queues.c.name, schema.queues.c.spec))
+    return {name: list((spec or {}).get("retryPolicies") or []) for name, spec in rows}
+
+
+async def _retries_used(conn: AsyncConnection, job_id: str) -> int:
+    """Retries granted so far: the most any of the job's ``queued`` events records (a legacy
+    requeue of a returned lease records none, and must not give the budget back)."""
+    events = schema.events
+    payloads = await conn.scalars(
+        select(events.c.payload).where(events.c.job_id == job_id, events.c.type == "queued")
+    )
+    used = 0
+    for payload in payloads:
+        try:
+            used = max(used, _queued_decoder.decode(payload).failure_retries)
+        except msgspec.DecodeError:
+            continue
+    return used
+
+
+def verdict_events(
+    verdict: Verdict,
+    run: ev.JobLeaseReturned,
+    failed: ev.JobFailed,
+    *,
+    attempts: int,
+    retries_used: int,
+    job: Job | None = None,
+) -> list[ev.Event]:
+    """The events of a verdict: a returned run and a requeue, or the job's failure."""
+    if not verdict.retry:
+        explained = f"{failed.reason}; {verdict.explanation}"
+        return [msgspec.structs.replace(failed, reason=explained, retry_policy=verdict.policy)]
+    returned = msgspec.structs.replace(
+        run,
+        reason=f"{failed.reason}; {verdict.explanation}",
+        run_attempted=True,
+        failure_category=failed.failure_category,
+        failure_subcategory=failed.failure_subcategory,
+        retry_policy=verdict.policy,
+        retry_rule=-1 if verdict.rule is None else verdict.rule,
+    )
+    job_envelope: ev.Envelope = {
+        "queue": run.queue,
+        "job_set_id": run.job_set_id,
+        "job_id": run.job_id,
+    }
+    requeued = ev.JobQueued(
+        **job_envelope,
+        attempts=attempts,
+        failure_retries=retries_used,
+        retry_policy=verdict.policy,
+        failure_category=failed.failure_category,
+        job=job,
+    )
+    return [returned, requeued]
+
+
+#: The category the server gives a run whose executor went silent (upstream's name).
+LEASE_EXPIRED = ("internal", "lease-expired")
+
+
+def expiry_events(
+    context: RetryContext, envelope: ev.Envelope, *, attempts: int, reason: str
+) -> list[ev.Event] | None:
+    """The job events after an expired lease when the engine decides it (``None``: legacy).
+
+    An expiry is a genuine failure: it spends budget like a failed run. It is never mutated
+    (the lost node is not a node to avoid; more memory does not cure a lost executor).
+    """
+    category, subcategory = LEASE_EXPIRED
+    facts = context.jobs.get(envelope["job_id"])
+    if facts is not None and facts.gang:
+        return None  # a gang's members expire one by one: the legacy path requeues each
+    verdict = context.judge(envelope["job_id"], category, subcategory)
+    if verdict is None:
+        return None
+    if verdict.retry:
+        used = context.retries_used(envelope["job_id"])
+        requeued = ev.JobQueued(
+            **envelope,
+            attempts=attempts,
+            failure_retries=used,
+            retry_policy=verdict.policy,
+            failure_category=category,
+        )
+        return [requeued]
+    return [
+        ev.JobFailed(
+            **envelope,
+            reason=f"{reason}; {verdict.explanation}",
+            cause=FailureCause.LEASE_EXPIRED,
+            retryable=False,
+            failure_category=category,
+            failure_subcategory=subcategory,
+            retry_policy=verdict.policy,
+        )
+    ]

@@ -1,0 +1,202 @@
+"""Retry policies end to end: a real server, a process executor, real exit codes.
+
+One server and one executor serve the whole module (each test uses its own job set): the
+executor names exit 3 ``user-error``, exit 42 ``transient`` and exit 137 ``memory``; the
+queue's policy fails the first at once, retries the second twice, and retries the third
+twice with twice the memory each time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from armada.client import ArmadaClient
+from armada.model import events as ev
+from tests.e2e.cluster import (
+    FAST_SERVER_ENV,
+    event_types,
+    executor,
+    fake_nodes,
+    gang,
+    job,
+    states_are,
+    wait_for,
+)
+from tests.processes import Server, running_server
+
+CATEGORIES = {
+    "categories": [
+        {"name": "user-error", "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}]},
+        {"name": "memory", "rules": [{"onExitCodes": {"operator": "In", "values": [137]}}]},
+        {
+            "name": "transient",
+            "action": "Delete",
+            "rules": [{"onExitCodes": {"operator": "In", "values": [42]}}],
+        },
+    ]
+}
+POLICY = {
+    "name": "standard",
+    "retryLimit": 2,
+    "defaultAction": "Fail",
+    "rules": [
+        {"action": "Fail", "onCategory": "user-error"},
+        {"action": "Retry", "onCategory": "transient"},
+        {"action": "Retry", "onCategory": "memory", "mutate": {"resources": {"memory": {"factor": 2}}}},
+    ],
+}
+ENGINE = {"enabled": True, "globalMaxRetries": 5}
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, ArmadaClient]]:
+    tmp = tmp_path_factory.mktemp("retries")
+    env = {**FAST_SERVER_ENV, "ARMADA_SCHEDULING_RETRY_POLICY": json.dumps(ENGINE)}
+    executor_env = {"ARMADA_EXECUTOR_ERROR_CATEGORIES": json.dumps(CATEGORIES)}
+    with (
+        running_server(tmp, env=env) as server,
+        ArmadaClient(server.url) as client,
+        executor(tmp, server.url, "local", backend="process", args=("--process-cpu", "4"), env=executor_env),
+    ):
+        assert httpx.post(f"{server.url}/v1/retry-policy", json=POLICY).status_code == 200
+        queue = {"name": "q", "retryPolicies": ["standard"]}
+        assert httpx.post(f"{server.url}/v1/queue", json=queue).status_code == 200
+        yield server, client
+
+
+def _failed(client: ArmadaClient, job_set: str, job_id: str) -> ev.JobFailed:
+    [failed] = [
+        e.event
+        for e in client.job_set_events("q", job_set)
+        if e.event.job_id == job_id and e.event.type == "failed"
+    ]
+    assert isinstance(failed, ev.JobFailed)
+    return failed
+
+
+def test_user_error_fails_at_once_and_transient_retries_twice_then_fails(
+    system: tuple[Server, ArmadaClient],
+) -> None:
+    _, client = system
+    user, transient = client.submit_jobs("q", "a", [job("exit 3"), job("exit 42")])
+    wait_for(states_are(client, [user, transient], "FAILED"), timeout=90, what="both jobs to fail")
+
+    assert event_types(client, "q", "a", user).count("leased") == 1
+    failed = _failed(client, "a", user)
+    assert (failed.failure_category, failed.exit_code, failed.retryable) == ("user-error", 3, False)
+    assert "says Fail" in failed.reason
+
+    types = event_types(client, "q", "a", transient)
+    assert types.count("leased") == 3 and types.count("leaseReturned") == 2, types
+    returns = [
+        e.event
+        for e in client.job_set_events("q", "a")
+        if e.event.job_id == transient and e.event.type == "leaseReturned"
+    ]
+    assert all(isinstance(r, ev.JobLeaseReturned) and r.failure_category == "transient" for r in returns)
+    assert [r.retry_rule for r in returns if isinstance(r, ev.JobLeaseReturned)] == [1, 1]
+    assert "retry 2 of 2" in returns[-1].reason if isinstance(returns[-1], ev.JobLeaseReturned) else False
+    last = _failed(client, "a", transient)
+    assert last.failure_category == "transient" and "retryLimit 2 reached" in last.reason
+
+    [details] = client.job_details([transient], expand_runs=True).values()
+    reasons = [run.reason for run in details.job_runs]
+    assert sum("by retry policy 'standard' rule 1 (onCategory transient)" in r for r in reasons) == 2, reasons
+
+    metrics = httpx.get(f"{system[0].url}/metrics").text
+    assert 'armada_scheduler_retry_policy_decisions_total{decision="retry",policy="standard"} 2.0' in metrics
+    assert 'armada_scheduler_retries_total{category="transient",queue="q"} 2.0' in metrics
+    assert 'armada_scheduler_retry_policy_decisions_total{decision="fail",policy="standard"}' in metrics
+
+
+def test_fail_fast_bypasses_the_engine(system: tuple[Server, ArmadaClient]) -> None:
+    _, client = system
+    [fast] = client.submit_jobs("q", "b", [job("exit 42", annotations={"armadaproject.io/failFast": "true"})])
+    wait_for(states_are(client, [fast], "FAILED"), timeout=60, what="the fail-fast job to fail")
+    assert event_types(client, "q", "b", fast).count("leased") == 1
+    assert "failFast" in _failed(client, "b", fast).reason
+
+
+def test_retried_job_can_succeed(system: tuple[Server, ArmadaClient], tmp_path: Path) -> None:
+    _, client = system
+    marker = tmp_path / "tried"
+    command = f"if [ -e {marker} ]; then exit 0; fi; touch {marker}; exit 42"
+    [flaky] = client.submit_jobs("q", "c", [job(command)])
+    wait_for(states_are(client, [flaky], "SUCCEEDED"), timeout=60, what="the flaky job to succeed on retry")
+    assert event_types(client, "q", "c", flaky).count("leaseReturned") == 1
+
+
+def test_an_oom_like_failure_grows_memory_on_each_retry(system: tuple[Server, ArmadaClient]) -> None:
+    _, client = system
+    [hungry] = client.submit_jobs("q", "d", [job("exit 137", memory="64Mi")])
+    wait_for(states_are(client, [hungry], "FAILED"), timeout=90, what="the hungry job to use its retries")
+    assert event_types(client, "q", "d", hungry).count("leased") == 3
+    [details] = client.job_details([hungry], expand_spec=True).values()
+    assert details.job_spec is not None
+    resources = details.job_spec.pod_spec["containers"][0]["resources"]
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == str(4 * 64 * 2**20)
+    assert _failed(client, "d", hungry).failure_category == "memory"
+
+
+def test_a_gang_member_failing_retryably_restarts_the_whole_gang(
+    system: tuple[Server, ArmadaClient], tmp_path: Path
+) -> None:
+    """First run: one member (whoever takes the lock) exits 42, the others would run long;
+    the gang restarts as a whole and every member then succeeds."""
+    _, client = system
+    marker, lock = tmp_path / "failed-once", tmp_path / "lock"
+    command = (
+        f"if [ -e {marker} ]; then exit 0; fi; "
+        f"if mkdir {lock} 2>/dev/null; then sleep 1; touch {marker}; exit 42; fi; sleep 120"
+    )
+    members = client.submit_jobs("q", "e", gang(4, command, "g-e2e", cpu="1", memory="16Mi"))
+    wait_for(states_are(client, members, "SUCCEEDED"), timeout=90, what="the whole gang to succeed")
+    for member in members:
+        types = event_types(client, "q", "e", member)
+        assert types.count("leased") == 2 and "failed" not in types, (member, types)
+    reasons = [
+        e.event.reason for e in client.job_set_events("q", "e") if isinstance(e.event, ev.JobLeaseReturned)
+    ]
+    assert sum(r.startswith("gang-member-failed") for r in reasons) == 3, reasons
+
+
+def test_avoid_same_node_on_two_fake_nodes(tmp_path: Path) -> None:
+    """A node-specific failure moves the retry to the other node; with no node left the job
+    fails with the scheduler's reason."""
+    categories = {
+        "categories": [{"name": "node", "rules": [{"onExitCodes": {"operator": "In", "values": [7]}}]}]
+    }
+    policy = {
+        "name": "move",
+        "retryLimit": 5,
+        "rules": [{"action": "Retry", "onCategory": "node", "mutate": {"affinity": {"avoidSameNode": True}}}],
+    }
+    env = {**FAST_SERVER_ENV, "ARMADA_SCHEDULING_RETRY_POLICY": json.dumps(ENGINE)}
+    with (
+        running_server(tmp_path, env=env) as server,
+        ArmadaClient(server.url) as client,
+        executor(
+            tmp_path,
+            server.url,
+            "fake",
+            args=fake_nodes(2),
+            env={"ARMADA_EXECUTOR_ERROR_CATEGORIES": json.dumps(categories)},
+        ),
+    ):
+        assert httpx.post(f"{server.url}/v1/retry-policy", json=policy).status_code == 200
+        assert (
+            httpx.post(f"{server.url}/v1/queue", json={"name": "q", "retryPolicies": ["move"]}).status_code
+            == 200
+        )
+        [moving] = client.submit_jobs("q", "f", [job("exit 7")])
+        wait_for(states_are(client, [moving], "FAILED"), timeout=60, what="the job to run out of nodes")
+        nodes = [
+            e.event.node_id for e in client.job_set_events("q", "f") if isinstance(e.event, ev.JobLeased)
+        ]
+        assert len(nodes) == 2 and len(set(nodes)) == 2, nodes
+        assert event_types(client, "q", "f", moving).count("leaseReturned") == 2
