@@ -28,9 +28,10 @@ _OURS_ONLY = ("allowed_namespaces", "pod_security_profile", "allowed_service_acc
 def queue_from_proto(message: submit_pb2.Queue, where: str = "") -> Queue:
     data = to_dict(message)
     data.pop("labelsDeprecated", None)  # upstream's deprecated list form; labels replace it
-    if data.pop("retryPolicies", None):
-        raise InvalidRequest("retry policies are not supported by this server", field=f"{where}retryPolicies")
-    return wire(data, Queue)
+    try:
+        return wire(data, Queue)
+    except InvalidRequest as exc:  # name the queue of a batch the field belongs to
+        raise InvalidRequest(exc.detail, field=f"{where}{exc.field or ''}".rstrip(".") or None) from None
 
 
 def queue_to_proto(queue: Queue) -> submit_pb2.Queue:

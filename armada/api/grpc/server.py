@@ -18,6 +18,7 @@ from armada.api.grpc.convert import GrpcServices
 from armada.api.grpc.events import EventService
 from armada.api.grpc.jobs import JobsService
 from armada.api.grpc.queues import QueueService
+from armada.api.grpc.retry_policies import RetryPolicyService
 from armada.api.grpc.submit import SubmitService
 from armada.settings import ServerSettings
 
@@ -43,6 +44,7 @@ async def start_grpc(settings: ServerSettings, services: GrpcServices) -> grpc.a
     submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(services), server)  # type: ignore[no-untyped-call]
     event_pb2_grpc.add_EventServicer_to_server(EventService(services), server)  # type: ignore[no-untyped-call]
     job_pb2_grpc.add_JobsServicer_to_server(JobsService(services), server)  # type: ignore[no-untyped-call]
+    submit_pb2_grpc.add_RetryPolicyServiceServicer_to_server(RetryPolicyService(services), server)  # type: ignore[no-untyped-call]
     address = _address(settings)
     try:
         if settings.tls_cert:
