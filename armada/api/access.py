@@ -30,7 +30,7 @@ from litestar.exceptions import (
 from litestar.handlers.base import BaseRouteHandler
 
 from armada.api.guard import reject_hostile_input
-from armada.auth.authentication import Authentication, Unauthenticated
+from armada.auth.authentication import Authentication
 from armada.auth.identity import Identity
 from armada.auth.permissions import VERB_PERMISSION, GlobalPermission, Permissions
 from armada.auth.policy import (
@@ -49,7 +49,7 @@ from armada.auth.queue_changes import owns
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
-from armada.model.errors import NotFound, PermissionDenied
+from armada.model.errors import NotFound, PermissionDenied, Unauthenticated
 from armada.model.queues import QueueVerb
 from armada.services.queues import get_queue
 from armada.services.visibility import ReadScope
