@@ -24,7 +24,7 @@ from armada.auth.secrets import hash_token
 from armada.auth.settings import EXECUTORS, StaticToken
 from armada.eventstore.store import EventStore
 from armada.model.events import Event
-from armada.settings import DatabaseSettings, SchedulerSettings, Settings
+from armada.settings import DatabaseSettings, SchedulerServiceSettings, Settings
 from tests.processes import TEST_EXECUTOR_TOKEN, free_port
 
 #: Anonymous callers may not execute jobs: executor calls send this header.
@@ -76,7 +76,7 @@ def serving(database_url: str, settings: Settings | None = None) -> Iterator[Api
         auth=auth,
         server=settings.server,
         # The tests stand in for the scheduler and executors by appending their events.
-        scheduler=SchedulerSettings(enabled=False),
+        scheduler=SchedulerServiceSettings(enabled=False),
     )
     app = create_app(settings)
     port = free_port()

@@ -30,7 +30,7 @@ from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.retries import requeue_or_fail
 from armada.services.scheduler import job_rows
-from armada.settings import SchedulerSettings
+from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
 
@@ -78,7 +78,7 @@ class LeaseService:
         self,
         store: EventStore,
         follower: LogFollower,
-        settings: SchedulerSettings,
+        settings: SchedulerServiceSettings,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store

@@ -23,7 +23,7 @@ from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.states import FailureCause, JobState, RunState
 from armada.services.retries import requeue_or_fail
-from armada.settings import SchedulerSettings
+from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
 
@@ -64,7 +64,7 @@ class _Translation:
 
 
 class RunEventIntake:
-    def __init__(self, store: EventStore, settings: SchedulerSettings) -> None:
+    def __init__(self, store: EventStore, settings: SchedulerServiceSettings) -> None:
         self.store = store
         self.settings = settings
 

@@ -30,7 +30,7 @@ from armada.services.cluster_state import ClusterState, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.retries import requeue_or_fail
-from armada.settings import SchedulerSettings
+from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +75,7 @@ class SchedulerService:
         store: EventStore,
         follower: LogFollower,
         leader: LeaderElection,
-        settings: SchedulerSettings,
+        settings: SchedulerServiceSettings,
         config: SchedulingConfig,
         clock: Callable[[], float] = time.time,
     ) -> None:
