@@ -1,7 +1,7 @@
 """The scheduler's in-memory job database: columnar, incrementally updated.
 
 The scheduler service applies the event log to a :class:`JobDb` (submitted, leased,
-requeued, finished, reprioritised) and hands it to :func:`armada.scheduling.schedule` each
+requeued, finished, reprioritized) and hands it to :func:`armada.scheduling.schedule` each
 cycle. A job costs one row in a few numpy columns plus its id; queued jobs are kept in
 per-queue orders that are re-sorted only when something changed, and the aggregates a
 cycle needs (queued count per queue and scheduling key, allocation per node and per queue)
@@ -225,7 +225,7 @@ class JobDb:
         self.cols["state"][row] = FREE
         self.ids[row] = None
 
-    def reprioritise(self, job_id: str, priority: float) -> None:
+    def reprioritize(self, job_id: str, priority: float) -> None:
         """Change a job's priority; a queued job moves within its queue next cycle."""
         row = self._row_of[job_id]
         self.cols["priority"][row] = priority

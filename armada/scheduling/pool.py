@@ -27,6 +27,7 @@ from armada.scheduling.candidates import (
     scan_queued,
 )
 from armada.scheduling.context import CycleContext
+from armada.scheduling.decisions import GLOBAL_RATE_LIMITED, QUEUE_CORDONED, QUEUE_RATE_LIMITED
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.placement import (
     dominant_column,
@@ -125,7 +126,7 @@ class PoolCycle(Urgency):
                     gang_rep=self.gang_rep,
                 )
             elif spec.cordoned:
-                self.ctx.reasons.by_queue[spec.name] = "queue is cordoned"
+                self.ctx.reasons.by_queue[spec.name] = QUEUE_CORDONED
             keys = self.db.cols["key"][rows].astype(np.int64)
             queued = Units(
                 rows,
@@ -164,9 +165,7 @@ class PoolCycle(Urgency):
         """How many of a queue's queued units its token bucket lets through."""
         cut = int(np.searchsorted(np.cumsum(units.counts), tokens, side="right"))
         if cut < len(units):
-            self.ctx.reasons.by_queue[self.queues[qi].name] = (
-                "queue rate limited (maximumPerQueueSchedulingRate)"
-            )
+            self.ctx.reasons.by_queue[self.queues[qi].name] = QUEUE_RATE_LIMITED
         return cut
 
     def _within_class_limits(self, qi: int, units: Units) -> Units:
@@ -196,7 +195,7 @@ class PoolCycle(Urgency):
         jobs = np.cumsum(units.counts * new)
         end = int(np.searchsorted(jobs, math.floor(self.ctx.global_tokens), side="right"))
         if end < len(units):
-            self.ctx.reasons.cycle = "global scheduling rate limit reached (maximumSchedulingRate)"
+            self.ctx.reasons.cycle = GLOBAL_RATE_LIMITED
         if (self.budget >= UNLIMITED).all():
             return end, end < len(units)
         requests = (units.counts * new)[:, None] * self.key_requests[units.keys]

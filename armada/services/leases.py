@@ -14,6 +14,7 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Literal
 
 import structlog
 from sqlalchemy import select
@@ -28,11 +29,14 @@ from armada.model.resources import QuantityError, to_units
 from armada.model.states import JobState
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
-from armada.services.retries import requeue_or_fail
+from armada.services.retries import run_ended_without_result
 from armada.services.scheduler import job_rows
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
+
+#: What the executor is told to do with a run it holds.
+KillOrder = Literal["cancel", "preempt"]
 
 
 def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
@@ -177,9 +181,9 @@ class LeaseService:
             leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)
         )
 
-    def _kill_orders(self, executor: ExecutorInfo) -> dict[str, str]:
+    def _kill_orders(self, executor: ExecutorInfo) -> dict[str, KillOrder]:
         """This executor's runs whose jobs asked to be cancelled or preempted, by run id."""
-        orders: dict[str, str] = {}
+        orders: dict[str, KillOrder] = {}
         for job_id in self.state.kill_requested:
             run = self.state.active_run(job_id)
             extras = self.state.extras.get(job_id)
@@ -204,14 +208,13 @@ class LeaseService:
                 elif extras is not None and extras.preempt_requested:
                     tx.append([ev.JobPreempted(**envelope, reason=preempt_reason)])
                 else:
-                    why = "run disappeared from its executor"
-                    tx.append([ev.JobLeaseReturned(**envelope, cluster_id=run.executor, reason=why)])
                     tx.append(
-                        requeue_or_fail(
-                            row.envelope(),
+                        run_ended_without_result(
+                            envelope,
+                            cluster_id=run.executor,
                             attempts=extras.attempts if extras else 0,
                             max_retries=self.settings.max_retries,
-                            reason=why,
+                            reason="run disappeared from its executor",
                         )
                     )
         await self.follower.catch_up()

@@ -22,7 +22,7 @@ from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.states import FailureCause, JobState, RunState
-from armada.services.retries import requeue_or_fail
+from armada.services.retries import run_ended_without_result
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
@@ -180,19 +180,11 @@ class RunEventIntake:
                     pod_name=event.pod_name,
                 )
             ]
-        job_envelope: ev.Envelope = {k: v for k, v in envelope.items() if k != "run_id"}  # type: ignore[assignment]
-        returned = ev.JobLeaseReturned(
-            **envelope,
+        return run_ended_without_result(
+            envelope,
             cluster_id=run.cluster,
-            reason=event.reason,
             run_attempted=event.run_attempted or failed,
+            attempts=run.attempts,
+            max_retries=self.settings.max_retries,
+            reason=event.reason,
         )
-        return [
-            returned,
-            *requeue_or_fail(
-                job_envelope,
-                attempts=run.attempts,
-                max_retries=self.settings.max_retries,
-                reason=event.reason,
-            ),
-        ]

@@ -26,10 +26,10 @@ from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
 from armada.reports.history import CycleHistory
 from armada.scheduling import SchedulerState, SchedulingConfig, SchedulingResult, schedule
-from armada.services.cluster_state import ClusterState, RunInfo
+from armada.services.cluster_state import ClusterState, RunInfo, split_node_key
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
-from armada.services.retries import requeue_or_fail
+from armada.services.retries import run_ended_without_result
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
@@ -205,23 +205,13 @@ class SchedulerService:
                 row = rows.get(run.job_id)
                 if row is None or row.run_id != run.run_id or not JobState(row.state).active:
                     continue
-                envelope = row.envelope()
                 extras = self.state.extras.get(run.job_id)
-                attempts = extras.attempts if extras else 0
-                if expiry:
-                    tx.append([ev.JobLeaseExpired(**row.envelope(run.run_id), cluster_id=run.executor)])
-                else:
-                    tx.append(
-                        [
-                            ev.JobLeaseReturned(
-                                **row.envelope(run.run_id), cluster_id=run.executor, reason=reason
-                            )
-                        ]
-                    )
                 tx.append(
-                    requeue_or_fail(
-                        envelope,
-                        attempts=attempts,
+                    run_ended_without_result(
+                        row.envelope(run.run_id),
+                        cluster_id=run.executor,
+                        expired=expiry,
+                        attempts=extras.attempts if extras else 0,
                         max_retries=self.settings.max_retries,
                         reason=reason,
                         cause=cause,
@@ -282,9 +272,13 @@ class SchedulerService:
             row = rows.get(job_id)
             if row is None or row.state != JobState.QUEUED:
                 continue
-            node_name = node_id.split("/", 1)[1] if "/" in node_id else node_id
             events.append(
-                ev.JobLeased(**row.envelope(new_run_id()), cluster_id=executor, node_id=node_name, pool=pool)
+                ev.JobLeased(
+                    **row.envelope(new_run_id()),
+                    cluster_id=executor,
+                    node_id=split_node_key(node_id)[1],
+                    pool=pool,
+                )
             )
         for rejection in result.rejections:
             row = rows.get(rejection.job_id)
@@ -298,13 +292,11 @@ class SchedulerService:
         extras = self.state.extras.get(row.job_id)
         text = f"preempted by {preempted_by}: {reason}" if preempted_by else reason
         if extras is not None and extras.retry_on_preemption:
-            return [
-                ev.JobLeaseReturned(**row.envelope(row.run_id), reason=text, run_attempted=True),
-                *requeue_or_fail(
-                    row.envelope(),
-                    attempts=extras.attempts,
-                    max_retries=self.settings.max_retries,
-                    reason=text,
-                ),
-            ]
+            return run_ended_without_result(
+                row.envelope(row.run_id),
+                run_attempted=True,
+                attempts=extras.attempts,
+                max_retries=self.settings.max_retries,
+                reason=text,
+            )
         return [ev.JobPreempted(**row.envelope(row.run_id), preempting_job_id=preempted_by, reason=text)]

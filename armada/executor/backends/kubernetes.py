@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 from kubernetes_asyncio import client, config, watch
@@ -42,6 +42,9 @@ log = structlog.get_logger(__name__)
 
 #: Client errors that retrying the same pod cannot fix: the run fails.
 _FATAL_CREATE_STATUS = frozenset({400, 403, 404, 422})
+#: What a pod name already taken means: the pod of this very run, a stale pod now deleted
+#: (retry), or the pod of another live run.
+NameClash = Literal["ours", "cleared", "busy"]
 #: A pod of a run the executor does not hold is deleted once seen for this long (it was
 #: created by a launch interrupted by a kill, or by an executor that lost its lease).
 _ORPHAN_GRACE_SECONDS = 60.0
@@ -147,7 +150,7 @@ class KubernetesBackend:
                 # The API takes the raw JSON manifest (the lease's pod spec is JSON, not a model).
                 created = await self._core.create_namespaced_pod(lease.namespace, body)  # type: ignore[arg-type]
             except ApiException as exc:
-                clash = await self._name_clash(lease, name) if exc.status == 409 else "error"
+                clash: NameClash | None = await self._name_clash(lease, name) if exc.status == 409 else None
                 if clash == "ours":
                     return  # a retried lease: the pod of this very run exists
                 if clash == "cleared" and attempt == 0:
@@ -159,7 +162,7 @@ class KubernetesBackend:
             await self._report().observe(RunStatus(run_id=lease.run_id, kind="pending", pod_name=name))
             return
 
-    async def _name_clash(self, lease: Lease, name: str) -> str:
+    async def _name_clash(self, lease: Lease, name: str) -> NameClash:
         """``ours``, ``cleared`` (an old run's pod deleted: retry) or ``busy`` (a live run)."""
         try:
             existing = self._json(await self._core.read_namespaced_pod(name, lease.namespace))
