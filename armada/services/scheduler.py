@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import structlog
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects, schema
+from armada.eventstore import views
 from armada.eventstore.store import EventStore
+from armada.eventstore.views import JobRow
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
@@ -35,38 +35,11 @@ from armada.settings import SchedulerServiceSettings
 log = structlog.get_logger(__name__)
 
 
-class JobRow:
-    """The view facts a decision is re-checked against."""
-
-    __slots__ = ("job_id", "job_set_id", "queue", "run_id", "state")
-
-    def __init__(self, job_id: str, queue: str, job_set_id: str, state: str, run_id: str | None) -> None:
-        self.job_id = job_id
-        self.queue = queue
-        self.job_set_id = job_set_id
-        self.state = state
-        self.run_id = run_id or ""
-
-    def envelope(self, run_id: str = "") -> ev.Envelope:
-        return {"queue": self.queue, "job_set_id": self.job_set_id, "job_id": self.job_id, "run_id": run_id}
-
-
 class _Decisions(NamedTuple):
     """A cycle's decisions as events, and the jobs they were checked against."""
 
     events: list[ev.Event]
     job_ids: list[str]
-
-
-async def job_rows(conn: AsyncConnection, job_ids: Sequence[str]) -> dict[str, JobRow]:
-    """Current view rows of ``job_ids``."""
-    jobs = schema.jobs
-    found: dict[str, JobRow] = {}
-    query = select(jobs.c.job_id, jobs.c.queue, jobs.c.job_set_id, jobs.c.state, jobs.c.latest_run_id)
-    for where in dialects.in_values(conn, jobs.c.job_id, job_ids):
-        for row in await conn.execute(query.where(where)):
-            found[row.job_id] = JobRow(*row)
-    return found
 
 
 class SchedulerService:
@@ -200,10 +173,10 @@ class SchedulerService:
             self._lost_nodes_checked = generation
             return
         async with self.store.transaction() as tx:
-            rows = await job_rows(tx.connection, [run.job_id for run, *_ in lost])
+            rows = await views.jobs_by_id(tx.connection, [run.job_id for run, *_ in lost])
             for run, reason, cause, expiry in lost:
                 row = rows.get(run.job_id)
-                if row is None or row.run_id != run.run_id or not JobState(row.state).active:
+                if row is None or row.latest_run_id != run.run_id or not row.state.active:
                     continue
                 extras = self.state.extras.get(run.job_id)
                 tx.append(
@@ -239,7 +212,7 @@ class SchedulerService:
         draft = _Decisions(self._decision_events(result, self._rows_in_state(job_ids)), job_ids)
 
         async def decide(conn: AsyncConnection) -> _Decisions:
-            return _Decisions(self._decision_events(result, await job_rows(conn, job_ids)), job_ids)
+            return _Decisions(self._decision_events(result, await views.jobs_by_id(conn, job_ids)), job_ids)
 
         await self.store.append_checked(draft, seen, decide, urgent=True)
 
@@ -252,7 +225,7 @@ class SchedulerService:
             if extras is None or job_id not in jobs:
                 continue
             state = JobState.QUEUED if jobs.node_of(job_id) is None else JobState.LEASED
-            rows[job_id] = JobRow(job_id, extras.queue, extras.job_set_id, state, extras.run_id)
+            rows[job_id] = JobRow(job_id, extras.queue, extras.job_set_id, state, extras.run_id or "")
         return rows
 
     def _decision_events(self, result: SchedulingResult, rows: dict[str, JobRow]) -> list[ev.Event]:
@@ -293,10 +266,12 @@ class SchedulerService:
         text = f"preempted by {preempted_by}: {reason}" if preempted_by else reason
         if extras is not None and extras.retry_on_preemption:
             return run_ended_without_result(
-                row.envelope(row.run_id),
+                row.envelope(row.latest_run_id),
                 run_attempted=True,
                 attempts=extras.attempts,
                 max_retries=self.settings.max_retries,
                 reason=text,
             )
-        return [ev.JobPreempted(**row.envelope(row.run_id), preempting_job_id=preempted_by, reason=text)]
+        return [
+            ev.JobPreempted(**row.envelope(row.latest_run_id), preempting_job_id=preempted_by, reason=text)
+        ]
