@@ -169,11 +169,6 @@ class JobDb:
         self._seq += end - start
         self.cols["state"][start:end] = QUEUED
 
-    def add_running(self, job: JobRequirements, node_id: str, pool: str) -> None:
-        """A job already leased to a node (state rebuilt from the log at start-up)."""
-        self.add(job)
-        self.lease(job.id, node_id, pool)
-
     def lease(self, job_id: str, node_id: str, pool: str) -> None:
         """A queued job was leased to ``node_id``: it now holds resources there."""
         row = self._row_of[job_id]

@@ -77,7 +77,7 @@ def schedule(
     for pool, rows in pools.items():
         cycle = PoolCycle(ctx, pool, rows, list(queues), usage)
         cycle.run()
-        shares[pool] = cycle.shares()
+        shares[pool] = cycle.state.shares()
     leases = _leases(ctx)
     queue_summary, key_summary = _summaries(db, ctx.reasons, ctx.lease_rows, set(rejected))
     return SchedulingResult(
