@@ -51,7 +51,7 @@ class ApiServer:
 
     @property
     def store(self) -> EventStore:
-        store: EventStore = self._app.state.database.store
+        store: EventStore = self._app.state.services.store
         return store
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:

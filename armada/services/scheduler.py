@@ -25,7 +25,7 @@ from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
 from armada.reports.history import CycleHistory
-from armada.scheduling import SchedulerState, SchedulingConfig, SchedulingResult, schedule
+from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
 from armada.services.cluster_state import ClusterState, RunInfo, split_node_key
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
@@ -74,6 +74,15 @@ class SchedulerService:
     @property
     def state(self) -> ClusterState:
         return self.follower.state
+
+    def shares(self) -> dict[str, dict[str, QueueShare]]:
+        """Per pool and queue, the shares the last cycle computed (none before the first)."""
+        return self.last_result.shares if self.last_result is not None else {}
+
+    @property
+    def executor_timeout(self) -> float:
+        """Seconds of silence after which an executor's runs are expired."""
+        return self.settings.executor_timeout
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="scheduler")
