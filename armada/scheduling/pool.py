@@ -98,20 +98,12 @@ class PoolCycle:
         """
         if self.eviction.evicted_any():
             return
-        keys = {
-            k
-            for q in self.state.db_queue.tolist()
-            for k in self.db.queued_counts[q]
-            if self.state.key_usable[k]
-        }
+        state = self.state
+        keys = {k for q in state.db_queue.tolist() for k in self.db.queued_counts[q] if state.key_usable[k]}
         for key in sorted(keys):
             lower = self.urgency.lower_classes(self.db.keys.infos[key].priority)
-            free = (
-                self.state.free + self.state.running_by_class[:, lower].sum(axis=1)
-                if lower
-                else self.state.free
-            )
-            if not fit_counts(free, self.state.key_requests[key], self.state.mask(key), 1).any():
+            free = state.free + state.running_by_class[:, lower].sum(axis=1) if lower else state.free
+            if not fit_counts(free, state.key_requests[key], state.mask(key), 1).any():
                 self._fail(key)
 
     def _round(self) -> tuple[Units, tuple[float, int] | None]:
@@ -324,12 +316,13 @@ class PoolCycle:
     def _fused(self, units: Units, i: int, j: int) -> bool:
         """Place ``units[i:j]`` key by key in bulk; commit only if every unit fits."""
         # New jobs get free space only; evicted jobs of the stretch come back to their held space.
-        trial = self.state.free - self.eviction.held
+        state = self.state
+        trial = state.free - self.eviction.held
         segment = np.arange(i, j)
         evicted = segment[units.evicted[i:j]]
         if len(evicted):
             need = self.eviction.evicted_need(units.rows[evicted])
-            if ((self.state.free - need < 0) & (need > 0)).any():
+            if ((state.free - need < 0) & (need > 0)).any():
                 return False
         plans: list[tuple[IntArray, IntArray]] = []
         fresh = segment[~units.evicted[i:j]]
@@ -338,15 +331,9 @@ class PoolCycle:
         protected = frozenset(units.rows[evicted].tolist())  # they come back before new jobs
         for key in keys[np.argsort(first)].tolist():
             chosen = fresh[units.keys[fresh] == key]
-            request, mask, size = (
-                self.state.key_requests[key],
-                self.state.mask(key),
-                int(self.state.cardinality[key]),
-            )
+            request, mask, size = state.key_requests[key], state.mask(key), int(state.cardinality[key])
             total = int(units.counts[chosen].sum())
-            nodes = place_identical(
-                trial, request, mask, total, dominant_column(request, self.state.scale)
-            ).nodes
+            nodes = place_identical(trial, request, mask, total, dominant_column(request, state.scale)).nodes
             nodes = nodes[: len(nodes) - len(nodes) % size]
             trial -= np.bincount(nodes, minlength=len(trial))[:, None] * request
             if len(nodes) < total and saved is not None:  # displacement updates ``trial`` itself
@@ -384,26 +371,25 @@ class PoolCycle:
         """Lease the chosen units (all of one key) on local ``nodes``, one per member job."""
         if not len(chosen):
             return
-        key = int(units.keys[chosen[0]])
-        request = self.state.key_requests[key]
+        state, key = self.state, int(units.keys[chosen[0]])
+        request = state.key_requests[key]
         rows = self.members(units, chosen)
-        self.state.free -= np.bincount(nodes, minlength=len(self.state.free))[:, None] * request
-        per_queue = np.bincount(
-            units.queue[chosen], weights=units.counts[chosen], minlength=len(self.state.queues)
-        )
+        state.free -= np.bincount(nodes, minlength=len(state.free))[:, None] * request
+        queues = units.queue[chosen]
+        per_queue = np.bincount(queues, weights=units.counts[chosen], minlength=len(state.queues))
         added = per_queue.astype(np.int64)[:, None] * request
-        self.state.alloc += added
-        self.state.alloc_by_class[:, self.state.key_class[key]] += added
-        self.state.scheduled_new += len(rows) * request
+        state.alloc += added
+        state.alloc_by_class[:, state.key_class[key]] += added
+        state.scheduled_new += len(rows) * request
         self.ctx.global_tokens -= len(rows)
         for qi in np.flatnonzero(per_queue).tolist():
-            name = self.state.queues[qi].name
+            name = state.queues[qi].name
             if name in self.ctx.queue_tokens:
                 self.ctx.queue_tokens[name] -= float(per_queue[qi])
         unique, first = np.unique(nodes, return_index=True)
-        fresh = self.state.first_new_on_node[unique] < 0
-        self.state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
-        self.ctx.record_leases(rows, self.state.node_rows[nodes], self.state.pool)
+        fresh = state.first_new_on_node[unique] < 0
+        state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
+        self.ctx.record_leases(rows, state.node_rows[nodes], state.pool)
 
     def _fail(self, key: int) -> None:
         self.state.key_failed[key] = True
