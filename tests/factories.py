@@ -59,7 +59,7 @@ class RandomHistory:
     """A random but plausible event history exercising every event type.
 
     Jobs move through valid lifecycles (queued → leased → pending → running → terminal, with
-    requeues, cancellations, preemptions and reprioritisations); queues are created,
+    requeues, cancellations, preemptions and reprioritizations); queues are created,
     updated and deleted; executors report nodes and heartbeat.
     """
 

@@ -30,7 +30,8 @@ from litestar.exceptions import (
 from litestar.handlers.base import BaseRouteHandler
 
 from armada.api.guard import reject_hostile_input
-from armada.auth.authentication import Authentication, Unauthenticated
+from armada.api.services import services_of
+from armada.auth.authentication import Authentication
 from armada.auth.identity import Identity
 from armada.auth.permissions import VERB_PERMISSION, GlobalPermission, Permissions
 from armada.auth.policy import (
@@ -49,7 +50,7 @@ from armada.auth.queue_changes import owns
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
-from armada.model.errors import NotFound, PermissionDenied
+from armada.model.errors import NotFound, PermissionDenied, Unauthenticated
 from armada.model.queues import QueueVerb
 from armada.services.queues import get_queue
 from armada.services.visibility import ReadScope
@@ -61,7 +62,7 @@ IDENTITY = "armada.identity"
 
 
 class AccessControl:
-    """Authentication and permissions of one server (``app.state.access``)."""
+    """Authentication and permissions of one server (``Services.access``)."""
 
     def __init__(
         self,
@@ -89,6 +90,14 @@ class AccessControl:
             return True
         return self.permissions.may(identity, queue, verb)
 
+    async def owns_queue(self, store: EventStore, identity: Identity, name: str) -> bool:
+        """Whether ``identity`` owns queue ``name``; a queue that does not exist is allowed
+        (the handler reports it missing)."""
+        try:
+            return owns(await get_queue(store, name), identity)
+        except NotFound:
+            return True
+
     def read_scope(self, store: EventStore, identity: Identity, *, lookout: bool = False) -> ReadScope:
         """The queues ``identity`` may read: those it may ``watch``, or all of them with
         ``watch_all_events`` (or, for Lookout's reads, when ``auth.openLookout`` is on)."""
@@ -108,7 +117,7 @@ class AccessControl:
 
 async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     """App-wide Litestar guard: authenticate, then apply the handler's policy."""
-    control: AccessControl = connection.app.state.access
+    control = services_of(connection.app.state).access
     policy = _effective(policy_of(handler.opt), control.settings, connection)
     authorization = connection.headers.get("authorization")
     if isinstance(policy, Public) and not authorization:
@@ -134,7 +143,7 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
 def require_executor(connection: ASGIConnection[Any, Any, Any, Any], executor_id: str) -> None:
     """Raise 403 unless the caller's credential may act as executor ``executor_id``
     (the second half of an :class:`AsExecutor` policy, once the body is decoded)."""
-    control: AccessControl = connection.app.state.access
+    control = services_of(connection.app.state).access
     identity = identity_of(connection)
     if identity is None or not control.may_act_as(identity, executor_id):
         name = identity.name if identity else "anonymous"
@@ -180,8 +189,12 @@ async def _allowed(
         return policy.also is None or permissions.has(identity, policy.also)
     if isinstance(policy, AsExecutor):
         return permissions.has(identity, GlobalPermission.EXECUTE_JOBS)  # the id: require_executor
+    store = services_of(connection.app.state).store
     if isinstance(policy, OwnerOr):
-        return permissions.has(identity, policy.permission) or await _owns(connection, policy.path, identity)
+        if permissions.has(identity, policy.permission):
+            return True
+        name = connection.path_params.get(policy.path)
+        return isinstance(name, str) and await control.owns_queue(store, identity, name)
     if permissions.has(identity, VERB_PERMISSION[policy.verb]):
         return True
     name = (
@@ -189,17 +202,7 @@ async def _allowed(
     )
     if not isinstance(name, str) or not name:
         return False  # no queue named: only the global permission can allow it
-    store: EventStore = connection.app.state.database.store
     return await control.may_on_queue(store, identity, name, policy.verb)
-
-
-async def _owns(connection: ASGIConnection[Any, Any, Any, Any], path: str, identity: Identity) -> bool:
-    name = connection.path_params.get(path)
-    store: EventStore = connection.app.state.database.store
-    try:
-        return isinstance(name, str) and owns(await get_queue(store, name), identity)
-    except NotFound:
-        return True  # the handler reports the missing queue
 
 
 @functools.cache

@@ -39,6 +39,7 @@ from armada.api.grpc.convert import GrpcServices
 from armada.api.grpc.server import start_grpc, stop_grpc
 from armada.api.guard import hostile_url_guard, reject_hostile_input
 from armada.api.problems import EXCEPTION_HANDLERS
+from armada.api.services import Services
 from armada.api.shutdown import ShutdownSignal
 from armada.api.stream_quota import StreamQuota
 from armada.auth.permissions import GlobalPermission
@@ -139,31 +140,34 @@ def create_app(settings: Settings) -> Litestar:
             if settings.scheduler.enabled:
                 scheduler.start()
                 stack.push_async_callback(scheduler.stop)
-            app.state.database = database
-            app.state.shutdown = ShutdownSignal()
-            app.state.access = access
-            app.state.streams = StreamQuota(settings.server.max_streams_per_caller)
-            app.state.scheduling = settings.scheduling
-            app.state.submission_rules = SubmissionRules.from_settings(settings)
-            app.state.max_queued_jobs_per_queue = settings.submission.max_queued_jobs_per_queue
-            app.state.follower = follower
-            app.state.scheduler = scheduler
-            app.state.leases = LeaseService(database.store, follower, settings.scheduler)
-            app.state.run_events = RunEventIntake(
-                database.store, settings.scheduler, settings.scheduling.retry_policy
+            services = Services(
+                database=database,
+                access=access,
+                shutdown=ShutdownSignal(),
+                streams=StreamQuota(settings.server.max_streams_per_caller),
+                scheduling=settings.scheduling,
+                submission_rules=SubmissionRules.from_settings(settings),
+                max_queued_jobs_per_queue=settings.submission.max_queued_jobs_per_queue,
+                follower=follower,
+                scheduler=scheduler,
+                leases=LeaseService(database.store, follower, settings.scheduler),
+                run_events=RunEventIntake(
+                    database.store, settings.scheduler, settings.scheduling.retry_policy
+                ),
+                metrics=metrics,
             )
-            app.state.metrics = metrics
+            app.state.services = services
             if settings.server.grpc_port:
-                services = GrpcServices(
+                grpc_services = GrpcServices(
                     store=database.store,
                     access=access,
-                    rules=app.state.submission_rules,
+                    rules=services.submission_rules,
                     scheduling=settings.scheduling,
-                    shutdown=app.state.shutdown,
-                    streams=app.state.streams,
+                    shutdown=services.shutdown,
+                    streams=services.streams,
                     max_queued=settings.submission.max_queued_jobs_per_queue,
                 )
-                grpc_server = await start_grpc(settings.server, services)
+                grpc_server = await start_grpc(settings.server, grpc_services)
                 stack.push_async_callback(stop_grpc, grpc_server, settings.server.shutdown_timeout)
             if settings.server.dev:
                 executor_settings = dev_executor_settings(settings, dev_token)

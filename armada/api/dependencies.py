@@ -1,4 +1,9 @@
-"""Litestar dependencies shared by the route modules (store, submission rules, user, reads)."""
+"""Litestar dependencies shared by the route modules: the services, the caller, its reads.
+
+Each service of :class:`~armada.api.services.Services` is provided by name with its type,
+so a handler declares exactly what it uses (``scheduler: Scheduler``) and nothing reaches
+into ``app.state``.
+"""
 
 from __future__ import annotations
 
@@ -10,44 +15,94 @@ from litestar.di import NamedDependency, Provide
 
 from armada.api.access import AccessControl, identity_of
 from armada.api.identity import provide_lookout_reads, provide_reads, provide_user
+from armada.api.services import services_of
+from armada.api.shutdown import ShutdownSignal
+from armada.api.stream_quota import StreamQuota
 from armada.auth.permissions import GlobalPermission
+from armada.eventstore.database import Database
 from armada.eventstore.store import EventStore
+from armada.metrics.server import ServerMetrics
 from armada.scheduling.config import SchedulingConfig
+from armada.services.leases import LeaseService
 from armada.services.pod_policy import QueueSecurityGate
+from armada.services.run_events import RunEventIntake
+from armada.services.scheduler import SchedulerService
 from armada.services.validation import SubmissionRules
 from armada.services.visibility import ReadScope
 
 
+async def provide_database(state: State) -> Database:
+    return services_of(state).database
+
+
 async def provide_store(state: State) -> EventStore:
-    store: EventStore = state.database.store
-    return store
+    return services_of(state).store
+
+
+async def provide_access(state: State) -> AccessControl:
+    return services_of(state).access
 
 
 async def provide_rules(state: State) -> SubmissionRules:
-    rules: SubmissionRules = state.submission_rules
-    return rules
+    return services_of(state).submission_rules
+
+
+async def provide_max_queued(state: State) -> int:
+    return services_of(state).max_queued_jobs_per_queue
 
 
 async def provide_scheduling(state: State) -> SchedulingConfig:
-    scheduling: SchedulingConfig = state.scheduling
-    return scheduling
+    return services_of(state).scheduling
+
+
+async def provide_scheduler(state: State) -> SchedulerService:
+    return services_of(state).scheduler
+
+
+async def provide_leases(state: State) -> LeaseService:
+    return services_of(state).leases
+
+
+async def provide_run_events(state: State) -> RunEventIntake:
+    return services_of(state).run_events
+
+
+async def provide_quota(state: State) -> StreamQuota:
+    return services_of(state).streams
+
+
+async def provide_shutdown(state: State) -> ShutdownSignal:
+    return services_of(state).shutdown
+
+
+async def provide_metrics(state: State) -> ServerMetrics:
+    return services_of(state).metrics
 
 
 async def provide_queue_gate(request: Request[Any, Any, Any], state: State) -> QueueSecurityGate:
     """What this caller may do to queues' security fields (``administer_queue_security``)."""
-    control: AccessControl = state.access
-    rules: SubmissionRules = state.submission_rules
+    services = services_of(state)
     identity = identity_of(request)
-    may = identity is not None and control.permissions.has(
+    may = identity is not None and services.access.permissions.has(
         identity, GlobalPermission.ADMINISTER_QUEUE_SECURITY
     )
-    return QueueSecurityGate(may_administer=may, reserved_namespaces=rules.pod_policy.reserved_namespaces)
+    reserved = services.submission_rules.pod_policy.reserved_namespaces
+    return QueueSecurityGate(may_administer=may, reserved_namespaces=reserved)
 
 
 DEPENDENCIES = {
+    "database": Provide(provide_database),
     "store": Provide(provide_store),
+    "access": Provide(provide_access),
     "rules": Provide(provide_rules),
+    "max_queued": Provide(provide_max_queued),
     "scheduling": Provide(provide_scheduling),
+    "scheduler": Provide(provide_scheduler),
+    "leases": Provide(provide_leases),
+    "run_events": Provide(provide_run_events),
+    "quota": Provide(provide_quota),
+    "shutdown": Provide(provide_shutdown),
+    "metrics": Provide(provide_metrics),
     "user": Provide(provide_user),
     "queue_gate": Provide(provide_queue_gate),
     "reads": Provide(provide_reads),
@@ -55,9 +110,18 @@ DEPENDENCIES = {
 }
 
 #: Parameter types of route handlers that receive these dependencies by name.
+DatabaseDep = NamedDependency[Database]
 Store = NamedDependency[EventStore]
+Access = NamedDependency[AccessControl]
 Rules = NamedDependency[SubmissionRules]
+MaxQueued = NamedDependency[int]
 Scheduling = NamedDependency[SchedulingConfig]
+Scheduler = NamedDependency[SchedulerService]
+Leases = NamedDependency[LeaseService]
+RunEvents = NamedDependency[RunEventIntake]
+Quota = NamedDependency[StreamQuota]
+Shutdown = NamedDependency[ShutdownSignal]
+Metrics = NamedDependency[ServerMetrics]
 User = NamedDependency[str]
 QueueGate = NamedDependency[QueueSecurityGate]
 Reads = NamedDependency[ReadScope]

@@ -10,14 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, post
-from litestar.datastructures import State
 from litestar.params import JSONBody
 
 from armada.api.access import require_executor
+from armada.api.dependencies import Leases, RunEvents
 from armada.auth.policy import as_executor
 from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, RunEventBatch
-from armada.services.leases import LeaseService
-from armada.services.run_events import RunEventIntake
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -29,10 +27,9 @@ AnyRequest = Request[Any, Any, Any]
     summary="Heartbeat, node report and leases",
     opt=as_executor(body="executorId"),
 )
-async def lease(data: JSONBody[LeaseRequest], state: State, request: AnyRequest) -> LeaseResponse:
+async def lease(data: JSONBody[LeaseRequest], leases: Leases, request: AnyRequest) -> LeaseResponse:
     require_executor(request, data.executor_id)
-    service: LeaseService = state.leases
-    return await service.lease(data)
+    return await leases.lease(data)
 
 
 @post(
@@ -42,10 +39,9 @@ async def lease(data: JSONBody[LeaseRequest], state: State, request: AnyRequest)
     summary="Report run events (idempotent)",
     opt=as_executor(body="executorId"),
 )
-async def events(data: JSONBody[RunEventBatch], state: State, request: AnyRequest) -> EventsAccepted:
+async def events(data: JSONBody[RunEventBatch], run_events: RunEvents, request: AnyRequest) -> EventsAccepted:
     require_executor(request, data.executor_id)
-    intake: RunEventIntake = state.run_events
-    await intake.report(data)
+    await run_events.report(data)
     return EventsAccepted()
 
 

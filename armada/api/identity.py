@@ -12,7 +12,8 @@ from typing import Any
 
 from litestar import Request
 
-from armada.api.access import AccessControl, identity_of
+from armada.api.access import identity_of
+from armada.api.services import services_of
 from armada.auth.identity import ANONYMOUS, Identity
 from armada.services.visibility import ReadScope
 
@@ -26,10 +27,8 @@ async def provide_user(request: Request[Any, Any, Any]) -> str:
 
 
 def _scope(request: Request[Any, Any, Any], *, lookout: bool) -> ReadScope:
-    control: AccessControl = request.app.state.access
-    return control.read_scope(
-        request.app.state.database.store, identity_of(request) or _NOBODY, lookout=lookout
-    )
+    services = services_of(request.app.state)
+    return services.access.read_scope(services.store, identity_of(request) or _NOBODY, lookout=lookout)
 
 
 async def provide_reads(request: Request[Any, Any, Any]) -> ReadScope:

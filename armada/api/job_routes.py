@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from litestar import post
-from litestar.datastructures import State
 from litestar.params import JSONBody
 
-from armada.api.dependencies import Rules, Scheduling, Store, User
+from armada.api.dependencies import MaxQueued, Rules, Scheduling, Store, User
 from armada.api.responses import problems
 from armada.auth.policy import on_queue
 from armada.model.queues import QueueVerb
@@ -36,9 +35,9 @@ TAGS = ["jobs"]
     opt=on_queue(QueueVerb.SUBMIT, body="queue"),
 )
 async def submit(
-    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User, state: State
+    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User, max_queued: MaxQueued
 ) -> JobSubmitResponse:
-    return await submit_jobs(store, data, rules, user, max_queued=state.max_queued_jobs_per_queue)
+    return await submit_jobs(store, data, rules, user, max_queued=max_queued)
 
 
 @post(

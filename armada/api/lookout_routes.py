@@ -18,15 +18,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from litestar import Request, Response, Router, get, post
-from litestar.datastructures import CacheControlHeader, State
+from litestar.datastructures import CacheControlHeader
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
 
-from armada.api.dependencies import Reads, Store
-from armada.api.shutdown import ShutdownSignal
-from armada.api.stream_quota import StreamQuota
+from armada.api.dependencies import Quota, Reads, Scheduler, Shutdown, Store
 from armada.auth.policy import authenticated, public, watching
 from armada.lookout import STATIC_DIR, detail, jobs, overview
 from armada.lookout.wire import (
@@ -40,7 +38,6 @@ from armada.lookout.wire import (
     Overview,
 )
 from armada.model.errors import NotFound
-from armada.services.scheduler import SchedulerService
 
 TAGS = ["lookout"]
 #: Seconds between two change notifications to one browser: the UI re-reads at most this often.
@@ -90,14 +87,9 @@ async def job_detail(job_id: FromPath[str], store: Store, lookout_reads: Reads) 
 
 
 @get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors", opt=watching())
-async def get_overview(store: Store, state: State, lookout_reads: Reads) -> Overview:
-    scheduler: SchedulerService = state.scheduler
-    result = scheduler.last_result
+async def get_overview(store: Store, scheduler: Scheduler, lookout_reads: Reads) -> Overview:
     found = await overview.overview(
-        store,
-        result.shares if result is not None else {},
-        now=datetime.now(UTC),
-        executor_timeout=scheduler.settings.executor_timeout,
+        store, scheduler.shares(), now=datetime.now(UTC), executor_timeout=scheduler.executor_timeout
     )
     if not lookout_reads.everything:
         readable = await lookout_reads.readable(queue.name for queue in found.queues)
@@ -111,8 +103,9 @@ async def get_overview(store: Store, state: State, lookout_reads: Reads) -> Over
     summary="Server-sent events: the log's head, whenever it moves",
     opt=authenticated(),
 )
-async def changes(store: Store, state: State, request: Request[Any, Any, Any]) -> ServerSentEvent:
-    shutdown: ShutdownSignal = state.shutdown
+async def changes(
+    store: Store, shutdown: Shutdown, quota: Quota, request: Request[Any, Any, Any]
+) -> ServerSentEvent:
 
     async def heads() -> AsyncIterator[ServerSentEventMessage]:
         seen = await store.head()
@@ -130,7 +123,6 @@ async def changes(store: Store, state: State, request: Request[Any, Any, Any]) -
             else:
                 yield ServerSentEventMessage(comment="keep-alive")
 
-    quota: StreamQuota = state.streams
     return ServerSentEvent(quota.open(request, heads()), headers={"Cache-Control": "no-store"})
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from litestar import Response, get
-from litestar.datastructures import State
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from armada.api.dependencies import Metrics
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import Requires, public_if
-from armada.metrics.server import ServerMetrics
 
 
 @get(
@@ -18,9 +17,8 @@ from armada.metrics.server import ServerMetrics
     include_in_schema=False,
     opt=public_if("public_metrics", Requires(GlobalPermission.VIEW_REPORTS)),
 )
-async def metrics(state: State) -> Response[bytes]:
-    registry: ServerMetrics = state.metrics
-    return Response(registry.exposition(), media_type=CONTENT_TYPE_LATEST)
+async def metrics(metrics: Metrics) -> Response[bytes]:
+    return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 ROUTES = [metrics]

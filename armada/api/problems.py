@@ -20,7 +20,15 @@ from litestar.types import ExceptionHandlersMap
 from armada.api import field_paths
 from armada.api.guard import BODY_JSON
 from armada.eventstore.outages import is_database_unavailable
-from armada.model.errors import ArmadaError, LimitExceeded
+from armada.model.errors import (
+    ArmadaError,
+    Conflict,
+    InvalidRequest,
+    LimitExceeded,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
 
 PROBLEM_JSON = "application/problem+json"
 log = structlog.get_logger(__name__)
@@ -42,10 +50,28 @@ def problem(
     return Response(content=body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+#: HTTP status and problem title of each domain error class (subclasses inherit theirs).
+STATUS: dict[type[ArmadaError], tuple[int, str]] = {
+    ArmadaError: (400, "Bad request"),
+    InvalidRequest: (400, "Bad request"),
+    Unauthenticated: (401, "Unauthenticated"),
+    PermissionDenied: (403, "Forbidden"),
+    NotFound: (404, "Not found"),
+    Conflict: (409, "Conflict"),
+    LimitExceeded: (429, "Too many requests"),
+}
+
+
+def status_of(exc: ArmadaError) -> tuple[int, str]:
+    """HTTP status and title of ``exc``: those of its nearest class in :data:`STATUS`."""
+    return next(STATUS[cls] for cls in type(exc).__mro__ if cls in STATUS)
+
+
 def _armada_error(_request: Request[Any, Any, Any], exc: ArmadaError) -> Response[Any]:
     retry = exc.retry_after if isinstance(exc, LimitExceeded) else None
     headers = {"Retry-After": str(retry)} if retry is not None else None
-    return problem(exc.status, exc.title, exc.detail, field=exc.field, headers=headers)
+    status, title = status_of(exc)
+    return problem(status, title, exc.detail, field=exc.field, headers=headers)
 
 
 _UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")

@@ -13,10 +13,9 @@ from litestar import Request, post
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
-from armada.api.dependencies import Reads, Store
+from armada.api.dependencies import Quota, Reads, Store
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
-from armada.api.stream_quota import StreamQuota
 from armada.auth.policy import on_queue, watching
 from armada.model.errors import InvalidRequest, NotFound
 from armada.model.queues import QueueVerb
@@ -127,6 +126,7 @@ async def job_set_events(
     queue: FromPath[str],
     job_set_id: FromPath[str],
     store: Store,
+    quota: Quota,
     request: Request[Any, Any, Any],
     data: JSONBody[JobSetRequest | None] = None,
 ) -> Stream:
@@ -151,7 +151,6 @@ async def job_set_events(
         async for stored in events:
             yield encode_stream_line(stored.seq, stored.event)
 
-    quota: StreamQuota = request.app.state.streams
     return ndjson(quota.open(request, lines()))
 
 

@@ -15,10 +15,11 @@ from litestar import Request, delete, get, post, put
 from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
-from armada.api.access import AccessControl, identity_of
+from armada.api.access import identity_of
 from armada.api.dependencies import QueueGate, Reads, Scheduling, Store, User
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
+from armada.api.services import services_of
 from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import authenticated, on_queue, owner_or, requires, watching
@@ -60,7 +61,7 @@ async def create_queue(data: JSONBody[Queue], store: Store, user: User, queue_ga
 
 def _change_checker(request: Request[Any, Any, Any]) -> Authorize:
     """The caller's rights over queue definitions (see :mod:`armada.auth.queue_changes`)."""
-    access: AccessControl = request.app.state.access
+    access = services_of(request.app.state).access
     identity = identity_of(request) or ANONYMOUS_IDENTITY
 
     def check(old: Queue, new: Queue) -> None:

@@ -9,23 +9,16 @@ from __future__ import annotations
 
 import msgspec
 from litestar import get
-from litestar.datastructures import State
 from litestar.params import FromPath
 
-from armada.api.dependencies import Reads, Store
+from armada.api.dependencies import Reads, Scheduler, Store
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import watching
 from armada.model.errors import NotFound, PermissionDenied
 from armada.reports import build, render
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
-from armada.services.scheduler import SchedulerService
 
 TAGS = ["reports"]
-
-
-def _scheduler(state: State) -> SchedulerService:
-    scheduler: SchedulerService = state.scheduler
-    return scheduler
 
 
 @get(
@@ -34,8 +27,8 @@ def _scheduler(state: State) -> SchedulerService:
     summary="The last scheduling cycles per pool, newest first",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def scheduling_report(state: State, reads: Reads) -> SchedulingReport:
-    report = build.scheduling_report(_scheduler(state).history)
+async def scheduling_report(scheduler: Scheduler, reads: Reads) -> SchedulingReport:
+    report = build.scheduling_report(scheduler.history)
     if reads.everything:
         return report
     names = {name for cycle in report.cycles for pool in cycle.pools.values() for name in pool.queues}
@@ -54,8 +47,7 @@ async def scheduling_report(state: State, reads: Reads) -> SchedulingReport:
     summary="A queue's shares, limits and waiting keys",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def queue_report(name: FromPath[str], state: State, reads: Reads) -> QueueReport:
-    scheduler = _scheduler(state)
+async def queue_report(name: FromPath[str], scheduler: Scheduler, reads: Reads) -> QueueReport:
     report = build.queue_report(scheduler.state, scheduler.history, name)  # 404 if it does not exist
     if not await reads.may_read(name):
         raise PermissionDenied(f"you may not watch queue {name!r}", field="name")
@@ -68,10 +60,9 @@ async def queue_report(name: FromPath[str], state: State, reads: Reads) -> Queue
     summary="Why a job waits, or where it was leased",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def job_report(job_id: FromPath[str], state: State, store: Store, reads: Reads) -> JobReport:
+async def job_report(job_id: FromPath[str], scheduler: Scheduler, store: Store, reads: Reads) -> JobReport:
     if not await reads.jobs([job_id]):
         raise NotFound(f"job {job_id!r} does not exist", field="jobId")  # as build.job_report says it
-    scheduler = _scheduler(state)
     return await build.job_report(store, scheduler.state, scheduler.history, job_id)
 
 

@@ -6,14 +6,13 @@ from typing import Any
 
 import msgspec
 from litestar import Response, get
-from litestar.datastructures import State
 from litestar.openapi.datastructures import ResponseSpec
 
 import armada
+from armada.api.dependencies import DatabaseDep
 from armada.api.problems import problem
 from armada.api.responses import problems
 from armada.auth.policy import public
-from armada.eventstore.database import Database
 
 
 class VersionInfo(msgspec.Struct):
@@ -27,8 +26,7 @@ class VersionInfo(msgspec.Struct):
     responses={204: ResponseSpec(None, description="The database answers"), **problems(503)},
     opt=public(),
 )
-async def health(state: State) -> Response[Any]:
-    database: Database = state.database
+async def health(database: DatabaseDep) -> Response[Any]:
     try:
         await database.ping()
     except Exception as exc:  # any failure to reach the database means "not ready"

@@ -26,21 +26,12 @@ from armada.auth.oidc import InvalidToken, OidcVerifier
 from armada.auth.secrets import hash_password, hash_token, verify_password
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.auth.throttle import LoginThrottle
+from armada.model.errors import Unauthenticated
 
 log = structlog.get_logger(__name__)
 
 #: Successful basic logins remembered, so that scrypt runs once per credential, not per request.
 _BASIC_CACHE_SIZE = 1024
-
-
-class Unauthenticated(Exception):
-    """No acceptable credentials; ``error`` is the RFC 6750 error code, if any."""
-
-    def __init__(self, detail: str, *, scheme: str = "", error: str = "") -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.scheme = scheme
-        self.error = error
 
 
 class Authentication:

@@ -20,6 +20,6 @@ def show(config: ConfigOption = None) -> None:
 @app.command("docs")
 def docs() -> None:
     """Print the settings reference (docs/configuration.md) as Markdown."""
-    from armada.settings import settings_markdown  # noqa: PLC0415
+    from armada.cli.settings_docs import settings_markdown  # noqa: PLC0415
 
     typer.echo(settings_markdown())

@@ -22,7 +22,7 @@ import uvicorn
 from litestar import Litestar
 
 from armada.api.app import create_app
-from armada.api.shutdown import ShutdownSignal
+from armada.api.services import Services
 from armada.logs import configure_logging
 from armada.runtime import tune_for_service
 from armada.settings import Settings
@@ -121,9 +121,9 @@ class GracefulServer(uvicorn.Server):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
-        shutdown: ShutdownSignal | None = getattr(self.app.state, "shutdown", None)
-        if shutdown is not None:  # absent until the lifespan has started
-            shutdown.trigger()
+        services: Services | None = getattr(self.app.state, "services", None)
+        if services is not None:  # absent until the lifespan has started
+            services.shutdown.trigger()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

@@ -17,7 +17,7 @@ from armada.executor.backoff import Backoff
 from armada.executor.categories import Classifier
 from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
-from armada.executor.tracker import RunTracker
+from armada.executor.tracker import KillReason, RunTracker
 from armada.model.leases import MAX_WAIT_MILLIS, Lease, LeaseRequest, LeaseResponse, NodeReport, RunEvent
 
 log = structlog.get_logger(__name__)
@@ -166,7 +166,7 @@ class ExecutorAgent:
         )
         self._spawn(lease.run_id, self._launch_or_return(lease))
 
-    def _kill(self, run_id: str, why: str) -> None:
+    def _kill(self, run_id: str, why: KillReason) -> None:
         if not self.tracker.start_kill(run_id, why):
             return
         self._log.info("killing run", run_id=run_id, why=why)

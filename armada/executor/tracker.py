@@ -14,12 +14,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import structlog
 
 from armada.executor.backend import FoundRun, RunStatus
 from armada.executor.categories import Classified, Classifier, ErrorCategoriesSettings, Failure
 from armada.model.leases import TERMINAL_KINDS, EventKind, Lease, RunEvent, RunPhase
+
+#: Why a run is being killed: the server ordered a cancel or a preemption, or the executor stops.
+KillReason = Literal["cancel", "preempt", "shutdown"]
 
 log = structlog.get_logger(__name__)
 
@@ -38,8 +42,8 @@ class HeldRun:
     job_id: str
     phase: RunPhase = "leased"
     confirmed: bool = True
-    #: Set when a kill was ordered: ``"cancel"`` or ``"preempt"``.
-    killing: str = ""
+    #: Set when a kill was ordered, to why.
+    killing: KillReason | Literal[""] = ""
     #: Terminal state observed, or its workload confirmed gone after a kill.
     finished: bool = False
     #: Events handed to the reporter and not yet delivered.
@@ -105,7 +109,7 @@ class RunTracker:
                 for event in withheld:
                     await self._publish(event)
 
-    def start_kill(self, run_id: str, why: str) -> bool:
+    def start_kill(self, run_id: str, why: KillReason) -> bool:
         """Mark a run as being killed; False if it was not held or already being killed."""
         run = self._runs.get(run_id)
         if run is None or run.killing:

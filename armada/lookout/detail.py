@@ -15,11 +15,11 @@ from sqlalchemy import select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
+from armada.eventstore.views import utc
 from armada.lookout.jobs import job_row, rows_query
 from armada.lookout.wire import JobDetail, RunView, TimelineEvent
 from armada.model import events as ev
 from armada.model.errors import NotFound
-from armada.services.queries import _utc as utc
 
 #: Most events shown for one job (a job that was requeued a hundred times has ~600).
 MAX_EVENTS = 2000

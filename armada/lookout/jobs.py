@@ -18,6 +18,7 @@ from sqlalchemy import ColumnElement, Row, func, literal, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
+from armada.eventstore.views import utc
 from armada.lookout import filters
 from armada.lookout.wire import (
     CountRequest,
@@ -30,7 +31,6 @@ from armada.lookout.wire import (
     JobsResponse,
     Order,
 )
-from armada.services.queries import _utc as utc
 
 COUNT_LIMIT = 10_000
 #: The queues a caller may read, or ``None`` for all of them.

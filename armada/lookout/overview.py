@@ -15,10 +15,10 @@ from sqlalchemy import Row, func, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
+from armada.eventstore.views import utc
 from armada.lookout.wire import ExecutorSummary, Overview, PoolSummary, QueueSummary, Resources, Share
 from armada.model.states import UNFINISHED_JOB_STATES, JobState
 from armada.scheduling import QueueShare
-from armada.services.queries import _utc as utc
 
 _ACTIVE = [state.value for state in UNFINISHED_JOB_STATES if state is not JobState.QUEUED]
 _GPU = "nvidia.com/gpu"

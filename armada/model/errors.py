@@ -1,7 +1,9 @@
-"""Error hierarchy shared by services and the API.
+"""Error hierarchy shared by services and the transports.
 
-Services raise these; the API turns them into RFC 9457 problem responses. Each error
-knows its HTTP status so that no layer has to guess, and may name the offending field.
+Services raise these with a meaning (invalid, not found, conflict, ...), a ``detail`` for
+the user and, where one input is to blame, the ``field`` it came from. They carry no
+transport status: each transport maps the classes to its own codes at its edge (REST in
+:mod:`armada.api.problems`).
 """
 
 from __future__ import annotations
@@ -10,9 +12,6 @@ from __future__ import annotations
 class ArmadaError(Exception):
     """Base of every error a user can cause and be told about."""
 
-    status = 400
-    title = "Bad request"
-
     def __init__(self, detail: str, *, field: str | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
@@ -20,52 +19,40 @@ class ArmadaError(Exception):
 
 
 class InvalidRequest(ArmadaError):
-    """The request is malformed or breaks a validation rule (400)."""
+    """The request is malformed or breaks a validation rule."""
 
 
 class Unauthenticated(ArmadaError):
-    status = 401
-    title = "Unauthenticated"
+    """No acceptable credentials.
+
+    ``scheme`` is the authentication scheme that refused them and ``error`` its RFC 6750
+    error code, if any, so that a challenge can name both.
+    """
+
+    def __init__(self, detail: str, *, scheme: str = "", error: str = "") -> None:
+        super().__init__(detail)
+        self.scheme = scheme
+        self.error = error
 
 
 class PermissionDenied(ArmadaError):
-    status = 403
-    title = "Forbidden"
+    """The caller is known but may not do this."""
 
 
 class NotFound(ArmadaError):
-    status = 404
-    title = "Not found"
+    """The named queue, job, job set or report does not exist (or is hidden from the caller)."""
 
 
 class Conflict(ArmadaError):
-    """The request clashes with the current state, e.g. a cordoned queue (409)."""
-
-    status = 409
-    title = "Conflict"
-
-
-class PayloadTooLarge(ArmadaError):
-    status = 413
-    title = "Payload too large"
+    """The request clashes with the current state, e.g. a cordoned queue."""
 
 
 class LimitExceeded(ArmadaError):
-    """A quota is used up: too many queued jobs in a queue, open streams, failed logins (429).
+    """A quota is used up: too many queued jobs in a queue, open streams, failed logins.
 
     ``retry_after`` (seconds) is set when waiting alone will lift the limit.
     """
 
-    status = 429
-    title = "Too many requests"
-
     def __init__(self, detail: str, *, field: str | None = None, retry_after: int | None = None) -> None:
         super().__init__(detail, field=field)
         self.retry_after = retry_after
-
-
-class Unavailable(ArmadaError):
-    """A dependency (usually the database) cannot be reached right now (503)."""
-
-    status = 503
-    title = "Service unavailable"

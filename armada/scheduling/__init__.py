@@ -20,7 +20,7 @@ incrementally, and calls :func:`schedule` once per cycle::
     db.add(requirements_from_pod_spec(job_id="j1", queue="q", pod_spec=pod_spec,
                                       annotations=annotations, submitted=t))
     # ... leased / running / finished events -> db.lease / db.requeue / db.remove;
-    # reprioritised -> db.reprioritise; node reports -> nodes.upsert / nodes.remove
+    # reprioritized -> db.reprioritize; node reports -> nodes.upsert / nodes.remove
 
     result = schedule(db, queues=[QueueSpec("q", priority_factor=1.0)], config=config,
                       state=state, now=now)

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
-from armada.scheduling.decisions import Preemption, Reasons
+from armada.scheduling.decisions import OUT_OF_TIME, Preemption, Reasons
 from armada.scheduling.jobdb import JobDb
 
 IntArray = npt.NDArray[np.int64]
@@ -44,7 +44,7 @@ class CycleContext:
             return True
         if self.clock() > self.deadline:
             self.stopped = "time budget"
-            self.reasons.cycle = "scheduling cycle stopped: maxSchedulingDuration exhausted"
+            self.reasons.cycle = OUT_OF_TIME
         return bool(self.stopped)
 
     def record_leases(self, rows: IntArray, nodes: IntArray, pool: str) -> None:

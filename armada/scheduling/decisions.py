@@ -17,6 +17,13 @@ from armada.scheduling.jobdb import JobDb
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState
 
+#: Waiting reasons that name no queue, key or pool (reports and tests compare against them).
+QUEUE_CORDONED = "queue is cordoned"
+QUEUE_RATE_LIMITED = "queue rate limited (maximumPerQueueSchedulingRate)"
+GLOBAL_RATE_LIMITED = "global scheduling rate limit reached (maximumSchedulingRate)"
+OUT_OF_TIME = "scheduling cycle stopped: maxSchedulingDuration exhausted"
+NO_NODES = "no nodes reported by any executor"
+
 
 class Lease(msgspec.Struct, frozen=True):
     job_id: str

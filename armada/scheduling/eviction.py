@@ -15,13 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.candidates import Units, empty_units
-from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import Preemption
 from armada.scheduling.fairshare import dominant_shares
 from armada.scheduling.jobdb import RUNNING
 from armada.scheduling.poolstate import PoolState
-from armada.scheduling.queues import QueueSpec
-from armada.scheduling.state import UsageHistory
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -29,18 +26,16 @@ BoolArray = npt.NDArray[np.bool_]
 NOT_EVICTED, PENDING, RETURNED, LOST = 0, 1, 2, 3
 
 
-class Eviction(PoolState):
-    """Fair-share eviction state of one pool's turn (see the module docstring)."""
+class Eviction:
+    """Fair-share eviction of one pool's turn (see the module docstring), over its :class:`PoolState`."""
 
-    def __init__(
-        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
-    ) -> None:
-        super().__init__(ctx, pool, node_rows, queues, usage)
+    def __init__(self, state: PoolState) -> None:
+        self.state, self.ctx, self.db = state, state.ctx, state.db
         classes = self.ctx.config.priority_classes
         names = self.db.priority_class_names
         self.preemptible_classes = [i for i, n in enumerate(names) if classes[n].preemptible]
-        self._evicted: list[Units] = [empty_units() for _ in self.queues]
-        self._next = np.zeros(len(self.queues), dtype=np.int64)
+        self._evicted: list[Units] = [empty_units() for _ in self.state.queues]
+        self._next = np.zeros(len(self.state.queues), dtype=np.int64)
         #: per job row: NOT_EVICTED / PENDING / RETURNED / LOST, and the local node it was on
         self.ev_state = np.zeros(0, dtype=np.int8)
         self.ev_node = np.zeros(0, dtype=np.int64)
@@ -48,7 +43,7 @@ class Eviction(PoolState):
         self.lost_to = np.zeros(0, dtype=np.int64)
         self._gang_members: dict[int, IntArray] = {}
         #: resources of pending evicted jobs per node
-        self.held: IntArray = np.zeros_like(self.free)
+        self.held: IntArray = np.zeros_like(self.state.free)
         self._round_units = empty_units()
         self._claims: IntArray | None = None
         self._claim_at = 0
@@ -59,24 +54,24 @@ class Eviction(PoolState):
         config = self.ctx.config
         if not config.enable_fair_share_preemption or not self.preemptible_classes:
             return
-        if not self.alloc_by_class[:, self.preemptible_classes].any():
+        if not self.state.alloc_by_class[:, self.preemptible_classes].any():
             return
-        actual = dominant_shares(self.alloc, self.scale)
-        over = np.flatnonzero(actual > config.protected_fraction_of_fair_share * self.adjusted + 1e-12)
+        actual = dominant_shares(self.state.alloc, self.state.scale)
+        over = np.flatnonzero(actual > config.protected_fraction_of_fair_share * self.state.adjusted + 1e-12)
         if not len(over):
             return
         db, n = self.db, len(self.db.ids)
         cols = db.cols
         local = np.full(n, -1, dtype=np.int64)
         running = np.flatnonzero(cols["state"][:n] == RUNNING)
-        local[running] = self.local_node[cols["node"][running]]
+        local[running] = self.state.local_node[cols["node"][running]]
         mask = (local >= 0) & ~self.ctx.taken[:n]
-        mask &= np.isin(self.key_class[cols["key"][:n]], self.preemptible_classes)
-        mask &= np.isin(cols["queue"][:n], self.db_queue[over])
+        mask &= np.isin(self.state.key_class[cols["key"][:n]], self.preemptible_classes)
+        mask &= np.isin(cols["queue"][:n], self.state.db_queue[over])
         rows = np.flatnonzero(mask)
         if not len(rows):
             return
-        queues = self.queue_of[cols["queue"][rows]]
+        queues = self.state.queue_of[cols["queue"][rows]]
         order = np.lexsort((cols["run_seq"][rows], queues))
         rows, queues = rows[order], queues[order]
         keys = cols["key"][rows].astype(np.int64)
@@ -85,8 +80,8 @@ class Eviction(PoolState):
         self.ev_state[rows] = PENDING
         self.ev_node[rows] = local[rows]
         self.lost_to = self.ev_node.copy()
-        self._take_off(rows, +1)
-        np.add.at(self.held, local[rows], self.key_requests[keys])
+        self.take_off(rows, +1)
+        np.add.at(self.held, local[rows], self.state.key_requests[keys])
         for qi in np.unique(queues).tolist():
             self._evicted[qi] = self._units(rows[queues == qi], qi)
 
@@ -119,18 +114,18 @@ class Eviction(PoolState):
             np.zeros(size),
         )
 
-    def _take_off(self, rows: IntArray, sign: int) -> None:
+    def take_off(self, rows: IntArray, sign: int) -> None:
         """Remove (``sign=+1``) or restore (``-1``) running jobs' resources on their nodes."""
         cols = self.db.cols
         keys = cols["key"][rows].astype(np.int64)
-        local = self.local_node[cols["node"][rows]]
-        queues = self.queue_of[cols["queue"][rows]]
-        requests = self.key_requests[keys] * sign
-        classes = self.key_class[keys]
-        np.add.at(self.free, local, requests)
-        np.subtract.at(self.running_by_class, (local, classes), requests)
-        np.subtract.at(self.alloc, queues, requests)
-        np.subtract.at(self.alloc_by_class, (queues, classes), requests)
+        local = self.state.local_node[cols["node"][rows]]
+        queues = self.state.queue_of[cols["queue"][rows]]
+        requests = self.state.key_requests[keys] * sign
+        classes = self.state.key_class[keys]
+        np.add.at(self.state.free, local, requests)
+        np.subtract.at(self.state.running_by_class, (local, classes), requests)
+        np.subtract.at(self.state.alloc, queues, requests)
+        np.subtract.at(self.state.alloc_by_class, (queues, classes), requests)
 
     # -- in the DRF loop -----------------------------------------------------------------
 
@@ -220,7 +215,7 @@ class Eviction(PoolState):
             usable = (self.ev_state[window] == PENDING) & mask[nodes]
             if protected:
                 usable &= ~np.isin(window, list(protected))
-            requests = self.key_requests[self.db.cols["key"][window].astype(np.int64)]
+            requests = self.state.key_requests[self.db.cols["key"][window].astype(np.int64)]
             alike = (requests == request).all(axis=1)
             differs = np.flatnonzero(usable & ~alike)
             end = int(differs[0]) if len(differs) else len(window)
@@ -248,7 +243,7 @@ class Eviction(PoolState):
     def _claim(self, rows: IntArray, strict: IntArray, sign: int) -> None:
         """Give up (``+1``) or take back (``-1``) the held space of pending evicted ``rows``."""
         nodes = self.ev_node[rows]
-        requests = self.key_requests[self.db.cols["key"][rows].astype(np.int64)] * sign
+        requests = self.state.key_requests[self.db.cols["key"][rows].astype(np.int64)] * sign
         self.ev_state[rows] = LOST if sign > 0 else PENDING
         np.subtract.at(self.held, nodes, requests)
         np.add.at(strict, nodes, requests)
@@ -267,8 +262,10 @@ class Eviction(PoolState):
         """Resources per node the pending evicted units ``reps`` need to come back."""
         rows, _ = self._expand(reps)
         rows = rows[self.ev_state[rows] == PENDING]
-        need = np.zeros_like(self.free)
-        np.add.at(need, self.ev_node[rows], self.key_requests[self.db.cols["key"][rows].astype(np.int64)])
+        need = np.zeros_like(self.state.free)
+        np.add.at(
+            need, self.ev_node[rows], self.state.key_requests[self.db.cols["key"][rows].astype(np.int64)]
+        )
         return need
 
     def settle_evicted(self, reps: IntArray) -> None:
@@ -282,7 +279,7 @@ class Eviction(PoolState):
         if not len(rows):
             return
         local = self.ev_node[rows]
-        requests = self.key_requests[self.db.cols["key"][rows].astype(np.int64)]
+        requests = self.state.key_requests[self.db.cols["key"][rows].astype(np.int64)]
         np.subtract.at(self.held, local, requests)
         order = np.lexsort((np.arange(len(rows)), local))
         sorted_nodes = local[order]
@@ -290,7 +287,7 @@ class Eviction(PoolState):
         starts = np.flatnonzero(np.r_[True, sorted_nodes[1:] != sorted_nodes[:-1]])
         group = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
         before = np.where(group[:, None] > 0, cumulative[np.maximum(group - 1, 0)], 0)
-        fits = ((cumulative - before) <= self.free[sorted_nodes]).all(axis=1)
+        fits = ((cumulative - before) <= self.state.free[sorted_nodes]).all(axis=1)
         failures = np.cumsum(~fits)
         fits &= failures - np.where(group > 0, failures[np.maximum(group - 1, 0)], 0) == 0
         ok = np.empty(len(rows), dtype=bool)
@@ -301,7 +298,7 @@ class Eviction(PoolState):
         self.ev_state[rows[ok]] = RETURNED
         self.ev_state[rows[~ok]] = LOST
         if ok.any():
-            self._take_off(rows[ok], -1)
+            self.take_off(rows[ok], -1)
 
     def finish_evictions(self) -> None:
         """Settle what the loop did not reach, then preempt every evicted job that lost its place."""
@@ -311,13 +308,13 @@ class Eviction(PoolState):
             is_lost = self.ev_state[rows] == LOST
             if not is_lost.any():
                 continue
-            by = self.first_new_on_node[self.lost_to[rows]]
+            by = self.state.first_new_on_node[self.lost_to[rows]]
             unit_by = np.full(len(units), -1, dtype=np.int64)
             np.maximum.at(unit_by, unit, by)
             by = np.where(by >= 0, by, unit_by[unit])  # a gang member is lost with its gang
-            name = self.queues[qi].name
+            name = self.state.queues[qi].name
             reason = (
-                f"preempted to restore fair share in pool {self.pool}: queue {name} was above "
+                f"preempted to restore fair share in pool {self.state.pool}: queue {name} was above "
                 f"{self.ctx.config.protected_fraction_of_fair_share:g}x its fair share"
             )
             self.preempt(rows[is_lost], by[is_lost], reason)
@@ -325,9 +322,11 @@ class Eviction(PoolState):
     def preempt(self, rows: IntArray, by: IntArray, reason: str) -> None:
         """Record preemptions of ``rows``, each caused by job row ``by`` (-1 = unknown)."""
         ids, node_ids = self.db.ids, self.db.nodes.ids
-        nodes = self.node_rows[self.local_node[self.db.cols["node"][rows]]].tolist()
+        nodes = self.state.node_rows[self.state.local_node[self.db.cols["node"][rows]]].tolist()
         self.ctx.taken[rows] = True
         self.ctx.preemptions.extend(
-            Preemption(ids[row] or "", (ids[b] or "") if b >= 0 else "", reason, self.pool, node_ids[node])
+            Preemption(
+                ids[row] or "", (ids[b] or "") if b >= 0 else "", reason, self.state.pool, node_ids[node]
+            )
             for row, b, node in zip(rows.tolist(), by.tolist(), nodes, strict=True)
         )

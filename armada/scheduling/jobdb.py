@@ -1,7 +1,7 @@
 """The scheduler's in-memory job database: columnar, incrementally updated.
 
 The scheduler service applies the event log to a :class:`JobDb` (submitted, leased,
-requeued, finished, reprioritised) and hands it to :func:`armada.scheduling.schedule` each
+requeued, finished, reprioritized) and hands it to :func:`armada.scheduling.schedule` each
 cycle. A job costs one row in a few numpy columns plus its id; queued jobs are kept in
 per-queue orders that are re-sorted only when something changed, and the aggregates a
 cycle needs (queued count per queue and scheduling key, allocation per node and per queue)
@@ -169,11 +169,6 @@ class JobDb:
         self._seq += end - start
         self.cols["state"][start:end] = QUEUED
 
-    def add_running(self, job: JobRequirements, node_id: str, pool: str) -> None:
-        """A job already leased to a node (state rebuilt from the log at start-up)."""
-        self.add(job)
-        self.lease(job.id, node_id, pool)
-
     def lease(self, job_id: str, node_id: str, pool: str) -> None:
         """A queued job was leased to ``node_id``: it now holds resources there."""
         row = self._row_of[job_id]
@@ -225,7 +220,7 @@ class JobDb:
         self.cols["state"][row] = FREE
         self.ids[row] = None
 
-    def reprioritise(self, job_id: str, priority: float) -> None:
+    def reprioritize(self, job_id: str, priority: float) -> None:
         """Change a job's priority; a queued job moves within its queue next cycle."""
         row = self._row_of[job_id]
         self.cols["priority"][row] = priority

@@ -1,8 +1,9 @@
 """One pool's share of a cycle: fair-share eviction, then DRF-ordered placement in rounds.
 
-Class layers: :class:`~.poolstate.PoolState` (arrays) ← :class:`~.eviction.Eviction`
-(fair-share eviction and return) ← :class:`~.urgency.Urgency` (urgency preemption) ←
-:class:`PoolCycle` (the loop and placement, here).
+:class:`PoolCycle` (the loop and placement, here) owns the pool's arrays
+(:class:`~.poolstate.PoolState`), its fair-share eviction (:class:`~.eviction.Eviction`)
+and its urgency preemption (:class:`~.urgency.Urgency`, which places through the cycle as
+its :class:`~.urgency.Placer`).
 
 Each round takes a prefix of every queue (:mod:`.candidates`), merges them into DRF order and
 walks that order. A *run* of consecutive identical units is placed with one vectorised
@@ -27,6 +28,8 @@ from armada.scheduling.candidates import (
     scan_queued,
 )
 from armada.scheduling.context import CycleContext
+from armada.scheduling.decisions import GLOBAL_RATE_LIMITED, QUEUE_CORDONED, QUEUE_RATE_LIMITED
+from armada.scheduling.eviction import Eviction
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.placement import (
     dominant_column,
@@ -35,7 +38,7 @@ from armada.scheduling.placement import (
     place_identical,
     place_uniform_gang,
 )
-from armada.scheduling.poolstate import UNLIMITED
+from armada.scheduling.poolstate import UNLIMITED, PoolState
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.state import UsageHistory
 from armada.scheduling.urgency import Urgency
@@ -48,30 +51,33 @@ FUSE_MIN = 256
 FUSE_MAX = 1 << 16
 
 
-class PoolCycle(Urgency):
+class PoolCycle:
     """Schedules one pool; results go into the shared :class:`CycleContext`."""
 
     def __init__(
         self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
     ) -> None:
-        super().__init__(ctx, pool, node_rows, queues, usage)
+        self.state = PoolState(ctx, pool, node_rows, queues, usage)
+        self.ctx, self.db = ctx, ctx.db
+        self.eviction = Eviction(self.state)
+        self.urgency = Urgency(self.state, self.eviction, self)
         self.seg_len = FUSE_MIN
 
     # -- the loop ------------------------------------------------------------------------
 
     def run(self) -> None:
-        if not len(self.queues):
+        if not len(self.state.queues):
             return
-        self.evict_for_fair_share()
+        self.eviction.evict_for_fair_share()
         self._fail_hopeless_keys()
-        if (self.stop < np.array([len(o) for o in self.orders], dtype=np.int64)).any():
+        if (self.state.stop < np.array([len(o) for o in self.state.orders], dtype=np.int64)).any():
             self.ctx.reasons.lookback = self.ctx.config.max_queue_lookback
         while not self.ctx.out_of_time():
             units, boundary = self._round()
             if not len(units):
                 break
             units = units.take(merge_order(units))
-            self.start_round(units)
+            self.eviction.start_round(units)
             end, capped = self._global_cut(units)
             if boundary is not None:
                 at = np.flatnonzero((units.queue == boundary[1]) & (units.cost == boundary[0]))
@@ -82,7 +88,7 @@ class PoolCycle(Urgency):
                 continue
             if done == 0 or capped or boundary is None:
                 break
-        self.finish_evictions()
+        self.eviction.finish_evictions()
 
     def _fail_hopeless_keys(self) -> None:
         """Fail keys that fit on no node before looking at any job (a full cluster stays cheap).
@@ -90,61 +96,66 @@ class PoolCycle(Urgency):
         A key that fits nowhere even counting what it could urgency-preempt is skipped for the
         pool's turn. Not after fair-share evictions: those free space during the turn.
         """
-        if self.evicted_any():
+        if self.eviction.evicted_any():
             return
-        keys = {k for q in self.db_queue.tolist() for k in self.db.queued_counts[q] if self.key_usable[k]}
+        state = self.state
+        keys = {k for q in state.db_queue.tolist() for k in self.db.queued_counts[q] if state.key_usable[k]}
         for key in sorted(keys):
-            lower = self.lower_classes(self.db.keys.infos[key].priority)
-            free = self.free + self.running_by_class[:, lower].sum(axis=1) if lower else self.free
-            if not fit_counts(free, self.key_requests[key], self.mask(key), 1).any():
+            lower = self.urgency.lower_classes(self.db.keys.infos[key].priority)
+            free = state.free + state.running_by_class[:, lower].sum(axis=1) if lower else state.free
+            if not fit_counts(free, state.key_requests[key], state.mask(key), 1).any():
                 self._fail(key)
 
     def _round(self) -> tuple[Units, tuple[float, int] | None]:
         """Candidates of every queue for this round and the round's DRF boundary."""
-        key_ok = self.key_usable & ~self.key_failed
+        key_ok = self.state.key_usable & ~self.state.key_failed
         slots = self._slot_estimate(key_ok)
-        total_weight = float(self.weights.sum())
+        total_weight = float(self.state.weights.sum())
         parts: list[Units] = []
         boundary: tuple[float, int] | None = None
-        for qi, spec in enumerate(self.queues):
-            if not key_ok[list(self.db.queued_counts[int(self.db_queue[qi])])].any():
-                self.cursor[qi] = self.stop[qi]
+        for qi, spec in enumerate(self.state.queues):
+            if not key_ok[list(self.db.queued_counts[int(self.state.db_queue[qi])])].any():
+                self.state.cursor[qi] = self.state.stop[qi]
             tokens = math.floor(self.ctx.queue_tokens.get(spec.name, float(UNLIMITED)))
-            want = max(128, math.ceil(1.5 * slots * self.weights[qi] / total_weight))
+            want = max(128, math.ceil(1.5 * slots * self.state.weights[qi] / total_weight))
             rows = pos = np.zeros(0, dtype=np.int64)
             if not spec.cordoned and tokens > 0:
                 rows, pos = scan_queued(
                     self.db,
-                    order=self.orders[qi],
-                    start=int(self.cursor[qi]),
-                    stop=int(self.stop[qi]),
+                    order=self.state.orders[qi],
+                    start=int(self.state.cursor[qi]),
+                    stop=int(self.state.stop[qi]),
                     want=want,
                     key_ok=key_ok,
                     taken=self.ctx.taken,
-                    cardinality=self.cardinality,
-                    gang_rep=self.gang_rep,
+                    cardinality=self.state.cardinality,
+                    gang_rep=self.state.gang_rep,
                 )
             elif spec.cordoned:
-                self.ctx.reasons.by_queue[spec.name] = "queue is cordoned"
+                self.ctx.reasons.by_queue[spec.name] = QUEUE_CORDONED
             keys = self.db.cols["key"][rows].astype(np.int64)
             queued = Units(
                 rows,
                 keys,
-                self.cardinality[keys],
+                self.state.cardinality[keys],
                 np.zeros(len(rows), dtype=bool),
                 pos,
                 np.full(len(rows), qi),
                 np.zeros(len(rows)),
             )
             cut = self._rate_cut(qi, queued, tokens)
-            chunked = cut == len(queued) and len(rows) >= want and (len(pos) and pos[-1] + 1 < self.stop[qi])
+            chunked = (
+                cut == len(queued) and len(rows) >= want and (len(pos) and pos[-1] + 1 < self.state.stop[qi])
+            )
             units = Units.concat(
-                [self.pending_evicted(qi), self._within_class_limits(qi, queued.take(slice(0, cut)))]
+                [self.eviction.pending_evicted(qi), self._within_class_limits(qi, queued.take(slice(0, cut)))]
             )
             if not len(units):
                 continue
-            requests = units.counts[:, None] * self.key_requests[units.keys]
-            units.cost = queue_costs(requests, self.alloc[qi], self.scale, self.usage[qi], self.weights[qi])
+            requests = units.counts[:, None] * self.state.key_requests[units.keys]
+            units.cost = queue_costs(
+                requests, self.state.alloc[qi], self.state.scale, self.state.usage[qi], self.state.weights[qi]
+            )
             parts.append(units)
             if chunked and (boundary is None or (units.cost[-1], qi) < boundary):
                 boundary = (float(units.cost[-1]), qi)
@@ -152,10 +163,10 @@ class PoolCycle(Urgency):
 
     def _slot_estimate(self, key_ok: BoolArray) -> int:
         """Most jobs of any usable key the pool's free capacity could hold (ignoring packing)."""
-        requests = self.key_requests[key_ok]
+        requests = self.state.key_requests[key_ok]
         if not len(requests):
             return 0
-        free = np.maximum(self.free[self.schedulable].sum(axis=0), 0)
+        free = np.maximum(self.state.free[self.state.schedulable].sum(axis=0), 0)
         with np.errstate(divide="ignore"):
             per_resource = np.where(requests > 0, free // np.maximum(requests, 1), UNLIMITED)
         return int(min(per_resource.min(axis=1).max(), 10**7))
@@ -164,28 +175,26 @@ class PoolCycle(Urgency):
         """How many of a queue's queued units its token bucket lets through."""
         cut = int(np.searchsorted(np.cumsum(units.counts), tokens, side="right"))
         if cut < len(units):
-            self.ctx.reasons.by_queue[self.queues[qi].name] = (
-                "queue rate limited (maximumPerQueueSchedulingRate)"
-            )
+            self.ctx.reasons.by_queue[self.state.queues[qi].name] = QUEUE_RATE_LIMITED
         return cut
 
     def _within_class_limits(self, qi: int, units: Units) -> Units:
         """Drop, per priority class, the queue's units from the first that would pass its limit."""
-        if not len(units) or (self.limits[qi] >= UNLIMITED).all():
+        if not len(units) or (self.state.limits[qi] >= UNLIMITED).all():
             return units
-        name = self.queues[qi].name
-        classes = self.key_class[units.keys]
+        name = self.state.queues[qi].name
+        classes = self.state.key_class[units.keys]
         keep = np.ones(len(units), dtype=bool)
         for ci in np.unique(classes).tolist():
             members = np.flatnonzero(classes == ci)
-            requests = units.counts[members, None] * self.key_requests[units.keys[members]]
+            requests = units.counts[members, None] * self.state.key_requests[units.keys[members]]
             over = first_violation(
-                np.cumsum(requests, axis=0) + self.alloc_by_class[qi, ci], self.limits[qi, ci]
+                np.cumsum(requests, axis=0) + self.state.alloc_by_class[qi, ci], self.state.limits[qi, ci]
             )
             if over < len(members):
                 keep[members[over:]] = False
                 class_name = self.db.priority_class_names[ci]
-                reason = f"queue {name} over its {class_name} resource limit in pool {self.pool}"
+                reason = f"queue {name} over its {class_name} resource limit in pool {self.state.pool}"
                 for key in np.unique(units.keys[members[over:]]).tolist():
                     self.ctx.reasons.by_queue_key.setdefault(name, {})[key] = reason
         return units if keep.all() else units.take(np.flatnonzero(keep))
@@ -196,29 +205,29 @@ class PoolCycle(Urgency):
         jobs = np.cumsum(units.counts * new)
         end = int(np.searchsorted(jobs, math.floor(self.ctx.global_tokens), side="right"))
         if end < len(units):
-            self.ctx.reasons.cycle = "global scheduling rate limit reached (maximumSchedulingRate)"
-        if (self.budget >= UNLIMITED).all():
+            self.ctx.reasons.cycle = GLOBAL_RATE_LIMITED
+        if (self.state.budget >= UNLIMITED).all():
             return end, end < len(units)
-        requests = (units.counts * new)[:, None] * self.key_requests[units.keys]
-        over = first_violation(np.cumsum(requests, axis=0) + self.scheduled_new, self.budget)
+        requests = (units.counts * new)[:, None] * self.state.key_requests[units.keys]
+        over = first_violation(np.cumsum(requests, axis=0) + self.state.scheduled_new, self.state.budget)
         if over < end:
             end = over
-            self.ctx.reasons.cycle = f"pool {self.pool}: maximumResourceFractionToSchedule reached"
+            self.ctx.reasons.cycle = f"pool {self.state.pool}: maximumResourceFractionToSchedule reached"
         return end, end < len(units)
 
     def _advance(self, units: Units, done: int) -> None:
         head = units.take(slice(0, done))
         queued = ~head.evicted
-        np.maximum.at(self.cursor, head.queue[queued], head.pos[queued] + 1)
-        self.consume_evicted(head.queue[head.evicted])
+        np.maximum.at(self.state.cursor, head.queue[queued], head.pos[queued] + 1)
+        self.eviction.consume_evicted(head.queue[head.evicted])
         self.ctx.considered += int(head.counts.sum())
 
     def _process(self, units: Units, end: int) -> tuple[int, bool]:
         """Place ``units[:end]``; returns how many were decided and whether a key failed."""
         change = (units.keys[1:] != units.keys[:-1]) | units.evicted[1:] | units.evicted[:-1]
-        change |= self.uniform[units.keys[1:]]
+        change |= self.state.uniform[units.keys[1:]]
         starts = np.concatenate([[0], np.flatnonzero(change) + 1, [len(units)]])
-        special = [*np.flatnonzero(self.uniform[units.keys]).tolist(), len(units)]
+        special = [*np.flatnonzero(self.state.uniform[units.keys]).tolist(), len(units)]
         i = 0
         fuse = True  # a stretch too short to fuse ends fusing until the next round
         while i < end:
@@ -247,17 +256,19 @@ class PoolCycle(Urgency):
     def _exact(self, units: Units, i: int, j: int) -> bool:
         """Place the run ``units[i:j]`` (one key) as sequential best fit would; False if the key failed."""
         if units.evicted[i]:
-            self.settle_evicted(units.rows[i:j])
+            self.eviction.settle_evicted(units.rows[i:j])
             return True
         key = int(units.keys[i])
-        request, mask = self.key_requests[key], self.mask(key)
-        dominant = dominant_column(request, self.scale)
-        size = int(self.cardinality[key])
-        if self.uniform[key]:
+        request, mask = self.state.key_requests[key], self.state.mask(key)
+        dominant = dominant_column(request, self.state.scale)
+        size = int(self.state.cardinality[key])
+        if self.state.uniform[key]:
             for u in range(i, j):
-                placement = self.place_uniform(self.free - self.held, key, request, mask, dominant)
+                placement = self.place_uniform(
+                    self.state.free - self.eviction.held, key, request, mask, dominant
+                )
                 if placement is None:
-                    if self.urgent(units, u, u + 1) == 0:
+                    if self.urgency.urgent(units, u, u + 1) == 0:
                         self._fail(key)
                         return False
                 else:
@@ -267,7 +278,7 @@ class PoolCycle(Urgency):
         fitted = len(nodes) // size
         self.commit(units, np.arange(i, i + fitted), nodes[: fitted * size])
         if i + fitted < j:
-            fitted += self.urgent(units, i + fitted, j)
+            fitted += self.urgency.urgent(units, i + fitted, j)
             if i + fitted < j:
                 self._fail(key)
                 return False
@@ -277,13 +288,15 @@ class PoolCycle(Urgency):
         self, request: IntArray, mask: BoolArray, count: int, dominant: int, size: int
     ) -> IntArray:
         """Nodes for ``count`` identical jobs: free space first, then space held by evicted jobs."""
-        strict = self.free - self.held
+        strict = self.state.free - self.eviction.held
         nodes = place_identical(strict, request, mask, count, dominant).nodes
         nodes = nodes[: len(nodes) - len(nodes) % size]
-        if len(nodes) == count or not self.held.any():
+        if len(nodes) == count or not self.eviction.held.any():
             return nodes
         strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
-        return np.concatenate([nodes, self.displace(strict, request, mask, count - len(nodes), size=size)])
+        return np.concatenate(
+            [nodes, self.eviction.displace(strict, request, mask, count - len(nodes), size=size)]
+        )
 
     def place_uniform(
         self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
@@ -293,9 +306,9 @@ class PoolCycle(Urgency):
             free,
             request=request,
             mask=mask,
-            count=int(self.cardinality[key]),
+            count=int(self.state.cardinality[key]),
             dominant=dominant,
-            label_codes=codes[self.node_rows],
+            label_codes=codes[self.state.node_rows],
             label_values=values,
         )
         return None if placement is None else placement.nodes
@@ -303,34 +316,37 @@ class PoolCycle(Urgency):
     def _fused(self, units: Units, i: int, j: int) -> bool:
         """Place ``units[i:j]`` key by key in bulk; commit only if every unit fits."""
         # New jobs get free space only; evicted jobs of the stretch come back to their held space.
-        trial = self.free - self.held
+        state = self.state
+        trial = state.free - self.eviction.held
         segment = np.arange(i, j)
         evicted = segment[units.evicted[i:j]]
         if len(evicted):
-            need = self.evicted_need(units.rows[evicted])
-            if ((self.free - need < 0) & (need > 0)).any():
+            need = self.eviction.evicted_need(units.rows[evicted])
+            if ((state.free - need < 0) & (need > 0)).any():
                 return False
         plans: list[tuple[IntArray, IntArray]] = []
         fresh = segment[~units.evicted[i:j]]
         keys, first = np.unique(units.keys[fresh], return_index=True)
-        saved = self.save_claims()
+        saved = self.eviction.save_claims()
         protected = frozenset(units.rows[evicted].tolist())  # they come back before new jobs
         for key in keys[np.argsort(first)].tolist():
             chosen = fresh[units.keys[fresh] == key]
-            request, mask, size = self.key_requests[key], self.mask(key), int(self.cardinality[key])
+            request, mask, size = state.key_requests[key], state.mask(key), int(state.cardinality[key])
             total = int(units.counts[chosen].sum())
-            nodes = place_identical(trial, request, mask, total, dominant_column(request, self.scale)).nodes
+            nodes = place_identical(trial, request, mask, total, dominant_column(request, state.scale)).nodes
             nodes = nodes[: len(nodes) - len(nodes) % size]
             trial -= np.bincount(nodes, minlength=len(trial))[:, None] * request
             if len(nodes) < total and saved is not None:  # displacement updates ``trial`` itself
-                more = self.displace(trial, request, mask, total - len(nodes), size=size, protected=protected)
+                more = self.eviction.displace(
+                    trial, request, mask, total - len(nodes), size=size, protected=protected
+                )
                 nodes = np.concatenate([nodes, more])
             if len(nodes) < total:
-                self.restore_claims(saved)
+                self.eviction.restore_claims(saved)
                 return False
             plans.append((chosen, nodes))
         if len(evicted):
-            self.settle_evicted(units.rows[evicted])
+            self.eviction.settle_evicted(units.rows[evicted])
         for chosen, nodes in plans:
             self.commit(units, chosen, nodes)
         return True
@@ -341,7 +357,7 @@ class PoolCycle(Urgency):
             return units.rows[chosen]
         out: list[int] = []
         state, taken, gangs = self.db.cols["state"], self.ctx.taken, self.db.gangs
-        size = int(self.cardinality[int(units.keys[chosen[0]])])
+        size = int(self.state.cardinality[int(units.keys[chosen[0]])])
         for gang_index in self.db.cols["gang"][units.rows[chosen]].tolist():
             gang = gangs[gang_index]
             assert gang is not None
@@ -355,39 +371,38 @@ class PoolCycle(Urgency):
         """Lease the chosen units (all of one key) on local ``nodes``, one per member job."""
         if not len(chosen):
             return
-        key = int(units.keys[chosen[0]])
-        request = self.key_requests[key]
+        state, key = self.state, int(units.keys[chosen[0]])
+        request = state.key_requests[key]
         rows = self.members(units, chosen)
-        self.free -= np.bincount(nodes, minlength=len(self.free))[:, None] * request
-        per_queue = np.bincount(units.queue[chosen], weights=units.counts[chosen], minlength=len(self.queues))
+        state.free -= np.bincount(nodes, minlength=len(state.free))[:, None] * request
+        queues = units.queue[chosen]
+        per_queue = np.bincount(queues, weights=units.counts[chosen], minlength=len(state.queues))
         added = per_queue.astype(np.int64)[:, None] * request
-        self.alloc += added
-        self.alloc_by_class[:, self.key_class[key]] += added
-        self.scheduled_new += len(rows) * request
+        state.alloc += added
+        state.alloc_by_class[:, state.key_class[key]] += added
+        state.scheduled_new += len(rows) * request
         self.ctx.global_tokens -= len(rows)
         for qi in np.flatnonzero(per_queue).tolist():
-            name = self.queues[qi].name
+            name = state.queues[qi].name
             if name in self.ctx.queue_tokens:
                 self.ctx.queue_tokens[name] -= float(per_queue[qi])
         unique, first = np.unique(nodes, return_index=True)
-        fresh = self.first_new_on_node[unique] < 0
-        self.first_new_on_node[unique[fresh]] = rows[first[fresh]]
-        self.ctx.record_leases(rows, self.node_rows[nodes], self.pool)
+        fresh = state.first_new_on_node[unique] < 0
+        state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
+        self.ctx.record_leases(rows, state.node_rows[nodes], state.pool)
 
     def _fail(self, key: int) -> None:
-        self.key_failed[key] = True
+        self.state.key_failed[key] = True
         info = self.db.keys.infos[key]
         reason = explain_misfit(
-            self.free,
-            request=self.key_requests[key],
-            mask=self.mask(key),
-            names=self.names,
-            pool=self.pool,
+            self.state.free,
+            request=self.state.key_requests[key],
+            mask=self.state.mask(key),
+            names=self.state.names,
+            pool=self.state.pool,
             constraints=info.describe_constraints(),
         )
         if info.gang_cardinality:
             reason = f"gang of {info.gang_cardinality} does not fit: {reason}"
         known = self.ctx.reasons.by_key.get(key)
         self.ctx.reasons.by_key[key] = reason if known is None else f"{known}; {reason}"
-
-    # -- report --------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The state of one pool during a cycle: free capacity, queues, allocations and limits.
 
 Built once per pool and cycle from the node and job databases (no per-job work), then
-mutated as jobs are placed, evicted and preempted; see :mod:`.pool` and :mod:`.preemption`.
+mutated as jobs are placed (:mod:`.pool`), evicted (:mod:`.eviction`) and preempted
+(:mod:`.eviction`, :mod:`.urgency`). It holds data and derived lookups only; the objects
+that change it own it.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ BoolArray = npt.NDArray[np.bool_]
 class QueueOrder:
     rows: Rows = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     pending: list[int] = field(default_factory=list)
-    #: set when rows moved (reprioritised, requeued): the next read sorts everything
+    #: set when rows moved (reprioritized, requeued): the next read sorts everything
     dirty: bool = False
     stale: int = 0
 

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.context import CycleContext
-from armada.scheduling.decisions import CycleStats, Leases, Reasons, Rejection, SchedulingResult
+from armada.scheduling.decisions import NO_NODES, CycleStats, Leases, Reasons, Rejection, SchedulingResult
 from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.placement import explain_misfit
 from armada.scheduling.pool import PoolCycle
@@ -71,13 +71,13 @@ def schedule(
     ctx.reasons.by_key.update(rejected)
     ctx.reasons.by_key.update(waiting)
     if not pools:
-        ctx.reasons.cycle = "no nodes reported by any executor"
+        ctx.reasons.cycle = NO_NODES
     rejections = _rejections(db, rejected)
     shares: dict[str, dict[str, QueueShare]] = {}
     for pool, rows in pools.items():
         cycle = PoolCycle(ctx, pool, rows, list(queues), usage)
         cycle.run()
-        shares[pool] = cycle.shares()
+        shares[pool] = cycle.state.shares()
     leases = _leases(ctx)
     queue_summary, key_summary = _summaries(db, ctx.reasons, ctx.lease_rows, set(rejected))
     return SchedulingResult(

@@ -8,7 +8,7 @@ gang with it. Non-preemptible jobs are never preempted.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -17,27 +17,37 @@ from armada.scheduling.candidates import Units
 from armada.scheduling.eviction import LOST, PENDING, Eviction
 from armada.scheduling.jobdb import RUNNING
 from armada.scheduling.placement import dominant_column, place_identical
+from armada.scheduling.poolstate import PoolState
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-class Urgency(Eviction, ABC):
-    """Urgency half of :class:`armada.scheduling.pool.PoolCycle` (placement lives there)."""
+class Placer(Protocol):
+    """How urgency preemption places the units it made room for."""
 
-    @abstractmethod
     def members(self, units: Units, chosen: IntArray) -> IntArray:
         """Job rows of the chosen units, gang members expanded."""
+        ...
 
-    @abstractmethod
     def commit(self, units: Units, chosen: IntArray, nodes: IntArray) -> None:
         """Lease the chosen units on local ``nodes``."""
+        ...
 
-    @abstractmethod
     def place_uniform(
         self, free: IntArray, key: int, request: IntArray, mask: BoolArray, dominant: int
     ) -> IntArray | None:
         """Nodes for one uniform gang of ``key`` on ``free``, or None."""
+        ...
+
+
+class Urgency:
+    """Urgency preemption in one pool's turn: frees room through ``eviction`` and places
+    through ``placer`` (the :class:`armada.scheduling.pool.PoolCycle` that owns both)."""
+
+    def __init__(self, state: PoolState, eviction: Eviction, placer: Placer) -> None:
+        self.state, self.ctx, self.db = state, state.ctx, state.db
+        self.eviction, self.placer = eviction, placer
 
     def lower_classes(self, priority: int) -> list[int]:
         """Preemptible priority classes a job of ``priority`` may urgency-preempt."""
@@ -50,26 +60,26 @@ class Urgency(Eviction, ABC):
         key = int(units.keys[i])
         info = self.db.keys.infos[key]
         lower = self.lower_classes(info.priority)
-        if not lower or not self.running_by_class[:, lower].any():
+        if not lower or not self.state.running_by_class[:, lower].any():
             return 0
-        request, size = self.key_requests[key], int(self.cardinality[key])
-        dominant = dominant_column(request, self.scale)
+        request, size = self.state.key_requests[key], int(self.state.cardinality[key])
+        dominant = dominant_column(request, self.state.scale)
         placed = 0
         for u in range(i, j):
-            boosted = self.free - self.held + self.running_by_class[:, lower].sum(axis=1)
-            if self.uniform[key]:
-                nodes = self.place_uniform(boosted, key, request, self.mask(key), dominant)
+            boosted = self.state.free - self.eviction.held + self.state.running_by_class[:, lower].sum(axis=1)
+            if self.state.uniform[key]:
+                nodes = self.placer.place_uniform(boosted, key, request, self.state.mask(key), dominant)
                 if nodes is None:
                     break
             else:
-                nodes = place_identical(boosted, request, self.mask(key), size, dominant).nodes
+                nodes = place_identical(boosted, request, self.state.mask(key), size, dominant).nodes
                 if len(nodes) < size:
                     break
-            rows = self.members(units, np.array([u]))
+            rows = self.placer.members(units, np.array([u]))
             for node in np.unique(nodes).tolist():
-                need = int((nodes == node).sum()) * request + self.held[node]
+                need = int((nodes == node).sum()) * request + self.eviction.held[node]
                 self._evict_for(node, need, info.priority, int(rows[int(np.argmax(nodes == node))]))
-            self.commit(units, np.array([u]), nodes)
+            self.placer.commit(units, np.array([u]), nodes)
             placed += 1
         return placed
 
@@ -85,21 +95,23 @@ class Urgency(Eviction, ABC):
         """Preempt lower-class jobs on ``node`` until ``need`` is free there."""
         db = self.db
         classes = self.ctx.config.priority_classes
-        evicted = self.ev_state if len(self.ev_state) else np.zeros(len(db.ids), dtype=np.int8)
+        evicted = (
+            self.eviction.ev_state if len(self.eviction.ev_state) else np.zeros(len(db.ids), dtype=np.int8)
+        )
         victims = []
-        for row in db.jobs_on_node(int(self.node_rows[node])):
+        for row in db.jobs_on_node(int(self.state.node_rows[node])):
             if self.ctx.taken[row] or evicted[row] in (PENDING, LOST):  # not on the node now
                 continue
             pc = classes[db.keys.infos[int(db.cols["key"][row])].priority_class]
             if pc.preemptible and pc.priority < priority:
                 victims.append((pc.priority, -int(db.cols["run_seq"][row]), row))
         for _, _, row in sorted(victims):
-            if (self.free[node] >= need).all():
+            if (self.state.free[node] >= need).all():
                 break
             if self.ctx.taken[row]:
                 continue
             rows = np.array(self._running_group(row), dtype=np.int64)
-            rows = rows[self.local_node[db.cols["node"][rows]] >= 0]
-            self._take_off(rows, +1)
-            reason = f"preempted by higher-priority job {db.ids[by]} in pool {self.pool}"
-            self.preempt(rows, np.full(len(rows), by), reason)
+            rows = rows[self.state.local_node[db.cols["node"][rows]] >= 0]
+            self.eviction.take_off(rows, +1)
+            reason = f"preempted by higher-priority job {db.ids[by]} in pool {self.state.pool}"
+            self.eviction.preempt(rows, np.full(len(rows), by), reason)

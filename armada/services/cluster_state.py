@@ -31,6 +31,12 @@ def node_key(executor: str, node: str) -> str:
     return f"{executor}/{node}"
 
 
+def split_node_key(key: str) -> tuple[str, str]:
+    """The executor and node id of a :func:`node_key` (executor ``""`` for a bare node id)."""
+    executor, slash, node = key.partition("/")
+    return (executor, node) if slash else ("", key)
+
+
 @dataclass
 class RunInfo:
     """A run that holds (or is about to hold) resources on a node."""
@@ -266,7 +272,7 @@ class ClusterState:
 
     def _reprioritized(self, event: ev.JobReprioritized) -> None:
         if event.job_id in self.jobs:
-            self.jobs.reprioritise(event.job_id, event.new_priority)
+            self.jobs.reprioritize(event.job_id, event.new_priority)
 
     def _drop_run(self, run_id: str) -> None:
         run = self.runs.pop(run_id, None)

@@ -10,12 +10,10 @@ the pod and appends ``cancelled``/``preempted`` once it is gone.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Select, select
-
-from armada.eventstore import schema
+from armada.eventstore import views
 from armada.eventstore.store import EventStore, Transaction
+from armada.eventstore.views import JobRow
 from armada.model.errors import InvalidRequest
 from armada.model.events import (
     Event,
@@ -28,7 +26,6 @@ from armada.model.events import (
 from armada.model.states import TERMINAL_JOB_STATES, UNFINISHED_JOB_STATES, JobState
 from armada.model.wire.jobs import StateName
 from armada.scheduling.config import PriorityClass
-from armada.services.lookups import rows_with_keys
 from armada.services.validation import check_reason
 
 #: Upstream's ``apiJobState`` numbers, for clients that send enums as integers.
@@ -46,21 +43,6 @@ UPSTREAM_STATE_NUMBERS = [
     "REJECTED",
 ]
 _ALIASES = {"SUBMITTED": JobState.QUEUED, "REJECTED": JobState.FAILED}
-E = TypeVar("E", bound=Event)
-
-
-class JobRow(NamedTuple):
-    job_id: str
-    queue: str
-    job_set_id: str
-    state: JobState
-    priority_class: str
-    latest_run_id: str
-
-    def event(self, kind: type[E], **fields: Any) -> E:
-        """An event of ``kind`` about this job (and its current run, if it holds a node)."""
-        run_id = self.latest_run_id if self.state.active else ""
-        return kind(queue=self.queue, job_set_id=self.job_set_id, job_id=self.job_id, run_id=run_id, **fields)
 
 
 def parse_state(value: StateName, field: str) -> JobState:
@@ -78,21 +60,9 @@ def parse_state(value: StateName, field: str) -> JobState:
     raise InvalidRequest(f"unknown job state {value!r}", field=field)
 
 
-_COLUMNS = ("job_id", "queue", "job_set_id", "state", "priority_class", "latest_run_id")
-
-
-def _job_row(row: Sequence[Any]) -> JobRow:
-    return JobRow(row[0], row[1], row[2], JobState(row[3]), row[4], row[5] or "")
-
-
-def _query() -> Select[Any]:
-    return select(*(schema.jobs.c[name] for name in _COLUMNS))
-
-
 async def _jobs_by_id(tx: Transaction, job_ids: Sequence[str], queue: str, job_set_id: str) -> list[JobRow]:
     """The named jobs that exist (and belong to ``queue``/``job_set_id`` when those are given)."""
-    found = await rows_with_keys(tx.connection, _query(), schema.jobs.c.job_id, job_ids)
-    rows = sorted(_job_row(row) for row in found)
+    rows = sorted((await views.jobs_by_id(tx.connection, job_ids)).values())
     return [
         row
         for row in rows
@@ -103,13 +73,11 @@ async def _jobs_by_id(tx: Transaction, job_ids: Sequence[str], queue: str, job_s
 async def _job_set(tx: Transaction, queue: str, job_set_id: str, states: Iterable[JobState]) -> list[JobRow]:
     if not queue or not job_set_id:
         raise InvalidRequest("name the jobs, or both queue and jobSetId", field="jobSetId")
-    jobs = schema.jobs
-    wanted = [state.value for state in states]
-    query = _query().where(jobs.c.queue == queue, jobs.c.job_set_id == job_set_id, jobs.c.state.in_(wanted))
-    return [_job_row(row) for row in await tx.connection.execute(query.order_by(jobs.c.job_id))]
+    return await views.job_set_rows(tx.connection, queue, job_set_id, states)
 
 
-def _cancel_events(rows: Iterable[JobRow], reason: str, user: str) -> tuple[list[Event], list[str]]:
+def cancel_events(rows: Iterable[JobRow], reason: str, user: str) -> tuple[list[Event], list[str]]:
+    """Cancellation of the unfinished ones of ``rows`` (queued jobs end at once); their ids."""
     events: list[Event] = []
     cancelled = []
     for row in rows:
@@ -132,7 +100,7 @@ async def cancel_jobs(
             rows = await _jobs_by_id(tx, job_ids, queue, job_set_id)
         else:
             rows = await _job_set(tx, queue, job_set_id, UNFINISHED_JOB_STATES)
-        events, cancelled = _cancel_events(rows, reason, user)
+        events, cancelled = cancel_events(rows, reason, user)
         tx.append(events)
     return cancelled
 
@@ -147,7 +115,7 @@ async def cancel_job_set(
     )
     async with store.transaction() as tx:
         rows = await _job_set(tx, queue, job_set_id, wanted)
-        events, cancelled = _cancel_events(rows, reason, user)
+        events, cancelled = cancel_events(rows, reason, user)
         tx.append(events)
     return cancelled
 

@@ -14,25 +14,26 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Literal
 
 import structlog
-from sqlalchemy import select
 
-from armada.eventstore import dialects, schema
-from armada.eventstore.store import EventStore, Transaction
+from armada.eventstore import views
+from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
-from armada.model.jobs import Job, decode_job
+from armada.model.jobs import Job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
 from armada.model.resources import QuantityError, to_units
-from armada.model.states import JobState
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
-from armada.services.retries import requeue_or_fail
-from armada.services.scheduler import job_rows
-from armada.settings import SchedulerSettings
+from armada.services.retries import run_ended_without_result
+from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
+
+#: What the executor is told to do with a run it holds.
+KillOrder = Literal["cancel", "preempt"]
 
 
 def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
@@ -78,7 +79,7 @@ class LeaseService:
         self,
         store: EventStore,
         follower: LogFollower,
-        settings: SchedulerSettings,
+        settings: SchedulerServiceSettings,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
@@ -177,9 +178,9 @@ class LeaseService:
             leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)
         )
 
-    def _kill_orders(self, executor: ExecutorInfo) -> dict[str, str]:
+    def _kill_orders(self, executor: ExecutorInfo) -> dict[str, KillOrder]:
         """This executor's runs whose jobs asked to be cancelled or preempted, by run id."""
-        orders: dict[str, str] = {}
+        orders: dict[str, KillOrder] = {}
         for job_id in self.state.kill_requested:
             run = self.state.active_run(job_id)
             extras = self.state.extras.get(job_id)
@@ -190,28 +191,33 @@ class LeaseService:
     async def _end_runs(self, runs: list[RunInfo]) -> None:
         """Runs no longer on the executor: confirm a requested kill, else requeue the job."""
         async with self.store.transaction() as tx:
-            rows = await job_rows(tx.connection, [run.job_id for run in runs])
-            reasons = await _requested_reasons(tx, [run.job_id for run in runs])
+            rows = await views.jobs_by_id(tx.connection, [run.job_id for run in runs])
+            requests = await views.kill_requests(tx.connection, [run.job_id for run in runs])
             for run in runs:
                 row = rows.get(run.job_id)
-                if row is None or row.run_id != run.run_id or not JobState(row.state).active:
+                if row is None or row.latest_run_id != run.run_id or not row.state.active:
                     continue
                 extras = self.state.extras.get(run.job_id)
-                cancel_reason, requestor, preempt_reason = reasons.get(run.job_id, ("", "", ""))
+                request = requests.get(run.job_id, views.KillRequest("", "", ""))
                 envelope = row.envelope(run.run_id)
                 if extras is not None and extras.cancel_requested:
-                    tx.append([ev.JobCancelled(**envelope, reason=cancel_reason, requestor=requestor)])
-                elif extras is not None and extras.preempt_requested:
-                    tx.append([ev.JobPreempted(**envelope, reason=preempt_reason)])
-                else:
-                    why = "run disappeared from its executor"
-                    tx.append([ev.JobLeaseReturned(**envelope, cluster_id=run.executor, reason=why)])
                     tx.append(
-                        requeue_or_fail(
-                            row.envelope(),
+                        [
+                            ev.JobCancelled(
+                                **envelope, reason=request.cancel_reason, requestor=request.cancel_user
+                            )
+                        ]
+                    )
+                elif extras is not None and extras.preempt_requested:
+                    tx.append([ev.JobPreempted(**envelope, reason=request.preempt_reason)])
+                else:
+                    tx.append(
+                        run_ended_without_result(
+                            envelope,
+                            cluster_id=run.executor,
                             attempts=extras.attempts if extras else 0,
                             max_retries=self.settings.max_retries,
-                            reason=why,
+                            reason="run disappeared from its executor",
                         )
                     )
         await self.follower.catch_up()
@@ -219,16 +225,9 @@ class LeaseService:
     async def _leases(self, runs: list[RunInfo]) -> list[Lease]:
         if not runs:
             return []
-        jobs = schema.jobs
-        specs: dict[str, Job] = {}
         async with self.store.engine.connect() as conn:
-            ids = [run.job_id for run in runs]
-            for where in dialects.in_values(conn, jobs.c.job_id, ids):
-                result = await conn.execute(select(jobs.c.job_id, jobs.c.spec).where(where))
-                for job_id, spec in result:
-                    job = self.store.unreadable.decode(decode_job, spec, "job", job_id, job_id)
-                    if job is not None:  # an unreadable job is failed (Quarantine), never leased
-                        specs[job_id] = job
+            # An unreadable job is left out: Quarantine fails it, it is never leased.
+            specs = await views.job_specs(conn, [run.job_id for run in runs], self.store.unreadable)
         return [_lease(run, specs[run.job_id]) for run in runs if run.job_id in specs]
 
 
@@ -248,16 +247,3 @@ def _lease(run: RunInfo, job: Job) -> Lease:
         gang_id=job.gang_id,
         gang_cardinality=job.gang_cardinality if job.gang_id else 0,
     )
-
-
-async def _requested_reasons(tx: Transaction, job_ids: list[str]) -> dict[str, tuple[str, str, str]]:
-    """Per job: the cancel reason and requestor, and the preemption reason, as requested."""
-    jobs = schema.jobs
-    found: dict[str, tuple[str, str, str]] = {}
-    query = select(jobs.c.job_id, jobs.c.cancel_reason, jobs.c.cancel_user, jobs.c.reason)
-    for where in dialects.in_values(tx.connection, jobs.c.job_id, job_ids):
-        result = await tx.connection.execute(query.where(where))
-        found.update(
-            (row.job_id, (row.cancel_reason or "", row.cancel_user or "", row.reason or "")) for row in result
-        )
-    return found

@@ -15,11 +15,10 @@ import contextlib
 
 import structlog
 
+from armada.eventstore import views
 from armada.eventstore.store import EventStore
 from armada.eventstore.unreadable import UnreadableRecord
 from armada.model import events as ev
-from armada.model.states import JobState
-from armada.services.scheduler import job_rows
 
 log = structlog.get_logger(__name__)
 
@@ -59,12 +58,10 @@ class Quarantine:
         """Fail the unfinished ones of these jobs (job id → reason); return the ids failed."""
         failed = []
         async with self.store.transaction() as tx:
-            for job_id, row in (await job_rows(tx.connection, list(reasons))).items():
-                state = JobState(row.state)
-                if state.terminal:
+            for job_id, row in (await views.jobs_by_id(tx.connection, list(reasons))).items():
+                if row.state.terminal:
                     continue
-                run_id = row.run_id if state.active else ""
-                tx.append([ev.JobFailed(**row.envelope(run_id), reason=reasons[job_id], retryable=False)])
+                tx.append([row.event(ev.JobFailed, reason=reasons[job_id], retryable=False)])
                 failed.append(job_id)
         if failed:
             log.warning("failed jobs whose stored records cannot be read", job_ids=failed)

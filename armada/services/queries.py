@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import Any, overload
+from typing import Any
 
 from sqlalchemy import Row, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
+from armada.eventstore.views import rows_in, utc
 from armada.model.jobs import EXTERNAL_JOB_URI_ANNOTATION, decode_job
 from armada.model.states import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
-from armada.services.lookups import rows_with_keys
 
 #: Run states by upstream's ``apiJobRunState`` names (including its "RUNS_" spelling).
 UPSTREAM_RUN_STATES = {
@@ -30,22 +29,11 @@ UPSTREAM_RUN_STATES = {
 }
 
 
-@overload
-def _utc(moment: datetime) -> datetime: ...
-@overload
-def _utc(moment: None) -> None: ...
-def _utc(moment: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; every stored time is UTC."""
-    if moment is None or moment.tzinfo is not None:
-        return moment
-    return moment.replace(tzinfo=UTC)
-
-
 async def job_states(store: EventStore, job_ids: Sequence[str]) -> dict[str, str]:
     """State of each job by name; ``UNKNOWN`` for ids never submitted."""
     jobs = schema.jobs
     async with store.engine.connect() as conn:
-        rows = await rows_with_keys(conn, select(jobs.c.job_id, jobs.c.state), jobs.c.job_id, job_ids)
+        rows = await rows_in(conn, select(jobs.c.job_id, jobs.c.state), jobs.c.job_id, job_ids)
     found = {row.job_id: row.state for row in rows}
     return {job_id: found.get(job_id, JobState.UNKNOWN.value) for job_id in job_ids}
 
@@ -57,10 +45,10 @@ def _run_details(row: Row[Any]) -> JobRunDetails:
         state=UPSTREAM_RUN_STATES[RunState(row.state)],
         cluster=row.cluster,
         node=row.node,
-        leased_ts=_utc(row.leased),
-        pending_ts=_utc(row.pending),
-        started_ts=_utc(row.started),
-        finished_ts=_utc(row.finished),
+        leased_ts=utc(row.leased),
+        pending_ts=utc(row.pending),
+        started_ts=utc(row.started),
+        finished_ts=utc(row.finished),
         reason=row.reason or "",
     )
 
@@ -72,11 +60,11 @@ async def job_details(
     jobs, runs = schema.jobs, schema.runs
     columns = [c for c in jobs.c if c.name != "spec" or expand_spec]
     async with store.engine.connect() as conn:
-        rows = await rows_with_keys(conn, select(*columns), jobs.c.job_id, job_ids)
+        rows = await rows_in(conn, select(*columns), jobs.c.job_id, job_ids)
         job_runs: dict[str, list[JobRunDetails]] = defaultdict(list)
         if expand_runs and rows:
             query = select(runs).order_by(runs.c.leased)
-            for run in await rows_with_keys(conn, query, runs.c.job_id, [row.job_id for row in rows]):
+            for run in await rows_in(conn, query, runs.c.job_id, [row.job_id for row in rows]):
                 job_runs[run.job_id].append(_run_details(run))
     return {
         row.job_id: JobDetails(
@@ -85,9 +73,9 @@ async def job_details(
             jobset=row.job_set_id,
             namespace=row.namespace,
             state=row.state,
-            submitted_ts=_utc(row.submitted),
-            last_transition_ts=_utc(row.last_transition),
-            cancel_ts=_utc(row.cancel_ts),
+            submitted_ts=utc(row.submitted),
+            last_transition_ts=utc(row.last_transition),
+            cancel_ts=utc(row.cancel_ts),
             cancel_reason=row.cancel_reason or "",
             cancel_user=row.cancel_user or "",
             latest_run_id=row.latest_run_id or "",
@@ -105,7 +93,7 @@ async def job_details(
 async def run_details(store: EventStore, run_ids: Sequence[str]) -> dict[str, JobRunDetails]:
     runs = schema.runs
     async with store.engine.connect() as conn:
-        rows = await rows_with_keys(conn, select(runs), runs.c.run_id, run_ids)
+        rows = await rows_in(conn, select(runs), runs.c.run_id, run_ids)
     return {row.run_id: _run_details(row) for row in rows}
 
 
@@ -114,7 +102,7 @@ async def job_errors(store: EventStore, job_ids: Sequence[str]) -> dict[str, str
     jobs = schema.jobs
     async with store.engine.connect() as conn:
         query = select(jobs.c.job_id, jobs.c.state, jobs.c.reason)
-        rows = await rows_with_keys(conn, query, jobs.c.job_id, job_ids)
+        rows = await rows_in(conn, query, jobs.c.job_id, job_ids)
     return {row.job_id: (row.reason or "") if row.state == JobState.FAILED.value else "" for row in rows}
 
 

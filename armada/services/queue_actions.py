@@ -9,35 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sqlalchemy import select
-
-from armada.eventstore import schema
-from armada.eventstore.store import EventStore, Transaction
+from armada.eventstore import views
+from armada.eventstore.store import EventStore
 from armada.model.events import JobPreempting
 from armada.model.states import UNFINISHED_JOB_STATES, JobState
 from armada.model.wire.jobs import StateName
 from armada.scheduling.config import PriorityClass
-from armada.services.job_actions import JobRow, _cancel_events, _job_row, _query, parse_state
+from armada.services.job_actions import cancel_events, parse_state
 from armada.services.queues import get_queue
 
 REASON = "queue-wide request"
-
-
-async def _matching(
-    tx: Transaction,
-    queue: str,
-    states: Sequence[JobState],
-    priority_classes: Sequence[str],
-    pools: Sequence[str],
-) -> list[JobRow]:
-    jobs = schema.jobs
-    query = _query().where(jobs.c.queue == queue, jobs.c.state.in_([s.value for s in states]))
-    if priority_classes:
-        query = query.where(jobs.c.priority_class.in_(list(priority_classes)))
-    if pools:
-        in_pools = select(schema.runs.c.run_id).where(schema.runs.c.pool.in_(list(pools)))
-        query = query.where(jobs.c.latest_run_id.in_(in_pools))
-    return [_job_row(row) for row in await tx.connection.execute(query.order_by(jobs.c.job_id))]
 
 
 async def preempt_on_queue(
@@ -53,7 +34,9 @@ async def preempt_on_queue(
     await get_queue(store, queue)  # 404 for a queue that does not exist
     active = [JobState.LEASED, JobState.PENDING, JobState.RUNNING]
     async with store.transaction() as tx:
-        rows = await _matching(tx, queue, active, priority_classes, pools)
+        rows = await views.queue_rows(
+            tx.connection, queue, active, priority_classes=priority_classes, pools=pools
+        )
         chosen = [
             row
             for row in rows
@@ -78,7 +61,9 @@ async def cancel_on_queue(
         {parse_state(s, f"jobStates[{i}]") for i, s in enumerate(states)} or set(UNFINISHED_JOB_STATES)
     )
     async with store.transaction() as tx:
-        rows = await _matching(tx, queue, wanted, priority_classes, pools)
-        events, cancelled = _cancel_events(rows, REASON, user)
+        rows = await views.queue_rows(
+            tx.connection, queue, wanted, priority_classes=priority_classes, pools=pools
+        )
+        events, cancelled = cancel_events(rows, REASON, user)
         tx.append(events)
     return cancelled

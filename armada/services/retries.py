@@ -33,3 +33,30 @@ def requeue_or_fail(
             )
         ]
     return [ev.JobQueued(**envelope, attempts=attempts + 1)]
+
+
+def run_ended_without_result(
+    run: ev.Envelope,
+    *,
+    attempts: int,
+    max_retries: int,
+    reason: str,
+    cluster_id: str = "",
+    run_attempted: bool = False,
+    expired: bool = False,
+    cause: FailureCause = FailureCause.ERROR,
+) -> list[ev.Event]:
+    """The run's end (lease returned, or ``expired``) and then the job's requeue or failure.
+
+    ``run`` is the run's envelope, ``run_id`` included; the job's events carry none.
+    """
+    ended: ev.Event = (
+        ev.JobLeaseExpired(**run, cluster_id=cluster_id)
+        if expired
+        else ev.JobLeaseReturned(**run, cluster_id=cluster_id, reason=reason, run_attempted=run_attempted)
+    )
+    job: ev.Envelope = {**run, "run_id": ""}
+    return [
+        ended,
+        *requeue_or_fail(job, attempts=attempts, max_retries=max_retries, reason=reason, cause=cause),
+    ]

@@ -25,7 +25,7 @@ from armada.model.retry_engine import RetryEngineSettings
 from armada.model.states import FailureCause, JobState, RunState
 from armada.services.retries import requeue_or_fail
 from armada.services.retry_engine import RetryContext, verdict_events
-from armada.settings import SchedulerSettings
+from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
 
@@ -67,7 +67,7 @@ class _Translation:
 
 class RunEventIntake:
     def __init__(
-        self, store: EventStore, settings: SchedulerSettings, retry: RetryEngineSettings | None = None
+        self, store: EventStore, settings: SchedulerServiceSettings, retry: RetryEngineSettings | None = None
     ) -> None:
         self.store = store
         self.settings = settings

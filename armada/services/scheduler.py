@@ -16,40 +16,24 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import structlog
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects, schema
+from armada.eventstore import views
 from armada.eventstore.store import EventStore
+from armada.eventstore.views import JobRow
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
 from armada.reports.history import CycleHistory
-from armada.scheduling import SchedulerState, SchedulingConfig, SchedulingResult, schedule
-from armada.services.cluster_state import ClusterState, RunInfo
+from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
+from armada.services.cluster_state import ClusterState, RunInfo, split_node_key
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
-from armada.services.retries import requeue_or_fail
+from armada.services.retries import run_ended_without_result
 from armada.services.retry_engine import RetryContext, expiry_events
-from armada.settings import SchedulerSettings
+from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
-
-
-class JobRow:
-    """The view facts a decision is re-checked against."""
-
-    __slots__ = ("job_id", "job_set_id", "queue", "run_id", "state")
-
-    def __init__(self, job_id: str, queue: str, job_set_id: str, state: str, run_id: str | None) -> None:
-        self.job_id = job_id
-        self.queue = queue
-        self.job_set_id = job_set_id
-        self.state = state
-        self.run_id = run_id or ""
-
-    def envelope(self, run_id: str = "") -> ev.Envelope:
-        return {"queue": self.queue, "job_set_id": self.job_set_id, "job_id": self.job_id, "run_id": run_id}
 
 
 class _Decisions(NamedTuple):
@@ -59,24 +43,13 @@ class _Decisions(NamedTuple):
     job_ids: list[str]
 
 
-async def job_rows(conn: AsyncConnection, job_ids: Sequence[str]) -> dict[str, JobRow]:
-    """Current view rows of ``job_ids``."""
-    jobs = schema.jobs
-    found: dict[str, JobRow] = {}
-    query = select(jobs.c.job_id, jobs.c.queue, jobs.c.job_set_id, jobs.c.state, jobs.c.latest_run_id)
-    for where in dialects.in_values(conn, jobs.c.job_id, job_ids):
-        for row in await conn.execute(query.where(where)):
-            found[row.job_id] = JobRow(*row)
-    return found
-
-
 class SchedulerService:
     def __init__(
         self,
         store: EventStore,
         follower: LogFollower,
         leader: LeaderElection,
-        settings: SchedulerSettings,
+        settings: SchedulerServiceSettings,
         config: SchedulingConfig,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -102,6 +75,15 @@ class SchedulerService:
     @property
     def state(self) -> ClusterState:
         return self.follower.state
+
+    def shares(self) -> dict[str, dict[str, QueueShare]]:
+        """Per pool and queue, the shares the last cycle computed (none before the first)."""
+        return self.last_result.shares if self.last_result is not None else {}
+
+    @property
+    def executor_timeout(self) -> float:
+        """Seconds of silence after which an executor's runs are expired."""
+        return self.settings.executor_timeout
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="scheduler")
@@ -201,33 +183,28 @@ class SchedulerService:
             self._lost_nodes_checked = generation
             return
         async with self.store.transaction() as tx:
-            rows = await job_rows(tx.connection, [run.job_id for run, *_ in lost])
+            rows = await views.jobs_by_id(tx.connection, [run.job_id for run, *_ in lost])
             expired_ids = sorted({run.job_id for run, *_, expiry in lost if expiry})
             retry = await RetryContext.load(tx.connection, self.config.retry_policy, expired_ids)
             for run, reason, cause, expiry in lost:
                 row = rows.get(run.job_id)
-                if row is None or row.run_id != run.run_id or not JobState(row.state).active:
+                if row is None or row.latest_run_id != run.run_id or not row.state.active:
                     continue
-                envelope = row.envelope()
                 extras = self.state.extras.get(run.job_id)
                 attempts = extras.attempts if extras else 0
-                if expiry:
-                    tx.append([ev.JobLeaseExpired(**row.envelope(run.run_id), cluster_id=run.executor)])
-                    decided = expiry_events(retry, envelope, attempts=attempts, reason=reason)
-                    if decided is not None:
-                        tx.append(decided)
-                        continue
-                else:
+                decided = (
+                    expiry_events(retry, row.envelope(), attempts=attempts, reason=reason) if expiry else None
+                )
+                if decided is not None:  # the retry engine's budget decides
                     tx.append(
-                        [
-                            ev.JobLeaseReturned(
-                                **row.envelope(run.run_id), cluster_id=run.executor, reason=reason
-                            )
-                        ]
+                        [ev.JobLeaseExpired(**row.envelope(run.run_id), cluster_id=run.executor), *decided]
                     )
+                    continue
                 tx.append(
-                    requeue_or_fail(
-                        envelope,
+                    run_ended_without_result(
+                        row.envelope(run.run_id),
+                        cluster_id=run.executor,
+                        expired=expiry,
                         attempts=attempts,
                         max_retries=self.settings.max_retries,
                         reason=reason,
@@ -256,7 +233,7 @@ class SchedulerService:
         draft = _Decisions(self._decision_events(result, self._rows_in_state(job_ids)), job_ids)
 
         async def decide(conn: AsyncConnection) -> _Decisions:
-            return _Decisions(self._decision_events(result, await job_rows(conn, job_ids)), job_ids)
+            return _Decisions(self._decision_events(result, await views.jobs_by_id(conn, job_ids)), job_ids)
 
         await self.store.append_checked(draft, seen, decide, urgent=True)
 
@@ -269,7 +246,7 @@ class SchedulerService:
             if extras is None or job_id not in jobs:
                 continue
             state = JobState.QUEUED if jobs.node_of(job_id) is None else JobState.LEASED
-            rows[job_id] = JobRow(job_id, extras.queue, extras.job_set_id, state, extras.run_id)
+            rows[job_id] = JobRow(job_id, extras.queue, extras.job_set_id, state, extras.run_id or "")
         return rows
 
     def _decision_events(self, result: SchedulingResult, rows: dict[str, JobRow]) -> list[ev.Event]:
@@ -289,9 +266,13 @@ class SchedulerService:
             row = rows.get(job_id)
             if row is None or row.state != JobState.QUEUED:
                 continue
-            node_name = node_id.split("/", 1)[1] if "/" in node_id else node_id
             events.append(
-                ev.JobLeased(**row.envelope(new_run_id()), cluster_id=executor, node_id=node_name, pool=pool)
+                ev.JobLeased(
+                    **row.envelope(new_run_id()),
+                    cluster_id=executor,
+                    node_id=split_node_key(node_id)[1],
+                    pool=pool,
+                )
             )
         for rejection in result.rejections:
             row = rows.get(rejection.job_id)
@@ -305,13 +286,13 @@ class SchedulerService:
         extras = self.state.extras.get(row.job_id)
         text = f"preempted by {preempted_by}: {reason}" if preempted_by else reason
         if extras is not None and extras.retry_on_preemption:
-            return [
-                ev.JobLeaseReturned(**row.envelope(row.run_id), reason=text, run_attempted=True),
-                *requeue_or_fail(
-                    row.envelope(),
-                    attempts=extras.attempts,
-                    max_retries=self.settings.max_retries,
-                    reason=text,
-                ),
-            ]
-        return [ev.JobPreempted(**row.envelope(row.run_id), preempting_job_id=preempted_by, reason=text)]
+            return run_ended_without_result(
+                row.envelope(row.latest_run_id),
+                run_attempted=True,
+                attempts=extras.attempts,
+                max_retries=self.settings.max_retries,
+                reason=text,
+            )
+        return [
+            ev.JobPreempted(**row.envelope(row.latest_run_id), preempting_job_id=preempted_by, reason=text)
+        ]

@@ -20,8 +20,8 @@ from sqlalchemy import Column, Table, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
+from armada.eventstore.views import rows_in
 from armada.model.queues import Queue
-from armada.services.lookups import rows_with_keys
 from armada.services.queues import list_queues
 
 
@@ -48,7 +48,7 @@ class ReadScope:
             queues = schema.queues
             async with self._store.engine.connect() as conn:
                 query = select(queues.c.name, queues.c.spec)
-                rows = await rows_with_keys(conn, query, queues.c.name, unknown)
+                rows = await rows_in(conn, query, queues.c.name, unknown)
             for row in rows:
                 # A queue stored in a form this version cannot read grants nothing (it is reported).
                 queue = self._store.unreadable.decode(_queue, row.spec, "queue", row.name)
@@ -94,7 +94,7 @@ class ReadScope:
         if self.everything or not ids:
             return list(ids)
         async with self._store.engine.connect() as conn:
-            rows = await rows_with_keys(conn, select(column.label("id"), table.c.queue), column, ids)
+            rows = await rows_in(conn, select(column.label("id"), table.c.queue), column, ids)
         queue_of: dict[str, str] = {row.id: row.queue for row in rows}
         readable = await self.readable(queue_of.values())
         return [i for i in ids if queue_of.get(i) in readable]

@@ -42,7 +42,7 @@ class Action(Spec):
 
 
 class Reprioritize(Action):
-    #: Reprioritise the whole job set instead of the jobs by id.
+    #: Reprioritize the whole job set instead of the jobs by id.
     by_job_set: bool = False
 
 

@@ -337,7 +337,7 @@ def read_target(secured: ApiServer) -> ReadTarget:
         lease = {"executorId": "cluster-a", "pool": "default", "nodes": nodes}
         assert http.post("/v1/executor/lease", json=lease, headers=EXECUTOR).status_code == 200
     run_id = start(secured, READ_QUEUE, "set-1", job_id)
-    secured.run(secured.app.state.scheduler.cycle())
+    secured.run(secured.app.state.services.scheduler.cycle())
     return ReadTarget(job_id, run_id)
 
 

@@ -222,7 +222,7 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert bob.get_job_status([job_id]).job_states[job_id] == submit_pb2.UNKNOWN
     assert alice.get_job_status(["nope"]).job_states["nope"] == submit_pb2.UNKNOWN
 
-    # Cancel by id and by set with a state filter; reprioritise; invalid input.
+    # Cancel by id and by set with a state filter; reprioritize; invalid input.
     sleepers = [alice.create_job_request_item(pod_spec=pod("sleep", "300"), namespace="default")] * 3
     ids = [i.job_id for i in alice.submit_jobs("team-a", "set-2", sleepers).job_response_items]
     assert list(alice.cancel_jobs(queue="team-a", job_set_id="set-2", job_id=ids[0]).cancelled_ids) == [

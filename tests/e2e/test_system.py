@@ -70,7 +70,7 @@ def test_cancel_queued_and_running_jobs(tmp_path: Path, server: Server, client: 
         assert event_types(client, "q", "set", started)[-2:] == ["cancelling", "cancelled"]
 
 
-def test_preempt_and_reprioritise(tmp_path: Path, server: Server, client: ArmadaClient) -> None:
+def test_preempt_and_reprioritize(tmp_path: Path, server: Server, client: ArmadaClient) -> None:
     with executor(tmp_path, server.url, "c1", args=fake_nodes(1)):
         [victim] = client.submit_jobs("q", "set", [job("sleep 600", priority_class="armada-preemptible")])
         wait_for(states_are(client, [victim], "RUNNING"), what="the job to run")

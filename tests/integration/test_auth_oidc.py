@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from armada.auth.authentication import Authentication, Unauthenticated
+from armada.auth.authentication import Authentication
 from armada.auth.identity import EVERYONE
 from armada.auth.secrets import hash_password
 from armada.auth.settings import AuthSettings, BasicUser, OidcSettings
+from armada.model.errors import Unauthenticated
 from tests.auth_keys import AUDIENCE, ISSUER, SigningKey
 
 

@@ -22,7 +22,7 @@ from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.scheduler import SchedulerService
-from armada.settings import SchedulerSettings
+from armada.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
 
 CAPPED = Queue(
@@ -37,7 +37,7 @@ CAPPED = Queue(
 async def scheduler(database: Database) -> AsyncIterator[SchedulerService]:
     """A scheduler over two 4-CPU nodes, queues ``q`` and ``capped`` (at most 2 CPUs)."""
     config = SchedulingConfig(maximum_scheduling_rate=1e9, maximum_per_queue_scheduling_rate=1e9)
-    settings = SchedulerSettings()
+    settings = SchedulerServiceSettings()
     follower = LogFollower(database.store, config)
     await follower.load()
     service = SchedulerService(database.store, follower, LeaderElection(database.url), settings, config)

@@ -21,7 +21,7 @@ from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
-from armada.settings import SchedulerSettings
+from armada.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
 
 
@@ -39,7 +39,7 @@ class Harness:
     def __init__(self, database: Database) -> None:
         self.database = database
         self.clock = Clock()
-        self.settings = SchedulerSettings(executor_timeout=60, max_retries=1)
+        self.settings = SchedulerServiceSettings(executor_timeout=60, max_retries=1)
         config = SchedulingConfig(maximum_scheduling_rate=1e9, maximum_per_queue_scheduling_rate=1e9)
         self.follower = LogFollower(database.store, config)
         self.scheduler = SchedulerService(

@@ -10,10 +10,11 @@ import time
 import pytest
 
 from armada.auth import authentication
-from armada.auth.authentication import Authentication, Unauthenticated
+from armada.auth.authentication import Authentication
 from armada.auth.secrets import hash_password
 from armada.auth.settings import AuthSettings, BasicUser
 from armada.auth.throttle import LoginThrottle, LoginThrottled
+from armada.model.errors import Unauthenticated
 
 
 class Clock:

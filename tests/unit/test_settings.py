@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from armada.settings import Settings, SettingsError, load_settings, settings_markdown
+from armada.cli.settings_docs import settings_markdown
+from armada.settings import Settings, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

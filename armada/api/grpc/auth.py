@@ -12,13 +12,12 @@ from typing import Any
 import grpc
 
 from armada.api.access import AccessControl
-from armada.auth.authentication import Unauthenticated as NoCredentials
 from armada.auth.identity import ANONYMOUS, Identity
 from armada.auth.permissions import VERB_PERMISSION, GlobalPermission
 from armada.auth.queue_changes import check_queue_change
 from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
-from armada.model.errors import LimitExceeded, PermissionDenied, Unauthenticated
+from armada.model.errors import LimitExceeded, PermissionDenied
 from armada.model.queues import Queue, QueueVerb
 from armada.services.queues import Authorize
 from armada.services.visibility import ReadScope
@@ -47,12 +46,10 @@ class Caller:
         self.store = store
 
     async def identify(self, context: grpc.aio.ServicerContext[Any, Any]) -> Identity:
-        try:
+        try:  # no acceptable credentials: Unauthenticated, which maps to UNAUTHENTICATED
             return await self.access.authentication.identify(
                 _authorization(context), client=peer_host(context)
             )
-        except NoCredentials as exc:
-            raise Unauthenticated(exc.detail) from None
         except LoginThrottled as exc:  # REST answers 429 with Retry-After
             raise LimitExceeded(str(exc), retry_after=exc.retry_after) from None
 

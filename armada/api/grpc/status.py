@@ -27,9 +27,7 @@ _CODES: list[tuple[type[errors.ArmadaError], grpc.StatusCode]] = [
     (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (errors.NotFound, grpc.StatusCode.NOT_FOUND),
     (errors.Conflict, grpc.StatusCode.FAILED_PRECONDITION),
-    (errors.PayloadTooLarge, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    (errors.Unavailable, grpc.StatusCode.UNAVAILABLE),
     (errors.InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
 ]
 

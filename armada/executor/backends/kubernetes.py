@@ -20,6 +20,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Literal
 
 import structlog
 from kubernetes_asyncio import client
@@ -45,6 +46,10 @@ from armada.model.leases import Lease, NodeReport, tail_text
 __all__ = ["KubernetesBackend", "api_client_from"]
 
 log = structlog.get_logger(__name__)
+
+#: What a pod name already taken means: the pod of this very run, a stale pod now deleted
+#: (retry), or the pod of another live run.
+NameClash = Literal["ours", "cleared", "busy"]
 
 #: A pod of a run the executor does not hold is deleted once seen for this long (it was
 #: created by a launch interrupted by a kill, or by an executor that lost its lease).
@@ -193,7 +198,7 @@ class KubernetesBackend:
             reason=f"pod creation failed: {last}",
         )  # fmt: skip
 
-    async def _name_clash(self, lease: Lease, name: str, *, clear: bool = True) -> str:
+    async def _name_clash(self, lease: Lease, name: str, *, clear: bool = True) -> NameClash:
         """``ours``, ``cleared`` (an old run's pod deleted, or none: retry) or ``busy`` (a live run)."""
         try:
             existing = await self._api_calls.retried(self._core.read_namespaced_pod, name, lease.namespace)

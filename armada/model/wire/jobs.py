@@ -74,7 +74,7 @@ class JobReprioritizeRequest(Request):
 
 
 class JobReprioritizeResponse(Response):
-    """Per job: ``""`` when reprioritised, otherwise why not."""
+    """Per job: ``""`` when reprioritized, otherwise why not."""
 
     reprioritization_results: dict[str, str] = {}
 

@@ -17,9 +17,7 @@ from armada.model import errors
         (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
         (errors.NotFound, grpc.StatusCode.NOT_FOUND),
         (errors.Conflict, grpc.StatusCode.FAILED_PRECONDITION),
-        (errors.PayloadTooLarge, grpc.StatusCode.RESOURCE_EXHAUSTED),
         (errors.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
-        (errors.Unavailable, grpc.StatusCode.UNAVAILABLE),
         (errors.ArmadaError, grpc.StatusCode.INVALID_ARGUMENT),
     ],
 )

@@ -31,7 +31,7 @@ def test_queue_order_and_incremental_resort() -> None:
     db.add(job("d", "q", submitted=4))  # appends without a full sort
     db.add(job("e", "q", submitted=0))  # lands in the middle
     assert order(db, "q") == ["c", "e", "b", "a", "d"]
-    db.reprioritise("a", -5)
+    db.reprioritize("a", -5)
     assert order(db, "q") == ["a", "c", "e", "b", "d"]
     db.remove("c")
     assert order(db, "q") == ["a", "e", "b", "d"]

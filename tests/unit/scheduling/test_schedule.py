@@ -23,6 +23,7 @@ from armada.scheduling import (
     requirements_from_pod_spec,
     schedule,
 )
+from armada.scheduling.decisions import GLOBAL_RATE_LIMITED, QUEUE_RATE_LIMITED
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
 
 
@@ -106,11 +107,11 @@ def test_queue_order_priority_class_then_priority_then_age() -> None:
     assert sorted(result.leases.job_ids) == ["new-high", "new-low-urgent"]
 
 
-def test_reprioritise_takes_effect_next_cycle() -> None:
+def test_reprioritize_takes_effect_next_cycle() -> None:
     sim = Sim(nodes=[node("n0", cpu=1, memory_gi=100)])
     sim.queue("A")
     sim.submit([job("first", "A", submitted=1), job("second", "A", submitted=2)])
-    sim.db.reprioritise("second", -1.0)
+    sim.db.reprioritize("second", -1.0)
     assert sim.cycle().leases.job_ids == ["second"]
 
 
@@ -208,9 +209,7 @@ def test_rate_limits_carry_across_cycles() -> None:
     sim.submit(job(f"a{i}", "A", submitted=i) for i in range(20))
     first = sim.cycle(advance=0)
     assert len(first.leases) == 5
-    assert (
-        first.reasons.for_job(sim.db, "a10") == "global scheduling rate limit reached (maximumSchedulingRate)"
-    )
+    assert first.reasons.for_job(sim.db, "a10") == GLOBAL_RATE_LIMITED
     assert len(sim.cycle(advance=1.0).leases) == 2
     assert len(sim.cycle(advance=10.0).leases) == 5
 
@@ -224,7 +223,7 @@ def test_per_queue_rate_limit() -> None:
     sim.submit(job(f"b{i}", "B", submitted=i) for i in range(2))
     result = sim.cycle()
     assert Counter(j[0] for j in result.leases.job_ids) == {"a": 3, "b": 2}
-    assert result.queue_summary["A"] == {"queue rate limited (maximumPerQueueSchedulingRate)": 7}
+    assert result.queue_summary["A"] == {QUEUE_RATE_LIMITED: 7}
 
 
 def test_priority_class_fraction_limits_a_queue() -> None:

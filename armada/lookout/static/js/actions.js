@@ -1,4 +1,4 @@
-// Job actions (cancel, reprioritise, preempt) with an inline confirmation step.
+// Job actions (cancel, reprioritize, preempt) with an inline confirmation step.
 //
 // One component serves the jobs table (selected jobs), the detail drawer (one job) and the
 // job-sets page (a whole set): the caller supplies what each action does.
@@ -46,7 +46,7 @@ export function actionBar({ label, actions, done }) {
   return bar;
 }
 
-const TITLES = { cancel: "Cancel", reprioritize: "Reprioritise", preempt: "Preempt" };
+const TITLES = { cancel: "Cancel", reprioritize: "Reprioritize", preempt: "Preempt" };
 
 /** The three actions on a list of job ids, with messages saying what happened. */
 export function jobActions(api, jobIds) {

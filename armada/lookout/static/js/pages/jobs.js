@@ -51,7 +51,7 @@ export function mount(main, app) {
 
   const renderActions = () => {
     if (!selected.size) {
-      fill(actionsSlot, h("span", { class: "hint" }, "Select jobs to cancel, reprioritise or preempt them."));
+      fill(actionsSlot, h("span", { class: "hint" }, "Select jobs to cancel, reprioritize or preempt them."));
       return;
     }
     fill(actionsSlot, actionBar({

@@ -1,0 +1,55 @@
+"""The services a running server's routes use, built once in the lifespan.
+
+One frozen :class:`Services` holds them all (``app.state.services``): every route gets the
+service it needs as a typed dependency (:mod:`armada.api.dependencies`), and the guard
+and the HTTP server reach the same object through :func:`services_of`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from litestar.datastructures import State
+
+if TYPE_CHECKING:  # annotations only: the guard (access.py) reads the services through here
+    from armada.api.access import AccessControl
+    from armada.api.shutdown import ShutdownSignal
+    from armada.api.stream_quota import StreamQuota
+    from armada.eventstore.database import Database
+    from armada.eventstore.store import EventStore
+    from armada.metrics.server import ServerMetrics
+    from armada.scheduling.config import SchedulingConfig
+    from armada.services.follower import LogFollower
+    from armada.services.leases import LeaseService
+    from armada.services.run_events import RunEventIntake
+    from armada.services.scheduler import SchedulerService
+    from armada.services.validation import SubmissionRules
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything the routes use; built in the lifespan, stored as ``app.state.services``."""
+
+    database: Database
+    access: AccessControl
+    shutdown: ShutdownSignal
+    streams: StreamQuota
+    scheduling: SchedulingConfig
+    submission_rules: SubmissionRules
+    max_queued_jobs_per_queue: int
+    follower: LogFollower
+    scheduler: SchedulerService
+    leases: LeaseService
+    run_events: RunEventIntake
+    metrics: ServerMetrics
+
+    @property
+    def store(self) -> EventStore:
+        return self.database.store
+
+
+def services_of(state: State) -> Services:
+    """The services of the app whose state this is (the lifespan has set them)."""
+    services: Services = state.services
+    return services
