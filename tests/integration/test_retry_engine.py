@@ -21,14 +21,8 @@ from armada.model.retry import (
     RetryRule,
 )
 from armada.model.retry_engine import RetryEngineSettings
-from armada.scheduling import SchedulingConfig
-from armada.services.follower import LogFollower
-from armada.services.leader import LeaderElection
-from armada.services.leases import LeaseService
-from armada.services.run_events import RunEventIntake
-from armada.services.scheduler import SchedulerService
 from tests.factories import make_job, submission
-from tests.integration.test_scheduler_service import Clock, Harness, report, submit
+from tests.integration.test_scheduler_service import Harness, report, submit
 
 POLICY = RetryPolicy(
     name="p",
@@ -42,24 +36,7 @@ POLICY = RetryPolicy(
 
 class EngineHarness(Harness):
     def __init__(self, database: Database, global_max_retries: int) -> None:
-        self.database = database
-        self.clock = Clock()
-        self.settings = Harness(database).settings
-        engine = RetryEngineSettings(enabled=True, global_max_retries=global_max_retries)
-        config = SchedulingConfig(
-            maximum_scheduling_rate=1e9, maximum_per_queue_scheduling_rate=1e9, retry_policy=engine
-        )
-        self.follower = LogFollower(database.store, config)
-        self.scheduler = SchedulerService(
-            database.store,
-            self.follower,
-            LeaderElection(database.url),
-            self.settings,
-            config,
-            clock=self.clock,
-        )
-        self.leases = LeaseService(database.store, self.follower, self.settings, clock=self.clock)
-        self.intake = RunEventIntake(database.store, self.settings, engine)
+        super().__init__(database, RetryEngineSettings(enabled=True, global_max_retries=global_max_retries))
 
     async def run_once(self, job_id: str) -> str:
         """Schedule and lease the job; its run id."""

@@ -15,6 +15,7 @@ from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunPhase
 from armada.model.queues import Queue
+from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling import SchedulingConfig
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
@@ -36,11 +37,15 @@ class Clock:
 class Harness:
     """Server-side services wired as ``armada serve`` wires them, with a controllable clock."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Database, retry: RetryEngineSettings | None = None) -> None:
         self.database = database
         self.clock = Clock()
         self.settings = SchedulerServiceSettings(executor_timeout=60, max_retries=1)
-        config = SchedulingConfig(maximum_scheduling_rate=1e9, maximum_per_queue_scheduling_rate=1e9)
+        config = SchedulingConfig(
+            maximum_scheduling_rate=1e9,
+            maximum_per_queue_scheduling_rate=1e9,
+            retry_policy=retry or RetryEngineSettings(),
+        )
         self.follower = LogFollower(database.store, config)
         self.scheduler = SchedulerService(
             database.store,
@@ -51,7 +56,7 @@ class Harness:
             clock=self.clock,
         )
         self.leases = LeaseService(database.store, self.follower, self.settings, clock=self.clock)
-        self.intake = RunEventIntake(database.store, self.settings)
+        self.intake = RunEventIntake(database.store, self.settings, retry)
 
     async def lease(
         self, executor: str = "c1", runs: list[tuple[str, RunPhase]] | None = None, nodes: int = 2
