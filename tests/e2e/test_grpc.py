@@ -85,29 +85,26 @@ def _basic(user: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{user}-pass".encode()).decode()
 
 
+def serve_with_grpc(
+    workdir: Path, database_url: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[ArmadaProcess, int, int]:
+    """``armada serve`` with the example users and gRPC on a free port: the process, the REST
+    port and the gRPC port."""
+    port, grpc_port = free_port(), free_port()
+    command = ["serve", "--port", str(port), "--grpc-port", str(grpc_port), "--database-url", database_url]
+    process = ArmadaProcess(
+        [*command, "--config", AUTH, *args], cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env
+    )
+    return process, port, grpc_port
+
+
 @contextmanager
 def grpc_server(workdir: Path, database_url: str, *args: str) -> Iterator[GrpcServer]:
-    port, grpc_port = free_port(), free_port()
-    process = ArmadaProcess(
-        [
-            "serve",
-            "--port",
-            str(port),
-            "--grpc-port",
-            str(grpc_port),
-            "--database-url",
-            database_url,
-            "--config",
-            AUTH,
-            *args,
-        ],
-        cwd=workdir,
-        log_path=workdir / f"serve-{port}.log",
-        env={
-            "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs")}),
-            "ARMADA_SERVER_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
-        },
-    )
+    env = {
+        "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs")}),
+        "ARMADA_SERVER_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
+    }
+    process, port, grpc_port = serve_with_grpc(workdir, database_url, *args, env=env)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_healthy(url, process)
@@ -416,26 +413,9 @@ def test_tls(tmp_path: Path) -> None:
     cert, key = tmp_path / "server.pem", tmp_path / "server.key"
     issued.cert_chain_pems[0].write_to_path(str(cert))
     issued.private_key_pem.write_to_path(str(key))
-    port, grpc_port = free_port(), free_port()
-    process = ArmadaProcess(
-        [
-            "serve",
-            "--port",
-            str(port),
-            "--grpc-port",
-            str(grpc_port),
-            "--database-url",
-            f"sqlite:///{tmp_path / 'armada.db'}",
-            "--config",
-            AUTH,
-            "--tls-cert",
-            str(cert),
-            "--tls-key",
-            str(key),
-        ],
-        cwd=tmp_path,
-        log_path=tmp_path / "serve.log",
-    )
+    database_url = f"sqlite:///{tmp_path / 'armada.db'}"
+    tls = ("--tls-cert", str(cert), "--tls-key", str(key))
+    process, _, grpc_port = serve_with_grpc(tmp_path, database_url, *tls)
     try:
         deadline = time.monotonic() + 60
         credentials = grpc.composite_channel_credentials(
