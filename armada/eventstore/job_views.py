@@ -14,11 +14,8 @@ from typing import Any
 from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import schema
-from armada.eventstore.views import rows_in
-
-#: A row of any number of columns, read by column name.
-AnyRow = Row[*tuple[Any, ...]]
+from armada.eventstore import dialects, schema
+from armada.eventstore.views import AnyRow, rows_in
 
 
 async def queued_jobs_up_to(conn: AsyncConnection, queue: str, cap: int) -> int:
@@ -146,3 +143,35 @@ async def queued_event_payloads(conn: AsyncConnection, job_id: str) -> list[Any]
     events = schema.events
     query = select(events.c.payload).where(events.c.job_id == job_id, events.c.type == "queued")
     return list(await conn.scalars(query))
+
+
+async def runs_with_their_jobs(conn: AsyncConnection, run_ids: Sequence[str]) -> list[AnyRow]:
+    """Those of ``run_ids`` that exist, each with what an executor's report of it is checked
+    against: the run's state, cluster and node, and its job's state, latest run, attempts
+    and the cancellation or preemption asked for."""
+    runs, jobs = schema.runs, schema.jobs
+    found: list[AnyRow] = []
+    for where in dialects.in_values(conn, runs.c.run_id, run_ids):
+        query = (
+            select(
+                runs.c.run_id,
+                runs.c.state.label("run_state"),
+                runs.c.cluster,
+                runs.c.node,
+                jobs.c.job_id,
+                jobs.c.queue,
+                jobs.c.job_set_id,
+                jobs.c.state.label("job_state"),
+                jobs.c.latest_run_id,
+                jobs.c.attempts,
+                jobs.c.cancel_requested,
+                jobs.c.preempt_requested,
+                jobs.c.cancel_reason,
+                jobs.c.cancel_user,
+                jobs.c.reason,
+            )
+            .join(jobs, jobs.c.job_id == runs.c.job_id)
+            .where(where)
+        )
+        found += (await conn.execute(query)).all()
+    return found

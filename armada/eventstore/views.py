@@ -23,6 +23,9 @@ from armada.model.states import JobState
 
 E = TypeVar("E", bound=ev.Event)
 
+#: A row of any number of columns, read by column name.
+AnyRow = Row[*tuple[Any, ...]]
+
 
 @overload
 def utc(moment: datetime) -> datetime: ...
