@@ -4,6 +4,11 @@
 rows, so that services hold no SQL of their own for these lookups. Every lookup by many
 ids goes through :func:`armada.eventstore.dialects.in_values` (one array parameter on
 PostgreSQL, chunked ``IN`` lists on SQLite).
+
+The other reads services make live in siblings, one concept each: :mod:`.job_views` (jobs
+and runs for queries and checks), :mod:`.queue_views`, :mod:`.retry_policy_views`,
+:mod:`.snapshot_views` (what the scheduler's state is loaded from) and :mod:`.audit`
+(the admin check's table walks).
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from armada.model.jobs import Job, decode_job
 from armada.model.states import JobState
 
 E = TypeVar("E", bound=ev.Event)
+
+#: A row of any number of columns, read by column name.
+AnyRow = Row[*tuple[Any, ...]]
 
 
 @overload

@@ -15,11 +15,12 @@ from typing import Any, TypeVar
 
 import msgspec
 import structlog
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects, schema
+from armada.eventstore import dialects
 from armada.eventstore.notify import ChangeNotifier
+from armada.eventstore.queue_views import queue_specs
+from armada.eventstore.snapshot_views import active_job_rows, active_run_rows, executor_rows, node_specs
 from armada.eventstore.store import EventStore
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
@@ -35,8 +36,6 @@ T = TypeVar("T")
 #: Events read and applied per step: this process's own appends are applied from memory,
 #: without a pause, so a long catch-up is cut into steps of bounded length.
 READ_BATCH = 1000
-ACTIVE_JOB_STATES = ("QUEUED", "LEASED", "PENDING", "RUNNING")
-ACTIVE_RUN_STATES = ("LEASED", "PENDING", "RUNNING")
 
 
 class LogFollower:
@@ -114,7 +113,7 @@ def _convert(kind: type[T]) -> Callable[[Any], T]:
 
 async def _load_queues(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:
     """Queues whose stored spec this version cannot read are left out (and reported)."""
-    for row in await conn.execute(select(schema.queues.c.name, schema.queues.c.spec)):
+    for row in await queue_specs(conn):
         spec = records.decode(_convert(Queue), row.spec, "queue", row.name)
         if spec is not None:
             state.apply(0, ev.QueueUpdated(queue=row.name, spec=spec))
@@ -122,13 +121,12 @@ async def _load_queues(conn: AsyncConnection, state: ClusterState, records: Unre
 
 async def _load_executors(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:
     nodes: dict[str, list[ev.ExecutorNode]] = {}
-    columns = (schema.nodes.c.executor_id, schema.nodes.c.name, schema.nodes.c.spec)
-    for row in await conn.execute(select(*columns)):
+    for row in await node_specs(conn):
         key = f"{row.executor_id}/{row.name}"
         node = records.decode(_convert(ev.ExecutorNode), row.spec, "node", key)
         if node is not None:
             nodes.setdefault(row.executor_id, []).append(node)
-    for row in await conn.execute(select(schema.executors)):
+    for row in await executor_rows(conn):
         state.apply(
             0,
             ev.ExecutorReported(
@@ -142,20 +140,7 @@ async def _load_executors(conn: AsyncConnection, state: ClusterState, records: U
 
 async def _load_jobs(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:
     """Active jobs; one whose stored spec cannot be read is reported (and so failed), not loaded."""
-    jobs = schema.jobs
-    rows = await conn.execute(
-        select(
-            jobs.c.job_id,
-            jobs.c.spec,
-            jobs.c.priority,
-            jobs.c.submitted,
-            jobs.c.attempts,
-            jobs.c.cancel_requested,
-            jobs.c.preempt_requested,
-        )
-        .where(jobs.c.state.in_(ACTIVE_JOB_STATES))
-        .order_by(jobs.c.job_id)
-    )
+    rows = await active_job_rows(conn)
     loaded: set[str] = set()
     for row in rows:
         stored = records.decode(decode_job, row.spec, "job", row.job_id, row.job_id)
@@ -170,12 +155,7 @@ async def _load_jobs(conn: AsyncConnection, state: ClusterState, records: Unread
             state.apply(0, ev.JobCancelling(**envelope))
         if row.preempt_requested:
             state.apply(0, ev.JobPreempting(**envelope))
-    runs = schema.runs
-    for run in await conn.execute(
-        select(runs, jobs.c.job_set_id)
-        .join(jobs, jobs.c.job_id == runs.c.job_id)
-        .where(runs.c.state.in_(ACTIVE_RUN_STATES))
-    ):
+    for run in await active_run_rows(conn):
         if run.job_id not in loaded:
             continue
         run_envelope: ev.Envelope = {

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import schema
+from armada.eventstore.job_views import gang_rows
 from armada.model import events as ev
 from armada.model.states import JobState
 
@@ -35,16 +34,6 @@ class GangMember:
 
 
 async def load_gang(conn: AsyncConnection, queue: str, gang_id: str) -> list[GangMember]:
-    jobs = schema.jobs
-    query = select(
-        jobs.c.job_id,
-        jobs.c.queue,
-        jobs.c.job_set_id,
-        jobs.c.state,
-        jobs.c.latest_run_id,
-        jobs.c.cluster,
-        jobs.c.attempts,
-    ).where(jobs.c.queue == queue, jobs.c.gang_id == gang_id)
     return [
         GangMember(
             row.job_id,
@@ -55,7 +44,7 @@ async def load_gang(conn: AsyncConnection, queue: str, gang_id: str) -> list[Gan
             row.cluster or "",
             row.attempts,
         )
-        for row in await conn.execute(query)
+        for row in await gang_rows(conn, queue, gang_id)
     ]
 
 

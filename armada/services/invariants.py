@@ -14,17 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects, schema
+from armada.eventstore import audit, dialects
 from armada.eventstore.rebuild import replay_into
 from armada.eventstore.store import EventStore, StoredEvent
-from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
+from armada.eventstore.unreadable import UnreadableRecords
 from armada.model.events import ExecutorNode, UnreadableEvent
 from armada.model.jobs import decode_job
 from armada.model.queues import Queue
-from armada.model.states import RUN_STATE_AFTER, STATE_AFTER, JobState, RunState
+from armada.model.states import RUN_STATE_AFTER, STATE_AFTER, JobState
 
 READ_BATCH = 5000
 #: Stop listing violations after this many; one is enough to fail, thousands help nobody.
@@ -130,47 +129,33 @@ async def check(store: EventStore) -> Report:
         transaction = await conn.begin()
         try:
             await dialects.lock_log(conn)
-            audit = LogAudit(report)
+            log_audit = LogAudit(report)
             records = UnreadableRecords()
             after = 0
-            while batch := await _read(conn, after, records):
-                audit.feed(batch)
+            while batch := await audit.log_batch(conn, after, records, READ_BATCH):
+                log_audit.feed(batch)
                 after = batch[-1].seq
-            audit.finish()
+            log_audit.finish()
             await _check_views(conn, report)
             await _check_view_records(conn, report)
-            before = await view_rows(conn)
+            before = await audit.view_rows(conn)
             await replay_into(conn, records)
-            _compare(before, await view_rows(conn), report)
+            _compare(before, await audit.view_rows(conn), report)
         finally:
             await transaction.rollback()
     return report
 
 
-async def _read(conn: AsyncConnection, after: int, records: UnreadableRecords) -> list[StoredEvent]:
-    result = await conn.execute(
-        select(schema.events.c.seq, schema.events.c.payload)
-        .where(schema.events.c.seq > after)
-        .order_by(schema.events.c.seq)
-        .limit(READ_BATCH)
-    )
-    return await decode_log_rows(conn, result.all(), records)
-
-
 async def _check_view_records(conn: AsyncConnection, report: Report) -> None:
     """Every job, queue and node spec the views hold decodes as this version reads it."""
-    jobs, queues, nodes = schema.jobs, schema.queues, schema.nodes
-    specs: list[tuple[str, Any, Callable[[Any], object]]] = [
-        ("job", select(jobs.c.job_id, jobs.c.spec).order_by(jobs.c.job_id), decode_job),
-        ("queue", select(queues.c.name, queues.c.spec).order_by(queues.c.name), _decoder(Queue)),
-        (
-            "node",
-            select(nodes.c.executor_id + "/" + nodes.c.name, nodes.c.spec).order_by(nodes.c.executor_id),
-            _decoder(ExecutorNode),
-        ),
-    ]
-    for kind, query, decode in specs:
-        for key, spec in await conn.execute(query):
+    decoders: dict[str, Callable[[Any], object]] = {
+        "job": decode_job,
+        "queue": _decoder(Queue),
+        "node": _decoder(ExecutorNode),
+    }
+    for kind, rows in await audit.stored_specs(conn):
+        decode = decoders[kind]
+        for key, spec in rows:
             try:
                 decode(spec)
             except msgspec.DecodeError as exc:
@@ -181,44 +166,17 @@ def _decoder(kind: type[msgspec.Struct]) -> Callable[[Any], object]:
     return lambda data: msgspec.convert(data, kind)
 
 
-_ACTIVE_RUN_STATES = [state.value for state in RunState if state.active]
-_TERMINAL_JOB_STATES = [state.value for state in JobState if state.terminal]
-
-
 async def _check_views(conn: AsyncConnection, report: Report) -> None:
-    runs, jobs = schema.runs, schema.jobs
-    active = await conn.execute(
-        select(runs.c.job_id, runs.c.run_id)
-        .where(runs.c.state.in_(_ACTIVE_RUN_STATES))
-        .order_by(runs.c.job_id)
-    )
     active_by_job: dict[str, list[str]] = {}
-    for job_id, run_id in active:
+    for job_id, run_id in await audit.active_runs(conn):
         active_by_job.setdefault(job_id, []).append(run_id)
     for job_id, run_ids in active_by_job.items():
         if len(run_ids) > 1:
             report.violation(f"view: job {job_id} has {len(run_ids)} active runs {sorted(run_ids)}")
-    orphans = await conn.execute(
-        select(runs.c.run_id, runs.c.job_id).where(~runs.c.job_id.in_(select(jobs.c.job_id)))
-    )
-    for run_id, job_id in orphans:
+    for run_id, job_id in await audit.runs_of_missing_jobs(conn):
         report.violation(f"view: run {run_id} belongs to missing job {job_id}")
-    terminal = await conn.execute(
-        select(jobs.c.job_id, jobs.c.state).where(
-            jobs.c.state.in_(_TERMINAL_JOB_STATES), jobs.c.job_id.in_(list(active_by_job))
-        )
-    )
-    for job_id, state in terminal:
+    for job_id, state in await audit.terminal_jobs_among(conn, list(active_by_job)):
         report.violation(f"view: job {job_id} is {state} but has an active run")
-
-
-async def view_rows(conn: AsyncConnection) -> dict[str, list[tuple[Any, ...]]]:
-    """Every view's rows in primary-key order, for exact comparison."""
-    rows: dict[str, list[tuple[Any, ...]]] = {}
-    for table in schema.VIEWS:
-        result = await conn.execute(select(table).order_by(*table.primary_key.columns))
-        rows[table.name] = [tuple(row) for row in result]
-    return rows
 
 
 def _compare(

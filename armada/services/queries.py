@@ -6,11 +6,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row
 
-from armada.eventstore import schema
+from armada.eventstore import job_views
 from armada.eventstore.store import EventStore
-from armada.eventstore.views import rows_in, utc
+from armada.eventstore.views import utc
 from armada.model.jobs import EXTERNAL_JOB_URI_ANNOTATION, decode_job
 from armada.model.states import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
@@ -31,10 +31,8 @@ UPSTREAM_RUN_STATES = {
 
 async def job_states(store: EventStore, job_ids: Sequence[str]) -> dict[str, str]:
     """State of each job by name; ``UNKNOWN`` for ids never submitted."""
-    jobs = schema.jobs
     async with store.engine.connect() as conn:
-        rows = await rows_in(conn, select(jobs.c.job_id, jobs.c.state), jobs.c.job_id, job_ids)
-    found = {row.job_id: row.state for row in rows}
+        found = await job_views.job_state_values(conn, job_ids)
     return {job_id: found.get(job_id, JobState.UNKNOWN.value) for job_id in job_ids}
 
 
@@ -57,14 +55,11 @@ async def job_details(
     store: EventStore, job_ids: Sequence[str], *, expand_spec: bool, expand_runs: bool
 ) -> dict[str, JobDetails]:
     """Details of the jobs that exist, with their spec and runs when asked."""
-    jobs, runs = schema.jobs, schema.runs
-    columns = [c for c in jobs.c if c.name != "spec" or expand_spec]
     async with store.engine.connect() as conn:
-        rows = await rows_in(conn, select(*columns), jobs.c.job_id, job_ids)
+        rows = await job_views.job_detail_rows(conn, job_ids, with_spec=expand_spec)
         job_runs: dict[str, list[JobRunDetails]] = defaultdict(list)
         if expand_runs and rows:
-            query = select(runs).order_by(runs.c.leased)
-            for run in await rows_in(conn, query, runs.c.job_id, [row.job_id for row in rows]):
+            for run in await job_views.runs_of_jobs(conn, [row.job_id for row in rows]):
                 job_runs[run.job_id].append(_run_details(run))
     return {
         row.job_id: JobDetails(
@@ -91,32 +86,24 @@ async def job_details(
 
 
 async def run_details(store: EventStore, run_ids: Sequence[str]) -> dict[str, JobRunDetails]:
-    runs = schema.runs
     async with store.engine.connect() as conn:
-        rows = await rows_in(conn, select(runs), runs.c.run_id, run_ids)
+        rows = await job_views.run_rows(conn, run_ids)
     return {row.run_id: _run_details(row) for row in rows}
 
 
 async def job_errors(store: EventStore, job_ids: Sequence[str]) -> dict[str, str]:
     """Why each known job failed (``""`` for jobs that have not failed)."""
-    jobs = schema.jobs
     async with store.engine.connect() as conn:
-        query = select(jobs.c.job_id, jobs.c.state, jobs.c.reason)
-        rows = await rows_in(conn, query, jobs.c.job_id, job_ids)
+        rows = await job_views.job_reasons(conn, job_ids)
     return {row.job_id: (row.reason or "") if row.state == JobState.FAILED.value else "" for row in rows}
 
 
 async def active_queues(store: EventStore) -> dict[str, list[str]]:
     """Queues with unfinished jobs, by pool; a queued job counts in every known pool."""
-    jobs, runs = schema.jobs, schema.runs
     async with store.engine.connect() as conn:
-        pools = set(await conn.scalars(select(schema.executors.c.pool).distinct())) or {"default"}
-        queued = set(await conn.scalars(select(jobs.c.queue).where(jobs.c.state == "QUEUED").distinct()))
-        running = await conn.execute(
-            select(runs.c.pool, runs.c.queue)
-            .where(runs.c.state.in_(["LEASED", "PENDING", "RUNNING"]))
-            .distinct()
-        )
+        pools = await job_views.executor_pools(conn) or {"default"}
+        queued = await job_views.queues_with_queued_jobs(conn)
+        running = await job_views.pools_and_queues_running(conn)
         by_pool: dict[str, set[str]] = {pool: set(queued) for pool in pools}
         for pool, queue in running:
             by_pool.setdefault(pool, set()).add(queue)
@@ -127,14 +114,10 @@ async def jobs_by_external_uri(store: EventStore, queue: str, job_set_id: str, u
     """Ids of the job set's jobs submitted with ``externalJobUri`` ``uri`` (kept as an annotation)."""
     if not uri:
         return []
-    jobs = schema.jobs
-    query = select(jobs.c.job_id, jobs.c.annotations).where(
-        jobs.c.queue == queue, jobs.c.job_set_id == job_set_id
-    )
     async with store.engine.connect() as conn:
-        rows = await conn.execute(query.order_by(jobs.c.job_id))
-        return [
-            row.job_id
-            for row in rows
-            if isinstance(row.annotations, dict) and row.annotations.get(EXTERNAL_JOB_URI_ANNOTATION) == uri
-        ]
+        rows = await job_views.job_set_annotations(conn, queue, job_set_id)
+    return [
+        row.job_id
+        for row in rows
+        if isinstance(row.annotations, dict) and row.annotations.get(EXTERNAL_JOB_URI_ANNOTATION) == uri
+    ]

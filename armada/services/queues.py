@@ -11,17 +11,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.auth.identity import ANONYMOUS
-from armada.eventstore import schema
+from armada.eventstore.queue_views import queue_exists, queue_has_unfinished_jobs, queue_spec, queue_specs
 from armada.eventstore.store import EventStore, Transaction
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model.errors import ArmadaError, Conflict, InvalidRequest, NotFound
 from armada.model.events import QueueCreated, QueueDeleted, QueueUpdated
 from armada.model.queues import QUEUE_NAME, Queue
-from armada.model.states import UNFINISHED_JOB_STATES
 from armada.model.wire.queues import QueueFailure
 from armada.services.pod_policy import QueueSecurityGate
 from armada.services.retry_policies import check_queue_policies
@@ -48,7 +46,7 @@ def _decode_queue(spec: Any) -> Queue:
 
 async def load_queue(conn: AsyncConnection, name: str, records: UnreadableRecords) -> Queue | None:
     """The queue, or ``None``; a stored queue this version cannot read is a 409 (and reported)."""
-    spec = await conn.scalar(select(schema.queues.c.spec).where(schema.queues.c.name == name))
+    spec = await queue_spec(conn, name)
     if spec is None:
         return None
     queue = records.decode(_decode_queue, spec, "queue", name)
@@ -62,7 +60,7 @@ async def load_queue(conn: AsyncConnection, name: str, records: UnreadableRecord
 
 async def _exists(conn: AsyncConnection, name: str) -> bool:
     """Whether the queue exists, without reading its spec (a damaged one can be replaced)."""
-    return bool(await conn.scalar(select(exists().where(schema.queues.c.name == name))))
+    return await queue_exists(conn, name)
 
 
 async def _require(tx: Transaction, name: str) -> None:
@@ -73,7 +71,7 @@ async def _require(tx: Transaction, name: str) -> None:
 async def _previous(conn: AsyncConnection, name: str) -> Queue | None:
     """The stored queue for judging a change to its security fields; ``None`` when it cannot be
     read (a damaged queue being replaced is judged as if new: only defaults need no permission)."""
-    spec = await conn.scalar(select(schema.queues.c.spec).where(schema.queues.c.name == name))
+    spec = await queue_spec(conn, name)
     try:
         return None if spec is None else _decode_queue(spec)
     except msgspec.ValidationError:
@@ -141,16 +139,9 @@ async def set_cordoned(store: EventStore, name: str, cordoned: bool, user: str) 
 
 async def delete_queue(store: EventStore, name: str, user: str) -> None:
     """Delete a queue; refused (409) while it has jobs that are not finished."""
-    jobs = schema.jobs
     async with store.transaction() as tx:
         await _require(tx, name)
-        busy = await tx.connection.scalar(
-            select(
-                exists().where(
-                    jobs.c.queue == name, jobs.c.state.in_([s.value for s in UNFINISHED_JOB_STATES])
-                )
-            )
-        )
+        busy = await queue_has_unfinished_jobs(tx.connection, name)
         if busy:
             raise Conflict(f"queue {name!r} has queued or running jobs; cancel them first", field="name")
         tx.append([QueueDeleted(queue=name, requestor=user)])
@@ -166,11 +157,8 @@ async def get_queue(store: EventStore, name: str) -> Queue:
 
 async def list_queues(store: EventStore, limit: int | None = None) -> list[Queue]:
     """All queues by name, or the first ``limit`` (0 or none: all)."""
-    query = select(schema.queues.c.name, schema.queues.c.spec).order_by(schema.queues.c.name)
-    if limit:
-        query = query.limit(limit)
     async with store.engine.connect() as conn:
-        rows = (await conn.execute(query)).all()
+        rows = await queue_specs(conn, by_name=True, limit=limit)
     decoded = (store.unreadable.decode(_decode_queue, spec, "queue", name) for name, spec in rows)
     return [queue for queue in decoded if queue is not None]  # unreadable ones are reported, skipped
 

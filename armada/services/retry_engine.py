@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import msgspec
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects, schema
+from armada.eventstore.job_views import job_queue_specs, queued_event_payloads
+from armada.eventstore.queue_views import queue_specs
 from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.model.retry import RetryPolicy
@@ -63,25 +63,21 @@ class RetryContext:
             return context
         policies = await load_policies(conn)
         queue_policies = await _queue_policies(conn)
-        jobs = schema.jobs
-        for where in dialects.in_values(conn, jobs.c.job_id, job_ids):
-            for job_id, queue, spec in await conn.execute(
-                select(jobs.c.job_id, jobs.c.queue, jobs.c.spec).where(where)
-            ):
-                policy = policies.get(policy_name_for(queue_policies.get(queue, []), settings))
-                job = _decode_job(spec)
-                if policy is None or job is None:
+        for job_id, queue, spec in await job_queue_specs(conn, job_ids):
+            policy = policies.get(policy_name_for(queue_policies.get(queue, []), settings))
+            job = _decode_job(spec)
+            if policy is None or job is None:
+                continue
+            gang: list[GangMember] = []
+            if job.gang_cardinality >= 2:
+                if not settings.retry_gangs:
+                    continue  # as upstream: gangs keep the legacy path
+                gang = await load_gang(conn, queue, job.gang_id)
+                if not restartable(gang):
                     continue
-                gang: list[GangMember] = []
-                if job.gang_cardinality >= 2:
-                    if not settings.retry_gangs:
-                        continue  # as upstream: gangs keep the legacy path
-                    gang = await load_gang(conn, queue, job.gang_id)
-                    if not restartable(gang):
-                        continue
-                members = [m.job_id for m in gang] or [job_id]
-                used = max([await _retries_used(conn, member) for member in members])
-                context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used, job, gang)
+            members = [m.job_id for m in gang] or [job_id]
+            used = max([await _retries_used(conn, member) for member in members])
+            context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used, job, gang)
         return context
 
     def judge(self, job_id: str, category: str, subcategory: str) -> Verdict | None:
@@ -139,17 +135,14 @@ def _decode_job(spec: object) -> Job | None:
 
 
 async def _queue_policies(conn: AsyncConnection) -> dict[str, list[str]]:
-    rows = await conn.execute(select(schema.queues.c.name, schema.queues.c.spec))
+    rows = await queue_specs(conn)
     return {name: list((spec or {}).get("retryPolicies") or []) for name, spec in rows}
 
 
 async def _retries_used(conn: AsyncConnection, job_id: str) -> int:
     """Retries granted so far: the most any of the job's ``queued`` events records (a legacy
     requeue of a returned lease records none, and must not give the budget back)."""
-    events = schema.events
-    payloads = await conn.scalars(
-        select(events.c.payload).where(events.c.job_id == job_id, events.c.type == "queued")
-    )
+    payloads = await queued_event_payloads(conn, job_id)
     used = 0
     for payload in payloads:
         try:

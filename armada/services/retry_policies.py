@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import schema
+from armada.eventstore.queue_views import queue_specs
+from armada.eventstore.retry_policy_views import policy_exists, policy_spec, policy_specs
 from armada.eventstore.store import EventStore
 from armada.model.errors import Conflict, InvalidRequest, NotFound
 from armada.model.events import RetryPolicyCreated, RetryPolicyDeleted, RetryPolicyUpdated
@@ -27,8 +27,7 @@ def _decode(spec: Any) -> RetryPolicy:
 
 
 async def _exists(conn: AsyncConnection, name: str) -> bool:
-    table = schema.retry_policies
-    return bool(await conn.scalar(select(exists().where(table.c.name == name))))
+    return await policy_exists(conn, name)
 
 
 async def create_policy(store: EventStore, policy: RetryPolicy, user: str) -> None:
@@ -64,14 +63,13 @@ async def delete_policy(store: EventStore, name: str, user: str) -> None:
 
 
 async def _queues_naming(conn: AsyncConnection, name: str) -> list[str]:
-    rows = await conn.execute(select(schema.queues.c.name, schema.queues.c.spec))
+    rows = await queue_specs(conn)
     return sorted(queue for queue, spec in rows if name in ((spec or {}).get("retryPolicies") or []))
 
 
 async def get_policy(store: EventStore, name: str) -> RetryPolicy:
-    table = schema.retry_policies
     async with store.engine.connect() as conn:
-        spec = await conn.scalar(select(table.c.spec).where(table.c.name == name))
+        spec = await policy_spec(conn, name)
     if spec is None:
         raise NotFound(f"retry policy {name!r} does not exist", field="name")
     return _decode(spec)
@@ -79,18 +77,16 @@ async def get_policy(store: EventStore, name: str) -> RetryPolicy:
 
 async def list_policies(store: EventStore) -> list[RetryPolicy]:
     """Every policy by name (a stored one this version cannot read is reported and skipped)."""
-    table = schema.retry_policies
     async with store.engine.connect() as conn:
-        rows = (await conn.execute(select(table.c.name, table.c.spec).order_by(table.c.name))).all()
+        rows = await policy_specs(conn, by_name=True)
     decoded = (store.unreadable.decode(_decode, spec, "retry policy", name) for name, spec in rows)
     return [policy for policy in decoded if policy is not None]
 
 
 async def load_policies(conn: AsyncConnection) -> dict[str, RetryPolicy]:
     """All readable policies by name, for the scheduler's retry decisions."""
-    table = schema.retry_policies
     found: dict[str, RetryPolicy] = {}
-    for name, spec in await conn.execute(select(table.c.name, table.c.spec)):
+    for name, spec in await policy_specs(conn):
         try:
             found[name] = _decode(spec)
         except msgspec.ValidationError:

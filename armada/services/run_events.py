@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import structlog
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects, schema
+from armada.eventstore.job_views import runs_with_their_jobs
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
@@ -110,50 +109,27 @@ class RunEventIntake:
         return translation
 
     async def _facts(self, conn: AsyncConnection, run_ids: list[str]) -> dict[str, _RunFacts]:
-        runs, jobs = schema.runs, schema.jobs
         found: dict[str, _RunFacts] = {}
-        for where in dialects.in_values(conn, runs.c.run_id, run_ids):
-            query = (
-                select(
-                    runs.c.run_id,
-                    runs.c.state.label("run_state"),
-                    runs.c.cluster,
-                    runs.c.node,
-                    jobs.c.job_id,
-                    jobs.c.queue,
-                    jobs.c.job_set_id,
-                    jobs.c.state.label("job_state"),
-                    jobs.c.latest_run_id,
-                    jobs.c.attempts,
-                    jobs.c.cancel_requested,
-                    jobs.c.preempt_requested,
-                    jobs.c.cancel_reason,
-                    jobs.c.cancel_user,
-                    jobs.c.reason,
-                )
-                .join(jobs, jobs.c.job_id == runs.c.job_id)
-                .where(where)
+        for row in await runs_with_their_jobs(conn, run_ids):
+            found[row.run_id] = _RunFacts(
+                run_state=RunState(row.run_state),
+                cluster=row.cluster,
+                node=row.node,
+                job_state=JobState(row.job_state),
+                latest_run_id=row.latest_run_id or "",
+                envelope={
+                    "queue": row.queue,
+                    "job_set_id": row.job_set_id,
+                    "job_id": row.job_id,
+                    "run_id": row.run_id,
+                },
+                attempts=row.attempts,
+                cancel_requested=row.cancel_requested,
+                preempt_requested=row.preempt_requested,
+                cancel_reason=row.cancel_reason or "",
+                cancel_user=row.cancel_user or "",
+                reason=row.reason or "",
             )
-            for row in await conn.execute(query):
-                found[row.run_id] = _RunFacts(
-                    run_state=RunState(row.run_state),
-                    cluster=row.cluster,
-                    node=row.node,
-                    job_state=JobState(row.job_state),
-                    latest_run_id=row.latest_run_id or "",
-                    envelope={
-                        "queue": row.queue,
-                        "job_set_id": row.job_set_id,
-                        "job_id": row.job_id,
-                        "run_id": row.run_id,
-                    },
-                    attempts=row.attempts,
-                    cancel_requested=row.cancel_requested,
-                    preempt_requested=row.preempt_requested,
-                    cancel_reason=row.cancel_reason or "",
-                    cancel_user=row.cancel_user or "",
-                    reason=row.reason or "",
-                )
         return found
 
     def _translate(

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
-
-from armada.eventstore import schema
+from armada.eventstore.job_views import job_ids_by_client_id, queued_jobs_up_to
 from armada.eventstore.store import EventStore, PreparedEvents, Transaction
 from armada.model.errors import Conflict, LimitExceeded, NotFound
 from armada.model.events import Event, JobQueued, JobSubmitted
@@ -70,10 +68,8 @@ async def _check_queued_cap(store: EventStore, queue: str, adding: int, cap: int
     Counted outside the write lock, so submissions never wait for it; the count stops at
     the cap, so it costs no more than ``cap`` index entries however long the queue.
     """
-    jobs = schema.jobs
-    waiting = select(jobs.c.job_id).where(jobs.c.queue == queue, jobs.c.state == "QUEUED").limit(cap)
     async with store.engine.connect() as conn:
-        queued = await conn.scalar(select(func.count()).select_from(waiting.subquery())) or 0
+        queued = await queued_jobs_up_to(conn, queue, cap)
     if queued + adding > cap:
         raise LimitExceeded(
             f"queue {queue!r} has {queued} queued jobs and takes at most {cap} "
@@ -103,13 +99,7 @@ async def _known_client_ids(tx: Transaction, request: JobSubmitRequest) -> dict[
     client_ids = {item.client_id for item in request.job_request_items if item.client_id}
     if not client_ids:
         return {}
-    jobs = schema.jobs
-    rows = await tx.connection.execute(
-        select(jobs.c.client_id, jobs.c.job_id).where(
-            jobs.c.queue == request.queue, jobs.c.client_id.in_(sorted(client_ids))
-        )
-    )
-    return {client_id: job_id for client_id, job_id in rows}
+    return await job_ids_by_client_id(tx.connection, request.queue, client_ids)
 
 
 def _events(job: Job, now: datetime) -> tuple[JobSubmitted, JobQueued]:

@@ -13,16 +13,19 @@ queues.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 
 import msgspec
-from sqlalchemy import Column, Table, select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import schema
+from armada.eventstore.job_views import job_queues, run_queues
+from armada.eventstore.queue_views import queue_specs_named
 from armada.eventstore.store import EventStore
-from armada.eventstore.views import rows_in
 from armada.model.queues import Queue
 from armada.services.queues import list_queues
+
+#: Reads the queue of each id that exists (:func:`job_queues` or :func:`run_queues`).
+_QueuesOf = Callable[[AsyncConnection, Collection[str]], Awaitable[dict[str, str]]]
 
 
 def _queue(spec: object) -> Queue:
@@ -45,10 +48,8 @@ class ReadScope:
             return wanted
         unknown = [name for name in wanted if name not in self._known]
         if unknown:
-            queues = schema.queues
             async with self._store.engine.connect() as conn:
-                query = select(queues.c.name, queues.c.spec)
-                rows = await rows_in(conn, query, queues.c.name, unknown)
+                rows = await queue_specs_named(conn, unknown)
             for row in rows:
                 # A queue stored in a form this version cannot read grants nothing (it is reported).
                 queue = self._store.unreadable.decode(_queue, row.spec, "queue", row.name)
@@ -73,11 +74,11 @@ class ReadScope:
 
     async def jobs(self, job_ids: Sequence[str]) -> list[str]:
         """The ids of ``job_ids`` that exist in queues the caller may read, in the order given."""
-        return await self._keys(schema.jobs, schema.jobs.c.job_id, job_ids)
+        return await self._keys(job_queues, job_ids)
 
     async def runs(self, run_ids: Sequence[str]) -> list[str]:
         """The ids of ``run_ids`` that exist in queues the caller may read, in the order given."""
-        return await self._keys(schema.runs, schema.runs.c.run_id, run_ids)
+        return await self._keys(run_queues, run_ids)
 
     def shown(self, queue: Queue) -> Queue:
         """``queue`` as the caller may see it: who owns it and who may do what on it are
@@ -90,11 +91,10 @@ class ReadScope:
             return queue
         return msgspec.structs.replace(queue, user_owners=[], group_owners=[], permissions=[])
 
-    async def _keys(self, table: Table, column: Column[str], ids: Sequence[str]) -> list[str]:
+    async def _keys(self, queues_of: _QueuesOf, ids: Sequence[str]) -> list[str]:
         if self.everything or not ids:
             return list(ids)
         async with self._store.engine.connect() as conn:
-            rows = await rows_in(conn, select(column.label("id"), table.c.queue), column, ids)
-        queue_of: dict[str, str] = {row.id: row.queue for row in rows}
+            queue_of = await queues_of(conn, ids)
         readable = await self.readable(queue_of.values())
         return [i for i in ids if queue_of.get(i) in readable]

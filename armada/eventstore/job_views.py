@@ -1,0 +1,177 @@
+"""Read side of the ``jobs`` and ``runs`` views for the job queries and checks services make.
+
+:mod:`.views` holds the rows commands act on (:class:`~.views.JobRow`); this module holds
+the other reads services make of jobs and their runs: states, details, client ids, gangs,
+the queues ids belong to. Rows come back as stored; services shape them for the wire.
+Lookups by many ids go through :func:`.views.rows_in`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Row, func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import dialects, schema
+from armada.eventstore.views import AnyRow, rows_in
+
+
+async def queued_jobs_up_to(conn: AsyncConnection, queue: str, cap: int) -> int:
+    """How many jobs wait in ``queue``, counted no further than ``cap`` (so it costs no more
+    than ``cap`` index entries however long the queue)."""
+    jobs = schema.jobs
+    waiting = select(jobs.c.job_id).where(jobs.c.queue == queue, jobs.c.state == "QUEUED").limit(cap)
+    return await conn.scalar(select(func.count()).select_from(waiting.subquery())) or 0
+
+
+async def job_ids_by_client_id(
+    conn: AsyncConnection, queue: str, client_ids: Iterable[str]
+) -> dict[str, str]:
+    """Job ids already given to ``client_ids`` in ``queue`` (one query)."""
+    jobs = schema.jobs
+    rows = await conn.execute(
+        select(jobs.c.client_id, jobs.c.job_id).where(
+            jobs.c.queue == queue, jobs.c.client_id.in_(sorted(client_ids))
+        )
+    )
+    return {client_id: job_id for client_id, job_id in rows}
+
+
+async def job_queues(conn: AsyncConnection, job_ids: Collection[str]) -> dict[str, str]:
+    """The queue of each of ``job_ids`` that exists."""
+    jobs = schema.jobs
+    rows = await rows_in(conn, select(jobs.c.job_id.label("id"), jobs.c.queue), jobs.c.job_id, job_ids)
+    return {row.id: row.queue for row in rows}
+
+
+async def run_queues(conn: AsyncConnection, run_ids: Collection[str]) -> dict[str, str]:
+    """The queue of each of ``run_ids`` that exists."""
+    runs = schema.runs
+    rows = await rows_in(conn, select(runs.c.run_id.label("id"), runs.c.queue), runs.c.run_id, run_ids)
+    return {row.id: row.queue for row in rows}
+
+
+async def job_state_values(conn: AsyncConnection, job_ids: Collection[str]) -> dict[str, str]:
+    """The stored state of each of ``job_ids`` that exists."""
+    jobs = schema.jobs
+    rows = await rows_in(conn, select(jobs.c.job_id, jobs.c.state), jobs.c.job_id, job_ids)
+    return {row.job_id: row.state for row in rows}
+
+
+async def job_detail_rows(
+    conn: AsyncConnection, job_ids: Collection[str], *, with_spec: bool
+) -> list[Row[Any]]:
+    """The whole ``jobs`` rows of those of ``job_ids`` that exist (``spec`` only if ``with_spec``)."""
+    jobs = schema.jobs
+    columns = [c for c in jobs.c if c.name != "spec" or with_spec]
+    return await rows_in(conn, select(*columns), jobs.c.job_id, job_ids)
+
+
+async def runs_of_jobs(conn: AsyncConnection, job_ids: Collection[str]) -> list[Row[Any]]:
+    """The ``runs`` rows of ``job_ids``, in lease order within each lookup."""
+    runs = schema.runs
+    return await rows_in(conn, select(runs).order_by(runs.c.leased), runs.c.job_id, job_ids)
+
+
+async def run_rows(conn: AsyncConnection, run_ids: Collection[str]) -> list[Row[Any]]:
+    """The ``runs`` rows of those of ``run_ids`` that exist."""
+    runs = schema.runs
+    return await rows_in(conn, select(runs), runs.c.run_id, run_ids)
+
+
+async def job_reasons(conn: AsyncConnection, job_ids: Collection[str]) -> list[Row[Any]]:
+    """``(job_id, state, reason)`` of those of ``job_ids`` that exist."""
+    jobs = schema.jobs
+    query = select(jobs.c.job_id, jobs.c.state, jobs.c.reason)
+    return await rows_in(conn, query, jobs.c.job_id, job_ids)
+
+
+async def executor_pools(conn: AsyncConnection) -> set[str]:
+    """The pools of the executors known."""
+    return set(await conn.scalars(select(schema.executors.c.pool).distinct()))
+
+
+async def queues_with_queued_jobs(conn: AsyncConnection) -> set[str]:
+    jobs = schema.jobs
+    return set(await conn.scalars(select(jobs.c.queue).where(jobs.c.state == "QUEUED").distinct()))
+
+
+async def pools_and_queues_running(conn: AsyncConnection) -> list[Row[str, str]]:
+    """``(pool, queue)`` of every pool with a leased, pending or running run of the queue."""
+    runs = schema.runs
+    query = (
+        select(runs.c.pool, runs.c.queue).where(runs.c.state.in_(["LEASED", "PENDING", "RUNNING"])).distinct()
+    )
+    return list((await conn.execute(query)).all())
+
+
+async def job_set_annotations(conn: AsyncConnection, queue: str, job_set_id: str) -> list[Row[str, Any]]:
+    """``(job_id, annotations)`` of a job set's jobs, by job id."""
+    jobs = schema.jobs
+    query = select(jobs.c.job_id, jobs.c.annotations).where(
+        jobs.c.queue == queue, jobs.c.job_set_id == job_set_id
+    )
+    return list((await conn.execute(query.order_by(jobs.c.job_id))).all())
+
+
+async def gang_rows(conn: AsyncConnection, queue: str, gang_id: str) -> list[AnyRow]:
+    """The members of a gang: job id, queue, job set, state, latest run, cluster, attempts."""
+    jobs = schema.jobs
+    query = select(
+        jobs.c.job_id,
+        jobs.c.queue,
+        jobs.c.job_set_id,
+        jobs.c.state,
+        jobs.c.latest_run_id,
+        jobs.c.cluster,
+        jobs.c.attempts,
+    ).where(jobs.c.queue == queue, jobs.c.gang_id == gang_id)
+    return list((await conn.execute(query)).all())
+
+
+async def job_queue_specs(conn: AsyncConnection, job_ids: Sequence[str]) -> list[tuple[str, str, Any]]:
+    """``(job_id, queue, spec)`` of those of ``job_ids`` that exist."""
+    jobs = schema.jobs
+    query = select(jobs.c.job_id, jobs.c.queue, jobs.c.spec)
+    return [(row.job_id, row.queue, row.spec) for row in await rows_in(conn, query, jobs.c.job_id, job_ids)]
+
+
+async def queued_event_payloads(conn: AsyncConnection, job_id: str) -> list[Any]:
+    """The stored payloads of the job's ``queued`` events (from the log itself)."""
+    events = schema.events
+    query = select(events.c.payload).where(events.c.job_id == job_id, events.c.type == "queued")
+    return list(await conn.scalars(query))
+
+
+async def runs_with_their_jobs(conn: AsyncConnection, run_ids: Sequence[str]) -> list[AnyRow]:
+    """Those of ``run_ids`` that exist, each with what an executor's report of it is checked
+    against: the run's state, cluster and node, and its job's state, latest run, attempts
+    and the cancellation or preemption asked for."""
+    runs, jobs = schema.runs, schema.jobs
+    found: list[AnyRow] = []
+    for where in dialects.in_values(conn, runs.c.run_id, run_ids):
+        query = (
+            select(
+                runs.c.run_id,
+                runs.c.state.label("run_state"),
+                runs.c.cluster,
+                runs.c.node,
+                jobs.c.job_id,
+                jobs.c.queue,
+                jobs.c.job_set_id,
+                jobs.c.state.label("job_state"),
+                jobs.c.latest_run_id,
+                jobs.c.attempts,
+                jobs.c.cancel_requested,
+                jobs.c.preempt_requested,
+                jobs.c.cancel_reason,
+                jobs.c.cancel_user,
+                jobs.c.reason,
+            )
+            .join(jobs, jobs.c.job_id == runs.c.job_id)
+            .where(where)
+        )
+        found += (await conn.execute(query)).all()
+    return found
