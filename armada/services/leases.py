@@ -22,7 +22,7 @@ from armada.eventstore import views
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
-from armada.model.jobs import Job
+from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION, Job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
 from armada.model.resources import QuantityError, to_units
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
@@ -81,11 +81,15 @@ class LeaseService:
         follower: LogFollower,
         settings: SchedulerServiceSettings,
         clock: Callable[[], float] = time.time,
+        *,
+        priority_class_name_override: str | None = None,
     ) -> None:
         self.store = store
         self.follower = follower
         self.settings = settings
         self.clock = clock
+        #: ``scheduling.priorityClassNameOverride``: the Kubernetes priority class of every pod.
+        self.priority_class_name_override = priority_class_name_override
         self._heartbeat_recorded: dict[str, float] = {}
 
     @property
@@ -173,7 +177,7 @@ class LeaseService:
         limit = min(self.settings.max_unacknowledged_leases_per_executor, request.max_new_leases)
         ended_ids = {run.run_id for run in ended}
         to_send = (executor.runs[r] for r in executor.unacknowledged if r not in ended_ids)
-        leases = await self._leases(list(itertools.islice(to_send, limit)))
+        leases = await self._leases(executor, list(itertools.islice(to_send, limit)))
         return LeaseResponse(
             leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)
         )
@@ -222,28 +226,45 @@ class LeaseService:
                     )
         await self.follower.catch_up()
 
-    async def _leases(self, runs: list[RunInfo]) -> list[Lease]:
+    async def _leases(self, executor: ExecutorInfo, runs: list[RunInfo]) -> list[Lease]:
         if not runs:
             return []
         async with self.store.engine.connect() as conn:
             # An unreadable job is left out: Quarantine fails it, it is never leased.
             specs = await views.job_specs(conn, [run.job_id for run in runs], self.store.unreadable)
-        return [_lease(run, specs[run.job_id]) for run in runs if run.job_id in specs]
+        return [
+            self._lease(run, specs[run.job_id], executor.nodes.get(run.node))
+            for run in runs
+            if run.job_id in specs
+        ]
 
-
-def _lease(run: RunInfo, job: Job) -> Lease:
-    return Lease(
-        run_id=run.run_id,
-        job_id=job.id,
-        queue=job.queue,
-        job_set_id=job.job_set_id,
-        owner=job.owner,
-        namespace=job.namespace,
-        node=run.node,
-        pod_spec=job.pod_spec,
-        labels=job.labels,
-        annotations=job.annotations,
-        priority_class_name=job.priority_class_name,
-        gang_id=job.gang_id,
-        gang_cardinality=job.gang_cardinality if job.gang_id else 0,
-    )
+    def _lease(self, run: RunInfo, job: Job, node: ev.ExecutorNode | None) -> Lease:
+        """The lease of ``run``; a gang member with a node uniformity label is told the value
+        its gang was placed on (the node's value of that label), as upstream's
+        ``ARMADA_GANG_NODE_UNIFORMITY_LABEL_*`` variables say."""
+        pod_spec, priority_class = job.pod_spec, job.priority_class_name
+        override = self.priority_class_name_override
+        if override is not None:
+            pod_spec = {k: v for k, v in pod_spec.items() if k != "priorityClassName"}
+            if override:
+                pod_spec["priorityClassName"] = override
+            priority_class = override
+        label = job.annotations.get(GANG_NODE_UNIFORMITY_ANNOTATION, "") if job.gang_cardinality > 1 else ""
+        value = node.labels.get(label, "") if (label and node is not None) else ""
+        return Lease(
+            run_id=run.run_id,
+            job_id=job.id,
+            queue=job.queue,
+            job_set_id=job.job_set_id,
+            owner=job.owner,
+            namespace=job.namespace,
+            node=run.node,
+            pod_spec=pod_spec,
+            labels=job.labels,
+            annotations=job.annotations,
+            priority_class_name=priority_class,
+            gang_id=job.gang_id,
+            gang_cardinality=job.gang_cardinality if job.gang_id else 0,
+            gang_node_uniformity_label=label if value else "",
+            gang_node_uniformity_value=value,
+        )
