@@ -159,6 +159,15 @@ class SchedulerServiceSettings(_Area):
     max_retries: Annotated[
         int, Meta(ge=0, description="Requeues (lease returned or expired, node lost) before a job fails.")
     ] = 3
+    avoid_node_labels_on_retry: Annotated[
+        list[str],
+        Meta(
+            description="Node labels whose values a requeued job avoids: the values of the node its "
+            "run failed on (lease returned after the pod started, expired, node lost), added to "
+            "the job's node affinity when some other node could still hold it. The default avoids "
+            "the node itself; add e.g. a rack label to avoid its rack; empty: retries may land anywhere."
+        ),
+    ] = msgspec.field(default_factory=lambda: ["kubernetes.io/hostname"])
     max_unacknowledged_leases_per_executor: Annotated[
         int,
         Meta(

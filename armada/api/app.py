@@ -157,7 +157,7 @@ def create_app(settings: Settings) -> Litestar:
                     priority_class_name_override=settings.scheduling.priority_class_name_override,
                 ),
                 run_events=RunEventIntake(
-                    database.store, settings.scheduler, settings.scheduling.retry_policy
+                    database.store, settings.scheduler, settings.scheduling.retry_policy, follower
                 ),
                 metrics=metrics,
             )

@@ -19,7 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.model.resources import ResourceIndex
-from armada.scheduling.requirements import NodeSelectorRequirement, NodeSelectorTerm, Toleration
+from armada.scheduling.requirements import (
+    JobRequirements,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Toleration,
+)
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -236,6 +241,19 @@ class NodeDb:
                 for pool, pairs in sorted(by_pool.items())
             }
         return self._pool_rows
+
+    def could_hold(self, job: JobRequirements) -> bool:
+        """Whether some live node could ever hold ``job``: its shape (allocatable less non-Armada
+        use, ignoring current use) fits the requests and its labels and taints admit the job
+        (the test the cycle rejects jobs by, for one job; upstream's submit check)."""
+        request = self.resources.vector(job.requests)
+        shape = self.allocatable() - self.non_armada()
+        mask = self.constraint_mask(tuple(sorted(job.node_selector.items())), job.tolerations, job.affinity)
+        mask = mask & (shape >= request).all(axis=1)
+        if job.pools:
+            in_pools = [spec is not None and spec.pool in job.pools for spec in self.specs]
+            mask &= np.array(in_pools, dtype=bool)
+        return bool(mask.any())
 
     def label_values(self, key: str) -> tuple[IntArray, list[str]]:
         """Per-row code of label ``key`` (-1 = absent) and the values by code."""

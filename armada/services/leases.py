@@ -28,6 +28,7 @@ from armada.model.resources import QuantityError, to_units
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.retries import run_ended_without_result
+from armada.services.retry_avoidance import EndedRun, avoiding_jobs
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
@@ -197,6 +198,9 @@ class LeaseService:
         async with self.store.transaction() as tx:
             rows = await views.jobs_by_id(tx.connection, [run.job_id for run in runs])
             requests = await views.kill_requests(tx.connection, [run.job_id for run in runs])
+            ended = [EndedRun(run.job_id, run.executor, run.node) for run in runs]
+            labels = self.settings.avoid_node_labels_on_retry
+            fenced = await avoiding_jobs(tx.connection, self.state, self.store.unreadable, ended, labels)
             for run in runs:
                 row = rows.get(run.job_id)
                 if row is None or row.latest_run_id != run.run_id or not row.state.active:
@@ -222,6 +226,7 @@ class LeaseService:
                             attempts=extras.attempts if extras else 0,
                             max_retries=self.settings.max_retries,
                             reason="run disappeared from its executor",
+                            job=fenced.get(run.job_id),
                         )
                     )
         await self.follower.catch_up()
