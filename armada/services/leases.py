@@ -238,38 +238,39 @@ class LeaseService:
             # An unreadable job is left out: Quarantine fails it, it is never leased.
             specs = await views.job_specs(conn, [run.job_id for run in runs], self.store.unreadable)
         return [
-            self._lease(run, specs[run.job_id], executor.nodes.get(run.node))
+            _lease(run, specs[run.job_id], executor.nodes.get(run.node), self.priority_class_name_override)
             for run in runs
             if run.job_id in specs
         ]
 
-    def _lease(self, run: RunInfo, job: Job, node: ev.ExecutorNode | None) -> Lease:
-        """The lease of ``run``; a gang member with a node uniformity label is told the value
-        its gang was placed on (the node's value of that label), as upstream's
-        ``ARMADA_GANG_NODE_UNIFORMITY_LABEL_*`` variables say."""
-        pod_spec, priority_class = job.pod_spec, job.priority_class_name
-        override = self.priority_class_name_override
-        if override is not None:
-            pod_spec = {k: v for k, v in pod_spec.items() if k != "priorityClassName"}
-            if override:
-                pod_spec["priorityClassName"] = override
-            priority_class = override
-        label = job.annotations.get(GANG_NODE_UNIFORMITY_ANNOTATION, "") if job.gang_cardinality > 1 else ""
-        value = node.labels.get(label, "") if (label and node is not None) else ""
-        return Lease(
-            run_id=run.run_id,
-            job_id=job.id,
-            queue=job.queue,
-            job_set_id=job.job_set_id,
-            owner=job.owner,
-            namespace=job.namespace,
-            node=run.node,
-            pod_spec=pod_spec,
-            labels=job.labels,
-            annotations=job.annotations,
-            priority_class_name=priority_class,
-            gang_id=job.gang_id,
-            gang_cardinality=job.gang_cardinality if job.gang_id else 0,
-            gang_node_uniformity_label=label if value else "",
-            gang_node_uniformity_value=value,
-        )
+
+def _lease(run: RunInfo, job: Job, node: ev.ExecutorNode | None, override: str | None) -> Lease:
+    """The lease of ``run``; a gang member with a node uniformity label is told the value
+    its gang was placed on (the node's value of that label), as upstream's
+    ``ARMADA_GANG_NODE_UNIFORMITY_LABEL_*`` variables say; ``override`` is
+    ``scheduling.priorityClassNameOverride``."""
+    pod_spec, priority_class = job.pod_spec, job.priority_class_name
+    if override is not None:
+        pod_spec = {k: v for k, v in pod_spec.items() if k != "priorityClassName"}
+        if override:
+            pod_spec["priorityClassName"] = override
+        priority_class = override
+    label = job.annotations.get(GANG_NODE_UNIFORMITY_ANNOTATION, "") if job.gang_cardinality > 1 else ""
+    value = node.labels.get(label, "") if (label and node is not None) else ""
+    return Lease(
+        run_id=run.run_id,
+        job_id=job.id,
+        queue=job.queue,
+        job_set_id=job.job_set_id,
+        owner=job.owner,
+        namespace=job.namespace,
+        node=run.node,
+        pod_spec=pod_spec,
+        labels=job.labels,
+        annotations=job.annotations,
+        priority_class_name=priority_class,
+        gang_id=job.gang_id,
+        gang_cardinality=job.gang_cardinality if job.gang_id else 0,
+        gang_node_uniformity_label=label if value else "",
+        gang_node_uniformity_value=value,
+    )

@@ -54,6 +54,16 @@ async def lease(
     return (await h.leases.lease(request)).leases
 
 
+async def leased_job(h: Harness) -> tuple[str, Lease]:
+    """A job submitted, placed and leased on the three-node cluster."""
+    job = make_job(queue="q", cpu="1", memory="1Gi")
+    await h.database.store.append(submission(job))
+    await lease(h)
+    await h.scheduler.cycle()
+    (leased,) = await lease(h)
+    return job.id, leased
+
+
 async def run_and_return(h: Harness, job_id: str, nodes: list[tuple[str, str]] = NODES) -> str:
     """Place the job, start its pod, and give the lease back (the pod could not go on): its node."""
     await h.scheduler.cycle()
@@ -107,28 +117,20 @@ async def test_with_nowhere_else_to_go_the_retry_is_not_fenced(harness: Harness)
 
 async def test_a_lease_returned_before_the_pod_started_is_not_fenced(harness: Harness) -> None:
     h = harness
-    job = make_job(queue="q", cpu="1", memory="1Gi")
-    await h.database.store.append(submission(job))
-    await lease(h)
-    await h.scheduler.cycle()
-    (leased,) = await lease(h)
-    returned = RunEvent(run_id=leased.run_id, job_id=job.id, kind="leaseReturned", node=leased.node)
+    job_id, leased = await leased_job(h)
+    returned = RunEvent(run_id=leased.run_id, job_id=job_id, kind="leaseReturned", node=leased.node)
     await h.intake.report(RunEventBatch(executor_id="c1", events=[returned]))
-    assert await stored_fence(h, job.id) == []
+    assert await stored_fence(h, job_id) == []
 
 
 async def test_an_expired_lease_fences_the_node(harness: Harness) -> None:
     h = harness
-    job = make_job(queue="q", cpu="1", memory="1Gi")
-    await h.database.store.append(submission(job))
-    await lease(h)
-    await h.scheduler.cycle()
-    (leased,) = await lease(h)
+    job_id, leased = await leased_job(h)
     await lease(h, runs={leased.run_id: "running"})
     h.clock.now += 61  # the executor goes silent
     await h.scheduler.cycle()
-    assert (await h.job_states())[job.id] == "QUEUED"
-    assert await stored_fence(h, job.id) == [leased.node]
+    assert (await h.job_states())[job_id] == "QUEUED"
+    assert await stored_fence(h, job_id) == [leased.node]
 
 
 async def test_other_labels_fence_the_whole_rack(database: Database) -> None:
