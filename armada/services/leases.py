@@ -25,6 +25,7 @@ from armada.model.errors import InvalidRequest
 from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION, Job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
 from armada.model.resources import QuantityError, to_units
+from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.retries import run_ended_without_result
@@ -256,7 +257,9 @@ def _lease(run: RunInfo, job: Job, node: ev.ExecutorNode | None, override: str |
             pod_spec["priorityClassName"] = override
         priority_class = override
     label = job.annotations.get(GANG_NODE_UNIFORMITY_ANNOTATION, "") if job.gang_cardinality > 1 else ""
-    value = node.labels.get(label, "") if (label and node is not None) else ""
+    # Every node carries its name label, as the scheduler placed it by (see ``cluster_state``).
+    node_labels = {NODE_NAME_LABEL: node.name, **node.labels} if node is not None else {}
+    value = node_labels.get(label, "") if label else ""
     return Lease(
         run_id=run.run_id,
         job_id=job.id,

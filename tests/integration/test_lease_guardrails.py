@@ -84,3 +84,27 @@ async def test_an_empty_override_leaves_pods_without_a_priority_class(harness: H
     assert "ARMADA_GANG_NODE_UNIFORMITY_LABEL_NAME" not in {
         e["name"] for e in pod["spec"]["containers"][0]["env"]
     }
+
+
+async def test_a_gang_uniform_by_node_name_learns_its_node(harness: Harness) -> None:
+    """Nodes need not report ``kubernetes.io/hostname``: the scheduler gives every node its name label."""
+    h = harness
+    gang = {
+        GANG_ID_ANNOTATION: "g",
+        GANG_CARDINALITY_ANNOTATION: "2",
+        GANG_NODE_UNIFORMITY_ANNOTATION: "kubernetes.io/hostname",
+    }
+    members = [make_job(queue="q", cpu="1", memory="1Gi", annotations=gang) for _ in range(2)]
+    await h.database.store.append([e for job in members for e in submission(job)])
+    request = LeaseRequest(
+        executor_id="c1",
+        pool="default",
+        nodes=[NodeReport(name="big", allocatable={"cpu": "4", "memory": "16Gi"})],
+        max_new_leases=10,
+    )
+    await h.leases.lease(request)
+    await h.scheduler.cycle()
+    leases = (await h.leases.lease(request)).leases
+    assert [(x.gang_node_uniformity_label, x.gang_node_uniformity_value) for x in leases] == [
+        ("kubernetes.io/hostname", "big")
+    ] * 2
