@@ -24,12 +24,14 @@ from armada.client.aio import AsyncArmadaClient
 from armada.client.errors import ArmadaApiError
 from armada.executor.podspec import pod_name
 from armada.model.queues import Queue
+from armada.model.wire.jobs import JobSubmitRequestItem
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, gang, job
 from tests.integration.executor.kube_double import KubeDouble, kube_cluster
 from tests.processes import free_port, running_server
 
 DEFAULT = {"key": "example.com/default", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 PREEMPTIBLE = {"key": "example.com/preemptible", "operator": "Exists", "value": "", "effect": "NoSchedule"}
+GPU = {"key": "nvidia.com/gpu", "operator": "Exists", "value": "", "effect": "NoSchedule"}
 GUARDRAILS = {
     "ARMADA_SUBMISSION_DEFAULT_ACTIVE_DEADLINE": "72h",
     "ARMADA_SUBMISSION_DEFAULT_ACTIVE_DEADLINE_BY_RESOURCE_REQUEST": json.dumps({"nvidia.com/gpu": "336h"}),
@@ -39,20 +41,28 @@ GUARDRAILS = {
     "ARMADA_SUBMISSION_DEFAULT_JOB_TOLERATIONS_BY_PRIORITY_CLASS": json.dumps(
         {"armada-preemptible": [PREEMPTIBLE]}
     ),
+    "ARMADA_SUBMISSION_DEFAULT_JOB_TOLERATIONS_BY_RESOURCE_REQUEST": json.dumps({"nvidia.com/gpu": [GPU]}),
     "ARMADA_SUBMISSION_DEFAULT_GANG_NODE_UNIFORMITY_LABEL": "rack",
     "ARMADA_SCHEDULING_PRIORITY_CLASS_NAME_OVERRIDE": "batch-low",
 }
 HOUR = 3600
 
 
-def kube_node(name: str, rack: str, cpu: str) -> dict[str, Any]:
+def kube_node(name: str, rack: str, cpu: str, gpus: str = "") -> dict[str, Any]:
+    """A ready node; one with GPUs is tainted for them, so only the GPU toleration lets jobs on."""
+    taints = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}] if gpus else []
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "rack": rack}},
-        "spec": {},
+        "spec": {"taints": taints},
         "status": {
-            "allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"},
+            "allocatable": {
+                "cpu": cpu,
+                "memory": "32Gi",
+                "pods": "110",
+                **({"nvidia.com/gpu": gpus} if gpus else {}),
+            },
             "conditions": [{"type": "Ready", "status": "True"}],
         },
     }
@@ -78,6 +88,19 @@ async def pods(double: KubeDouble, job_ids: list[str], timeout: float = 60) -> d
     raise TimeoutError(f"pods of {job_ids} not created")
 
 
+def pinned_node(pod: dict[str, Any]) -> str:
+    required = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    node: str = required["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+    return node
+
+
+def gpu_job() -> JobSubmitRequestItem:
+    item = job("sleep 60", cpu="100m")
+    resources = item.pod_spec["containers"][0]["resources"]  # type: ignore[index]
+    resources["requests"]["nvidia.com/gpu"] = resources["limits"]["nvidia.com/gpu"] = "1"
+    return item
+
+
 def grpc_job(grace: int = 0) -> core_v1.PodSpec:
     quantity = {"cpu": resource.Quantity(string="100m"), "memory": resource.Quantity(string="64Mi")}
     container = core_v1.Container(
@@ -101,6 +124,7 @@ async def test_guardrails_reach_the_stored_job_and_the_pod(tmp_path: Path) -> No
         # Rack r1 cannot hold the gang (one CPU); rack r2 can.
         for name, rack, cpu in (("k1", "r1", "1"), ("k2", "r2", "4"), ("k3", "r2", "4")):
             double.store.put("nodes", kube_node(name, rack, cpu))
+        double.store.put("nodes", kube_node("g1", "r3", "4", gpus="1"))
         config = kubeconfig(tmp_path / "kubeconfig", api.configuration.host)
         with (
             running_server(tmp_path, "--grpc-port", str(grpc_port), env=env) as server,
@@ -118,26 +142,29 @@ async def test_guardrails_reach_the_stored_job_and_the_pod(tmp_path: Path) -> No
                     ],
                 )
                 members = await client.submit_jobs("q", "s", gang(2, "sleep 60", "g", cpu="2"))
+                (gpu,) = await client.submit_jobs("q", "s", [gpu_job()])
                 # gRPC, through upstream's client.
                 upstream = UpstreamClient(grpc.insecure_channel(f"127.0.0.1:{grpc_port}"))
                 item = upstream.create_job_request_item(priority=1, namespace="default", pod_spec=grpc_job())
                 (via_grpc,) = [i.job_id for i in upstream.submit_jobs("q", "s", [item]).job_response_items]
-                job_ids = [plain, preemptible, *members, via_grpc]
+                job_ids = [plain, preemptible, *members, via_grpc, gpu]
+                deadline = {j: 336 * HOUR if j == gpu else 72 * HOUR for j in job_ids}
+                tolerations = {j: [DEFAULT] for j in job_ids}
+                tolerations[preemptible] = [DEFAULT, PREEMPTIBLE]
+                tolerations[gpu] = [DEFAULT, GPU]
 
                 details = await client.job_details(job_ids, expand_spec=True)
-                stored = {j: details[j].job_spec.pod_spec for j in job_ids}  # type: ignore[union-attr]
+                specs = {j: details[j].job_spec for j in job_ids}
+                stored = {j: spec.pod_spec for j, spec in specs.items() if spec is not None}
+                assert len(stored) == len(job_ids), "every job's stored spec is shown"
                 for job_id, spec in stored.items():
-                    assert spec["activeDeadlineSeconds"] == 72 * HOUR, job_id
+                    assert spec["activeDeadlineSeconds"] == deadline[job_id], job_id
                     assert spec["terminationGracePeriodSeconds"] == 2, job_id
-                    expected = [DEFAULT, PREEMPTIBLE] if job_id == preemptible else [DEFAULT]
-                    assert spec["tolerations"] == expected, job_id
+                    assert spec["tolerations"] == tolerations[job_id], job_id
                 for member in members:
-                    assert (
-                        details[member].job_spec.annotations["armadaproject.io/gangNodeUniformityLabel"]
-                        == "rack"
-                    )  # type: ignore[union-attr]
+                    assert specs[member].annotations["armadaproject.io/gangNodeUniformityLabel"] == "rack"
                 # Armada's own class still drives scheduling; the override is for Kubernetes only.
-                assert details[preemptible].job_spec.priority_class_name == "armada-preemptible"  # type: ignore[union-attr]
+                assert specs[preemptible].priority_class_name == "armada-preemptible"
 
                 # Out of bounds: refused over both APIs, naming the field, nothing stored.
                 too_long = job("sleep 1")
@@ -159,19 +186,19 @@ async def test_guardrails_reach_the_stored_job_and_the_pod(tmp_path: Path) -> No
                 created = await pods(double, job_ids)
             for job_id, pod in created.items():
                 spec = pod["spec"]
-                assert spec["activeDeadlineSeconds"] == 72 * HOUR, job_id
+                assert spec["activeDeadlineSeconds"] == deadline[job_id], job_id
                 assert spec["terminationGracePeriodSeconds"] == 2, job_id
-                assert DEFAULT in spec["tolerations"], job_id
+                assert spec["tolerations"] == tolerations[job_id], job_id
                 assert spec["priorityClassName"] == "batch-low", job_id
-            assert PREEMPTIBLE in created[preemptible]["spec"]["tolerations"]
+            # The GPU toleration let the GPU job onto the tainted GPU node.
+            assert pinned_node(created[gpu]) == "g1"
             racks = set()
             for member in members:
                 spec = created[member]["spec"]
                 env_vars = {e["name"]: e.get("value") for e in spec["containers"][0]["env"]}
                 assert env_vars["ARMADA_GANG_NODE_UNIFORMITY_LABEL_NAME"] == "rack"
                 racks.add(env_vars["ARMADA_GANG_NODE_UNIFORMITY_LABEL_VALUE"])
-                pinned = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-                assert pinned["nodeSelectorTerms"][0]["matchFields"][0]["values"][0] in ("k2", "k3")
+                assert pinned_node(created[member]) in ("k2", "k3")
             assert racks == {"r2"}
             plain_env = {e["name"] for e in created[plain]["spec"]["containers"][0]["env"]}
             assert "ARMADA_GANG_NODE_UNIFORMITY_LABEL_NAME" not in plain_env
