@@ -21,7 +21,7 @@ from msgspec import Meta
 
 from armada.auth.settings import AuthSettings
 from armada.executor.settings import ExecutorSettings
-from armada.model.durations import parse_duration
+from armada.model.durations import setting_seconds
 from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.requirements import Toleration
@@ -284,23 +284,13 @@ class SubmissionSettings(_Area):
         reserved = sorted(set(self.allowed_namespaces) & set(self.reserved_namespaces))
         if reserved:
             raise ValueError(f"submission.allowedNamespaces lists reserved namespaces: {', '.join(reserved)}")
-        minimum = _seconds("submission.minTerminationGracePeriod", self.min_termination_grace_period)
-        maximum = _seconds("submission.maxTerminationGracePeriod", self.max_termination_grace_period)
+        minimum = setting_seconds("submission.minTerminationGracePeriod", self.min_termination_grace_period)
+        maximum = setting_seconds("submission.maxTerminationGracePeriod", self.max_termination_grace_period)
         if minimum and maximum and minimum > maximum:
             raise ValueError("submission.minTerminationGracePeriod is longer than maxTerminationGracePeriod")
-        _seconds("submission.defaultActiveDeadline", self.default_active_deadline)
+        setting_seconds("submission.defaultActiveDeadline", self.default_active_deadline)
         for resource, deadline in self.default_active_deadline_by_resource_request.items():
-            _seconds(f"submission.defaultActiveDeadlineByResourceRequest.{resource}", deadline)
-
-
-def _seconds(key: str, duration: str) -> float:
-    """Seconds in the duration setting ``key`` (empty: 0); a bad one names the key."""
-    if not duration:
-        return 0.0
-    try:
-        return parse_duration(duration)
-    except ValueError as exc:
-        raise ValueError(f"{key}: {exc} (write e.g. 30s, 5m or 72h)") from None
+            setting_seconds(f"submission.defaultActiveDeadlineByResourceRequest.{resource}", deadline)
 
 
 class Settings(_Area):

@@ -20,3 +20,13 @@ def parse_duration(text: str) -> float:
     if not text or _DURATION.sub("", text):
         raise ValueError(f"not a duration: {text!r}")
     return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION.findall(text))
+
+
+def setting_seconds(key: str, duration: str) -> float:
+    """Seconds in the duration setting ``key`` (empty: 0); a bad one raises naming the key."""
+    if not duration:
+        return 0.0
+    try:
+        return parse_duration(duration)
+    except ValueError as exc:
+        raise ValueError(f"{key}: {exc} (write e.g. 30s, 5m or 72h)") from None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from armada.model.durations import parse_duration
+from armada.model.durations import setting_seconds
 from armada.model.jobs import GANG_CARDINALITY_ANNOTATION, GANG_ID_ANNOTATION, GANG_NODE_UNIFORMITY_ANNOTATION
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class Guardrails:
     @classmethod
     def from_settings(cls, settings: SubmissionSettings) -> Guardrails:
         def seconds(duration: str) -> int:  # validated when the settings were loaded
-            return math.ceil(parse_duration(duration)) if duration else 0
+            return math.ceil(setting_seconds("", duration))
 
         def plain(tolerations: Iterable[msgspec.Struct]) -> Tolerations:
             return tuple(msgspec.to_builtins(t) for t in tolerations)
@@ -56,8 +56,8 @@ class Guardrails:
                 r: seconds(d) for r, d in settings.default_active_deadline_by_resource_request.items()
             },
             # Upstream truncates the grace periods to whole seconds.
-            min_grace=int(parse_duration(settings.min_termination_grace_period or "0")),
-            max_grace=int(parse_duration(settings.max_termination_grace_period or "0")),
+            min_grace=int(setting_seconds("", settings.min_termination_grace_period)),
+            max_grace=int(setting_seconds("", settings.max_termination_grace_period)),
             tolerations=plain(settings.default_job_tolerations),
             tolerations_by_priority_class={
                 pc: plain(t) for pc, t in settings.default_job_tolerations_by_priority_class.items()
