@@ -11,7 +11,12 @@ from armada.eventstore.database import Database
 from armada.eventstore.views import job_specs
 from armada.executor.podspec import build_pod
 from armada.model import events as ev
-from armada.model.jobs import GANG_CARDINALITY_ANNOTATION, GANG_ID_ANNOTATION, GANG_NODE_UNIFORMITY_ANNOTATION
+from armada.model.jobs import (
+    GANG_CARDINALITY_ANNOTATION,
+    GANG_ID_ANNOTATION,
+    GANG_NODE_UNIFORMITY_ANNOTATION,
+    Job,
+)
 from armada.model.leases import Lease, LeaseRequest, NodeReport
 from armada.model.queues import Queue
 from armada.services.leases import LeaseService
@@ -44,15 +49,21 @@ async def lease(h: Harness) -> list[Lease]:
     return (await h.leases.lease(request)).leases
 
 
-async def test_gang_members_learn_their_racks_label_and_pods_get_the_override(harness: Harness) -> None:
-    h = harness
+async def submit_gang(h: Harness, uniformity_label: str) -> list[Job]:
+    """A gang of two one-CPU members, uniform by ``uniformity_label``."""
     gang = {
         GANG_ID_ANNOTATION: "g",
         GANG_CARDINALITY_ANNOTATION: "2",
-        GANG_NODE_UNIFORMITY_ANNOTATION: "rack",
+        GANG_NODE_UNIFORMITY_ANNOTATION: uniformity_label,
     }
     members = [make_job(queue="q", cpu="1", memory="1Gi", annotations=gang) for _ in range(2)]
     await h.database.store.append([e for job in members for e in submission(job)])
+    return members
+
+
+async def test_gang_members_learn_their_racks_label_and_pods_get_the_override(harness: Harness) -> None:
+    h = harness
+    members = await submit_gang(h, "rack")
     assert await lease(h) == []  # nodes become known with this first report
     assert (await h.scheduler.cycle()).stats.scheduled == 2
     leases = await lease(h)
@@ -89,13 +100,7 @@ async def test_an_empty_override_leaves_pods_without_a_priority_class(harness: H
 async def test_a_gang_uniform_by_node_name_learns_its_node(harness: Harness) -> None:
     """Nodes need not report ``kubernetes.io/hostname``: the scheduler gives every node its name label."""
     h = harness
-    gang = {
-        GANG_ID_ANNOTATION: "g",
-        GANG_CARDINALITY_ANNOTATION: "2",
-        GANG_NODE_UNIFORMITY_ANNOTATION: "kubernetes.io/hostname",
-    }
-    members = [make_job(queue="q", cpu="1", memory="1Gi", annotations=gang) for _ in range(2)]
-    await h.database.store.append([e for job in members for e in submission(job)])
+    await submit_gang(h, "kubernetes.io/hostname")
     request = LeaseRequest(
         executor_id="c1",
         pool="default",
