@@ -248,7 +248,8 @@ class NodeDb:
         (the test the cycle rejects jobs by, for one job; upstream's submit check)."""
         request = self.resources.vector(job.requests)
         shape = self.allocatable() - self.non_armada()
-        mask = self.constraint_mask(tuple(sorted(job.node_selector.items())), job.tolerations, job.affinity)
+        selector = tuple(sorted(job.node_selector.items()))
+        mask = self.constraint_mask(selector, job.tolerations, job.affinity, cache=False)
         mask = mask & (shape >= request).all(axis=1)
         if job.pools:
             in_pools = [spec is not None and spec.pool in job.pools for spec in self.specs]
@@ -269,8 +270,11 @@ class NodeDb:
         selector: tuple[tuple[str, str], ...],
         tolerations: tuple[Toleration, ...],
         affinity: tuple[NodeSelectorTerm, ...],
+        *,
+        cache: bool = True,
     ) -> BoolArray:
-        """Rows whose labels and taints admit a job with these constraints (cached per version)."""
+        """Rows whose labels and taints admit a job with these constraints (cached per version,
+        unless ``cache`` is off: for one-off questions that must not grow the cache)."""
         cache_key = (selector, tolerations, affinity)
         mask = self._mask_cache.get(cache_key)
         if mask is None:
@@ -282,7 +286,8 @@ class NodeDb:
                 mask &= ~self._taint_matrix[: self.size][:, blocking].any(axis=1)
             if affinity:
                 mask &= functools.reduce(operator.or_, (self._term(term) for term in affinity))
-            self._mask_cache[cache_key] = mask
+            if cache:
+                self._mask_cache[cache_key] = mask
         return mask
 
     def _label_equals(self, key: str, value: str) -> BoolArray:
