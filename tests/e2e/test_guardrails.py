@@ -4,7 +4,8 @@ API double, jobs submitted over REST and gRPC (upstream's ``armada-client``).
 
 Each default must show twice: in the job's details (the stored spec the scheduler reads) and in
 the pod the executor created. A gang without a uniformity label gets the default one, is placed
-on one rack, and its pods' env names the label and the rack.
+on one rack, and its pods' env names the label and the rack; with the process backend
+(``--dev``) a gang's members see the same variables in their own environment.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from armada_client.client import ArmadaClient as UpstreamClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
 
+from armada.client import ArmadaClient
 from armada.client.aio import AsyncArmadaClient
 from armada.client.errors import ArmadaApiError
 from armada.executor.podspec import pod_name
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
-from tests.e2e.cluster import FAST_SERVER_ENV, executor, gang, job
+from tests.e2e.cluster import FAST_SERVER_ENV, executor, gang, job, states_are, wait_for
 from tests.integration.executor.kube_double import KubeDouble, kube_cluster
 from tests.processes import free_port, running_server
 
@@ -202,3 +204,22 @@ async def test_guardrails_reach_the_stored_job_and_the_pod(tmp_path: Path) -> No
             assert racks == {"r2"}
             plain_env = {e["name"] for e in created[plain]["spec"]["containers"][0]["env"]}
             assert "ARMADA_GANG_NODE_UNIFORMITY_LABEL_NAME" not in plain_env
+
+
+def test_gang_members_running_as_local_processes_see_their_node(tmp_path: Path) -> None:
+    """``armada serve --dev`` (the process backend): a gang uniform by the default label runs,
+    and each member's environment names the label and its node."""
+    out = tmp_path / "env"
+    out.mkdir()
+    env = {
+        **FAST_SERVER_ENV,
+        "ARMADA_SUBMISSION_DEFAULT_GANG_NODE_UNIFORMITY_LABEL": "kubernetes.io/hostname",
+        "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(tmp_path / "runs"), "nodeName": "local-7"}),
+    }
+    label = "ARMADA_GANG_NODE_UNIFORMITY_LABEL"
+    command = f'echo "${label}_NAME=${label}_VALUE" > {out}/$ARMADA_JOB_ID'
+    with running_server(tmp_path, "--dev", env=env) as server, ArmadaClient(server.url) as client:
+        client.create_queue(Queue(name="q"))
+        members = client.submit_jobs("q", "s", gang(2, command, "g", cpu="100m"))
+        wait_for(states_are(client, members, "SUCCEEDED"), what="the gang to finish")
+    assert {(out / m).read_text().strip() for m in members} == {"kubernetes.io/hostname=local-7"}
