@@ -21,8 +21,10 @@ from msgspec import Meta
 
 from armada.auth.settings import AuthSettings
 from armada.executor.settings import ExecutorSettings
+from armada.model.durations import setting_seconds
 from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.requirements import Toleration
 
 ENV_PREFIX = "ARMADA_"
 #: Defaults under ``server.dev``, below the file, the environment and the flags: a laptop has
@@ -157,6 +159,15 @@ class SchedulerServiceSettings(_Area):
     max_retries: Annotated[
         int, Meta(ge=0, description="Requeues (lease returned or expired, node lost) before a job fails.")
     ] = 3
+    avoid_node_labels_on_retry: Annotated[
+        list[str],
+        Meta(
+            description="Node labels whose values a requeued job avoids: the values of the node its "
+            "run failed on (lease returned after the pod started, expired, node lost), added to "
+            "the job's node affinity when some other node could still hold it. The default avoids "
+            "the node itself; add e.g. a rack label to avoid its rack; empty: retries may land anywhere."
+        ),
+    ] = msgspec.field(default_factory=lambda: ["kubernetes.io/hostname"])
     max_unacknowledged_leases_per_executor: Annotated[
         int,
         Meta(
@@ -220,11 +231,66 @@ class SubmissionSettings(_Area):
             "their own size. 0: no cap.",
         ),
     ] = 1_000_000
+    default_active_deadline: Annotated[
+        str,
+        Meta(
+            description="`activeDeadlineSeconds` given to pods that set none, as a duration (e.g. `72h`); "
+            "empty or 0: none. `defaultActiveDeadlineByResourceRequest` trumps it."
+        ),
+    ] = ""
+    default_active_deadline_by_resource_request: Annotated[
+        dict[str, str],
+        Meta(
+            description="Per resource (e.g. `nvidia.com/gpu: 336h`), the `activeDeadlineSeconds` of pods "
+            "without one whose containers request a non-zero amount of it; the longest match wins."
+        ),
+    ] = {}
+    min_termination_grace_period: Annotated[
+        str,
+        Meta(
+            description="Least `terminationGracePeriodSeconds` a pod may set, as a duration; pods that set "
+            "none (or 0) get this one. Empty or 0: no minimum and no default."
+        ),
+    ] = ""
+    max_termination_grace_period: Annotated[
+        str,
+        Meta(
+            description="Most `terminationGracePeriodSeconds` a pod may set, as a duration (cancellation and "
+            "preemption wait this long); more is refused at submit. Empty or 0: no maximum."
+        ),
+    ] = ""
+    default_job_tolerations: Annotated[
+        list[Toleration], Meta(description="Tolerations added to every submitted pod.")
+    ] = []
+    default_job_tolerations_by_priority_class: Annotated[
+        dict[str, list[Toleration]],
+        Meta(description="Tolerations added to the pods of a priority class (after its default is applied)."),
+    ] = {}
+    default_job_tolerations_by_resource_request: Annotated[
+        dict[str, list[Toleration]],
+        Meta(
+            description="Tolerations added to pods requesting a non-zero amount of a resource (e.g. a GPU)."
+        ),
+    ] = {}
+    default_gang_node_uniformity_label: Annotated[
+        str,
+        Meta(
+            description="Node label whose value all members of a gang must share, for gangs that name "
+            "none (`armadaproject.io/gangNodeUniformityLabel`); empty: none."
+        ),
+    ] = ""
 
     def __post_init__(self) -> None:
         reserved = sorted(set(self.allowed_namespaces) & set(self.reserved_namespaces))
         if reserved:
             raise ValueError(f"submission.allowedNamespaces lists reserved namespaces: {', '.join(reserved)}")
+        minimum = setting_seconds("submission.minTerminationGracePeriod", self.min_termination_grace_period)
+        maximum = setting_seconds("submission.maxTerminationGracePeriod", self.max_termination_grace_period)
+        if minimum and maximum and minimum > maximum:
+            raise ValueError("submission.minTerminationGracePeriod is longer than maxTerminationGracePeriod")
+        setting_seconds("submission.defaultActiveDeadline", self.default_active_deadline)
+        for resource, deadline in self.default_active_deadline_by_resource_request.items():
+            setting_seconds(f"submission.defaultActiveDeadlineByResourceRequest.{resource}", deadline)
 
 
 class Settings(_Area):
@@ -238,6 +304,18 @@ class Settings(_Area):
     submission: SubmissionSettings = msgspec.field(default_factory=SubmissionSettings)
     executor: ExecutorSettings = msgspec.field(default_factory=ExecutorSettings)
     auth: AuthSettings = msgspec.field(default_factory=AuthSettings)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(
+            set(self.submission.default_job_tolerations_by_priority_class)
+            - set(self.scheduling.priority_classes)
+        )
+        if unknown:
+            known = ", ".join(sorted(self.scheduling.priority_classes))
+            raise ValueError(
+                f"submission.defaultJobTolerationsByPriorityClass names unknown priority classes "
+                f"{', '.join(unknown)}; known: {known}"
+            )
 
 
 def env_name(*parts: str) -> str:

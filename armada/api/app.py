@@ -150,9 +150,14 @@ def create_app(settings: Settings) -> Litestar:
                 max_queued_jobs_per_queue=settings.submission.max_queued_jobs_per_queue,
                 follower=follower,
                 scheduler=scheduler,
-                leases=LeaseService(database.store, follower, settings.scheduler),
+                leases=LeaseService(
+                    database.store,
+                    follower,
+                    settings.scheduler,
+                    priority_class_name_override=settings.scheduling.priority_class_name_override,
+                ),
                 run_events=RunEventIntake(
-                    database.store, settings.scheduler, settings.scheduling.retry_policy
+                    database.store, settings.scheduler, settings.scheduling.retry_policy, follower
                 ),
                 metrics=metrics,
             )

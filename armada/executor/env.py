@@ -32,6 +32,9 @@ def armada_env(lease: Lease) -> dict[str, str]:
     if lease.gang_id:
         env["ARMADA_GANG_ID"] = lease.gang_id
         env["ARMADA_GANG_CARDINALITY"] = str(lease.gang_cardinality)
+    if lease.gang_node_uniformity_label:
+        env["ARMADA_GANG_NODE_UNIFORMITY_LABEL_NAME"] = lease.gang_node_uniformity_label
+        env["ARMADA_GANG_NODE_UNIFORMITY_LABEL_VALUE"] = lease.gang_node_uniformity_value
     return env
 
 

@@ -98,6 +98,9 @@ class Lease(_Wire, kw_only=True):
     priority_class_name: str = ""
     gang_id: str = ""
     gang_cardinality: int = 0
+    #: For a gang placed on uniform nodes: the node label and the value its nodes share.
+    gang_node_uniformity_label: str = ""
+    gang_node_uniformity_value: str = ""
 
 
 class LeaseResponse(_Wire, kw_only=True):

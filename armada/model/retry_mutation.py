@@ -2,7 +2,8 @@
 
 * ``affinity.avoidSameNode``: the retry may not run on any node an earlier run failed on —
   a ``NotIn`` node-affinity expression on the node name label, added to every term (terms
-  are alternatives, so each must exclude the nodes), growing with each retry.
+  are alternatives, so each must exclude the nodes), growing with each retry. The legacy
+  retry path fences jobs off the same way, by any node labels (:func:`avoid_node_labels`).
 * ``resources.memory``: requests and limits grow by ``factor`` (rounded up) or by a
   ``static`` quantity, compounding across retries; a job keeps to one kind of bump (the first
   one applied is recorded in an annotation, and a later rule of the other kind is skipped).
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -36,7 +38,7 @@ def mutate_job(job: Job, mutation: Mutation, failed_node: str) -> Job | None:
     requirements = job.scheduling_resource_requirements
     changed = False
     if mutation.affinity is not None and mutation.affinity.avoid_same_node and failed_node:
-        changed |= _avoid(pod_spec, failed_node)
+        changed |= _avoid(pod_spec, NODE_NAME_LABEL, failed_node)
     memory = mutation.resources.memory if mutation.resources else None
     if memory is not None:
         kind = "factor" if memory.factor is not None else "static"
@@ -51,6 +53,16 @@ def mutate_job(job: Job, mutation: Mutation, failed_node: str) -> Job | None:
     return msgspec.structs.replace(
         job, pod_spec=pod_spec, annotations=annotations, scheduling_resource_requirements=requirements
     )
+
+
+def avoid_node_labels(job: Job, values: Mapping[str, str]) -> Job | None:
+    """The job kept off nodes with any of these label values (e.g. the failed node's name or
+    rack), or ``None`` when it already avoids them all."""
+    pod_spec: dict[str, Any] = copy.deepcopy(job.pod_spec)
+    changed = False
+    for label, value in values.items():
+        changed |= _avoid(pod_spec, label, value)
+    return msgspec.structs.replace(job, pod_spec=pod_spec) if changed else None
 
 
 def avoided_nodes(job: Job) -> list[str]:
@@ -70,7 +82,7 @@ def _terms(pod_spec: dict[str, Any]) -> list[dict[str, Any]]:
     return list(required.get("nodeSelectorTerms") or [])
 
 
-def _avoid(pod_spec: dict[str, Any], node: str) -> bool:
+def _avoid(pod_spec: dict[str, Any], label: str, value: str) -> bool:
     affinity = pod_spec.setdefault("affinity", {})
     node_affinity = affinity.setdefault("nodeAffinity", {})
     required = node_affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
@@ -80,14 +92,12 @@ def _avoid(pod_spec: dict[str, Any], node: str) -> bool:
     changed = False
     for term in terms:
         expressions = term.setdefault("matchExpressions", [])
-        mine = next(
-            (e for e in expressions if e.get("key") == NODE_NAME_LABEL and e.get("operator") == "NotIn"), None
-        )
+        mine = next((e for e in expressions if e.get("key") == label and e.get("operator") == "NotIn"), None)
         if mine is None:
-            expressions.append({"key": NODE_NAME_LABEL, "operator": "NotIn", "values": [node]})
+            expressions.append({"key": label, "operator": "NotIn", "values": [value]})
             changed = True
-        elif node not in mine.setdefault("values", []):
-            mine["values"].append(node)
+        elif value not in mine.setdefault("values", []):
+            mine["values"].append(value)
             changed = True
     return changed
 

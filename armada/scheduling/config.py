@@ -41,6 +41,10 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     priority_classes: dict[str, PriorityClass] = msgspec.field(default_factory=_default_priority_classes)
     #: Class given to jobs that name none.
     default_priority_class_name: str = DEFAULT_PRIORITY_CLASS
+    #: The Kubernetes priority class put on every pod the executors create, whatever the job's
+    #: Armada priority class (which still drives scheduling and preemption); ``""``: pods get
+    #: none; unset: the job's own. For clusters whose priority classes differ from Armada's.
+    priority_class_name_override: str | None = None
     #: A queue is only fair-share preempted while its actual share exceeds this multiple of its
     #: (demand-adjusted) fair share. ``1.0`` = reclaim anything above the fair share.
     protected_fraction_of_fair_share: float = 1.0

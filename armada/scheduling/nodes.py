@@ -19,7 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.model.resources import ResourceIndex
-from armada.scheduling.requirements import NodeSelectorRequirement, NodeSelectorTerm, Toleration
+from armada.scheduling.requirements import (
+    JobRequirements,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Toleration,
+)
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -237,6 +242,20 @@ class NodeDb:
             }
         return self._pool_rows
 
+    def could_hold(self, job: JobRequirements) -> bool:
+        """Whether some live node could ever hold ``job``: its shape (allocatable less non-Armada
+        use, ignoring current use) fits the requests and its labels and taints admit the job
+        (the test the cycle rejects jobs by, for one job; upstream's submit check)."""
+        request = self.resources.vector(job.requests)
+        shape = self.allocatable() - self.non_armada()
+        selector = tuple(sorted(job.node_selector.items()))
+        mask = self.constraint_mask(selector, job.tolerations, job.affinity, cache=False)
+        mask = mask & (shape >= request).all(axis=1)
+        if job.pools:
+            in_pools = [spec is not None and spec.pool in job.pools for spec in self.specs]
+            mask &= np.array(in_pools, dtype=bool)
+        return bool(mask.any())
+
     def label_values(self, key: str) -> tuple[IntArray, list[str]]:
         """Per-row code of label ``key`` (-1 = absent) and the values by code."""
         codes = self._label_codes.get(key, {})
@@ -251,8 +270,11 @@ class NodeDb:
         selector: tuple[tuple[str, str], ...],
         tolerations: tuple[Toleration, ...],
         affinity: tuple[NodeSelectorTerm, ...],
+        *,
+        cache: bool = True,
     ) -> BoolArray:
-        """Rows whose labels and taints admit a job with these constraints (cached per version)."""
+        """Rows whose labels and taints admit a job with these constraints (cached per version,
+        unless ``cache`` is off: for one-off questions that must not grow the cache)."""
         cache_key = (selector, tolerations, affinity)
         mask = self._mask_cache.get(cache_key)
         if mask is None:
@@ -264,7 +286,8 @@ class NodeDb:
                 mask &= ~self._taint_matrix[: self.size][:, blocking].any(axis=1)
             if affinity:
                 mask &= functools.reduce(operator.or_, (self._term(term) for term in affinity))
-            self._mask_cache[cache_key] = mask
+            if cache:
+                self._mask_cache[cache_key] = mask
         return mask
 
     def _label_equals(self, key: str, value: str) -> BoolArray:

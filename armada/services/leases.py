@@ -22,12 +22,14 @@ from armada.eventstore import views
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
-from armada.model.jobs import Job
+from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION, Job
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
 from armada.model.resources import QuantityError, to_units
+from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
 from armada.services.retries import run_ended_without_result
+from armada.services.retry_avoidance import EndedRun, avoiding_jobs
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
@@ -81,11 +83,15 @@ class LeaseService:
         follower: LogFollower,
         settings: SchedulerServiceSettings,
         clock: Callable[[], float] = time.time,
+        *,
+        priority_class_name_override: str | None = None,
     ) -> None:
         self.store = store
         self.follower = follower
         self.settings = settings
         self.clock = clock
+        #: ``scheduling.priorityClassNameOverride``: the Kubernetes priority class of every pod.
+        self.priority_class_name_override = priority_class_name_override
         self._heartbeat_recorded: dict[str, float] = {}
 
     @property
@@ -173,7 +179,7 @@ class LeaseService:
         limit = min(self.settings.max_unacknowledged_leases_per_executor, request.max_new_leases)
         ended_ids = {run.run_id for run in ended}
         to_send = (executor.runs[r] for r in executor.unacknowledged if r not in ended_ids)
-        leases = await self._leases(list(itertools.islice(to_send, limit)))
+        leases = await self._leases(executor, list(itertools.islice(to_send, limit)))
         return LeaseResponse(
             leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)
         )
@@ -193,6 +199,9 @@ class LeaseService:
         async with self.store.transaction() as tx:
             rows = await views.jobs_by_id(tx.connection, [run.job_id for run in runs])
             requests = await views.kill_requests(tx.connection, [run.job_id for run in runs])
+            ended = [EndedRun(run.job_id, run.executor, run.node) for run in runs]
+            labels = self.settings.avoid_node_labels_on_retry
+            fenced = await avoiding_jobs(tx.connection, self.state, self.store.unreadable, ended, labels)
             for run in runs:
                 row = rows.get(run.job_id)
                 if row is None or row.latest_run_id != run.run_id or not row.state.active:
@@ -218,20 +227,39 @@ class LeaseService:
                             attempts=extras.attempts if extras else 0,
                             max_retries=self.settings.max_retries,
                             reason="run disappeared from its executor",
+                            job=fenced.get(run.job_id),
                         )
                     )
         await self.follower.catch_up()
 
-    async def _leases(self, runs: list[RunInfo]) -> list[Lease]:
+    async def _leases(self, executor: ExecutorInfo, runs: list[RunInfo]) -> list[Lease]:
         if not runs:
             return []
         async with self.store.engine.connect() as conn:
             # An unreadable job is left out: Quarantine fails it, it is never leased.
             specs = await views.job_specs(conn, [run.job_id for run in runs], self.store.unreadable)
-        return [_lease(run, specs[run.job_id]) for run in runs if run.job_id in specs]
+        return [
+            _lease(run, specs[run.job_id], executor.nodes.get(run.node), self.priority_class_name_override)
+            for run in runs
+            if run.job_id in specs
+        ]
 
 
-def _lease(run: RunInfo, job: Job) -> Lease:
+def _lease(run: RunInfo, job: Job, node: ev.ExecutorNode | None, override: str | None) -> Lease:
+    """The lease of ``run``; a gang member with a node uniformity label is told the value
+    its gang was placed on (the node's value of that label), as upstream's
+    ``ARMADA_GANG_NODE_UNIFORMITY_LABEL_*`` variables say; ``override`` is
+    ``scheduling.priorityClassNameOverride``."""
+    pod_spec, priority_class = job.pod_spec, job.priority_class_name
+    if override is not None:
+        pod_spec = {k: v for k, v in pod_spec.items() if k != "priorityClassName"}
+        if override:
+            pod_spec["priorityClassName"] = override
+        priority_class = override
+    label = job.annotations.get(GANG_NODE_UNIFORMITY_ANNOTATION, "") if job.gang_cardinality > 1 else ""
+    # Every node carries its name label, as the scheduler placed it by (see ``cluster_state``).
+    node_labels = {NODE_NAME_LABEL: node.name, **node.labels} if node is not None else {}
+    value = node_labels.get(label, "") if label else ""
     return Lease(
         run_id=run.run_id,
         job_id=job.id,
@@ -240,10 +268,12 @@ def _lease(run: RunInfo, job: Job) -> Lease:
         owner=job.owner,
         namespace=job.namespace,
         node=run.node,
-        pod_spec=job.pod_spec,
+        pod_spec=pod_spec,
         labels=job.labels,
         annotations=job.annotations,
-        priority_class_name=job.priority_class_name,
+        priority_class_name=priority_class,
         gang_id=job.gang_id,
         gang_cardinality=job.gang_cardinality if job.gang_id else 0,
+        gang_node_uniformity_label=label if value else "",
+        gang_node_uniformity_value=value,
     )

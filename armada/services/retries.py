@@ -8,6 +8,7 @@ one attempt; after ``maxRetries`` requeues the job fails with the reason.
 from __future__ import annotations
 
 from armada.model import events as ev
+from armada.model.jobs import Job
 from armada.model.states import FailureCause
 
 
@@ -18,10 +19,13 @@ def requeue_or_fail(
     max_retries: int,
     reason: str,
     cause: FailureCause = FailureCause.ERROR,
+    job: Job | None = None,
 ) -> list[ev.Event]:
     """``queued`` with one more attempt, or ``failed`` once the retries are used up.
 
-    ``envelope`` holds the job's ``queue``, ``job_set_id`` and ``job_id``.
+    ``envelope`` holds the job's ``queue``, ``job_set_id`` and ``job_id``; ``job`` is the job
+    as it runs from now on when the requeue changes it (nodes to avoid, see
+    :mod:`armada.services.retry_avoidance`).
     """
     if attempts >= max_retries:
         return [
@@ -32,7 +36,7 @@ def requeue_or_fail(
                 retryable=False,
             )
         ]
-    return [ev.JobQueued(**envelope, attempts=attempts + 1)]
+    return [ev.JobQueued(**envelope, attempts=attempts + 1, job=job)]
 
 
 def run_ended_without_result(
@@ -45,6 +49,7 @@ def run_ended_without_result(
     run_attempted: bool = False,
     expired: bool = False,
     cause: FailureCause = FailureCause.ERROR,
+    job: Job | None = None,
 ) -> list[ev.Event]:
     """The run's end (lease returned, or ``expired``) and then the job's requeue or failure.
 
@@ -55,8 +60,10 @@ def run_ended_without_result(
         if expired
         else ev.JobLeaseReturned(**run, cluster_id=cluster_id, reason=reason, run_attempted=run_attempted)
     )
-    job: ev.Envelope = {**run, "run_id": ""}
+    envelope: ev.Envelope = {**run, "run_id": ""}
     return [
         ended,
-        *requeue_or_fail(job, attempts=attempts, max_retries=max_retries, reason=reason, cause=cause),
+        *requeue_or_fail(
+            envelope, attempts=attempts, max_retries=max_retries, reason=reason, cause=cause, job=job
+        ),
     ]

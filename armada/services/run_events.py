@@ -19,10 +19,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.eventstore.job_views import runs_with_their_jobs
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
+from armada.model.jobs import Job
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.retry_engine import RetryEngineSettings
 from armada.model.states import FailureCause, JobState, RunState
+from armada.services.follower import LogFollower
 from armada.services.retries import requeue_or_fail
+from armada.services.retry_avoidance import EndedRun, avoiding_jobs
 from armada.services.retry_engine import RetryContext, verdict_events
 from armada.settings import SchedulerServiceSettings
 
@@ -62,15 +65,23 @@ class _Translation:
     job_ids: set[str]
     events: list[ev.Event] = field(default_factory=list)
     applied: int = 0
+    #: Jobs a requeue fences off the node their run failed on, by job id.
+    fenced: dict[str, Job] = field(default_factory=dict)
 
 
 class RunEventIntake:
     def __init__(
-        self, store: EventStore, settings: SchedulerServiceSettings, retry: RetryEngineSettings | None = None
+        self,
+        store: EventStore,
+        settings: SchedulerServiceSettings,
+        retry: RetryEngineSettings | None = None,
+        follower: LogFollower | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.retry = retry or RetryEngineSettings()
+        #: The cluster as this replica follows it: which nodes a requeued job could go to instead.
+        self.follower = follower
         if self.retry.enabled and self.retry.global_max_retries == 0:
             log.warning("retry engine kill switch on: globalMaxRetries is 0, no failure will be retried")
 
@@ -86,14 +97,37 @@ class RunEventIntake:
                 if e.kind == "failed" and e.run_id in facts
             }
             retry = await RetryContext.load(conn, self.retry, sorted(failed))
-            return self._translate_batch(batch, facts, retry)
+            fenced = await self._fenced(conn, batch, facts)
+            return self._translate_batch(batch, facts, retry, fenced)
 
         return (await self.store.append_optimistically(translate)).applied
 
+    async def _fenced(
+        self, conn: AsyncConnection, batch: RunEventBatch, facts: dict[str, _RunFacts]
+    ) -> dict[str, Job]:
+        """Jobs whose run this batch gives back after it reached its node (a returned lease of
+        a started pod, a retryable failure), fenced off that node for their requeue."""
+        if self.follower is None:
+            return {}
+        ended = [
+            EndedRun(facts[e.run_id].envelope["job_id"], batch.executor_id, e.node or facts[e.run_id].node)
+            for e in batch.events
+            if e.run_id in facts
+            and ((e.kind == "leaseReturned" and e.run_attempted) or (e.kind == "failed" and e.retryable))
+        ]
+        labels = self.settings.avoid_node_labels_on_retry
+        return await avoiding_jobs(conn, self.follower.state, self.store.unreadable, ended, labels)
+
     def _translate_batch(
-        self, batch: RunEventBatch, facts: dict[str, _RunFacts], retry: RetryContext | None = None
+        self,
+        batch: RunEventBatch,
+        facts: dict[str, _RunFacts],
+        retry: RetryContext | None = None,
+        fenced: dict[str, Job] | None = None,
     ) -> _Translation:
-        translation = _Translation(job_ids={run.envelope["job_id"] for run in facts.values()})
+        translation = _Translation(
+            job_ids={run.envelope["job_id"] for run in facts.values()}, fenced=fenced or {}
+        )
         if retry is not None:
             translation.job_ids |= retry.watched_jobs()
         for event in batch.events:
@@ -102,7 +136,7 @@ class RunEventIntake:
                 continue
             if retry is not None and event.run_id in retry.stopped_runs:
                 continue  # a gang member's run this batch already stopped
-            produced = self._translate(event, run, retry)
+            produced = self._translate(event, run, retry, translation.fenced)
             if produced:
                 translation.events += produced
                 translation.applied += 1
@@ -133,7 +167,7 @@ class RunEventIntake:
         return found
 
     def _translate(
-        self, event: RunEvent, run: _RunFacts, retry: RetryContext | None = None
+        self, event: RunEvent, run: _RunFacts, retry: RetryContext | None, fenced: dict[str, Job]
     ) -> list[ev.Event]:
         if not run.active:
             return []
@@ -151,12 +185,18 @@ class RunEventIntake:
                 run.run_state = RunState.SUCCEEDED
                 return [ev.JobSucceeded(**run.envelope, created=event.time, **where)]
             case "failed":
-                return self._ended(event, run, failed=True, retry=retry)
+                return self._ended(event, run, failed=True, retry=retry, fenced=fenced)
             case "leaseReturned":
-                return self._ended(event, run, failed=False)
+                return self._ended(event, run, failed=False, fenced=fenced)
 
     def _ended(
-        self, event: RunEvent, run: _RunFacts, *, failed: bool, retry: RetryContext | None = None
+        self,
+        event: RunEvent,
+        run: _RunFacts,
+        *,
+        failed: bool,
+        retry: RetryContext | None = None,
+        fenced: dict[str, Job],
     ) -> list[ev.Event]:
         """A run that stopped without succeeding: killed on request, failed, or given back."""
         run.run_state = RunState.FAILED if failed else RunState.RETURNED
@@ -199,6 +239,7 @@ class RunEventIntake:
                 attempts=run.attempts,
                 max_retries=self.settings.max_retries,
                 reason=event.reason,
+                job=fenced.get(envelope["job_id"]),
             ),
         ]
 

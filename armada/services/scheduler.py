@@ -30,6 +30,7 @@ from armada.services.cluster_state import ClusterState, RunInfo, split_node_key
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.retries import run_ended_without_result
+from armada.services.retry_avoidance import EndedRun, avoiding_jobs
 from armada.services.retry_engine import RetryContext, expiry_events
 from armada.settings import SchedulerServiceSettings
 
@@ -186,6 +187,13 @@ class SchedulerService:
             rows = await views.jobs_by_id(tx.connection, [run.job_id for run, *_ in lost])
             expired_ids = sorted({run.job_id for run, *_, expiry in lost if expiry})
             retry = await RetryContext.load(tx.connection, self.config.retry_policy, expired_ids)
+            fenced = await avoiding_jobs(
+                tx.connection,
+                self.state,
+                self.store.unreadable,
+                [EndedRun(run.job_id, run.executor, run.node) for run, *_ in lost],
+                self.settings.avoid_node_labels_on_retry,
+            )
             for run, reason, cause, expiry in lost:
                 row = rows.get(run.job_id)
                 if row is None or row.latest_run_id != run.run_id or not row.state.active:
@@ -209,6 +217,7 @@ class SchedulerService:
                         max_retries=self.settings.max_retries,
                         reason=reason,
                         cause=cause,
+                        job=fenced.get(run.job_id),
                     )
                 )
             for info in expired:  # its nodes leave the pool until it reports again

@@ -27,6 +27,7 @@ from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_viol
 from armada.model.resources import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
 from armada.scheduling.config import PriorityClass
+from armada.services.guardrails import Guardrails
 from armada.settings import Settings
 
 MAX_JOB_SET_ID_LENGTH = 1023
@@ -60,6 +61,8 @@ class PodSpecInfo(NamedTuple):
     #: The first rule of each checked pod security profile the spec breaks (``None``: none);
     #: judged once per distinct spec, applied per queue at submit.
     security: Mapping[Profile, Violation | None] = {}
+    #: Fields the server's guardrails set on the pod spec (deadline, grace period, tolerations).
+    defaults: Mapping[str, Any] = {}
 
 
 class ValidItem(NamedTuple):
@@ -78,6 +81,7 @@ class SubmissionRules:
         min_job_resources: Mapping[str, str],
         max_pod_spec_bytes: int,
         pod_policy: PodPolicy | None = None,
+        guardrails: Guardrails | None = None,
     ) -> None:
         #: The server's defaults, for queues that set no security fields of their own.
         self.pod_policy = pod_policy or PodPolicy()
@@ -85,6 +89,7 @@ class SubmissionRules:
         self.default_priority_class = default_priority_class
         self.min_units = {name: to_units(name, value) for name, value in min_job_resources.items()}
         self.max_pod_spec_bytes = max_pod_spec_bytes
+        self.guardrails = guardrails or Guardrails()
         self._cache: dict[bytes, PodSpecInfo | PodSpecError] = {}
 
     @classmethod
@@ -100,6 +105,7 @@ class SubmissionRules:
                 namespaces=frozenset(settings.submission.allowed_namespaces),
                 reserved_namespaces=frozenset(settings.submission.reserved_namespaces),
             ),
+            Guardrails.from_settings(settings.submission),
         )
 
     def pod_spec_info(self, pod_spec: dict[str, Any]) -> PodSpecInfo:
@@ -134,6 +140,7 @@ class SubmissionRules:
         for index, container in enumerate(containers):
             for resource, units in _container_requests(container, f"containers[{index}]").items():
                 total[resource] = total.get(resource, 0) + units
+        requested = frozenset(resource for resource, units in total.items() if units > 0)
         for index, container in enumerate(pod_spec.get("initContainers") or []):
             # Init containers run one at a time: the pod needs the largest of them.
             for resource, units in _container_requests(container, f"initContainers[{index}]").items():
@@ -145,9 +152,17 @@ class SubmissionRules:
                     f"the pod requests {format_units(resource, total.get(resource, 0))} of {resource}; "
                     f"the minimum is {format_units(resource, minimum)}",
                 )
+        broken = self.guardrails.violation(pod_spec)
+        if broken is not None:
+            raise PodSpecError(*broken)
+        if not isinstance(pod_spec.get("tolerations") or [], list):
+            raise PodSpecError("tolerations", "tolerations must be a list")
         quantities = {resource: format_units(resource, units) for resource, units in sorted(total.items())}
         security = {profile: profile_violation(pod_spec, profile) for profile in _JUDGED_PROFILES}
-        return PodSpecInfo(name, ResourceRequirements(requests=quantities, limits=dict(quantities)), security)
+        pod_requests = frozenset(resource for resource, units in total.items() if units > 0)
+        defaults = self.guardrails.pod_defaults(pod_spec, name, requested, pod_requests)
+        requirements = ResourceRequirements(requests=quantities, limits=dict(quantities))
+        return PodSpecInfo(name, requirements, security, defaults)
 
 
 def _container_requests(container: Any, path: str) -> dict[str, int]:
@@ -224,6 +239,11 @@ def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRule
         info = rules.pod_spec_info(spec)
     except PodSpecError as exc:
         raise InvalidRequest(exc.detail, field=f"{spec_field}.{exc.path}".rstrip(".")) from exc
+    if info.defaults:
+        spec = {**spec, **info.defaults}
+    annotations = rules.guardrails.gang_annotations(item.annotations)
+    if annotations is not None:
+        item = msgspec.structs.replace(item, annotations=annotations)
     _check_gang_annotations(item.annotations, f"{where}.annotations")
     return ValidItem(item, spec, info)
 

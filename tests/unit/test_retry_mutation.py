@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from armada.model.jobs import Job, ResourceRequirements
 from armada.model.retry import AffinityMutation, MemoryMutation, Mutation, ResourcesMutation
-from armada.model.retry_mutation import MEMORY_BUMP_ANNOTATION, avoided_nodes, mutate_job
+from armada.model.retry_mutation import MEMORY_BUMP_ANNOTATION, avoid_node_labels, avoided_nodes, mutate_job
 
 
 def job(memory: str = "1Gi") -> Job:
@@ -52,3 +52,16 @@ def test_avoid_same_node_accumulates_nodes_in_every_term() -> None:
     assert second is not None and avoided_nodes(second) == ["n1", "n2"]
     assert mutate_job(second, avoid, "n2") is None, "already avoided: unchanged"
     assert mutate_job(job(), Mutation(affinity=AffinityMutation(avoid_same_node=False)), "n1") is None
+
+
+def test_node_labels_are_avoided_by_value_once() -> None:
+    fenced = avoid_node_labels(job(), {"rack": "r1", "kubernetes.io/hostname": "n1"})
+    assert fenced is not None and avoided_nodes(fenced) == ["n1"]
+    expressions = fenced.pod_spec["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert {"key": "rack", "operator": "NotIn", "values": ["r1"]} in expressions["nodeSelectorTerms"][0][
+        "matchExpressions"
+    ]
+    assert avoid_node_labels(fenced, {"rack": "r1"}) is None, "already avoided: unchanged"
+    assert avoid_node_labels(job(), {}) is None

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from armada.model.durations import parse_duration
 from armada.testsuite.progress import Progress
-from armada.testsuite.spec import SpecError, load_case, parse_duration
+from armada.testsuite.spec import SpecError, load_case
 
 CASE = """
 queue: q

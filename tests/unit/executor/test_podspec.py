@@ -101,3 +101,16 @@ def test_container_env_resolves_field_refs() -> None:
 
 def test_expand_refs() -> None:
     assert expand_refs("$(A)-$(B)", {"A": "1"}) == "1-$(B)"
+
+
+def test_gang_uniformity_env_reaches_local_processes() -> None:
+    """The process backend resolves env itself: a gang member sees its label and value there too."""
+    leased = make_lease(
+        gang_id="g", gang_cardinality=2, gang_node_uniformity_label="rack", gang_node_uniformity_value="r2"
+    )
+    env = container_env(leased.pod_spec["containers"][0], leased, pod_name="p", node="node-7")
+    assert env["ARMADA_GANG_NODE_UNIFORMITY_LABEL_NAME"] == "rack"
+    assert env["ARMADA_GANG_NODE_UNIFORMITY_LABEL_VALUE"] == "r2"
+    assert "ARMADA_GANG_NODE_UNIFORMITY_LABEL_NAME" not in container_env(
+        make_lease().pod_spec["containers"][0], make_lease(), pod_name="p", node="node-7"
+    )

@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from armada.model.resources import ResourceIndex
-from armada.scheduling import NodeDb, NodeSelectorRequirement, NodeSelectorTerm, NodeSpec, Taint, Toleration
+from armada.scheduling import (
+    JobRequirements,
+    NodeDb,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    NodeSpec,
+    Taint,
+    Toleration,
+)
 
 
 def db() -> NodeDb:
@@ -101,3 +109,22 @@ def test_updates_in_place_and_pools_ordered_by_id() -> None:
     nodes.remove("c")
     assert list(nodes.pool_rows()) == ["p"]
     assert matching(nodes, tolerations=(Toleration(operator="Exists"),)) == ["a", "b"]
+
+
+def test_could_hold_is_the_ever_fits_test_for_one_job() -> None:
+    """Shape, labels, taints and pools must all admit the job; current use does not count."""
+    nodes = db()
+    fenced = (term(NodeSelectorRequirement("zone", "NotIn", ("a",))),)
+    assert nodes.could_hold(JobRequirements(id="j", queue="q", requests={"cpu": 4000}))
+    assert not nodes.could_hold(JobRequirements(id="j", queue="q", requests={"cpu": 4000}, affinity=fenced))
+    gpu = (Toleration("gpu", "Exists", "", ""),)
+    assert nodes.could_hold(
+        JobRequirements(id="j", queue="q", requests={"cpu": 4000}, affinity=fenced, tolerations=gpu)
+    )
+    assert not nodes.could_hold(JobRequirements(id="j", queue="q", requests={"cpu": 32000}, tolerations=gpu))
+    assert not nodes.could_hold(
+        JobRequirements(id="j", queue="q", requests={"nvidia.com/gpu": 1}, pools=("p",))
+    )
+    assert nodes.could_hold(
+        JobRequirements(id="j", queue="q", requests={"nvidia.com/gpu": 1}, tolerations=gpu)
+    )
