@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from armada.model.ingress import IngressConfig, ServiceConfig
 from armada.model.numbers import Count, ExitCode
 
 #: What the executor knows of a run it holds. ``leased``: accepted, not yet created in the
@@ -98,6 +99,9 @@ class Lease(_Wire, kw_only=True):
     priority_class_name: str = ""
     gang_id: str = ""
     gang_cardinality: int = 0
+    #: Ports the job exposes: the executor creates them with the pod.
+    services: list[ServiceConfig] = []
+    ingress: list[IngressConfig] = []
 
 
 class LeaseResponse(_Wire, kw_only=True):

@@ -246,4 +246,6 @@ def _lease(run: RunInfo, job: Job) -> Lease:
         priority_class_name=job.priority_class_name,
         gang_id=job.gang_id,
         gang_cardinality=job.gang_cardinality if job.gang_id else 0,
+        services=job.services,
+        ingress=job.ingress,
     )
