@@ -71,7 +71,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     (
         {"services": [{"ports": [8080], "name": "x"}, {"type": "Headless", "ports": [8080], "name": "x"}]},
         "services[1].name",
-    ),  # fmt: skip
+    ),
     ({"ingress": [{"ports": [8080, 8080]}]}, "ingress[0].ports[1]"),
     ({"ingress": [{"ports": [8080]}, {"ports": [8080]}]}, "ingress[1].ports[0]"),
     ({"ingress": [{"ports": [8080], "certName": "Bad Secret"}]}, "ingress[0].certName"),

@@ -9,9 +9,9 @@ import msgspec
 import structlog
 from armada_client.armada import submit_pb2
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
-from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from armada.api.grpc.convert import to_proto
 from armada.api.grpc.podspec import from_json, pod_spec_from_json
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import Job
@@ -47,20 +47,6 @@ def _requirements(encoded: bytes) -> core.ResourceRequirements:
     return requirements
 
 
-def _exposed(job: Job) -> dict[str, list[object]]:
-    """``services`` and ``ingress`` as upstream's messages (same JSON names)."""
-    if not job.services and not job.ingress:
-        return {}
-    return {
-        "services": [
-            json_format.ParseDict(msgspec.to_builtins(s), submit_pb2.ServiceConfig()) for s in job.services
-        ],
-        "ingress": [
-            json_format.ParseDict(msgspec.to_builtins(i), submit_pb2.IngressConfig()) for i in job.ingress
-        ],
-    }
-
-
 def job_to_proto(job: Job) -> submit_pb2.Job:
     pod_spec = _pod_spec(_encode(job.pod_spec))
     requirements = _requirements(_encode(job.scheduling_resource_requirements))
@@ -77,5 +63,6 @@ def job_to_proto(job: Job) -> submit_pb2.Job:
         pod_spec=pod_spec,
         scheduling_resource_requirements=requirements,
         created=timestamp(job.created),
-        **_exposed(job),
+        services=[to_proto(service, submit_pb2.ServiceConfig) for service in job.services],
+        ingress=[to_proto(config, submit_pb2.IngressConfig) for config in job.ingress],
     )
