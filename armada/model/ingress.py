@@ -52,6 +52,14 @@ Services = Annotated[list[ServiceConfig], msgspec.Meta(max_length=MAX_CONFIGS)]
 Ingresses = Annotated[list[IngressConfig], msgspec.Meta(max_length=MAX_CONFIGS)]
 
 
+def exposed_ports(services: list[ServiceConfig], ingress: list[IngressConfig]) -> list[int]:
+    """Every port the configs expose, once each, in order."""
+    return sorted(
+        {port for service in services for port in service.ports}
+        | {port for config in ingress for port in config.ports}
+    )
+
+
 class ContainerPort(NamedTuple):
     """A port a container of the pod spec declares."""
 

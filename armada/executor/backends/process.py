@@ -33,12 +33,15 @@ from armada.executor.commands import container_argv, first_container
 from armada.executor.env import container_env, expand_refs
 from armada.executor.podspec import pod_name
 from armada.executor.settings import ProcessSettings
+from armada.model.ingress import exposed_ports
 from armada.model.leases import FailureCause, Lease, NodeReport
 
 log = structlog.get_logger(__name__)
 
 _WRAPPER = 'f=$1; shift; ( "$@" ); rc=$?; echo "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$rc"'
 _POLL_SECONDS = 0.5
+#: Where a run's exposed ports are reached: its process listens on this host.
+_LOCAL_HOST = "127.0.0.1"
 
 
 def host_capacity() -> dict[str, str]:
@@ -142,6 +145,14 @@ class ProcessBackend:
         run_dir.record_pid(run.pid)
         log.info("process started", run_id=lease.run_id, job_id=lease.job_id, pid=run.pid, argv=argv)
         await self._report().observe(msgspec.structs.replace(base, kind="running"))
+        ports = exposed_ports(lease.services, lease.ingress)
+        if ports:
+            # The process listens on the host itself: each exposed port is the host's port.
+            addresses = {port: f"{_LOCAL_HOST}:{port}" for port in ports}
+            exposed = msgspec.structs.replace(
+                base, kind="ingressInfo", pod_ip=_LOCAL_HOST, ingress_addresses=addresses
+            )
+            await self._report().observe(exposed)
         run.watcher = asyncio.create_task(self._watch(run))
 
     async def _spawn(
