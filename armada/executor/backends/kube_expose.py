@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from msgspec.structs import replace
 
+from armada.executor.backend import RunStatus
 from armada.executor.backends.kube_calls import Json, KubeCalls, KubeError
 from armada.executor.exposure import (
     ingress_addresses,
@@ -24,6 +26,7 @@ from armada.executor.exposure import (
     service_manifest,
     service_plans,
 )
+from armada.executor.podspec import pod_name
 from armada.executor.settings import IngressSettings
 from armada.model.leases import Lease
 
@@ -45,6 +48,42 @@ class Exposure:
         for service in self.services:
             found |= node_port_addresses(service, host_ip)
         return found | self.hosts
+
+
+class Exposures:
+    """What exposes each run's ports (runs launched by this executor process that expose any)."""
+
+    def __init__(self, settings: IngressSettings) -> None:
+        self._settings = settings
+        self._by_run: dict[str, Exposure] = {}
+
+    async def create(self, calls: KubeCalls, lease: Lease, pod: Json | None = None) -> None:
+        """Create the run's Services and Ingresses (``pod``: as created; else read back)."""
+        if not lease.services and not lease.ingress:
+            return
+        name = pod_name(lease.job_id)
+        try:
+            if pod is None:
+                pod = await calls.retried(calls.core.read_namespaced_pod, name, lease.namespace)
+        except KubeError as exc:
+            log.warning("pod to expose not found", run_id=lease.run_id, pod=name, error=str(exc))
+            return
+        exposure = await expose(calls, lease, pod, self._settings)
+        if exposure is not None:
+            self._by_run[lease.run_id] = exposure
+
+    def info(self, pod: Json, status: RunStatus) -> RunStatus | None:
+        """The ``ingressInfo`` of a pod whose status is ``running`` (None: nothing exposed)."""
+        exposure = self._by_run.get(status.run_id)
+        if status.kind != "running" or exposure is None:
+            return None
+        pod_status = pod.get("status") or {}
+        addresses = exposure.addresses(str(pod_status.get("hostIP") or status.node))
+        pod_ip = str(pod_status.get("podIP") or "")
+        return replace(status, kind="ingressInfo", pod_ip=pod_ip, ingress_addresses=addresses)
+
+    def forget(self, run_id: str) -> None:
+        self._by_run.pop(run_id, None)
 
 
 async def expose(calls: KubeCalls, lease: Lease, pod: Json, settings: IngressSettings) -> Exposure | None:

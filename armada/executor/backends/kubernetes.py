@@ -24,12 +24,11 @@ from typing import Literal
 
 import structlog
 from kubernetes_asyncio import client
-from msgspec.structs import replace
 
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client_from, close_api
 from armada.executor.backends.kube_create import create_refused
-from armada.executor.backends.kube_expose import Exposure, expose
+from armada.executor.backends.kube_expose import Exposures
 from armada.executor.backends.kube_informer import NodeView
 from armada.executor.backends.kube_pods import (
     CachedPod,
@@ -75,7 +74,6 @@ class KubernetesBackend:
         ingress: IngressSettings | None = None,
     ) -> None:
         self._settings = settings
-        self._ingress = ingress or IngressSettings()
         self._retention = retention_seconds
         self._executor_id = executor_id
         self._api = api
@@ -94,8 +92,7 @@ class KubernetesBackend:
         self._released: dict[str, float] = {}
         self._deleted: dict[str, asyncio.Event] = {}
         self._failing: dict[str, asyncio.Task[None]] = {}
-        #: What exposes each run's ports (runs launched by this process that expose any).
-        self._exposed: dict[str, Exposure] = {}
+        self._exposures = Exposures(ingress or IngressSettings())
         self._view: NodeView | None = None
         self._observer: RunObserver | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -178,7 +175,7 @@ class KubernetesBackend:
                 if exc.status == 409:
                     clash = await self._name_clash(lease, name)
                     if clash == "ours":
-                        await self._expose(lease, name)
+                        await self._exposures.create(self._api_calls, lease)
                         return pending  # a retried lease, or our earlier attempt did land
                     if clash == "cleared" and not cleared:
                         cleared = True
@@ -196,30 +193,16 @@ class KubernetesBackend:
                 continue
             self._remember(created)
             log.info("pod created", run_id=lease.run_id, job_id=lease.job_id, pod=name, node=lease.node)
-            await self._expose(lease, name, created)
+            await self._exposures.create(self._api_calls, lease, created)
             return pending
         # Out of attempts: the create may still have landed (5xx or no answer): read it back.
         if last is not None and last.ambiguous and await self._name_clash(lease, name, clear=False) == "ours":
-            await self._expose(lease, name)
+            await self._exposures.create(self._api_calls, lease)
             return pending
         return RunStatus(
             run_id=lease.run_id, kind="leaseReturned", pod_name=name, retryable=True,
             reason=f"pod creation failed: {last}",
         )  # fmt: skip
-
-    async def _expose(self, lease: Lease, name: str, pod: Pod | None = None) -> None:
-        """Create what exposes the run's ports (``pod``: as created; else read back)."""
-        if not lease.services and not lease.ingress:
-            return
-        try:
-            if pod is None:
-                pod = await self._api_calls.retried(self._core.read_namespaced_pod, name, lease.namespace)
-        except KubeError as exc:
-            log.warning("pod to expose not found", run_id=lease.run_id, pod=name, error=str(exc))
-            return
-        exposure = await expose(self._api_calls, lease, pod, self._ingress)
-        if exposure is not None:
-            self._exposed[lease.run_id] = exposure
 
     async def _name_clash(self, lease: Lease, name: str, *, clear: bool = True) -> NameClash:
         """``ours``, ``cleared`` (an old run's pod deleted, or none: retry) or ``busy`` (a live run)."""
@@ -319,7 +302,7 @@ class KubernetesBackend:
         self._pods.pop(run_id, None)
         self._first_seen.pop(run_id, None)
         self._released.pop(run_id, None)
-        self._exposed.pop(run_id, None)
+        self._exposures.forget(run_id)
         event = self._deleted.pop(run_id, None)
         if event is not None:
             event.set()
@@ -391,22 +374,13 @@ class KubernetesBackend:
         status = pod_run_status(pod)
         if status.kind != "failed":
             await self._report().observe(status)
-            exposure = self._exposed.get(status.run_id)
-            if status.kind == "running" and exposure is not None:
-                await self._report_exposure(pod, status, exposure)
+            info = self._exposures.info(pod, status)
+            if info is not None:  # the tracker keeps the first
+                await self._report().observe(info)
         elif status.run_id not in self._failing:
             # The log read is slow and may hang: it must not hold up the watch.
             task = asyncio.create_task(self._report_failure(pod, status))
             self._failing[status.run_id] = task
-
-    async def _report_exposure(self, pod: Pod, status: RunStatus, exposure: Exposure) -> None:
-        """The ``ingressInfo`` of a running pod (the tracker keeps the first only)."""
-        pod_status = pod.get("status") or {}
-        addresses = exposure.addresses(str(pod_status.get("hostIP") or status.node))
-        info = replace(
-            status, kind="ingressInfo", pod_ip=str(pod_status.get("podIP") or ""), ingress_addresses=addresses
-        )
-        await self._report().observe(info)
 
     async def _report_failure(self, pod: Pod, status: RunStatus) -> None:
         try:
