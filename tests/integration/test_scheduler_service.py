@@ -13,7 +13,7 @@ from sqlalchemy import select
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.model import events as ev
-from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunPhase
+from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunPhase
 from armada.model.queues import Queue
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling import SchedulingConfig
@@ -100,6 +100,13 @@ async def submit(h: Harness, count: int, cpu: str = "1") -> list[str]:
     return [job.id for job in jobs]
 
 
+async def scheduled(h: Harness) -> list[Lease]:
+    """The leases of the queued jobs, once the executor's nodes are known and a cycle ran."""
+    await h.lease()
+    await h.scheduler.cycle()
+    return (await h.lease()).leases
+
+
 def report(run_id: str, job_id: str, phase: RunPhase = "running") -> tuple[str, RunPhase]:
     """A held run as the executor reports it (the job id only documents the call)."""
     return run_id, phase
@@ -133,9 +140,7 @@ async def test_ingress_info_is_recorded_once_per_running_run_and_shown_in_its_de
 ) -> None:
     h = harness
     [job_id] = await submit(h, 1)
-    await h.lease()
-    await h.scheduler.cycle()
-    [lease] = (await h.lease()).leases
+    [lease] = await scheduled(h)
     addresses = {8080: "10.0.0.1:30080", 9090: "web-9090.default.jobs.example.com"}
     info = RunEvent(run_id=lease.run_id, job_id=job_id, kind="ingressInfo", ingress_addresses=addresses)
     assert await h.intake.report(RunEventBatch(executor_id="c1", events=[info])) == 0  # not running yet
