@@ -26,7 +26,7 @@ from armada.executor.exposure import (
     service_manifest,
     service_plans,
 )
-from armada.executor.podspec import pod_name
+from armada.executor.podspec import RUN_ID_LABEL, pod_name
 from armada.executor.settings import IngressSettings
 from armada.model.leases import Lease
 
@@ -72,6 +72,25 @@ class Exposures:
         if exposure is not None:
             self._by_run[lease.run_id] = exposure
 
+    async def recover(self, calls: KubeCalls, selector: str) -> None:
+        """After a restart: what exposes the runs already in the cluster, read back from the
+        objects' run labels (two paginated lists), so their ``ingressInfo`` can be said again."""
+        try:
+            services = calls.pages(calls.core.list_service_for_all_namespaces, label_selector=selector)
+            async for page, _ in services:
+                for service in page:
+                    self._exposure_of(service).services.append(service)
+            ingresses = calls.pages(calls.networking.list_ingress_for_all_namespaces, label_selector=selector)
+            async for page, _ in ingresses:
+                for ingress in page:
+                    self._exposure_of(ingress).hosts |= ingress_addresses(ingress)
+        except KubeError as exc:  # e.g. an older ClusterRole: only the addresses are lost
+            log.warning("services and ingresses of adopted runs not read", error=str(exc))
+
+    def _exposure_of(self, obj: Json) -> Exposure:
+        run_id = str(((obj.get("metadata") or {}).get("labels") or {}).get(RUN_ID_LABEL, ""))
+        return self._by_run.setdefault(run_id, Exposure())
+
     def info(self, pod: Json, status: RunStatus) -> RunStatus | None:
         """The ``ingressInfo`` of a pod whose status is ``running`` (None: nothing exposed)."""
         exposure = self._by_run.get(status.run_id)
@@ -79,6 +98,8 @@ class Exposures:
             return None
         pod_status = pod.get("status") or {}
         addresses = exposure.addresses(str(pod_status.get("hostIP") or status.node))
+        if not addresses:
+            return None
         pod_ip = str(pod_status.get("podIP") or "")
         return replace(status, kind="ingressInfo", pod_ip=pod_ip, ingress_addresses=addresses)
 

@@ -116,6 +116,8 @@ class KubernetesBackend:
         async for page, _ in self._api_calls.pages(list_pods, label_selector=self._selector):
             for pod in page:
                 self._remember(pod)
+        if self._pods:
+            await self._exposures.recover(self._api_calls, self._selector)
         return [
             FoundRun(run_id=run_id, job_id=pod.job_id, phase=pod.held_phase)
             for run_id, pod in self._pods.items()

@@ -155,3 +155,24 @@ async def test_named_service_and_a_job_exposing_nothing(cluster: Cluster) -> Non
     )
     await backend.launch(exposing("r2", "j2"))
     assert set(await objects(api)) == {"peers"}
+
+
+async def test_a_restarted_executor_reports_the_addresses_of_the_runs_it_adopts(cluster: Cluster) -> None:
+    double, api, backend, recorder = cluster
+    recorder.held.add("r1")
+    await backend.launch(exposing("r1", "j1", ingress=[IngressConfig(ports=[9090])]))
+    double.run("armada-j1-0")
+    await recorder.wait_for(lambda: "ingressInfo" in recorder.kinds("r1"), within=10)
+    await backend.close()
+
+    again = KubernetesBackend(KubernetesSettings(), 300.0, api=api, executor_id="exec-a", ingress=INGRESS)
+    adopted = Recorder()
+    assert [run.run_id for run in await again.discover()] == ["r1"]
+    adopted.held.add("r1")
+    await again.start(adopted)
+    try:
+        await adopted.wait_for(lambda: "ingressInfo" in adopted.kinds("r1"), within=10)
+    finally:
+        await again.close()
+    [info] = [s for s in adopted.statuses if s.kind == "ingressInfo"]
+    assert info.ingress_addresses == {9090: "web-9090-armada-j1-0.default.jobs.example.com"}
