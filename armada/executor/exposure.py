@@ -14,7 +14,7 @@ garbage collector deletes it with the pod. Pure: tested without a cluster.
 from __future__ import annotations
 
 import zlib
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from armada.executor.podspec import (
     EXECUTOR_LABEL,
@@ -30,13 +30,15 @@ from armada.model.ingress import ContainerPort, IngressConfig, ServiceType, decl
 from armada.model.leases import Lease
 
 Json = dict[str, Any]
+#: A Service's purpose: a service config's type, or backing the job's Ingresses.
+PlanKind = ServiceType | Literal["Ingress"]
 
 
 class ServicePlan(NamedTuple):
     """One Service a run needs: its name, kind, ports, and (kind ``Ingress``) its Ingresses."""
 
     name: str
-    kind: ServiceType | str
+    kind: PlanKind
     ports: list[ContainerPort]
     cluster_ip: bool
     ingress: list[tuple[int, IngressConfig]] = []
@@ -51,7 +53,7 @@ def service_plans(lease: Lease) -> list[ServicePlan]:
 
     base = pod_name(lease.job_id)
     plans: list[ServicePlan] = []
-    grouped: dict[str, list[int]] = {}
+    grouped: dict[ServiceType, list[int]] = {}
     for service in lease.services:
         if service.name:
             plans.append(
