@@ -211,11 +211,11 @@ class RandomHistory:
             ]
         if phase == "pending":
             self.active[job.id] = (job, run_id, "running")
-            return [
-                ev.JobRunning(
-                    **env, cluster_id="cluster-1", node_name="node-1", pod_name=f"armada-{job.id}-0"
-                )
-            ]
+            where = {"cluster_id": "cluster-1", "node_name": "node-1", "pod_name": f"armada-{job.id}-0"}
+            running: list[ev.Event] = [ev.JobRunning(**env, **where)]
+            if len(self.active) % 4 == 0:  # some jobs expose ports (no draw: same histories as before)
+                running.append(ev.JobIngressInfo(**env, **where, ingress_addresses={8080: "10.0.0.1:30080"}))
+            return running
         if roll < 0.7:
             return [ev.JobSucceeded(**env, cluster_id="cluster-1", node_name="node-1")]
         return [ev.JobFailed(**env, reason="exit 3", exit_code=3, log_tail="boom")]

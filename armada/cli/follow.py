@@ -78,6 +78,11 @@ def notable(event: ev.Event) -> str | None:
             return f"job {event.job_id} returned by {event.cluster_id or 'its cluster'}: {event.reason}"
         case ev.JobLeaseExpired():
             return f"job {event.job_id} lost its lease on {event.cluster_id or 'its cluster'}"
+        case ev.JobIngressInfo() if event.ingress_addresses:
+            ports = ", ".join(
+                f"{port} → {address}" for port, address in sorted(event.ingress_addresses.items())
+            )
+            return f"job {event.job_id} exposes {ports}"
     return None
 
 

@@ -145,6 +145,20 @@ async def queued_event_payloads(conn: AsyncConnection, job_id: str) -> list[Any]
     return list(await conn.scalars(query))
 
 
+async def runs_with_ingress_info(conn: AsyncConnection, job_ids: Collection[str]) -> set[str]:
+    """Runs of ``job_ids`` whose ``ingressInfo`` event is in the log."""
+    events = schema.events
+    query = select(events.c.run_id).where(events.c.type == "ingressInfo")
+    return {row.run_id for row in await rows_in(conn, query, events.c.job_id, job_ids)}
+
+
+async def ingress_info_payloads(conn: AsyncConnection, job_ids: Collection[str]) -> list[Any]:
+    """The stored payloads of the ``ingressInfo`` events of ``job_ids`` (from the log itself)."""
+    events = schema.events
+    query = select(events.c.payload).where(events.c.type == "ingressInfo")
+    return [row.payload for row in await rows_in(conn, query, events.c.job_id, job_ids)]
+
+
 async def runs_with_their_jobs(conn: AsyncConnection, run_ids: Sequence[str]) -> list[AnyRow]:
     """Those of ``run_ids`` that exist, each with what an executor's report of it is checked
     against: the run's state, cluster and node, and its job's state, latest run, attempts

@@ -31,6 +31,9 @@ class RunStatus(msgspec.Struct, kw_only=True):
     retryable: bool = False
     #: The failed container's termination message, when the backend has one.
     termination_message: str = ""
+    #: For ``ingressInfo``: the pod's IP and where each exposed container port is reached.
+    pod_ip: str = ""
+    ingress_addresses: dict[int, str] = {}
 
 
 class FoundRun(msgspec.Struct, kw_only=True):

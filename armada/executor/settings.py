@@ -63,6 +63,22 @@ class ProcessSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkno
     kill_grace_seconds: float = 5.0
 
 
+class IngressSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """How the Ingresses of jobs' ``ingress`` configs are made (kubernetes backend; the fake
+    backend names its simulated hosts the same way)."""
+
+    #: Domain under which job hosts are made: ``<container>-<port>-armada-<jobId>-0.<namespace>.<suffix>``
+    #: (a wildcard DNS record ``*.<namespace>.<suffix>`` should point at the ingress controller).
+    hostname_suffix: str = ""
+    #: ``ingressClassName`` of every Ingress; empty: the cluster's default class.
+    ingress_class: str = ""
+    #: TLS Secret (in the job's namespace) of ingresses with ``tlsEnabled`` and no ``certName``;
+    #: empty: none named, the ingress controller's default certificate.
+    tls_secret: str = ""
+    #: Annotations added to every Ingress (a job's own ``annotations`` win).
+    annotations: dict[str, str] = {}
+
+
 class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
     """Real cluster, reached with kubernetes-asyncio."""
 
@@ -185,3 +201,5 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     process: ProcessSettings = msgspec.field(default_factory=ProcessSettings)
     #: Options of the ``kubernetes`` backend.
     kubernetes: KubernetesSettings = msgspec.field(default_factory=KubernetesSettings)
+    #: How jobs' ``ingress`` configs become Ingresses and hostnames (kubernetes and fake backends).
+    ingress: IngressSettings = msgspec.field(default_factory=IngressSettings)

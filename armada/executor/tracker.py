@@ -50,6 +50,8 @@ class HeldRun:
     undelivered: int = 0
     #: Events of an unconfirmed run, released on confirmation.
     withheld: list[RunEvent] = field(default_factory=list)
+    #: Its ``ingressInfo`` event was made (there is one per run).
+    ingress_reported: bool = False
 
 
 class RunTracker:
@@ -125,9 +127,14 @@ class RunTracker:
         run = self._runs.get(status.run_id)
         if run is None or run.killing or run.finished:
             return
-        if _rank(status.kind) <= _rank(run.phase):
+        if status.kind == "ingressInfo":
+            # Once, while running: the addresses of a pod not yet running may not exist.
+            if run.ingress_reported or run.phase != "running":
+                return
+            run.ingress_reported = True
+        elif _rank(status.kind) <= _rank(run.phase):
             return
-        if status.kind in TERMINAL_KINDS:
+        elif status.kind in TERMINAL_KINDS:
             run.finished = True
         else:
             run.phase = "pending" if status.kind == "pending" else "running"
@@ -146,6 +153,8 @@ class RunTracker:
             retryable=status.retryable,
             failure_category=named.category,
             failure_subcategory=named.subcategory,
+            pod_ip=status.pod_ip,
+            ingress_addresses=status.ingress_addresses,
         )
         log.debug("run event", run_id=run.run_id, job_id=run.job_id, kind=status.kind, reason=status.reason)
         run.undelivered += 1

@@ -56,6 +56,9 @@ async def job_detail(store: EventStore, job_id: str) -> JobDetail:
         ).all()
     stored = await store.read(0, job_id=job_id, limit=MAX_EVENTS)
     failures = [s.event for s in stored if isinstance(s.event, ev.JobFailed)]
+    exposed = {
+        s.event.run_id: s.event.ingress_addresses for s in stored if isinstance(s.event, ev.JobIngressInfo)
+    }
     return JobDetail(
         job=job_row(row),
         spec_yaml=spec_yaml(row.spec),
@@ -72,6 +75,7 @@ async def job_detail(store: EventStore, job_id: str) -> JobDetail:
                 finished=utc(run.finished),
                 exit_code=run.exit_code,
                 reason=run.reason or "",
+                ingress_addresses=exposed.get(run.run_id, {}),
             )
             for run in run_rows
         ],

@@ -133,6 +133,8 @@ class RunView(Response):
     finished: datetime | None = None
     exit_code: int | None = None
     reason: str = ""
+    #: Where the run's exposed ports are reached (its ``ingressInfo`` event), by port.
+    ingress_addresses: dict[int, str] = {}
 
 
 class TimelineEvent(Response):

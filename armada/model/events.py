@@ -89,6 +89,18 @@ class JobRunning(Event, tag="running"):
     pool: str = ""
 
 
+class JobIngressInfo(Event, tag="ingressInfo"):
+    """Where a running job's exposed ports are reached: container port → ``host:port`` (a
+    NodePort on the pod's node, a process's local port) or an Ingress hostname. Once per run."""
+
+    cluster_id: str = ""
+    node_name: str = ""
+    pod_name: str = ""
+    #: Ours, not upstream's: the pod's IP in the cluster network (empty when not known).
+    pod_ip: str = ""
+    ingress_addresses: dict[int, str] = {}
+
+
 class JobSucceeded(Event, tag="succeeded"):
     cluster_id: str = ""
     node_name: str = ""
@@ -238,6 +250,7 @@ AnyEvent = (
     | JobLeased
     | JobPending
     | JobRunning
+    | JobIngressInfo
     | JobSucceeded
     | JobFailed
     | JobCancelling

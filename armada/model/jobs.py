@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 
+from armada.model.ingress import IngressConfig, ServiceConfig
+
 GANG_ID_ANNOTATION = "armadaproject.io/gangId"
 GANG_CARDINALITY_ANNOTATION = "armadaproject.io/gangCardinality"
 GANG_NODE_UNIFORMITY_ANNOTATION = "armadaproject.io/gangNodeUniformityLabel"
@@ -54,6 +56,9 @@ class Job(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     scheduling_resource_requirements: ResourceRequirements = msgspec.field(
         default_factory=ResourceRequirements
     )
+    #: Ports the job exposes (upstream's ``services`` and ``ingress``).
+    services: list[ServiceConfig] = []
+    ingress: list[IngressConfig] = []
 
     @property
     def gang_id(self) -> str:

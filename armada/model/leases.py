@@ -15,19 +15,23 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from armada.model.numbers import Count, ExitCode
+from armada.model.ingress import IngressConfig, ServiceConfig
+from armada.model.numbers import Count, ExitCode, Port
 
 #: What the executor knows of a run it holds. ``leased``: accepted, not yet created in the
 #: cluster; ``terminating``: a kill is in progress.
 RunPhase = Literal["leased", "pending", "running", "terminating"]
 #: Kinds of run events. ``leaseReturned``: the executor gives the run back without a
 #: result (could not start it, stuck pod); the server may lease the job again.
-EventKind = Literal["pending", "running", "succeeded", "failed", "leaseReturned"]
+#: ``ingressInfo``: where the running job's exposed ports are reached (no change of phase).
+EventKind = Literal["pending", "running", "ingressInfo", "succeeded", "failed", "leaseReturned"]
 #: Why a run failed, when known.
 FailureCause = Literal["", "Error", "OOM", "DeadlineExceeded", "Evicted"]
 #: Executor, pool and node names: as long as the database columns that hold them.
 Name = Annotated[str, msgspec.Meta(max_length=256)]
 TERMINAL_KINDS: frozenset[EventKind] = frozenset({"succeeded", "failed", "leaseReturned"})
+#: An exposed port's address: ``host:port`` or a hostname.
+Address = Annotated[str, msgspec.Meta(max_length=512)]
 #: Bytes of a failed run's output kept in ``RunEvent.log_tail``.
 LOG_TAIL_BYTES = 4096
 
@@ -101,6 +105,9 @@ class Lease(_Wire, kw_only=True):
     #: For a gang placed on uniform nodes: the node label and the value its nodes share.
     gang_node_uniformity_label: str = ""
     gang_node_uniformity_value: str = ""
+    #: Ports the job exposes: the executor creates them with the pod.
+    services: list[ServiceConfig] = []
+    ingress: list[IngressConfig] = []
 
 
 class LeaseResponse(_Wire, kw_only=True):
@@ -138,6 +145,9 @@ class RunEvent(_Strict, kw_only=True):
     #: For ``failed``: the executor's failure category and subcategory (``errorCategories``).
     failure_category: Annotated[str, msgspec.Meta(max_length=63)] = ""
     failure_subcategory: Annotated[str, msgspec.Meta(max_length=63)] = ""
+    #: For ``ingressInfo``: the pod's IP, and each exposed container port's address.
+    pod_ip: Annotated[str, msgspec.Meta(max_length=64)] = ""
+    ingress_addresses: Annotated[dict[Port, Address], msgspec.Meta(max_length=512)] = {}
 
 
 class RunEventBatch(_Strict, kw_only=True):

@@ -26,6 +26,9 @@ MIN_WEIGHT = 1e-6
 MAX_WEIGHT = 1e6
 #: Counts, sizes and indices: a signed 32-bit integer (``LIMIT``/``OFFSET`` safe everywhere).
 MAX_COUNT = 2**31 - 1
+#: TCP and UDP port numbers (a container's ``containerPort``, a job's exposed ports).
+MIN_PORT = 1
+MAX_PORT = 65535
 #: Process exit codes as the kernel and Kubernetes report them (signed 32-bit).
 MIN_EXIT_CODE = -(2**31)
 MAX_EXIT_CODE = 2**31 - 1
@@ -46,3 +49,5 @@ Fraction = Annotated[float, Meta(ge=0, le=1, description="A finite number from 0
 Count = Annotated[int, Meta(ge=0, le=MAX_COUNT, description="An integer from 0 to 2147483647.")]
 #: A process exit code: a signed 32-bit integer.
 ExitCode = Annotated[int, Meta(ge=MIN_EXIT_CODE, le=MAX_EXIT_CODE, description="A 32-bit exit code.")]
+#: A TCP or UDP port number: ``1 <= n <= 65535``.
+Port = Annotated[int, Meta(ge=MIN_PORT, le=MAX_PORT, description="A port number from 1 to 65535.")]

@@ -276,4 +276,6 @@ def _lease(run: RunInfo, job: Job, node: ev.ExecutorNode | None, override: str |
         gang_cardinality=job.gang_cardinality if job.gang_id else 0,
         gang_node_uniformity_label=label if value else "",
         gang_node_uniformity_value=value,
+        services=job.services,
+        ingress=job.ingress,
     )

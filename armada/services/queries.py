@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import job_views
 from armada.eventstore.store import EventStore
 from armada.eventstore.views import utc
+from armada.model import events as ev
+from armada.model.events import decode_event
 from armada.model.jobs import EXTERNAL_JOB_URI_ANNOTATION, decode_job
 from armada.model.states import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
@@ -36,7 +39,7 @@ async def job_states(store: EventStore, job_ids: Sequence[str]) -> dict[str, str
     return {job_id: found.get(job_id, JobState.UNKNOWN.value) for job_id in job_ids}
 
 
-def _run_details(row: Row[Any]) -> JobRunDetails:
+def _run_details(row: Row[Any], addresses: dict[str, dict[int, str]]) -> JobRunDetails:
     return JobRunDetails(
         run_id=row.run_id,
         job_id=row.job_id,
@@ -48,7 +51,20 @@ def _run_details(row: Row[Any]) -> JobRunDetails:
         started_ts=utc(row.started),
         finished_ts=utc(row.finished),
         reason=row.reason or "",
+        ingress_addresses=addresses.get(row.run_id, {}),
     )
+
+
+async def _ingress_addresses(
+    store: EventStore, conn: AsyncConnection, job_ids: Collection[str]
+) -> dict[str, dict[int, str]]:
+    """Each run's exposed addresses by run id, from the jobs' ``ingressInfo`` events."""
+    found: dict[str, dict[int, str]] = {}
+    for payload in await job_views.ingress_info_payloads(conn, job_ids):
+        event = store.unreadable.decode(decode_event, payload, "event", "ingressInfo")
+        if isinstance(event, ev.JobIngressInfo):
+            found[event.run_id] = event.ingress_addresses
+    return found
 
 
 async def job_details(
@@ -59,8 +75,10 @@ async def job_details(
         rows = await job_views.job_detail_rows(conn, job_ids, with_spec=expand_spec)
         job_runs: dict[str, list[JobRunDetails]] = defaultdict(list)
         if expand_runs and rows:
-            for run in await job_views.runs_of_jobs(conn, [row.job_id for row in rows]):
-                job_runs[run.job_id].append(_run_details(run))
+            job_ids = [row.job_id for row in rows]
+            addresses = await _ingress_addresses(store, conn, job_ids)
+            for run in await job_views.runs_of_jobs(conn, job_ids):
+                job_runs[run.job_id].append(_run_details(run, addresses))
     return {
         row.job_id: JobDetails(
             job_id=row.job_id,
@@ -88,7 +106,8 @@ async def job_details(
 async def run_details(store: EventStore, run_ids: Sequence[str]) -> dict[str, JobRunDetails]:
     async with store.engine.connect() as conn:
         rows = await job_views.run_rows(conn, run_ids)
-    return {row.run_id: _run_details(row) for row in rows}
+        addresses = await _ingress_addresses(store, conn, {row.job_id for row in rows})
+    return {row.run_id: _run_details(row, addresses) for row in rows}
 
 
 async def job_errors(store: EventStore, job_ids: Sequence[str]) -> dict[str, str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore.job_views import runs_with_their_jobs
+from armada.eventstore.job_views import runs_with_ingress_info, runs_with_their_jobs
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.jobs import Job
@@ -50,6 +50,8 @@ class _RunFacts:
     cancel_reason: str
     cancel_user: str
     reason: str
+    #: The run's ``ingressInfo`` event is in the log (or in this batch) already.
+    ingress_reported: bool = False
 
     @property
     def active(self) -> bool:
@@ -91,6 +93,12 @@ class RunEventIntake:
 
         async def translate(conn: AsyncConnection) -> _Translation:
             facts = await self._facts(conn, run_ids)
+            if any(e.kind == "ingressInfo" for e in batch.events):
+                for run_id in await runs_with_ingress_info(
+                    conn, [f.envelope["job_id"] for f in facts.values()]
+                ):
+                    if run_id in facts:
+                        facts[run_id].ingress_reported = True
             failed = {
                 facts[e.run_id].envelope["job_id"]
                 for e in batch.events
@@ -181,6 +189,19 @@ class RunEventIntake:
                 if target == RunState.PENDING:
                     return [ev.JobPending(**run.envelope, created=event.time, **where)]
                 return [ev.JobRunning(**run.envelope, created=event.time, **where)]
+            case "ingressInfo":
+                if run.run_state != RunState.RUNNING or run.ingress_reported:
+                    return []
+                run.ingress_reported = True
+                return [
+                    ev.JobIngressInfo(
+                        **run.envelope,
+                        created=event.time,
+                        **where,
+                        pod_ip=event.pod_ip,
+                        ingress_addresses=event.ingress_addresses,
+                    )
+                ]
             case "succeeded":
                 run.run_state = RunState.SUCCEEDED
                 return [ev.JobSucceeded(**run.envelope, created=event.time, **where)]

@@ -128,4 +128,6 @@ def _job(request: JobSubmitRequest, entry: ValidItem, job_id: str, user: str, no
         pod_spec=pod_spec,
         created=now,
         scheduling_resource_requirements=info.requirements,
+        services=item.services,
+        ingress=item.ingress,
     )

@@ -28,6 +28,7 @@ from armada.model.resources import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
 from armada.scheduling.config import PriorityClass
 from armada.services.guardrails import Guardrails
+from armada.services.ingress_rules import check_exposed_ports
 from armada.settings import Settings
 
 MAX_JOB_SET_ID_LENGTH = 1023
@@ -245,6 +246,7 @@ def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRule
     if annotations is not None:
         item = msgspec.structs.replace(item, annotations=annotations)
     _check_gang_annotations(item.annotations, f"{where}.annotations")
+    check_exposed_ports(item.services, item.ingress, spec, where)
     return ValidItem(item, spec, info)
 
 
@@ -252,10 +254,7 @@ def _upstream_fields(
     item: JobSubmitRequestItem, spec: dict[str, Any], where: str
 ) -> tuple[JobSubmitRequestItem, dict[str, Any]]:
     """Upstream's item fields in our terms: ``requiredNodeLabels`` joins the node selector,
-    ``externalJobUri`` becomes its annotation; ``scheduler`` must name us; no ingress/services."""
-    for name in ("ingress", "services"):
-        if getattr(item, name):
-            raise InvalidRequest(f"{name} is not supported by this server", field=f"{where}.{name}")
+    ``externalJobUri`` becomes its annotation; ``scheduler`` must name us."""
     if item.scheduler not in SCHEDULER_NAMES:
         raise InvalidRequest(
             f"scheduler {item.scheduler!r} is not this server's (empty or 'armada')",

@@ -220,7 +220,7 @@ def test_views_hold_json_objects(server: ApiServer, client: ArmadaClient, queue:
 
 def test_upstream_item_fields(server: ApiServer, client: ArmadaClient, queue: str) -> None:
     """requiredNodeLabels join the node selector, externalJobUri becomes upstream's annotation
-    (and finds the job again), scheduler must be ours, ingress/services only empty."""
+    (and finds the job again), scheduler must be ours (services and ingress: test_exposed_ports)."""
     body = {
         "queue": queue,
         "jobSetId": "set",
@@ -248,13 +248,9 @@ def test_upstream_item_fields(server: ApiServer, client: ArmadaClient, queue: st
             json={"queue": queue, "jobset": "set", "externalJobUri": "https://airflow/run/1"},
         )
         assert found.json() == {"jobStates": {job_id: "QUEUED"}}
-        for field, value in (("scheduler", "other"), ("ingress", [{"ports": [80]}]), ("services", [{}])):
-            refused = http.post(
-                "/v1/job/submit",
-                json={**body, "jobRequestItems": [raw_item(**{field: value})]},
-            )
-            assert refused.status_code == 400
-            assert refused.json()["field"] == f"jobRequestItems[0].{field}"
+        refused = http.post("/v1/job/submit", json={**body, "jobRequestItems": [raw_item(scheduler="other")]})
+        assert refused.status_code == 400
+        assert refused.json()["field"] == "jobRequestItems[0].scheduler"
 
 
 def test_queue_wide_cancel_and_preempt(server: ApiServer, client: ArmadaClient, queue: str) -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 import httpx
+import msgspec
 from playwright.sync_api import Page, expect
 
 from armada.client import ArmadaClient
+from armada.model.ingress import ServiceConfig
 from tests.api.jobs import item
-from tests.processes import Server
+from tests.processes import Server, free_port
 
 
 def shell_job(script: str, cpu: str = "100m") -> Any:
@@ -106,3 +109,19 @@ def test_cancel_from_the_ui_and_see_why_a_job_is_pending(
     expect(row(page, waiter).locator(".badge")).to_have_text("CANCELLED")
     expect(row(page, blocker).locator(".badge")).to_have_text("CANCELLED")
     assert client.job_status([blocker, waiter]) == {blocker: "CANCELLED", waiter: "CANCELLED"}
+
+
+def test_the_drawer_links_a_running_jobs_exposed_port(page: Page, queue: str, client: ArmadaClient) -> None:
+    port = free_port()
+    job = shell_job(f"exec {sys.executable} -m http.server {port} --bind 127.0.0.1")
+    assert job.pod_spec is not None
+    job.pod_spec["containers"][0]["ports"] = [{"containerPort": port}]
+    [job_id] = client.submit_jobs(
+        queue, "web", [msgspec.structs.replace(job, services=[ServiceConfig(ports=[port])])]
+    )
+    page.goto(f"/jobs?queue={queue}&job={job_id}")
+    link = page.locator("#drawer table.runs ul.addresses a")
+    expect(link).to_have_text(f"127.0.0.1:{port}")
+    expect(link).to_have_attribute("href", f"http://127.0.0.1:{port}/")
+    expect(link).to_have_attribute("rel", "noopener noreferrer")
+    client.cancel_jobs(queue, "web", [job_id])

@@ -206,26 +206,32 @@ _CALL = re.compile(
 )
 
 
+#: The API group of each typed API, by the attribute the code reaches it through.
+_GROUPS = {"_core": "", "core": "", "_networking": "networking.k8s.io", "networking": "networking.k8s.io"}
+
+
 def _resource(kind: str) -> str:
-    """``pod`` → ``pods``, ``pod_log`` → ``pods/log``, ``node`` → ``nodes``."""
+    """``pod`` → ``pods``, ``pod_log`` → ``pods/log``, ``node`` → ``nodes``, ``ingress`` → ``ingresses``."""
     main, _, sub = kind.partition("_")
-    return f"{main}s/{sub}" if sub else f"{main}s"
+    plural = f"{main}es" if main.endswith("s") else f"{main}s"
+    return f"{plural}/{sub}" if sub else plural
 
 
-def _core_calls(tree: ast.AST) -> set[tuple[str, str]]:
-    """(resource, verb) for each CoreV1Api method the code uses on ``self._core`` (or a
-    ``KubeCalls``' ``core``); a method handed to ``watch.Watch().stream``, ``KubeCalls.watch``
-    or an ``Informer`` is also watched."""
-    used: set[tuple[str, str]] = set()
+def _core_calls(tree: ast.AST) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) for each CoreV1Api or NetworkingV1Api method the code uses
+    on ``self._core`` / ``self._networking`` (or a ``KubeCalls``' ``core`` / ``networking``);
+    a method handed to ``watch.Watch().stream``, ``KubeCalls.watch`` or an ``Informer`` is
+    also watched (core only)."""
+    used: set[tuple[str, str, str]] = set()
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Attribute)
-            and node.value.attr in ("_core", "core")
+            and node.value.attr in _GROUPS
         ):
             match = _CALL.match(node.attr)
             assert match, f"unknown Kubernetes call {node.attr}: extend this test and the ClusterRole"
-            used.add((_resource(match[2]), _VERBS[match[1]]))
+            used.add((_GROUPS[node.value.attr], _resource(match[2]), _VERBS[match[1]]))
         if isinstance(node, ast.Call):
             func = node.func
             name = (
@@ -239,22 +245,28 @@ def _core_calls(tree: ast.AST) -> set[tuple[str, str]]:
                 continue
             for arg in node.args[:2]:
                 if isinstance(arg, ast.Attribute) and (match := _CALL.match(arg.attr)):
-                    used.add((_resource(match[2]), "watch"))
+                    used.add(("", _resource(match[2]), "watch"))
     return used
 
 
 def test_executor_rbac_is_exactly_what_its_code_calls() -> None:
-    calls: set[tuple[str, str]] = set()
+    calls: set[tuple[str, str, str]] = set()
     for path in KUBE_BACKEND:
         source = path.read_text()
         apis = set(re.findall(r"client\.(\w+Api)\(", source))
-        assert apis <= {"CoreV1Api"}, f"{path.name} uses {apis}: extend this test and the ClusterRole"
+        known = {"CoreV1Api", "NetworkingV1Api"}
+        assert apis <= known, f"{path.name} uses {apis}: extend this test and the ClusterRole"
         calls |= _core_calls(ast.parse(source))
-    assert ("pods", "create") in calls and ("pods", "watch") in calls  # the scan found the backend
+    # The scan found the backend, and what exposes its pods' ports.
+    assert {
+        ("", "pods", "create"),
+        ("", "pods", "watch"),
+        ("networking.k8s.io", "ingresses", "create"),
+    } <= calls
     granted = set()
     for rule in obj("ClusterRole", "armada-executor")["rules"]:
-        assert rule["apiGroups"] == [""]
-        granted |= {(resource, verb) for resource in rule["resources"] for verb in rule["verbs"]}
+        (group,) = rule["apiGroups"]
+        granted |= {(group, resource, verb) for resource in rule["resources"] for verb in rule["verbs"]}
     assert granted == calls
 
 

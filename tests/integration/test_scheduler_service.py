@@ -13,10 +13,11 @@ from sqlalchemy import select
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.model import events as ev
-from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunPhase
+from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunPhase
 from armada.model.queues import Queue
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling import SchedulingConfig
+from armada.services import queries
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
@@ -99,6 +100,13 @@ async def submit(h: Harness, count: int, cpu: str = "1") -> list[str]:
     return [job.id for job in jobs]
 
 
+async def scheduled(h: Harness) -> list[Lease]:
+    """The leases of the queued jobs, once the executor's nodes are known and a cycle ran."""
+    await h.lease()
+    await h.scheduler.cycle()
+    return (await h.lease()).leases
+
+
 def report(run_id: str, job_id: str, phase: RunPhase = "running") -> tuple[str, RunPhase]:
     """A held run as the executor reports it (the job id only documents the call)."""
     return run_id, phase
@@ -125,6 +133,27 @@ async def test_jobs_flow_from_queued_to_succeeded(harness: Harness) -> None:
     assert await h.intake.report(batch) == 0  # a retried batch changes nothing
     assert set((await h.job_states()).values()) == {"SUCCEEDED"}
     assert await h.event_types(job_ids[0]) == ["submitted", "queued", "leased", "running", "succeeded"]
+
+
+async def test_ingress_info_is_recorded_once_per_running_run_and_shown_in_its_details(
+    harness: Harness,
+) -> None:
+    h = harness
+    [job_id] = await submit(h, 1)
+    [lease] = await scheduled(h)
+    addresses = {8080: "10.0.0.1:30080", 9090: "web-9090.default.jobs.example.com"}
+    info = RunEvent(run_id=lease.run_id, job_id=job_id, kind="ingressInfo", ingress_addresses=addresses)
+    assert await h.intake.report(RunEventBatch(executor_id="c1", events=[info])) == 0  # not running yet
+    running = RunEvent(run_id=lease.run_id, job_id=job_id, kind="running")
+    batch = RunEventBatch(executor_id="c1", events=[running, info, info])
+    assert await h.intake.report(batch) == 2  # running, then the first ingressInfo only
+    assert await h.intake.report(RunEventBatch(executor_id="c1", events=[info])) == 0  # retried: in the log
+    assert await h.event_types(job_id) == ["submitted", "queued", "leased", "running", "ingressInfo"]
+    details = await queries.run_details(h.database.store, [lease.run_id])
+    assert details[lease.run_id].ingress_addresses == addresses
+    jobs = await queries.job_details(h.database.store, [job_id], expand_spec=False, expand_runs=True)
+    assert jobs[job_id].job_runs[0].ingress_addresses == addresses
+    assert (await h.job_states())[job_id] == "RUNNING"
 
 
 async def test_nodes_are_asked_for_once_and_then_stand_until_changed(harness: Harness) -> None:

@@ -7,12 +7,15 @@ import ssl
 
 import pytest
 from structlog.testing import capture_logs
+from typer.testing import CliRunner
 
+from armada.cli.follow import notable
 from armada.cli.main import COMMANDS, build, named_commands
 from armada.client import ClientConfig
 from armada.model import events as ev
 from armada.services.job_log import log_job_event
 from armada.settings import load_settings
+from tests.processes import ROOT
 
 
 @pytest.mark.parametrize(
@@ -76,3 +79,15 @@ def test_a_plain_http_client_loads_no_ca_bundle_and_would_trust_nobody() -> None
     assert isinstance(context, ssl.SSLContext)
     assert context.verify_mode == ssl.CERT_REQUIRED and not context.get_ca_certs()
     assert "verify" not in ClientConfig(armada_url="https://armada.example").httpx_options()
+
+
+def test_watch_prints_where_a_jobs_ports_are_reached() -> None:
+    info = ev.JobIngressInfo(job_id="j", ingress_addresses={9090: "web.example.com", 8080: "127.0.0.1:8080"})
+    assert notable(info) == "job j exposes 8080 → 127.0.0.1:8080, 9090 → web.example.com"
+    assert notable(ev.JobIngressInfo(job_id="j")) is None
+
+
+def test_the_web_example_passes_the_dry_run() -> None:
+    result = CliRunner().invoke(build(), ["submit", "--dry-run", str(ROOT / "examples" / "web-job.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "1 job(s) for example/web look valid" in result.output

@@ -60,6 +60,8 @@ def event_message(seq: int, event: ev.Event) -> event_pb2.EventStreamMessage | N
             fields[name] = value
     if isinstance(event, ev.JobSubmitted):
         fields["job"] = job_to_proto(event.job)
+    elif isinstance(event, ev.JobIngressInfo):
+        fields["ingress_addresses"] = event.ingress_addresses
     elif isinstance(event, ev.JobFailed):
         fields["cause"] = event_pb2.Cause.Value(_CAUSES.get(event.cause.value, "Error"))
         if event.exit_code is not None:

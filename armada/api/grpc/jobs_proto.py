@@ -11,6 +11,7 @@ from armada_client.armada import submit_pb2
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from armada.api.grpc.convert import to_proto
 from armada.api.grpc.podspec import from_json, pod_spec_from_json
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import Job
@@ -62,4 +63,6 @@ def job_to_proto(job: Job) -> submit_pb2.Job:
         pod_spec=pod_spec,
         scheduling_resource_requirements=requirements,
         created=timestamp(job.created),
+        services=[to_proto(service, submit_pb2.ServiceConfig) for service in job.services],
+        ingress=[to_proto(config, submit_pb2.IngressConfig) for config in job.ingress],
     )

@@ -16,11 +16,13 @@ def make_backend(settings: ExecutorSettings) -> ClusterBackend:
     if settings.backend == "fake":
         from armada.executor.backends.fake import FakeBackend  # noqa: PLC0415 (lazy on purpose)
 
-        return FakeBackend(settings.fake, settings.cluster_id)
+        return FakeBackend(settings.fake, settings.cluster_id, ingress=settings.ingress)
     if settings.backend == "process":
         from armada.executor.backends.process import ProcessBackend  # noqa: PLC0415
 
         return ProcessBackend(settings.process, settings.cluster_id, retention)
     from armada.executor.backends.kubernetes import KubernetesBackend  # noqa: PLC0415
 
-    return KubernetesBackend(settings.kubernetes, retention, executor_id=settings.cluster_id)
+    return KubernetesBackend(
+        settings.kubernetes, retention, executor_id=settings.cluster_id, ingress=settings.ingress
+    )

@@ -17,8 +17,9 @@ import yaml
 
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.commands import container_argv, fake_plan
+from armada.executor.exposure import simulated_addresses
 from armada.executor.podspec import pod_name
-from armada.executor.settings import FakeNodeTemplate, FakeSettings
+from armada.executor.settings import FakeNodeTemplate, FakeSettings, IngressSettings
 from armada.model.leases import Lease, NodeReport, Taint
 
 log = structlog.get_logger(__name__)
@@ -60,8 +61,16 @@ def make_nodes(settings: FakeSettings, cluster_id: str) -> list[NodeReport]:
 class FakeBackend:
     """A ``ClusterBackend`` whose runs are timers."""
 
-    def __init__(self, settings: FakeSettings, cluster_id: str, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        settings: FakeSettings,
+        cluster_id: str,
+        *,
+        rng: random.Random | None = None,
+        ingress: IngressSettings | None = None,
+    ) -> None:
         self._settings = settings
+        self._ingress = ingress or IngressSettings()
         self._nodes = make_nodes(settings, cluster_id)
         self._rng = rng or random.Random()
         self._runs: dict[str, asyncio.Task[None]] = {}
@@ -120,6 +129,11 @@ class FakeBackend:
         )
         await observer.observe(base)
         await observer.observe(msgspec.structs.replace(base, kind="running"))
+        addresses = simulated_addresses(lease, lease.node, self._ingress)
+        if addresses:
+            await observer.observe(
+                msgspec.structs.replace(base, kind="ingressInfo", ingress_addresses=addresses)
+            )
         await asyncio.sleep(plan.seconds / self._settings.speed)
         if plan.exit_code == 0:
             await observer.observe(msgspec.structs.replace(base, kind="succeeded", exit_code=0))

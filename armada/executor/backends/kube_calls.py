@@ -126,12 +126,18 @@ class KubeCalls:
 
     def __init__(self, api: client.ApiClient, settings: KubernetesSettings) -> None:
         self._core = client.CoreV1Api(api)
+        self._networking = client.NetworkingV1Api(api)
         self._settings = settings
 
     @property
     def core(self) -> client.CoreV1Api:
         """The typed API whose methods are handed to ``once``/``retried``/``list_all``/``watch``."""
         return self._core
+
+    @property
+    def networking(self) -> client.NetworkingV1Api:
+        """The Ingress API (``networking.k8s.io/v1``), used like ``core``."""
+        return self._networking
 
     def backoff(self) -> Backoff:
         return Backoff(self._settings.retry_initial_seconds, self._settings.retry_max_seconds)

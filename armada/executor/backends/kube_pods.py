@@ -40,7 +40,7 @@ KUBELET_REFUSALS = re.compile(
 )
 
 
-_STATUS_KEYS = ("phase", "reason", "message", "conditions")
+_STATUS_KEYS = ("phase", "reason", "message", "conditions", "hostIP", "podIP")
 
 
 def slim(pod: Pod) -> Pod:

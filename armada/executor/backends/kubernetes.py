@@ -28,6 +28,7 @@ from kubernetes_asyncio import client
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client_from, close_api
 from armada.executor.backends.kube_create import create_refused
+from armada.executor.backends.kube_expose import Exposures
 from armada.executor.backends.kube_informer import NodeView
 from armada.executor.backends.kube_pods import (
     CachedPod,
@@ -40,7 +41,7 @@ from armada.executor.backends.kube_pods import (
     stuck_verdict,
 )
 from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod
-from armada.executor.settings import KubernetesSettings
+from armada.executor.settings import IngressSettings, KubernetesSettings
 from armada.model.leases import Lease, NodeReport, tail_text
 
 __all__ = ["KubernetesBackend", "api_client_from"]
@@ -70,6 +71,7 @@ class KubernetesBackend:
         *,
         api: client.ApiClient | None = None,
         executor_id: str = "",
+        ingress: IngressSettings | None = None,
     ) -> None:
         self._settings = settings
         self._retention = retention_seconds
@@ -90,6 +92,7 @@ class KubernetesBackend:
         self._released: dict[str, float] = {}
         self._deleted: dict[str, asyncio.Event] = {}
         self._failing: dict[str, asyncio.Task[None]] = {}
+        self._exposures = Exposures(ingress or IngressSettings())
         self._view: NodeView | None = None
         self._observer: RunObserver | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -113,6 +116,8 @@ class KubernetesBackend:
         async for page, _ in self._api_calls.pages(list_pods, label_selector=self._selector):
             for pod in page:
                 self._remember(pod)
+        if self._pods:
+            await self._exposures.recover(self._api_calls, self._selector)
         return [
             FoundRun(run_id=run_id, job_id=pod.job_id, phase=pod.held_phase)
             for run_id, pod in self._pods.items()
@@ -172,6 +177,7 @@ class KubernetesBackend:
                 if exc.status == 409:
                     clash = await self._name_clash(lease, name)
                     if clash == "ours":
+                        await self._exposures.create(self._api_calls, lease)
                         return pending  # a retried lease, or our earlier attempt did land
                     if clash == "cleared" and not cleared:
                         cleared = True
@@ -189,9 +195,11 @@ class KubernetesBackend:
                 continue
             self._remember(created)
             log.info("pod created", run_id=lease.run_id, job_id=lease.job_id, pod=name, node=lease.node)
+            await self._exposures.create(self._api_calls, lease, created)
             return pending
         # Out of attempts: the create may still have landed (5xx or no answer): read it back.
         if last is not None and last.ambiguous and await self._name_clash(lease, name, clear=False) == "ours":
+            await self._exposures.create(self._api_calls, lease)
             return pending
         return RunStatus(
             run_id=lease.run_id, kind="leaseReturned", pod_name=name, retryable=True,
@@ -296,6 +304,7 @@ class KubernetesBackend:
         self._pods.pop(run_id, None)
         self._first_seen.pop(run_id, None)
         self._released.pop(run_id, None)
+        self._exposures.forget(run_id)
         event = self._deleted.pop(run_id, None)
         if event is not None:
             event.set()
@@ -367,6 +376,9 @@ class KubernetesBackend:
         status = pod_run_status(pod)
         if status.kind != "failed":
             await self._report().observe(status)
+            info = self._exposures.info(pod, status)
+            if info is not None:  # the tracker keeps the first
+                await self._report().observe(info)
         elif status.run_id not in self._failing:
             # The log read is slow and may hang: it must not hold up the watch.
             task = asyncio.create_task(self._report_failure(pod, status))

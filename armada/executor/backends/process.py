@@ -33,12 +33,15 @@ from armada.executor.commands import container_argv, first_container
 from armada.executor.env import container_env, expand_refs
 from armada.executor.podspec import pod_name
 from armada.executor.settings import ProcessSettings
+from armada.model.ingress import exposed_ports
 from armada.model.leases import FailureCause, Lease, NodeReport
 
 log = structlog.get_logger(__name__)
 
 _WRAPPER = 'f=$1; shift; ( "$@" ); rc=$?; echo "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$rc"'
 _POLL_SECONDS = 0.5
+#: Where a run's exposed ports are reached: its process listens on this host.
+_LOCAL_HOST = "127.0.0.1"
 
 
 def host_capacity() -> dict[str, str]:
@@ -101,6 +104,8 @@ class ProcessBackend:
         """Follow adopted runs and start sweeping old run directories."""
         self._observer = observer
         for run in self._runs.values():
+            # Its ingressInfo may not have got out before the restart (the server keeps one).
+            await self._report_exposure(run.lease)
             run.watcher = asyncio.create_task(self._watch(run))
         self._sweeper = asyncio.create_task(self._sweep())
 
@@ -142,7 +147,25 @@ class ProcessBackend:
         run_dir.record_pid(run.pid)
         log.info("process started", run_id=lease.run_id, job_id=lease.job_id, pid=run.pid, argv=argv)
         await self._report().observe(msgspec.structs.replace(base, kind="running"))
+        await self._report_exposure(lease)
         run.watcher = asyncio.create_task(self._watch(run))
+
+    async def _report_exposure(self, lease: Lease) -> None:
+        """The run's ``ingressInfo``: its process listens on this host, so each exposed port
+        is reached at the host's port of the same number."""
+        ports = exposed_ports(lease.services, lease.ingress)
+        if ports:
+            addresses = {port: f"{_LOCAL_HOST}:{port}" for port in ports}
+            await self._report().observe(
+                RunStatus(
+                    run_id=lease.run_id,
+                    kind="ingressInfo",
+                    node=self._node_name,
+                    pod_name=pod_name(lease.job_id),
+                    pod_ip=_LOCAL_HOST,
+                    ingress_addresses=addresses,
+                )
+            )
 
     async def _spawn(
         self, run_dir: RunDir, argv: list[str], cwd: str, env: dict[str, str]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from armada.model.ingress import Ingresses, Services
 from armada.model.numbers import Count, Priority
 from armada.model.wire.base import IdList, Request, Response
 
@@ -20,12 +21,12 @@ class JobSubmitRequestItem(Request):
     pod_spec: dict[str, Any] | None = None
     pod_specs: list[dict[str, Any]] = []
     # Upstream fields: merged into the node selector; empty or this scheduler's name; stored
-    # as the ``armadaproject.io/externalJobUri`` annotation; ingress/services only empty.
+    # as the ``armadaproject.io/externalJobUri`` annotation; ports exposed (``model.ingress``).
     required_node_labels: dict[str, str] = {}
     scheduler: str = ""
     external_job_uri: str = ""
-    ingress: list[dict[str, Any]] = []
-    services: list[dict[str, Any]] = []
+    ingress: Ingresses = []
+    services: Services = []
 
 
 class JobSubmitRequest(Request):

@@ -35,6 +35,8 @@ class JobRunDetails(Response):
     #: Why the run ended (not upstream's): for a run a retry policy decided, the failure,
     #: its category and the decision, so a retried job's history explains itself.
     reason: str = ""
+    #: Ours: where the run's exposed ports are reached (its ``ingressInfo`` event), by port.
+    ingress_addresses: dict[int, str] = {}
 
 
 class JobDetails(Response):

@@ -30,17 +30,18 @@ import aiohttp.web
 from kubernetes_asyncio import client
 
 from tests.integration.executor.kube_kubelet import KubeletScript, merge, now
-from tests.integration.executor.kube_store import Change, Gone, Obj, Selector, SelectorError, Store
+from tests.integration.executor.kube_services import ServiceAllocator
+from tests.integration.executor.kube_store import (
+    ApiError,
+    Change,
+    Gone,
+    Obj,
+    Selector,
+    SelectorError,
+    Store,
+)
 
 Web = aiohttp.web
-
-
-class ApiError(Exception):
-    """An error the double answers with a ``Status`` body."""
-
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
 
 
 def status_body(code: int, reason: str, message: str) -> Obj:
@@ -80,8 +81,9 @@ class Hold:
 
 
 _ROUTE = re.compile(
-    r"^/(?:api/v1|apis/scheduling\.k8s\.io/v1)(?:/namespaces/(?P<ns>[^/]+))?/(?P<res>pods|nodes|namespaces"
-    r"|priorityclasses|resourcequotas)(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$"
+    r"^/(?:api/v1|apis/scheduling\.k8s\.io/v1|apis/networking\.k8s\.io/v1)(?:/namespaces/(?P<ns>[^/]+))?"
+    r"/(?P<res>pods|nodes|namespaces|priorityclasses|resourcequotas|services|ingresses)"
+    r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$"
 )
 _KINDS = {
     "pods": "Pod",
@@ -89,10 +91,13 @@ _KINDS = {
     "namespaces": "Namespace",
     "priorityclasses": "PriorityClass",
     "resourcequotas": "ResourceQuota",
+    "services": "Service",
+    "ingresses": "Ingress",
 }
+_API_VERSIONS = {"priorityclasses": "scheduling.k8s.io/v1", "ingresses": "networking.k8s.io/v1"}
 
 
-class KubeDouble(KubeletScript):
+class KubeDouble(KubeletScript, ServiceAllocator):
     """The API server double; tests script the cluster through its methods."""
 
     def __init__(self) -> None:
@@ -124,6 +129,7 @@ class KubeDouble(KubeletScript):
         self._holds: list[Hold] = []
         self._request_seen = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
+        self.node_ports: set[int] = set()
         for name in ("default", "kube-system"):
             self.add_namespace(name)
 
@@ -239,9 +245,11 @@ class KubeDouble(KubeletScript):
             self._admit(ns, name, body)
         if self.store.get(res, ns, name) is not None:
             raise ApiError(409, "AlreadyExists", f'{res} "{name}" already exists')
+        if res == "services":
+            self.allocate(body)
         metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now())
         body.setdefault("kind", _KINDS[res])
-        body.setdefault("apiVersion", "scheduling.k8s.io/v1" if res == "priorityclasses" else "v1")
+        body.setdefault("apiVersion", _API_VERSIONS.get(res, "v1"))
         if res == "pods":
             body["spec"].setdefault("terminationGracePeriodSeconds", 30)
             body.setdefault("status", {}).setdefault("phase", "Pending")

@@ -15,6 +15,9 @@ from typing import Any
 
 from tests.integration.executor.kube_store import Obj, Selector, Store
 
+#: Resources whose objects the garbage collector deletes with their owner.
+OWNED_RESOURCES = ("services", "ingresses")
+
 
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -36,6 +39,8 @@ class KubeletScript:
 
     store: Store
     termination_seconds: float
+    #: How long after its owner pod is removed an owned object is (the collector is asynchronous).
+    collection_seconds: float = 0.05
     unreachable: set[str]
     sigterm_exit: dict[str, int]
     _tasks: set[asyncio.Task[None]]
@@ -86,13 +91,20 @@ class KubeletScript:
         pod.setdefault("status", {})["conditions"] = conditions
         return self.store.put("pods", pod)
 
-    def run(self, name: str, namespace: str = "default", node: str = "node-1") -> Obj:
-        """Bound and running, as the kubelet reports a started pod."""
+    def run(
+        self, name: str, namespace: str = "default", node: str = "node-1", host_ip: str = "10.0.0.1"
+    ) -> Obj:
+        """Bound and running, as the kubelet reports a started pod (with its node's and its own IP)."""
         if not self.pod(name, namespace)["spec"].get("nodeName"):
             self.bind(name, node, namespace)
         started = {"running": {"startedAt": now()}}
         return self.set_pod(
-            name, namespace, phase="Running", containerStatuses=self._containers(name, namespace, started)
+            name,
+            namespace,
+            phase="Running",
+            hostIP=host_ip,
+            podIP="10.244.0.2",
+            containerStatuses=self._containers(name, namespace, started),
         )
 
     def exit(self, name: str, code: int, namespace: str = "default", reason: str = "") -> Obj:
@@ -162,7 +174,17 @@ class KubeletScript:
             pod["metadata"]["deletionGracePeriodSeconds"] = 0
             return self.store.put("pods", pod)
         self.store.remove("pods", pod)
+        self._spawn(self._collect_garbage(pod["metadata"].get("uid", "")))
         return pod
+
+    async def _collect_garbage(self, owner_uid: str) -> None:
+        """Kubernetes' garbage collector: soon after an owner goes, objects it owns go too."""
+        await asyncio.sleep(self.collection_seconds)
+        for resource in OWNED_RESOURCES:
+            for obj in self.store.select(Selector(resource)):
+                owners = obj["metadata"].get("ownerReferences") or []
+                if owner_uid and any(ref.get("uid") == owner_uid for ref in owners):
+                    self.store.remove(resource, obj)
 
     async def _terminate(self, namespace: str, name: str) -> None:
         """The kubelet: SIGTERM, a terminal phase from the exit code (1.27+), then removal."""

@@ -28,7 +28,17 @@ FIELD_LABELS = {
     "namespaces": {"metadata.name", "status.phase"},
     "priorityclasses": {"metadata.name"},
     "resourcequotas": {"metadata.name", "metadata.namespace"},
+    "services": {"metadata.name", "metadata.namespace"},
+    "ingresses": {"metadata.name", "metadata.namespace"},
 }
+
+
+class ApiError(Exception):
+    """An error the double answers with a ``Status`` body."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
 
 
 class SelectorError(ValueError):

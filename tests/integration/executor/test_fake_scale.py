@@ -5,21 +5,42 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import msgspec
+
 from armada.executor.backends.fake import FakeBackend, load_node_templates, make_nodes
-from armada.executor.settings import FakeSettings
+from armada.executor.settings import FakeSettings, IngressSettings
+from armada.model.ingress import IngressConfig, ServiceConfig
+from armada.model.leases import Lease
 from tests.integration.executor.conftest import RunningExecutor, lease
 from tests.integration.executor.contract_server import ContractServer
 
 RUNS = 3000
 
 
+def exposing(leased: Lease) -> Lease:
+    """``leased`` with a NodePort service on 8080 and an ingress on 9090."""
+    container = {
+        **leased.pod_spec["containers"][0],
+        "ports": [{"containerPort": 8080}, {"containerPort": 9090}],
+    }
+    return msgspec.structs.replace(
+        leased,
+        pod_spec={"containers": [container]},
+        services=[ServiceConfig(ports=[8080])],
+        ingress=[IngressConfig(ports=[9090])],
+    )
+
+
 async def test_ten_thousand_nodes_and_thousands_of_concurrent_runs(
     server: ContractServer, executor: RunningExecutor
 ) -> None:
-    backend = FakeBackend(FakeSettings(nodes=10_000), "big")
+    ingress = IngressSettings(hostname_suffix="jobs.example.com")
+    backend = FakeBackend(FakeSettings(nodes=10_000), "big", ingress=ingress)
     server.offer(
         *(
             lease(f"r{i}", argv=["sh", "-c", "sleep 3; exit 3" if i % 10 == 0 else "sleep 3"])
+            if i % 10 != 5
+            else exposing(lease(f"r{i}", argv=["sleep", "3"]))
             for i in range(RUNS)
         )
     )
@@ -35,6 +56,13 @@ async def test_ten_thousand_nodes_and_thousands_of_concurrent_runs(
     assert sum(kinds[(f"r{i}", "running")] for i in range(RUNS)) == RUNS
     failed = [e for e in server.events.values() if e.kind == "failed"]
     assert len(failed) == RUNS // 10 and {e.exit_code for e in failed} == {3}
+    exposed = [e for e in server.events.values() if e.kind == "ingressInfo"]
+    assert len(exposed) == RUNS // 10  # once per run that exposes ports
+    for event in exposed:
+        node, _, node_port = event.ingress_addresses[8080].partition(":")
+        assert node == "test-cluster-node-0" and 30000 <= int(node_port) <= 32767  # the leased node
+        pod = f"armada-job-{event.run_id}-0"
+        assert event.ingress_addresses[9090] == f"main-9090-{pod}.default.jobs.example.com"
     running_at_once = max(len(r.runs) for r in server.lease_requests)
     assert running_at_once > 1000, "runs overlap rather than run one after another"
 

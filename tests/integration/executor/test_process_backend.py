@@ -9,6 +9,7 @@ import pytest
 
 from armada.executor.backends.process import ProcessBackend
 from armada.executor.settings import ProcessSettings
+from armada.model.ingress import ServiceConfig
 from armada.model.leases import LOG_TAIL_BYTES, Lease
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.recorder import Recorder
@@ -157,7 +158,9 @@ async def test_restarted_backend_adopts_its_runs(tmp_path: Path) -> None:
     await first.start(recorder)
     go = tmp_path / "go"
     await first.launch(lease("waits", argv=["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done; exit 4"]))
-    await first.launch(lease("sleeps", argv=["sleep", "1000"]))
+    sleeps = lease("sleeps", argv=["sleep", "1000"], services=[ServiceConfig(ports=[8080])])
+    sleeps.pod_spec["containers"][0]["ports"] = [{"containerPort": 8080}]
+    await first.launch(sleeps)
     await first.launch(lease("done", argv=["true"]))
     await recorder.wait_for(lambda: recorder.finished("done"))
     await first.release("done")
@@ -172,7 +175,10 @@ async def test_restarted_backend_adopts_its_runs(tmp_path: Path) -> None:
     assert (again.final("waits").kind, again.final("waits").exit_code) == ("failed", 4)
     await second.kill("sleeps")
     assert again.gone_runs == ["sleeps"]
-    assert again.kinds("sleeps") == []
+    # Where its port is reached is said again (the server keeps the first it got).
+    assert recorder.kinds("sleeps") == ["pending", "running", "ingressInfo"]
+    assert again.kinds("sleeps") == ["ingressInfo"]
+    assert again.statuses[0].ingress_addresses == {8080: "127.0.0.1:8080"}
     await second.close()
 
 

@@ -44,6 +44,26 @@ async def test_only_forward_moves_become_events() -> None:
     assert tracker.reports() == {} and sink.released == ["r1"]
 
 
+async def test_ingress_info_is_reported_once_and_only_while_running() -> None:
+    tracker, sink = make()
+    tracker.accept(lease("r1"))
+    addresses = {8080: "10.0.0.1:30080"}
+    info = RunStatus(run_id="r1", kind="ingressInfo", ingress_addresses=addresses, pod_ip="10.244.0.2")
+    await tracker.observe(RunStatus(run_id="r1", kind="pending"))
+    await tracker.observe(info)  # the addresses of a pod not running yet are not reported
+    for status in (
+        RunStatus(run_id="r1", kind="running"),
+        info,
+        info,
+        RunStatus(run_id="r1", kind="succeeded"),
+    ):
+        await tracker.observe(status)
+    await tracker.observe(info)
+    assert [e.kind for e in sink.events] == ["pending", "running", "ingressInfo", "succeeded"]
+    assert (sink.events[2].ingress_addresses, sink.events[2].pod_ip) == (addresses, "10.244.0.2")
+    assert tracker.reports() == {"r1": "running"}  # ingressInfo is no phase
+
+
 async def test_killed_run_reports_nothing_more_and_leaves_when_gone() -> None:
     tracker, sink = make()
     tracker.accept(lease("r1"))

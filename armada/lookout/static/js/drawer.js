@@ -68,14 +68,32 @@ function failure(detail) {
     detail.logTail ? [h("h4", {}, "Log tail"), h("pre", { class: "log" }, detail.logTail)] : "");
 }
 
+// A host, or host:port, as executors report an exposed port's address: anything else is shown
+// as text, never made into a link.
+const ADDRESS = /^[A-Za-z0-9.-]+(:[0-9]{1,5})?$/;
+
+/** Each exposed port's address: a link (opened apart from Lookout) when it is one. */
+function addressList(addresses) {
+  const entries = Object.entries(addresses || {});
+  if (!entries.length) return "";
+  return h("ul", { class: "plain addresses" }, entries.map(([port, address]) => h("li", {},
+    `${port} → `,
+    ADDRESS.test(address)
+      ? h("a", { href: `http://${address}/`, target: "_blank", rel: "noopener noreferrer", class: "mono" }, address)
+      : h("span", { class: "mono" }, address))));
+}
+
 function runsTable(runs) {
   if (!runs.length) return notice("No runs yet: the job has not been leased to a node.");
+  const exposes = runs.some((run) => Object.keys(run.ingressAddresses || {}).length);
+  const heads = ["Run", "State", "Cluster", "Node", "Leased", "Started", "Finished", "Exit", ...(exposes ? ["Addresses"] : [])];
   return h("div", { class: "table-wrap" }, h("table", { class: "runs" },
-    h("thead", {}, h("tr", {}, ["Run", "State", "Cluster", "Node", "Leased", "Started", "Finished", "Exit"].map((t) => h("th", {}, t)))),
+    h("thead", {}, h("tr", {}, heads.map((t) => h("th", {}, t)))),
     h("tbody", {}, runs.map((run) => h("tr", {},
       h("td", { class: "mono", title: run.runId }, run.runId.slice(0, 8)), h("td", {}, run.state),
       h("td", {}, run.cluster), h("td", {}, run.node), h("td", {}, fmtTime(run.leased)),
-      h("td", {}, fmtTime(run.started)), h("td", {}, fmtTime(run.finished)), h("td", {}, run.exitCode ?? ""))))));
+      h("td", {}, fmtTime(run.started)), h("td", {}, fmtTime(run.finished)), h("td", {}, run.exitCode ?? ""),
+      exposes ? h("td", {}, addressList(run.ingressAddresses)) : "")))));
 }
 
 function fieldText(value) {

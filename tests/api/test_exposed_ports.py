@@ -1,0 +1,102 @@
+"""Submitting ``services`` and ``ingress`` over real HTTP: stored with the job, and every
+bad config refused with a 400 naming its field (and nothing appended)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from armada.client import ArmadaClient
+from armada.model.ingress import IngressConfig, ServiceConfig
+from tests.api.jobs import pod_spec, raw_item
+from tests.servers import ApiServer
+
+
+def ported_spec(*containers: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """A pod spec whose containers declare ``ports``."""
+    spec = pod_spec()
+    template = spec["containers"][0]
+    spec["containers"] = [{**template, "name": name, "ports": ports} for name, ports in containers]
+    return spec
+
+
+WEB = ported_spec(("web", [{"containerPort": 8080}, {"containerPort": 9090, "protocol": "UDP"}]))
+
+
+def submit(server: ApiServer, queue: str, **fields: Any) -> httpx.Response:
+    body = {"queue": queue, "jobSetId": "set", "jobRequestItems": [raw_item(**fields)]}
+    with httpx.Client(base_url=server.url) as http:
+        return http.post("/v1/job/submit", json=body)
+
+
+def test_services_and_ingress_are_kept_with_the_job(
+    server: ApiServer, client: ArmadaClient, queue: str
+) -> None:
+    response = submit(
+        server,
+        queue,
+        podSpec=WEB,
+        services=[
+            {"type": "NodePort", "ports": [8080]},
+            {"type": "Headless", "ports": [9090], "name": "peers"},
+        ],
+        ingress=[
+            {"ports": [8080], "tlsEnabled": True, "annotations": {"a": "b"}, "useClusterIP": True},
+        ],
+    )
+    assert response.status_code == 200, response.text
+    job_id = response.json()["jobResponseItems"][0]["jobId"]
+    job = client.job_details([job_id], expand_spec=True)[job_id].job_spec
+    assert job is not None
+    assert job.services == [
+        ServiceConfig(ports=[8080]),
+        ServiceConfig(type="Headless", ports=[9090], name="peers"),
+    ]
+    assert job.ingress == [
+        IngressConfig(ports=[8080], tls_enabled=True, annotations={"a": "b"}, use_cluster_ip=True)
+    ]
+
+
+BAD: list[tuple[dict[str, Any], str]] = [
+    ({"services": [{"ports": [8081]}]}, "services[0].ports[0]"),  # no container declares it
+    ({"services": [{"ports": []}]}, "services[0].ports"),
+    ({"services": [{"ports": [0]}]}, "services[0].ports[0]"),
+    ({"services": [{"ports": [70000]}]}, "services[0].ports[0]"),
+    ({"services": [{"type": "LoadBalancer", "ports": [8080]}]}, "services[0].type"),
+    ({"services": [{"ports": [8080], "colour": "red"}]}, "services[0].colour"),
+    ({"services": [{"ports": [8080]}, {"ports": [8080]}]}, "services[1].ports[0]"),
+    ({"services": [{"ports": [8080], "name": "Not_A_Label"}]}, "services[0].name"),
+    (
+        {"services": [{"ports": [8080], "name": "x"}, {"type": "Headless", "ports": [8080], "name": "x"}]},
+        "services[1].name",
+    ),
+    ({"ingress": [{"ports": [8080, 8080]}]}, "ingress[0].ports[1]"),
+    ({"ingress": [{"ports": [8080]}, {"ports": [8080]}]}, "ingress[1].ports[0]"),
+    ({"ingress": [{"ports": [8080], "certName": "Bad Secret"}]}, "ingress[0].certName"),
+    ({"ingress": [{"ports": [-1]}]}, "ingress[0].ports[0]"),
+]
+
+
+@pytest.mark.parametrize(("fields", "field"), BAD, ids=[f for _, f in BAD])
+def test_bad_configs_are_refused_naming_the_field(
+    server: ApiServer, queue: str, fields: dict[str, Any], field: str
+) -> None:
+    head = server.head()
+    response = submit(server, queue, podSpec=WEB, **fields)
+    assert response.status_code == 400, response.text
+    assert response.json()["field"] == f"jobRequestItems[0].{field}"
+    assert server.head() == head
+
+
+def test_ambiguous_and_host_ports_are_refused(server: ApiServer, queue: str) -> None:
+    twice = ported_spec(("a", [{"containerPort": 8080}]), ("b", [{"containerPort": 8080}]))
+    response = submit(server, queue, podSpec=twice, services=[{"ports": [8080]}])
+    assert response.status_code == 400
+    assert "containers a, b" in response.json()["detail"]
+    host = ported_spec(("a", [{"containerPort": 8080, "hostPort": 8080}]))
+    response = submit(server, queue, podSpec=host, ingress=[{"ports": [8080]}])
+    assert response.status_code == 400
+    assert response.json()["field"] == "jobRequestItems[0].ingress[0].ports[0]"
+    assert "hostPort" in response.json()["detail"]
