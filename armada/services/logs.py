@@ -49,6 +49,8 @@ class LogService:
 
     async def read(self, reads: ReadScope, request: LogRequest) -> LogResponse:
         """The lines of the job's latest run (or ``runId``) the caller may watch."""
+        if not request.job_id:
+            raise InvalidRequest("a job id is required", field="jobId")
         since = _since_time(request.since_time)
         if request.pod_number != 0:
             raise NotFound(f"job {request.job_id} has one pod, number 0", field="podNumber")

@@ -39,7 +39,8 @@ class LogOptions(Request):
 
 
 class LogRequest(Request):
-    job_id: Name
+    #: Required (checked by the service, so that its absence is a 400 naming it).
+    job_id: Name = ""
     #: The run to read (not upstream's); empty: the job's latest run.
     run_id: Name = ""
     #: Upstream's pod of a multi-pod job; jobs here have one pod, number 0.
