@@ -46,12 +46,16 @@ class Running(msgspec.Struct):
 @pytest.fixture
 def running(server: ApiServer) -> Running:
     """A job running on executor ``cluster-1``, which has just called in."""
+    return run_a_job(server, server)
+
+
+def run_a_job(server: ApiServer, executor_calls: ApiServer) -> Running:
     queue = f"q-{uuid.uuid4().hex[:12]}"
     with ArmadaClient(server.url) as client:
         client.create_queue(Queue(name=queue))
         [job_id] = client.submit_jobs(queue, "set", [item()])
     run_id = start(server, queue, "set", job_id)
-    lease_call(server, {run_id: "running"}, wait_millis=0)
+    lease_call(executor_calls, {run_id: "running"}, wait_millis=0)
     return Running(queue, job_id, run_id)
 
 
@@ -188,3 +192,26 @@ def test_a_silent_executor_is_a_503_at_once(server: ApiServer, running: Running)
 def test_an_answer_nobody_waits_for_is_404(server: ApiServer) -> None:
     response = answer(server, {"requestId": "nobody-waits"})
     assert (response.status_code, response.json()["field"]) == (404, "requestId")
+
+
+@pytest.mark.postgres
+def test_replicas_pass_requests_and_answers_through_the_database(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The user asks replica A; the executor long-polls and answers replica B."""
+    settings = Settings(scheduler=SchedulerServiceSettings(log_wait_seconds=LOG_WAIT))
+    directory = tmp_path_factory.mktemp("replicas")
+    with (
+        database_url_for("postgres", directory) as url,
+        serving(url, settings) as replica_a,
+        serving(url, settings) as replica_b,
+    ):
+        job = run_a_job(replica_a, replica_b)
+        replica_a.run(replica_a.app.state.services.follower.catch_up())  # has heard of cluster-1
+        executor = Executor(replica_b, job.run_id, {"lines": [{"line": "from b"}]})
+        executor.start()
+        executor.polling.wait()
+        response = read_log(replica_a, {"jobId": job.job_id})
+        executor.join(30)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"log": [{"line": "from b"}]}
