@@ -134,9 +134,9 @@ class ExecutorAgent:
                 self._answer_log_later(order)
             if response.nodes_wanted and request.nodes is None:
                 continue  # the server lost our nodes: send them at once
-            busy = bool(
-                response.leases or response.cancel_runs or response.preempt_runs or response.log_requests
-            )
+            busy = bool(response.leases or response.cancel_runs or response.preempt_runs)
+            if response.log_requests and not busy:
+                continue  # a call that only carried log reads: be back in the long poll at once
             settings = self._settings
             interval = settings.min_lease_interval_seconds if busy else settings.idle_lease_interval_seconds
             wait = interval - (time.monotonic() - started)
