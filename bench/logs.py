@@ -34,16 +34,20 @@ from tests.e2e.cluster import job, wait_for
 CHATTY = "i=0; while true; do i=$((i+1)); echo line-$i; sleep 0.1; done"
 
 
-def measure(client: ArmadaClient, job_id: str, reads: int, tail: int) -> list[float]:
+def measure(client: ArmadaClient, job_id: str, reads: int, tail: int) -> tuple[list[float], list[float]]:
+    """Latencies of log reads and, for scale, of plain job-status queries between them."""
     request = LogRequest(job_id=job_id, log_options=LogOptions(tail_lines=tail))
-    latencies = []
+    latencies, baseline = [], []
     for _ in range(reads):
         started = time.perf_counter()
         lines = client.job_logs(request)
         latencies.append(time.perf_counter() - started)
         assert len(lines) == tail, f"expected {tail} lines, got {len(lines)}"
         time.sleep(0.05)  # idle between reads, as a user or Lookout's follow is
-    return latencies
+        started = time.perf_counter()
+        client.job_status([job_id])
+        baseline.append(time.perf_counter() - started)
+    return latencies, baseline
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -64,7 +68,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         stack.callback(client.cancel_jobs, "bench", "logs", [job_id])
         wait_for(lambda: client.job_status([job_id])[job_id] == "RUNNING", what="the job to run")
         wait_for(lambda: len(client.job_logs(LogRequest(job_id=job_id))) >= args.tail, what="lines")
-        latencies = sorted(measure(client, job_id, args.reads, args.tail))
+        latencies, baseline = measure(client, job_id, args.reads, args.tail)
+        latencies.sort()
     return {
         "benchmark": "logs_idle_latency",
         "database": "postgresql" if args.database_url.startswith("postgres") else "sqlite",
@@ -74,6 +79,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "p50_ms": round(statistics.median(latencies) * 1000, 1),
         "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))] * 1000, 1),
         "max_ms": round(latencies[-1] * 1000, 1),
+        "status_query_p50_ms": round(statistics.median(baseline) * 1000, 1),
     }
 
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import msgspec
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from armada.eventstore import dialects
@@ -66,27 +66,16 @@ class LogMailbox:
         self.signals.publish(orders_topic(executor_id))
 
     async def take(self, executor_id: str, now: float) -> list[LogOrder]:
-        """Orders for ``executor_id`` not handed out yet; each is handed out once."""
-        async with self.engine.connect() as conn:
-            rows = (
-                await conn.execute(
-                    select(table.c.request_id, table.c.order).where(
-                        table.c.executor_id == executor_id, table.c.taken.is_(None)
-                    )
-                )
-            ).all()
-        if not rows:
-            return []
-        ids = [row.request_id for row in rows]
+        """Orders for ``executor_id`` not handed out yet; each is handed out once (one
+        statement: concurrent takers never get the same order)."""
         async with self._write() as conn:
             taken = await conn.execute(
                 update(table)
-                .where(table.c.request_id.in_(ids), table.c.taken.is_(None))
+                .where(table.c.executor_id == executor_id, table.c.taken.is_(None))
                 .values(taken=now)
-                .returning(table.c.request_id)
+                .returning(table.c.order)
             )
-            mine = {row.request_id for row in taken}
-        return [_decode_order(row.order) for row in rows if row.request_id in mine]
+            return [_decode_order(row.order) for row in taken]
 
     async def answer(self, answer: LogAnswer) -> bool:
         """Store the answer; False if no request of that executor has that id (any more)."""
@@ -108,12 +97,15 @@ class LogMailbox:
 
     async def collect(self, request_id: str) -> LogAnswer | None:
         """The answer to ``request_id`` once stored (its row is then deleted), else None."""
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(select(table.c.answer).where(table.c.request_id == request_id))).first()
-        if row is None or row.answer is None:
-            return None
-        await self.withdraw(request_id)
-        return _decode_answer(row.answer)
+        async with self._write() as conn:
+            row = (
+                await conn.execute(
+                    delete(table)
+                    .where(table.c.request_id == request_id, table.c.answer.is_not(None))
+                    .returning(table.c.answer)
+                )
+            ).first()
+        return _decode_answer(row.answer) if row is not None else None
 
     async def withdraw(self, request_id: str) -> None:
         """Nobody waits for ``request_id`` any more."""

@@ -126,10 +126,13 @@ class LeaseService:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
+            seq = self.state.seq
             await self._wait_news(remaining, orders)
-            await self.follower.catch_up()
-            response = await self._respond(request)
-            if orders is not None and orders.is_set():
+            posted = orders is not None and orders.is_set()
+            if not posted or self.follower.applied.head > seq:  # the log moved (or time is up)
+                await self.follower.catch_up()
+                response = await self._respond(request)
+            if orders is not None and posted:
                 orders.clear()
                 response.log_requests = await self._log_orders(request.executor_id)
         return response

@@ -110,21 +110,18 @@ class LogService:
         topic = answer_topic(order.request_id)
         signals = self.mailbox.signals
         deadline = time.monotonic() + self.settings.log_wait_seconds
-        await self.mailbox.post(executor_id, order, self.clock())
         answer: LogAnswer | None = None
-        arrived = signals.subscribe(topic)
+        arrived = signals.subscribe(topic)  # before posting: no answer can be missed
         try:
-            while True:
+            await self.mailbox.post(executor_id, order, self.clock())
+            while (remaining := deadline - time.monotonic()) > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(remaining, _RECHECK_SECONDS)):
+                        await arrived.wait()
                 arrived.clear()
                 answer = await self.mailbox.collect(order.request_id)
                 if answer is not None:
                     return answer
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(min(remaining, _RECHECK_SECONDS)):
-                        await arrived.wait()
         finally:
             signals.unsubscribe(topic, arrived)
             if answer is None:
