@@ -144,11 +144,13 @@ class FakeBackend:
         )
         await observer.observe(base)
         await observer.observe(msgspec.structs.replace(base, kind="running"))
-        self._spans[lease.run_id] = (time.time(), None)
+        started = time.time()
+        self._spans[lease.run_id] = (started, None)
         if len(self._spans) > _LOGS_KEPT:
             self._spans.popitem(last=False)
         await asyncio.sleep(plan.seconds / self._settings.speed)
-        self._spans[lease.run_id] = (self._spans.get(lease.run_id, (time.time(), None))[0], time.time())
+        if lease.run_id in self._spans:  # the simulated run lasted exactly its plan
+            self._spans[lease.run_id] = (started, started + plan.seconds / self._settings.speed)
         if plan.exit_code == 0:
             await observer.observe(msgspec.structs.replace(base, kind="succeeded", exit_code=0))
         else:
