@@ -182,6 +182,15 @@ class SchedulerServiceSettings(_Area):
     leader_retry_interval: Annotated[
         float, Meta(gt=0, description="Seconds between attempts of a standby replica to become the leader.")
     ] = 1.0
+    log_wait_seconds: Annotated[
+        float,
+        Meta(
+            gt=0,
+            le=300,
+            description="Longest a log read (``/v1/binoculars/log``) waits for the executor that ran "
+            "the job to answer before it fails with 503.",
+        ),
+    ] = 10.0
 
 
 class SubmissionSettings(_Area):

@@ -24,7 +24,7 @@ from armada.auth.secrets import hash_token
 from armada.auth.settings import EXECUTORS, StaticToken
 from armada.eventstore.store import EventStore
 from armada.model.events import Event
-from armada.settings import DatabaseSettings, SchedulerServiceSettings, ServerSettings, Settings
+from armada.settings import DatabaseSettings, ServerSettings, Settings
 from tests.processes import TEST_EXECUTOR_TOKEN, free_port
 
 #: Anonymous callers may not execute jobs: executor calls send this header.
@@ -79,7 +79,7 @@ def serving(database_url: str, settings: Settings | None = None) -> Iterator[Api
         if settings.server.grpc_port != ServerSettings().grpc_port
         else msgspec.structs.replace(settings.server, grpc_port=0),
         # The tests stand in for the scheduler and executors by appending their events.
-        scheduler=SchedulerServiceSettings(enabled=False),
+        scheduler=msgspec.structs.replace(settings.scheduler, enabled=False),
     )
     app = create_app(settings)
     port = free_port()

@@ -23,6 +23,7 @@ import armada
 from armada.api import (
     executor_routes,
     job_routes,
+    log_routes,
     lookout_routes,
     metrics_routes,
     query_routes,
@@ -47,6 +48,7 @@ from armada.auth.policy import Authenticated, public_if
 from armada.auth.secrets import hash_token, new_token
 from armada.auth.settings import StaticToken
 from armada.eventstore.database import Database
+from armada.eventstore.log_mailbox import LogMailbox
 from armada.executor.admission import ANY_NAMESPACE
 from armada.executor.runner import run_executor
 from armada.executor.settings import ExecutorSettings
@@ -56,6 +58,7 @@ from armada.services.follower import LogFollower
 from armada.services.job_log import log_job_changes
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
+from armada.services.logs import LogService
 from armada.services.quarantine import Quarantine
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
@@ -140,6 +143,7 @@ def create_app(settings: Settings) -> Litestar:
             if settings.scheduler.enabled:
                 scheduler.start()
                 stack.push_async_callback(scheduler.stop)
+            mailbox = LogMailbox(database.engine, database.signals)
             services = Services(
                 database=database,
                 access=access,
@@ -155,10 +159,12 @@ def create_app(settings: Settings) -> Litestar:
                     follower,
                     settings.scheduler,
                     priority_class_name_override=settings.scheduling.priority_class_name_override,
+                    mailbox=mailbox,
                 ),
                 run_events=RunEventIntake(
                     database.store, settings.scheduler, settings.scheduling.retry_policy, follower
                 ),
+                logs=LogService(database.store, mailbox, follower, settings.scheduler),
                 metrics=metrics,
             )
             app.state.services = services
@@ -171,6 +177,7 @@ def create_app(settings: Settings) -> Litestar:
                     shutdown=services.shutdown,
                     streams=services.streams,
                     max_queued=settings.submission.max_queued_jobs_per_queue,
+                    log_service=services.logs,
                 )
                 grpc_server = await start_grpc(settings.server, grpc_services)
                 stack.push_async_callback(stop_grpc, grpc_server, settings.server.shutdown_timeout)
@@ -192,6 +199,7 @@ def create_app(settings: Settings) -> Litestar:
             *job_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,
+            *log_routes.ROUTES,
             *report_routes.ROUTES,
             *metrics_routes.ROUTES,
             *lookout_routes.ROUTES,

@@ -24,6 +24,7 @@ from armada.eventstore.store import EventStore
 from armada.metrics.server import ServerMetrics
 from armada.scheduling.config import SchedulingConfig
 from armada.services.leases import LeaseService
+from armada.services.logs import LogService
 from armada.services.pod_policy import QueueSecurityGate
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
@@ -63,6 +64,10 @@ async def provide_leases(state: State) -> LeaseService:
     return services_of(state).leases
 
 
+async def provide_logs(state: State) -> LogService:
+    return services_of(state).logs
+
+
 async def provide_run_events(state: State) -> RunEventIntake:
     return services_of(state).run_events
 
@@ -100,6 +105,7 @@ DEPENDENCIES = {
     "scheduler": Provide(provide_scheduler),
     "leases": Provide(provide_leases),
     "run_events": Provide(provide_run_events),
+    "logs": Provide(provide_logs),
     "quota": Provide(provide_quota),
     "shutdown": Provide(provide_shutdown),
     "metrics": Provide(provide_metrics),
@@ -119,6 +125,7 @@ Scheduling = NamedDependency[SchedulingConfig]
 Scheduler = NamedDependency[SchedulerService]
 Leases = NamedDependency[LeaseService]
 RunEvents = NamedDependency[RunEventIntake]
+Logs = NamedDependency[LogService]
 Quota = NamedDependency[StreamQuota]
 Shutdown = NamedDependency[ShutdownSignal]
 Metrics = NamedDependency[ServerMetrics]

@@ -1,4 +1,5 @@
-"""``/v1/executor/*``: the lease protocol between the server and its executors.
+"""``/v1/executor/*``: the lease protocol between the server and its executors (and the
+executors' answers to the log requests their lease calls carried).
 
 Both calls name the executor they act for (``executorId``); the credential must hold
 ``execute_jobs`` and name that id (``auth.tokens[].executors``), so that one cluster's
@@ -13,9 +14,10 @@ from litestar import Request, post
 from litestar.params import JSONBody
 
 from armada.api.access import require_executor
-from armada.api.dependencies import Leases, RunEvents
+from armada.api.dependencies import Leases, Logs, RunEvents
 from armada.auth.policy import as_executor
-from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, RunEventBatch
+from armada.model.errors import NotFound
+from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, LogAnswer, RunEventBatch
 
 AnyRequest = Request[Any, Any, Any]
 
@@ -45,4 +47,21 @@ async def events(data: JSONBody[RunEventBatch], run_events: RunEvents, request: 
     return EventsAccepted()
 
 
-ROUTES = [lease, events]
+@post(
+    "/v1/executor/logs",
+    status_code=200,
+    tags=["executor"],
+    summary="Answer a log request the lease call handed out",
+    opt=as_executor(body="executorId"),
+)
+async def log_answer(data: JSONBody[LogAnswer], logs: Logs, request: AnyRequest) -> EventsAccepted:
+    require_executor(request, data.executor_id)
+    if not await logs.mailbox.answer(data):
+        raise NotFound(
+            f"no log request {data.request_id} of executor {data.executor_id} waits (it timed out)",
+            field="requestId",
+        )
+    return EventsAccepted()
+
+
+ROUTES = [lease, events, log_answer]

@@ -28,6 +28,7 @@ from armada.model.errors import (
     NotFound,
     PermissionDenied,
     Unauthenticated,
+    Unavailable,
 )
 
 PROBLEM_JSON = "application/problem+json"
@@ -59,6 +60,7 @@ STATUS: dict[type[ArmadaError], tuple[int, str]] = {
     NotFound: (404, "Not found"),
     Conflict: (409, "Conflict"),
     LimitExceeded: (429, "Too many requests"),
+    Unavailable: (503, "Service unavailable"),
 }
 
 

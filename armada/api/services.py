@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: the guard (access.py) reads the services 
     from armada.scheduling.config import SchedulingConfig
     from armada.services.follower import LogFollower
     from armada.services.leases import LeaseService
+    from armada.services.logs import LogService
     from armada.services.run_events import RunEventIntake
     from armada.services.scheduler import SchedulerService
     from armada.services.validation import SubmissionRules
@@ -42,6 +43,7 @@ class Services:
     scheduler: SchedulerService
     leases: LeaseService
     run_events: RunEventIntake
+    logs: LogService
     metrics: ServerMetrics
 
     @property

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "executor": ("armada.cli.executor", "executor", False),
     "submit": ("armada.cli.jobs", "submit", False),
     "watch": ("armada.cli.watch", "watch", False),
+    "logs": ("armada.cli.logs", "logs", False),
     "admin": ("armada.cli.admin", "app", True),
     "config": ("armada.cli.config", "app", True),
     "auth": ("armada.cli.auth", "app", True),

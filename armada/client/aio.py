@@ -12,7 +12,7 @@ from armada.client import calls
 from armada.client.calls import Call, StreamedEvent
 from armada.client.config import ClientConfig
 from armada.model.queues import Queue
-from armada.model.wire import jobs, queries
+from armada.model.wire import jobs, logs, queries
 from armada.model.wire.queues import BatchQueueResponse
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
@@ -126,6 +126,10 @@ class AsyncArmadaClient:
 
     async def run_details(self, run_ids: Sequence[str]) -> dict[str, queries.JobRunDetails]:
         return (await self.send(calls.run_details(run_ids))).job_run_details
+
+    async def job_logs(self, request: logs.LogRequest) -> list[logs.LogLine]:
+        """Lines of a job's latest run (or ``request.run_id``), as the cluster keeps them."""
+        return (await self.send(calls.job_logs(request))).log
 
     async def job_errors(self, job_ids: Sequence[str]) -> dict[str, str]:
         return (await self.send(calls.job_errors(job_ids))).job_errors

@@ -33,6 +33,7 @@ from armada.model.wire.jobs import (
     JobSubmitResponse,
     StateName,
 )
+from armada.model.wire.logs import LogRequest, LogResponse
 from armada.model.wire.queries import (
     ActiveQueuesRequest,
     JobDetailsRequest,
@@ -209,6 +210,10 @@ def run_details(run_ids: Sequence[str]) -> Call[JobRunDetailsResponse]:
 
 def job_errors(job_ids: Sequence[str]) -> Call[JobErrorsResponse]:
     return Call("POST", "/v1/job/errors", JobErrorsRequest(job_ids=list(job_ids)), JobErrorsResponse)
+
+
+def job_logs(request: LogRequest) -> Call[LogResponse]:
+    return Call("POST", "/v1/binoculars/log", request, LogResponse)
 
 
 def scheduling_report() -> Call[SchedulingReport]:

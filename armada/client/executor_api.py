@@ -1,4 +1,4 @@
-"""Typed HTTP client for the two executor endpoints of the Armada server."""
+"""Typed HTTP client for the executor endpoints of the Armada server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Self, TypeVar
 import httpx
 import msgspec
 
-from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, RunEventBatch
+from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, LogAnswer, RunEventBatch
 
 T = TypeVar("T")
 
@@ -27,7 +27,7 @@ class ExecutorApiError(Exception):
 
 
 class ExecutorApiClient:
-    """``POST /v1/executor/lease`` and ``POST /v1/executor/events`` over one connection pool."""
+    """``POST /v1/executor/lease``, ``/events`` and ``/logs`` over one connection pool."""
 
     def __init__(
         self,
@@ -62,6 +62,10 @@ class ExecutorApiClient:
     async def report_events(self, batch: RunEventBatch) -> None:
         """Deliver a batch of run events (the server deduplicates by event id)."""
         await self._post("/v1/executor/events", batch, EventsAccepted)
+
+    async def answer_log(self, answer: LogAnswer) -> None:
+        """Deliver the answer to a log request a lease call carried (404: nobody waits now)."""
+        await self._post("/v1/executor/logs", answer, EventsAccepted)
 
     async def _post(
         self, path: str, body: msgspec.Struct, response_type: type[T], *, limits: httpx.Timeout | None = None

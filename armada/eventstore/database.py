@@ -6,7 +6,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from armada.eventstore import dialects, migrate
-from armada.eventstore.notify import ChangeNotifier, PgListener
+from armada.eventstore.notify import ChangeNotifier, PgListener, Signals
 from armada.eventstore.store import EventStore
 
 
@@ -18,6 +18,8 @@ class Database:
         self.engine: AsyncEngine = dialects.create_engine(url, pool_size=pool_size)
         self.notifier = ChangeNotifier()
         self.store = EventStore(self.engine, self.notifier)
+        #: Wake-ups other than log appends, shared with other replicas on PostgreSQL.
+        self.signals = Signals()
         self._listener: PgListener | None = None
 
     @property
@@ -30,7 +32,7 @@ class Database:
             await migrate.upgrade(self.engine)
         self.notifier.publish(await self.store.head())
         if listen and self.is_postgres:
-            self._listener = PgListener(self.url, self.notifier)
+            self._listener = PgListener(self.url, self.notifier, self.signals)
             self._listener.start()
         return self
 

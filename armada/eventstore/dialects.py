@@ -36,6 +36,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from armada.eventstore.schema import events as events_table
 
 NOTIFY_CHANNEL = "armada_events"
+#: Channel of named wake-ups between replicas (``notify.Signals``); the payload is the topic.
+SIGNAL_CHANNEL = "armada_signals"
 #: Key of the advisory lock that serialises appends to the log (arbitrary, fixed).
 APPEND_LOCK_KEY = 0x41524D41  # "ARMA"
 #: Execution option that makes a SQLite transaction take the write lock at BEGIN.
@@ -127,10 +129,19 @@ async def lock_log(conn: AsyncConnection) -> int:
 
 async def notify(conn: AsyncConnection, seq: int) -> None:
     """Tell other replicas the log grew; PostgreSQL delivers it at commit (pipelinable)."""
+    await _pg_notify(conn, NOTIFY_CHANNEL, str(seq))
+
+
+async def signal(conn: AsyncConnection, topic: str) -> None:
+    """Tell other replicas about ``topic`` when this transaction commits (PostgreSQL only)."""
+    await _pg_notify(conn, SIGNAL_CHANNEL, topic)
+
+
+async def _pg_notify(conn: AsyncConnection, channel: str, payload: str) -> None:
     if is_postgres(conn):
         driver = await _driver_connection(conn)
         async with driver.cursor() as cursor:
-            await cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, str(seq)])
+            await cursor.execute("SELECT pg_notify(%s, %s)", [channel, payload])
 
 
 @asynccontextmanager

@@ -2,6 +2,8 @@
 
 In one process :class:`ChangeNotifier` is enough. With PostgreSQL a :class:`PgListener`
 also listens for ``NOTIFY`` so that appends made by other replicas wake this one.
+:class:`Signals` carries named wake-ups that are not log appends (a log request for an
+executor, its answer) the same way, on a second channel.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import contextlib
 import psycopg
 import structlog
 
-from armada.eventstore.dialects import NOTIFY_CHANNEL, libpq_conninfo
+from armada.eventstore.dialects import NOTIFY_CHANNEL, SIGNAL_CHANNEL, libpq_conninfo
 
 log = structlog.get_logger(__name__)
 
@@ -43,12 +45,44 @@ class ChangeNotifier:
         return self._head
 
 
-class PgListener:
-    """Feeds PostgreSQL ``NOTIFY`` messages into a :class:`ChangeNotifier`, reconnecting."""
+class Signals:
+    """Named wake-ups: :meth:`publish` sets every event :meth:`subscribe` handed out for a topic.
 
-    def __init__(self, url: str, notifier: ChangeNotifier, *, max_backoff: float = 5.0) -> None:
+    Subscribe (or clear the event) *before* looking for the news the signal announces, then
+    wait on the event: a publish in between is never missed. A subscription lasts until
+    :meth:`unsubscribe`.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, set[asyncio.Event]] = {}
+
+    def subscribe(self, topic: str) -> asyncio.Event:
+        event = asyncio.Event()
+        self._waiting.setdefault(topic, set()).add(event)
+        return event
+
+    def unsubscribe(self, topic: str, event: asyncio.Event) -> None:
+        waiting = self._waiting.get(topic)
+        if waiting is not None:
+            waiting.discard(event)
+            if not waiting:
+                del self._waiting[topic]
+
+    def publish(self, topic: str) -> None:
+        for event in self._waiting.get(topic, ()):
+            event.set()
+
+
+class PgListener:
+    """Feeds PostgreSQL ``NOTIFY`` messages into a :class:`ChangeNotifier` (and
+    :class:`Signals`), reconnecting."""
+
+    def __init__(
+        self, url: str, notifier: ChangeNotifier, signals: Signals | None = None, *, max_backoff: float = 5.0
+    ) -> None:
         self._conninfo = libpq_conninfo(url)
         self._notifier = notifier
+        self._signals = signals
         self._max_backoff = max_backoff
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
@@ -68,6 +102,8 @@ class PgListener:
             try:
                 async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    if self._signals is not None:
+                        await conn.execute(f"LISTEN {SIGNAL_CHANNEL}")
                     # Anything committed while we were not listening: catch up once.
                     cursor = await conn.execute("SELECT coalesce(max(seq), 0) FROM events")
                     row = await cursor.fetchone()
@@ -75,7 +111,10 @@ class PgListener:
                     self.connected.set()
                     backoff = 0.1
                     async for message in conn.notifies():
-                        self._notifier.publish(int(message.payload))
+                        if message.channel == SIGNAL_CHANNEL and self._signals is not None:
+                            self._signals.publish(message.payload)
+                        else:
+                            self._notifier.publish(int(message.payload))
             except (psycopg.Error, OSError) as exc:
                 self.connected.clear()
                 log.warning("event listener disconnected", error=str(exc), retry_in=backoff)

@@ -157,3 +157,18 @@ nodes = Table(
 )
 
 VIEWS = (queues, jobs, runs, executors, nodes, retry_policies)
+
+#: Log requests in flight between the replica a user asked and the one an executor polls
+#: (``armada.eventstore.log_mailbox``). Not a view and not state: transient messages, never
+#: replayed, deleted within a minute of being asked.
+log_requests = Table(
+    "log_requests",
+    metadata,
+    Column("request_id", String(32), primary_key=True),
+    Column("executor_id", String(256), nullable=False),
+    Column("order", LargeBinary, nullable=False),
+    Column("asked", Double, nullable=False),
+    Column("taken", Double, nullable=True),
+    Column("answer", LargeBinary, nullable=True),
+    Index("ix_log_requests_executor", "executor_id", "taken"),
+)

@@ -10,17 +10,30 @@ from typing import Any
 
 import structlog
 
-from armada.client.executor_api import ExecutorApiClient
+from armada.client.executor_api import ExecutorApiClient, ExecutorApiError
 from armada.executor.admission import LeaseAdmission
 from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
 from armada.executor.categories import Classifier
+from armada.executor.log_lines import LogMissing
 from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
 from armada.executor.tracker import KillReason, RunTracker
-from armada.model.leases import MAX_WAIT_MILLIS, Lease, LeaseRequest, LeaseResponse, NodeReport, RunEvent
+from armada.model.leases import (
+    MAX_WAIT_MILLIS,
+    Lease,
+    LeaseRequest,
+    LeaseResponse,
+    LogAnswer,
+    LogOrder,
+    NodeReport,
+    RunEvent,
+)
 
 log = structlog.get_logger(__name__)
+
+#: Longest a backend may take to read a log (the user waits ``scheduler.logWaitSeconds``).
+LOG_READ_SECONDS = 8.0
 
 
 class ExecutorAgent:
@@ -47,6 +60,7 @@ class ExecutorAgent:
         )
         self.tracker = RunTracker(self.reporter.put, backend.release, Classifier(settings.error_categories))
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._log_reads: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         #: The node report the server last took; ``None`` until then or after a failed call.
         self._nodes_sent: list[NodeReport] | None = None
@@ -116,9 +130,13 @@ class ExecutorAgent:
             backoff.reset()
             self._nodes_sent = None if response.nodes_wanted else nodes
             await self._apply(response, budget=request.max_new_leases)
+            for order in response.log_requests:
+                self._answer_log_later(order)
             if response.nodes_wanted and request.nodes is None:
                 continue  # the server lost our nodes: send them at once
             busy = bool(response.leases or response.cancel_runs or response.preempt_runs)
+            if response.log_requests and not busy:
+                continue  # a call that only carried log reads: be back in the long poll at once
             settings = self._settings
             interval = settings.min_lease_interval_seconds if busy else settings.idle_lease_interval_seconds
             wait = interval - (time.monotonic() - started)
@@ -157,6 +175,27 @@ class ExecutorAgent:
                 continue
             budget -= 1
             self._launch(lease)
+
+    def _answer_log_later(self, order: LogOrder) -> None:
+        """Read and post the log in the background: a slow cluster never holds up leasing."""
+        task = asyncio.create_task(self._answer_log(order), name=f"log-{order.request_id}")
+        self._log_reads.add(task)
+        task.add_done_callback(self._log_reads.discard)
+
+    async def _answer_log(self, order: LogOrder) -> None:
+        answer = LogAnswer(executor_id=self._settings.cluster_id, request_id=order.request_id)
+        try:
+            async with asyncio.timeout(LOG_READ_SECONDS):
+                answer.lines = await self._backend.read_log(order)
+        except LogMissing as exc:
+            answer.error, answer.missing = str(exc), True
+        except Exception as exc:
+            self._log.warning("log read failed", run_id=order.run_id, error=repr(exc))
+            answer.error = str(exc) or type(exc).__name__
+        try:
+            await self._client.answer_log(answer)
+        except ExecutorApiError as exc:
+            self._log.info("log answer not delivered", run_id=order.run_id, error=str(exc))
 
     def _launch(self, lease: Lease) -> None:
         if not self.tracker.accept(lease):

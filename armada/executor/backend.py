@@ -13,7 +13,8 @@ from typing import Protocol
 
 import msgspec
 
-from armada.model.leases import EventKind, FailureCause, Lease, NodeReport, RunPhase
+from armada.model.leases import EventKind, FailureCause, Lease, LogOrder, NodeReport, RunPhase
+from armada.model.wire.logs import LogLine
 
 
 class RunStatus(msgspec.Struct, kw_only=True):
@@ -84,3 +85,7 @@ class ClusterBackend(Protocol):
 
     async def release(self, run_id: str) -> None:
         """The run's result was delivered: its leftovers may go after the retention period."""
+
+    async def read_log(self, order: LogOrder) -> list[LogLine]:
+        """The run's log lines ``order`` selects, while it runs and after it ended, for as
+        long as the cluster keeps them; raises ``LogMissing`` when it keeps none."""

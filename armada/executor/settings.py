@@ -61,6 +61,12 @@ class ProcessSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkno
     state_dir: str = ""
     #: Seconds between SIGTERM and SIGKILL to a killed run's process group.
     kill_grace_seconds: float = 5.0
+    #: Seconds a finished run's output is kept for log reads (``armada logs``, Lookout),
+    #: counted from when its result was delivered.
+    log_retention_seconds: float = 24 * 3600.0
+    #: Most bytes of output kept per run: once half is written it is rotated, so the
+    #: newest half to whole of it is kept, on disk and for log reads.
+    log_max_bytes: int = 10 * 1024 * 1024
 
 
 class IngressSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):

@@ -1,7 +1,7 @@
-"""Go-style durations (``100s``, ``1m30s``, ``72h``), as upstream's configuration writes them.
+"""Go-style durations (``100s``, ``1m30s``, ``500ms``, ``72h``), as upstream writes them.
 
-Shared by the settings (``submission.defaultActiveDeadline`` and friends) and the test-suite
-case files, so both read the same spelling the same way.
+Shared by the settings (``submission.defaultActiveDeadline`` and friends), the test-suite
+case files and ``armada logs --since``, so all read the same spelling the same way.
 """
 
 from __future__ import annotations

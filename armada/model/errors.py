@@ -56,3 +56,8 @@ class LimitExceeded(ArmadaError):
     def __init__(self, detail: str, *, field: str | None = None, retry_after: int | None = None) -> None:
         super().__init__(detail, field=field)
         self.retry_after = retry_after
+
+
+class Unavailable(ArmadaError):
+    """A component the answer depends on cannot answer now (an executor that went silent);
+    trying again later may work."""

@@ -17,6 +17,7 @@ import msgspec
 
 from armada.model.ingress import IngressConfig, ServiceConfig
 from armada.model.numbers import Count, ExitCode, Port
+from armada.model.wire.logs import LogLine
 
 #: What the executor knows of a run it holds. ``leased``: accepted, not yet created in the
 #: cluster; ``terminating``: a kill is in progress.
@@ -110,6 +111,36 @@ class Lease(_Wire, kw_only=True):
     ingress: list[IngressConfig] = []
 
 
+class LogOrder(_Wire, kw_only=True):
+    """A user waits for (part of) a run's log: read it and post it to ``/v1/executor/logs``.
+
+    The selection has Kubernetes ``PodLogOptions`` meanings; the executor applies it in the
+    order Kubernetes does (since, then tail, then the byte limit).
+    """
+
+    request_id: str
+    run_id: str
+    job_id: str
+    namespace: str = "default"
+    container: str = ""
+    tail_lines: int | None = None
+    since_seconds: int | None = None
+    since_time: datetime | None = None
+    previous: bool = False
+    limit_bytes: int | None = None
+
+
+class LogAnswer(_Strict, kw_only=True):
+    """The executor's answer to a :class:`LogOrder`: the lines, or why there are none."""
+
+    executor_id: Name
+    request_id: Annotated[str, msgspec.Meta(max_length=64)]
+    lines: list[LogLine] = []
+    #: Set when the log cannot be read; ``missing``: the cluster no longer keeps it.
+    error: str = ""
+    missing: bool = False
+
+
 class LeaseResponse(_Wire, kw_only=True):
     """New leases, and runs to kill (``cancelRuns`` also names stale runs the server forgot)."""
 
@@ -120,6 +151,8 @@ class LeaseResponse(_Wire, kw_only=True):
     #: cleared after it went silent): the executor must include them in its next call. No
     #: leases come with this answer.
     nodes_wanted: bool = False
+    #: Logs users are waiting for, read from runs this executor holds or held.
+    log_requests: list[LogOrder] = []
 
 
 class RunEvent(_Strict, kw_only=True):

@@ -10,6 +10,7 @@ preemption is then confirmed, anything else is requeued.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -19,11 +20,12 @@ from typing import Literal
 import structlog
 
 from armada.eventstore import views
+from armada.eventstore.log_mailbox import LogMailbox, orders_topic
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION, Job
-from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport
+from armada.model.leases import Lease, LeaseRequest, LeaseResponse, LogOrder, NodeReport
 from armada.model.resources import QuantityError, to_units
 from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
@@ -85,8 +87,11 @@ class LeaseService:
         clock: Callable[[], float] = time.time,
         *,
         priority_class_name_override: str | None = None,
+        mailbox: LogMailbox | None = None,
     ) -> None:
         self.store = store
+        #: Where log requests for executors wait (none: this server reads no logs).
+        self.mailbox = mailbox
         self.follower = follower
         self.settings = settings
         self.clock = clock
@@ -104,18 +109,54 @@ class LeaseService:
         if nodes is None and not self._knows_nodes(request):
             return LeaseResponse(nodes_wanted=True)
         await self._record_executor(request, nodes)
+        if self.mailbox is None:
+            return await self._long_poll(request, None)
+        topic = orders_topic(request.executor_id)
+        orders = self.mailbox.signals.subscribe(topic)
+        try:
+            return await self._long_poll(request, orders)
+        finally:
+            self.mailbox.signals.unsubscribe(topic, orders)
+
+    async def _long_poll(self, request: LeaseRequest, orders: asyncio.Event | None) -> LeaseResponse:
+        """Answer at once if there is news for this executor, else wait for some (bounded).
+
+        News is a lease or kill order (from the log) or a log request (``orders`` is set
+        when one is posted for this executor); other events (heartbeats, submissions the
+        scheduler has not placed yet) wake the wait but do not end it.
+        """
         response = await self._respond(request)
+        response.log_requests = await self._log_orders(request.executor_id)
         deadline = time.monotonic() + request.wait_millis / 1000
-        # Long poll: wait for news for this executor; other events (heartbeats, submissions
-        # the scheduler has not placed yet) wake us but do not end the wait.
-        while not (response.leases or response.cancel_runs or response.preempt_runs):
+        while not (response.leases or response.cancel_runs or response.preempt_runs or response.log_requests):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            await self.follower.applied.wait(self.state.seq, timeout=remaining)
-            await self.follower.catch_up()
-            response = await self._respond(request)
+            seq = self.state.seq
+            await self._wait_news(remaining, orders)
+            posted = orders is not None and orders.is_set()
+            if not posted or self.follower.applied.head > seq:  # the log moved (or time is up)
+                await self.follower.catch_up()
+                response = await self._respond(request)
+            if orders is not None and posted:
+                orders.clear()
+                response.log_requests = await self._log_orders(request.executor_id)
         return response
+
+    async def _wait_news(self, timeout: float, orders: asyncio.Event | None) -> None:
+        applied = self.follower.applied.wait(self.state.seq, timeout=timeout)
+        if orders is None:
+            await applied
+            return
+        waits = {asyncio.ensure_future(applied), asyncio.ensure_future(orders.wait())}
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    async def _log_orders(self, executor_id: str) -> list[LogOrder]:
+        return await self.mailbox.take(executor_id, self.clock()) if self.mailbox is not None else []
 
     def _knows_nodes(self, request: LeaseRequest) -> bool:
         """Whether nodes on record can stand for a call that leaves them out.

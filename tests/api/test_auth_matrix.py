@@ -81,6 +81,8 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("POST", "/v1/job-set/{queue:str}/{job_set_id:str}"): OnQueue(V.WATCH, path="queue"),
     ("POST", "/v1/executor/lease"): AsExecutor(body="executorId"),
     ("POST", "/v1/executor/events"): AsExecutor(body="executorId"),
+    ("POST", "/v1/executor/logs"): AsExecutor(body="executorId"),
+    ("POST", "/v1/binoculars/log"): Watching(),
     ("GET", "/metrics"): PublicIf("public_metrics", Requires(P.VIEW_REPORTS)),
     ("GET", "/v1/scheduling-report"): Watching(P.VIEW_REPORTS),
     ("GET", "/v1/queue/{name:str}/scheduler-report"): Watching(P.VIEW_REPORTS),
@@ -392,6 +394,13 @@ def read_checks(t: ReadTarget) -> dict[tuple[str, str], ReadCheck]:
             f"/v1/job-set/{READ_QUEUE}/set-1",
             {},
             lambda r: r.status_code == 200 and t.job_id in r.text,
+        ),
+        # A run id the job does not have: a watcher hears of the run (field runId), anyone
+        # else of a job that does not exist (field jobId); no executor is asked.
+        ("POST", "/v1/binoculars/log"): (
+            "/v1/binoculars/log",
+            {"jobId": t.job_id, "runId": "no-such-run"},
+            lambda r: r.status_code == 404 and r.json()["field"] == "runId",
         ),
         ("GET", "/v1/queue/{name:str}"): (
             f"/v1/queue/{READ_QUEUE}",

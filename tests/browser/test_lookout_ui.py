@@ -125,3 +125,34 @@ def test_the_drawer_links_a_running_jobs_exposed_port(page: Page, queue: str, cl
     expect(link).to_have_attribute("href", f"http://127.0.0.1:{port}/")
     expect(link).to_have_attribute("rel", "noopener noreferrer")
     client.cancel_jobs(queue, "web", [job_id])
+
+
+def test_the_logs_tab_follows_a_running_job_and_keeps_its_lines(
+    page: Page, queue: str, client: ArmadaClient
+) -> None:
+    ticks = "for i in 1 2 3 4 5 6 7 8; do echo tick-$i; sleep 1; done"
+    [job_id] = client.submit_jobs(queue, "logs", [shell_job(ticks)])
+    page.goto(f"/jobs?queue={queue}&job={job_id}")
+    drawer = page.locator("#drawer")
+    expect(drawer.locator("h2 .badge")).to_have_text("RUNNING")
+    drawer.get_by_role("tab", name="Logs").click()
+    log = drawer.locator("pre.log-lines")
+    expect(log).to_contain_text("tick-1")
+    assert "tick-8" not in log.inner_text()  # read while it runs, not only at the end
+    expect(drawer.locator("h2 .badge")).to_have_text("SUCCEEDED")
+    expect(log).to_have_text("".join(f"tick-{i}\n" for i in range(1, 9)))
+    drawer.get_by_role("tab", name="Details").click()
+    expect(drawer.locator("pre.log-lines")).to_be_hidden()
+    expect(drawer.locator("ol.timeline li[data-type=succeeded]")).to_have_count(1)
+
+
+def test_the_logs_tab_of_a_failed_job_and_its_failure_tail(
+    page: Page, queue: str, client: ArmadaClient
+) -> None:
+    [job_id] = client.submit_jobs(queue, "logs", [shell_job("echo first; echo broken >&2; exit 4")])
+    page.goto(f"/jobs?queue={queue}&job={job_id}")
+    drawer = page.locator("#drawer")
+    expect(drawer.locator("h2 .badge")).to_have_text("FAILED")
+    expect(drawer.locator(".failure pre.log")).to_contain_text("broken")  # Details: the failure tail
+    drawer.get_by_role("tab", name="Logs").click()
+    expect(drawer.locator("pre.log-lines")).to_have_text("first\nbroken\n")

@@ -61,6 +61,7 @@ def modules_after(tmp_path: Path, *args: str) -> set[str]:
         ["submit", str(ROOT / "examples" / "example-job.yaml")],
         ["watch", "example", "job-set-1", "--exit-if-inactive"],
         ["job", "status", "01hzzzzzzzzzzzzzzzzzzzzzzz"],
+        ["logs", "01hzzzzzzzzzzzzzzzzzzzzzzz", "--since", "1m"],
         ["report", "scheduling"],
     ],
     ids=lambda args: " ".join(args[:2]),

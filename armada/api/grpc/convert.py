@@ -22,6 +22,7 @@ from armada.api.stream_quota import StreamQuota
 from armada.eventstore.store import EventStore
 from armada.model.errors import InvalidRequest
 from armada.scheduling.config import SchedulingConfig
+from armada.services.logs import LogService
 from armada.services.validation import SubmissionRules
 
 _encode = msgspec.json.Encoder().encode
@@ -43,6 +44,13 @@ class GrpcServices:
     streams: StreamQuota
     #: ``submission.maxQueuedJobsPerQueue`` (0: no cap), as the REST submit route passes it.
     max_queued: int = 0
+    #: Log reads (``Binoculars``); a server without one answers them UNIMPLEMENTED.
+    log_service: LogService | None = None
+
+    def logs(self) -> LogService:
+        if self.log_service is None:
+            raise NotImplementedError("this server reads no logs")
+        return self.log_service
 
     @property
     def caller(self) -> Caller:

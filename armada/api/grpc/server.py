@@ -12,8 +12,9 @@ from pathlib import Path
 
 import grpc
 import structlog
-from armada_client.armada import event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
+from armada_client.armada import binoculars_pb2_grpc, event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
 
+from armada.api.grpc.binoculars import BinocularsService
 from armada.api.grpc.convert import GrpcServices
 from armada.api.grpc.events import EventService
 from armada.api.grpc.jobs import JobsService
@@ -45,6 +46,7 @@ async def start_grpc(settings: ServerSettings, services: GrpcServices) -> grpc.a
     event_pb2_grpc.add_EventServicer_to_server(EventService(services), server)  # type: ignore[no-untyped-call]
     job_pb2_grpc.add_JobsServicer_to_server(JobsService(services), server)  # type: ignore[no-untyped-call]
     submit_pb2_grpc.add_RetryPolicyServiceServicer_to_server(RetryPolicyService(services), server)  # type: ignore[no-untyped-call]
+    binoculars_pb2_grpc.add_BinocularsServicer_to_server(BinocularsService(services), server)  # type: ignore[no-untyped-call]
     address = _address(settings)
     try:
         if settings.tls_cert:

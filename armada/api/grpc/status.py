@@ -29,6 +29,7 @@ _CODES: list[tuple[type[errors.ArmadaError], grpc.StatusCode]] = [
     (errors.Conflict, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
+    (errors.Unavailable, grpc.StatusCode.UNAVAILABLE),
 ]
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
+from collections import OrderedDict
 from pathlib import Path
 
 import msgspec
@@ -18,11 +20,18 @@ import yaml
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.commands import container_argv, fake_plan
 from armada.executor.exposure import simulated_addresses
+from armada.executor.log_lines import LogMissing, select, stamp
 from armada.executor.podspec import pod_name
 from armada.executor.settings import FakeNodeTemplate, FakeSettings, IngressSettings
-from armada.model.leases import Lease, NodeReport, Taint
+from armada.model.leases import Lease, LogOrder, NodeReport, Taint
+from armada.model.wire.logs import LogLine
 
 log = structlog.get_logger(__name__)
+
+#: Runs whose synthetic logs are remembered (start and end times), newest first out.
+_LOGS_KEPT = 10_000
+#: Most synthetic lines of one run (one per simulated second).
+_MAX_LINES = 1000
 
 
 def load_node_templates(path: str | Path) -> list[FakeNodeTemplate]:
@@ -75,6 +84,8 @@ class FakeBackend:
         self._rng = rng or random.Random()
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._observer: RunObserver | None = None
+        #: Run id → (start, end or None) wall-clock times: what the synthetic log is made of.
+        self._spans: OrderedDict[str, tuple[float, float | None]] = OrderedDict()
 
     async def discover(self) -> list[FoundRun]:
         """A simulated cluster starts empty."""
@@ -112,6 +123,19 @@ class FakeBackend:
         """Nothing is left behind by a simulated run."""
         self._runs.pop(run_id, None)
 
+    async def read_log(self, order: LogOrder) -> list[LogLine]:
+        """Synthetic lines: one per second the run has run (simulated seconds at ``speed``)."""
+        span = self._spans.get(order.run_id)
+        if span is None:
+            raise LogMissing(f"the simulated cluster does not remember run {order.run_id}")
+        start, end = span
+        seconds = ((end or time.time()) - start) * self._settings.speed
+        lines = [
+            LogLine(timestamp=stamp(start + i / self._settings.speed), line=f"{order.job_id} second {i}")
+            for i in range(min(int(seconds) + 1, _MAX_LINES))
+        ]
+        return select(lines, order)
+
     def _report(self) -> RunObserver:
         if self._observer is None:
             raise RuntimeError("backend not started")
@@ -129,12 +153,18 @@ class FakeBackend:
         )
         await observer.observe(base)
         await observer.observe(msgspec.structs.replace(base, kind="running"))
+        started = time.time()
+        self._spans[lease.run_id] = (started, None)
+        if len(self._spans) > _LOGS_KEPT:
+            self._spans.popitem(last=False)
         addresses = simulated_addresses(lease, lease.node, self._ingress)
         if addresses:
             await observer.observe(
                 msgspec.structs.replace(base, kind="ingressInfo", ingress_addresses=addresses)
             )
         await asyncio.sleep(plan.seconds / self._settings.speed)
+        if lease.run_id in self._spans:  # the simulated run lasted exactly its plan
+            self._spans[lease.run_id] = (started, started + plan.seconds / self._settings.speed)
         if plan.exit_code == 0:
             await observer.observe(msgspec.structs.replace(base, kind="succeeded", exit_code=0))
         else:

@@ -30,6 +30,7 @@ from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client
 from armada.executor.backends.kube_create import create_refused
 from armada.executor.backends.kube_expose import Exposures
 from armada.executor.backends.kube_informer import NodeView
+from armada.executor.backends.kube_logs import read_pod_log
 from armada.executor.backends.kube_pods import (
     CachedPod,
     Pod,
@@ -40,9 +41,10 @@ from armada.executor.backends.kube_pods import (
     run_id_of,
     stuck_verdict,
 )
-from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod
+from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod, pod_name
 from armada.executor.settings import IngressSettings, KubernetesSettings
-from armada.model.leases import Lease, NodeReport, tail_text
+from armada.model.leases import Lease, LogOrder, NodeReport, tail_text
+from armada.model.wire.logs import LogLine
 
 __all__ = ["KubernetesBackend", "api_client_from"]
 
@@ -274,6 +276,13 @@ class KubernetesBackend:
         if self._retention <= 0 and pod.finished:
             with contextlib.suppress(KubeError):
                 await self._delete(pod.namespace, pod.name, grace=0)
+
+    async def read_log(self, order: LogOrder) -> list[LogLine]:
+        """pods/log of the run's pod (cached, else named as every run's pod is named)."""
+        pod = self._pods.get(order.run_id)
+        namespace, name = (pod.namespace, pod.name) if pod else (order.namespace, pod_name(order.job_id))
+        timeout = self._settings.log_timeout_seconds
+        return await read_pod_log(self._api_calls, self._core, namespace, name, order, timeout)
 
     def _report(self) -> RunObserver:
         if self._observer is None:

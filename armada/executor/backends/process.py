@@ -5,8 +5,11 @@ as one *simple command of a POSIX shell*: ``( "$@" )``. Words are passed as they
 re-splitting or globbing), but a shell builtin works as the command name, so
 ``args: ["exit", "1"]`` fails with exit code 1 and ``["sleep", "100s"]`` just sleeps.
 That wrapper shell then writes the exit code to the run's directory, so the result
-survives an executor restart. Each run gets its own session (process group), which is
-what cancel and preempt kill, first with SIGTERM and, after a grace period, SIGKILL.
+survives an executor restart. The run's stdout and stderr go through ``log_stamp.py``,
+which stamps each line with its time and caps the kept output at ``process.logMaxBytes``;
+a finished run's output is kept ``process.logRetentionSeconds`` for log reads. Each run
+gets its own session (process group), which is what cancel and preempt kill, first with
+SIGTERM and, after a grace period, SIGKILL.
 Each run also gets a random ``RANDOM`` variable, so that scripts written for bash such as
 ``sh -c 'sleep $(( (RANDOM % 60) + 10 ))'`` also work where ``/bin/sh`` is dash.
 """
@@ -19,6 +22,7 @@ import os
 import random
 import signal
 import socket
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -31,14 +35,22 @@ from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.backends.process_state import RunDir, run_dirs
 from armada.executor.commands import container_argv, first_container
 from armada.executor.env import container_env, expand_refs
+from armada.executor.log_lines import LogMissing, parse, select
 from armada.executor.podspec import pod_name
 from armada.executor.settings import ProcessSettings
 from armada.model.ingress import exposed_ports
-from armada.model.leases import FailureCause, Lease, NodeReport
+from armada.model.leases import FailureCause, Lease, LogOrder, NodeReport
+from armada.model.wire.logs import LogLine
 
 log = structlog.get_logger(__name__)
 
-_WRAPPER = 'f=$1; shift; ( "$@" ); rc=$?; echo "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$rc"'
+_WRAPPER = (
+    "f=$1; py=$2; stamp=$3; out=$4; cap=$5; shift 5; "
+    '{ ( "$@" ); rc=$?; echo "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; } 2>&1 '
+    '| "$py" -I -S "$stamp" "$out" "$cap"; '
+    'rc=$(cat "$f" 2>/dev/null); exit "${rc:-1}"'
+)
+_STAMPER = str(Path(__file__).with_name("log_stamp.py"))
 _POLL_SECONDS = 0.5
 #: Where a run's exposed ports are reached: its process listens on this host.
 _LOCAL_HOST = "127.0.0.1"
@@ -170,22 +182,40 @@ class ProcessBackend:
     async def _spawn(
         self, run_dir: RunDir, argv: list[str], cwd: str, env: dict[str, str]
     ) -> asyncio.subprocess.Process:
-        """Start the wrapper shell in its own session, output to the run's ``output`` file."""
-        with run_dir.output.open("wb") as output:
-            return await asyncio.create_subprocess_exec(
-                "/bin/sh",
-                "-c",
-                _WRAPPER,
-                "armada-run",
-                str(run_dir.exit_file),
-                *(argv or ["true"]),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=output,
-                stderr=asyncio.subprocess.STDOUT,
-                cwd=cwd,
-                env={**inherited_env(), "RANDOM": str(random.randrange(32768)), **env},
-                start_new_session=True,
-            )
+        """Start the wrapper shell in its own session, output (stamped) to the run's ``output``."""
+        return await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            _WRAPPER,
+            "armada-run",
+            str(run_dir.exit_file),
+            sys.executable,
+            _STAMPER,
+            str(run_dir.output),
+            str(self._settings.log_max_bytes),
+            *(argv or ["true"]),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            cwd=cwd,
+            env={**inherited_env(), "RANDOM": str(random.randrange(32768)), **env},
+            start_new_session=True,
+        )
+
+    async def read_log(self, order: LogOrder) -> list[LogLine]:
+        """The run's stamped output, selected as ``order`` asks."""
+        run = self._runs.get(order.run_id)
+        run_dir = run.dir if run is not None else RunDir.of(self._root, order.run_id)
+        lease = run.lease if run is not None else run_dir.lease()
+        if lease is None:
+            raise LogMissing(f"run {order.run_id} has no output here (deleted after its retention period)")
+        if order.previous:
+            raise LogMissing("a process run has no previous container")
+        name = first_container(lease.pod_spec).get("name", "")
+        if order.container and order.container != name:
+            raise LogMissing(f"the process backend runs only the first container, {name!r}")
+        text = await asyncio.to_thread(run_dir.log_text, self._settings.log_max_bytes)
+        return select(parse(text), order)
 
     async def kill(self, run_id: str) -> None:
         """Kill the run's process group (TERM, then KILL after the grace period)."""
@@ -214,7 +244,7 @@ class ProcessBackend:
         """Keep the run's directory (output) for the retention period."""
         run = self._runs.pop(run_id, None)
         run_dir = run.dir if run is not None else RunDir.of(self._root, run_id)
-        if self._retention <= 0:
+        if self._retention <= 0 and self._settings.log_retention_seconds <= 0:
             run_dir.remove()
         elif run_dir.path.exists():
             run_dir.mark_released()
@@ -294,12 +324,19 @@ class ProcessBackend:
         await self._report().observe(failed)
 
     async def _sweep(self) -> None:
-        """Delete run directories whose retention period is over."""
+        """Delete what finished runs leave once its retention period is over: the working
+        directory after ``finishedRunRetentionSeconds``, the output (for log reads) after
+        ``process.logRetentionSeconds``."""
+        keep_output = max(self._retention, self._settings.log_retention_seconds)
         while True:
             for run_dir in run_dirs(self._root):
                 since = run_dir.released_since()
-                if since is not None and time.time() - since >= self._retention:
+                if since is None:
+                    continue
+                if time.time() - since >= keep_output:
                     run_dir.remove()
+                elif time.time() - since >= self._retention:
+                    run_dir.remove_work()
             await asyncio.sleep(max(1.0, min(self._retention, 60.0)))
 
 

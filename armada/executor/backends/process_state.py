@@ -1,7 +1,8 @@
 """On-disk state of the process backend: one directory per run.
 
 ``<state_dir>/runs/<runId>/`` holds ``lease.json``, ``pid`` (pid and kernel start time,
-so a recycled pid is never mistaken for the run), ``output`` (stdout and stderr),
+so a recycled pid is never mistaken for the run), ``output`` and ``output.1`` (stdout and
+stderr, each line stamped with its time, the older half rotated into ``output.1``),
 ``exit_code`` (written by the run's wrapper shell, so it exists even if the executor
 was dead when the run ended) and, once the result was delivered, ``released``.
 A restarted executor rebuilds its view of its runs from these directories.
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from armada.executor.log_lines import parse
 from armada.model.leases import LOG_TAIL_BYTES, Lease, tail_text
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -97,13 +99,31 @@ class RunDir:
         except (OSError, ValueError):
             return None
 
+    def log_text(self, limit: int) -> str:
+        """The newest ``limit`` bytes of the run's stamped output, whole lines only."""
+        data = b""
+        for path in (self.output, self.output.with_name("output.1")):
+            if len(data) >= limit:
+                break
+            try:
+                with path.open("rb") as output:
+                    output.seek(max(0, output.seek(0, os.SEEK_END) - (limit - len(data))))
+                    data = output.read() + data
+            except OSError:
+                continue
+        if len(data) >= limit:
+            data = data[data.find(b"\n") + 1 :]  # a cut first line
+        return data.decode(errors="replace")
+
     def log_tail(self) -> str:
-        try:
-            with self.output.open("rb") as output:
-                output.seek(max(0, output.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
-                return tail_text(output.read())
-        except OSError:
-            return ""
+        """The last ``LOG_TAIL_BYTES`` of the output, without the time stamps."""
+        lines = parse(self.log_text(8 * LOG_TAIL_BYTES))
+        return tail_text("".join(line.line + "\n" for line in lines).encode())
+
+    def remove_work(self) -> None:
+        """Drop the run's working directory, keeping its output (and records)."""
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(self.work)
 
     @property
     def released(self) -> bool:

@@ -19,6 +19,7 @@ import base64
 import copy
 import json
 import re
+import time
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator
@@ -42,6 +43,18 @@ from tests.integration.executor.kube_store import (
 )
 
 Web = aiohttp.web
+
+
+def _flag(query: Any, name: str) -> bool:
+    """A boolean query parameter as the API server parses it (Go's ``ParseBool``)."""
+    return str(query.get(name, "")).lower() in ("1", "t", "true")
+
+
+def _rfc3339(at: float) -> str:
+    """As a kubelet stamps log lines: RFC 3339 with nanoseconds, trailing zeros dropped."""
+    whole = int(at)
+    fraction = f"{round((at - whole) * 1e9):09d}".rstrip("0")
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + (f".{fraction}" if fraction else "") + "Z"
 
 
 def status_body(code: int, reason: str, message: str) -> Obj:
@@ -117,8 +130,13 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.sigterm_exit: dict[str, int] = {}
         #: Pods per namespace a quota allows (absent: no quota).
         self.pod_quota: dict[str, int] = {}
-        #: Container logs by (namespace, pod, container).
+        #: Container logs by (namespace, pod, container): plain text, served as it is.
         self.logs: dict[tuple[str, str, str], str] = {}
+        #: Container logs as the kubelet keeps them, (time, line) each, for pods/log with
+        #: ``timestamps``, ``sinceSeconds``/``sinceTime``, ``tailLines`` and ``limitBytes``;
+        #: ``previous_logs`` those of the container's previous (crashed) instance.
+        self.log_lines: dict[tuple[str, str, str], list[tuple[float, str]]] = defaultdict(list)
+        self.previous_logs: dict[tuple[str, str, str], list[tuple[float, str]]] = defaultdict(list)
         #: Every request as ``METHOD path?query`` (for tests that count calls).
         self.requests: list[str] = []
         #: The bearer token of every request.
@@ -355,6 +373,12 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         for watcher in self.store.watchers:
             watcher.queue.put_nowait(None)
 
+    def write_log(
+        self, pod: str, line: str, *, at: float, container: str = "main", previous: bool = False
+    ) -> None:
+        """The kubelet records ``line`` of a container of ``pod`` (namespace ``default``)."""
+        (self.previous_logs if previous else self.log_lines)[("default", pod, container)].append((at, line))
+
     def _log(self, ns: str, name: str, query: Any) -> Web.Response:
         pod = self.store.get("pods", ns, name)
         if pod is None:
@@ -368,7 +392,28 @@ class KubeDouble(KubeletScript, ServiceAllocator):
                 "BadRequest",
                 f"a container name must be specified for pod {name}, choose one of: [{choices}]",
             )
-        return Web.Response(text=self.logs.get((ns, name, container), ""))
+        if container not in containers:
+            raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        key = (ns, name, container)
+        if key in self.logs:
+            return Web.Response(text=self.logs[key])
+        entries = self.log_lines.get(key, [])
+        if _flag(query, "previous"):
+            entries = self.previous_logs.get(key, [])
+            if not entries:
+                message = f'previous terminated container "{container}" in pod "{name}" not found'
+                raise ApiError(400, "BadRequest", message)
+        if "sinceSeconds" in query and "sinceTime" in query:
+            raise ApiError(400, "BadRequest", "at most one of sinceTime or sinceSeconds may be specified")
+        if "sinceSeconds" in query:
+            entries = [(at, line) for at, line in entries if at >= time.time() - int(query["sinceSeconds"])]
+        if "tailLines" in query:
+            entries = entries[len(entries) - int(query["tailLines"]) :] if int(query["tailLines"]) else []
+        stamped = _flag(query, "timestamps")
+        text = "".join(f"{_rfc3339(at)} {line}\n" if stamped else f"{line}\n" for at, line in entries)
+        if "limitBytes" in query:
+            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
+        return Web.Response(text=text)
 
     async def close(self) -> None:
         self.end_watches()

@@ -15,9 +15,17 @@ from tests.integration.executor.conftest import lease
 from tests.integration.executor.recorder import Recorder
 
 
-def make_backend(state: Path, retention: float = 300.0) -> ProcessBackend:
+def make_backend(
+    state: Path, retention: float = 300.0, *, log_retention: float = 3600.0, log_max_bytes: int = 1 << 20
+) -> ProcessBackend:
     settings = ProcessSettings(
-        state_dir=str(state), node_name="local", cpu="4", memory="8Gi", kill_grace_seconds=5
+        state_dir=str(state),
+        node_name="local",
+        cpu="4",
+        memory="8Gi",
+        kill_grace_seconds=5,
+        log_retention_seconds=log_retention,
+        log_max_bytes=log_max_bytes,
     )
     return ProcessBackend(settings, "test", retention)
 
@@ -183,7 +191,7 @@ async def test_restarted_backend_adopts_its_runs(tmp_path: Path) -> None:
 
 
 async def test_release_without_retention_removes_the_run_directory(tmp_path: Path) -> None:
-    backend, recorder = make_backend(tmp_path, retention=0), Recorder()
+    backend, recorder = make_backend(tmp_path, retention=0, log_retention=0), Recorder()
     await backend.start(recorder)
     await backend.launch(lease("r1", argv=["true"]))
     await recorder.wait_for(lambda: recorder.finished("r1"))

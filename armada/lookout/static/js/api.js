@@ -42,6 +42,7 @@ export const api = {
   groups: (request) => call("POST", "/api/v1/jobGroups", request),
   job: (jobId) => call("GET", `/api/v1/jobs/${encodeURIComponent(jobId)}`),
   overview: () => call("GET", "/api/v1/overview"),
+  logs: (request) => call("POST", "/v1/binoculars/log", request),
   schedulerReport: (jobId) => call("GET", `/v1/job/${encodeURIComponent(jobId)}/scheduler-report`),
   cancel: (jobIds, reason) => call("POST", "/v1/job/cancel", { jobIds, reason }),
   reprioritize: (jobIds, newPriority) => call("POST", "/v1/job/reprioritize", { jobIds, newPriority }),

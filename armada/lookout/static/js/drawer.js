@@ -1,8 +1,10 @@
 // The job detail drawer: summary, why it is pending, failure and log tail, runs, the event
-// timeline and the spec. Opened by `?job=ID` on any page, so it can be linked to.
+// timeline and the spec on the Details tab, the job's log on the Logs tab. Opened by
+// `?job=ID` on any page, so it can be linked to.
 
 import { api } from "./api.js";
 import { actionBar, jobActions } from "./actions.js";
+import { createLogView } from "./logs.js";
 import {
   ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, h, notice, runtime, stateBadge,
 } from "./dom.js";
@@ -111,9 +113,21 @@ function timeline(events) {
 
 export function createDrawer(el, app) {
   let jobId = null;
-  const body = h("div", { class: "drawer-body" });
+  let logView = null;
+  const details = h("div", { class: "tab-panel", role: "tabpanel" });
+  const logs = h("div", { class: "tab-panel", role: "tabpanel", hidden: true });
+  const tabs = { Details: details, Logs: logs };
+  const tabButtons = Object.keys(tabs).map((name) =>
+    h("button", { class: "tab", role: "tab", "aria-selected": name === "Details" ? "true" : "false", onclick: () => show(name) }, name));
+  const body = h("div", { class: "drawer-body" }, h("div", { class: "tabs", role: "tablist" }, tabButtons), details, logs);
   const title = h("h2", { class: "mono" });
   fill(el, h("header", {}, title, h("button", { class: "button close", "aria-label": "Close", onclick: () => app.closeJob() }, "×")), body);
+
+  function show(name) {
+    for (const button of tabButtons) button.setAttribute("aria-selected", String(button.textContent === name));
+    for (const [tab, panel] of Object.entries(tabs)) panel.hidden = tab !== name;
+    if (name === "Logs" && logView) logView.start();
+  }
 
   async function refresh() {
     if (!jobId) return;
@@ -124,11 +138,12 @@ export function createDrawer(el, app) {
       const state = detail.job.state;
       fill(title, asked, " ", stateBadge(state));
       // Live refreshes redraw the report in place: no loading flash, only the new content.
-      const previous = body.querySelector("section.pending > div");
+      const previous = details.querySelector("section.pending > div");
       const pending = state === "QUEUED" ? h("div", {}, previous ? [...previous.childNodes] : notice("Loading…", "loading")) : null;
       const actions = jobActions(api, [asked]);
       if (state === "QUEUED") delete actions.preempt;
-      fill(body,
+      if (logView) logView.update(detail);
+      fill(details,
         ACTIVE_STATES.includes(state)
           ? actionBar({ actions, done: (message, kind) => { app.toast(message, kind); refresh(); } })
           : "",
@@ -142,7 +157,7 @@ export function createDrawer(el, app) {
     } catch (error) {
       if (asked !== jobId) return;
       fill(title, asked);
-      fill(body, notice(error.status === 404 ? "No such job." : `Could not load the job: ${errorText(error)}`, "error"));
+      fill(details, notice(error.status === 404 ? "No such job." : `Could not load the job: ${errorText(error)}`, "error"));
     }
   }
 
@@ -152,11 +167,17 @@ export function createDrawer(el, app) {
       jobId = id;
       el.hidden = false;
       fill(title, id);
-      fill(body, notice("Loading…", "loading"));
+      fill(details, notice("Loading…", "loading"));
+      if (logView) logView.stop();
+      logView = createLogView(id);
+      fill(logs, logView.el);
+      show("Details");
       refresh();
     },
     close() {
       jobId = null;
+      if (logView) logView.stop();
+      logView = null;
       el.hidden = true;
     },
     refresh,

@@ -1,0 +1,58 @@
+"""``binoculars.Binoculars``: job logs over gRPC, answered as ``POST /v1/binoculars/log`` is.
+
+Only ``Logs`` is served here; ``Cordon`` (a node operation) answers UNIMPLEMENTED until it
+is wired to its own service.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from armada_client.armada import binoculars_pb2, binoculars_pb2_grpc
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
+
+from armada.api.grpc import status
+from armada.api.grpc.convert import Context, GrpcServices, wire
+from armada.model.wire.logs import LogRequest
+
+#: ``PodLogOptions`` fields that are optional numbers (proto2: unset is not 0).
+_OPTIONAL_NUMBERS: tuple[Literal["tailLines", "sinceSeconds", "limitBytes"], ...] = (
+    "tailLines",
+    "sinceSeconds",
+    "limitBytes",
+)
+
+
+def log_request(message: binoculars_pb2.LogRequest) -> LogRequest:
+    """The REST body the message stands for, through the same decoder and bounds."""
+    options: dict[str, Any] = {}
+    if message.HasField("log_options"):
+        given: core_v1.PodLogOptions = message.log_options
+        options = {
+            "container": given.container,
+            "previous": given.previous,
+            "timestamps": given.timestamps,
+            "follow": given.follow,
+        }
+        options.update({name: getattr(given, name) for name in _OPTIONAL_NUMBERS if given.HasField(name)})
+    body = {
+        "jobId": message.job_id,
+        "podNumber": message.pod_number,
+        "podNamespace": message.pod_namespace,
+        "sinceTime": message.since_time,
+        "logOptions": options,
+    }
+    return wire(body, LogRequest)
+
+
+class BinocularsService(binoculars_pb2_grpc.BinocularsServicer):
+    def __init__(self, services: GrpcServices) -> None:
+        self.services = services
+
+    @status.unary
+    async def Logs(self, request: binoculars_pb2.LogRequest, context: Context) -> binoculars_pb2.LogResponse:
+        reads = await self.services.caller.reads(context)
+        answer = await self.services.logs().read(reads, log_request(request))
+        return binoculars_pb2.LogResponse(
+            log=[binoculars_pb2.LogLine(timestamp=line.timestamp, line=line.line) for line in answer.log]
+        )

@@ -1,0 +1,30 @@
+"""``POST /v1/binoculars/log``: a job's log, as upstream's Binoculars serves it.
+
+Whoever may watch the job's queue may read it; a job in a queue the caller may not watch
+reads as one that does not exist (404), as every job query does.
+"""
+
+from __future__ import annotations
+
+from litestar import post
+from litestar.params import JSONBody
+
+from armada.api.dependencies import Logs, Reads
+from armada.api.responses import problems
+from armada.auth.policy import watching
+from armada.model.wire.logs import LogRequest, LogResponse
+
+
+@post(
+    "/v1/binoculars/log",
+    responses=problems(),
+    status_code=200,
+    tags=["binoculars"],
+    summary="Log lines of a job's latest run (or runId), running or finished",
+    opt=watching(),
+)
+async def logs(data: JSONBody[LogRequest], logs: Logs, reads: Reads) -> LogResponse:
+    return await logs.read(reads, data)
+
+
+ROUTES = [logs]

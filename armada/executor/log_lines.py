@@ -1,0 +1,95 @@
+"""Log lines as backends answer :class:`~armada.model.leases.LogOrder`: parse and select.
+
+Every backend produces Kubernetes' ``timestamps=true`` text (``<RFC 3339 time> <line>``
+per line). Kubernetes applies the order's selection itself; the process and fake backends
+apply it here, in the same order: ``sinceTime``/``sinceSeconds``, then ``tailLines``, then
+``limitBytes``. Every answer is capped at :data:`ANSWER_MAX_BYTES`, keeping the newest lines.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from armada.model.leases import LogOrder
+from armada.model.wire.logs import LogLine
+
+#: Most bytes of log text in one answer (the server's request limit is 16 MiB by default).
+ANSWER_MAX_BYTES = 4 * 1024 * 1024
+
+
+class LogMissing(Exception):
+    """The cluster does not keep this log (any more): the user gets a 404 with the message."""
+
+
+def stamp(moment: float) -> str:
+    """``moment`` as Kubernetes stamps log lines: RFC 3339, UTC, nanoseconds."""
+    whole = int(moment)
+    nanos = round((moment - whole) * 1e9)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{nanos:09d}Z"
+
+
+def parse(text: str) -> list[LogLine]:
+    """``<timestamp> <line>`` text as lines (a line without a timestamp keeps all its text)."""
+    lines = []
+    for raw in text.splitlines():
+        moment, sep, line = raw.partition(" ")
+        if sep and _when(moment) is not None:
+            lines.append(LogLine(timestamp=moment, line=line))
+        else:
+            lines.append(LogLine(line=raw))
+    return lines
+
+
+def select(lines: list[LogLine], order: LogOrder, now: float | None = None) -> list[LogLine]:
+    """The lines ``order`` asks for, as Kubernetes would select them."""
+    since = _since(order, time.time() if now is None else now)
+    if since is not None:
+        lines = [line for line in lines if (_when(line.timestamp) or since) >= since]
+    if order.tail_lines is not None:
+        lines = lines[len(lines) - order.tail_lines :] if order.tail_lines else []
+    if order.limit_bytes is not None:
+        lines = _first_bytes(lines, order.limit_bytes)
+    return cap(lines)
+
+
+def cap(lines: list[LogLine]) -> list[LogLine]:
+    """The newest lines that fit in :data:`ANSWER_MAX_BYTES`."""
+    total = 0
+    for index in range(len(lines) - 1, -1, -1):
+        total += len(lines[index].line) + 1
+        if total > ANSWER_MAX_BYTES:
+            return lines[index + 1 :]
+    return lines
+
+
+def _first_bytes(lines: list[LogLine], limit: int) -> list[LogLine]:
+    kept, used = [], 0
+    for line in lines:
+        size = len(line.line.encode()) + 1
+        if used + size > limit:
+            rest = line.line.encode()[: max(0, limit - used)].decode(errors="ignore")
+            if rest:
+                kept.append(LogLine(timestamp=line.timestamp, line=rest))
+            break
+        kept.append(line)
+        used += size
+    return kept
+
+
+def _since(order: LogOrder, now: float) -> datetime | None:
+    bounds = []
+    if order.since_time is not None:
+        bounds.append(order.since_time)
+    if order.since_seconds is not None:
+        bounds.append(datetime.fromtimestamp(now - order.since_seconds, UTC))
+    return max(bounds) if bounds else None
+
+
+def _when(text: str) -> datetime | None:
+    if not text[:4].isdigit():
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -1,0 +1,150 @@
+"""Logs of a job's run, read by the executor that ran it (the server never calls a cluster).
+
+The read is posted to the :class:`~armada.eventstore.log_mailbox.LogMailbox` for that
+executor, rides its next lease long-poll (which the post wakes), and the executor's answer
+wakes this request again, whichever replicas each step lands on. A wait is bounded by
+``scheduler.logWaitSeconds``: an executor that stopped calling, or never answers, is a 503
+naming it, never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import NamedTuple
+
+from armada.eventstore import job_views
+from armada.eventstore.log_mailbox import LogMailbox, answer_topic
+from armada.eventstore.store import EventStore
+from armada.model.errors import InvalidRequest, NotFound, Unavailable
+from armada.model.leases import LogAnswer, LogOrder
+from armada.model.wire.logs import LogRequest, LogResponse
+from armada.services.follower import LogFollower
+from armada.services.visibility import ReadScope
+from armada.settings import SchedulerServiceSettings
+
+#: Longest pause between two looks for an answer whose signal may have been lost
+#: (a ``LISTEN`` connection that reconnected).
+_RECHECK_SECONDS = 1.0
+
+
+class LogService:
+    def __init__(
+        self,
+        store: EventStore,
+        mailbox: LogMailbox,
+        follower: LogFollower,
+        settings: SchedulerServiceSettings,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.mailbox = mailbox
+        self.follower = follower
+        self.settings = settings
+        self.clock = clock
+
+    async def read(self, reads: ReadScope, request: LogRequest) -> LogResponse:
+        """The lines of the job's latest run (or ``runId``) the caller may watch."""
+        if not request.job_id:
+            raise InvalidRequest("a job id is required", field="jobId")
+        since = _since_time(request.since_time)
+        if request.pod_number != 0:
+            raise NotFound(f"job {request.job_id} has one pod, number 0", field="podNumber")
+        if not await reads.jobs([request.job_id]):
+            raise NotFound(f"job {request.job_id} not found", field="jobId")
+        run = await self._run(request)
+        if request.pod_namespace and request.pod_namespace != run.namespace:
+            raise NotFound(f"job {request.job_id} runs in namespace {run.namespace!r}", field="podNamespace")
+        self._require_live(run.cluster)
+        options = request.log_options
+        order = LogOrder(
+            request_id=uuid.uuid4().hex,
+            run_id=run.run_id,
+            job_id=request.job_id,
+            namespace=run.namespace,
+            container=options.container,
+            tail_lines=options.tail_lines,
+            since_seconds=options.since_seconds,
+            since_time=since,
+            previous=options.previous,
+            limit_bytes=options.limit_bytes,
+        )
+        answer = await self._exchange(run.cluster, order)
+        if answer.missing:
+            raise NotFound(f"the log of run {run.run_id} is no longer kept: {answer.error}")
+        if answer.error:
+            raise Unavailable(f"executor {run.cluster} could not read the log: {answer.error}")
+        return LogResponse(log=answer.lines)
+
+    async def _run(self, request: LogRequest) -> _Run:
+        async with self.store.engine.connect() as conn:
+            runs = await job_views.runs_of_jobs(conn, [request.job_id])
+            jobs = await job_views.job_detail_rows(conn, [request.job_id], with_spec=False)
+        if request.run_id:
+            runs = [row for row in runs if row.run_id == request.run_id]
+            if not runs:
+                raise NotFound(f"job {request.job_id} has no run {request.run_id}", field="runId")
+        if not runs:
+            raise NotFound(f"job {request.job_id} has not run yet: it has no log", field="jobId")
+        row = runs[-1]
+        namespace = jobs[0].namespace if jobs else "default"
+        return _Run(row.run_id, row.cluster, namespace)
+
+    def _require_live(self, executor_id: str) -> None:
+        """A 503 at once for an executor that stopped calling: nobody would take the request."""
+        known = self.follower.state.executors.get(executor_id)
+        silent = self.clock() - known.last_seen if known is not None else None
+        if silent is None or silent > self.settings.executor_timeout:
+            since = f"for {silent:.0f} s" if silent is not None else "any more"
+            raise Unavailable(
+                f"executor {executor_id}, which ran the job, has not been heard from {since}: "
+                "its logs cannot be read until it is back"
+            )
+
+    async def _exchange(self, executor_id: str, order: LogOrder) -> LogAnswer:
+        """Post ``order`` and wait (bounded) for the executor's answer."""
+        topic = answer_topic(order.request_id)
+        signals = self.mailbox.signals
+        deadline = time.monotonic() + self.settings.log_wait_seconds
+        answer: LogAnswer | None = None
+        arrived = signals.subscribe(topic)  # before posting: no answer can be missed
+        try:
+            await self.mailbox.post(executor_id, order, self.clock())
+            while (remaining := deadline - time.monotonic()) > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(remaining, _RECHECK_SECONDS)):
+                        await arrived.wait()
+                arrived.clear()
+                answer = await self.mailbox.collect(order.request_id)
+                if answer is not None:
+                    return answer
+        finally:
+            signals.unsubscribe(topic, arrived)
+            if answer is None:
+                await asyncio.shield(self.mailbox.withdraw(order.request_id))
+        raise Unavailable(
+            f"executor {executor_id} did not answer within {self.settings.log_wait_seconds:g} s; "
+            "try again later"
+        )
+
+
+class _Run(NamedTuple):
+    run_id: str
+    cluster: str
+    namespace: str
+
+
+def _since_time(text: str) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidRequest(f"not an RFC 3339 time: {text!r}", field="sinceTime") from None
+    if moment.tzinfo is None:
+        raise InvalidRequest(f"the time must name its offset (e.g. Z): {text!r}", field="sinceTime")
+    return moment
