@@ -22,6 +22,7 @@ from litestar.openapi import OpenAPIConfig
 import armada
 from armada.api import (
     executor_routes,
+    fleet_routes,
     job_routes,
     lookout_routes,
     metrics_routes,
@@ -187,6 +188,7 @@ def create_app(settings: Settings) -> Litestar:
             *job_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,
+            *fleet_routes.ROUTES,
             *report_routes.ROUTES,
             *metrics_routes.ROUTES,
             *lookout_routes.ROUTES,

@@ -81,3 +81,9 @@ class ClusterBackend(Protocol):
 
     async def release(self, run_id: str) -> None:
         """The run's result was delivered: its leftovers may go after the retention period."""
+
+    async def cordoned_nodes(self) -> list[str]:
+        """The nodes this executor cordoned on the server's order (and has not uncordoned)."""
+
+    async def cordon(self, node: str, reason: str | None) -> None:
+        """Cordon ``node`` (nothing new starts there) with ``reason``; ``None``: uncordon it."""

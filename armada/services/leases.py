@@ -102,7 +102,9 @@ class LeaseService:
         deadline = time.monotonic() + request.wait_millis / 1000
         # Long poll: wait for news for this executor; other events (heartbeats, submissions
         # the scheduler has not placed yet) wake us but do not end the wait.
-        while not (response.leases or response.cancel_runs or response.preempt_runs):
+        while not (response.leases or response.cancel_runs or response.preempt_runs) and set(
+            response.cordon_nodes
+        ) == set(request.cordoned_nodes):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -175,7 +177,10 @@ class LeaseService:
         to_send = (executor.runs[r] for r in executor.unacknowledged if r not in ended_ids)
         leases = await self._leases(list(itertools.islice(to_send, limit)))
         return LeaseResponse(
-            leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)
+            leases=leases,
+            cancel_runs=sorted(cancel_runs),
+            preempt_runs=sorted(preempt_runs),
+            cordon_nodes=dict(self.state.cordoned_nodes.get(request.executor_id, {})),
         )
 
     def _kill_orders(self, executor: ExecutorInfo) -> dict[str, KillOrder]:

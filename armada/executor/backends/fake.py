@@ -17,6 +17,7 @@ import yaml
 
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.commands import container_argv, fake_plan
+from armada.executor.cordons import LocalCordons
 from armada.executor.podspec import pod_name
 from armada.executor.settings import FakeNodeTemplate, FakeSettings
 from armada.model.leases import Lease, NodeReport, Taint
@@ -57,10 +58,11 @@ def make_nodes(settings: FakeSettings, cluster_id: str) -> list[NodeReport]:
     return nodes
 
 
-class FakeBackend:
+class FakeBackend(LocalCordons):
     """A ``ClusterBackend`` whose runs are timers."""
 
     def __init__(self, settings: FakeSettings, cluster_id: str, *, rng: random.Random | None = None) -> None:
+        super().__init__()
         self._settings = settings
         self._nodes = make_nodes(settings, cluster_id)
         self._rng = rng or random.Random()
@@ -84,7 +86,7 @@ class FakeBackend:
 
     async def nodes(self) -> list[NodeReport]:
         """The simulated nodes."""
-        return self._nodes
+        return self.cordons_applied(self._nodes)
 
     async def launch(self, lease: Lease) -> None:
         """Start the run's timer (once per run)."""
