@@ -67,7 +67,7 @@ async def cordons(conn: AsyncConnection) -> Cordons:
 
 
 async def fleet(conn: AsyncConnection) -> Fleet:
-    """Every executor that reported (and any with settings only), sorted by name."""
+    """Every executor that reported (and any cordoned before it reported), sorted by name."""
     executors, nodes, jobs = schema.executors, schema.nodes, schema.jobs
     node_rows: dict[str, list[NodeRow]] = {}
     query = select(nodes.c.executor_id, nodes.c.name, nodes.c.unschedulable, nodes.c.ready)
@@ -80,8 +80,9 @@ async def fleet(conn: AsyncConnection) -> Fleet:
         for row in await conn.execute(select(executors))
     }
     known = await cordons(conn)
-    for name in known.executors.keys() - found.keys():
-        found[name] = ExecutorRow(name, "", None, [])
+    for name, setting in known.executors.items():
+        if setting.cordoned and name not in found:
+            found[name] = ExecutorRow(name, "", None, [])
     counts = select(jobs.c.cluster, jobs.c.node, func.count()).where(jobs.c.state.in_(ACTIVE))
     running: Counter[tuple[str, str]] = Counter()
     for cluster, node, count in await conn.execute(counts.group_by(jobs.c.cluster, jobs.c.node)):
