@@ -106,6 +106,7 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("GET", "/"): Public(),
     ("GET", "/jobs"): Public(),
     ("GET", "/jobsets"): Public(),
+    ("GET", "/executors"): Public(),
     ("GET", "/static/{file_path:path}"): Public(),
     ("HEAD", "/static/{file_path:path}"): Public(),
 }
