@@ -9,6 +9,8 @@ is enough).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from litestar import delete, get, post, put
 from litestar.params import FromPath, JSONBody
 
@@ -16,6 +18,7 @@ from armada.api.dependencies import Scheduler, Scheduling, Store, User
 from armada.api.responses import problems
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import authenticated, requires
+from armada.eventstore.store import EventStore
 from armada.model.wire.base import Empty
 from armada.model.wire.fleet import (
     ExecutorJobsRequest,
@@ -25,6 +28,7 @@ from armada.model.wire.fleet import (
     NodeJobsRequest,
 )
 from armada.model.wire.jobs import CancellationResult, JobPreemptResponse
+from armada.scheduling.config import SchedulingConfig
 from armada.services import bulk_actions, fleet
 
 TAGS = ["executors"]
@@ -57,6 +61,29 @@ async def delete_executor_settings(name: FromPath[str], store: Store, user: User
     return Empty()
 
 
+async def _on_executor(
+    verb: Literal["preempt", "cancel"],
+    name: str,
+    request: ExecutorJobsRequest | NodeJobsRequest,
+    store: EventStore,
+    user: str,
+    scheduling: SchedulingConfig,
+) -> list[str]:
+    """The bulk command on executor ``name``, or on node ``name`` of ``request.executor``."""
+    fleet.check_name(name, request.name)
+    executor, node = (request.executor, name) if isinstance(request, NodeJobsRequest) else (name, "")
+    return await bulk_actions.on_executor(
+        store,
+        verb,
+        executor,
+        node=node,
+        queues=request.queues,
+        priority_classes=request.priority_classes,
+        user=user,
+        known_classes=scheduling.priority_classes,
+    )
+
+
 @post(
     "/v1/executor/preempt/{name:str}",
     responses=problems(404),
@@ -73,16 +100,9 @@ async def preempt_on_executor(
     data: JSONBody[ExecutorJobsRequest | None] = None,
 ) -> JobPreemptResponse:
     request = data or ExecutorJobsRequest()
-    fleet.check_name(name, request.name)
-    preempted = await bulk_actions.preempt_on_executor(
-        store,
-        name,
-        queues=request.queues,
-        priority_classes=request.priority_classes,
-        user=user,
-        known_classes=scheduling.priority_classes,
+    return JobPreemptResponse(
+        preempted_ids=await _on_executor("preempt", name, request, store, user, scheduling)
     )
-    return JobPreemptResponse(preempted_ids=preempted)
 
 
 @post(
@@ -94,14 +114,16 @@ async def preempt_on_executor(
     opt=requires(P.CANCEL_ANY_JOBS),
 )
 async def cancel_on_executor(
-    name: FromPath[str], store: Store, user: User, data: JSONBody[ExecutorJobsRequest | None] = None
+    name: FromPath[str],
+    store: Store,
+    user: User,
+    scheduling: Scheduling,
+    data: JSONBody[ExecutorJobsRequest | None] = None,
 ) -> CancellationResult:
     request = data or ExecutorJobsRequest()
-    fleet.check_name(name, request.name)
-    cancelled = await bulk_actions.cancel_on_executor(
-        store, name, queues=request.queues, priority_classes=request.priority_classes, user=user
+    return CancellationResult(
+        cancelled_ids=await _on_executor("cancel", name, request, store, user, scheduling)
     )
-    return CancellationResult(cancelled_ids=cancelled)
 
 
 @post(
@@ -115,18 +137,9 @@ async def cancel_on_executor(
 async def preempt_on_node(
     name: FromPath[str], data: JSONBody[NodeJobsRequest], store: Store, user: User, scheduling: Scheduling
 ) -> JobPreemptResponse:
-    fleet.check_name(name, data.name)
-    request = data
-    preempted = await bulk_actions.preempt_on_executor(
-        store,
-        request.executor,
-        node=name,
-        queues=request.queues,
-        priority_classes=request.priority_classes,
-        user=user,
-        known_classes=scheduling.priority_classes,
+    return JobPreemptResponse(
+        preempted_ids=await _on_executor("preempt", name, data, store, user, scheduling)
     )
-    return JobPreemptResponse(preempted_ids=preempted)
 
 
 @post(
@@ -138,19 +151,9 @@ async def preempt_on_node(
     opt=requires(P.CANCEL_ANY_JOBS),
 )
 async def cancel_on_node(
-    name: FromPath[str], data: JSONBody[NodeJobsRequest], store: Store, user: User
+    name: FromPath[str], data: JSONBody[NodeJobsRequest], store: Store, user: User, scheduling: Scheduling
 ) -> CancellationResult:
-    fleet.check_name(name, data.name)
-    request = data
-    cancelled = await bulk_actions.cancel_on_executor(
-        store,
-        request.executor,
-        node=name,
-        queues=request.queues,
-        priority_classes=request.priority_classes,
-        user=user,
-    )
-    return CancellationResult(cancelled_ids=cancelled)
+    return CancellationResult(cancelled_ids=await _on_executor("cancel", name, data, store, user, scheduling))
 
 
 @post(

@@ -1,6 +1,7 @@
 """Operators' commands on the fleet: cordon executors and nodes, list executors, and
 preempt or cancel everything matching on a queue, an executor or a node."""
 
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -130,59 +131,57 @@ def preempt_queue(
     _done("preemption", ids)
 
 
-def cancel_executor(
-    name: ExecutorArgument,
-    queue: QueuesOption = None,
-    priority_class: ClassesOption = None,
-    url: UrlOption = None,
-    context: ContextOption = None,
+def _on_executor(
+    verb: str,
+    executor: str,
+    node: str,
+    queues: list[str] | None,
+    classes: list[str] | None,
+    url: str | None,
+    context: str | None,
 ) -> None:
-    """Cancel the jobs running on an executor."""
     with connect(url, context) as client:
-        ids = client.cancel_on_executor(name, queues=queue or [], priority_classes=priority_class or [])
-    _done("cancellation", ids)
+        act = client.preempt_on_executor if verb == "preempt" else client.cancel_on_executor
+        ids = act(executor, node=node, queues=queues or [], priority_classes=classes or [])
+    _done("preemption" if verb == "preempt" else "cancellation", ids)
 
 
-def preempt_executor(
-    name: ExecutorArgument,
-    queue: QueuesOption = None,
-    priority_class: ClassesOption = None,
-    url: UrlOption = None,
-    context: ContextOption = None,
-) -> None:
-    """Preempt the preemptible jobs running on an executor."""
-    with connect(url, context) as client:
-        ids = client.preempt_on_executor(name, queues=queue or [], priority_classes=priority_class or [])
-    _done("preemption", ids)
+def _jobs(verb: str) -> str:
+    return "Preempt the preemptible jobs" if verb == "preempt" else "Cancel the jobs"
 
 
-def cancel_node(
-    name: NodeArgument,
-    executor: RequiredExecutorOption,
-    queue: QueuesOption = None,
-    priority_class: ClassesOption = None,
-    url: UrlOption = None,
-    context: ContextOption = None,
-) -> None:
-    """Cancel the jobs running on one node."""
-    with connect(url, context) as client:
-        ids = client.cancel_on_executor(
-            executor, node=name, queues=queue or [], priority_classes=priority_class or []
-        )
-    _done("cancellation", ids)
+def executor_command(verb: str) -> Callable[..., None]:
+    """``armada cancel|preempt executor NAME``."""
+
+    def command(
+        name: ExecutorArgument,
+        queue: QueuesOption = None,
+        priority_class: ClassesOption = None,
+        url: UrlOption = None,
+        context: ContextOption = None,
+    ) -> None:
+        _on_executor(verb, name, "", queue, priority_class, url, context)
+
+    command.__doc__ = (
+        f"{verb.capitalize()} the {'preemptible ' if verb == 'preempt' else ''}jobs running on an executor."
+    )
+    return command
 
 
-def preempt_node(
-    name: NodeArgument,
-    executor: RequiredExecutorOption,
-    queue: QueuesOption = None,
-    priority_class: ClassesOption = None,
-    url: UrlOption = None,
-    context: ContextOption = None,
-) -> None:
-    """Preempt the preemptible jobs running on one node."""
-    with connect(url, context) as client:
-        ids = client.preempt_on_executor(
-            executor, node=name, queues=queue or [], priority_classes=priority_class or []
-        )
-    _done("preemption", ids)
+def node_command(verb: str) -> Callable[..., None]:
+    """``armada cancel|preempt node NAME --executor E``."""
+
+    def command(
+        name: NodeArgument,
+        executor: RequiredExecutorOption,
+        queue: QueuesOption = None,
+        priority_class: ClassesOption = None,
+        url: UrlOption = None,
+        context: ContextOption = None,
+    ) -> None:
+        _on_executor(verb, executor, name, queue, priority_class, url, context)
+
+    command.__doc__ = (
+        f"{verb.capitalize()} the {'preemptible ' if verb == 'preempt' else ''}jobs running on one node."
+    )
+    return command

@@ -192,8 +192,8 @@ def details(
 
 # Bulk commands on a queue, an executor or a node (armada.cli.fleet).
 cancel_app.command("queue")(fleet.cancel_queue)
-cancel_app.command("executor")(fleet.cancel_executor)
-cancel_app.command("node")(fleet.cancel_node)
+cancel_app.command("executor")(fleet.executor_command("cancel"))
+cancel_app.command("node")(fleet.node_command("cancel"))
 preempt_app.command("queue")(fleet.preempt_queue)
-preempt_app.command("executor")(fleet.preempt_executor)
-preempt_app.command("node")(fleet.preempt_node)
+preempt_app.command("executor")(fleet.executor_command("preempt"))
+preempt_app.command("node")(fleet.node_command("preempt"))

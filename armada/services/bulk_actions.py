@@ -9,6 +9,7 @@ per-job commands. On an executor or a node only jobs holding a node are chosen.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from armada.eventstore import fleet_views, views
 from armada.eventstore.store import EventStore
@@ -93,20 +94,9 @@ async def cancel_on_queue(
     return await cancel_matching(store, selector, wanted, user=user, reason=QUEUE_REASON)
 
 
-async def _executor_selector(
-    store: EventStore, executor: str, node: str, queues: Sequence[str], classes: Sequence[str]
-) -> JobSelector:
-    """The selector of an executor (or one of its nodes); 404 for an executor never seen."""
-    if not executor:  # a node's executor: node names are unique per cluster only
-        raise InvalidRequest("the node's executor is required", field="executor")
-    async with store.engine.connect() as conn:
-        if not await fleet_views.executor_known(conn, executor):
-            raise NotFound(f"executor {executor!r} not found", field="executor" if node else "name")
-    return JobSelector(queues=queues, priority_classes=classes, executor=executor, node=node)
-
-
-async def preempt_on_executor(
+async def on_executor(
     store: EventStore,
+    verb: Literal["preempt", "cancel"],
     executor: str,
     *,
     node: str = "",
@@ -115,22 +105,15 @@ async def preempt_on_executor(
     user: str,
     known_classes: Mapping[str, PriorityClass],
 ) -> list[str]:
-    """Preempt the preemptible jobs running on ``executor`` (or on its ``node``)."""
-    selector = await _executor_selector(store, executor, node, queues, priority_classes)
+    """Preempt (the preemptible ones) or cancel the jobs running on ``executor`` or on its
+    ``node``; 404 for an executor never seen (or forgotten)."""
+    if not executor:  # a node's executor: node names are unique per cluster only
+        raise InvalidRequest("the node's executor is required", field="executor")
+    async with store.engine.connect() as conn:
+        if not await fleet_views.executor_known(conn, executor):
+            raise NotFound(f"executor {executor!r} not found", field="executor" if node else "name")
+    selector = JobSelector(queues=queues, priority_classes=priority_classes, executor=executor, node=node)
     reason = NODE_REASON if node else EXECUTOR_REASON
-    return await preempt_matching(store, selector, user=user, known_classes=known_classes, reason=reason)
-
-
-async def cancel_on_executor(
-    store: EventStore,
-    executor: str,
-    *,
-    node: str = "",
-    queues: Sequence[str],
-    priority_classes: Sequence[str],
-    user: str,
-) -> list[str]:
-    """Cancel the jobs running on ``executor`` (or on its ``node``)."""
-    selector = await _executor_selector(store, executor, node, queues, priority_classes)
-    reason = NODE_REASON if node else EXECUTOR_REASON
+    if verb == "preempt":
+        return await preempt_matching(store, selector, user=user, known_classes=known_classes, reason=reason)
     return await cancel_matching(store, selector, ACTIVE, user=user, reason=reason)

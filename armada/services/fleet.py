@@ -15,7 +15,7 @@ from armada.model.errors import Conflict, InvalidRequest, NotFound
 from armada.model.states import FailureCause
 from armada.model.wire.fleet import ExecutorList, ExecutorSettingsUpsertRequest, ExecutorSummary, NodeSummary
 from armada.services.cluster_state import RunInfo
-from armada.services.lost_runs import LostRun, end_lost_runs
+from armada.services.lost_runs import LostRun
 from armada.services.scheduler import SchedulerService
 
 FORGOTTEN = "executor forgotten by an operator"
@@ -102,13 +102,7 @@ async def forget_executor(store: EventStore, scheduler: SchedulerService, name: 
             )
             for run in runs
         ]
-        await end_lost_runs(
-            tx,
-            scheduler.state,
-            lost,
-            retry_settings=scheduler.config.retry_policy,
-            max_retries=scheduler.settings.max_retries,
-        )
+        await scheduler.end_lost_runs(tx, lost)
         tx.append([ev.ExecutorDeleted(executor_id=name, requestor=user)])
     await scheduler.follower.catch_up()
     return len(lost)

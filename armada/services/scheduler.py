@@ -19,7 +19,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import views
-from armada.eventstore.store import EventStore
+from armada.eventstore.store import EventStore, Transaction
 from armada.eventstore.views import JobRow
 from armada.model import events as ev
 from armada.model.ids import new_run_id
@@ -184,17 +184,21 @@ class SchedulerService:
             self._lost_nodes_checked = generation
             return
         async with self.store.transaction() as tx:
-            await end_lost_runs(
-                tx,
-                self.state,
-                lost,
-                retry_settings=self.config.retry_policy,
-                max_retries=self.settings.max_retries,
-            )
+            await self.end_lost_runs(tx, lost)
             for info in expired:  # its nodes leave the pool until it reports again
                 tx.append([ev.ExecutorReported(executor_id=info.executor_id, pool=info.pool, nodes=[])])
         self._lost_nodes_checked = generation
         await self.follower.catch_up()
+
+    async def end_lost_runs(self, tx: Transaction, lost: Sequence[LostRun]) -> None:
+        """End ``lost`` runs in ``tx``: by the retry engine or ``maxRetries`` (see :mod:`.lost_runs`)."""
+        await end_lost_runs(
+            tx,
+            self.state,
+            lost,
+            retry_settings=self.config.retry_policy,
+            max_retries=self.settings.max_retries,
+        )
 
     # --- decisions ----------------------------------------------------------------------
 
