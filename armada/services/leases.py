@@ -180,8 +180,14 @@ class LeaseService:
             leases=leases,
             cancel_runs=sorted(cancel_runs),
             preempt_runs=sorted(preempt_runs),
-            cordon_nodes=dict(self.state.cordoned_nodes.get(request.executor_id, {})),
+            cordon_nodes=self._cordons(executor),
         )
+
+    def _cordons(self, executor: ExecutorInfo) -> dict[str, str]:
+        """The executor's nodes operators cordoned; a cordon of a node it no longer has
+        waits (were it sent, the executor could never hold it, and no call would long-poll)."""
+        cordoned = self.state.cordoned_nodes.get(executor.executor_id, {})
+        return {node: reason for node, reason in cordoned.items() if node in executor.nodes}
 
     def _kill_orders(self, executor: ExecutorInfo) -> dict[str, KillOrder]:
         """This executor's runs whose jobs asked to be cancelled or preempted, by run id."""
