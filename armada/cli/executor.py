@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from armada.cli.fleet import list_executors
+from armada.cli.fleet import forget_executor, list_executors
 from armada.cli.options import ConfigOption, settings_or_exit
 from armada.cli.secret_files import secret_from
 
@@ -178,7 +178,8 @@ def executor(
         metrics_server.shutdown()
 
 
-#: ``armada executor [OPTIONS]`` runs an executor; ``armada executor list`` lists them.
+#: ``armada executor [OPTIONS]`` runs an executor; ``list`` and ``forget`` ask the server.
 app = typer.Typer(help="Run the executor of one cluster, or list executors.", no_args_is_help=False)
 app.callback(invoke_without_command=True)(executor)
 app.command("list")(list_executors)
+app.command("forget")(forget_executor)

@@ -99,6 +99,13 @@ def list_executors(as_json: JsonOption = False, url: UrlOption = None, context: 
                 typer.echo(f"  node {node.name} cordoned: {node.cordon_reason or '(no reason)'}")
 
 
+def forget_executor(name: ExecutorArgument, url: UrlOption = None, context: ContextOption = None) -> None:
+    """Forget a vanished executor and its nodes: its jobs are requeued now, once."""
+    with connect(url, context) as client:
+        client.forget_executor(name)
+    typer.echo(f"forgot executor {name}")
+
+
 def _done(verb: str, ids: list[str]) -> None:
     typer.echo(f"{verb} requested for {len(ids)} job(s)")
 

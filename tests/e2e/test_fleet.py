@@ -94,7 +94,7 @@ def test_cordon_drain_preempt_and_forget(tmp_path: Path) -> None:
         on_c2 = [j for j in untouched if placed[j][0] == "c2" and j in held]
         assert sorted(client.cancel_on_executor("c2")) == sorted(on_c2)  # room for c1's jobs
         first.stop()
-        client.forget_executor("c1")
+        cli_ok(url, "executor", "forget", "c1")
         assert "c1" not in cli_ok(url, "executor", "list")
         wait_for(states_are(client, on_c1, "RUNNING", "SUCCEEDED"), what="c1's jobs to run again on c2")
         assert {cluster for cluster, _ in runs_on(client, on_c1).values()} <= {"c2"}
