@@ -147,8 +147,13 @@ class RandomHistory:
 
     def _executor_change(self) -> list[ev.Event]:
         executor = f"cluster-{self.rng.randint(1, 3)}"
-        if self.rng.random() < 0.5:
+        roll = self.rng.random()
+        if roll < 0.4:
             return [ev.ExecutorHeartbeat(executor_id=executor, created=self._tick())]
+        if roll < 0.6:
+            return [self._cordon_change(executor)]
+        if roll < 0.65 and executor != "cluster-1":  # runs are only ever leased to cluster-1
+            return [ev.ExecutorDeleted(executor_id=executor, requestor="ops", created=self._tick())]
         nodes = [
             ev.ExecutorNode(
                 name=f"{executor}-node-{i}",
@@ -159,6 +164,30 @@ class RandomHistory:
             for i in range(self.rng.randint(0, 4))
         ]
         return [ev.ExecutorReported(executor_id=executor, pool="default", nodes=nodes, created=self._tick())]
+
+    def _cordon_change(self, executor: str) -> ev.Event:
+        """An operator's executor settings or node cordon (fleet controls)."""
+        roll, created = self.rng.random(), self._tick()
+        if roll < 0.3:
+            cordoned = self.rng.random() < 0.7
+            reason = "upgrade" if cordoned else ""
+            return ev.ExecutorSettingsUpserted(
+                executor_id=executor,
+                cordoned=cordoned,
+                cordon_reason=reason,
+                requestor="ops",
+                created=created,
+            )
+        if roll < 0.6:
+            return ev.ExecutorSettingsDeleted(executor_id=executor, requestor="ops", created=created)
+        node, cordoned = f"{executor}-node-{self.rng.randint(0, 3)}", self.rng.random() < 0.6
+        return ev.NodeCordonChanged(
+            executor_id=executor,
+            node=node,
+            cordoned=cordoned,
+            reason="bad disk" if cordoned else "",
+            created=created,
+        )
 
     def _from_queued(self, job: Job) -> list[ev.Event]:
         roll = self.rng.random()

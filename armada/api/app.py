@@ -22,6 +22,7 @@ from litestar.openapi import OpenAPIConfig
 import armada
 from armada.api import (
     executor_routes,
+    fleet_routes,
     job_routes,
     log_routes,
     lookout_routes,
@@ -200,6 +201,7 @@ def create_app(settings: Settings) -> Litestar:
             *query_routes.ROUTES,
             *executor_routes.ROUTES,
             *log_routes.ROUTES,
+            *fleet_routes.ROUTES,
             *report_routes.ROUTES,
             *metrics_routes.ROUTES,
             *lookout_routes.ROUTES,

@@ -40,7 +40,7 @@ from armada.model.wire.queues import (
     StreamingQueueLine,
     StreamingQueueMessage,
 )
-from armada.services import queries, queue_actions, queues
+from armada.services import bulk_actions, queries, queues
 from armada.services.queues import Authorize
 
 TAGS = ["queues"]
@@ -149,7 +149,7 @@ async def preempt_on_queue(
     data: JSONBody[QueuePreemptRequest | None] = None,
 ) -> JobPreemptResponse:
     request = data or QueuePreemptRequest()
-    preempted = await queue_actions.preempt_on_queue(
+    preempted = await bulk_actions.preempt_on_queue(
         store,
         name,
         priority_classes=request.priority_classes,
@@ -172,7 +172,7 @@ async def cancel_on_queue(
     name: FromPath[str], store: Store, user: User, data: JSONBody[QueueCancelRequest | None] = None
 ) -> CancellationResult:
     request = data or QueueCancelRequest()
-    cancelled = await queue_actions.cancel_on_queue(
+    cancelled = await bulk_actions.cancel_on_queue(
         store,
         name,
         priority_classes=request.priority_classes,

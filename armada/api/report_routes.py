@@ -28,7 +28,7 @@ TAGS = ["reports"]
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
 async def scheduling_report(scheduler: Scheduler, reads: Reads) -> SchedulingReport:
-    report = build.scheduling_report(scheduler.history)
+    report = build.scheduling_report(scheduler.history, scheduler.state)
     if reads.everything:
         return report
     names = {name for cycle in report.cycles for pool in cycle.pools.values() for name in pool.queues}

@@ -31,6 +31,10 @@ class GlobalPermission(StrEnum):
     CREATE_RETRY_POLICY = "create_retry_policy"
     UPDATE_RETRY_POLICY = "update_retry_policy"
     DELETE_RETRY_POLICY = "delete_retry_policy"
+    #: Cordon or uncordon an executor, and forget one that is gone (upstream's name).
+    UPDATE_EXECUTOR_SETTINGS = "update_executor_settings"
+    #: Cordon or uncordon one node (upstream's Binoculars permission).
+    CORDON_NODES = "cordon_nodes"
 
 
 #: The global permission that grants a queue verb on every queue.

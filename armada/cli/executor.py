@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from armada.cli.fleet import forget_executor, list_executors
 from armada.cli.options import ConfigOption, settings_or_exit
 from armada.cli.secret_files import secret_from
 
@@ -92,6 +93,7 @@ class Backend(StrEnum):
 
 
 def executor(
+    ctx: typer.Context,
     *,
     server: Annotated[str | None, typer.Option(help="Base URL of the Armada server.")] = None,
     cluster_id: Annotated[
@@ -130,7 +132,10 @@ def executor(
     """Run the executor of one cluster: lease jobs from the server and run them.
 
     Options not given come from ``--config`` and ``ARMADA_EXECUTOR_*`` variables.
+    ``armada executor list`` lists the server's executors instead.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     import asyncio  # noqa: PLC0415 (start-up time)
 
     from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
@@ -171,3 +176,10 @@ def executor(
         asyncio.run(run_executor(settings, handle_signals=True, metrics=metrics))
     finally:
         metrics_server.shutdown()
+
+
+#: ``armada executor [OPTIONS]`` runs an executor; ``list`` and ``forget`` ask the server.
+app = typer.Typer(help="Run the executor of one cluster, or list executors.", no_args_is_help=False)
+app.callback(invoke_without_command=True)(executor)
+app.command("list")(list_executors)
+app.command("forget")(forget_executor)

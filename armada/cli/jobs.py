@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from armada.cli import fleet
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_json
 
 QueueArgument = Annotated[str, typer.Argument(help="Queue of the jobs.")]
@@ -187,3 +188,12 @@ def details(
         for run in job.job_runs:
             why = f"\t{run.reason}" if run.reason else ""
             typer.echo(f"  run {run.run_id}\t{run.state}\t{run.cluster}/{run.node}{why}")
+
+
+# Bulk commands on a queue, an executor or a node (armada.cli.fleet).
+cancel_app.command("queue")(fleet.cancel_queue)
+cancel_app.command("executor")(fleet.executor_command("cancel"))
+cancel_app.command("node")(fleet.node_command("cancel"))
+preempt_app.command("queue")(fleet.preempt_queue)
+preempt_app.command("executor")(fleet.executor_command("preempt"))
+preempt_app.command("node")(fleet.node_command("preempt"))

@@ -22,7 +22,9 @@ from armada.cli.connection import CONNECTION_OPTIONS
 #: Commands in the order ``--help`` lists them: name -> (module, attribute, is a group).
 COMMANDS: dict[str, tuple[str, str, bool]] = {
     "serve": ("armada.cli.serve", "serve", False),
-    "executor": ("armada.cli.executor", "executor", False),
+    "executor": ("armada.cli.executor", "app", True),
+    "executor-settings": ("armada.cli.fleet", "settings_app", True),
+    "node": ("armada.cli.fleet", "node_app", True),
     "submit": ("armada.cli.jobs", "submit", False),
     "watch": ("armada.cli.watch", "watch", False),
     "logs": ("armada.cli.logs", "logs", False),

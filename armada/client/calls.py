@@ -19,6 +19,13 @@ from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
 from armada.model.wire.base import Empty
 from armada.model.wire.events import JobSetRequest, decode_stream_line
+from armada.model.wire.fleet import (
+    ExecutorJobsRequest,
+    ExecutorList,
+    ExecutorSettingsUpsertRequest,
+    NodeCordonRequest,
+    NodeJobsRequest,
+)
 from armada.model.wire.jobs import (
     CancellationResult,
     JobCancelRequest,
@@ -45,7 +52,14 @@ from armada.model.wire.queries import (
     JobStatusRequest,
     JobStatusResponse,
 )
-from armada.model.wire.queues import ActiveQueuesResponse, BatchQueueResponse, QueueList, StreamingQueueLine
+from armada.model.wire.queues import (
+    ActiveQueuesResponse,
+    BatchQueueResponse,
+    QueueCancelRequest,
+    QueueList,
+    QueuePreemptRequest,
+    StreamingQueueLine,
+)
 from armada.model.wire.retry import RetryPolicyList
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
@@ -119,6 +133,75 @@ def get_queue(name: str) -> Call[Queue]:
 def cordon_queue(name: str, cordoned: bool) -> Call[Empty]:
     action = "cordon" if cordoned else "uncordon"
     return Call("POST", f"/v1/queue/{_segment(name)}/{action}", None, Empty)
+
+
+def preempt_on_queue(
+    name: str, priority_classes: Sequence[str], pools: Sequence[str]
+) -> Call[JobPreemptResponse]:
+    body = QueuePreemptRequest(priority_classes=list(priority_classes), pools=list(pools))
+    return Call("POST", f"/v1/queue/{_segment(name)}/preempt", body, JobPreemptResponse)
+
+
+def cancel_on_queue(
+    name: str, priority_classes: Sequence[str], pools: Sequence[str], states: Sequence[StateName]
+) -> Call[CancellationResult]:
+    body = QueueCancelRequest(
+        priority_classes=list(priority_classes), pools=list(pools), job_states=list(states)
+    )
+    return Call("POST", f"/v1/queue/{_segment(name)}/cancel", body, CancellationResult)
+
+
+# --- fleet controls -------------------------------------------------------------------------
+
+
+def executor_settings(name: str, cordoned: bool, reason: str) -> Call[Empty]:
+    body = ExecutorSettingsUpsertRequest(name=name, cordoned=cordoned, cordon_reason=reason)
+    return Call("PUT", f"/v1/executor_settings/{_segment(name)}", body, Empty)
+
+
+def delete_executor_settings(name: str) -> Call[Empty]:
+    return Call("DELETE", f"/v1/executor_settings/{_segment(name)}", None, Empty)
+
+
+def list_executors() -> Call[ExecutorList]:
+    return Call("GET", "/v1/executors", None, ExecutorList)
+
+
+def forget_executor(name: str) -> Call[Empty]:
+    return Call("DELETE", f"/v1/executor/{_segment(name)}", None, Empty)
+
+
+def cordon_node(node: str, executor: str, reason: str, cordoned: bool) -> Call[Empty]:
+    action = "cordon" if cordoned else "uncordon"
+    body = NodeCordonRequest(node_name=node, executor=executor, reason=reason)
+    return Call("POST", f"/v1/binoculars/{action}", body, Empty)
+
+
+def preempt_on_executor(
+    name: str, node: str, queues: Sequence[str], priority_classes: Sequence[str]
+) -> Call[JobPreemptResponse]:
+    """On an executor, or (``node`` given, ``name`` its executor) on one of its nodes."""
+    path, body = _on_executor("preempt", name, node, queues, priority_classes)
+    return Call("POST", path, body, JobPreemptResponse)
+
+
+def cancel_on_executor(
+    name: str, node: str, queues: Sequence[str], priority_classes: Sequence[str]
+) -> Call[CancellationResult]:
+    path, body = _on_executor("cancel", name, node, queues, priority_classes)
+    return Call("POST", path, body, CancellationResult)
+
+
+def _on_executor(
+    verb: str, executor: str, node: str, queues: Sequence[str], classes: Sequence[str]
+) -> tuple[str, msgspec.Struct]:
+    if node:
+        body = NodeJobsRequest(
+            name=node, executor=executor, queues=list(queues), priority_classes=list(classes)
+        )
+        return f"/v1/node/{verb}/{_segment(node)}", body
+    request = ExecutorJobsRequest(name=executor, queues=list(queues), priority_classes=list(classes))
+    return f"/v1/executor/{verb}/{_segment(executor)}", request
 
 
 def create_retry_policy(policy: RetryPolicy) -> Call[Empty]:

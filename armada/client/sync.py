@@ -14,6 +14,7 @@ from armada.client.config import ClientConfig
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
 from armada.model.wire import jobs, logs, queries
+from armada.model.wire.fleet import ExecutorSummary
 from armada.model.wire.queues import BatchQueueResponse
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
@@ -77,6 +78,48 @@ class ArmadaClient:
 
     def cordon_queue(self, name: str, cordoned: bool = True) -> None:
         self.send(calls.cordon_queue(name, cordoned))
+
+    def preempt_on_queue(
+        self, name: str, priority_classes: Sequence[str] = (), pools: Sequence[str] = ()
+    ) -> list[str]:
+        return self.send(calls.preempt_on_queue(name, priority_classes, pools)).preempted_ids
+
+    def cancel_on_queue(
+        self,
+        name: str,
+        priority_classes: Sequence[str] = (),
+        pools: Sequence[str] = (),
+        states: Sequence[jobs.StateName] = (),
+    ) -> list[str]:
+        return self.send(calls.cancel_on_queue(name, priority_classes, pools, states)).cancelled_ids
+
+    # --- fleet controls -------------------------------------------------------------------
+
+    def cordon_executor(self, name: str, reason: str = "", cordoned: bool = True) -> None:
+        self.send(calls.executor_settings(name, cordoned, reason))
+
+    def delete_executor_settings(self, name: str) -> None:
+        self.send(calls.delete_executor_settings(name))
+
+    def list_executors(self) -> list[ExecutorSummary]:
+        return self.send(calls.list_executors()).executors
+
+    def forget_executor(self, name: str) -> None:
+        self.send(calls.forget_executor(name))
+
+    def cordon_node(self, node: str, executor: str = "", reason: str = "", cordoned: bool = True) -> None:
+        self.send(calls.cordon_node(node, executor, reason, cordoned))
+
+    def preempt_on_executor(
+        self, name: str, *, node: str = "", queues: Sequence[str] = (), priority_classes: Sequence[str] = ()
+    ) -> list[str]:
+        """On executor ``name``, or on its ``node``."""
+        return self.send(calls.preempt_on_executor(name, node, queues, priority_classes)).preempted_ids
+
+    def cancel_on_executor(
+        self, name: str, *, node: str = "", queues: Sequence[str] = (), priority_classes: Sequence[str] = ()
+    ) -> list[str]:
+        return self.send(calls.cancel_on_executor(name, node, queues, priority_classes)).cancelled_ids
 
     # --- retry policies -----------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from sqlalchemy import Table, delete, insert, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, schema
+from armada.eventstore.cordons import apply_cordon_event
 from armada.eventstore.retry_policies import apply_retry_policy_event
 from armada.model import events as ev
 from armada.model.queues import Queue
@@ -80,6 +81,10 @@ _ORDERED_TYPES = (
     ev.QueueDeleted,
     ev.ExecutorReported,
     ev.ExecutorHeartbeat,
+    ev.ExecutorSettingsUpserted,
+    ev.ExecutorSettingsDeleted,
+    ev.NodeCordonChanged,
+    ev.ExecutorDeleted,
 )
 
 
@@ -330,6 +335,13 @@ async def _apply_ordered(conn: AsyncConnection, event: ev.Event) -> None:
                 .where(schema.executors.c.executor_id == event.executor_id)
                 .values(last_seen=event.created)
             )
+        case (
+            ev.ExecutorSettingsUpserted()
+            | ev.ExecutorSettingsDeleted()
+            | ev.NodeCordonChanged()
+            | ev.ExecutorDeleted()
+        ):
+            await apply_cordon_event(conn, event)
         case _:  # pragma: no cover - add() only routes the types above here
             raise TypeError(f"not an ordered event: {event.type}")
 

@@ -1,8 +1,9 @@
 """Tables: the append-only ``events`` log and the views projected from it.
 
-The views (``queues``, ``jobs``, ``runs``, ``executors``, ``nodes``) hold nothing that is not
-derivable from the log; ``armada admin rebuild-views`` recreates them by replay. They carry
-no foreign keys, so a batch of projections can be applied in any grouping.
+The views (``queues``, ``jobs``, ``runs``, ``executors``, ``nodes``, the operators' cordons)
+hold nothing that is not derivable from the log; ``armada admin rebuild-views`` recreates
+them by replay. They carry no foreign keys, so a batch of projections can be applied in any
+grouping.
 
 Indexes cost every append, so only those a query needs exist. Job ids are ULIDs, so
 ordering by ``job_id`` is ordering by submission time without an index on ``submitted``.
@@ -156,7 +157,30 @@ nodes = Table(
     Column("updated", DateTime(timezone=True), nullable=False),
 )
 
-VIEWS = (queues, jobs, runs, executors, nodes, retry_policies)
+#: Upstream's executor settings, kept apart from ``executors``: a cordon may be set before
+#: an executor first reports and outlives its being forgotten.
+executor_settings = Table(
+    "executor_settings",
+    metadata,
+    Column("executor_id", String(256), primary_key=True),
+    Column("cordoned", Boolean, nullable=False),
+    Column("cordon_reason", String, nullable=False),
+    Column("set_by", String, nullable=False),
+    Column("updated", DateTime(timezone=True), nullable=False),
+)
+
+#: Nodes an operator cordoned (a row per cordoned node; uncordoning deletes it).
+node_cordons = Table(
+    "node_cordons",
+    metadata,
+    Column("executor_id", String(256), primary_key=True),
+    Column("name", String(256), primary_key=True),
+    Column("reason", String, nullable=False),
+    Column("set_by", String, nullable=False),
+    Column("updated", DateTime(timezone=True), nullable=False),
+)
+
+VIEWS = (queues, jobs, runs, executors, nodes, retry_policies, executor_settings, node_cordons)
 
 #: Log requests in flight between the replica a user asked and the one an executor polls
 #: (``armada.eventstore.log_mailbox``). Not a view and not state: transient messages, never

@@ -112,25 +112,39 @@ async def job_set_rows(
     return [_job_row(row) for row in rows]
 
 
-async def queue_rows(
-    conn: AsyncConnection,
-    queue: str,
-    states: Iterable[JobState],
-    *,
-    priority_classes: Collection[str] = (),
-    pools: Collection[str] = (),
+class JobSelector(NamedTuple):
+    """Which jobs a bulk command acts on; every non-empty field narrows the choice.
+
+    ``executor`` and ``node`` match where the job's current run is (so only jobs holding a
+    node); ``pools`` matches the pool of its current run.
+    """
+
+    queues: Collection[str] = ()
+    priority_classes: Collection[str] = ()
+    pools: Collection[str] = ()
+    executor: str = ""
+    node: str = ""
+
+
+async def matching_rows(
+    conn: AsyncConnection, selector: JobSelector, states: Iterable[JobState]
 ) -> list[JobRow]:
-    """The rows of a queue's jobs in ``states``, by job id; non-empty filters narrow them to
-    those priority classes and to jobs whose current run is in one of ``pools``."""
+    """The rows of the jobs in ``states`` that ``selector`` chooses, by job id."""
     jobs, runs = schema.jobs, schema.runs
     wanted = [state.value for state in states]
-    query = _job_rows_query().where(jobs.c.queue == queue, jobs.c.state.in_(wanted))
-    if priority_classes:
-        query = query.where(jobs.c.priority_class.in_(list(priority_classes)))
-    if pools:
+    query = _job_rows_query().where(jobs.c.state.in_(wanted))
+    if selector.queues:
+        query = query.where(jobs.c.queue.in_(list(selector.queues)))
+    if selector.priority_classes:
+        query = query.where(jobs.c.priority_class.in_(list(selector.priority_classes)))
+    if selector.pools:
         query = query.where(
-            jobs.c.latest_run_id.in_(select(runs.c.run_id).where(runs.c.pool.in_(list(pools))))
+            jobs.c.latest_run_id.in_(select(runs.c.run_id).where(runs.c.pool.in_(list(selector.pools))))
         )
+    if selector.executor:
+        query = query.where(jobs.c.cluster == selector.executor)
+    if selector.node:
+        query = query.where(jobs.c.node == selector.node)
     return [_job_row(row) for row in await conn.execute(query.order_by(jobs.c.job_id))]
 
 

@@ -119,7 +119,7 @@ class ExecutorAgent:
             started = time.monotonic()
             try:
                 nodes = await self._backend.nodes()
-                request = self._lease_request(nodes)
+                request = self._lease_request(nodes, await self._backend.cordoned_nodes())
                 response = await self._client.lease(request)
             except Exception as exc:
                 self._nodes_sent = None  # the server may not have taken them: send again
@@ -132,6 +132,7 @@ class ExecutorAgent:
             await self._apply(response, budget=request.max_new_leases)
             for order in response.log_requests:
                 self._answer_log_later(order)
+            await self._cordon(response.cordon_nodes, request.cordoned_nodes, nodes)
             if response.nodes_wanted and request.nodes is None:
                 continue  # the server lost our nodes: send them at once
             busy = bool(response.leases or response.cancel_runs or response.preempt_runs)
@@ -143,7 +144,7 @@ class ExecutorAgent:
             if wait > 0:
                 await asyncio.sleep(wait)
 
-    def _lease_request(self, nodes: list[NodeReport]) -> LeaseRequest:
+    def _lease_request(self, nodes: list[NodeReport], cordoned: list[str]) -> LeaseRequest:
         """The heartbeat; nodes only when they differ from those the server last took."""
         settings = self._settings
         room = settings.max_leased_runs - self.tracker.count("leased")
@@ -154,6 +155,7 @@ class ExecutorAgent:
             runs=self.tracker.reports(),
             max_new_leases=0 if self.reporter.full else max(0, min(settings.max_new_leases, room)),
             wait_millis=min(int(settings.lease_wait_seconds * 1000), MAX_WAIT_MILLIS),
+            cordoned_nodes=cordoned,
         )
 
     async def _apply(self, response: LeaseResponse, *, budget: int) -> None:
@@ -196,6 +198,23 @@ class ExecutorAgent:
             await self._client.answer_log(answer)
         except ExecutorApiError as exc:
             self._log.info("log answer not delivered", run_id=order.run_id, error=str(exc))
+
+    async def _cordon(self, wanted: dict[str, str], held: list[str], nodes: list[NodeReport]) -> None:
+        """Cordon the nodes operators cordoned, uncordon those they no longer do.
+
+        A failure is logged and retried by the next lease call, which reports what is held.
+        """
+        known = {node.name for node in nodes}
+        changes: list[tuple[str, str | None]] = [(n, r) for n, r in wanted.items() if n not in held]
+        changes += [(node, None) for node in held if node not in wanted]
+        for node, reason in changes:
+            if node not in known and reason is not None:
+                continue  # not (or no longer) a node of this cluster
+            try:
+                await self._backend.cordon(node, reason)
+                self._log.info("node cordoned" if reason is not None else "node uncordoned", node=node)
+            except Exception as exc:
+                self._log.warning("node cordon failed", node=node, error=repr(exc))
 
     def _launch(self, lease: Lease) -> None:
         if not self.tracker.accept(lease):

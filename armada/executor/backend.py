@@ -89,3 +89,9 @@ class ClusterBackend(Protocol):
     async def read_log(self, order: LogOrder) -> list[LogLine]:
         """The run's log lines ``order`` selects, while it runs and after it ended, for as
         long as the cluster keeps them; raises ``LogMissing`` when it keeps none."""
+
+    async def cordoned_nodes(self) -> list[str]:
+        """The nodes this executor cordoned on the server's order (and has not uncordoned)."""
+
+    async def cordon(self, node: str, reason: str | None) -> None:
+        """Cordon ``node`` (nothing new starts there) with ``reason``; ``None``: uncordon it."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Row, func, select
 
-from armada.eventstore import schema
+from armada.eventstore import fleet_views, schema
 from armada.eventstore.store import EventStore
 from armada.eventstore.views import utc
 from armada.lookout.wire import ExecutorSummary, Overview, PoolSummary, QueueSummary, Resources, Share
@@ -70,6 +70,7 @@ async def overview(
         ).all()
         executor_rows = (await conn.execute(select(executors).order_by(executors.c.executor_id))).all()
         node_rows = (await conn.execute(select(nodes.c.executor_id, nodes.c.spec, nodes.c.ready))).all()
+        cordons = (await fleet_views.cordons(conn)).executors
     by_queue: dict[str, dict[str, int]] = defaultdict(dict)
     for queue, state, count in counts:
         by_queue[queue][state] = count
@@ -98,6 +99,10 @@ async def overview(
         if cluster
     }
     summaries = _executors(executor_rows, node_rows, used, now=now, executor_timeout=executor_timeout)
+    for summary in summaries:
+        setting = cordons.get(summary.executor_id)
+        if setting is not None and setting.cordoned:
+            summary.cordoned, summary.cordon_reason = True, setting.reason
     return Overview(queues=queues, pools=_pools(summaries), executors=summaries)
 
 

@@ -196,6 +196,9 @@ class ExecutorSummary(Response):
     ready_nodes: int
     capacity: Resources
     used: Resources
+    #: Cordoned by an operator (no new leases), and why.
+    cordoned: bool = False
+    cordon_reason: str = ""
 
 
 class PoolSummary(Response):

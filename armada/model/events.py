@@ -244,6 +244,40 @@ class ExecutorHeartbeat(Event, tag="executorHeartbeat"):
     executor_id: str
 
 
+class ExecutorSettingsUpserted(Event, tag="executorSettingsUpserted"):
+    """Upstream's executor settings: a cordoned executor gets no new leases (its runs go on)."""
+
+    executor_id: str
+    cordoned: bool = False
+    cordon_reason: str = ""
+    requestor: str = ""
+
+
+class ExecutorSettingsDeleted(Event, tag="executorSettingsDeleted"):
+    """The executor's settings are forgotten: it is no longer cordoned."""
+
+    executor_id: str
+    requestor: str = ""
+
+
+class NodeCordonChanged(Event, tag="nodeCordonChanged"):
+    """An operator cordoned (or uncordoned) one node of an executor; its executor carries
+    the order out in the cluster, the scheduler stops placing there at once."""
+
+    executor_id: str
+    node: str
+    cordoned: bool = True
+    reason: str = ""
+    requestor: str = ""
+
+
+class ExecutorDeleted(Event, tag="executorDeleted"):
+    """A vanished executor is forgotten with its nodes (its runs were ended before, as lost)."""
+
+    executor_id: str
+    requestor: str = ""
+
+
 AnyEvent = (
     JobSubmitted
     | JobQueued
@@ -266,6 +300,10 @@ AnyEvent = (
     | QueueDeleted
     | ExecutorReported
     | ExecutorHeartbeat
+    | ExecutorSettingsUpserted
+    | ExecutorSettingsDeleted
+    | NodeCordonChanged
+    | ExecutorDeleted
     | RetryPolicyCreated
     | RetryPolicyUpdated
     | RetryPolicyDeleted

@@ -2,9 +2,10 @@
 
 One executor serves one cluster. It calls ``POST /v1/executor/lease`` as its heartbeat: it
 reports every run it still holds (and its nodes when they changed), and gets back new
-leases plus the runs it must kill. Run state changes travel separately, batched, on
-``POST /v1/executor/events``; each event carries an ``eventId`` that stays the same across
-retries so the server can deduplicate and every event takes effect exactly once.
+leases, the runs it must kill and the nodes operators cordoned. Run state changes travel
+separately, batched, on ``POST /v1/executor/events``; each event carries an ``eventId`` that
+stays the same across retries so the server can deduplicate and every event takes effect
+exactly once.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ class LeaseRequest(_Strict, kw_only=True):
     #: How long the server may hold the call when it has nothing new (long poll); at most
     #: ``MAX_WAIT_MILLIS`` so a call can never hold a connection (and a heartbeat) for long.
     wait_millis: Annotated[int, msgspec.Meta(ge=0, le=MAX_WAIT_MILLIS)] = 0
+    #: The nodes this executor holds cordoned on the server's order (``cordonNodes``).
+    cordoned_nodes: list[Name] = []
 
 
 class Lease(_Wire, kw_only=True):
@@ -153,6 +156,9 @@ class LeaseResponse(_Wire, kw_only=True):
     nodes_wanted: bool = False
     #: Logs users are waiting for, read from runs this executor holds or held.
     log_requests: list[LogOrder] = []
+    #: Every node of this executor an operator cordoned, with the reason: the executor
+    #: cordons these in its cluster and uncordons those it cordoned that are no longer here.
+    cordon_nodes: dict[str, str] = {}
 
 
 class RunEvent(_Strict, kw_only=True):

@@ -31,8 +31,16 @@ NO_CYCLE = "no scheduling cycle has run on this replica yet (is it the leader?)"
 NEXT_CYCLE = "submitted after the last cycle: waiting for the next one"
 
 
-def scheduling_report(history: CycleHistory) -> SchedulingReport:
+def scheduling_report(history: CycleHistory, state: ClusterState | None = None) -> SchedulingReport:
+    """The cycles, and (given the state) what operators cordoned: the scheduler leaves it out."""
     report = SchedulingReport(cycles=[_cycle(record) for record in reversed(list(history))])
+    if state is not None:
+        report.cordoned_executors = dict(sorted(state.cordoned_executors.items()))
+        report.cordoned_nodes = {
+            f"{executor}/{node}": reason
+            for executor, nodes in sorted(state.cordoned_nodes.items())
+            for node, reason in sorted(nodes.items())
+        }
     report.report = render.scheduling(report)
     return report
 

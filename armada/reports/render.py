@@ -61,7 +61,22 @@ def scheduling(report: SchedulingReport) -> str:
     if latest.top_unschedulable_reasons:
         lines += ["", "Why queued jobs wait:"]
         lines += [f"{r.jobs:>8}  {r.reason}" for r in latest.top_unschedulable_reasons]
-    return "\n".join(lines)
+    return "\n".join(lines + _cordons(report))
+
+
+UNSAID = "(no reason given)"
+
+
+def _cordons(report: SchedulingReport) -> list[str]:
+    """What operators took out of scheduling, and why."""
+    lines: list[str] = []
+    if report.cordoned_executors:
+        lines += ["", "Cordoned executors (no new leases):"]
+        lines += [f"  {name}: {reason or UNSAID}" for name, reason in report.cordoned_executors.items()]
+    if report.cordoned_nodes:
+        lines += ["", "Cordoned nodes:"]
+        lines += [f"  {name}: {reason or UNSAID}" for name, reason in report.cordoned_nodes.items()]
+    return lines
 
 
 def queue(report: QueueReport) -> str:

@@ -50,6 +50,10 @@ class SchedulingReport(Report):
     cycles: list[CycleReport]
     #: The same, as text for people (upstream's reports are this one field).
     report: str = ""
+    #: Executors an operator cordoned (no new leases), with the reason.
+    cordoned_executors: dict[str, str] = {}
+    #: Nodes an operator cordoned, as ``executor/node``, with the reason.
+    cordoned_nodes: dict[str, str] = {}
 
 
 class KeyReport(Report):

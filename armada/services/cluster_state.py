@@ -94,6 +94,10 @@ class ClusterState:
         #: Active jobs with a cancel or preemption requested (few): the lease service tells
         #: their executors without scanning every run.
         self.kill_requested: set[str] = set()
+        #: Operators' cordons: executor → reason (no new leases) and executor → node → reason
+        #: (the node is unschedulable here at once, and its executor cordons it in the cluster).
+        self.cordoned_executors: dict[str, str] = {}
+        self.cordoned_nodes: dict[str, dict[str, str]] = {}
         #: Bumped whenever a run may have lost its node (a node report, a lease onto a node
         #: not known to be ready), so the scheduler scans runs for lost nodes only then.
         self.node_generation = 0
@@ -177,9 +181,39 @@ class ClusterState:
         reported = {node.name: node for node in event.nodes}
         for name in set(info.nodes) - set(reported):
             self.nodes.remove(node_key(event.executor_id, name))
+        cordoned = self.cordoned_nodes.get(event.executor_id, {})
         for node in event.nodes:
-            self.nodes.upsert(_node_spec(event.executor_id, event.pool, node))
+            self.nodes.upsert(_node_spec(event.executor_id, event.pool, node, node.name in cordoned))
         info.nodes = reported
+        self.node_generation += 1
+
+    def _executor_settings(self, event: ev.ExecutorSettingsUpserted | ev.ExecutorSettingsDeleted) -> None:
+        if isinstance(event, ev.ExecutorSettingsUpserted) and event.cordoned:
+            self.cordoned_executors[event.executor_id] = event.cordon_reason
+        else:
+            self.cordoned_executors.pop(event.executor_id, None)
+
+    def _node_cordon(self, event: ev.NodeCordonChanged) -> None:
+        cordoned = self.cordoned_nodes.setdefault(event.executor_id, {})
+        if event.cordoned:
+            cordoned[event.node] = event.reason
+        else:
+            cordoned.pop(event.node, None)
+        info = self.executors.get(event.executor_id)
+        node = info.nodes.get(event.node) if info else None
+        if info is not None and node is not None:
+            self.nodes.upsert(_node_spec(info.executor_id, info.pool, node, event.cordoned))
+
+    def _executor_deleted(self, event: ev.ExecutorDeleted) -> None:
+        """Forget the executor and its nodes (its runs ended, as lost, before this event)."""
+        info = self.executors.pop(event.executor_id, None)
+        self.cordoned_nodes.pop(event.executor_id, None)
+        if info is None:
+            return
+        for name in info.nodes:
+            self.nodes.remove(node_key(event.executor_id, name))
+        for run_id in list(info.runs):
+            self._drop_run(run_id)
         self.node_generation += 1
 
     def _heartbeat(self, event: ev.ExecutorHeartbeat) -> None:
@@ -299,7 +333,7 @@ def requirements(job: Job, *, submitted: float) -> JobRequirements:
     )
 
 
-def _node_spec(executor: str, pool: str, node: ev.ExecutorNode) -> NodeSpec:
+def _node_spec(executor: str, pool: str, node: ev.ExecutorNode, cordoned: bool) -> NodeSpec:
     return NodeSpec(
         id=node_key(executor, node.name),
         pool=pool,
@@ -309,7 +343,7 @@ def _node_spec(executor: str, pool: str, node: ev.ExecutorNode) -> NodeSpec:
         taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in node.taints),  # type: ignore[arg-type]
         allocatable=dict(node.allocatable),
         non_armada_allocated=dict(node.allocated_non_armada),
-        unschedulable=node.unschedulable,
+        unschedulable=node.unschedulable or cordoned,
         ready=node.ready,
     )
 
@@ -320,6 +354,10 @@ _HANDLERS: dict[type[ev.Event], Any] = {
     ev.QueueDeleted: ClusterState._queue_deleted,
     ev.ExecutorReported: ClusterState._executor_reported,
     ev.ExecutorHeartbeat: ClusterState._heartbeat,
+    ev.ExecutorSettingsUpserted: ClusterState._executor_settings,
+    ev.ExecutorSettingsDeleted: ClusterState._executor_settings,
+    ev.NodeCordonChanged: ClusterState._node_cordon,
+    ev.ExecutorDeleted: ClusterState._executor_deleted,
     ev.JobQueued: ClusterState._queued,
     ev.JobLeased: ClusterState._leased,
     ev.JobPending: ClusterState._progress,

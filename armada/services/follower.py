@@ -17,7 +17,7 @@ import msgspec
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects
+from armada.eventstore import dialects, fleet_views
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.queue_views import queue_specs
 from armada.eventstore.snapshot_views import active_job_rows, active_run_rows, executor_rows, node_specs
@@ -62,6 +62,7 @@ class LogFollower:
                 head = await dialects.log_head(conn)
                 records = self.store.unreadable
                 await _load_queues(conn, state, records)
+                await _load_cordons(conn, state)
                 await _load_executors(conn, state, records)
                 await _load_jobs(conn, state, records)
         state.seq = head
@@ -117,6 +118,13 @@ async def _load_queues(conn: AsyncConnection, state: ClusterState, records: Unre
         spec = records.decode(_convert(Queue), row.spec, "queue", row.name)
         if spec is not None:
             state.apply(0, ev.QueueUpdated(queue=row.name, spec=spec))
+
+
+async def _load_cordons(conn: AsyncConnection, state: ClusterState) -> None:
+    """Before the executors, so that their cordoned nodes are loaded unschedulable."""
+    found = await fleet_views.cordons(conn)
+    state.cordoned_executors = {name: s.reason for name, s in found.executors.items() if s.cordoned}
+    state.cordoned_nodes = found.nodes
 
 
 async def _load_executors(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:

@@ -128,7 +128,11 @@ class LeaseService:
         response = await self._respond(request)
         response.log_requests = await self._log_orders(request.executor_id)
         deadline = time.monotonic() + request.wait_millis / 1000
-        while not (response.leases or response.cancel_runs or response.preempt_runs or response.log_requests):
+        # Long poll: wait for news for this executor; other events (heartbeats, submissions
+        # the scheduler has not placed yet) wake us but do not end the wait.
+        while not (
+            response.leases or response.cancel_runs or response.preempt_runs or response.log_requests
+        ) and set(response.cordon_nodes) == set(request.cordoned_nodes):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -222,8 +226,17 @@ class LeaseService:
         to_send = (executor.runs[r] for r in executor.unacknowledged if r not in ended_ids)
         leases = await self._leases(executor, list(itertools.islice(to_send, limit)))
         return LeaseResponse(
-            leases=leases, cancel_runs=sorted(cancel_runs), preempt_runs=sorted(preempt_runs)
+            leases=leases,
+            cancel_runs=sorted(cancel_runs),
+            preempt_runs=sorted(preempt_runs),
+            cordon_nodes=self._cordons(executor),
         )
+
+    def _cordons(self, executor: ExecutorInfo) -> dict[str, str]:
+        """The executor's nodes operators cordoned; a cordon of a node it no longer has
+        waits (were it sent, the executor could never hold it, and no call would long-poll)."""
+        cordoned = self.state.cordoned_nodes.get(executor.executor_id, {})
+        return {node: reason for node, reason in cordoned.items() if node in executor.nodes}
 
     def _kill_orders(self, executor: ExecutorInfo) -> dict[str, KillOrder]:
         """This executor's runs whose jobs asked to be cancelled or preempted, by run id."""

@@ -19,22 +19,22 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import views
-from armada.eventstore.store import EventStore
+from armada.eventstore.store import EventStore, Transaction
 from armada.eventstore.views import JobRow
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
 from armada.reports.history import CycleHistory
 from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
-from armada.services.cluster_state import ClusterState, RunInfo, split_node_key
+from armada.services.cluster_state import ClusterState, split_node_key
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
+from armada.services.lost_runs import LostRun, end_lost_runs
 from armada.services.retries import run_ended_without_result
-from armada.services.retry_avoidance import EndedRun, avoiding_jobs
-from armada.services.retry_engine import RetryContext, expiry_events
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
+EXPIRY = FailureCause.LEASE_EXPIRED
 
 
 class _Decisions(NamedTuple):
@@ -129,7 +129,7 @@ class SchedulerService:
             config=self.config,
             state=self.scheduler_state,
             now=now,
-            paused_executors=self._lagging_executors(),
+            paused_executors=[*self._lagging_executors(), *self.state.cordoned_executors],
         )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         decided = time.monotonic()
@@ -168,10 +168,10 @@ class SchedulerService:
             for info in self.state.executors.values()
             if info.nodes and now - max(info.last_seen, watching_since) > self.settings.executor_timeout
         ]
-        lost: list[tuple[RunInfo, str, FailureCause, bool]] = []
+        lost: list[LostRun] = []
         for info in expired:
             log.warning("executor timed out", executor=info.executor_id, runs=len(info.runs))
-            lost += [(run, "lease expired", FailureCause.LEASE_EXPIRED, True) for run in info.runs.values()]
+            lost += [LostRun(r, "lease expired", EXPIRY, True) for r in info.runs.values()]
         generation = self.state.node_generation
         for info in self.state.executors.values():
             if info in expired or generation == self._lost_nodes_checked:
@@ -179,51 +179,28 @@ class SchedulerService:
             for run in info.runs.values():
                 node = info.nodes.get(run.node)
                 if node is None or not node.ready:
-                    lost.append((run, f"node {run.node} lost or not ready", FailureCause.ERROR, False))
+                    lost.append(LostRun(run, f"node {run.node} lost or not ready", FailureCause.ERROR, False))
         if not expired and not lost:
             self._lost_nodes_checked = generation
             return
         async with self.store.transaction() as tx:
-            rows = await views.jobs_by_id(tx.connection, [run.job_id for run, *_ in lost])
-            expired_ids = sorted({run.job_id for run, *_, expiry in lost if expiry})
-            retry = await RetryContext.load(tx.connection, self.config.retry_policy, expired_ids)
-            fenced = await avoiding_jobs(
-                tx.connection,
-                self.state,
-                self.store.unreadable,
-                [EndedRun(run.job_id, run.executor, run.node) for run, *_ in lost],
-                self.settings.avoid_node_labels_on_retry,
-            )
-            for run, reason, cause, expiry in lost:
-                row = rows.get(run.job_id)
-                if row is None or row.latest_run_id != run.run_id or not row.state.active:
-                    continue
-                extras = self.state.extras.get(run.job_id)
-                attempts = extras.attempts if extras else 0
-                decided = (
-                    expiry_events(retry, row.envelope(), attempts=attempts, reason=reason) if expiry else None
-                )
-                if decided is not None:  # the retry engine's budget decides
-                    tx.append(
-                        [ev.JobLeaseExpired(**row.envelope(run.run_id), cluster_id=run.executor), *decided]
-                    )
-                    continue
-                tx.append(
-                    run_ended_without_result(
-                        row.envelope(run.run_id),
-                        cluster_id=run.executor,
-                        expired=expiry,
-                        attempts=attempts,
-                        max_retries=self.settings.max_retries,
-                        reason=reason,
-                        cause=cause,
-                        job=fenced.get(run.job_id),
-                    )
-                )
+            await self.end_lost_runs(tx, lost)
             for info in expired:  # its nodes leave the pool until it reports again
                 tx.append([ev.ExecutorReported(executor_id=info.executor_id, pool=info.pool, nodes=[])])
         self._lost_nodes_checked = generation
         await self.follower.catch_up()
+
+    async def end_lost_runs(self, tx: Transaction, lost: Sequence[LostRun]) -> None:
+        """End ``lost`` runs in ``tx``: by the retry engine or ``maxRetries`` (see :mod:`.lost_runs`)."""
+        await end_lost_runs(
+            tx,
+            self.state,
+            lost,
+            retry_settings=self.config.retry_policy,
+            max_retries=self.settings.max_retries,
+            unreadable=self.store.unreadable,
+            avoid_node_labels=self.settings.avoid_node_labels_on_retry,
+        )
 
     # --- decisions ----------------------------------------------------------------------
 

@@ -36,15 +36,23 @@ def raw_item(**fields: Any) -> dict[str, Any]:
     return {"namespace": "default", "podSpec": pod_spec(), **fields}
 
 
-def start(server: ApiServer, queue: str, job_set_id: str, job_id: str, *, node: str = "node-1") -> str:
+def start(
+    server: ApiServer,
+    queue: str,
+    job_set_id: str,
+    job_id: str,
+    *,
+    node: str = "node-1",
+    cluster: str = "cluster-1",
+) -> str:
     """Stand in for the scheduler and an executor: lease the job and run it; return the run id."""
     run_id = new_run_id()
     envelope = {"queue": queue, "job_set_id": job_set_id, "job_id": job_id, "run_id": run_id}
     server.append(
         [
-            ev.JobLeased(**envelope, cluster_id="cluster-1", node_id=node, pool="gpu"),
-            ev.JobPending(**envelope, cluster_id="cluster-1", node_name=node, pod_name=f"armada-{job_id}-0"),
-            ev.JobRunning(**envelope, cluster_id="cluster-1", node_name=node, pod_name=f"armada-{job_id}-0"),
+            ev.JobLeased(**envelope, cluster_id=cluster, node_id=node, pool="gpu"),
+            ev.JobPending(**envelope, cluster_id=cluster, node_name=node, pod_name=f"armada-{job_id}-0"),
+            ev.JobRunning(**envelope, cluster_id=cluster, node_name=node, pod_name=f"armada-{job_id}-0"),
         ]
     )
     return run_id

@@ -143,6 +143,12 @@ def test_overview_counts_queues_and_capacity(server: ApiServer, client: ArmadaCl
     assert reported["capacity"] == {"cpuMillis": 8000, "memoryBytes": 32 * 2**30, "gpu": 0}
     assert reported["used"] == {"cpuMillis": 1000, "memoryBytes": 64 * 2**20, "gpu": 0}
     assert any(pool["name"] == "gpu" for pool in overview["pools"])
+    assert (reported["cordoned"], reported["cordonReason"]) == (False, "")
+
+    client.cordon_executor(executor, "kernel upgrade")
+    overview = httpx.get(f"{server.url}/api/v1/overview").json()
+    [reported] = [e for e in overview["executors"] if e["executorId"] == executor]
+    assert (reported["cordoned"], reported["cordonReason"]) == (True, "kernel upgrade")
 
 
 def test_changes_stream_reports_the_head_as_it_moves(

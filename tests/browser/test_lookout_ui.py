@@ -156,3 +156,44 @@ def test_the_logs_tab_of_a_failed_job_and_its_failure_tail(
     expect(drawer.locator(".failure pre.log")).to_contain_text("broken")  # Details: the failure tail
     drawer.get_by_role("tab", name="Logs").click()
     expect(drawer.locator("pre.log-lines")).to_have_text("first\nbroken\n")
+
+
+def test_executors_page_cordons_and_cancels_with_confirmation(
+    page: Page, queue: str, client: ArmadaClient
+) -> None:
+    [executor] = client.list_executors()
+    [node] = executor.nodes
+    [job_id] = client.submit_jobs(queue, "held", [shell_job("sleep 300")])
+    page.goto("/executors")
+    executor_row = page.locator(f'tr.executor[data-executor="{executor.name}"]')
+    node_row = page.locator(f'tr.node[data-node="{node.name}"]')
+    expect(node_row.locator("td.num")).to_have_text("1")  # the job runs there
+
+    executor_row.get_by_role("button", name="Cordon", exact=True).click()
+    executor_row.get_by_role("textbox", name="Reason").fill("kernel upgrade")
+    executor_row.get_by_role("button", name="Confirm cordon").click()
+    expect(page.locator(".toast").last).to_contain_text(f"Cordoned executor {executor.name}")
+    expect(executor_row.locator(".badge.cordoned")).to_be_visible()
+    expect(executor_row).to_contain_text("kernel upgrade")
+    assert client.list_executors()[0].cordon_reason == "kernel upgrade"
+
+    node_row.get_by_role("button", name="Cordon", exact=True).click()
+    node_row.get_by_role("button", name="Confirm cordon").click()
+    expect(node_row.locator(".badge.cordoned")).to_be_visible()
+    assert client.list_executors()[0].nodes[0].cordoned
+
+    node_row.get_by_role("button", name="Cancel", exact=True).click()
+    node_row.get_by_role("button", name="Back").click()  # a second thought: nothing happens
+    assert client.job_status([job_id])[job_id] in ("LEASED", "PENDING", "RUNNING")
+    node_row.get_by_role("button", name="Cancel", exact=True).click()
+    node_row.get_by_role("button", name="Confirm cancel").click()
+    expect(page.locator(".toast").last).to_contain_text(f"Cancelling 1 job on node {node.name}")
+    expect(node_row.locator("td.num")).to_have_text("0")
+    assert client.job_status([job_id]) == {job_id: "CANCELLED"}
+
+    for row_locator in (node_row, executor_row):
+        row_locator.get_by_role("button", name="Uncordon").click()
+        row_locator.get_by_role("button", name="Confirm uncordon").click()
+        expect(row_locator.locator(".badge.cordoned")).to_have_count(0)
+    [after] = client.list_executors()
+    assert not after.cordoned and not after.nodes[0].cordoned

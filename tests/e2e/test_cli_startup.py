@@ -63,6 +63,11 @@ def modules_after(tmp_path: Path, *args: str) -> set[str]:
         ["job", "status", "01hzzzzzzzzzzzzzzzzzzzzzzz"],
         ["logs", "01hzzzzzzzzzzzzzzzzzzzzzzz", "--since", "1m"],
         ["report", "scheduling"],
+        ["executor", "list"],
+        ["executor-settings", "cordon", "c1", "--reason", "upgrade"],
+        ["node", "cordon", "n1"],
+        ["cancel", "executor", "c1"],
+        ["preempt", "node", "n1", "--executor", "c1"],
     ],
     ids=lambda args: " ".join(args[:2]),
 )

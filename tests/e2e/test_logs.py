@@ -130,6 +130,33 @@ def test_another_team_cannot_read_the_log(system: System) -> None:
     assert (refused.value.status, refused.value.field) == (404, "jobId")
 
 
+def test_binoculars_cordon_over_grpc(system: System) -> None:
+    """Upstream's ``Binoculars/Cordon`` cordons the node as ``POST /v1/binoculars/cordon``
+    does: the executor reports it unschedulable; it needs ``cordon_nodes``."""
+    with system.client("admin") as admin:
+        [node] = [n.name for e in admin.list_executors() for n in e.nodes]
+        alice = BinocularsClient(metadata_channel(system.grpc_address, _basic("alice")))
+        with pytest.raises(grpc.RpcError) as refused:
+            alice.cordon(node)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        operator = BinocularsClient(metadata_channel(system.grpc_address, _basic("admin")))
+        with pytest.raises(grpc.RpcError) as unknown:
+            operator.cordon("no-such-node")
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+        try:
+            operator.cordon(node)
+            wait_for(
+                lambda: all(n.cordoned and n.unschedulable for e in admin.list_executors() for n in e.nodes),
+                what="the executor to cordon its node",
+            )
+        finally:
+            admin.cordon_node(node, cordoned=False)
+        wait_for(
+            lambda: not any(n.unschedulable for e in admin.list_executors() for n in e.nodes),
+            what="the node to be uncordoned",
+        )
+
+
 def test_a_vanished_executor_is_a_clear_503_within_the_bound(system: System) -> None:
     job_id = system.submit("echo before; sleep 120")
     with system.client("alice") as alice:

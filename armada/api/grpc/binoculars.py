@@ -1,8 +1,6 @@
-"""``binoculars.Binoculars``: job logs over gRPC, answered as ``POST /v1/binoculars/log`` is.
-
-Only ``Logs`` is served here; ``Cordon`` (a node operation) answers UNIMPLEMENTED until it
-is wired to its own service.
-"""
+"""``binoculars.Binoculars``: job logs and node cordons over gRPC, answered as
+``POST /v1/binoculars/log`` and ``POST /v1/binoculars/cordon`` are (same services, same
+permissions)."""
 
 from __future__ import annotations
 
@@ -10,10 +8,13 @@ from typing import Any, Literal
 
 from armada_client.armada import binoculars_pb2, binoculars_pb2_grpc
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
+from google.protobuf import empty_pb2
 
 from armada.api.grpc import status
 from armada.api.grpc.convert import Context, GrpcServices, wire
+from armada.auth.permissions import GlobalPermission
 from armada.model.wire.logs import LogRequest
+from armada.services import fleet
 
 #: ``PodLogOptions`` fields that are optional numbers (proto2: unset is not 0).
 _OPTIONAL_NUMBERS: tuple[Literal["tailLines", "sinceSeconds", "limitBytes"], ...] = (
@@ -56,3 +57,11 @@ class BinocularsService(binoculars_pb2_grpc.BinocularsServicer):
         return binoculars_pb2.LogResponse(
             log=[binoculars_pb2.LogLine(timestamp=line.timestamp, line=line.line) for line in answer.log]
         )
+
+    @status.unary
+    async def Cordon(self, request: binoculars_pb2.CordonRequest, context: Context) -> empty_pb2.Empty:
+        """Upstream's message names the node only: it must be one executor's (else
+        FAILED_PRECONDITION, as REST's 409 naming ``executor``)."""
+        identity = await self.services.caller.requiring(context, GlobalPermission.CORDON_NODES)
+        await fleet.cordon_node(self.services.store, request.node_name, user=identity.name)
+        return empty_pb2.Empty()

@@ -16,7 +16,7 @@ from armada.auth.permissions import GlobalPermission as P
 from armada.model.errors import Conflict, InvalidRequest, NotFound
 from armada.model.queues import Queue, QueueVerb
 from armada.model.wire.queues import QueueFailure
-from armada.services import queue_actions, queues
+from armada.services import bulk_actions, queues
 from armada.services.pod_policy import QueueSecurityGate
 
 EMPTY = empty_pb2.Empty()
@@ -165,7 +165,7 @@ class QueueService(QueueMethods, submit_pb2_grpc.QueueServiceServicer):
         self, request: submit_pb2.QueuePreemptRequest, context: Context
     ) -> empty_pb2.Empty:
         identity = await self.services.caller.on_queue(context, request.name, QueueVerb.PREEMPT)
-        await queue_actions.preempt_on_queue(
+        await bulk_actions.preempt_on_queue(
             self.services.store,
             request.name,
             priority_classes=list(request.priorityClasses),
@@ -181,7 +181,7 @@ class QueueService(QueueMethods, submit_pb2_grpc.QueueServiceServicer):
     ) -> empty_pb2.Empty:
         identity = await self.services.caller.on_queue(context, request.name, QueueVerb.CANCEL)
         states = [submit_pb2.JobState.Name(state) for state in request.jobStates]
-        await queue_actions.cancel_on_queue(
+        await bulk_actions.cancel_on_queue(
             self.services.store,
             request.name,
             priority_classes=list(request.priorityClasses),

@@ -19,6 +19,7 @@ import yaml
 
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.commands import container_argv, fake_plan
+from armada.executor.cordons import LocalCordons
 from armada.executor.exposure import simulated_addresses
 from armada.executor.log_lines import LogMissing, select, stamp
 from armada.executor.podspec import pod_name
@@ -67,7 +68,7 @@ def make_nodes(settings: FakeSettings, cluster_id: str) -> list[NodeReport]:
     return nodes
 
 
-class FakeBackend:
+class FakeBackend(LocalCordons):
     """A ``ClusterBackend`` whose runs are timers."""
 
     def __init__(
@@ -78,6 +79,7 @@ class FakeBackend:
         rng: random.Random | None = None,
         ingress: IngressSettings | None = None,
     ) -> None:
+        super().__init__()
         self._settings = settings
         self._ingress = ingress or IngressSettings()
         self._nodes = make_nodes(settings, cluster_id)
@@ -104,7 +106,7 @@ class FakeBackend:
 
     async def nodes(self) -> list[NodeReport]:
         """The simulated nodes."""
-        return self._nodes
+        return self.cordons_applied(self._nodes)
 
     async def launch(self, lease: Lease) -> None:
         """Start the run's timer (once per run)."""

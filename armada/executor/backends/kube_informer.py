@@ -22,6 +22,7 @@ import structlog
 
 from armada.executor.backends.kube_calls import Json, KubeCalls, KubeError
 from armada.executor.backends.kube_nodes import node_report, pod_requests
+from armada.executor.cordons import CORDON_REASON_ANNOTATION
 from armada.executor.podspec import RUN_ID_LABEL
 from armada.model.leases import NodeReport
 
@@ -125,8 +126,18 @@ def slim_node(node: Json) -> Json:
     """What the node report needs of a node (a real node's JSON lists every cached image)."""
     metadata, spec, status = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
     ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+    annotations = metadata.get("annotations") or {}
+    cordon = (
+        {CORDON_REASON_ANNOTATION: annotations[CORDON_REASON_ANNOTATION]}
+        if CORDON_REASON_ANNOTATION in annotations
+        else {}
+    )
     return {
-        "metadata": {"name": metadata.get("name", ""), "labels": metadata.get("labels") or {}},
+        "metadata": {
+            "name": metadata.get("name", ""),
+            "labels": metadata.get("labels") or {},
+            "annotations": cordon,
+        },
         "spec": {"taints": spec.get("taints") or [], "unschedulable": spec.get("unschedulable", False)},
         "status": {"allocatable": status.get("allocatable") or {}, "conditions": ready},
     }
@@ -187,6 +198,14 @@ class NodeView:
                 used[name] += sign * units
             used["pods"] += sign
             self._dirty.add(node)
+
+    def cordoned(self) -> list[str]:
+        """Nodes carrying the cordon annotation: those the executor cordoned on the server's order."""
+        return sorted(
+            key.removeprefix("/")
+            for key, node in self.nodes.items.items()
+            if CORDON_REASON_ANNOTATION in ((node.get("metadata") or {}).get("annotations") or {})
+        )
 
     def reports(self) -> list[NodeReport]:
         """Every node's report, rebuilt only where a node or its pods changed."""

@@ -41,6 +41,7 @@ from armada.executor.backends.kube_pods import (
     run_id_of,
     stuck_verdict,
 )
+from armada.executor.cordons import CORDON_REASON_ANNOTATION
 from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod, pod_name
 from armada.executor.settings import IngressSettings, KubernetesSettings
 from armada.model.leases import Lease, LogOrder, NodeReport, tail_text
@@ -148,6 +149,20 @@ class KubernetesBackend:
         view = self._node_view()
         await view.synced()
         return view.reports()
+
+    async def cordoned_nodes(self) -> list[str]:
+        """Nodes carrying the cordon annotation (so a restarted executor still knows them)."""
+        view = self._node_view()
+        await view.synced()
+        return view.cordoned()
+
+    async def cordon(self, node: str, reason: str | None) -> None:
+        """``spec.unschedulable`` plus the cordon-reason annotation (upstream's), or neither."""
+        body = {
+            "spec": {"unschedulable": reason is not None},
+            "metadata": {"annotations": {CORDON_REASON_ANNOTATION: reason}},
+        }
+        await self._api_calls.retried(self._api_calls.core.patch_node, node, body)
 
     def _node_view(self) -> NodeView:
         if self._view is None:

@@ -34,6 +34,7 @@ import structlog
 from armada.executor.backend import FoundRun, RunObserver, RunStatus
 from armada.executor.backends.process_state import RunDir, run_dirs
 from armada.executor.commands import container_argv, first_container
+from armada.executor.cordons import LocalCordons
 from armada.executor.env import container_env, expand_refs
 from armada.executor.log_lines import LogMissing, parse, select
 from armada.executor.podspec import pod_name
@@ -79,10 +80,11 @@ class LocalRun:
     exited: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-class ProcessBackend:
+class ProcessBackend(LocalCordons):
     """A ``ClusterBackend`` running jobs as local processes."""
 
     def __init__(self, settings: ProcessSettings, cluster_id: str, retention_seconds: float) -> None:
+        super().__init__()
         self._settings = settings
         self._root = Path(settings.state_dir or Path(tempfile.gettempdir()) / f"armada-executor-{cluster_id}")
         self._retention = retention_seconds
@@ -130,7 +132,7 @@ class ProcessBackend:
 
     async def nodes(self) -> list[NodeReport]:
         """The one local node."""
-        return [self._node]
+        return self.cordons_applied([self._node])
 
     async def launch(self, lease: Lease) -> None:
         """Spawn the run's process in a new session (once per run)."""

@@ -51,6 +51,8 @@ class ContractServer:
         #: Send every queued lease and re-send unacknowledged ones, whatever was asked for.
         self.greedy = False
         self.sent: dict[str, Lease] = {}
+        #: Nodes operators cordoned (node → reason), sent on every lease response.
+        self.cordons: dict[str, str] = {}
         self._changed = asyncio.Condition()
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -117,6 +119,7 @@ class ContractServer:
             leases=give,
             cancel_runs=sorted(r for r in held if r in self.cancel or r not in self.active),
             preempt_runs=sorted(r for r in held if r in self.preempt),
+            cordon_nodes=dict(self.cordons),
         )
 
     async def _events(self, batch: RunEventBatch) -> None:

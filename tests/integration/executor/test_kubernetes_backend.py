@@ -236,6 +236,32 @@ async def test_agent_runs_and_cancels_pods_end_to_end(
     assert [n.name for n in server.lease_requests[0].nodes] == ["node-1"]
 
 
+def held_cordoned(server: ContractServer) -> list[str] | None:
+    """What the executor's last lease call says it holds cordoned (``None``: no call yet)."""
+    return server.lease_requests[-1].cordoned_nodes if server.lease_requests else None
+
+
+async def test_the_agent_cordons_and_uncordons_nodes_on_the_servers_order(
+    api: client.ApiClient, server: ContractServer, executor: RunningExecutor
+) -> None:
+    core = client.CoreV1Api(api)
+    await core.create_node(node("node-1"))
+    await core.create_node(node("node-2"))
+    backend = KubernetesBackend(settings(), 0.0, api=api)
+    server.cordons = {"node-1": "ECC errors"}
+    async with executor(cluster=backend, backend="kubernetes"):
+        await server.wait_for(lambda: held_cordoned(server) == ["node-1"])
+        cordoned = await core.read_node("node-1")
+        assert cordoned.spec.unschedulable is True
+        assert cordoned.metadata.annotations == {"armadaproject.io/cordon-reason": "ECC errors"}
+        assert not (await core.read_node("node-2")).spec.unschedulable
+        server.cordons = {}
+        await server.wait_for(lambda: held_cordoned(server) == [])
+    uncordoned = await core.read_node("node-1")
+    assert not uncordoned.spec.unschedulable
+    assert not uncordoned.metadata.annotations
+
+
 async def test_executor_reaches_the_cluster_through_a_kubeconfig(
     api: client.ApiClient, server: ContractServer, executor: RunningExecutor, tmp_path: Path
 ) -> None:

@@ -1,7 +1,8 @@
-// Job actions (cancel, reprioritize, preempt) with an inline confirmation step.
+// Actions (cancel, reprioritize, preempt; cordon, uncordon) with an inline confirmation step.
 //
-// One component serves the jobs table (selected jobs), the detail drawer (one job) and the
-// job-sets page (a whole set): the caller supplies what each action does.
+// One component serves the jobs table (selected jobs), the detail drawer (one job), the
+// job-sets page (a whole set) and the executors page (an executor or a node): the caller
+// supplies what each action does.
 
 import { errorText, h } from "./dom.js";
 
@@ -21,7 +22,9 @@ export function actionBar({ label, actions, done }) {
   const confirm = (name) => {
     const input = name === "reprioritize"
       ? h("input", { type: "number", min: 0, step: 1, value: 0, "aria-label": "New priority", required: true })
-      : h("input", { type: "text", placeholder: "reason (optional)", "aria-label": "Reason", maxlength: 512 });
+      : name === "uncordon"
+        ? h("input", { type: "hidden", value: "" })
+        : h("input", { type: "text", placeholder: "reason (optional)", "aria-label": "Reason", maxlength: 512 });
     const go = h("button", { type: "submit", class: `button ${name === "cancel" ? "danger" : "primary"}` },
       `Confirm ${TITLES[name].toLowerCase()}`);
     const form = h("form", {
@@ -46,7 +49,9 @@ export function actionBar({ label, actions, done }) {
   return bar;
 }
 
-const TITLES = { cancel: "Cancel", reprioritize: "Reprioritize", preempt: "Preempt" };
+const TITLES = {
+  cancel: "Cancel", reprioritize: "Reprioritize", preempt: "Preempt", cordon: "Cordon", uncordon: "Uncordon",
+};
 
 /** The three actions on a list of job ids, with messages saying what happened. */
 export function jobActions(api, jobIds) {

@@ -50,6 +50,15 @@ export const api = {
   cancelJobSet: (queue, jobSetId, reason) => call("POST", "/v1/jobset/cancel", { queue, jobSetId, reason }),
   reprioritizeJobSet: (queue, jobSetId, newPriority) =>
     call("POST", "/v1/job/reprioritize", { queue, jobSetId, newPriority }),
+  executors: () => call("GET", "/v1/executors"),
+  cordonExecutor: (name, cordoned, cordonReason) =>
+    call("PUT", `/v1/executor_settings/${encodeURIComponent(name)}`, { name, cordoned, cordonReason }),
+  cordonNode: (nodeName, executor, cordoned, reason) =>
+    call("POST", `/v1/binoculars/${cordoned ? "cordon" : "uncordon"}`, { nodeName, executor, reason }),
+  /** Preempt or cancel (`verb`) every job on an executor, or on one of its nodes. */
+  onExecutor: (verb, executor, node) => node
+    ? call("POST", `/v1/node/${verb}/${encodeURIComponent(node)}`, { name: node, executor })
+    : call("POST", `/v1/executor/${verb}/${encodeURIComponent(executor)}`, { name: executor }),
 };
 
 /**

@@ -7,11 +7,12 @@
 import { followChanges } from "./api.js";
 import { createDrawer } from "./drawer.js";
 import { h } from "./dom.js";
+import * as executors from "./pages/executors.js";
 import * as jobs from "./pages/jobs.js";
 import * as jobsets from "./pages/jobsets.js";
 import * as overview from "./pages/overview.js";
 
-const PAGES = { "/": overview, "/jobs": jobs, "/jobsets": jobsets };
+const PAGES = { "/": overview, "/jobs": jobs, "/jobsets": jobsets, "/executors": executors };
 
 const main = document.getElementById("main");
 const toasts = document.getElementById("toasts");
