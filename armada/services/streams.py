@@ -7,7 +7,8 @@ head has moved, so an event reaches every watcher one query after it commits.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from armada.eventstore.store import EventStore, StoredEvent
 from armada.model.errors import InvalidRequest, NotFound
@@ -48,19 +49,53 @@ async def job_set_events(
     Without ``watch`` the stream ends at the last event committed when it started; with it
     the stream never ends (the caller stops iterating when its client goes away).
     """
+    pages = job_set_pages(store, queue, job_set_id, after=after, watch=watch)
+    try:
+        async for page in pages:
+            for stored in page:
+                yield stored
+    finally:
+        await pages.aclose()
+
+
+async def job_set_pages(
+    store: EventStore,
+    queue: str,
+    job_set_id: str,
+    *,
+    after: int = 0,
+    watch: bool = False,
+) -> AsyncGenerator[list[StoredEvent], None]:
+    """:func:`job_set_events` a page at a time, for transports that pay per await.
+
+    While the caller sends one page, the next is already being read, so that a large job
+    set streams at the transport's pace rather than the database's.
+    """
     head = await store.head()
     while True:
-        while True:
-            page = await store.read(after, queue=queue, job_set_id=job_set_id, until_seq=head, limit=PAGE)
-            for stored in page:
-                if not isinstance(stored.event, UnreadableEvent):  # reported by the store; skipped
-                    yield stored
-            if len(page) < PAGE:
-                break
-            after = page[-1].seq
+        ahead: asyncio.Future[list[StoredEvent]] | None = asyncio.ensure_future(
+            _page(store, queue, job_set_id, after, head)
+        )
+        try:
+            while ahead is not None:
+                page = await ahead
+                ahead = None
+                if len(page) == PAGE:
+                    after = page[-1].seq
+                    ahead = asyncio.ensure_future(_page(store, queue, job_set_id, after, head))
+                events = [stored for stored in page if not isinstance(stored.event, UnreadableEvent)]
+                if events:  # an unreadable one is reported by the store and skipped
+                    yield events
+        finally:
+            if ahead is not None:
+                ahead.cancel()
         after = max(after, head)
         if not watch:
             return
         changed = await store.wait_for_change(head, timeout=IDLE_WAIT)
         # No wake-up: another process may have appended (SQLite has no NOTIFY); ask the log.
         head = changed if changed > head else await store.head()
+
+
+async def _page(store: EventStore, queue: str, job_set_id: str, after: int, until: int) -> list[StoredEvent]:
+    return await store.read(after, queue=queue, job_set_id=job_set_id, until_seq=until, limit=PAGE)

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import grpc
 import structlog
-from armada_client.armada import event_pb2, event_pb2_grpc, job_pb2, job_pb2_grpc, submit_pb2, submit_pb2_grpc
+from armada_client.armada import event_pb2, job_pb2, job_pb2_grpc, submit_pb2, submit_pb2_grpc
 
 from armada.api.grpc.convert import GrpcServices
 from armada.api.grpc.events import EventService
+from armada.api.grpc.events import add_to_server as add_event_service
 from armada.api.grpc.health import Health
 from armada.api.grpc.jobs import JobsService
 from armada.api.grpc.queues import QueueService
@@ -57,7 +58,7 @@ async def start_grpc(settings: ServerSettings, services: GrpcServices) -> GrpcSe
     )
     submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(services), server)  # type: ignore[no-untyped-call]
     submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(services), server)  # type: ignore[no-untyped-call]
-    event_pb2_grpc.add_EventServicer_to_server(EventService(services), server)  # type: ignore[no-untyped-call]
+    add_event_service(EventService(services), server)
     job_pb2_grpc.add_JobsServicer_to_server(JobsService(services), server)  # type: ignore[no-untyped-call]
     submit_pb2_grpc.add_RetryPolicyServiceServicer_to_server(RetryPolicyService(services), server)  # type: ignore[no-untyped-call]
     health = Health(server, services.shutdown)
