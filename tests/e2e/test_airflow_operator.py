@@ -1,0 +1,99 @@
+"""Upstream's Airflow operator, ``armada-airflow`` from PyPI, against a real ``armada serve``.
+
+Airflow and the operator live in their own virtualenv, made on first use: the operator's
+top-level package is named ``armada`` like ours, and it pins ``types-protobuf`` far below
+this project's. ``airflow_operator_run.py`` runs three task tries in it (a job that
+succeeds, one that fails, and a second try that finds its job again by external job URI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.test_grpc import serve_with_grpc
+from tests.processes import ROOT, wait_until_healthy
+
+#: The operator's version under test; its install is cached in ``.venv-airflow``.
+REQUIREMENT = "armada-airflow==1.1.3"
+VENV = ROOT / ".venv-airflow"
+SCRIPT = Path(__file__).with_name("airflow_operator_run.py")
+RUN_ID = "manual__2026-11-24T00:00:00"
+
+
+@pytest.fixture(scope="session")
+def airflow_python() -> Path:
+    """The Python of a virtualenv holding Apache Airflow and armada-airflow (~1 min to make)."""
+    python, stamp = VENV / "bin" / "python", VENV / ".installed"
+    if not (stamp.exists() and stamp.read_text() == REQUIREMENT):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
+        install = subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", REQUIREMENT],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert install.returncode == 0, f"pip install {REQUIREMENT} failed:\n{install.stderr[-4000:]}"
+        stamp.write_text(REQUIREMENT)
+    return python
+
+
+@pytest.fixture
+def server_url(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A ``--dev`` server (jobs run as local processes), anonymous on loopback: the operator
+    sends credentials only over TLS with the system's roots."""
+    env = {"ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(tmp_path / "runs")})}
+    database = f"sqlite:///{tmp_path / 'armada.db'}"
+    process, port, grpc_port = serve_with_grpc(tmp_path, database, "--dev", config=None, env=env)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_healthy(url, process)
+        yield url, f"127.0.0.1:{grpc_port}"
+    finally:
+        process.stop()
+
+
+def test_armada_operator_runs_jobs_and_reattaches(
+    airflow_python: Path, server_url: tuple[str, str], tmp_path: Path
+) -> None:
+    url, address = server_url
+    assert httpx.post(f"{url}/v1/queue", json={"name": "airflow", "priorityFactor": 1}).status_code == 200
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    run = subprocess.run(
+        [str(airflow_python), str(SCRIPT), address, "airflow"],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    outcome = json.loads(run.stdout.strip().splitlines()[-1])
+
+    succeeded = outcome["succeeds"]["result"]
+    assert succeeded["job_state"] == "SUCCEEDED"
+    assert succeeded["job_set_id"] == f"airflow-{RUN_ID}"
+    uri = f"airflow://armada-e2e/succeeds/{RUN_ID}/-1"
+    assert outcome["succeeds"]["annotations"]["armadaproject.io/externalJobUri"] == uri
+
+    failed = outcome["fails"]
+    assert (failed["state"], failed["reason"]) == ("FAILED", "exit code 3")
+
+    # The second try found the first try's job by its external job URI.
+    assert outcome["reattaches"]["result"]["job_id"] == succeeded["job_id"]
+
+    # What the operator submitted over gRPC reads back over REST, annotations included.
+    found = httpx.post(
+        f"{url}/v1/job/statusUsingExternalJobUri",
+        json={"queue": "airflow", "jobset": f"airflow-{RUN_ID}", "externalJobUri": uri},
+    ).json()
+    assert found["jobStates"] == {succeeded["job_id"]: "SUCCEEDED"}
