@@ -5,18 +5,22 @@ Run by ``tests/e2e/test_airflow_operator.py`` with the Python of an isolated vir
 holds Apache Airflow and armada-airflow (whose top-level package is also named ``armada``,
 so it cannot share this project's environment):
 
-    python airflow_operator_run.py ADDRESS QUEUE
+    python airflow_operator_run.py ADDRESS QUEUE USER:PASSWORD
 
-Prints one JSON line: what each scenario's task returned or raised.
+The operator sends credentials only over TLS, with gRPC's default roots (the test points
+``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`` at its CA). Prints one JSON line: what each scenario's
+task returned or raised.
 """
 
 # ruff: noqa: I001 (the ``armada`` imported here is armada-airflow's package, not this project's)
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from typing import Any
 
+import grpc
 from airflow.sdk import DAG
 from armada.model import GrpcChannelArgs
 from armada.operators.armada import ArmadaOperator
@@ -26,6 +30,16 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
 
 RUN_ID = "manual__2026-11-24T00:00:00"
+
+
+class BasicAuth(grpc.AuthMetadataPlugin):
+    """How armada-airflow users pass credentials: a metadata plugin in ``GrpcChannelArgs``."""
+
+    def __init__(self, user_password: str) -> None:
+        self.value = "Basic " + base64.b64encode(user_password.encode()).decode()
+
+    def __call__(self, context: grpc.AuthMetadataContext, callback: grpc.AuthMetadataPluginCallback) -> None:
+        callback((("authorization", self.value),), None)
 
 
 class TaskInstance:
@@ -69,7 +83,7 @@ def run(task_id: str, item: submit_pb2.JobSubmitRequestItem, try_number: int = 1
         task_id=task_id,
         name=task_id,
         dag=dag,
-        channel_args=GrpcChannelArgs(target=ADDRESS),
+        channel_args=GrpcChannelArgs(target=ADDRESS, auth=AUTH),
         armada_queue=QUEUE,
         job_request=item,
         job_set_prefix="airflow-",
@@ -88,7 +102,7 @@ def run(task_id: str, item: submit_pb2.JobSubmitRequestItem, try_number: int = 1
 
 
 if __name__ == "__main__":
-    ADDRESS, QUEUE = sys.argv[1], sys.argv[2]
+    ADDRESS, QUEUE, AUTH = sys.argv[1], sys.argv[2], BasicAuth(sys.argv[3])
     outcome = {
         "succeeds": run("succeeds", job("exit", "0")),
         "fails": run("fails", job("exit", "3")),
