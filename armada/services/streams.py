@@ -87,8 +87,9 @@ async def job_set_pages(
                 if events:  # an unreadable one is reported by the store and skipped
                     yield events
         finally:
-            if ahead is not None:
+            if ahead is not None:  # the caller stopped reading: drop the page being read
                 ahead.cancel()
+                ahead.add_done_callback(_forget)
         after = max(after, head)
         if not watch:
             return
@@ -99,3 +100,9 @@ async def job_set_pages(
 
 async def _page(store: EventStore, queue: str, job_set_id: str, after: int, until: int) -> list[StoredEvent]:
     return await store.read(after, queue=queue, job_set_id=job_set_id, until_seq=until, limit=PAGE)
+
+
+def _forget(read: asyncio.Future[list[StoredEvent]]) -> None:
+    """Retrieve a dropped read's outcome, so that its failure is not logged as unhandled."""
+    if not read.cancelled():
+        read.exception()
