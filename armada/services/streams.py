@@ -36,20 +36,8 @@ async def require_job_set(store: EventStore, queue: str, job_set_id: str) -> Non
         raise NotFound(f"job set {job_set_id!r} of queue {queue!r} has no events", field="jobSetId")
 
 
-async def job_set_events(
-    store: EventStore,
-    queue: str,
-    job_set_id: str,
-    *,
-    after: int = 0,
-    watch: bool = False,
-) -> AsyncIterator[StoredEvent]:
-    """The job set's events after message id ``after``, oldest first.
-
-    Without ``watch`` the stream ends at the last event committed when it started; with it
-    the stream never ends (the caller stops iterating when its client goes away).
-    """
-    pages = job_set_pages(store, queue, job_set_id, after=after, watch=watch)
+async def flatten(pages: AsyncGenerator[list[StoredEvent], None]) -> AsyncIterator[StoredEvent]:
+    """:func:`job_set_pages` event by event (closing it when the caller stops)."""
     try:
         async for page in pages:
             for stored in page:
@@ -66,10 +54,13 @@ async def job_set_pages(
     after: int = 0,
     watch: bool = False,
 ) -> AsyncGenerator[list[StoredEvent], None]:
-    """:func:`job_set_events` a page at a time, for transports that pay per await.
+    """The job set's events after message id ``after``, oldest first, a page at a time
+    (transports pay per await: :func:`flatten` gives them one by one).
 
-    While the caller sends one page, the next is already being read, so that a large job
-    set streams at the transport's pace rather than the database's.
+    Without ``watch`` the stream ends at the last event committed when it started; with it
+    the stream never ends (the caller stops iterating when its client goes away). While the
+    caller sends one page, the next is already being read, so that a large job set streams
+    at the transport's pace rather than the database's.
     """
     head = await store.head()
     while True:

@@ -31,9 +31,8 @@ async def test_pages_cover_the_job_set_in_order(database: Database) -> None:
     pages = [page async for page in streams.job_set_pages(database.store, "queue-a", "set-1")]
     assert [len(page) for page in pages] == [3, 3, 3, 3, 2]
     assert [s.seq for page in pages for s in page] == expected
-    resumed = [
-        s.seq async for s in streams.job_set_events(database.store, "queue-a", "set-1", after=expected[5])
-    ]
+    pages_after = streams.job_set_pages(database.store, "queue-a", "set-1", after=expected[5])
+    resumed = [s.seq async for s in streams.flatten(pages_after)]
     assert resumed == expected[6:]
 
 
