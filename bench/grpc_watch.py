@@ -22,8 +22,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import grpc
+import grpc.experimental
 from armada_client.armada import event_pb2
 from armada_client.asyncio_client import ArmadaAsyncIOClient
+from armada_client.client import ArmadaClient
 
 from armada.client import AsyncArmadaClient, ClientConfig
 from armada.model.queues import Queue
@@ -40,14 +42,32 @@ async def fill(url: str, queue: str, job_set: str, jobs: int, batch: int = 1000)
             await client.submit_jobs(queue, job_set, items[: min(batch, jobs - start)])
 
 
+OPTIONS = [("grpc.max_receive_message_length", -1)]
+
+
 async def watch(address: str, queue: str, job_set: str) -> tuple[int, float, float]:
-    options = [("grpc.max_receive_message_length", -1)]
-    async with grpc.aio.insecure_channel(address, options=options) as channel:
+    """Upstream's asyncio client: events, seconds, CPU seconds."""
+    async with grpc.aio.insecure_channel(address, options=OPTIONS) as channel:
         client = ArmadaAsyncIOClient(channel)
         request = event_pb2.JobSetRequest(id=job_set, queue=queue, watch=False)
         count = 0
         start, cpu = time.perf_counter(), cpu_seconds()
         async for _message in client.event_stub.GetJobSetEvents(request):
+            count += 1
+        return count, time.perf_counter() - start, cpu_seconds() - cpu
+
+
+def watch_sync(address: str, queue: str, job_set: str, single_threaded: bool) -> tuple[int, float, float]:
+    """Upstream's sync client, optionally with grpc's single-threaded server streams."""
+    options = list(OPTIONS)
+    if single_threaded:
+        options.append((grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1))
+    with grpc.insecure_channel(address, options=options) as channel:
+        client = ArmadaClient(channel)
+        request = event_pb2.JobSetRequest(id=job_set, queue=queue, watch=False)
+        count = 0
+        start, cpu = time.perf_counter(), cpu_seconds()
+        for _message in client.event_stub.GetJobSetEvents(request):
             count += 1
         return count, time.perf_counter() - start, cpu_seconds() - cpu
 
@@ -60,15 +80,26 @@ def main() -> None:
     parser.add_argument("--grpc", default="127.0.0.1:50051")
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--queue", default="", help="read this queue's job set, filled by an earlier run")
+    parser.add_argument(
+        "--client",
+        choices=["asyncio", "sync", "sync-single-threaded"],
+        default="asyncio",
+        help="which armada-client reads the stream (sync-single-threaded: the sync client with "
+        "grpc.experimental.ChannelOptions.SingleThreadedUnaryStream)",
+    )
     args = parser.parse_args()
     queue, job_set = args.queue or f"watch-{uuid.uuid4().hex[:8]}", "big"
     if not args.queue:
         asyncio.run(fill(args.url, queue, job_set, args.events // 2))
-    count, seconds, cpu = asyncio.run(watch(args.grpc, queue, job_set))
+    if args.client == "asyncio":
+        count, seconds, cpu = asyncio.run(watch(args.grpc, queue, job_set))
+    else:
+        count, seconds, cpu = watch_sync(args.grpc, queue, job_set, args.client == "sync-single-threaded")
     report(
         {
             "benchmark": "grpc_watch",
             "queue": queue,
+            "client": args.client,
             "events": count,
             "seconds": round(seconds, 3),
             "events_per_second": round(count / seconds),
