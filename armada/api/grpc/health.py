@@ -9,7 +9,6 @@ port still answers, so that balancers drain it before it refuses calls.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterable
 
 import grpc
@@ -42,7 +41,5 @@ class Health:
     async def stop(self) -> None:
         """Everything ``NOT_SERVING`` (also when stopped without a signal, e.g. in tests)."""
         if self._drain is not None:
-            self._drain.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._drain
+            self._drain.cancel()  # waits only for the signal: nothing to clean up
         await self.servicer.enter_graceful_shutdown()
