@@ -13,6 +13,12 @@ def rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system) this process has used so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def report(result: dict[str, Any]) -> None:
     """Print the result as the last line of output, as every benchmark does."""
     sys.stdout.write(json.dumps(result) + "\n")

@@ -1,11 +1,13 @@
 """The ceiling of grpc.aio server streaming on this machine, for comparison with the
-watcher figure: a servicer in another process yields one constant ``EventStreamMessage``
-``--messages`` times; an asyncio and a sync client count what they receive.
+watcher figure: a servicer in another process sends one constant ``EventStreamMessage``,
+already serialized (as ``armada serve`` sends events), ``--messages`` times; upstream's
+asyncio and sync stubs count what they receive.
 
     python bench/grpc_ceiling.py --messages 20000
 
-The last line is JSON with ``aio_client_messages_per_second`` and
-``sync_client_messages_per_second``.
+The last line is JSON with each client's messages per second, and the CPU time per
+message of that client and of the server: with no database and no conversion, the larger
+of the two bounds what one watcher can receive.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import socket
 import sys
 import time
@@ -25,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import grpc
 from armada_client.armada import event_pb2, event_pb2_grpc
 
-from bench.common import report
+from bench.common import cpu_seconds, report
 
 MESSAGE = event_pb2.EventStreamMessage(
     id="123456",
@@ -35,19 +38,22 @@ MESSAGE = event_pb2.EventStreamMessage(
 )
 
 
-class Constant(event_pb2_grpc.EventServicer):
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-    async def GetJobSetEvents(self, request: Any, context: Any) -> AsyncIterator[Any]:
-        for _ in range(self.count):
-            yield MESSAGE
+ENCODED = MESSAGE.SerializeToString()
 
 
 def _serve(port: int, count: int) -> None:
+    async def constant(request: Any, context: Any) -> AsyncIterator[bytes]:
+        for _ in range(count):
+            yield ENCODED
+
     async def serve() -> None:
         server = grpc.aio.server()
-        event_pb2_grpc.add_EventServicer_to_server(Constant(count), server)  # type: ignore[no-untyped-call]
+        handler = grpc.unary_stream_rpc_method_handler(
+            constant, event_pb2.JobSetRequest.FromString, response_serializer=lambda encoded: encoded
+        )
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("api.Event", {"GetJobSetEvents": handler}),)
+        )
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()
         await server.wait_for_termination()
@@ -85,19 +91,25 @@ def main() -> None:
     server.start()
     time.sleep(1)
     address = f"127.0.0.1:{port}"
+    result: dict[str, Any] = {"benchmark": "grpc_ceiling", "messages": args.messages}
     try:
-        aio = asyncio.run(_aio(address))
-        sync = _sync(address)
+        for name, receive in (("aio", lambda: asyncio.run(_aio(address))), ("sync", lambda: _sync(address))):
+            client, served = cpu_seconds(), _cpu_of(server.pid)
+            result[f"{name}_client_messages_per_second"] = round(receive())
+            per_message = 1e6 / args.messages
+            result[f"{name}_client_cpu_us_per_message"] = round((cpu_seconds() - client) * per_message, 1)
+            result[f"{name}_server_cpu_us_per_message"] = round(
+                (_cpu_of(server.pid) - served) * per_message, 1
+            )
     finally:
         server.kill()
-    report(
-        {
-            "benchmark": "grpc_ceiling",
-            "messages": args.messages,
-            "aio_client_messages_per_second": round(aio),
-            "sync_client_messages_per_second": round(sync),
-        }
-    )
+    report(result)
+
+
+def _cpu_of(pid: int | None) -> float:
+    """CPU seconds (user + system) process ``pid`` has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

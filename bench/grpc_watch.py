@@ -5,8 +5,9 @@
 
 The job set is filled over REST first (a submitted and a queued event per job, so
 ``--events / 2`` jobs); then ``GetJobSetEvents`` (upstream's ``armada-client`` stub, not
-watching) is read from the first message to the last. The last line is JSON with
-``events_per_second``.
+watching) is read from the first message to the last. ``--queue Q`` reads the job set a
+previous run filled in queue ``Q`` instead (to compare servers on the same data). The last
+line is JSON with ``events_per_second`` and the watcher's own CPU time per event.
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import grpc
+import grpc.experimental
 from armada_client.armada import event_pb2
 from armada_client.asyncio_client import ArmadaAsyncIOClient
+from armada_client.client import ArmadaClient
 
 from armada.client import AsyncArmadaClient, ClientConfig
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
-from bench.common import report, rss_mb
+from bench.common import cpu_seconds, report, rss_mb
 from bench.submit import POD_SPEC
 
 
@@ -39,16 +42,34 @@ async def fill(url: str, queue: str, job_set: str, jobs: int, batch: int = 1000)
             await client.submit_jobs(queue, job_set, items[: min(batch, jobs - start)])
 
 
-async def watch(address: str, queue: str, job_set: str) -> tuple[int, float]:
-    options = [("grpc.max_receive_message_length", -1)]
-    async with grpc.aio.insecure_channel(address, options=options) as channel:
+OPTIONS = [("grpc.max_receive_message_length", -1)]
+
+
+async def watch(address: str, queue: str, job_set: str) -> tuple[int, float, float]:
+    """Upstream's asyncio client: events, seconds, CPU seconds."""
+    async with grpc.aio.insecure_channel(address, options=OPTIONS) as channel:
         client = ArmadaAsyncIOClient(channel)
         request = event_pb2.JobSetRequest(id=job_set, queue=queue, watch=False)
         count = 0
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds()
         async for _message in client.event_stub.GetJobSetEvents(request):
             count += 1
-        return count, time.perf_counter() - start
+        return count, time.perf_counter() - start, cpu_seconds() - cpu
+
+
+def watch_sync(address: str, queue: str, job_set: str, single_threaded: bool) -> tuple[int, float, float]:
+    """Upstream's sync client, optionally with grpc's single-threaded server streams."""
+    options = list(OPTIONS)
+    if single_threaded:
+        options.append((grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1))
+    with grpc.insecure_channel(address, options=options) as channel:
+        client = ArmadaClient(channel)
+        request = event_pb2.JobSetRequest(id=job_set, queue=queue, watch=False)
+        count = 0
+        start, cpu = time.perf_counter(), cpu_seconds()
+        for _message in client.event_stub.GetJobSetEvents(request):
+            count += 1
+        return count, time.perf_counter() - start, cpu_seconds() - cpu
 
 
 def main() -> None:
@@ -58,16 +79,31 @@ def main() -> None:
     parser.add_argument("--url", default="http://127.0.0.1:8080")
     parser.add_argument("--grpc", default="127.0.0.1:50051")
     parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--queue", default="", help="read this queue's job set, filled by an earlier run")
+    parser.add_argument(
+        "--client",
+        choices=["asyncio", "sync", "sync-single-threaded"],
+        default="asyncio",
+        help="which armada-client reads the stream (sync-single-threaded: the sync client with "
+        "grpc.experimental.ChannelOptions.SingleThreadedUnaryStream)",
+    )
     args = parser.parse_args()
-    queue, job_set = f"watch-{uuid.uuid4().hex[:8]}", "big"
-    asyncio.run(fill(args.url, queue, job_set, args.events // 2))
-    count, seconds = asyncio.run(watch(args.grpc, queue, job_set))
+    queue, job_set = args.queue or f"watch-{uuid.uuid4().hex[:8]}", "big"
+    if not args.queue:
+        asyncio.run(fill(args.url, queue, job_set, args.events // 2))
+    if args.client == "asyncio":
+        count, seconds, cpu = asyncio.run(watch(args.grpc, queue, job_set))
+    else:
+        count, seconds, cpu = watch_sync(args.grpc, queue, job_set, args.client == "sync-single-threaded")
     report(
         {
             "benchmark": "grpc_watch",
+            "queue": queue,
+            "client": args.client,
             "events": count,
             "seconds": round(seconds, 3),
             "events_per_second": round(count / seconds),
+            "client_cpu_us_per_event": round(cpu / count * 1e6, 1),
             "client_rss_mb": rss_mb(),
         }
     )

@@ -145,7 +145,7 @@ async def job_set_events(
         raise NotFound(f"queue {queue!r} does not exist", field="queue") from None
     if body.error_if_missing:
         await streams.require_job_set(store, queue, job_set_id)
-    events = streams.job_set_events(store, queue, job_set_id, after=after, watch=body.watch)
+    events = streams.flatten(streams.job_set_pages(store, queue, job_set_id, after=after, watch=body.watch))
 
     async def lines() -> AsyncIterator[bytes]:
         async for stored in events:

@@ -26,6 +26,9 @@ class ShutdownSignal:
     def trigger(self) -> None:
         self._loop.call_soon_threadsafe(self._event.set)
 
+    async def wait(self) -> None:
+        await self._event.wait()
+
     @property
     def triggered(self) -> bool:
         return self._event.is_set()

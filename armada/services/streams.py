@@ -7,7 +7,8 @@ head has moved, so an event reaches every watcher one query after it commits.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from armada.eventstore.store import EventStore, StoredEvent
 from armada.model.errors import InvalidRequest, NotFound
@@ -35,32 +36,64 @@ async def require_job_set(store: EventStore, queue: str, job_set_id: str) -> Non
         raise NotFound(f"job set {job_set_id!r} of queue {queue!r} has no events", field="jobSetId")
 
 
-async def job_set_events(
+async def flatten(pages: AsyncGenerator[list[StoredEvent], None]) -> AsyncIterator[StoredEvent]:
+    """:func:`job_set_pages` event by event (closing it when the caller stops)."""
+    try:
+        async for page in pages:
+            for stored in page:
+                yield stored
+    finally:
+        await pages.aclose()
+
+
+async def job_set_pages(
     store: EventStore,
     queue: str,
     job_set_id: str,
     *,
     after: int = 0,
     watch: bool = False,
-) -> AsyncIterator[StoredEvent]:
-    """The job set's events after message id ``after``, oldest first.
+) -> AsyncGenerator[list[StoredEvent], None]:
+    """The job set's events after message id ``after``, oldest first, a page at a time
+    (transports pay per await: :func:`flatten` gives them one by one).
 
     Without ``watch`` the stream ends at the last event committed when it started; with it
-    the stream never ends (the caller stops iterating when its client goes away).
+    the stream never ends (the caller stops iterating when its client goes away). While the
+    caller sends one page, the next is already being read, so that a large job set streams
+    at the transport's pace rather than the database's.
     """
     head = await store.head()
     while True:
-        while True:
-            page = await store.read(after, queue=queue, job_set_id=job_set_id, until_seq=head, limit=PAGE)
-            for stored in page:
-                if not isinstance(stored.event, UnreadableEvent):  # reported by the store; skipped
-                    yield stored
-            if len(page) < PAGE:
-                break
-            after = page[-1].seq
+        ahead: asyncio.Future[list[StoredEvent]] | None = asyncio.ensure_future(
+            _page(store, queue, job_set_id, after, head)
+        )
+        try:
+            while ahead is not None:
+                page = await ahead
+                ahead = None
+                if len(page) == PAGE:
+                    after = page[-1].seq
+                    ahead = asyncio.ensure_future(_page(store, queue, job_set_id, after, head))
+                events = [stored for stored in page if not isinstance(stored.event, UnreadableEvent)]
+                if events:  # an unreadable one is reported by the store and skipped
+                    yield events
+        finally:
+            if ahead is not None:  # the caller stopped reading: drop the page being read
+                ahead.cancel()
+                ahead.add_done_callback(_forget)
         after = max(after, head)
         if not watch:
             return
         changed = await store.wait_for_change(head, timeout=IDLE_WAIT)
         # No wake-up: another process may have appended (SQLite has no NOTIFY); ask the log.
         head = changed if changed > head else await store.head()
+
+
+async def _page(store: EventStore, queue: str, job_set_id: str, after: int, until: int) -> list[StoredEvent]:
+    return await store.read(after, queue=queue, job_set_id=job_set_id, until_seq=until, limit=PAGE)
+
+
+def _forget(read: asyncio.Future[list[StoredEvent]]) -> None:
+    """Retrieve a dropped read's outcome, so that its failure is not logged as unhandled."""
+    if not read.cancelled():
+        read.exception()

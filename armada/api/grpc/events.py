@@ -7,16 +7,18 @@ one event of the ``events`` oneof, built from our event's fields of the same nam
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from functools import cache
 from typing import Any
 
+import grpc
 from armada_client.armada import event_pb2, event_pb2_grpc, health_pb2
 from google.protobuf import empty_pb2
+from google.protobuf.message_factory import GetMessageClass
 
-from armada.api.grpc import status
+from armada.api.grpc import protowire, status
 from armada.api.grpc.convert import Context, GrpcServices
-from armada.api.grpc.jobs_proto import job_to_proto, timestamp
+from armada.api.grpc.jobs_proto import job_to_bytes, timestamp
 from armada.api.grpc.submit import SERVING
 from armada.eventstore.store import StoredEvent
 from armada.model import events as ev
@@ -28,6 +30,8 @@ from armada.services.queues import get_queue
 
 _ONEOF = {field.json_name: field for field in event_pb2.EventMessage.DESCRIPTOR.fields}
 _ENVELOPE = {"job_id", "job_set_id", "queue", "created"}
+_ID = event_pb2.EventStreamMessage.DESCRIPTOR.fields_by_name["id"].number
+_MESSAGE = event_pb2.EventStreamMessage.DESCRIPTOR.fields_by_name["message"].number
 _CAUSES = {cause.value: cause.value for cause in FailureCause if cause is not FailureCause.LEASE_EXPIRED}
 
 
@@ -43,59 +47,82 @@ def _copied_fields(kind: str) -> tuple[str, ...]:
     )
 
 
-def event_message(seq: int, event: ev.Event) -> event_pb2.EventStreamMessage | None:
-    """Upstream's stream message for one of our events; ``None`` for events it has no form for."""
+@cache
+def _numbers(kind: str) -> tuple[int, int, int, int, int, int]:
+    """Field numbers: ``kind`` in the oneof, then its ``job_id``, ``job_set_id``, ``queue``,
+    ``created`` and (``submitted`` only, else 0) ``job``."""
+    field = _ONEOF[kind]
+    assert field.message_type is not None
+    fields = field.message_type.fields_by_name
+    job = fields["job"].number if "job" in fields else 0
+    envelope = (fields[name].number for name in ("job_id", "job_set_id", "queue", "created"))
+    return (field.number, *envelope, job)  # type: ignore[return-value]
+
+
+def encode_message(seq: int, event: ev.Event) -> bytes | None:
+    """Upstream's ``EventStreamMessage`` for one of our events, serialized; ``None`` for
+    events it has no form for.
+
+    Composed from serialized parts: the envelope by hand, the kind's own fields (if any is
+    set) through protobuf, a ``submitted`` event's job with its cached pod spec spliced in;
+    a stream sends these bytes as they are."""
     field = _ONEOF.get(event.type)
     if field is None:
         return None
-    fields: dict[str, Any] = {
-        "job_id": event.job_id,
-        "job_set_id": event.job_set_id,
-        "queue": event.queue,
-        "created": timestamp(event.created),
-    }
+    kind, job_id, job_set_id, queue, created, job = _numbers(event.type)
+    own: dict[str, Any] = {}
     for name in _copied_fields(event.type):
         value = getattr(event, name, None)
-        if value is not None:
-            fields[name] = value
+        if value:  # proto3 leaves default values out anyway
+            own[name] = value
+    inner = (
+        protowire.string(job_id, event.job_id)
+        + protowire.string(job_set_id, event.job_set_id)
+        + protowire.string(queue, event.queue)
+        + protowire.field(created, timestamp(event.created).SerializeToString())
+    )
     if isinstance(event, ev.JobSubmitted):
-        fields["job"] = job_to_proto(event.job)
+        inner += protowire.field(job, job_to_bytes(event.job))
     elif isinstance(event, ev.JobIngressInfo):
-        fields["ingress_addresses"] = event.ingress_addresses
+        own["ingress_addresses"] = event.ingress_addresses
     elif isinstance(event, ev.JobFailed):
-        fields["cause"] = event_pb2.Cause.Value(_CAUSES.get(event.cause.value, "Error"))
+        own["cause"] = event_pb2.Cause.Value(_CAUSES.get(event.cause.value, "Error"))
         if event.exit_code is not None:
-            fields["exit_codes"] = {event.pod_name or "main": event.exit_code}
-    concrete: Any = field.message_type
-    oneof: dict[str, Any] = {field.name: concrete._concrete_class(**fields)}
-    return event_pb2.EventStreamMessage(id=str(seq), message=event_pb2.EventMessage(**oneof))
+            own["exit_codes"] = {event.pod_name or "main": event.exit_code}
+    if own:
+        concrete: Any = field.message_type
+        inner += concrete._concrete_class(**own).SerializeToString()
+    return protowire.field(_ID, str(seq).encode()) + protowire.field(_MESSAGE, protowire.field(kind, inner))
 
 
 class EventService(event_pb2_grpc.EventServicer):
+    """Streams send pre-serialized ``EventStreamMessage`` bytes (see :func:`add_to_server`)."""
+
     def __init__(self, services: GrpcServices) -> None:
         self.services = services
 
     @status.streaming
     async def GetJobSetEvents(
         self, request: event_pb2.JobSetRequest, context: Context
-    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
-        async for message in self._stream(
+    ) -> AsyncIterator[bytes]:
+        pages = self._pages(
             context, request.queue, request.id, request.from_message_id, request.watch, request.errorIfMissing
-        ):
-            yield message
+        )
+        async for page in pages:
+            for message in page:
+                yield message
 
     @status.streaming
-    async def Watch(
-        self, request: event_pb2.WatchRequest, context: Context
-    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
-        async for message in self._stream(
+    async def Watch(self, request: event_pb2.WatchRequest, context: Context) -> AsyncIterator[bytes]:
+        async for page in self._pages(
             context, request.queue, request.job_set_id, request.from_id, True, False
         ):
-            yield message
+            for message in page:
+                yield message
 
-    async def _stream(
+    async def _pages(
         self, context: Context, queue: str, job_set_id: str, from_id: str, watch: bool, if_missing: bool
-    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
+    ) -> AsyncIterator[list[bytes]]:
         store = self.services.store
         caller = self.services.caller
         identity = await caller.on_queue(context, queue, QueueVerb.WATCH)
@@ -108,32 +135,54 @@ class EventService(event_pb2_grpc.EventServicer):
             raise NotFound(f"queue {queue!r} does not exist", field="queue") from None
         if if_missing:
             await streams.require_job_set(store, queue, job_set_id)
-        events = streams.job_set_events(store, queue, job_set_id, after=after, watch=watch)
+        pages = streams.job_set_pages(store, queue, job_set_id, after=after, watch=watch)
         key = caller.stream_key(identity, context)
-        async for message in self.services.streams.open_for(key, self._messages(events, watch)):
-            yield message
+        async for page in self.services.streams.open_for(key, self._encoded(pages, watch)):
+            yield page
 
-    async def _messages(
-        self, events: AsyncIterator[StoredEvent], watch: bool
-    ) -> AsyncIterator[event_pb2.EventStreamMessage]:
+    async def _encoded(
+        self, pages: AsyncGenerator[list[StoredEvent], None], watch: bool
+    ) -> AsyncIterator[list[bytes]]:
+        """Each page's messages, serialized; one await per page, not per message."""
         shutdown = self.services.shutdown
         try:
             while True:
                 # A watching stream waits for new events: it ends as soon as the server stops.
-                stored = await (shutdown.unless_stopping(_next(events)) if watch else _next(events))
-                if stored is None:
+                page = await (shutdown.unless_stopping(_next(pages)) if watch else _next(pages))
+                if page is None:
                     return
-                message = event_message(stored.seq, stored.event)
-                if message is not None:
-                    yield message
+                messages = [encode_message(stored.seq, stored.event) for stored in page]
+                yield [message for message in messages if message is not None]
         finally:
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
+            await pages.aclose()
 
     async def Health(self, request: empty_pb2.Empty, context: Context) -> health_pb2.HealthCheckResponse:
         return SERVING
 
 
-async def _next(events: AsyncIterator[StoredEvent]) -> StoredEvent | None:
-    return await anext(events, None)
+async def _next(pages: AsyncIterator[list[StoredEvent]]) -> list[StoredEvent] | None:
+    return await anext(pages, None)
+
+
+def _identity(message: bytes) -> bytes:
+    return message
+
+
+def add_to_server(servicer: EventService, server: grpc.aio.Server) -> None:
+    """``api.Event`` as the generated ``add_EventServicer_to_server`` registers it, except that
+    the streams' messages are already serialized: the server writes their bytes unchanged."""
+    service = event_pb2.DESCRIPTOR.services_by_name["Event"]
+    handlers = {}
+    for method in service.methods:
+        request, response = GetMessageClass(method.input_type), GetMessageClass(method.output_type)
+        if method.server_streaming:
+            handler = grpc.unary_stream_rpc_method_handler(
+                getattr(servicer, method.name), request.FromString, _identity
+            )
+        else:
+            handler = grpc.unary_unary_rpc_method_handler(
+                getattr(servicer, method.name), request.FromString, response.SerializeToString
+            )
+        handlers[method.name] = handler
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    server.add_registered_method_handlers(service.full_name, handlers)

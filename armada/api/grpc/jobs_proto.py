@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from functools import lru_cache
+from typing import overload
 
 import msgspec
 import structlog
@@ -11,6 +12,7 @@ from armada_client.armada import submit_pb2
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from armada.api.grpc import protowire
 from armada.api.grpc.convert import to_proto
 from armada.api.grpc.podspec import from_json, pod_spec_from_json
 from armada.model.errors import InvalidRequest
@@ -19,6 +21,10 @@ from armada.model.jobs import Job
 log = structlog.get_logger(__name__)
 
 
+@overload
+def timestamp(moment: datetime) -> Timestamp: ...
+@overload
+def timestamp(moment: datetime | None) -> Timestamp | None: ...
 def timestamp(moment: datetime | None) -> Timestamp | None:
     if moment is None:
         return None
@@ -29,28 +35,32 @@ def timestamp(moment: datetime | None) -> Timestamp | None:
 _encode = msgspec.json.Encoder().encode
 
 
+_POD_SPEC = submit_pb2.Job.DESCRIPTOR.fields_by_name["pod_spec"].number
+_REQUIREMENTS = submit_pb2.Job.DESCRIPTOR.fields_by_name["scheduling_resource_requirements"].number
+
+
 @lru_cache(maxsize=1024)
-def _pod_spec(encoded: bytes) -> core.PodSpec:
-    """Jobs of one job set mostly share their pod spec: each distinct one is converted once
-    (the messages are only ever copied from, never changed)."""
+def _pod_spec_field(encoded: bytes) -> bytes:
+    """Jobs of one job set mostly share their pod spec: each distinct one is converted and
+    serialized once, as ``Job.pod_spec`` ready to splice into a serialized job."""
     try:
-        return pod_spec_from_json(msgspec.json.decode(encoded), strict=False)
+        spec = pod_spec_from_json(msgspec.json.decode(encoded), strict=False)
     except InvalidRequest as exc:  # stored before a rule existed: shown without its spec
         log.warning("stored pod spec has no protobuf form", error=exc.detail)
-        return core.PodSpec()
+        spec = core.PodSpec()
+    return protowire.field(_POD_SPEC, spec.SerializeToString())
 
 
 @lru_cache(maxsize=1024)
-def _requirements(encoded: bytes) -> core.ResourceRequirements:
+def _requirements_field(encoded: bytes) -> bytes:
     requirements = core.ResourceRequirements()
     from_json(msgspec.json.decode(encoded), requirements, "schedulingResourceRequirements", strict=False)
-    return requirements
+    return protowire.field(_REQUIREMENTS, requirements.SerializeToString())
 
 
-def job_to_proto(job: Job) -> submit_pb2.Job:
-    pod_spec = _pod_spec(_encode(job.pod_spec))
-    requirements = _requirements(_encode(job.scheduling_resource_requirements))
-    return submit_pb2.Job(
+def job_to_bytes(job: Job) -> bytes:
+    """The serialized ``api.Job``: its own fields, then the cached pod spec and requirements."""
+    own = submit_pb2.Job(
         id=job.id,
         client_id=job.client_id,
         job_set_id=job.job_set_id,
@@ -60,9 +70,13 @@ def job_to_proto(job: Job) -> submit_pb2.Job:
         annotations=job.annotations,
         owner=job.owner,
         priority=job.priority,
-        pod_spec=pod_spec,
-        scheduling_resource_requirements=requirements,
         created=timestamp(job.created),
         services=[to_proto(service, submit_pb2.ServiceConfig) for service in job.services],
         ingress=[to_proto(config, submit_pb2.IngressConfig) for config in job.ingress],
-    )
+    ).SerializeToString()
+    pod_spec = _pod_spec_field(_encode(job.pod_spec))
+    return own + pod_spec + _requirements_field(_encode(job.scheduling_resource_requirements))
+
+
+def job_to_proto(job: Job) -> submit_pb2.Job:
+    return submit_pb2.Job.FromString(job_to_bytes(job))

@@ -8,15 +8,26 @@ taken fails loudly instead of being shared.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import structlog
-from armada_client.armada import binoculars_pb2_grpc, event_pb2_grpc, job_pb2_grpc, submit_pb2_grpc
+from armada_client.armada import (
+    binoculars_pb2,
+    binoculars_pb2_grpc,
+    event_pb2,
+    job_pb2,
+    job_pb2_grpc,
+    submit_pb2,
+    submit_pb2_grpc,
+)
 
 from armada.api.grpc.binoculars import BinocularsService
 from armada.api.grpc.convert import GrpcServices
 from armada.api.grpc.events import EventService
+from armada.api.grpc.events import add_to_server as add_event_service
+from armada.api.grpc.health import Health
 from armada.api.grpc.jobs import JobsService
 from armada.api.grpc.queues import QueueService
 from armada.api.grpc.retry_policies import RetryPolicyService
@@ -25,13 +36,26 @@ from armada.settings import ServerSettings
 
 log = structlog.get_logger(__name__)
 
+#: The api services served, by full name, as the health service reports them.
+SERVED = tuple(
+    service.full_name
+    for module in (submit_pb2, event_pb2, job_pb2, binoculars_pb2)
+    for service in module.DESCRIPTOR.services_by_name.values()
+)
+
 
 def _address(settings: ServerSettings) -> str:
     host = settings.host or "0.0.0.0"
     return f"[{host}]:{settings.grpc_port}" if ":" in host else f"{host}:{settings.grpc_port}"
 
 
-async def start_grpc(settings: ServerSettings, services: GrpcServices) -> grpc.aio.Server:
+@dataclass(frozen=True)
+class GrpcServer:
+    server: grpc.aio.Server
+    health: Health
+
+
+async def start_grpc(settings: ServerSettings, services: GrpcServices) -> GrpcServer:
     """Bind and start; raises if the port cannot be bound."""
     limit = settings.max_request_bytes
     server = grpc.aio.server(
@@ -43,10 +67,11 @@ async def start_grpc(settings: ServerSettings, services: GrpcServices) -> grpc.a
     )
     submit_pb2_grpc.add_SubmitServicer_to_server(SubmitService(services), server)  # type: ignore[no-untyped-call]
     submit_pb2_grpc.add_QueueServiceServicer_to_server(QueueService(services), server)  # type: ignore[no-untyped-call]
-    event_pb2_grpc.add_EventServicer_to_server(EventService(services), server)  # type: ignore[no-untyped-call]
+    add_event_service(EventService(services), server)
     job_pb2_grpc.add_JobsServicer_to_server(JobsService(services), server)  # type: ignore[no-untyped-call]
     submit_pb2_grpc.add_RetryPolicyServiceServicer_to_server(RetryPolicyService(services), server)  # type: ignore[no-untyped-call]
     binoculars_pb2_grpc.add_BinocularsServicer_to_server(BinocularsService(services), server)  # type: ignore[no-untyped-call]
+    health = Health(server, services.shutdown)
     address = _address(settings)
     try:
         if settings.tls_cert:
@@ -61,8 +86,9 @@ async def start_grpc(settings: ServerSettings, services: GrpcServices) -> grpc.a
             "(server.grpcPort), or 0 to turn gRPC off"
         )
     await server.start()
+    await health.serve(SERVED)
     log.info("gRPC listening", address=address, tls=bool(settings.tls_cert))
-    return server
+    return GrpcServer(server, health)
 
 
 def _credentials(settings: ServerSettings) -> grpc.ServerCredentials:
@@ -71,6 +97,8 @@ def _credentials(settings: ServerSettings) -> grpc.ServerCredentials:
     return grpc.ssl_server_credentials([(key, cert)])
 
 
-async def stop_grpc(server: grpc.aio.Server, grace: float) -> None:
-    """Refuse new calls, let running ones finish for ``grace`` seconds, then cancel them."""
-    await server.stop(grace)
+async def stop_grpc(running: GrpcServer, grace: float) -> None:
+    """Report not serving, refuse new calls, let running ones finish for ``grace`` seconds,
+    then cancel them (a health ``Watch`` is one of those: it has said ``NOT_SERVING``)."""
+    await running.health.stop()
+    await running.server.stop(grace)

@@ -1,0 +1,114 @@
+"""Stream messages composed from serialized parts parse as the messages upstream's clients
+expect: the same fields as building the protobuf objects by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from armada_client.armada import event_pb2, submit_pb2
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
+from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from armada.api.grpc import protowire
+from armada.api.grpc.events import encode_message
+from armada.api.grpc.jobs_proto import job_to_proto
+from armada.model import events as ev
+from armada.model.states import FailureCause
+from tests.factories import RandomHistory, make_job
+
+WHEN = datetime(2026, 11, 24, 3, 4, 5, 678_901, tzinfo=UTC)
+STAMP = Timestamp(seconds=int(WHEN.timestamp()), nanos=678_901_000)
+ENVELOPE = {"queue": "q", "job_set_id": "set", "job_id": "01job", "created": WHEN}
+
+
+def _parsed(seq: int, event: ev.Event) -> event_pb2.EventStreamMessage:
+    encoded = encode_message(seq, event)
+    assert encoded is not None
+    return event_pb2.EventStreamMessage.FromString(encoded)
+
+
+def test_varint_and_field() -> None:
+    assert [protowire.varint(n) for n in (0, 1, 127, 128, 300, 2**32)] == [
+        b"\x00",
+        b"\x01",
+        b"\x7f",
+        b"\x80\x01",
+        b"\xac\x02",
+        b"\x80\x80\x80\x80\x10",
+    ]
+    assert protowire.field(1, b"abc") == b"\x0a\x03abc"
+    assert protowire.field(16, b"") == b"\x82\x01\x00"
+
+
+def test_submitted_splices_the_job_and_its_pod_spec() -> None:
+    job = make_job(
+        job_id="01job", queue="q", job_set_id="set", client_id="c-1", priority=3, annotations={"a": "b"}
+    )
+    message = _parsed(42, ev.JobSubmitted(job=job, **ENVELOPE))  # type: ignore[arg-type]
+    quantity = {"cpu": resource.Quantity(string="1"), "memory": resource.Quantity(string="1Gi")}
+    requirements = core.ResourceRequirements(requests=quantity, limits=quantity)
+    expected_job = submit_pb2.Job(
+        id="01job",
+        client_id="c-1",
+        job_set_id="set",
+        queue="q",
+        namespace="default",
+        owner="alice",
+        priority=3,
+        annotations={"a": "b"},
+        pod_spec=core.PodSpec(
+            containers=[
+                core.Container(name="main", image="alpine", args=["sleep", "1"], resources=requirements)
+            ]
+        ),
+        scheduling_resource_requirements=requirements,
+    )
+    expected = event_pb2.EventStreamMessage(
+        id="42",
+        message=event_pb2.EventMessage(
+            submitted=event_pb2.JobSubmittedEvent(
+                job_id="01job", job_set_id="set", queue="q", created=STAMP, job=expected_job
+            )
+        ),
+    )
+    assert message == expected
+    assert job_to_proto(job) == expected_job  # job details read the same bytes
+
+
+def test_failed_carries_cause_and_exit_codes() -> None:
+    event = ev.JobFailed(reason="OOM", cause=FailureCause.OOM, exit_code=137, pod_name="p-0", **ENVELOPE)  # type: ignore[arg-type]
+    expected = event_pb2.JobFailedEvent(
+        job_id="01job",
+        job_set_id="set",
+        queue="q",
+        created=STAMP,
+        reason="OOM",
+        cause=event_pb2.Cause.Value("OOM"),
+        exit_codes={"p-0": 137},
+        pod_name="p-0",
+    )
+    assert _parsed(7, event) == event_pb2.EventStreamMessage(
+        id="7", message=event_pb2.EventMessage(failed=expected)
+    )
+
+
+def test_every_streamed_kind_parses_with_its_envelope() -> None:
+    seen = set()
+    for seq, event in enumerate(RandomHistory(seed=5).events(3000), start=1):
+        encoded = encode_message(seq, event)
+        if encoded is None:
+            assert event.type not in event_pb2.EventMessage.DESCRIPTOR.fields_by_name
+            continue
+        message = event_pb2.EventStreamMessage.FromString(encoded)
+        kind = message.message.WhichOneof("events")
+        inner = getattr(message.message, kind)
+        assert (message.id, inner.job_id, inner.job_set_id, inner.queue) == (
+            str(seq),
+            event.job_id,
+            event.job_set_id,
+            event.queue,
+        )
+        assert inner.created.ToDatetime(UTC) == event.created
+        seen.add(kind)
+    assert {"submitted", "queued", "leased", "running", "succeeded", "failed", "cancelled"} <= seen
