@@ -40,7 +40,7 @@ from armada.model.wire.queues import (
     StreamingQueueLine,
     StreamingQueueMessage,
 )
-from armada.services import bulk_actions, queries, queues
+from armada.services import bulk_actions, fleet, queries, queues
 from armada.services.queues import Authorize
 
 TAGS = ["queues"]
@@ -149,6 +149,7 @@ async def preempt_on_queue(
     data: JSONBody[QueuePreemptRequest | None] = None,
 ) -> JobPreemptResponse:
     request = data or QueuePreemptRequest()
+    fleet.check_name(name, request.name)
     preempted = await bulk_actions.preempt_on_queue(
         store,
         name,
@@ -172,6 +173,7 @@ async def cancel_on_queue(
     name: FromPath[str], store: Store, user: User, data: JSONBody[QueueCancelRequest | None] = None
 ) -> CancellationResult:
     request = data or QueueCancelRequest()
+    fleet.check_name(name, request.name)
     cancelled = await bulk_actions.cancel_on_queue(
         store,
         name,

@@ -218,6 +218,21 @@ def test_cancel_on_a_queue_with_a_state_filter(server: ApiServer, client: Armada
     assert client.job_status([running, queued]) == {running: "RUNNING", queued: "CANCELLED"}
 
 
+def test_queue_actions_take_upstreams_bodies_with_the_queue_name(server: ApiServer, queue: str) -> None:
+    """Upstream's ``QueuePreemptRequest``/``QueueCancelRequest`` carry ``name``: the path's
+    name is accepted, another is a 400 naming ``name`` that changes nothing."""
+    head = server.head()
+    with httpx.Client(base_url=server.url) as http:
+        for action in ("preempt", "cancel"):
+            wrong = http.post(f"/v1/queue/{queue}/{action}", json={"name": "other", "priorityClasses": []})
+            assert wrong.status_code == 400 and wrong.json()["field"] == "name", wrong.text
+        assert server.head() == head
+        preempted = http.post(f"/v1/queue/{queue}/preempt", json={"name": queue, "priorityClasses": []})
+        assert preempted.status_code == 200 and not preempted.json().get("preemptedIds"), preempted.text
+        cancelled = http.post(f"/v1/queue/{queue}/cancel", json={"name": queue, "jobStates": ["QUEUED"]})
+        assert cancelled.status_code == 200 and not cancelled.json().get("cancelledIds"), cancelled.text
+
+
 def test_forgetting_a_vanished_executor_requeues_its_jobs_once(
     server: ApiServer, client: ArmadaClient, queue: str, fleet: Fleet
 ) -> None:

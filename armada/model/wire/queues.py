@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from armada.model.leases import Name
 from armada.model.queues import Queue
 from armada.model.wire.base import Request, Response
 from armada.model.wire.jobs import StateName
@@ -48,15 +49,19 @@ class StreamingQueueLine(Response):
 
 
 class QueuePreemptRequest(Request):
-    """Preempt a queue's running jobs; filters (empty: any) by priority class and pool."""
+    """Preempt a queue's running jobs; filters (empty: any) by priority class and pool.
+    ``name`` (upstream's body carries it) may be left out, else it must be the path's."""
 
+    name: Name = ""
     priority_classes: list[str] = []
     pools: list[str] = []
 
 
 class QueueCancelRequest(Request):
-    """Cancel a queue's jobs; filters (empty: any unfinished) by class, pool and state."""
+    """Cancel a queue's jobs; filters (empty: any unfinished) by class, pool and state.
+    ``name`` (upstream's body carries it) may be left out, else it must be the path's."""
 
+    name: Name = ""
     priority_classes: list[str] = []
     pools: list[str] = []
     job_states: list[StateName] = []
