@@ -50,6 +50,9 @@ class HeldRun:
     undelivered: int = 0
     #: Events of an unconfirmed run, released on confirmation.
     withheld: list[RunEvent] = field(default_factory=list)
+    #: Its failure's category says ``action: Delete``: the workload goes once the failure
+    #: is delivered, not after the retention period (a retry reuses the pod's name).
+    discard: bool = False
 
 
 class RunTracker:
@@ -58,7 +61,7 @@ class RunTracker:
     def __init__(
         self,
         publish: Callable[[RunEvent], Awaitable[None]],
-        on_released: Callable[[str], Awaitable[None]],
+        on_released: Callable[[str, bool], Awaitable[None]],
         classifier: Classifier | None = None,
     ) -> None:
         self._publish = publish
@@ -132,6 +135,7 @@ class RunTracker:
         else:
             run.phase = "pending" if status.kind == "pending" else "running"
         named = self._categorise(status)
+        run.discard = named.action == "Delete"
         event = RunEvent(
             run_id=run.run_id,
             job_id=run.job_id,
@@ -199,4 +203,4 @@ class RunTracker:
         if run.finished and run.undelivered <= 0 and self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
             log.debug("run released", run_id=run.run_id, job_id=run.job_id)
-            await self._on_released(run.run_id)
+            await self._on_released(run.run_id, run.discard)

@@ -257,13 +257,17 @@ class KubernetesBackend:
             return exc.status != 404
         return run_id_of(pod) == run_id
 
-    async def release(self, run_id: str) -> None:
-        """The result is delivered: the finished pod may go after the retention period."""
+    async def release(self, run_id: str, discard: bool = False) -> None:
+        """The result is delivered: the finished pod may go after the retention period, or
+        at once when its failure category says ``action: Delete`` (``discard``), which frees
+        the pod's name for the job's retry. A failed delete is left to housekeeping."""
         pod = self._pods.get(run_id)
         if pod is None:
             return
         self._released[run_id] = time.monotonic()
-        if self._retention <= 0 and pod.finished:
+        if (discard or self._retention <= 0) and pod.finished:
+            if discard:
+                log.info("deleting failed pod (category action Delete)", run_id=run_id, pod=pod.name)
             with contextlib.suppress(KubeError):
                 await self._delete(pod.namespace, pod.name, grace=0)
 
