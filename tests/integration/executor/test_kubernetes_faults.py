@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from armada.executor.backends.kubernetes import KubernetesBackend, api_client_fr
 from armada.executor.settings import KubernetesSettings
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, node, plain_pod
+from tests.integration.executor.oidc_issuer import id_token, oidc_issuer
 from tests.integration.executor.recorder import Recorder
 
 #: Only a guard against a hang (the behaviour under test never waits this long).
@@ -376,3 +378,61 @@ async def test_exec_plugin_tokens_are_refreshed(cluster: Cluster, tmp_path: Path
     finally:
         await close_api(api)
     assert cluster.double.tokens[-1].startswith("token-")
+
+
+def _kubeconfig(path: Path, server: str, user: dict[str, Any]) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "t", "cluster": {"server": server}}],
+                "users": [{"name": "t", "user": user}],
+                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+                "current-context": "t",
+            }
+        )
+    )
+    return path
+
+
+async def test_oidc_auth_provider_tokens_are_renewed_before_they_expire(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A kubeconfig ``auth-provider: oidc`` token is renewed with its refresh token once it
+    expires within five minutes (kubernetes-asyncio's margin), not when it has expired."""
+    async with oidc_issuer() as issuer:
+        issuer.token_seconds = 3600
+        first = id_token("user-0", time.time() + 300 + 4.0)  # inside the margin in 4 s
+        provider = {
+            "name": "oidc",
+            "config": {
+                "client-id": "armada",
+                "client-secret": "s3cret",
+                "idp-issuer-url": issuer.url,
+                "id-token": first,
+                "refresh-token": "refresh-0",
+            },
+        }
+        kubeconfig = _kubeconfig(
+            tmp_path / "kubeconfig", cluster.api.configuration.host, {"auth-provider": provider}
+        )
+        settings = KubernetesSettings(kubeconfig=str(kubeconfig), credential_refresh_seconds=0.05)
+        api = await api_client_from(settings)
+        try:
+            core = client.CoreV1Api(api)
+            await core.list_namespace()
+            assert ours(cluster) == {first}, "a token still valid is used as it is"
+            async with asyncio.timeout(HANG):
+                while ours(cluster) == {first}:
+                    await asyncio.sleep(0.05)
+                    await core.list_namespace()
+        finally:
+            await close_api(api)
+    assert issuer.grants == [("armada", "refresh-0")], "renewed once, with the refresh token"
+    assert ours(cluster) == {first, issuer.issued[0]}
+
+
+def ours(cluster: Cluster) -> set[str]:
+    """Tokens the API double saw (the fixture's own backend sends none)."""
+    return set(cluster.double.tokens) - {""}
