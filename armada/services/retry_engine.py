@@ -183,6 +183,8 @@ def verdict_events(
         failure_subcategory=failed.failure_subcategory,
         retry_policy=verdict.policy,
         retry_rule=-1 if verdict.rule is None else verdict.rule,
+        exit_code=failed.exit_code,
+        node_name=failed.node_name,
     )
     job_envelope: ev.Envelope = {
         "queue": run.queue,
