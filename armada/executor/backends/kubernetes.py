@@ -92,6 +92,8 @@ class KubernetesBackend:
         self._failing: dict[str, asyncio.Task[None]] = {}
         self._view: NodeView | None = None
         self._observer: RunObserver | None = None
+        #: Resource version and start time of discover's list: the pod watch's first list.
+        self._discovered: tuple[str, float] | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -110,9 +112,13 @@ class KubernetesBackend:
             self._api = await api_client_from(self._settings)
             self._calls = KubeCalls(self._api, self._settings)
         list_pods = self._core.list_pod_for_all_namespaces
-        async for page, _ in self._api_calls.pages(list_pods, label_selector=self._selector):
-            for pod in page:
+        started, version = time.monotonic(), ""
+        async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
+            version = page_version
+            for count, pod in enumerate(page, 1):
+                await _breathe(count)
                 self._remember(pod)
+        self._discovered = (version, started)
         return [
             FoundRun(run_id=run_id, job_id=pod.job_id, phase=pod.held_phase)
             for run_id, pod in self._pods.items()
@@ -307,7 +313,10 @@ class KubernetesBackend:
     async def _watch_pods(self) -> None:
         """List, then watch (renewed from the last version) until a relist is due; for ever."""
         backoff = self._api_calls.backoff()
-        version, listed_at = "", 0.0
+        version, listed_at = self._discovered or ("", 0.0)
+        if version:
+            # discover's list is this watch's first: no second full list of a big cluster.
+            await self._report_cached()
         while True:
             try:
                 if not version or time.monotonic() - listed_at >= self._settings.resync_seconds:
@@ -337,13 +346,22 @@ class KubernetesBackend:
         list_pods = self._core.list_pod_for_all_namespaces
         async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
             version = page_version
-            for pod in page:
+            for count, pod in enumerate(page, 1):
+                await _breathe(count)  # a page is hundreds of pods: let heartbeats run
                 present.add(run_id_of(pod))
                 await self._on_pod("MODIFIED", pod)
         for run_id in [r for r in self._pods if r not in present]:
             if self._first_seen.get(run_id, started) < started:
                 await self._vanished(run_id)
         return version
+
+    async def _report_cached(self) -> None:
+        """Report every held pod as discover's list found it (what a first relist reports)."""
+        observer = self._report()
+        for count, (run_id, pod) in enumerate(list(self._pods.items()), 1):
+            await _breathe(count)
+            if observer.holds(run_id):
+                await self._observe(pod.json())
 
     async def _vanished(self, run_id: str) -> None:
         failing = self._failing.get(run_id)
@@ -412,8 +430,7 @@ class KubernetesBackend:
         """Settle stuck pending pods; delete finished pods whose retention is over."""
         now = time.monotonic()
         for count, (run_id, pod) in enumerate(list(self._pods.items()), 1):
-            if count % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+            await _breathe(count)
             namespace, name = pod.namespace, pod.name
             released = self._released.get(run_id)
             if released is not None and pod.finished and now - released >= self._retention:
@@ -441,3 +458,9 @@ class KubernetesBackend:
         if created is not None:
             return (datetime.now(UTC) - created).total_seconds()
         return time.monotonic() - self._first_seen.get(run_id, time.monotonic())
+
+
+async def _breathe(count: int) -> None:
+    """Yield to the event loop every ``_YIELD_EVERY`` items of a long loop (heartbeats, watches)."""
+    if count % _YIELD_EVERY == 0:
+        await asyncio.sleep(0)
