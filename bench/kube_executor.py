@@ -211,6 +211,8 @@ async def measure(port: int, args: argparse.Namespace) -> dict[str, Any]:
         await backend.start(observer)
         nodes = await backend.nodes()
         startup = time.perf_counter() - started
+        if args.freeze:
+            gc.freeze()  # as the executor does once its caches are loaded (its first lease call)
         startup_stall, startup_stall_cpu = stalls.reset()
         late = [0.0]
         beat = asyncio.create_task(heartbeats(backend, late))

@@ -39,6 +39,7 @@ from armada.executor.backends.kube_pods import (
     run_id_of,
     stuck_verdict,
 )
+from armada.executor.backends.slices import Slices
 from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod
 from armada.executor.settings import KubernetesSettings
 from armada.model.leases import Lease, NodeReport, tail_text
@@ -56,8 +57,6 @@ NameClash = Literal["ours", "cleared", "busy"]
 _ORPHAN_GRACE_SECONDS = 60.0
 #: While waiting for a killed pod to go, how often to ask the API if the watch is silent.
 _KILL_CHECK_SECONDS = 2.0
-#: Pods handled between two yields to the event loop while reconciling a big list.
-_YIELD_EVERY = 256
 
 
 class KubernetesBackend:
@@ -112,11 +111,11 @@ class KubernetesBackend:
             self._api = await api_client_from(self._settings)
             self._calls = KubeCalls(self._api, self._settings)
         list_pods = self._core.list_pod_for_all_namespaces
-        started, version = time.monotonic(), ""
+        started, version, slices = time.monotonic(), "", Slices()
         async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
             version = page_version
-            for count, pod in enumerate(page, 1):
-                await _breathe(count)
+            for pod in page:
+                await slices.tick()
                 self._remember(pod)
         self._discovered = (version, started)
         return [
@@ -344,10 +343,11 @@ class KubernetesBackend:
         present: set[str] = set()
         version = ""
         list_pods = self._core.list_pod_for_all_namespaces
+        slices = Slices()
         async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
             version = page_version
-            for count, pod in enumerate(page, 1):
-                await _breathe(count)  # a page is hundreds of pods: let heartbeats run
+            for pod in page:
+                await slices.tick()  # a page is hundreds of pods: let heartbeats run
                 present.add(run_id_of(pod))
                 await self._on_pod("MODIFIED", pod)
         for run_id in [r for r in self._pods if r not in present]:
@@ -357,9 +357,9 @@ class KubernetesBackend:
 
     async def _report_cached(self) -> None:
         """Report every held pod as discover's list found it (what a first relist reports)."""
-        observer = self._report()
-        for count, (run_id, pod) in enumerate(list(self._pods.items()), 1):
-            await _breathe(count)
+        observer, slices = self._report(), Slices()
+        for run_id, pod in list(self._pods.items()):
+            await slices.tick()
             if observer.holds(run_id):
                 await self._observe(pod.json())
 
@@ -428,9 +428,9 @@ class KubernetesBackend:
 
     async def housekeeping(self) -> None:
         """Settle stuck pending pods; delete finished pods whose retention is over."""
-        now = time.monotonic()
-        for count, (run_id, pod) in enumerate(list(self._pods.items()), 1):
-            await _breathe(count)
+        now, slices = time.monotonic(), Slices()
+        for run_id, pod in list(self._pods.items()):
+            await slices.tick()
             namespace, name = pod.namespace, pod.name
             released = self._released.get(run_id)
             if released is not None and pod.finished and now - released >= self._retention:
@@ -458,9 +458,3 @@ class KubernetesBackend:
         if created is not None:
             return (datetime.now(UTC) - created).total_seconds()
         return time.monotonic() - self._first_seen.get(run_id, time.monotonic())
-
-
-async def _breathe(count: int) -> None:
-    """Yield to the event loop every ``_YIELD_EVERY`` items of a long loop (heartbeats, watches)."""
-    if count % _YIELD_EVERY == 0:
-        await asyncio.sleep(0)
