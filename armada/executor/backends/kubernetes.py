@@ -313,11 +313,13 @@ class KubernetesBackend:
         """List, then watch (renewed from the last version) until a relist is due; for ever."""
         backoff = self._api_calls.backoff()
         version, listed_at = self._discovered or ("", 0.0)
-        if version:
-            # discover's list is this watch's first: no second full list of a big cluster.
-            await self._report_cached()
+        # discover's list is this watch's first: no second full list of a big cluster.
+        cached = bool(version)
         while True:
             try:
+                if cached:
+                    cached = False
+                    await self._report_cached()
                 if not version or time.monotonic() - listed_at >= self._settings.resync_seconds:
                     version = await self._relist()
                     listed_at = time.monotonic()
