@@ -16,7 +16,7 @@ from kubernetes_asyncio import client
 from armada.client import ArmadaClient
 from armada.model.queues import Queue
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, job, wait_for
-from tests.integration.executor.kube_double import kube_cluster, node, plain_pod
+from tests.integration.executor.kube_double import kube_cluster, node, plain_pod, write_kubeconfig
 from tests.processes import running_server
 
 T = TypeVar("T")
@@ -47,18 +47,6 @@ class ThreadedDouble:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=30)
         self._loop.close()
-
-    def kubeconfig(self, path: Path) -> Path:
-        path.write_text(
-            f"""apiVersion: v1
-kind: Config
-clusters: [{{name: double, cluster: {{server: "{self.api.configuration.host}"}}}}]
-users: [{{name: test, user: {{token: abc}}}}]
-contexts: [{{name: double, context: {{cluster: double, user: test}}}}]
-current-context: double
-"""
-        )
-        return path
 
 
 @pytest.fixture
@@ -91,7 +79,10 @@ def test_a_node_never_gets_more_runs_than_its_pods_capacity(tmp_path: Path, doub
             server.url,
             "kube",
             backend="kubernetes",
-            args=("--kubeconfig", str(double.kubeconfig(tmp_path / "kubeconfig"))),
+            args=(
+                "--kubeconfig",
+                str(write_kubeconfig(tmp_path / "kubeconfig", double.api.configuration.host)),
+            ),
         ),
     ):
         armada.create_queue(Queue(name="q"))

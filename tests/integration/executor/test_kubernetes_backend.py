@@ -17,7 +17,7 @@ from armada.executor.settings import KubernetesSettings
 from armada.model.leases import Lease
 from tests.integration.executor.conftest import RunningExecutor, lease
 from tests.integration.executor.contract_server import ContractServer
-from tests.integration.executor.kube_double import kube_api, node, plain_pod
+from tests.integration.executor.kube_double import kube_api, node, plain_pod, write_kubeconfig
 from tests.integration.executor.recorder import Recorder
 
 Setup = tuple[KubernetesBackend, Recorder, client.CoreV1Api]
@@ -243,17 +243,7 @@ async def test_executor_reaches_the_cluster_through_a_kubeconfig(
     api: client.ApiClient, server: ContractServer, executor: RunningExecutor, tmp_path: Path
 ) -> None:
     await client.CoreV1Api(api).create_node(node("node-k"))
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        f"""
-apiVersion: v1
-kind: Config
-clusters: [{{name: test, cluster: {{server: "{api.configuration.host}"}}}}]
-users: [{{name: test, user: {{token: abc}}}}]
-contexts: [{{name: test, context: {{cluster: test, user: test}}}}]
-current-context: test
-"""
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.configuration.host)
     kube = KubernetesSettings(kubeconfig=str(kubeconfig))
     async with executor(backend="kubernetes", kubernetes=kube):
         await server.wait_for(lambda: bool(server.lease_requests))

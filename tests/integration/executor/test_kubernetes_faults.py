@@ -7,7 +7,6 @@ cluster (issue #21): the rule it checks is in its name.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -22,7 +21,14 @@ from armada.executor.backends.kube_calls import close_api
 from armada.executor.backends.kubernetes import KubernetesBackend, api_client_from
 from armada.executor.settings import KubernetesSettings
 from tests.integration.executor.conftest import lease
-from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, node, plain_pod
+from tests.integration.executor.kube_double import (
+    Fault,
+    KubeDouble,
+    kube_cluster,
+    node,
+    plain_pod,
+    write_kubeconfig,
+)
 from tests.integration.executor.oidc_issuer import id_token, oidc_issuer
 from tests.integration.executor.recorder import Recorder
 
@@ -300,17 +306,7 @@ async def test_a_proxy_in_the_environment_is_not_used_for_the_api_server(
         monkeypatch.setenv(name, "http://127.0.0.1:9")
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        f"""
-apiVersion: v1
-kind: Config
-clusters: [{{name: t, cluster: {{server: "{cluster.api.configuration.host}"}}}}]
-users: [{{name: t, user: {{token: abc}}}}]
-contexts: [{{name: t, context: {{cluster: t, user: t}}}}]
-current-context: t
-"""
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.api.configuration.host)
     async with await api_client_from(KubernetesSettings(kubeconfig=str(kubeconfig))) as api:
         listed = await client.CoreV1Api(api).list_namespace(_request_timeout=5)
     assert {n.metadata.name for n in listed.items} >= {"default"}
@@ -345,7 +341,6 @@ print(json.dumps({"apiVersion": version, "kind": "ExecCredential", "status": sta
 async def test_exec_plugin_tokens_are_refreshed(cluster: Cluster, tmp_path: Path) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text(_EXEC_PLUGIN)
-    kubeconfig = tmp_path / "kubeconfig"
     user = {
         "exec": {
             "apiVersion": "client.authentication.k8s.io/v1beta1",
@@ -353,18 +348,7 @@ async def test_exec_plugin_tokens_are_refreshed(cluster: Cluster, tmp_path: Path
             "args": [str(plugin), str(tmp_path / "count")],
         }
     }
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "t", "cluster": {"server": cluster.api.configuration.host}}],
-                "users": [{"name": "t", "user": user}],
-                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-                "current-context": "t",
-            }
-        )
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.api.configuration.host, user)
     settings = KubernetesSettings(kubeconfig=str(kubeconfig), credential_refresh_seconds=0.05)
     api = await api_client_from(settings)
     try:
@@ -378,22 +362,6 @@ async def test_exec_plugin_tokens_are_refreshed(cluster: Cluster, tmp_path: Path
     finally:
         await close_api(api)
     assert cluster.double.tokens[-1].startswith("token-")
-
-
-def _kubeconfig(path: Path, server: str, user: dict[str, Any]) -> Path:
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "t", "cluster": {"server": server}}],
-                "users": [{"name": "t", "user": user}],
-                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-                "current-context": "t",
-            }
-        )
-    )
-    return path
 
 
 async def test_oidc_auth_provider_tokens_are_renewed_before_they_expire(
@@ -414,7 +382,7 @@ async def test_oidc_auth_provider_tokens_are_renewed_before_they_expire(
                 "refresh-token": "refresh-0",
             },
         }
-        kubeconfig = _kubeconfig(
+        kubeconfig = write_kubeconfig(
             tmp_path / "kubeconfig", cluster.api.configuration.host, {"auth-provider": provider}
         )
         settings = KubernetesSettings(kubeconfig=str(kubeconfig), credential_refresh_seconds=0.05)
