@@ -404,3 +404,30 @@ async def test_oidc_auth_provider_tokens_are_renewed_before_they_expire(
 def ours(cluster: Cluster) -> set[str]:
     """Tokens the API double saw (the fixture's own backend sends none)."""
     return set(cluster.double.tokens) - {""}
+
+
+async def test_an_expired_oidc_token_is_renewed_at_start_and_the_rotated_one_saved(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    async with oidc_issuer() as issuer:
+        provider = {
+            "name": "oidc",
+            "config": {
+                "client-id": "armada",
+                "idp-issuer-url": issuer.url,
+                "id-token": id_token("user-0", time.time() - 60),
+                "refresh-token": "refresh-0",
+            },
+        }
+        kubeconfig = write_kubeconfig(
+            tmp_path / "kubeconfig", cluster.api.configuration.host, {"auth-provider": provider}
+        )
+        api = await api_client_from(KubernetesSettings(kubeconfig=str(kubeconfig)))
+        try:
+            await client.CoreV1Api(api).list_namespace()
+        finally:
+            await close_api(api)
+    assert issuer.grants == [("armada", "refresh-0")], "a public client names itself in the form"
+    assert ours(cluster) == {issuer.issued[0]}, "the expired token was never sent"
+    saved = kubeconfig.read_text()
+    assert "refresh-1" in saved and issuer.issued[0] in saved, "a restart starts from the rotated tokens"
