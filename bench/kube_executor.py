@@ -35,6 +35,7 @@ from kubernetes_asyncio import client
 from armada.executor.backend import RunStatus
 from armada.executor.backends.kubernetes import KubernetesBackend
 from armada.executor.settings import KubernetesSettings
+from armada.runtime import tune_for_service
 from bench.common import report, rss_mb
 from tests.integration.executor.kube_double import KubeDouble
 
@@ -204,12 +205,14 @@ async def measure(port: int, args: argparse.Namespace) -> dict[str, Any]:
         backend = KubernetesBackend(settings, 300.0, api=api, executor_id=EXECUTOR)
         observer = HoldAll()
         if args.freeze:
-            gc.freeze()  # as `armada executor` does before it starts (run_executor)
+            tune_for_service()  # as `armada executor` does before it starts: freeze, GC thresholds
         started = time.perf_counter()
         found = await backend.discover()
         await backend.start(observer)
         nodes = await backend.nodes()
         startup = time.perf_counter() - started
+        if args.freeze:
+            gc.freeze()  # as the executor does once its caches are loaded (its first lease call)
         startup_stall, startup_stall_cpu = stalls.reset()
         late = [0.0]
         beat = asyncio.create_task(heartbeats(backend, late))
@@ -253,7 +256,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--resync", type=float, default=600.0, help="the backend's resync_seconds")
     parser.add_argument(
-        "--no-freeze", dest="freeze", action="store_false", help="skip gc.freeze() (the executor's start-up)"
+        "--no-freeze",
+        dest="freeze",
+        action="store_false",
+        help="skip the executor's GC tuning (gc.freeze() and thresholds)",
     )
     args = parser.parse_args()
     receive, send = multiprocessing.Pipe(duplex=False)

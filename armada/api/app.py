@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import msgspec
+import structlog
 from litestar import Litestar, Router
 from litestar.config.cors import CORSConfig
 from litestar.openapi import OpenAPIConfig
@@ -61,6 +62,7 @@ from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.logs import LogService
 from armada.services.quarantine import Quarantine
+from armada.services.retry_policies import missing_default_policy
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
 from armada.services.validation import SubmissionRules
@@ -68,6 +70,8 @@ from armada.settings import Settings
 
 #: Group of the in-process development executor's internal token; it holds ``execute_jobs``.
 DEV_EXECUTOR_GROUP = "armada:dev-executor"
+
+log = structlog.get_logger(__name__)
 
 
 def dev_executor_settings(settings: Settings, token: str = "") -> ExecutorSettings:
@@ -127,6 +131,8 @@ def create_app(settings: Settings) -> Litestar:
         async with AsyncExitStack() as stack:
             await database.open()
             stack.push_async_callback(database.close)
+            if missing := await missing_default_policy(database.store, settings.scheduling.retry_policy):
+                log.warning("retry engine default policy missing", problem=missing)
             quarantine = Quarantine(database.store)  # before the first read: it hears every report
             stack.push_async_callback(quarantine.stop)
             follower = LogFollower(database.store, settings.scheduling)

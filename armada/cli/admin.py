@@ -55,18 +55,23 @@ def migrate_command(database_url: DatabaseUrlOption = None, config: ConfigOption
 
 @app.command("check")
 def check_command(database_url: DatabaseUrlOption = None, config: ConfigOption = None) -> None:
-    """Verify the log and the views (one active run per job, views equal a replay); exit 1 if not."""
+    """Verify the log and the views (one active run per job, views equal a replay) and that the
+    configured default retry policy exists; exit 1 if not."""
     import asyncio  # noqa: PLC0415 (start-up time)
 
     from armada.eventstore.database import Database  # noqa: PLC0415
     from armada.services.invariants import check  # noqa: PLC0415
+    from armada.services.retry_policies import missing_default_policy  # noqa: PLC0415
 
     settings = settings_or_exit(config, {"database": {"url": database_url}})
 
     async def run() -> "Report":
         database = await Database(settings.database.url).open(migrate_schema=False, listen=False)
         try:
-            return await check(database.store)
+            report = await check(database.store)
+            if missing := await missing_default_policy(database.store, settings.scheduling.retry_policy):
+                report.violation(missing)
+            return report
         finally:
             await database.close()
 

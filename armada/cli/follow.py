@@ -37,6 +37,8 @@ class JobSetSummary:
         self.states: dict[str, JobState] = {}
 
     def apply(self, event: ev.Event) -> None:
+        if isinstance(event, ev.JobFailed) and event.retryable:
+            return  # a retried run: the job goes on (``queued`` follows)
         state = STATE_AFTER.get(event.type)
         if state is not None and event.job_id:
             self.states[event.job_id] = state
@@ -71,9 +73,6 @@ def notable(event: ev.Event) -> str | None:
             return f"job {event.job_id} preempted: {event.reason or 'no reason given'}"
         case ev.JobCancelled() if event.reason:
             return f"job {event.job_id} cancelled: {event.reason}"
-        case ev.JobLeaseReturned() if event.retry_policy:
-            named = _category(event.failure_category, event.failure_subcategory).removeprefix(", ")
-            return f"job {event.job_id} failed ({named or 'uncategorised'}), retried: {event.reason}"
         case ev.JobLeaseReturned():
             return f"job {event.job_id} returned by {event.cluster_id or 'its cluster'}: {event.reason}"
         case ev.JobLeaseExpired():

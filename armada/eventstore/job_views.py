@@ -117,7 +117,7 @@ async def job_set_annotations(conn: AsyncConnection, queue: str, job_set_id: str
 
 
 async def gang_rows(conn: AsyncConnection, queue: str, gang_id: str) -> list[AnyRow]:
-    """The members of a gang: job id, queue, job set, state, latest run, cluster, attempts."""
+    """The members of a gang: job id, queue, job set, state, latest run, cluster, attempts, spec."""
     jobs = schema.jobs
     query = select(
         jobs.c.job_id,
@@ -127,6 +127,7 @@ async def gang_rows(conn: AsyncConnection, queue: str, gang_id: str) -> list[Any
         jobs.c.latest_run_id,
         jobs.c.cluster,
         jobs.c.attempts,
+        jobs.c.spec,
     ).where(jobs.c.queue == queue, jobs.c.gang_id == gang_id)
     return list((await conn.execute(query)).all())
 

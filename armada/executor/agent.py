@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from typing import Any
 
@@ -45,8 +45,11 @@ class ExecutorAgent:
         backend: ClusterBackend,
         client: ExecutorApiClient,
         admission: LeaseAdmission | None = None,
+        on_synced: Callable[[], None] | None = None,
     ) -> None:
         self._settings = settings
+        #: Called once, when the cluster's state is first loaded (the first node report).
+        self._on_synced = on_synced
         self._admission = admission or LeaseAdmission.from_settings(settings)
         self._backend = backend
         self._client = client
@@ -119,6 +122,9 @@ class ExecutorAgent:
             started = time.monotonic()
             try:
                 nodes = await self._backend.nodes()
+                if self._on_synced is not None:
+                    self._on_synced()
+                    self._on_synced = None
                 request = self._lease_request(nodes, await self._backend.cordoned_nodes())
                 response = await self._client.lease(request)
             except Exception as exc:

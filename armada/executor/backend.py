@@ -83,8 +83,11 @@ class ClusterBackend(Protocol):
     async def kill(self, run_id: str) -> None:
         """Stop the run and remove its workload; ends with ``observer.gone(run_id)``."""
 
-    async def release(self, run_id: str) -> None:
-        """The run's result was delivered: its leftovers may go after the retention period."""
+    async def release(self, run_id: str, discard: bool = False) -> None:
+        """The run's result was delivered: its leftovers may go after the retention period.
+
+        ``discard``: the failure's category has ``action: Delete``, so they go at once.
+        """
 
     async def read_log(self, order: LogOrder) -> list[LogLine]:
         """The run's log lines ``order`` selects, while it runs and after it ended, for as

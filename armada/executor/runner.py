@@ -42,7 +42,9 @@ async def run_executor(
         ca_cert=settings.ca_cert,
         timeout=settings.request_timeout_seconds,
     ) as client:
-        agent = ExecutorAgent(settings, backend, client)
+        # In its own process, what start-up loads (the pod and node caches of a big cluster)
+        # lives for ever too: frozen once loaded, full collections never walk it.
+        agent = ExecutorAgent(settings, backend, client, on_synced=gc.freeze if handle_signals else None)
         metrics.watch(settings.cluster_id, agent.tracker)
         loop = asyncio.get_running_loop()
         signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()

@@ -132,7 +132,8 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     #: A node NotReady for less than this is still reported ready (its pods usually keep
     #: running; Kubernetes itself waits 5 minutes before evicting them).
     node_not_ready_grace_seconds: float = 300.0
-    #: How often kubeconfig exec-plugin/GCP tokens are checked and refreshed.
+    #: How often kubeconfig exec-plugin, GCP and OIDC tokens are checked (and renewed when
+    #: they expire within five minutes).
     credential_refresh_seconds: float = 60.0
     #: Longest wait for a failed container's log tail (read off the watch path).
     log_timeout_seconds: float = 5.0

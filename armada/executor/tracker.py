@@ -52,6 +52,9 @@ class HeldRun:
     withheld: list[RunEvent] = field(default_factory=list)
     #: Its ``ingressInfo`` event was made (there is one per run).
     ingress_reported: bool = False
+    #: Its failure's category says ``action: Delete``: the workload goes once the failure
+    #: is delivered, not after the retention period (a retry reuses the pod's name).
+    discard: bool = False
 
 
 class RunTracker:
@@ -60,7 +63,7 @@ class RunTracker:
     def __init__(
         self,
         publish: Callable[[RunEvent], Awaitable[None]],
-        on_released: Callable[[str], Awaitable[None]],
+        on_released: Callable[[str, bool], Awaitable[None]],
         classifier: Classifier | None = None,
     ) -> None:
         self._publish = publish
@@ -139,6 +142,7 @@ class RunTracker:
         else:
             run.phase = "pending" if status.kind == "pending" else "running"
         named = self._categorise(status)
+        run.discard = named.action == "Delete"
         event = RunEvent(
             run_id=run.run_id,
             job_id=run.job_id,
@@ -208,4 +212,4 @@ class RunTracker:
         if run.finished and run.undelivered <= 0 and self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
             log.debug("run released", run_id=run.run_id, job_id=run.job_id)
-            await self._on_released(run.run_id)
+            await self._on_released(run.run_id, run.discard)

@@ -83,7 +83,10 @@ class ClusterCollector(Collector):
             if spec is not None:
                 groups.setdefault((spec.pool, spec.executor), []).append(row)
         allocatable = nodes.allocatable()
-        free = allocatable - nodes.non_armada() - db.node_allocation().sum(axis=1)[: nodes.size]
+        free = nodes.reported(
+            allocatable - nodes.non_armada() - db.node_allocation().sum(axis=1)[: nodes.size]
+        )
+        allocatable = nodes.reported(allocatable)
         for (pool, cluster), rows in sorted(groups.items()):
             index = np.array(rows, dtype=np.int64)
             usable = index[nodes.schedulable[index]]

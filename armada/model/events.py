@@ -164,6 +164,14 @@ class JobLeaseReturned(Event, tag="leaseReturned"):
     failure_subcategory: str = ""
     retry_policy: str = ""
     retry_rule: int = -1
+    #: The retried failure's exit code and node (for its ``failed`` form on the event stream).
+    exit_code: int | None = None
+    node_name: str = ""
+
+    @property
+    def retried_failure(self) -> bool:
+        """The run failed and a retry policy retried the job (not a plain returned lease)."""
+        return bool(self.retry_policy)
 
 
 class JobLeaseExpired(Event, tag="leaseExpired"):

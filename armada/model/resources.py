@@ -46,6 +46,9 @@ _QUANTITY = re.compile(
 
 #: Largest integer amount of one resource we accept (fits int64 with room for sums).
 MAX_UNITS = 2**62
+#: Every Armada run is one pod, so it takes one unit of its node's ``pods`` capacity
+#: (Kubernetes' allocatable ``pods``, 110 by default); the scheduler counts it like any resource.
+PODS = "pods"
 #: Resolution of each resource's integer unit; resources not listed use whole units.
 DEFAULT_RESOLUTIONS: Mapping[str, Decimal] = {"cpu": Decimal("0.001")}
 

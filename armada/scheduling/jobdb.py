@@ -217,6 +217,12 @@ class JobDb:
             if not info.members:
                 self.gangs[gang] = None
                 del self._gang_index[(info.queue, info.gang_id)]
+            else:
+                # Members replaced one by one (a retry that mutates the whole gang) leave the
+                # gang mixed only while old and new specs are both present.
+                keys = self.cols["key"][info.members]
+                info.key = int(keys[0])
+                self.gang_mixed[gang] = bool((keys != info.key).any())
         self.cols["state"][row] = FREE
         self.ids[row] = None
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from armada.model.resources import ResourceIndex, ResourceVector, format_units
+from armada.model.resources import PODS, ResourceIndex, ResourceVector, format_units
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.requirements import NodeSelectorTerm, SchedulingKey, Toleration
 
@@ -98,7 +98,7 @@ class KeyTable:
                     uniformity_label=label,
                 )
             )
-            vector = self._resources.vector(dict(requests))
+            vector = self._resources.vector({**dict(requests), PODS: 1})  # one pod per job
             self._requests = np.vstack([self.requests(), vector[None, :]])
             self._priorities = np.append(self._priorities, pc.priority)
         return index

@@ -18,7 +18,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from armada.model.resources import ResourceIndex
+from armada.model.resources import PODS, ResourceIndex
 from armada.scheduling.requirements import (
     JobRequirements,
     NodeSelectorRequirement,
@@ -30,6 +30,9 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+#: The ``pods`` capacity of a node that reports none (process and fake backends): no limit,
+#: yet small enough that summing it over a million nodes cannot overflow int64.
+UNLIMITED_PODS = 2**31 - 1
 
 
 class Taint(msgspec.Struct, frozen=True):
@@ -87,6 +90,8 @@ class NodeDb:
 
     def __init__(self, resources: ResourceIndex) -> None:
         self.resources = resources
+        # The pods column exists before any row is written, so no row is ever padded to 0 pods.
+        self._pods = resources.column(PODS)
         self.version = 0
         self.specs: list[NodeSpec | None] = []
         self.ids: list[str] = []
@@ -96,6 +101,8 @@ class NodeDb:
         self._non_armada = np.zeros((0, 0), dtype=np.int64)
         self.schedulable: BoolArray = np.zeros(0, dtype=bool)
         self.alive: BoolArray = np.zeros(0, dtype=bool)
+        #: Rows whose node reports no ``pods`` capacity (their column holds ``UNLIMITED_PODS``).
+        self.unlimited_pods: BoolArray = np.zeros(0, dtype=bool)
         self._labels: dict[str, IntArray] = {}
         self._label_numbers: dict[str, npt.NDArray[np.float64]] = {}
         self._label_codes: dict[str, dict[str, int]] = {}
@@ -160,6 +167,7 @@ class NodeDb:
         self._non_armada = _resized(self._non_armada, cap, 0)
         self.schedulable = _resized(self.schedulable, cap, False)
         self.alive = _resized(self.alive, cap, False)
+        self.unlimited_pods = _resized(self.unlimited_pods, cap, False)
         self._taint_matrix = _resized(self._taint_matrix, cap, False)
         self._labels = {k: _resized(v, cap, -1) for k, v in self._labels.items()}
         self._label_numbers = {k: _resized(v, cap, np.nan) for k, v in self._label_numbers.items()}
@@ -178,6 +186,9 @@ class NodeDb:
         non_armada = self.resources.vector(node.non_armada_allocated)
         self._ensure_width()
         self._allocatable[row] = self.resources.pad(allocatable)
+        self.unlimited_pods[row] = PODS not in node.allocatable
+        if self.unlimited_pods[row]:
+            self._allocatable[row, self._pods] = UNLIMITED_PODS
         self._non_armada[row] = self.resources.pad(non_armada)
         for column in self._labels.values():
             column[row] = -1
@@ -216,9 +227,19 @@ class NodeDb:
         return len(self.specs)
 
     def allocatable(self) -> IntArray:
-        """``size`` x R allocatable units (removed nodes keep stale rows; mask with ``alive``)."""
+        """``size`` x R allocatable units (removed nodes keep stale rows; mask with ``alive``).
+
+        A node reporting no ``pods`` capacity has ``UNLIMITED_PODS`` there: see ``reported``.
+        """
         self._ensure_width()
         return self._allocatable[: self.size]
+
+    def reported(self, matrix: IntArray) -> IntArray:
+        """``matrix`` (rows as in ``allocatable``) with the unlimited ``pods`` cells zeroed, for
+        figures shown to people (capacity metrics), where no limit must not read as 2^31 pods."""
+        shown = matrix.copy()
+        shown[self.unlimited_pods[: len(shown)], self._pods] = 0
+        return shown
 
     def non_armada(self) -> IntArray:
         self._ensure_width()

@@ -5,18 +5,21 @@ runs end at once as returned with the reason ``gang-member-failed`` (not a failu
 theirs: no budget, no category), every member is requeued, and the scheduler, which places
 gangs all-or-nothing, starts them together again. Their executors learn the runs are stale
 from the next lease call and kill them. The budget is the gang's: the most retries any member
-has been granted. A gang with a member already finished cannot run again as a whole; its
-failures take the legacy path.
+has been granted. A retry's ``mutate`` applies to every member: each member's memory grows
+by the rule, and every member avoids the node the failing member ran on. A gang with a member
+already finished cannot run again as a whole; its failures take the legacy path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore.job_views import gang_rows
 from armada.model import events as ev
+from armada.model.jobs import Job
 from armada.model.states import JobState
 
 GANG_MEMBER_FAILED = "gang-member-failed"
@@ -31,6 +34,8 @@ class GangMember:
     run_id: str
     cluster: str
     attempts: int
+    #: The member's job spec as stored (decoded only when a retry mutates the gang).
+    spec: Any = None
 
 
 async def load_gang(conn: AsyncConnection, queue: str, gang_id: str) -> list[GangMember]:
@@ -43,6 +48,7 @@ async def load_gang(conn: AsyncConnection, queue: str, gang_id: str) -> list[Gan
             row.latest_run_id or "",
             row.cluster or "",
             row.attempts,
+            row.spec,
         )
         for row in await gang_rows(conn, queue, gang_id)
     ]
@@ -54,9 +60,17 @@ def restartable(members: list[GangMember]) -> bool:
 
 
 def restart_others(
-    members: list[GangMember], failed_job_id: str, *, retries_used: int, why: str
+    members: list[GangMember],
+    failed_job_id: str,
+    *,
+    retries_used: int,
+    why: str,
+    mutated: dict[str, Job] | None = None,
 ) -> tuple[list[ev.Event], set[str]]:
-    """Events that stop and requeue every other member, and the runs they stop."""
+    """Events that stop and requeue every other member, and the runs they stop.
+
+    ``mutated``: members' jobs as the retry's ``mutate`` changed them (carried by their requeue).
+    """
     events: list[ev.Event] = []
     stopped: set[str] = set()
     reason = f"{GANG_MEMBER_FAILED}: gang member {failed_job_id} failed ({why}); the gang is retried as one"
@@ -79,6 +93,9 @@ def restart_others(
                     run_attempted=True,
                 )
             )
-            events.append(ev.JobQueued(**envelope, attempts=member.attempts, failure_retries=retries_used))
+            job = (mutated or {}).get(member.job_id)
+            events.append(
+                ev.JobQueued(**envelope, attempts=member.attempts, failure_retries=retries_used, job=job)
+            )
         # A member still queued waits for the others: the gang is placed all-or-nothing.
     return events, stopped

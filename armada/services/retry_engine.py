@@ -107,12 +107,22 @@ class RetryContext:
             facts.job = changed
         return changed
 
-    def restart_gang(self, job_id: str, why: str) -> list[ev.Event]:
-        """After a retry of a gang member: stop and requeue the other members."""
+    def restart_gang(self, job_id: str, why: str, verdict: Verdict, failed_node: str) -> list[ev.Event]:
+        """After a retry of a gang member: stop and requeue the other members, each mutated
+        as the verdict says (the failing member's node is avoided by all of them)."""
         facts = self.jobs.get(job_id)
         if facts is None or not facts.gang:
             return []
-        events, stopped = restart_others(facts.gang, job_id, retries_used=facts.retries_used, why=why)
+        mutated: dict[str, Job] = {}
+        if verdict.mutate is not None:
+            for member in facts.gang:
+                job = _decode_job(member.spec) if member.job_id != job_id else None
+                changed = mutate_job(job, verdict.mutate, failed_node) if job is not None else None
+                if changed is not None:
+                    mutated[member.job_id] = changed
+        events, stopped = restart_others(
+            facts.gang, job_id, retries_used=facts.retries_used, why=why, mutated=mutated
+        )
         self.stopped_runs |= stopped
         return events
 
@@ -173,6 +183,8 @@ def verdict_events(
         failure_subcategory=failed.failure_subcategory,
         retry_policy=verdict.policy,
         retry_rule=-1 if verdict.rule is None else verdict.rule,
+        exit_code=failed.exit_code,
+        node_name=failed.node_name,
     )
     job_envelope: ev.Envelope = {
         "queue": run.queue,

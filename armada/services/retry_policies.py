@@ -20,6 +20,7 @@ from armada.model.errors import Conflict, InvalidRequest, NotFound
 from armada.model.events import RetryPolicyCreated, RetryPolicyDeleted, RetryPolicyUpdated
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy, check_policy
+from armada.model.retry_engine import RetryEngineSettings
 
 
 def _decode(spec: Any) -> RetryPolicy:
@@ -99,3 +100,22 @@ async def check_queue_policies(conn: AsyncConnection, queue: Queue) -> None:
     for i, name in enumerate(queue.retry_policies):
         if not await _exists(conn, name):
             raise InvalidRequest(f"retry policy {name!r} does not exist", field=f"retryPolicies[{i}]")
+
+
+async def missing_default_policy(store: EventStore, settings: RetryEngineSettings) -> str:
+    """Why ``defaultPolicyName`` applies to nothing ("" when it exists, or is off).
+
+    Not a start-up failure: policies are created through the running server, so on a new
+    database the named policy cannot exist yet. Until it does, queues that name no policy
+    keep the legacy path; ``serve`` warns and ``armada admin check`` reports it.
+    """
+    name = settings.default_policy_name
+    if not settings.enabled or not name:
+        return ""
+    async with store.engine.connect() as conn:
+        if await policy_exists(conn, name):
+            return ""
+    return (
+        f"scheduling.retryPolicy.defaultPolicyName: retry policy {name!r} does not exist;"
+        " queues that name no policy keep the legacy retry path until it is created"
+    )

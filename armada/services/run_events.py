@@ -248,7 +248,9 @@ class RunEventIntake:
                 job=retry.mutated(envelope["job_id"], verdict, event.node or run.node),
             )
             if verdict.retry:
-                decided += retry.restart_gang(envelope["job_id"], event.reason)
+                decided += retry.restart_gang(
+                    envelope["job_id"], event.reason, verdict, event.node or run.node
+                )
             return decided
         if failed and not event.retryable:
             return [self._failed(event, run)]

@@ -1,8 +1,9 @@
 """Job-set event streams: replay a job set's events, then optionally follow new ones.
 
-Followers do not poll: each waits on the store's change notification (in-process, plus
-PostgreSQL ``LISTEN`` for appends made by other replicas) and reads only when the log's
-head has moved, so an event reaches every watcher one query after it commits.
+Events are shown as upstream's clients expect them (:func:`as_streamed`). Followers do not
+poll: each waits on the store's change notification (in-process, plus PostgreSQL ``LISTEN``
+for appends made by other replicas) and reads only when the log's head has moved, so an
+event reaches every watcher one query after it commits.
 """
 
 from __future__ import annotations
@@ -11,10 +12,43 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from armada.eventstore.store import EventStore, StoredEvent
+from armada.model import events as ev
 from armada.model.errors import InvalidRequest, NotFound
 from armada.model.events import UnreadableEvent
 
 PAGE = 1000
+
+
+def as_streamed(stored: StoredEvent) -> StoredEvent:
+    """An event as clients see it on the stream (REST and gRPC), upstream's way.
+
+    In the log a failure the retry engine retries is the run's ``leaseReturned`` (carrying
+    the category and the decision) followed by the job's ``queued``: a ``failed`` event
+    there ends the job in every view. Upstream's stream shows such a run as ``failed`` with
+    ``retryable: true``, then the requeue; consumers must read the flag. Only the stream
+    translates: the log, the views and the job's state are unchanged.
+    """
+    event = stored.event
+    if not isinstance(event, ev.JobLeaseReturned) or not event.retried_failure:
+        return stored
+    failed = ev.JobFailed(
+        created=event.created,
+        queue=event.queue,
+        job_set_id=event.job_set_id,
+        job_id=event.job_id,
+        run_id=event.run_id,
+        reason=event.reason,
+        exit_code=event.exit_code,
+        retryable=True,
+        cluster_id=event.cluster_id,
+        node_name=event.node_name,
+        failure_category=event.failure_category,
+        failure_subcategory=event.failure_subcategory,
+        retry_policy=event.retry_policy,
+    )
+    return StoredEvent(stored.seq, failed)
+
+
 #: How long a follower waits for a change before checking again (covers missed wake-ups).
 IDLE_WAIT = 5.0
 
@@ -74,7 +108,9 @@ async def job_set_pages(
                 if len(page) == PAGE:
                     after = page[-1].seq
                     ahead = asyncio.ensure_future(_page(store, queue, job_set_id, after, head))
-                events = [stored for stored in page if not isinstance(stored.event, UnreadableEvent)]
+                events = [
+                    as_streamed(stored) for stored in page if not isinstance(stored.event, UnreadableEvent)
+                ]
                 if events:  # an unreadable one is reported by the store and skipped
                     yield events
         finally:

@@ -143,3 +143,58 @@ def test_every_event_a_job_goes_through_is_streamed_in_order(
     preempted = streamed[15]
     assert isinstance(preempted, ev.JobPreempted)
     assert preempted.preempting_job_id == "other"
+
+
+def test_a_retried_failure_is_streamed_as_a_retryable_failure(
+    server: ApiServer, client: ArmadaClient, queue: str
+) -> None:
+    """In the log a retried run is ``leaseReturned`` with the decision; on the stream it is
+    upstream's ``failed`` with ``retryable: true`` (then ``queued``). The job stays QUEUED."""
+    [job_id] = client.submit_jobs(queue, "set", [item()])
+    first, second = new_run_id(), new_run_id()
+    env = {"queue": queue, "job_set_id": "set", "job_id": job_id}
+    server.append(
+        [
+            ev.JobLeased(**env, run_id=first, cluster_id="c1", node_id="n1"),
+            ev.JobLeaseReturned(
+                **env,
+                run_id=first,
+                cluster_id="c1",
+                reason="exit code 42; retry 1 of 2 by retry policy 'p' rule 0 (onCategory transient)",
+                run_attempted=True,
+                failure_category="transient",
+                failure_subcategory="x",
+                retry_policy="p",
+                retry_rule=0,
+                exit_code=42,
+                node_name="n1",
+            ),
+            ev.JobQueued(
+                **env, attempts=1, failure_retries=1, retry_policy="p", failure_category="transient"
+            ),
+            ev.JobLeased(**env, run_id=second, cluster_id="c1", node_id="n2"),
+            ev.JobLeaseReturned(**env, run_id=second, cluster_id="c1", reason="node drained"),
+            ev.JobQueued(**env, attempts=1),
+        ]
+    )
+    streamed = [s.event for s in client.job_set_events(queue, "set")]
+    assert [e.type for e in streamed][2:] == [
+        "leased",
+        "failed",
+        "queued",
+        "leased",
+        "leaseReturned",
+        "queued",
+    ]
+    failed = streamed[3]
+    assert isinstance(failed, ev.JobFailed)
+    assert (failed.run_id, failed.retryable, failed.exit_code, failed.node_name) == (first, True, 42, "n1")
+    assert (failed.failure_category, failed.failure_subcategory, failed.retry_policy) == (
+        "transient",
+        "x",
+        "p",
+    )
+    assert "retry 1 of 2" in failed.reason
+    assert client.job_status([job_id]) == {job_id: "QUEUED"}
+    raw = httpx.post(f"{server.url}/v1/job-set/{queue}/set", json={}).text.splitlines()
+    assert msgspec.json.decode(raw[3])["result"]["message"]["failed"]["retryable"] is True

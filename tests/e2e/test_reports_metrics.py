@@ -141,6 +141,9 @@ def test_server_metrics_match_the_workload(workload: Workload) -> None:
         ("armada_queue_resource_allocated", frozenset({**queue, "resource": "cpu"}.items())): 2,
         ("armada_cluster_capacity", frozenset({**cluster, "resource": "cpu"}.items())): 2,
         ("armada_cluster_available_capacity", frozenset({**cluster, "resource": "cpu"}.items())): 0,
+        # Fake nodes report no pod limit: none is shown (the scheduler treats it as unlimited).
+        ("armada_cluster_capacity", frozenset({**cluster, "resource": "pods"}.items())): 0,
+        ("armada_queue_resource_allocated", frozenset({**queue, "resource": "pods"}.items())): 2,
         (
             "armada_scheduler_scheduled_jobs_total",
             frozenset({**queue, "priorityClass": "armada-default"}.items()),

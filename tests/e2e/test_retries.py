@@ -69,13 +69,16 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, A
         yield server, client
 
 
+def _failures(client: ArmadaClient, job_set: str, job_id: str) -> list[ev.JobFailed]:
+    """The job's ``failed`` events: retried failures (``retryable``), then any final one."""
+    events = client.job_set_events("q", job_set)
+    return [e.event for e in events if e.event.job_id == job_id and isinstance(e.event, ev.JobFailed)]
+
+
 def _failed(client: ArmadaClient, job_set: str, job_id: str) -> ev.JobFailed:
-    [failed] = [
-        e.event
-        for e in client.job_set_events("q", job_set)
-        if e.event.job_id == job_id and e.event.type == "failed"
-    ]
-    assert isinstance(failed, ev.JobFailed)
+    """The job's final failure."""
+    *retried, failed = _failures(client, job_set, job_id)
+    assert all(f.retryable for f in retried) and not failed.retryable
     return failed
 
 
@@ -91,18 +94,18 @@ def test_user_error_fails_at_once_and_transient_retries_twice_then_fails(
     assert (failed.failure_category, failed.exit_code, failed.retryable) == ("user-error", 3, False)
     assert "says Fail" in failed.reason
 
+    # Upstream's stream: each retried run is ``failed`` with ``retryable: true``, then ``queued``.
     types = event_types(client, "q", "a", transient)
-    assert types.count("leased") == 3 and types.count("leaseReturned") == 2, types
-    returns = [
-        e.event
-        for e in client.job_set_events("q", "a")
-        if e.event.job_id == transient and e.event.type == "leaseReturned"
+    assert types.count("leased") == 3 and types.count("failed") == 3 and "leaseReturned" not in types, types
+    assert types[types.index("failed") + 1] == "queued", types
+    failures = _failures(client, "a", transient)
+    assert [(f.retryable, f.exit_code, f.failure_category, f.retry_policy) for f in failures] == [
+        (True, 42, "transient", "standard"),
+        (True, 42, "transient", "standard"),
+        (False, 42, "transient", "standard"),
     ]
-    assert all(isinstance(r, ev.JobLeaseReturned) and r.failure_category == "transient" for r in returns)
-    assert [r.retry_rule for r in returns if isinstance(r, ev.JobLeaseReturned)] == [1, 1]
-    assert "retry 2 of 2" in returns[-1].reason if isinstance(returns[-1], ev.JobLeaseReturned) else False
-    last = _failed(client, "a", transient)
-    assert last.failure_category == "transient" and "retryLimit 2 reached" in last.reason
+    assert "retry 2 of 2 by retry policy 'standard' rule 1 (onCategory transient)" in failures[1].reason
+    assert "retryLimit 2 reached" in failures[2].reason
 
     [details] = client.job_details([transient], expand_runs=True).values()
     reasons = [run.reason for run in details.job_runs]
@@ -128,7 +131,9 @@ def test_retried_job_can_succeed(system: tuple[Server, ArmadaClient], tmp_path: 
     command = f"if [ -e {marker} ]; then exit 0; fi; touch {marker}; exit 42"
     [flaky] = client.submit_jobs("q", "c", [job(command)])
     wait_for(states_are(client, [flaky], "SUCCEEDED"), timeout=60, what="the flaky job to succeed on retry")
-    assert event_types(client, "q", "c", flaky).count("leaseReturned") == 1
+    types = event_types(client, "q", "c", flaky)
+    assert types.count("failed") == 1 and types[-1] == "succeeded", types
+    assert [f.retryable for f in _failures(client, "c", flaky)] == [True]
 
 
 def test_an_oom_like_failure_grows_memory_on_each_retry(system: tuple[Server, ArmadaClient]) -> None:
@@ -156,9 +161,10 @@ def test_a_gang_member_failing_retryably_restarts_the_whole_gang(
     )
     members = client.submit_jobs("q", "e", gang(4, command, "g-e2e", cpu="1", memory="16Mi"))
     wait_for(states_are(client, members, "SUCCEEDED"), timeout=90, what="the whole gang to succeed")
+    failures = [f for member in members for f in _failures(client, "e", member)]
+    assert [f.retryable for f in failures] == [True], "one member failed, retryably; no other failed"
     for member in members:
-        types = event_types(client, "q", "e", member)
-        assert types.count("leased") == 2 and "failed" not in types, (member, types)
+        assert event_types(client, "q", "e", member).count("leased") == 2
     reasons = [
         e.event.reason for e in client.job_set_events("q", "e") if isinstance(e.event, ev.JobLeaseReturned)
     ]
@@ -199,4 +205,4 @@ def test_avoid_same_node_on_two_fake_nodes(tmp_path: Path) -> None:
             e.event.node_id for e in client.job_set_events("q", "f") if isinstance(e.event, ev.JobLeased)
         ]
         assert len(nodes) == 2 and len(set(nodes)) == 2, nodes
-        assert event_types(client, "q", "f", moving).count("leaseReturned") == 2
+        assert [f.retryable for f in _failures(client, "f", moving)] == [True, True, False]

@@ -133,11 +133,11 @@ def wait_until_all_finished(database_url: str, count: int, *, timeout: float) ->
     return wait_for(finished, timeout=timeout, what=f"{count} jobs to finish")
 
 
-def admin_check(database_url: str) -> subprocess.CompletedProcess[str]:
-    """Run ``armada admin check`` on the database."""
+def admin_check(database_url: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``armada admin check`` on the database (with extra settings in ``env``)."""
     command = armada_command("admin", "check", "--database-url", database_url)
     return subprocess.run(
-        command, check=False, env=process_env(), capture_output=True, text=True, timeout=300
+        command, check=False, env=process_env(env), capture_output=True, text=True, timeout=300
     )
 
 

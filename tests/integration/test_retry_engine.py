@@ -35,8 +35,11 @@ POLICY = RetryPolicy(
 
 
 class EngineHarness(Harness):
-    def __init__(self, database: Database, global_max_retries: int) -> None:
-        super().__init__(database, RetryEngineSettings(enabled=True, global_max_retries=global_max_retries))
+    def __init__(self, database: Database, global_max_retries: int, *, retry_gangs: bool = True) -> None:
+        settings = RetryEngineSettings(
+            enabled=True, global_max_retries=global_max_retries, retry_gangs=retry_gangs
+        )
+        super().__init__(database, settings)
 
     async def run_once(self, job_id: str) -> str:
         """Schedule and lease the job; its run id."""
@@ -55,8 +58,10 @@ class EngineHarness(Harness):
         await self.intake.report(RunEventBatch(executor_id="c1", events=[event]))
 
 
-async def _engine(database: Database, global_max_retries: int) -> AsyncIterator[EngineHarness]:
-    h = EngineHarness(database, global_max_retries)
+async def _engine(
+    database: Database, global_max_retries: int, *, retry_gangs: bool = True
+) -> AsyncIterator[EngineHarness]:
+    h = EngineHarness(database, global_max_retries, retry_gangs=retry_gangs)
     await h.follower.load()
     h.follower.start()
     await database.store.append(
@@ -190,12 +195,16 @@ async def test_avoid_same_node_moves_the_retry_then_fails_when_no_node_is_left(
     assert (await h.job_states())[job_id] == "FAILED"
 
 
+async def submit_gang(h: EngineHarness, size: int) -> set[str]:
+    annotations = {GANG_ID_ANNOTATION: "g1", GANG_CARDINALITY_ANNOTATION: str(size)}
+    gang = [make_job(queue="q", cpu="1", memory="1Gi", annotations=annotations) for _ in range(size)]
+    await h.database.store.append([e for job in gang for e in submission(job)])
+    return {job.id for job in gang}
+
+
 async def test_a_gang_is_retried_as_one_and_then_succeeds(engine: EngineHarness) -> None:
     h = engine
-    annotations = {GANG_ID_ANNOTATION: "g1", GANG_CARDINALITY_ANNOTATION: "4"}
-    gang = [make_job(queue="q", cpu="1", memory="1Gi", annotations=annotations) for _ in range(4)]
-    await h.database.store.append([e for job in gang for e in submission(job)])
-    ids = {job.id for job in gang}
+    ids = await submit_gang(h, 4)
     await h.lease()
     await h.scheduler.cycle()
     first = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
@@ -222,3 +231,53 @@ async def test_a_gang_is_retried_as_one_and_then_succeeds(engine: EngineHarness)
     assert {states[i] for i in ids} == {"SUCCEEDED"}
     failed_events = [s.event.type for i in ids for s in await h.database.store.read(0, job_id=i)]
     assert "failed" not in failed_events, "no member counted as failed"
+
+
+@pytest.fixture
+async def gangs_off(database: Database) -> AsyncIterator[EngineHarness]:
+    async for h in _engine(database, 5, retry_gangs=False):
+        yield h
+
+
+async def test_with_retry_gangs_off_a_gang_member_failure_takes_the_legacy_path(
+    gangs_off: EngineHarness,
+) -> None:
+    h = gangs_off
+    ids = await submit_gang(h, 2)
+    await h.lease()
+    await h.scheduler.cycle()
+    first = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
+    failing, other = sorted(ids)
+    await h.fail(failing, first[failing], "transient")  # a rule says Retry: not for gangs here
+    states = await h.job_states()
+    assert (states[failing], states[other]) == ("FAILED", "LEASED")
+    failed = (await h.database.store.read(0, job_id=failing))[-1].event
+    assert isinstance(failed, ev.JobFailed) and failed.retry_policy == "", "the engine did not decide"
+    other_types = await h.event_types(other)
+    assert "leaseReturned" not in other_types and "queued" not in other_types[2:]
+
+
+async def test_a_gang_retry_mutates_every_member(mutating: EngineHarness) -> None:
+    """``mutate`` on a gang member's retry applies to the whole gang: memory grows for every
+    member, and every member avoids the node the failing member ran on."""
+    h = mutating
+    ids = await submit_gang(h, 2)
+    failing = sorted(ids)[0]
+    await h.lease()
+    await h.scheduler.cycle()
+    first = {lease.job_id: lease for lease in (await h.lease()).leases}
+    assert {_memory(lease.pod_spec) for lease in first.values()} == {"1Gi"}
+    await h.fail(failing, first[failing].run_id, "oom")
+    await h.scheduler.cycle()
+    second = {lease.job_id: lease for lease in (await h.lease()).leases}
+    assert set(second) == ids
+    assert {_memory(lease.pod_spec) for lease in second.values()} == {str(2 * 2**30)}
+    bad_node = second[failing].node
+    await h.fail(failing, second[failing].run_id, "node")
+    await h.scheduler.cycle()
+    third = {lease.job_id: lease for lease in (await h.lease()).leases}
+    assert set(third) == ids
+    assert {lease.node for lease in third.values()}.isdisjoint({bad_node})
+    assert {_memory(lease.pod_spec) for lease in third.values()} == {str(2 * 2**30)}, (
+        "bumps compound, not reset"
+    )

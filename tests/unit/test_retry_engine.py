@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from armada.cli.follow import notable
+from armada.cli.follow import JobSetSummary, notable
 from armada.model import events as ev
 from armada.model.retry import RetryPolicy, RetryRule, matching_rule
 from armada.model.retry_engine import RetryEngineSettings, decide, fail_fast, policy_name_for
+from armada.model.states import JobState
 from armada.services.retry_engine import RetryContext, _JobFacts
 from tests.factories import make_job
 
@@ -100,11 +101,19 @@ def test_watch_lines_name_the_category_and_the_decision() -> None:
         job_id="j", exit_code=3, reason="exit code 3; says Fail", failure_category="user-error"
     )
     assert notable(failed) == "job j failed (Error, exit code 3, category user-error): exit code 3; says Fail"
-    retried = ev.JobLeaseReturned(
+    retried = ev.JobFailed(  # as the stream shows a retried run
         job_id="j",
+        exit_code=42,
         reason="exit code 42; retry 1 of 2",
         failure_category="transient",
         failure_subcategory="x",
         retry_policy="p",
+        retryable=True,
     )
-    assert notable(retried) == "job j failed (category transient/x), retried: exit code 42; retry 1 of 2"
+    assert notable(retried) == (
+        "job j failed (Error, exit code 42, category transient/x): exit code 42; retry 1 of 2 (will retry)"
+    )
+    summary = JobSetSummary()
+    summary.apply(ev.JobQueued(job_id="j"))
+    summary.apply(retried)
+    assert summary.states == {"j": JobState.QUEUED} and not summary.finished, "a retried run ends nothing"

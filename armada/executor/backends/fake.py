@@ -121,8 +121,8 @@ class FakeBackend(LocalCordons):
             await asyncio.gather(task, return_exceptions=True)
         await self._report().gone(run_id)
 
-    async def release(self, run_id: str) -> None:
-        """Nothing is left behind by a simulated run."""
+    async def release(self, run_id: str, discard: bool = False) -> None:
+        """Nothing is left behind by a simulated run, so ``action: Delete`` changes nothing."""
         self._runs.pop(run_id, None)
 
     async def read_log(self, order: LogOrder) -> list[LogLine]:

@@ -21,6 +21,7 @@ import msgspec
 import structlog
 from kubernetes_asyncio import client, config
 
+from armada.executor.backends.kube_credentials import keep_fresh, load_kubeconfig, renewal
 from armada.executor.backoff import Backoff
 from armada.executor.settings import KubernetesSettings
 
@@ -79,30 +80,26 @@ async def api_client_from(settings: KubernetesSettings) -> client.ApiClient:
     Proxy variables in the environment (``HTTPS_PROXY``) are for the executor's calls to
     the Armada server, not for the API server: kubernetes-asyncio's session trusts the
     environment, so that is turned off (a proxy for the API server goes in the kubeconfig).
-    Exec-plugin and OIDC tokens expire (EKS: ~15 min): they are refreshed in the background.
+    Exec-plugin, GCP and OIDC tokens expire (EKS: ~15 min): they are renewed in the
+    background (:mod:`.kube_credentials`).
     """
     configuration = client.Configuration()
     configuration.client_side_validation = False
     loader = None
     if settings.kubeconfig:
-        loader = await config.load_kube_config(
-            config_file=settings.kubeconfig,
-            context=settings.context or None,
-            client_configuration=configuration,
-        )
+        loader = await load_kubeconfig(settings.kubeconfig, settings.context or None, configuration)
     else:
         try:
             # Refreshes the projected service-account token itself (try_refresh_token).
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException:
-            loader = await config.load_kube_config(
-                context=settings.context or None, client_configuration=configuration
-            )
+            loader = await load_kubeconfig(None, settings.context or None, configuration)
     api = client.ApiClient(configuration)
     api.rest_client.pool_manager._trust_env = False  # no public switch: see the docstring
-    if loader is not None and (getattr(loader, "provider", None) == "gcp" or "exec" in (loader._user or {})):
+    renew = renewal(loader) if loader is not None else None
+    if loader is not None and renew is not None:
         refresher = asyncio.create_task(
-            config.kube_config.refresh_token(loader, configuration, settings.credential_refresh_seconds),
+            keep_fresh(renew, loader, configuration, settings.credential_refresh_seconds),
             name="kube-credentials",
         )
         _REFRESHERS[id(api)] = refresher

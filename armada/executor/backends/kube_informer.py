@@ -22,6 +22,7 @@ import structlog
 
 from armada.executor.backends.kube_calls import Json, KubeCalls, KubeError
 from armada.executor.backends.kube_nodes import node_report, pod_requests
+from armada.executor.backends.slices import Slices
 from armada.executor.cordons import CORDON_REASON_ANNOTATION
 from armada.executor.podspec import RUN_ID_LABEL
 from armada.model.leases import NodeReport
@@ -88,13 +89,15 @@ class Informer:
     async def _relist(self) -> str:
         """Apply a full list page by page (objects not in it are dropped); its version."""
         fresh: set[str] = set()
-        version = ""
+        version, slices = "", Slices()
         async for page, page_version in self._calls.pages(self._list, stale_ok=True, **self._selectors):
             version = page_version
             for obj in page:
+                await slices.tick()
                 fresh.add(_key(obj))
                 self._put(obj)
         for key in [k for k in self.items if k not in fresh]:
+            await slices.tick()
             self._drop(key)
         return version
 

@@ -41,6 +41,7 @@ from armada.executor.backends.kube_pods import (
     run_id_of,
     stuck_verdict,
 )
+from armada.executor.backends.slices import Slices
 from armada.executor.cordons import CORDON_REASON_ANNOTATION
 from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod, pod_name
 from armada.executor.settings import IngressSettings, KubernetesSettings
@@ -60,8 +61,6 @@ NameClash = Literal["ours", "cleared", "busy"]
 _ORPHAN_GRACE_SECONDS = 60.0
 #: While waiting for a killed pod to go, how often to ask the API if the watch is silent.
 _KILL_CHECK_SECONDS = 2.0
-#: Pods handled between two yields to the event loop while reconciling a big list.
-_YIELD_EVERY = 256
 
 
 class KubernetesBackend:
@@ -98,6 +97,8 @@ class KubernetesBackend:
         self._exposures = Exposures(ingress or IngressSettings())
         self._view: NodeView | None = None
         self._observer: RunObserver | None = None
+        #: Resource version and start time of discover's list: the pod watch's first list.
+        self._discovered: tuple[str, float] | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -116,9 +117,13 @@ class KubernetesBackend:
             self._api = await api_client_from(self._settings)
             self._calls = KubeCalls(self._api, self._settings)
         list_pods = self._core.list_pod_for_all_namespaces
-        async for page, _ in self._api_calls.pages(list_pods, label_selector=self._selector):
+        started, version, slices = time.monotonic(), "", Slices()
+        async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
+            version = page_version
             for pod in page:
+                await slices.tick()
                 self._remember(pod)
+        self._discovered = (version, started)
         if self._pods:
             await self._exposures.recover(self._api_calls, self._selector)
         return [
@@ -282,13 +287,17 @@ class KubernetesBackend:
             return exc.status != 404
         return run_id_of(pod) == run_id
 
-    async def release(self, run_id: str) -> None:
-        """The result is delivered: the finished pod may go after the retention period."""
+    async def release(self, run_id: str, discard: bool = False) -> None:
+        """The result is delivered: the finished pod may go after the retention period, or
+        at once when its failure category says ``action: Delete`` (``discard``), which frees
+        the pod's name for the job's retry. A failed delete is left to housekeeping."""
         pod = self._pods.get(run_id)
         if pod is None:
             return
         self._released[run_id] = time.monotonic()
-        if self._retention <= 0 and pod.finished:
+        if (discard or self._retention <= 0) and pod.finished:
+            if discard:
+                log.info("deleting failed pod (category action Delete)", run_id=run_id, pod=pod.name)
             with contextlib.suppress(KubeError):
                 await self._delete(pod.namespace, pod.name, grace=0)
 
@@ -336,9 +345,14 @@ class KubernetesBackend:
     async def _watch_pods(self) -> None:
         """List, then watch (renewed from the last version) until a relist is due; for ever."""
         backoff = self._api_calls.backoff()
-        version, listed_at = "", 0.0
+        version, listed_at = self._discovered or ("", 0.0)
+        # discover's list is this watch's first: no second full list of a big cluster.
+        cached = bool(version)
         while True:
             try:
+                if cached:
+                    cached = False
+                    await self._report_cached()
                 if not version or time.monotonic() - listed_at >= self._settings.resync_seconds:
                     version = await self._relist()
                     listed_at = time.monotonic()
@@ -364,15 +378,25 @@ class KubernetesBackend:
         present: set[str] = set()
         version = ""
         list_pods = self._core.list_pod_for_all_namespaces
+        slices = Slices()
         async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
             version = page_version
             for pod in page:
+                await slices.tick()  # a page is hundreds of pods: let heartbeats run
                 present.add(run_id_of(pod))
                 await self._on_pod("MODIFIED", pod)
         for run_id in [r for r in self._pods if r not in present]:
             if self._first_seen.get(run_id, started) < started:
                 await self._vanished(run_id)
         return version
+
+    async def _report_cached(self) -> None:
+        """Report every held pod as discover's list found it (what a first relist reports)."""
+        observer, slices = self._report(), Slices()
+        for run_id, pod in list(self._pods.items()):
+            await slices.tick()
+            if observer.holds(run_id):
+                await self._observe(pod.json())
 
     async def _vanished(self, run_id: str) -> None:
         failing = self._failing.get(run_id)
@@ -442,10 +466,9 @@ class KubernetesBackend:
 
     async def housekeeping(self) -> None:
         """Settle stuck pending pods; delete finished pods whose retention is over."""
-        now = time.monotonic()
-        for count, (run_id, pod) in enumerate(list(self._pods.items()), 1):
-            if count % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+        now, slices = time.monotonic(), Slices()
+        for run_id, pod in list(self._pods.items()):
+            await slices.tick()
             namespace, name = pod.namespace, pod.name
             released = self._released.get(run_id)
             if released is not None and pod.finished and now - released >= self._retention:

@@ -242,11 +242,12 @@ class ProcessBackend(LocalCordons):
             run_dir.remove()
         await self._report().gone(run_id)
 
-    async def release(self, run_id: str) -> None:
-        """Keep the run's directory (output) for the retention period."""
+    async def release(self, run_id: str, discard: bool = False) -> None:
+        """Keep the run's directory (output) for the retention period; a failure whose
+        category says ``action: Delete`` (``discard``) removes it at once."""
         run = self._runs.pop(run_id, None)
         run_dir = run.dir if run is not None else RunDir.of(self._root, run_id)
-        if self._retention <= 0 and self._settings.log_retention_seconds <= 0:
+        if discard or (self._retention <= 0 and self._settings.log_retention_seconds <= 0):
             run_dir.remove()
         elif run_dir.path.exists():
             run_dir.mark_released()

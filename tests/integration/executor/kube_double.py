@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp.web
@@ -448,6 +449,20 @@ async def kube_api() -> AsyncIterator[client.ApiClient]:
     """Just the client (for tests that script the cluster through the API alone)."""
     async with kube_cluster() as (_, api):
         yield api
+
+
+def write_kubeconfig(path: Path, server: str, user: dict[str, Any] | None = None) -> Path:
+    """A kubeconfig at ``path`` for the double at ``server`` (a plain token unless ``user``)."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "t", "cluster": {"server": server}}],
+        "users": [{"name": "t", "user": user or {"token": "abc"}}],
+        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+        "current-context": "t",
+    }
+    path.write_text(json.dumps(config))
+    return path
 
 
 def node(name: str, **spec: Any) -> Any:

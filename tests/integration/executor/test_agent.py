@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from armada.client.executor_api import ExecutorApiClient
+from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.fake import FakeBackend
 from armada.executor.runner import run_executor
 from armada.executor.settings import FakeSettings, ProcessSettings
@@ -215,3 +217,17 @@ async def test_leases_beyond_the_budget_are_left_for_the_server_to_resend(
     async with executor(cluster=fake(), max_leased_runs=2, max_new_leases=2):
         await server.wait_for(lambda: all("running" in server.kinds(f"r{i}") for i in range(5)))
         assert max(len(r.runs) for r in server.lease_requests[:2]) <= 2
+
+
+async def test_on_synced_is_called_once_when_the_cluster_is_first_loaded(server: ContractServer) -> None:
+    """``armada executor`` freezes what start-up loaded (gc.freeze) through this hook."""
+    calls: list[int] = []
+    async with ExecutorApiClient(server.url) as client:
+        agent = ExecutorAgent(
+            fast_settings(server), fake(), client, on_synced=lambda: calls.append(len(server.lease_requests))
+        )
+        running = asyncio.create_task(agent.run())
+        await server.wait_for(lambda: len(server.lease_requests) > 2)
+        agent.stop()
+        await running
+    assert calls == [0], "once, before the first lease call"

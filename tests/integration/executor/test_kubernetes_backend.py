@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from kubernetes_asyncio import client
 
 from armada.executor.backends.kubernetes import KubernetesBackend
+from armada.executor.categories import ErrorCategoriesSettings
 from armada.executor.settings import KubernetesSettings
 from armada.model.leases import Lease
 from tests.integration.executor.conftest import RunningExecutor, lease
 from tests.integration.executor.contract_server import ContractServer
-from tests.integration.executor.kube_double import kube_api, node, plain_pod
+from tests.integration.executor.kube_double import kube_api, node, plain_pod, write_kubeconfig
 from tests.integration.executor.recorder import Recorder
 
 Setup = tuple[KubernetesBackend, Recorder, client.CoreV1Api]
@@ -266,18 +269,59 @@ async def test_executor_reaches_the_cluster_through_a_kubeconfig(
     api: client.ApiClient, server: ContractServer, executor: RunningExecutor, tmp_path: Path
 ) -> None:
     await client.CoreV1Api(api).create_node(node("node-k"))
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        f"""
-apiVersion: v1
-kind: Config
-clusters: [{{name: test, cluster: {{server: "{api.configuration.host}"}}}}]
-users: [{{name: test, user: {{token: abc}}}}]
-contexts: [{{name: test, context: {{cluster: test, user: test}}}}]
-current-context: test
-"""
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.configuration.host)
     kube = KubernetesSettings(kubeconfig=str(kubeconfig))
     async with executor(backend="kubernetes", kubernetes=kube):
         await server.wait_for(lambda: bool(server.lease_requests))
     assert [n.name for n in server.lease_requests[0].nodes] == ["node-k"]
+
+
+async def test_a_failed_pod_in_a_delete_category_is_deleted_once_its_failure_is_delivered(
+    api: client.ApiClient, server: ContractServer, executor: RunningExecutor
+) -> None:
+    core = client.CoreV1Api(api)
+    await core.create_node(node("node-1"))
+    categories = msgspec.convert(
+        {
+            "categories": [
+                {
+                    "name": "transient",
+                    "action": "Delete",
+                    "rules": [{"onExitCodes": {"operator": "In", "values": [42]}}],
+                },
+                {
+                    "name": "user-error",
+                    "action": "Retain",
+                    "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}],
+                },
+            ]
+        },
+        ErrorCategoriesSettings,
+    )
+    backend = ObservedReleases(settings(), 300.0, api=api)
+    server.offer(lease("r1", job="j1", node="node-1"), lease("r2", job="j2", node="node-1"))
+    async with executor(cluster=backend, backend="kubernetes", error_categories=categories):
+        await server.wait_for(lambda: "pending" in server.kinds("r1") and "pending" in server.kinds("r2"))
+        for name, code in (("armada-j1-0", 42), ("armada-j2-0", 3)):
+            terminated = {"terminated": {"exitCode": code, "reason": "Error"}}
+            await set_status(core, name, {"phase": "Failed", "containerStatuses": container(terminated)})
+        await server.wait_for(lambda: "failed" in server.kinds("r1") and "failed" in server.kinds("r2"))
+        async with asyncio.timeout(60), backend.released:
+            await backend.released.wait_for(lambda: backend.done == {"r1", "r2"})
+    names = [p.metadata.name for p in (await core.list_namespaced_pod("default")).items]
+    assert names == ["armada-j2-0"]  # Delete: gone at once; Retain: kept for the retention period
+
+
+class ObservedReleases(KubernetesBackend):
+    """The real backend, telling the test when a release (and its delete) has finished."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.done: set[str] = set()
+        self.released = asyncio.Condition()
+
+    async def release(self, run_id: str, discard: bool = False) -> None:
+        await super().release(run_id, discard)
+        async with self.released:
+            self.done.add(run_id)
+            self.released.notify_all()

@@ -7,8 +7,8 @@ cluster (issue #21): the rule it checks is in its name.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,15 @@ from armada.executor.backends.kube_calls import close_api
 from armada.executor.backends.kubernetes import KubernetesBackend, api_client_from
 from armada.executor.settings import KubernetesSettings
 from tests.integration.executor.conftest import lease
-from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, node, plain_pod
+from tests.integration.executor.kube_double import (
+    Fault,
+    KubeDouble,
+    kube_cluster,
+    node,
+    plain_pod,
+    write_kubeconfig,
+)
+from tests.integration.executor.oidc_issuer import id_token, oidc_issuer
 from tests.integration.executor.recorder import Recorder
 
 #: Only a guard against a hang (the behaviour under test never waits this long).
@@ -298,17 +306,7 @@ async def test_a_proxy_in_the_environment_is_not_used_for_the_api_server(
         monkeypatch.setenv(name, "http://127.0.0.1:9")
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        f"""
-apiVersion: v1
-kind: Config
-clusters: [{{name: t, cluster: {{server: "{cluster.api.configuration.host}"}}}}]
-users: [{{name: t, user: {{token: abc}}}}]
-contexts: [{{name: t, context: {{cluster: t, user: t}}}}]
-current-context: t
-"""
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.api.configuration.host)
     async with await api_client_from(KubernetesSettings(kubeconfig=str(kubeconfig))) as api:
         listed = await client.CoreV1Api(api).list_namespace(_request_timeout=5)
     assert {n.metadata.name for n in listed.items} >= {"default"}
@@ -343,7 +341,6 @@ print(json.dumps({"apiVersion": version, "kind": "ExecCredential", "status": sta
 async def test_exec_plugin_tokens_are_refreshed(cluster: Cluster, tmp_path: Path) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text(_EXEC_PLUGIN)
-    kubeconfig = tmp_path / "kubeconfig"
     user = {
         "exec": {
             "apiVersion": "client.authentication.k8s.io/v1beta1",
@@ -351,18 +348,7 @@ async def test_exec_plugin_tokens_are_refreshed(cluster: Cluster, tmp_path: Path
             "args": [str(plugin), str(tmp_path / "count")],
         }
     }
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "t", "cluster": {"server": cluster.api.configuration.host}}],
-                "users": [{"name": "t", "user": user}],
-                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-                "current-context": "t",
-            }
-        )
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", cluster.api.configuration.host, user)
     settings = KubernetesSettings(kubeconfig=str(kubeconfig), credential_refresh_seconds=0.05)
     api = await api_client_from(settings)
     try:
@@ -376,3 +362,72 @@ async def test_exec_plugin_tokens_are_refreshed(cluster: Cluster, tmp_path: Path
     finally:
         await close_api(api)
     assert cluster.double.tokens[-1].startswith("token-")
+
+
+async def test_oidc_auth_provider_tokens_are_renewed_before_they_expire(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A kubeconfig ``auth-provider: oidc`` token is renewed with its refresh token once it
+    expires within five minutes (kubernetes-asyncio's margin), not when it has expired."""
+    async with oidc_issuer() as issuer:
+        issuer.token_seconds = 3600
+        first = id_token("user-0", time.time() + 300 + 4.0)  # inside the margin in 4 s
+        provider = {
+            "name": "oidc",
+            "config": {
+                "client-id": "armada",
+                "client-secret": "s3cret",
+                "idp-issuer-url": issuer.url,
+                "id-token": first,
+                "refresh-token": "refresh-0",
+            },
+        }
+        kubeconfig = write_kubeconfig(
+            tmp_path / "kubeconfig", cluster.api.configuration.host, {"auth-provider": provider}
+        )
+        settings = KubernetesSettings(kubeconfig=str(kubeconfig), credential_refresh_seconds=0.05)
+        api = await api_client_from(settings)
+        try:
+            core = client.CoreV1Api(api)
+            await core.list_namespace()
+            assert ours(cluster) == {first}, "a token still valid is used as it is"
+            async with asyncio.timeout(HANG):
+                while ours(cluster) == {first}:
+                    await asyncio.sleep(0.05)
+                    await core.list_namespace()
+        finally:
+            await close_api(api)
+    assert issuer.grants == [("armada", "refresh-0")], "renewed once, with the refresh token"
+    assert ours(cluster) == {first, issuer.issued[0]}
+
+
+def ours(cluster: Cluster) -> set[str]:
+    """Tokens the API double saw (the fixture's own backend sends none)."""
+    return set(cluster.double.tokens) - {""}
+
+
+async def test_an_expired_oidc_token_is_renewed_at_start_and_the_rotated_one_saved(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    async with oidc_issuer() as issuer:
+        provider = {
+            "name": "oidc",
+            "config": {
+                "client-id": "armada",
+                "idp-issuer-url": issuer.url,
+                "id-token": id_token("user-0", time.time() - 60),
+                "refresh-token": "refresh-0",
+            },
+        }
+        kubeconfig = write_kubeconfig(
+            tmp_path / "kubeconfig", cluster.api.configuration.host, {"auth-provider": provider}
+        )
+        api = await api_client_from(KubernetesSettings(kubeconfig=str(kubeconfig)))
+        try:
+            await client.CoreV1Api(api).list_namespace()
+        finally:
+            await close_api(api)
+    assert issuer.grants == [("armada", "refresh-0")], "a public client names itself in the form"
+    assert ours(cluster) == {issuer.issued[0]}, "the expired token was never sent"
+    saved = kubeconfig.read_text()
+    assert "refresh-1" in saved and issuer.issued[0] in saved, "a restart starts from the rotated tokens"

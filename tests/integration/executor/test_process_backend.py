@@ -200,6 +200,20 @@ async def test_release_without_retention_removes_the_run_directory(tmp_path: Pat
     await backend.close()
 
 
+async def test_a_discarded_failure_removes_its_run_directory_despite_retention(tmp_path: Path) -> None:
+    """A failure category with ``action: Delete``: its output goes at once, others are kept."""
+    backend, recorder = make_backend(tmp_path, retention=3600), Recorder()
+    await backend.start(recorder)
+    await backend.launch(lease("r1", argv=["sh", "-c", "exit 42"]))
+    await backend.launch(lease("r2", argv=["sh", "-c", "exit 3"]))
+    await recorder.wait_for(lambda: recorder.finished("r1", "r2"))
+    await backend.release("r1", discard=True)
+    await backend.release("r2")
+    assert not (tmp_path / "runs" / "r1").exists()
+    assert (tmp_path / "runs" / "r2").exists()
+    await backend.close()
+
+
 async def test_unstartable_process_fails_the_run(started: tuple[ProcessBackend, Recorder]) -> None:
     backend, recorder = started
     leased = lease("r1", argv=["true"])

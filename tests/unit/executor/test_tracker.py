@@ -15,12 +15,15 @@ class Sink:
     def __init__(self) -> None:
         self.events: list[RunEvent] = []
         self.released: list[str] = []
+        self.discarded: list[str] = []
 
     async def publish(self, event: RunEvent) -> None:
         self.events.append(event)
 
-    async def release(self, run_id: str) -> None:
+    async def release(self, run_id: str, discard: bool = False) -> None:
         self.released.append(run_id)
+        if discard:
+            self.discarded.append(run_id)
 
 
 def make() -> tuple[RunTracker, Sink]:
@@ -155,3 +158,28 @@ async def test_failed_events_carry_the_failure_category() -> None:
         await tracker.observe(RunStatus(run_id=run_id, kind="failed", exit_code=code, cause=cause))
     named = [(e.failure_category, e.failure_subcategory) for e in sink.events]
     assert named == [("transient", "x"), ("oom", ""), ("", "")]
+
+
+async def test_a_failure_in_a_delete_category_discards_its_workload_once_delivered() -> None:
+    settings = msgspec.convert(
+        {
+            "categories": [
+                {
+                    "name": "transient",
+                    "action": "Delete",
+                    "rules": [{"onExitCodes": {"operator": "In", "values": [42]}}],
+                },
+                {"name": "user-error", "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}]},
+            ]
+        },
+        ErrorCategoriesSettings,
+    )
+    sink = Sink()
+    tracker = RunTracker(sink.publish, sink.release, Classifier(settings))
+    for run_id, code in (("r1", 42), ("r2", 3)):
+        tracker.accept(lease(run_id))
+        await tracker.observe(RunStatus(run_id=run_id, kind="failed", exit_code=code))
+    assert sink.released == []  # nothing goes before the failure is delivered
+    await tracker.delivered(sink.events)
+    assert sink.released == ["r1", "r2"]
+    assert sink.discarded == ["r1"]  # Retain (the default) keeps r2's workload

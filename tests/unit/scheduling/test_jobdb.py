@@ -82,6 +82,21 @@ def test_gang_bookkeeping_and_errors() -> None:
         db.add(job("x", "q", priority_class_name="nope"))
 
 
+def test_a_gang_whose_members_are_replaced_one_by_one_is_mixed_only_in_between() -> None:
+    """A retry that mutates a whole gang replaces its members one at a time."""
+    db = make()
+    gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2}
+    db.add_many([job("g0", "q", memory_gi=1, **gang), job("g1", "q", memory_gi=1, **gang)])
+    index = db.gang_of(db.row("g0"))
+    db.remove("g0")
+    db.add(job("g0", "q", memory_gi=2, **gang))
+    assert db.gang_mixed[index], "1Gi and 2Gi members: not schedulable as one"
+    db.remove("g1")
+    db.add(job("g1", "q", memory_gi=2, **gang))
+    assert not db.gang_mixed[db.gang_of(db.row("g1"))]
+    assert db.gang_queued[db.gang_of(db.row("g1"))] == 2
+
+
 def test_scheduling_key_description() -> None:
     db = make()
     gang: dict[str, Any] = {"gang_id": "g", "gang_cardinality": 2, "gang_node_uniformity_label": "rack"}

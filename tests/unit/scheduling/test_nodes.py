@@ -14,6 +14,7 @@ from armada.scheduling import (
     Taint,
     Toleration,
 )
+from armada.scheduling.nodes import UNLIMITED_PODS
 
 
 def db() -> NodeDb:
@@ -104,7 +105,8 @@ def test_updates_in_place_and_pools_ordered_by_id() -> None:
     )
     row = nodes.row("b")
     assert row is not None
-    assert nodes.allocatable()[row].tolist() == [2000, 0, 0, 1]
+    allocatable = nodes.resources.mapping(nodes.allocatable()[row])
+    assert allocatable == {"cpu": 2000, "pods": UNLIMITED_PODS, "x": 1}  # no pods reported: no limit
     assert not nodes.schedulable[row]
     nodes.remove("c")
     assert list(nodes.pool_rows()) == ["p"]

@@ -357,3 +357,30 @@ def test_interface_as_the_service_uses_it() -> None:
     assert encoded["queue_summary"] == {"q": {result.reasons.for_job(db, "j1"): 1}}
     apply_decisions(db, result)
     assert db.state("j0") == RUNNING
+
+
+def test_every_job_takes_one_of_its_nodes_pods() -> None:
+    """A node's ``pods`` capacity (less the pods Armada did not place) bounds its jobs, across
+    cycles; a node that reports no ``pods`` capacity is not limited by it."""
+    limited = node("limited", cpu=64, memory_gi=512, extra={"pods": 110}, non_armada_allocated={"pods": 7})
+    sim = Sim(nodes=[limited])
+    sim.queue("A")
+    sim.submit(job(f"a{i}", "A", cpu=0.1, memory_gi=0.1, submitted=i) for i in range(100))
+    assert len(sim.cycle().leases) == 100
+    sim.submit(job(f"b{i}", "A", cpu=0.1, memory_gi=0.1, submitted=100 + i) for i in range(10))
+    result = sim.cycle()
+    assert len(result.leases) == 3, "110 pods less 7 others less 100 running: 3 more"
+    waiting = next(j for j in (f"b{i}" for i in range(10)) if j not in result.leases.job_ids)
+    assert result.reasons.for_job(sim.db, waiting).startswith("no node with 1 pods free")
+    sim.nodes.upsert(node("unlimited", cpu=64, memory_gi=512))
+    assert len(sim.cycle().leases) == 7
+
+
+def test_a_gang_does_not_fit_a_node_short_of_pods() -> None:
+    sim = Sim(nodes=[node("n0", cpu=64, extra={"pods": 3}), node("n1", cpu=64, extra={"pods": 2})])
+    sim.queue("A")
+    gang = {"gang_id": "g", "gang_cardinality": 4}
+    sim.submit(job(f"g{i}", "A", **gang) for i in range(4))
+    assert len(sim.cycle().leases) == 4  # 3 + 1: pods are counted per node
+    sim.submit(job(f"h{i}", "A", gang_id="h", gang_cardinality=2) for i in range(2))
+    assert len(sim.cycle().leases) == 0, "one pod left in all: the gang of 2 waits"
