@@ -1,8 +1,10 @@
 """Upstream's own Python client, ``armada-client``, against a real ``armada serve`` over gRPC.
 
 One server per database kind runs ``--dev`` (jobs run as local processes) with basic users
-and tokens; each test drives every client method it can through the sync and the asyncio
-client, as upstream's users and the Airflow operator do. A third server checks TLS.
+and tokens. One test calls every method of the sync client, another every method of the
+asyncio client (as the Airflow operator does, then the rest), each checking the answers and
+recording the calls, so that a method a newer armada-client adds cannot go untested. A third
+server checks TLS.
 """
 
 from __future__ import annotations
