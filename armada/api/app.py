@@ -183,8 +183,8 @@ def create_app(settings: Settings) -> Litestar:
                     scheduling=settings.scheduling,
                     shutdown=services.shutdown,
                     streams=services.streams,
+                    logs=services.logs,
                     max_queued=settings.submission.max_queued_jobs_per_queue,
-                    log_service=services.logs,
                 )
                 grpc_server = await start_grpc(settings.server, grpc_services)
                 stack.push_async_callback(stop_grpc, grpc_server, settings.server.shutdown_timeout)

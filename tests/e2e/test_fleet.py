@@ -44,16 +44,24 @@ def test_cordon_drain_preempt_and_forget(tmp_path: Path) -> None:
         client.create_queue(Queue(name="q"))
         wait_for(lambda: len(client.list_executors()) == 2, what="both executors")
 
-        # Cordon c1 while a long job runs there: new jobs go to c2 only, the long one goes on.
-        long_jobs = client.submit_jobs("q", "long", [job("sleep 3", priority_class="armada-preemptible")] * 2)
+        # A long job on c1 for sure (c2 cordoned meanwhile), then cordon c1: new jobs go to
+        # c2 only, and the long one goes on and finishes on c1.
+        cli_ok(url, "executor-settings", "cordon", "c2", "--reason", "placing on c1")
+        long_jobs = client.submit_jobs("q", "long", [job("sleep 8", priority_class="armada-preemptible")] * 2)
         wait_for(states_are(client, long_jobs, "RUNNING"), what="the long jobs to run")
+        assert {cluster for cluster, _ in runs_on(client, long_jobs).values()} == {"c1"}
+        cli_ok(url, "executor-settings", "uncordon", "c2")
         cli_ok(url, "executor-settings", "cordon", "c1", "--reason", "kernel upgrade")
         listed = cli_ok(url, "executor", "list")
         assert "c1" in listed and "CORDONED: kernel upgrade" in listed
+        assert set(client.job_status(long_jobs).values()) == {"RUNNING"}  # cordoning drains, never kills
         short = client.submit_jobs("q", "short", [job("sleep 0") for _ in range(4)])
         wait_for(states_are(client, short, "SUCCEEDED"), what="the short jobs to finish")
         assert {cluster for cluster, _ in runs_on(client, short).values()} == {"c2"}
         wait_for(states_are(client, long_jobs, "SUCCEEDED"), what="the long jobs to finish where they ran")
+        for job_id in long_jobs:
+            runs = client.job_details([job_id], expand_runs=True)[job_id].job_runs
+            assert [run.cluster for run in runs] == ["c1"]
         cli_ok(url, "executor-settings", "uncordon", "c1")
 
         # Cordon one of c2's nodes: the executor cordons it, nothing new lands there.

@@ -1,8 +1,10 @@
 """Upstream's own Python client, ``armada-client``, against a real ``armada serve`` over gRPC.
 
 One server per database kind runs ``--dev`` (jobs run as local processes) with basic users
-and tokens; each test drives every client method it can through the sync and the asyncio
-client, as upstream's users and the Airflow operator do. A third server checks TLS.
+and tokens. One test calls every method of the sync client, another every method of the
+asyncio client (as the Airflow operator does, then the rest), each checking the answers and
+recording the calls, so that a method a newer armada-client adds cannot go untested. A third
+server checks TLS.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import grpc
 import httpx
@@ -27,11 +30,46 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
 from armada_client.typings import JobState
 
+from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
 from tests.databases import database_url_for
 from tests.processes import ROOT, ArmadaProcess, free_port, wait_until_healthy
 
 AUTH = str(ROOT / "examples" / "config" / "auth-basic.yaml")
 MAX_REQUEST_BYTES = 1024 * 1024
+#: The dev server's one node offers this much CPU: a job asking for all of it stays QUEUED
+#: while another job runs (and is not rejected: it fits the node when empty).
+NODE_CPU = "2"
+C = TypeVar("C")
+
+
+def public_methods(kind: type) -> set[str]:
+    """Every public method of an armada-client class, helpers that make no call included."""
+    return {name for name in dir(kind) if not name.startswith("_") and callable(getattr(kind, name))}
+
+
+class _Recorded:
+    """A client whose public method calls are noted in ``called``."""
+
+    def __init__(self, client: object, called: set[str]) -> None:
+        self._client, self._called = client, called
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._client, name)
+        if name.startswith("_") or not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._called.add(name)
+            return value(*args, **kwargs)
+
+        return call
+
+
+def recorded(client: C, called: set[str]) -> C:
+    """``client``, noting each public method called in ``called``: a test that ends with
+    ``assert called == public_methods(...)`` calls every client method, and a method a
+    new armada-client adds fails it until a test calls it too."""
+    return cast(C, _Recorded(client, called))
 
 
 class BasicAuth(grpc.AuthMetadataPlugin):
@@ -77,8 +115,9 @@ class GrpcServer:
         self.address = address
         self.process = process
 
-    def client(self, user: str) -> ArmadaClient:
-        return ArmadaClient(metadata_channel(self.address, _basic(user)))
+    def client(self, user: str, called: set[str] | None = None) -> ArmadaClient:
+        client = ArmadaClient(metadata_channel(self.address, _basic(user)))
+        return client if called is None else recorded(client, called)
 
 
 def _basic(user: str) -> str:
@@ -101,7 +140,7 @@ def serve_with_grpc(
 @contextmanager
 def grpc_server(workdir: Path, database_url: str, *args: str) -> Iterator[GrpcServer]:
     env = {
-        "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs")}),
+        "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs"), "cpu": NODE_CPU}),
         "ARMADA_SERVER_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
     }
     process, port, grpc_port = serve_with_grpc(workdir, database_url, *args, env=env)
@@ -121,8 +160,8 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield server
 
 
-def pod(*args: str) -> core_v1.PodSpec:
-    quantity = {"cpu": resource.Quantity(string="100m"), "memory": resource.Quantity(string="64Mi")}
+def pod(*args: str, cpu: str = "100m") -> core_v1.PodSpec:
+    quantity = {"cpu": resource.Quantity(string=cpu), "memory": resource.Quantity(string="64Mi")}
     return core_v1.PodSpec(
         containers=[
             core_v1.Container(
@@ -150,7 +189,9 @@ def code_of(call, *args) -> grpc.StatusCode:  # type: ignore[no-untyped-def]
 
 
 def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
-    admin, alice, bob = server.client("admin"), server.client("alice"), server.client("bob")
+    """Every method of the sync client, with its result checked."""
+    called: set[str] = set()
+    admin, alice, bob = (server.client(user, called) for user in ("admin", "alice", "bob"))
     assert admin.submit_health().status == 1 and admin.event_health().status == 1
 
     # Queue CRUD, with ALREADY_EXISTS and NOT_FOUND, and creation needing its permission.
@@ -170,10 +211,19 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert code_of(bob.update_queue, admin.create_queue_request("team-a", 1.0, group_owners=["team-a"])) == (
         grpc.StatusCode.PERMISSION_DENIED
     )
+    updated = admin.update_queues(
+        [
+            admin.create_queue_request("team-a", 5.0, group_owners=["team-a"]),
+            admin.create_queue_request("gone", 1),
+        ]
+    )
+    assert [f.queue.name for f in updated.failed_queues] == ["gone"]
+    assert admin.get_queue("team-a").priority_factor == 5.0
     failed = admin.create_queues([admin.create_queue_request("b1", 1.0), queue])
     assert [f.queue.name for f in failed.failed_queues] == ["team-a"]
     assert {q.name for q in admin.get_queues()} >= {"team-a", "b1"}
     admin.delete_queue("b1")
+    assert code_of(admin.get_queue, "b1") == grpc.StatusCode.NOT_FOUND
     assert code_of(admin.create_queue, admin.create_queue_request("bad name!", 1.0)) == (
         grpc.StatusCode.INVALID_ARGUMENT
     )
@@ -187,6 +237,7 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
 
     # Submit (alice owns team-a through her group; bob may not), watch to SUCCEEDED.
     items = [alice.create_job_request_item(pod_spec=pod("exit", "0"), namespace="default")]
+    items[0].external_job_uri = "https://ci.example/run/1"
     assert code_of(bob.submit_jobs, "team-a", "set-1", items) == grpc.StatusCode.PERMISSION_DENIED
     job_id = alice.submit_jobs("team-a", "set-1", items).job_response_items[0].job_id
     wait_for(alice, job_id, submit_pb2.SUCCEEDED)
@@ -209,33 +260,44 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
         if seen[-1] == "succeeded":
             break
     alice.unwatch_events(stream)
-    assert seen == kinds
+    assert seen == kinds and list(stream) == []
     watch = alice.event_stub.Watch(event_pb2.WatchRequest(queue="team-a", job_set_id="set-1"))
     assert next(iter(watch)).message.WhichOneof("events") == "submitted"
     watch.cancel()
-    alice.preempt_jobs("team-a", "set-1", job_id)  # finished: nothing to preempt, no error
+    finished = alice.preempt_jobs("team-a", "set-1", job_id)
+    assert dict(finished.preemption_results) == {}  # nothing to preempt, no error
     details = alice.get_job_details([job_id]).job_details[job_id]
     assert details.state == submit_pb2.SUCCEEDED and details.queue == "team-a"
+    run = alice.get_job_run_details([details.latest_run_id]).job_run_details[details.latest_run_id]
+    assert run.job_id == job_id and run.state == job_pb2.RUN_STATE_SUCCEEDED
+    assert alice.get_job_errors([job_id]).job_errors[job_id] == ""
+    found = alice.get_job_status_by_external_job_uri("team-a", "set-1", "https://ci.example/run/1")
+    assert dict(found.job_states) == {job_id: submit_pb2.SUCCEEDED}
     assert bob.get_job_status([job_id]).job_states[job_id] == submit_pb2.UNKNOWN
     assert alice.get_job_status(["nope"]).job_states["nope"] == submit_pb2.UNKNOWN
 
-    # Cancel by id and by set with a state filter; reprioritize; invalid input.
-    sleepers = [alice.create_job_request_item(pod_spec=pod("sleep", "300"), namespace="default")] * 3
-    ids = [i.job_id for i in alice.submit_jobs("team-a", "set-2", sleepers).job_response_items]
-    assert list(alice.cancel_jobs(queue="team-a", job_set_id="set-2", job_id=ids[0]).cancelled_ids) == [
-        ids[0]
-    ]
-    assert (
-        alice.reprioritize_jobs(
-            new_priority=5.0, job_ids=[ids[1]], job_set_id="set-2", queue="team-a"
-        ).reprioritization_results[ids[1]]
-        == ""
+    # Cancel by id; reprioritize; cancel by set with a state filter: only the QUEUED job
+    # goes, the RUNNING one of the same set runs on until it is cancelled by id.
+    sleepers = [alice.create_job_request_item(pod_spec=pod("sleep", "300"), namespace="default")] * 2
+    first, running = (i.job_id for i in alice.submit_jobs("team-a", "set-2", sleepers).job_response_items)
+    assert list(alice.cancel_jobs(queue="team-a", job_set_id="set-2", job_id=first).cancelled_ids) == [first]
+    wait_for(alice, running, submit_pb2.RUNNING)
+    whole_node = alice.create_job_request_item(pod_spec=pod("true", cpu=NODE_CPU), namespace="default")
+    queued = alice.submit_jobs("team-a", "set-2", [whole_node]).job_response_items[0].job_id
+    reprioritized = alice.reprioritize_jobs(
+        new_priority=5.0, job_ids=[queued], job_set_id="set-2", queue="team-a"
     )
-    alice.cancel_jobset(
-        "team-a", "set-2", [JobState.QUEUED, JobState.LEASED, JobState.PENDING, JobState.RUNNING]
-    )
-    for job in ids:
+    assert dict(reprioritized.reprioritization_results) == {queued: ""}
+    assert alice.get_job_status([queued]).job_states[queued] == submit_pb2.QUEUED
+    alice.cancel_jobset("team-a", "set-2", [JobState.QUEUED])
+    assert alice.get_job_status([queued]).job_states[queued] == submit_pb2.CANCELLED
+    assert not {"cancelling", "cancelled"} & set(job_event_kinds(alice, "team-a", "set-2", running))
+    assert alice.get_job_status([running]).job_states[running] == submit_pb2.RUNNING
+    cancelled = alice.cancel_jobs(queue="team-a", job_set_id="set-2", job_id=running)
+    assert list(cancelled.cancelled_ids) == [running]
+    for job in (first, running):
         wait_for(alice, job, submit_pb2.CANCELLED)
+    assert job_event_kinds(alice, "team-a", "set-2", running)[-1] == "cancelled"
     bad = [alice.create_job_request_item(pod_spec=pod("true"), namespace="")]
     assert code_of(alice.submit_jobs, "team-a", "set-3", bad) == grpc.StatusCode.INVALID_ARGUMENT
     assert code_of(alice.submit_jobs, "nope", "set-3", items) == grpc.StatusCode.NOT_FOUND
@@ -265,6 +327,7 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     )
     active = alice.job_stub.GetActiveQueues(job_pb2.GetActiveQueuesRequest()).active_queues_by_pool
     assert all("team-a" not in pool.queues for pool in active.values())  # everything has finished
+    assert called == public_methods(ArmadaClient)
 
 
 def test_retry_policies(server: GrpcServer) -> None:
@@ -310,13 +373,26 @@ def _events(client: ArmadaClient, queue: str, job_set: str, *, until: str, from_
             return
 
 
-def test_airflow_operator_pattern_with_asyncio_client(server: GrpcServer) -> None:
+def job_event_kinds(client: ArmadaClient, queue: str, job_set: str, job_id: str) -> list[str]:
+    """The kinds of the job set's events (so far) about ``job_id``."""
+    kinds = []
+    for message in _events(client, queue, job_set, until=""):
+        kind = message.message.WhichOneof("events")
+        if getattr(message.message, kind).job_id == job_id:
+            kinds.append(kind)
+    return kinds
+
+
+def test_airflow_operator_pattern_and_every_asyncio_client_method(server: GrpcServer) -> None:
     """What ``ArmadaOperator`` does: submit one item with an external URI, poll status, read
-    details and errors after a failure, find the job again by its URI, cancel."""
+    details and errors after a failure, find the job again by its URI, cancel a running one;
+    then every other method of the asyncio client, with its result checked."""
+    called: set[str] = set()
 
     async def scenario() -> None:
         channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(_basic("admin")))
-        client = ArmadaAsyncIOClient(channel)
+        client = recorded(ArmadaAsyncIOClient(channel), called)
+        assert (await client.submit_health()).status == 1 and (await client.event_health()).status == 1
         await client.create_queue(client.create_queue_request("airflow", 1.0))
         item = submit_pb2.JobSubmitRequestItem(
             pod_spec=pod("exit", "3"),
@@ -326,10 +402,7 @@ def test_airflow_operator_pattern_with_asyncio_client(server: GrpcServer) -> Non
         )
         response = await client.submit_jobs("airflow", "dag-1", [item])
         job_id = response.job_response_items[0].job_id
-        deadline = time.monotonic() + 60
-        while (await client.get_job_status([job_id])).job_states[job_id] != submit_pb2.FAILED:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.2)
+        await wait_async(client, job_id, submit_pb2.FAILED)
         details = (await client.get_job_details([job_id])).job_details[job_id]
         assert details.state == submit_pb2.FAILED
         assert "3" in (await client.get_job_errors([job_id])).job_errors[job_id]
@@ -337,33 +410,85 @@ def test_airflow_operator_pattern_with_asyncio_client(server: GrpcServer) -> Non
             "airflow", "dag-1", "https://airflow.example/dag/run/1"
         )
         assert dict(found.job_states) == {job_id: submit_pb2.FAILED}
-        runs = (await client.get_job_details([job_id])).job_details[job_id]
-        assert runs.latest_run_id
-        run = (await client.get_job_run_details([runs.latest_run_id])).job_run_details
-        assert run[runs.latest_run_id].job_id == job_id
-        await client.cancel_jobs(queue="airflow", job_set_id="dag-1", job_id=job_id)  # finished: a no-op
-        queues = await client.get_queues()
-        assert "airflow" in {q.name for q in queues}
-        # A watching stream survives silence and ends when the client goes away.
-        stream = client.event_stub.GetJobSetEvents(
-            event_pb2.JobSetRequest(id="dag-1", queue="airflow", watch=True)
+        run = (await client.get_job_run_details([details.latest_run_id])).job_run_details
+        assert run[details.latest_run_id].job_id == job_id
+        assert run[details.latest_run_id].state == job_pb2.RUN_STATE_FAILED
+
+        # The operator's task is killed while its job runs: it cancels the job.
+        item.pod_spec.CopyFrom(pod("sleep", "300"))
+        item.external_job_uri = "https://airflow.example/dag/run/2"
+        response = await client.submit_jobs("airflow", "dag-1", [item])
+        running = response.job_response_items[0].job_id
+        await wait_async(client, running, submit_pb2.RUNNING)
+        cancelled = await client.cancel_jobs(queue="airflow", job_set_id="dag-1", job_id=running)
+        assert list(cancelled.cancelled_ids) == [running]
+        await wait_async(client, running, submit_pb2.CANCELLED)
+        found = await client.get_job_status_by_external_job_uri("airflow", "dag-1", item.external_job_uri)
+        assert dict(found.job_states) == {running: submit_pb2.CANCELLED}
+        # The client's resilient (watching) stream shows the job's life up to its cancellation.
+        stream = await client.get_job_events_stream("airflow", "dag-1")
+        kinds = []
+        async for message in stream:
+            event = client.unmarshal_event_response(message)
+            if event.message.job_id == running:
+                kinds.append(event.type.value)
+                if kinds[-1] == "cancelled":
+                    break
+        client.unwatch_events(stream)
+        assert kinds[0] == "submitted" and "running" in kinds and kinds[-1] == "cancelled"
+        assert [message async for message in stream] == []
+
+        # Queue management, ALREADY_EXISTS and NOT_FOUND answered per queue in batches.
+        queues = [client.create_queue_request("aq-1", 1.0), client.create_queue_request("airflow", 1.0)]
+        assert [f.queue.name for f in (await client.create_queues(queues)).failed_queues] == ["airflow"]
+        await client.update_queue(client.create_queue_request("aq-1", 2.0))
+        assert (await client.get_queue("aq-1")).priority_factor == 2.0
+        queues = [client.create_queue_request("aq-1", 3.0), client.create_queue_request("absent", 1.0)]
+        assert [f.queue.name for f in (await client.update_queues(queues)).failed_queues] == ["absent"]
+        assert (await client.get_queue("aq-1")).priority_factor == 3.0
+        assert {"airflow", "aq-1"} <= {q.name for q in await client.get_queues()}
+        await client.delete_queue("aq-1")
+        with pytest.raises(grpc.aio.AioRpcError) as missing:
+            await client.get_queue("aq-1")
+        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+        # Reprioritize a job queued behind a running one, cancel only the set's QUEUED jobs,
+        # then preempt the running one.
+        preemptible = pod("sleep", "300")
+        preemptible.priorityClassName = PREEMPTIBLE_PRIORITY_CLASS
+        held_item = client.create_job_request_item(pod_spec=preemptible, namespace="default")
+        held = (await client.submit_jobs("airflow", "dag-2", [held_item])).job_response_items[0].job_id
+        await wait_async(client, held, submit_pb2.RUNNING)
+        whole_node = client.create_job_request_item(pod_spec=pod("true", cpu=NODE_CPU), namespace="default")
+        waiting = (await client.submit_jobs("airflow", "dag-2", [whole_node])).job_response_items[0].job_id
+        reprioritized = await client.reprioritize_jobs(
+            new_priority=2.0, job_ids=[waiting], job_set_id="dag-2", queue="airflow"
         )
-        seen = 0
-        async for _message in stream:
-            seen += 1
-            if seen == 3:
-                break
-        stream.cancel()
+        assert dict(reprioritized.reprioritization_results) == {waiting: ""}
+        await client.cancel_jobset("airflow", "dag-2", [JobState.QUEUED])
+        states = (await client.get_job_status([held, waiting])).job_states
+        assert dict(states) == {held: submit_pb2.RUNNING, waiting: submit_pb2.CANCELLED}
+        preempted = await client.preempt_jobs("airflow", "dag-2", held)
+        assert dict(preempted.preemption_results) == {held: ""}
+        await wait_async(client, held, submit_pb2.PREEMPTED)
         await channel.close()
 
     asyncio.run(scenario())
-    # REST sees the same job by its external URI.
+    assert called == public_methods(ArmadaAsyncIOClient)
+    # REST sees the same jobs by their external URIs.
     response = httpx.post(
         f"{server.url}/v1/job/statusUsingExternalJobUri",
         json={"queue": "airflow", "jobset": "dag-1", "externalJobUri": "https://airflow.example/dag/run/1"},
         auth=("admin", "admin-pass"),
     )
     assert list(response.json()["jobStates"].values()) == ["FAILED"]
+
+
+async def wait_async(client: ArmadaAsyncIOClient, job_id: str, state: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while (current := (await client.get_job_status([job_id])).job_states[job_id]) != state:
+        assert time.monotonic() < deadline, f"{job_id} is {JobState(current).name}"
+        await asyncio.sleep(0.2)
 
 
 @pytest.mark.slow

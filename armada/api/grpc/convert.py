@@ -42,15 +42,10 @@ class GrpcServices:
     scheduling: SchedulingConfig
     shutdown: ShutdownSignal
     streams: StreamQuota
+    #: Log reads (``Binoculars/Logs``), the REST log route's service.
+    logs: LogService
     #: ``submission.maxQueuedJobsPerQueue`` (0: no cap), as the REST submit route passes it.
     max_queued: int = 0
-    #: Log reads (``Binoculars``); a server without one answers them UNIMPLEMENTED.
-    log_service: LogService | None = None
-
-    def logs(self) -> LogService:
-        if self.log_service is None:
-            raise NotImplementedError("this server reads no logs")
-        return self.log_service
 
     @property
     def caller(self) -> Caller:
