@@ -222,3 +222,42 @@ async def test_a_gang_is_retried_as_one_and_then_succeeds(engine: EngineHarness)
     assert {states[i] for i in ids} == {"SUCCEEDED"}
     failed_events = [s.event.type for i in ids for s in await h.database.store.read(0, job_id=i)]
     assert "failed" not in failed_events, "no member counted as failed"
+
+
+async def _place_gang(h: EngineHarness, ids: set[str]) -> dict[str, str]:
+    """Schedule the gang and lease it whole: run id by job id."""
+    await h.scheduler.cycle()
+    runs = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
+    assert set(runs) == ids, "the gang is placed whole"
+    return runs
+
+
+async def test_a_gangs_shared_budget_running_out_fails_the_whole_gang(engine: EngineHarness) -> None:
+    h = engine
+    annotations = {GANG_ID_ANNOTATION: "g2", GANG_CARDINALITY_ANNOTATION: "3"}
+    gang = [make_job(queue="q", cpu="1", memory="1Gi", annotations=annotations) for _ in range(3)]
+    await h.database.store.append([e for job in gang for e in submission(job)])
+    ids = sorted(job.id for job in gang)
+    await h.lease()
+    # Two different members fail in turn: each retry is the gang's (retry 1, then 2, of 2).
+    for failing in ids[:2]:
+        runs = await _place_gang(h, set(ids))
+        await h.fail(failing, runs[failing], "transient")
+        assert set((await h.job_states()).values()) == {"QUEUED"}
+    runs = await _place_gang(h, set(ids))
+    # A third member's failure finds the gang's budget spent, though it has none of its own.
+    await h.fail(ids[2], runs[ids[2]], "transient")
+    states = await h.job_states()
+    assert {states[i] for i in ids} == {"FAILED"}, "the whole gang fails, never a part of it"
+    own = (await h.database.store.read(0, job_id=ids[2]))[-1].event
+    assert isinstance(own, ev.JobFailed) and "retryLimit 2 reached" in own.reason
+    for other in ids[:2]:
+        failed = (await h.database.store.read(0, job_id=other))[-1].event
+        assert isinstance(failed, ev.JobFailed) and failed.run_id == runs[other]
+        assert failed.reason.startswith(f"gang-member-failed: gang member {ids[2]} failed")
+        assert failed.failure_category == "", "not a failure of theirs"
+    held = [report(run_id, job_id) for job_id, run_id in runs.items()]
+    answer = await h.lease(runs=held)
+    assert set(answer.cancel_runs) >= {runs[i] for i in ids[:2]}, "their executor kills the runs"
+    await h.scheduler.cycle()
+    assert (await h.lease()).leases == [], "nothing of the gang runs again"
