@@ -149,6 +149,18 @@ async def queued_event_payloads(conn: AsyncConnection, job_ids: Collection[str])
     return [(row.job_id, row.payload) for row in await rows_in(conn, query, events.c.job_id, job_ids)]
 
 
+async def job_event_rows(
+    conn: AsyncConnection, job_ids: Collection[str], types: Collection[str]
+) -> list[Row[int, bytes]]:
+    """``(seq, payload)`` of the events of ``job_ids`` of the given types, oldest first."""
+    events = schema.events
+    query = select(events.c.seq, events.c.payload).where(events.c.type.in_(list(types)))
+    rows: list[Row[int, bytes]] = []
+    for where in dialects.in_values(conn, events.c.job_id, list(dict.fromkeys(job_ids))):
+        rows += (await conn.execute(query.where(where))).all()
+    return sorted(rows, key=lambda row: row[0])
+
+
 async def runs_with_ingress_info(conn: AsyncConnection, job_ids: Collection[str]) -> set[str]:
     """Runs of ``job_ids`` whose ``ingressInfo`` event is in the log."""
     events = schema.events

@@ -187,7 +187,11 @@ def verdict_events(
     """The events of a verdict: a returned run and a requeue, or the job's failure."""
     if not verdict.retry:
         explained = f"{failed.reason}; {verdict.explanation}"
-        return [msgspec.structs.replace(failed, reason=explained, retry_policy=verdict.policy)]
+        return [
+            msgspec.structs.replace(
+                failed, reason=explained, retry_policy=verdict.policy, retry_rule=_rule(verdict)
+            )
+        ]
     returned = msgspec.structs.replace(
         run,
         reason=f"{failed.reason}; {verdict.explanation}",
@@ -195,7 +199,7 @@ def verdict_events(
         failure_category=failed.failure_category,
         failure_subcategory=failed.failure_subcategory,
         retry_policy=verdict.policy,
-        retry_rule=-1 if verdict.rule is None else verdict.rule,
+        retry_rule=_rule(verdict),
     )
     job_envelope: ev.Envelope = {
         "queue": run.queue,
@@ -207,6 +211,7 @@ def verdict_events(
         attempts=attempts,
         failure_retries=retries_used,
         retry_policy=verdict.policy,
+        retry_rule=_rule(verdict),
         failure_category=failed.failure_category,
         job=job,
     )
@@ -239,6 +244,7 @@ def expiry_events(
             attempts=attempts,
             failure_retries=used,
             retry_policy=verdict.policy,
+            retry_rule=_rule(verdict),
             failure_category=category,
         )
         return [requeued]
@@ -251,5 +257,11 @@ def expiry_events(
             failure_category=category,
             failure_subcategory=subcategory,
             retry_policy=verdict.policy,
+            retry_rule=_rule(verdict),
         )
     ]
+
+
+def _rule(verdict: Verdict) -> int:
+    """The deciding rule's index as events carry it (-1: ``defaultAction``)."""
+    return -1 if verdict.rule is None else verdict.rule

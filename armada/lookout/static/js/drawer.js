@@ -1,10 +1,11 @@
-// The job detail drawer: summary, why it is pending, failure and log tail, runs, the event
+// The job detail drawer: summary, why it is pending, failure and log tail, runs, retries, the event
 // timeline and the spec on the Details tab, the job's log on the Logs tab. Opened by
 // `?job=ID` on any page, so it can be linked to.
 
 import { api } from "./api.js";
 import { actionBar, jobActions } from "./actions.js";
 import { createLogView } from "./logs.js";
+import { retriesSection } from "./retries.js";
 import {
   ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, h, notice, runtime, stateBadge,
 } from "./dom.js";
@@ -151,6 +152,7 @@ export function createDrawer(el, app) {
         failure(detail),
         h("section", {}, h("h3", {}, "Details"), summary(detail)),
         h("section", {}, h("h3", {}, "Runs"), runsTable(detail.runs)),
+        retriesSection(detail.retries),
         h("section", {}, h("h3", {}, "Events"), timeline(detail.events)),
         h("section", {}, h("h3", {}, "Spec"), h("pre", { class: "spec" }, detail.specYaml)));
       if (pending) whyPending(pending, asked);
