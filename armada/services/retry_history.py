@@ -23,6 +23,7 @@ from armada.model.retry_engine import retries_granted
 from armada.model.retry_mutation import avoided_nodes
 from armada.model.states import FailureCause
 from armada.model.wire.retry_history import RetryAttempt, RetryHistory
+from armada.services.retry_engine import LEASE_EXPIRED
 
 #: The event types the history is folded from (the rest of a job's events say nothing of it).
 HISTORY_EVENTS = (
@@ -36,8 +37,6 @@ HISTORY_EVENTS = (
     "cancelled",
     "succeeded",
 )
-#: The category the server gives an expired lease (as :data:`retry_engine.LEASE_EXPIRED`).
-_EXPIRED = ("internal", "lease-expired")
 
 
 async def retry_histories(
@@ -56,6 +55,7 @@ def retry_history(events: Iterable[ev.Event]) -> RetryHistory:
     attempts: list[RetryAttempt] = []
     queued: list[ev.JobQueued] = []
     spec: Job | None = None
+    last: ev.Event | None = None
     for event in events:
         if isinstance(event, ev.JobSubmitted):
             spec = event.job
@@ -76,14 +76,19 @@ def retry_history(events: Iterable[ev.Event]) -> RetryHistory:
                     attempts[-1].mutations = changes(spec, event.job)
                 spec = event.job
         else:
-            _ended(attempts, event)
+            # A job failed for good right at a run's end (a refused expiry, maxRetries reached)
+            # names no run: it is that run's end all the same.
+            ran = last.run_id if isinstance(last, ev.JobLeaseReturned | ev.JobLeaseExpired) else ""
+            _ended(attempts, event, event.run_id or ran, retries_granted(queued))
+        last = event
     policy = next((attempt.retry_policy for attempt in reversed(attempts) if attempt.retry_policy), "")
     return RetryHistory(retries_granted=retries_granted(queued), retry_policy=policy, attempts=attempts)
 
 
-def _ended(attempts: list[RetryAttempt], event: ev.Event) -> None:
-    """A run's end (or, for a ``failed`` without a run, the job's end while queued)."""
-    current = next((a for a in reversed(attempts) if a.run_id and a.run_id == event.run_id), None)
+def _ended(attempts: list[RetryAttempt], event: ev.Event, run_id: str, spent: int) -> None:
+    """The end of run ``run_id`` (or, for a ``failed`` without a run, the job's end while
+    queued); ``spent``: the retry budget spent so far."""
+    current = next((a for a in reversed(attempts) if run_id and a.run_id == run_id), None)
     if isinstance(event, ev.JobFailed) and current is None:
         current = RetryAttempt(attempt=len(attempts) + 1, outcome="rejected")
         attempts.append(current)
@@ -101,7 +106,7 @@ def _ended(attempts: list[RetryAttempt], event: ev.Event) -> None:
                 _decided(current, "Retry", event.retry_policy, event.retry_rule)
         case ev.JobLeaseExpired():
             current.outcome = "expired"
-            current.failure_category, current.failure_subcategory = _EXPIRED
+            current.failure_category, current.failure_subcategory = LEASE_EXPIRED
         case ev.JobFailed():
             current.outcome = "failed" if current.run_id else "rejected"
             if event.cause == FailureCause.LEASE_EXPIRED:
@@ -111,6 +116,7 @@ def _ended(attempts: list[RetryAttempt], event: ev.Event) -> None:
             current.reason = event.reason
             if event.retry_policy:
                 _decided(current, "Fail", event.retry_policy, event.retry_rule)
+                current.retries_used = spent
         case ev.JobPreempted():
             current.outcome, current.reason = "preempted", event.reason
         case ev.JobCancelled():
