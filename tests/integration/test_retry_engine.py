@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy import event
 
 from armada.eventstore.database import Database
 from armada.model import events as ev
@@ -21,6 +22,8 @@ from armada.model.retry import (
     RetryRule,
 )
 from armada.model.retry_engine import RetryEngineSettings
+from armada.services import queries
+from armada.services.retry_engine import RetryContext
 from tests.factories import make_job, submission
 from tests.integration.test_scheduler_service import Harness, report, submit
 
@@ -261,3 +264,62 @@ async def test_a_gangs_shared_budget_running_out_fails_the_whole_gang(engine: En
     assert set(answer.cancel_runs) >= {runs[i] for i in ids[:2]}, "their executor kills the runs"
     await h.scheduler.cycle()
     assert (await h.lease()).leases == [], "nothing of the gang runs again"
+
+
+async def test_job_details_show_each_jobs_retry_history(mutating: EngineHarness) -> None:
+    """One read of the log serves the history of several jobs (SQLite and PostgreSQL)."""
+    h = mutating
+    ids = await submit(h, 2)
+    await h.lease()
+    await h.scheduler.cycle()
+    runs = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
+    for job_id in ids:
+        await h.fail(job_id, runs[job_id], "oom")
+    details = await queries.job_details(h.database.store, ids, expand_spec=False, expand_runs=True)
+    for job_id in ids:
+        history = details[job_id].retry_history
+        assert history is not None and (history.retries_granted, history.retry_policy) == (1, "m")
+        [attempt] = history.attempts
+        assert (attempt.run_id, attempt.outcome, attempt.failure_category) == (runs[job_id], "failed", "oom")
+        assert (attempt.decision, attempt.retry_rule, attempt.retries_used) == ("Retry", 0, 1)
+        assert attempt.mutations == ["memory 1Gi -> 2Gi"] and "retry 1 of 5" in attempt.reason
+    plain = await queries.job_details(h.database.store, ids, expand_spec=False, expand_runs=False)
+    assert all(d.retry_history is None for d in plain.values()), "read only with expandJobRun"
+
+
+async def test_the_engine_reads_gangs_and_budgets_in_a_fixed_number_of_queries(engine: EngineHarness) -> None:
+    """No query per failed job or per gang member: the read for one gang member and the
+    read for two gangs and two jobs on their own cost the same statements."""
+    h = engine
+    gangs = [
+        [
+            make_job(queue="q", annotations={GANG_ID_ANNOTATION: g, GANG_CARDINALITY_ANNOTATION: "3"})
+            for _ in range(3)
+        ]
+        for g in ("ga", "gb")
+    ]
+    alone = [make_job(queue="q") for _ in range(2)]
+    jobs = [job for group in [*gangs, alone] for job in group]
+    await h.database.store.append([e for job in jobs for e in submission(job)])
+    statements: list[str] = []
+    sync_engine = h.database.store.engine.sync_engine
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    async def load(job_ids: list[str]) -> RetryContext:
+        statements.clear()
+        event.listen(sync_engine, "before_cursor_execute", count)
+        try:
+            async with h.database.store.engine.connect() as conn:
+                return await RetryContext.load(conn, h.intake.retry, job_ids)
+        finally:
+            event.remove(sync_engine, "before_cursor_execute", count)
+
+    one = await load([gangs[0][0].id])
+    assert [m.job_id for m in one.jobs[gangs[0][0].id].gang] == [job.id for job in gangs[0]]
+    single = len(statements)
+    every = await load([job.id for job in jobs])
+    assert len(every.jobs) == len(jobs)
+    assert {m.job_id for m in every.jobs[gangs[1][2].id].gang} == {job.id for job in gangs[1]}
+    assert len(statements) == single, statements
