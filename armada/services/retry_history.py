@@ -26,8 +26,9 @@ from armada.model.wire.retry_history import RetryAttempt, RetryHistory
 from armada.services.retry_engine import LEASE_EXPIRED
 
 #: The event types the history is folded from (the rest of a job's events say nothing of it).
+#: ``submitted`` (the whole job) is read only for jobs a retry changed: what it changed is
+#: told against the job as submitted.
 HISTORY_EVENTS = (
-    "submitted",
     "queued",
     "leased",
     "leaseReturned",
@@ -42,11 +43,18 @@ HISTORY_EVENTS = (
 async def retry_histories(
     conn: AsyncConnection, unreadable: UnreadableRecords, job_ids: Collection[str]
 ) -> dict[str, RetryHistory]:
-    """The history of each of ``job_ids`` that has events, in one read of the log."""
-    rows = await job_event_rows(conn, job_ids, HISTORY_EVENTS)
+    """The history of each of ``job_ids`` that has events, in one read of the log (two when
+    a retry changed a job)."""
+    stored = await decode_log_rows(conn, await job_event_rows(conn, job_ids, HISTORY_EVENTS), unreadable)
+    changed = {
+        s.event.job_id for s in stored if isinstance(s.event, ev.JobQueued) and s.event.job is not None
+    }
+    if changed:
+        submitted = await job_event_rows(conn, changed, ("submitted",))
+        stored = sorted([*stored, *await decode_log_rows(conn, submitted, unreadable)], key=lambda s: s.seq)
     by_job: dict[str, list[ev.Event]] = defaultdict(list)
-    for stored in await decode_log_rows(conn, rows, unreadable):
-        by_job[stored.event.job_id].append(stored.event)
+    for each in stored:
+        by_job[each.event.job_id].append(each.event)
     return {job_id: retry_history(events) for job_id, events in by_job.items()}
 
 
