@@ -189,7 +189,7 @@ def details(
         for run in job.job_runs:
             why = f"\t{run.reason}" if run.reason else ""
             typer.echo(f"  run {run.run_id}\t{run.state}\t{run.cluster}/{run.node}{why}")
-        if job.retry_history is not None and job.retry_history.attempts:
+        if job.retry_history is not None and job.retry_history.eventful:
             for line in history_lines(job.retry_history, indent="    "):
                 typer.echo(f"  {line}")
 

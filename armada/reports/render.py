@@ -112,6 +112,6 @@ def job(report: JobReport) -> str:
             f"Latest run {lease.run_id}: {lease.state} on cluster {lease.cluster}, node {lease.node}, "
             f"leased {_when(lease.leased)}, started {_when(lease.started)}"
         )
-    if report.retries is not None and report.retries.attempts:
+    if report.retries is not None and report.retries.eventful:
         lines += history_lines(report.retries)
     return "\n".join(lines)

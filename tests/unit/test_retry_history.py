@@ -114,6 +114,8 @@ def test_an_expiry_the_policy_refuses_and_a_success() -> None:
         ev.JobSucceeded(**_run(1)),
     ]
     assert [a.outcome for a in retry_history(succeeded).attempts] == ["succeeded"]
+    assert not retry_history(succeeded).eventful, "one plain run: no retry story to tell"
+    assert retry_history(expired).eventful and retry_history(_story()).eventful
     assert retry_history(submission(JOB)).attempts == []
 
 

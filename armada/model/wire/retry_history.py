@@ -46,6 +46,12 @@ class RetryHistory(Response):
     retry_policy: str = ""
     attempts: list[RetryAttempt] = []
 
+    @property
+    def eventful(self) -> bool:
+        """Whether there is a retry story to tell: more than one attempt, or a policy decided
+        (the text surfaces and Lookout show the history only then)."""
+        return len(self.attempts) > 1 or any(attempt.decision for attempt in self.attempts)
+
 
 def attempt_line(attempt: RetryAttempt) -> str:
     """One attempt as a line of text."""

@@ -16,7 +16,8 @@ function decision(attempt) {
     ` by ${attempt.retryPolicy} ${rule}`);
 }
 
-/** Whether the job has a retry story to tell: more than one attempt, or a policy decided. */
+/** Whether the job has a retry story to tell: more than one attempt, or a policy decided
+ * (as `RetryHistory.eventful` on the server, for the text surfaces). */
 function hasRetries(history) {
   const attempts = history?.attempts || [];
   return attempts.length > 1 || attempts.some((attempt) => attempt.decision);
