@@ -7,7 +7,7 @@ import { actionBar, jobActions } from "./actions.js";
 import { createLogView } from "./logs.js";
 import { retriesSection } from "./retries.js";
 import {
-  ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, h, notice, runtime, stateBadge,
+  ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, h, notice, runtime, shortRunId, stateBadge,
 } from "./dom.js";
 
 function summary(detail) {
@@ -93,7 +93,7 @@ function runsTable(runs) {
   return h("div", { class: "table-wrap" }, h("table", { class: "runs" },
     h("thead", {}, h("tr", {}, heads.map((t) => h("th", {}, t)))),
     h("tbody", {}, runs.map((run) => h("tr", {},
-      h("td", { class: "mono", title: run.runId }, run.runId.slice(0, 8)), h("td", {}, run.state),
+      h("td", { class: "mono", title: run.runId }, shortRunId(run.runId)), h("td", {}, run.state),
       h("td", {}, run.cluster), h("td", {}, run.node), h("td", {}, fmtTime(run.leased)),
       h("td", {}, fmtTime(run.started)), h("td", {}, fmtTime(run.finished)), h("td", {}, run.exitCode ?? ""),
       exposes ? h("td", {}, addressList(run.ingressAddresses)) : "")))));

@@ -2,7 +2,7 @@
 // decided the next (a retry policy's Retry or Fail and its rule, or the legacy path), with
 // what a retry changed. Read from the job detail's `retries` (the server folds the log).
 
-import { h } from "./dom.js";
+import { h, shortRunId } from "./dom.js";
 
 function category(attempt) {
   if (!attempt.failureCategory) return "";
@@ -33,7 +33,7 @@ export function retriesSection(history) {
       h("thead", {}, h("tr", {}, heads.map((t) => h("th", {}, t)))),
       h("tbody", {}, history.attempts.map((attempt) => h("tr", { dataset: { outcome: attempt.outcome } },
         h("td", {}, attempt.attempt),
-        h("td", { class: "mono", title: attempt.runId || "" }, attempt.runId ? attempt.runId.slice(0, 8) : "—"),
+        h("td", { class: "mono", title: attempt.runId || "" }, shortRunId(attempt.runId)),
         h("td", {}, attempt.outcome), h("td", {}, category(attempt)), h("td", {}, decision(attempt)),
         h("td", {}, attempt.decision ? attempt.retriesUsed || 0 : ""),
         h("td", {}, (attempt.mutations || []).join("; ")),
