@@ -29,7 +29,7 @@ class RetryAttempt(Response):
     #: ``Retry`` or ``Fail`` when a retry policy decided; empty on the legacy path.
     decision: str = ""
     retry_policy: str = ""
-    #: Index of the policy's rule that matched; ``null``: its ``defaultAction``.
+    #: Index of the policy's rule that matched; absent (``None``): its ``defaultAction``.
     retry_rule: Count | None = None
     #: The job's retry budget spent once this attempt was decided.
     retries_used: Count = 0
