@@ -11,7 +11,6 @@ the retries (the other members stopped and requeued). The last line is JSON with
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import time
@@ -30,7 +29,7 @@ from armada.model.retry import RetryPolicy, RetryRule
 from armada.model.retry_engine import RetryEngineSettings
 from armada.services.run_events import RunEventIntake
 from armada.settings import SchedulerServiceSettings
-from bench.common import report, rss_mb
+from bench.common import database_arguments, report, rss_mb
 from tests.factories import make_job, submission
 
 POLICY = RetryPolicy(name="bench", retry_limit=3, rules=[RetryRule(action="Retry", on_category="transient")])
@@ -110,10 +109,7 @@ async def run(url: str, jobs: int, gang: int) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--database-url", default="sqlite:///bench-retries.db")
+    parser = database_arguments(__doc__, "sqlite:///bench-retries.db")
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--gang", type=int, default=4)
     args = parser.parse_args()
