@@ -81,7 +81,7 @@ def retry_history(events: Iterable[ev.Event]) -> RetryHistory:
                 attempts[-1].retries_used = event.failure_retries
             if event.job is not None:
                 if attempts and spec is not None:
-                    attempts[-1].mutations = changes(spec, event.job)
+                    attempts[-1].mutations = _changes(spec, event.job)
                 spec = event.job
         else:
             # A job failed for good right at a run's end (a refused expiry, maxRetries reached)
@@ -138,7 +138,7 @@ def _decided(attempt: RetryAttempt, decision: str, policy: str, rule: int) -> No
     attempt.retry_rule = None if rule < 0 else rule
 
 
-def changes(before: Job, after: Job) -> list[str]:
+def _changes(before: Job, after: Job) -> list[str]:
     """What a requeue changed in the job, in words (more memory, nodes to avoid)."""
     said: list[str] = []
     memory = [_memory(job) for job in (before, after)]
