@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import sys
@@ -22,3 +23,10 @@ def cpu_seconds() -> float:
 def report(result: dict[str, Any]) -> None:
     """Print the result as the last line of output, as every benchmark does."""
     sys.stdout.write(json.dumps(result) + "\n")
+
+
+def database_arguments(doc: str | None, default_url: str) -> argparse.ArgumentParser:
+    """A benchmark's argument parser: its docstring as the help, and ``--database-url``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--database-url", default=default_url)
+    return parser

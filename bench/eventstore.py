@@ -9,7 +9,6 @@ is JSON with ``events_per_second``, ``rss_mb`` and ``database``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import time
@@ -21,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.model.ids import new_run_id
-from bench.common import report, rss_mb
+from bench.common import database_arguments, report, rss_mb
 from tests.factories import make_job, submission
 
 
@@ -67,10 +66,7 @@ async def run(url: str, total: int, batch: int) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--database-url", default="sqlite:///bench-eventstore.db")
+    parser = database_arguments(__doc__, "sqlite:///bench-eventstore.db")
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=1000)
     args = parser.parse_args()

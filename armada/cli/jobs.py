@@ -7,6 +7,7 @@ import typer
 
 from armada.cli import fleet
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_json
+from armada.model.wire.retry_history import history_lines
 
 QueueArgument = Annotated[str, typer.Argument(help="Queue of the jobs.")]
 JobSetArgument = Annotated[str, typer.Argument(help="Job set of the jobs.")]
@@ -188,6 +189,9 @@ def details(
         for run in job.job_runs:
             why = f"\t{run.reason}" if run.reason else ""
             typer.echo(f"  run {run.run_id}\t{run.state}\t{run.cluster}/{run.node}{why}")
+        if job.retry_history is not None and job.retry_history.eventful:
+            for line in history_lines(job.retry_history, indent="    "):
+                typer.echo(f"  {line}")
 
 
 # Bulk commands on a queue, an executor or a node (armada.cli.fleet).

@@ -116,20 +116,24 @@ async def job_set_annotations(conn: AsyncConnection, queue: str, job_set_id: str
     return list((await conn.execute(query.order_by(jobs.c.job_id))).all())
 
 
-async def gang_rows(conn: AsyncConnection, queue: str, gang_id: str) -> list[AnyRow]:
-    """The members of a gang: job id, queue, job set, state, latest run, cluster, attempts, spec."""
+async def gang_rows(conn: AsyncConnection, gangs: Collection[tuple[str, str]]) -> list[AnyRow]:
+    """The members of the ``(queue, gang id)`` gangs, in one query per chunk of gang ids: job
+    id, queue, job set, gang id, state, latest run, cluster, attempts, spec."""
     jobs = schema.jobs
     query = select(
         jobs.c.job_id,
         jobs.c.queue,
         jobs.c.job_set_id,
+        jobs.c.gang_id,
         jobs.c.state,
         jobs.c.latest_run_id,
         jobs.c.cluster,
         jobs.c.attempts,
         jobs.c.spec,
-    ).where(jobs.c.queue == queue, jobs.c.gang_id == gang_id)
-    return list((await conn.execute(query)).all())
+    ).where(jobs.c.queue.in_(sorted({queue for queue, _ in gangs})))
+    wanted = set(gangs)
+    rows = await rows_in(conn, query, jobs.c.gang_id, [gang_id for _, gang_id in wanted])
+    return [row for row in rows if (row.queue, row.gang_id) in wanted]
 
 
 async def job_queue_specs(conn: AsyncConnection, job_ids: Sequence[str]) -> list[tuple[str, str, Any]]:
@@ -139,11 +143,23 @@ async def job_queue_specs(conn: AsyncConnection, job_ids: Sequence[str]) -> list
     return [(row.job_id, row.queue, row.spec) for row in await rows_in(conn, query, jobs.c.job_id, job_ids)]
 
 
-async def queued_event_payloads(conn: AsyncConnection, job_id: str) -> list[Any]:
-    """The stored payloads of the job's ``queued`` events (from the log itself)."""
+async def queued_event_payloads(conn: AsyncConnection, job_ids: Collection[str]) -> list[tuple[str, Any]]:
+    """``(job_id, payload)`` of the ``queued`` events of ``job_ids`` (from the log itself)."""
     events = schema.events
-    query = select(events.c.payload).where(events.c.job_id == job_id, events.c.type == "queued")
-    return list(await conn.scalars(query))
+    query = select(events.c.job_id, events.c.payload).where(events.c.type == "queued")
+    return [(row.job_id, row.payload) for row in await rows_in(conn, query, events.c.job_id, job_ids)]
+
+
+async def job_event_rows(
+    conn: AsyncConnection, job_ids: Collection[str], types: Collection[str]
+) -> list[Row[int, bytes]]:
+    """``(seq, payload)`` of the events of ``job_ids`` of the given types, oldest first."""
+    events = schema.events
+    query = select(events.c.seq, events.c.payload).where(events.c.type.in_(list(types)))
+    rows: list[Row[int, bytes]] = []
+    for where in dialects.in_values(conn, events.c.job_id, list(dict.fromkeys(job_ids))):
+        rows += (await conn.execute(query.where(where))).all()
+    return sorted(rows, key=lambda row: row[0])
 
 
 async def runs_with_ingress_info(conn: AsyncConnection, job_ids: Collection[str]) -> set[str]:

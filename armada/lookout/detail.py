@@ -20,6 +20,7 @@ from armada.lookout.jobs import job_row, rows_query
 from armada.lookout.wire import JobDetail, RunView, TimelineEvent
 from armada.model import events as ev
 from armada.model.errors import NotFound
+from armada.services.retry_history import retry_history
 
 #: Most events shown for one job (a job that was requeued a hundred times has ~600).
 MAX_EVENTS = 2000
@@ -85,4 +86,5 @@ async def job_detail(store: EventStore, job_id: str) -> JobDetail:
         attempts=row.attempts,
         gang_id=row.gang_id or "",
         log_tail=failures[-1].log_tail if failures else "",
+        retries=retry_history(s.event for s in stored),
     )

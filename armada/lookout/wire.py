@@ -14,6 +14,7 @@ import msgspec
 from msgspec import Meta
 
 from armada.model.wire.base import Request
+from armada.model.wire.retry_history import RetryHistory
 
 
 class Response(msgspec.Struct, rename="camel", kw_only=True):
@@ -157,6 +158,8 @@ class JobDetail(Response):
     gang_id: str = ""
     #: The end of the failed container's output, from the last ``failed`` event.
     log_tail: str = ""
+    #: Every attempt and what decided the next (the drawer's "Retries" section).
+    retries: RetryHistory = msgspec.field(default_factory=RetryHistory)
 
 
 class Resources(Response):

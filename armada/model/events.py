@@ -62,8 +62,10 @@ class JobQueued(Event, tag="queued"):
     attempts: int = 0
     #: Retries the retry engine has granted this job (genuine failures only).
     failure_retries: int = 0
-    #: Set on a requeue the retry engine granted: the deciding policy and the failure's category.
+    #: Set on a requeue the retry engine granted: the deciding policy (and the index of its
+    #: rule, -1: ``defaultAction``) and the failure's category.
     retry_policy: str = ""
+    retry_rule: int = -1
     failure_category: str = ""
     #: The job as it runs from now on, when the retry policy's ``mutate`` changed it (more
     #: memory, nodes to avoid); unset: unchanged.
@@ -119,8 +121,10 @@ class JobFailed(Event, tag="failed"):
     #: The executor's (or, for a lost lease, the server's) name for why the run failed.
     failure_category: str = ""
     failure_subcategory: str = ""
-    #: The retry policy that refused a retry (empty when no policy decided).
+    #: The retry policy that refused a retry (empty when no policy decided), and the index of
+    #: the rule that matched (-1: ``defaultAction``, or no policy).
     retry_policy: str = ""
+    retry_rule: int = -1
 
 
 class JobCancelling(Event, tag="cancelling"):

@@ -9,11 +9,13 @@ free; ``globalMaxRetries`` caps every policy and ``0`` grants nothing (the kill 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated
 
 import msgspec
 
+from armada.model.events import JobQueued
 from armada.model.retry import Mutation, RetryPolicy, matching_rule
 
 #: Annotation that opts a job out of the engine: it fails on its first failure.
@@ -55,6 +57,15 @@ def policy_name_for(queue_policies: list[str], settings: RetryEngineSettings) ->
 
 def fail_fast(annotations: dict[str, str]) -> bool:
     return annotations.get(FAIL_FAST_ANNOTATION, "").strip().lower() == "true"
+
+
+def retries_granted(queued: Iterable[JobQueued]) -> int:
+    """The budget a job has spent: the most retries any of its ``queued`` events records.
+
+    The largest, not the last: a requeue outside the engine (a returned lease, a preemption
+    the job opted into) records none, and must not give the budget back.
+    """
+    return max((event.failure_retries for event in queued), default=0)
 
 
 def decide(

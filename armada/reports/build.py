@@ -142,6 +142,7 @@ async def job_report(store: EventStore, state: ClusterState, history: CycleHisto
         reason="",
         key=None,
         lease=lease,
+        retries=details.retry_history,
         cycle_finished=history.last.finished if history.last else None,
     )
     db = state.jobs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from armada.model.wire.retry_history import history_lines
 from armada.reports.wire import JobReport, KeyReport, QueueReport, SchedulingReport
 from armada.scheduling.shares import QueueShare
 
@@ -111,4 +112,6 @@ def job(report: JobReport) -> str:
             f"Latest run {lease.run_id}: {lease.state} on cluster {lease.cluster}, node {lease.node}, "
             f"leased {_when(lease.leased)}, started {_when(lease.started)}"
         )
+    if report.retries is not None and report.retries.eventful:
+        lines += history_lines(report.retries)
     return "\n".join(lines)

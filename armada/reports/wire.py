@@ -7,6 +7,7 @@ from datetime import datetime
 
 import msgspec
 
+from armada.model.wire.retry_history import RetryHistory
 from armada.scheduling.shares import QueueShare
 
 
@@ -115,5 +116,7 @@ class JobReport(Report):
     #: The latest run: where and when it was leased.
     lease: LeaseReport | None
     cycle_finished: datetime | None
+    #: Every attempt and what decided the next: retry policy, rule, category, mutations.
+    retries: RetryHistory | None = None
     #: The same, as text for people.
     report: str = ""

@@ -6,12 +6,15 @@ theirs: no budget, no category), every member is requeued, and the scheduler, wh
 gangs all-or-nothing, starts them together again. Their executors learn the runs are stale
 from the next lease call and kill them. The budget is the gang's: the most retries any member
 has been granted. A retry's ``mutate`` applies to every member: each member's memory grows
-by the rule, and every member avoids the node the failing member ran on. A gang with a member
-already finished cannot run again as a whole; its failures take the legacy path.
+by the rule, and every member avoids the node the failing member ran on. When the engine
+refuses a member's retry (a rule says ``Fail``, the gang's budget is spent), every other
+unfinished member fails with it. A gang with a member already finished cannot run again as
+a whole; its failures take the legacy path.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,20 +41,27 @@ class GangMember:
     spec: Any = None
 
 
-async def load_gang(conn: AsyncConnection, queue: str, gang_id: str) -> list[GangMember]:
-    return [
-        GangMember(
-            row.job_id,
-            row.queue,
-            row.job_set_id,
-            JobState(row.state),
-            row.latest_run_id or "",
-            row.cluster or "",
-            row.attempts,
-            row.spec,
+async def load_gangs(
+    conn: AsyncConnection, gangs: Collection[tuple[str, str]]
+) -> dict[tuple[str, str], list[GangMember]]:
+    """The members of each ``(queue, gang id)`` gang, read in one query (not one per gang)."""
+    found: dict[tuple[str, str], list[GangMember]] = {}
+    if not gangs:
+        return found
+    for row in await gang_rows(conn, gangs):
+        found.setdefault((row.queue, row.gang_id), []).append(
+            GangMember(
+                row.job_id,
+                row.queue,
+                row.job_set_id,
+                JobState(row.state),
+                row.latest_run_id or "",
+                row.cluster or "",
+                row.attempts,
+                row.spec,
+            )
         )
-        for row in await gang_rows(conn, queue, gang_id)
-    ]
+    return found
 
 
 def restartable(members: list[GangMember]) -> bool:
@@ -71,23 +81,13 @@ def restart_others(
 
     ``mutated``: members' jobs as the retry's ``mutate`` changed them (carried by their requeue).
     """
-    events: list[ev.Event] = []
-    stopped: set[str] = set()
     reason = f"{GANG_MEMBER_FAILED}: gang member {failed_job_id} failed ({why}); the gang is retried as one"
-    for member in members:
-        if member.job_id == failed_job_id:
-            continue
-        envelope: ev.Envelope = {
-            "queue": member.queue,
-            "job_set_id": member.job_set_id,
-            "job_id": member.job_id,
-        }
+    events: list[ev.Event] = []
+    for member, envelope in _others(members, failed_job_id):
         if member.state.active and member.run_id:
-            stopped.add(member.run_id)
-            run_envelope: ev.Envelope = {**envelope, "run_id": member.run_id}
             events.append(
                 ev.JobLeaseReturned(
-                    **run_envelope,
+                    **_with_run(envelope, member),
                     cluster_id=member.cluster,
                     reason=reason,
                     run_attempted=True,
@@ -98,4 +98,41 @@ def restart_others(
                 ev.JobQueued(**envelope, attempts=member.attempts, failure_retries=retries_used, job=job)
             )
         # A member still queued waits for the others: the gang is placed all-or-nothing.
-    return events, stopped
+    return events, _runs(members, failed_job_id)
+
+
+def fail_others(
+    members: list[GangMember], failed_job_id: str, *, why: str
+) -> tuple[list[ev.Event], set[str]]:
+    """Events that fail every other unfinished member (queued ones too: the gang can never run
+    whole again), and the runs they end. A gang is never left running in part."""
+    reason = f"{GANG_MEMBER_FAILED}: gang member {failed_job_id} failed ({why}); the gang fails as one"
+    events: list[ev.Event] = []
+    for member, envelope in _others(members, failed_job_id):
+        if member.state.terminal:
+            continue
+        if member.state.active and member.run_id:
+            events.append(
+                ev.JobFailed(**_with_run(envelope, member), cluster_id=member.cluster, reason=reason)
+            )
+        else:
+            events.append(ev.JobFailed(**envelope, reason=reason))
+    return events, _runs(members, failed_job_id)
+
+
+def _others(members: list[GangMember], failed_job_id: str) -> list[tuple[GangMember, ev.Envelope]]:
+    """The other members, each with its job's envelope."""
+    return [
+        (member, {"queue": member.queue, "job_set_id": member.job_set_id, "job_id": member.job_id})
+        for member in members
+        if member.job_id != failed_job_id
+    ]
+
+
+def _runs(members: list[GangMember], failed_job_id: str) -> set[str]:
+    """The other members' active runs: ended by the gang's restart or failure."""
+    return {m.run_id for m, _ in _others(members, failed_job_id) if m.state.active and m.run_id}
+
+
+def _with_run(envelope: ev.Envelope, member: GangMember) -> ev.Envelope:
+    return {**envelope, "run_id": member.run_id}

@@ -17,6 +17,8 @@ from armada.model.events import decode_event
 from armada.model.jobs import EXTERNAL_JOB_URI_ANNOTATION, decode_job
 from armada.model.states import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
+from armada.model.wire.retry_history import RetryHistory
+from armada.services.retry_history import retry_histories
 
 #: Run states by upstream's ``apiJobRunState`` names (including its "RUNS_" spelling).
 UPSTREAM_RUN_STATES = {
@@ -74,11 +76,13 @@ async def job_details(
     async with store.engine.connect() as conn:
         rows = await job_views.job_detail_rows(conn, job_ids, with_spec=expand_spec)
         job_runs: dict[str, list[JobRunDetails]] = defaultdict(list)
+        histories: dict[str, RetryHistory] = {}
         if expand_runs and rows:
             job_ids = [row.job_id for row in rows]
             addresses = await _ingress_addresses(store, conn, job_ids)
             for run in await job_views.runs_of_jobs(conn, job_ids):
                 job_runs[run.job_id].append(_run_details(run, addresses))
+            histories = await retry_histories(conn, store.unreadable, job_ids)
     return {
         row.job_id: JobDetails(
             job_id=row.job_id,
@@ -98,6 +102,7 @@ async def job_details(
                 else None
             ),
             job_runs=job_runs.get(row.job_id, []),
+            retry_history=histories.get(row.job_id),
         )
         for row in rows
     }

@@ -15,6 +15,7 @@ told as the run given back, with its category, and the job requeued.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import msgspec
@@ -25,10 +26,17 @@ from armada.eventstore.queue_views import queue_specs
 from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.model.retry import RetryPolicy
-from armada.model.retry_engine import RetryEngineSettings, Verdict, decide, fail_fast, policy_name_for
+from armada.model.retry_engine import (
+    RetryEngineSettings,
+    Verdict,
+    decide,
+    fail_fast,
+    policy_name_for,
+    retries_granted,
+)
 from armada.model.retry_mutation import mutate_job
 from armada.model.states import FailureCause
-from armada.services.gang_retries import GangMember, load_gang, restart_others, restartable
+from armada.services.gang_retries import GangMember, fail_others, load_gangs, restart_others, restartable
 from armada.services.retry_policies import load_policies
 
 _job_decoder = msgspec.json.Decoder(Job)
@@ -58,25 +66,37 @@ class RetryContext:
     async def load(
         cls, conn: AsyncConnection, settings: RetryEngineSettings, job_ids: list[str]
     ) -> RetryContext:
+        """Read what the engine needs for ``job_ids`` in a fixed number of queries: their
+        specs, their gangs (one query for all) and their budgets (one query for all)."""
         context = cls(settings)
         if not settings.enabled or not job_ids:
             return context
         policies = await load_policies(conn)
         queue_policies = await _queue_policies(conn)
+        candidates: list[tuple[str, str, RetryPolicy, Job]] = []
         for job_id, queue, spec in await job_queue_specs(conn, job_ids):
             policy = policies.get(policy_name_for(queue_policies.get(queue, []), settings))
             job = _decode_job(spec)
             if policy is None or job is None:
                 continue
-            gang: list[GangMember] = []
-            if job.gang_cardinality >= 2:
-                if not settings.retry_gangs:
-                    continue  # as upstream: gangs keep the legacy path
-                gang = await load_gang(conn, queue, job.gang_id)
-                if not restartable(gang):
-                    continue
-            members = [m.job_id for m in gang] or [job_id]
-            used = max([await _retries_used(conn, member) for member in members])
+            if job.gang_cardinality >= 2 and not settings.retry_gangs:
+                continue  # as upstream: gangs keep the legacy path
+            candidates.append((job_id, queue, policy, job))
+        gangs = await load_gangs(
+            conn, {(queue, job.gang_id) for _, queue, _, job in candidates if job.gang_cardinality >= 2}
+        )
+        members = {
+            job_id: gangs.get((queue, job.gang_id), []) if job.gang_cardinality >= 2 else []
+            for job_id, queue, _, job in candidates
+        }
+        budgets = await _retries_used(
+            conn, {m.job_id for gang in members.values() for m in gang} | {c[0] for c in candidates}
+        )
+        for job_id, _, policy, job in candidates:
+            gang = members[job_id]
+            if gang and not restartable(gang):
+                continue
+            used = max(budgets.get(member, 0) for member in [m.job_id for m in gang] or [job_id])
             context.jobs[job_id] = _JobFacts(policy, fail_fast(job.annotations), used, job, gang)
         return context
 
@@ -107,22 +127,27 @@ class RetryContext:
             facts.job = changed
         return changed
 
-    def restart_gang(self, job_id: str, why: str, verdict: Verdict, failed_node: str) -> list[ev.Event]:
-        """After a retry of a gang member: stop and requeue the other members, each mutated
-        as the verdict says (the failing member's node is avoided by all of them)."""
+    def gang_follows(self, job_id: str, verdict: Verdict, why: str, failed_node: str) -> list[ev.Event]:
+        """The rest of a gang member's gang follows the verdict on it: after a retry the other
+        members are stopped and requeued, each mutated as the verdict says (the failing
+        member's node is avoided by all of them); after a refusal (a rule's ``Fail``, the
+        gang's budget spent) they fail too. Either way the gang stays whole."""
         facts = self.jobs.get(job_id)
         if facts is None or not facts.gang:
             return []
-        mutated: dict[str, Job] = {}
-        if verdict.mutate is not None:
-            for member in facts.gang:
-                job = _decode_job(member.spec) if member.job_id != job_id else None
-                changed = mutate_job(job, verdict.mutate, failed_node) if job is not None else None
-                if changed is not None:
-                    mutated[member.job_id] = changed
-        events, stopped = restart_others(
-            facts.gang, job_id, retries_used=facts.retries_used, why=why, mutated=mutated
-        )
+        if verdict.retry:
+            mutated: dict[str, Job] = {}
+            if verdict.mutate is not None:
+                for member in facts.gang:
+                    job = _decode_job(member.spec) if member.job_id != job_id else None
+                    changed = mutate_job(job, verdict.mutate, failed_node) if job is not None else None
+                    if changed is not None:
+                        mutated[member.job_id] = changed
+            events, stopped = restart_others(
+                facts.gang, job_id, retries_used=facts.retries_used, why=why, mutated=mutated
+            )
+        else:
+            events, stopped = fail_others(facts.gang, job_id, why=f"{why}; {verdict.explanation}")
         self.stopped_runs |= stopped
         return events
 
@@ -149,17 +174,15 @@ async def _queue_policies(conn: AsyncConnection) -> dict[str, list[str]]:
     return {name: list((spec or {}).get("retryPolicies") or []) for name, spec in rows}
 
 
-async def _retries_used(conn: AsyncConnection, job_id: str) -> int:
-    """Retries granted so far: the most any of the job's ``queued`` events records (a legacy
-    requeue of a returned lease records none, and must not give the budget back)."""
-    payloads = await queued_event_payloads(conn, job_id)
-    used = 0
-    for payload in payloads:
+async def _retries_used(conn: AsyncConnection, job_ids: Collection[str]) -> dict[str, int]:
+    """Retries granted so far to each job, from its ``queued`` events (:func:`retries_granted`)."""
+    queued: dict[str, list[ev.JobQueued]] = {}
+    for job_id, payload in await queued_event_payloads(conn, job_ids):
         try:
-            used = max(used, _queued_decoder.decode(payload).failure_retries)
+            queued.setdefault(job_id, []).append(_queued_decoder.decode(payload))
         except msgspec.DecodeError:
             continue
-    return used
+    return {job_id: retries_granted(events) for job_id, events in queued.items()}
 
 
 def verdict_events(
@@ -174,7 +197,11 @@ def verdict_events(
     """The events of a verdict: a returned run and a requeue, or the job's failure."""
     if not verdict.retry:
         explained = f"{failed.reason}; {verdict.explanation}"
-        return [msgspec.structs.replace(failed, reason=explained, retry_policy=verdict.policy)]
+        return [
+            msgspec.structs.replace(
+                failed, reason=explained, retry_policy=verdict.policy, retry_rule=_rule(verdict)
+            )
+        ]
     returned = msgspec.structs.replace(
         run,
         reason=f"{failed.reason}; {verdict.explanation}",
@@ -182,7 +209,7 @@ def verdict_events(
         failure_category=failed.failure_category,
         failure_subcategory=failed.failure_subcategory,
         retry_policy=verdict.policy,
-        retry_rule=-1 if verdict.rule is None else verdict.rule,
+        retry_rule=_rule(verdict),
         exit_code=failed.exit_code,
         node_name=failed.node_name,
     )
@@ -196,6 +223,7 @@ def verdict_events(
         attempts=attempts,
         failure_retries=retries_used,
         retry_policy=verdict.policy,
+        retry_rule=_rule(verdict),
         failure_category=failed.failure_category,
         job=job,
     )
@@ -228,6 +256,7 @@ def expiry_events(
             attempts=attempts,
             failure_retries=used,
             retry_policy=verdict.policy,
+            retry_rule=_rule(verdict),
             failure_category=category,
         )
         return [requeued]
@@ -240,5 +269,11 @@ def expiry_events(
             failure_category=category,
             failure_subcategory=subcategory,
             retry_policy=verdict.policy,
+            retry_rule=_rule(verdict),
         )
     ]
+
+
+def _rule(verdict: Verdict) -> int:
+    """The deciding rule's index as events carry it (-1: ``defaultAction``)."""
+    return -1 if verdict.rule is None else verdict.rule

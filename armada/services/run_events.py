@@ -247,11 +247,9 @@ class RunEventIntake:
                 retries_used=retry.retries_used(envelope["job_id"]),
                 job=retry.mutated(envelope["job_id"], verdict, event.node or run.node),
             )
-            if verdict.retry:
-                decided += retry.restart_gang(
-                    envelope["job_id"], event.reason, verdict, event.node or run.node
-                )
-            return decided
+            return decided + retry.gang_follows(
+                envelope["job_id"], verdict, event.reason, event.node or run.node
+            )
         if failed and not event.retryable:
             return [self._failed(event, run)]
         job_envelope: ev.Envelope = {k: v for k, v in envelope.items() if k != "run_id"}  # type: ignore[assignment]

@@ -12,6 +12,8 @@ from playwright.sync_api import Page, expect
 
 from armada.client import ArmadaClient
 from armada.model.ingress import ServiceConfig
+from armada.model.queues import Queue
+from armada.model.retry import RetryPolicy, RetryRule
 from tests.api.jobs import item
 from tests.processes import Server, free_port
 
@@ -197,3 +199,30 @@ def test_executors_page_cordons_and_cancels_with_confirmation(
         expect(row_locator.locator(".badge.cordoned")).to_have_count(0)
     [after] = client.list_executors()
     assert not after.cordoned and not after.nodes[0].cordoned
+
+
+def test_the_drawer_shows_a_retried_jobs_attempts_and_decisions(
+    page: Page, queue: str, client: ArmadaClient
+) -> None:
+    """Exit 42 is ``transient``; the queue's policy retries it once, then its limit fails it."""
+    policy = RetryPolicy(
+        name=f"{queue}-once", retry_limit=1, rules=[RetryRule(action="Retry", on_category="transient")]
+    )
+    client.create_retry_policy(policy)
+    client.update_queue(Queue(name=queue, retry_policies=[policy.name]))
+    [job_id] = client.submit_jobs(queue, "retries", [shell_job("exit 42")])
+    page.goto(f"/jobs?queue={queue}&job={job_id}")
+    drawer = page.locator("#drawer")
+    expect(drawer.locator("h2 .badge")).to_have_text("FAILED")
+    section = drawer.locator("section.retries")
+    expect(section.locator("h3")).to_have_text("Retries")
+    expect(section).to_contain_text(f"1 retry granted by retry policy {policy.name}")
+    attempts = section.locator("tbody tr")
+    expect(attempts).to_have_count(2)
+    first, second = attempts.nth(0).locator("td"), attempts.nth(1).locator("td")
+    expect(first.nth(2)).to_have_text("failed")
+    expect(first.nth(3)).to_have_text("transient")
+    expect(first.nth(4)).to_have_text(f"Retry by {policy.name} rule 0")
+    expect(first.nth(7)).to_contain_text("retry 1 of 1")
+    expect(second.nth(4)).to_have_text(f"Fail by {policy.name} rule 0")
+    expect(second.nth(7)).to_contain_text("retryLimit 1 reached")

@@ -9,6 +9,7 @@ twice with twice the memory each time.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from tests.e2e.cluster import (
     states_are,
     wait_for,
 )
-from tests.processes import Server, running_server
+from tests.processes import Server, armada_command, process_env, running_server
 
 CATEGORIES = {
     "categories": [
@@ -110,11 +111,41 @@ def test_user_error_fails_at_once_and_transient_retries_twice_then_fails(
     [details] = client.job_details([transient], expand_runs=True).values()
     reasons = [run.reason for run in details.job_runs]
     assert sum("by retry policy 'standard' rule 1 (onCategory transient)" in r for r in reasons) == 2, reasons
+    _history_on_every_surface(system[0], client, transient)
 
     metrics = httpx.get(f"{system[0].url}/metrics").text
     assert 'armada_scheduler_retry_policy_decisions_total{decision="retry",policy="standard"} 2.0' in metrics
     assert 'armada_scheduler_retries_total{category="transient",queue="q"} 2.0' in metrics
     assert 'armada_scheduler_retry_policy_decisions_total{decision="fail",policy="standard"}' in metrics
+
+
+def _history_on_every_surface(server: Server, client: ArmadaClient, job_id: str) -> None:
+    """The same history in REST job details, the job's scheduler report and ``armada job details``."""
+    history = client.job_details([job_id], expand_runs=True)[job_id].retry_history
+    assert history is not None and (history.retries_granted, history.retry_policy) == (2, "standard")
+    decided = [
+        (a.outcome, a.failure_category, a.decision, a.retry_rule, a.retries_used) for a in history.attempts
+    ]
+    assert decided == [
+        ("failed", "transient", "Retry", 1, 1),
+        ("failed", "transient", "Retry", 1, 2),
+        ("failed", "transient", "Fail", 1, 2),
+    ]
+    assert "retryLimit 2 reached" in history.attempts[-1].reason
+    report = client.job_report(job_id)
+    assert report.retries == history
+    assert "Retries: 2 granted by retry policy 'standard', 3 attempts" in report.report
+    assert "Fail by 'standard' rule 1" in report.report
+    shown = subprocess.run(
+        armada_command("job", "details", job_id, "--url", server.url),
+        env=process_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "Retries: 2 granted by retry policy 'standard', 3 attempts" in shown
+    assert shown.count("Retry by 'standard' rule 1") == 2 and "category transient" in shown
 
 
 def test_fail_fast_bypasses_the_engine(system: tuple[Server, ArmadaClient]) -> None:
@@ -146,6 +177,13 @@ def test_an_oom_like_failure_grows_memory_on_each_retry(system: tuple[Server, Ar
     resources = details.job_spec.pod_spec["containers"][0]["resources"]
     assert resources["requests"]["memory"] == resources["limits"]["memory"] == str(4 * 64 * 2**20)
     assert _failed(client, "d", hungry).failure_category == "memory"
+    history = client.job_details([hungry], expand_runs=True)[hungry].retry_history
+    assert history is not None
+    assert [a.mutations for a in history.attempts] == [
+        ["memory 64Mi -> 128Mi"],
+        ["memory 128Mi -> 256Mi"],
+        [],
+    ]
 
 
 def test_a_gang_member_failing_retryably_restarts_the_whole_gang(
@@ -206,3 +244,10 @@ def test_avoid_same_node_on_two_fake_nodes(tmp_path: Path) -> None:
         ]
         assert len(nodes) == 2 and len(set(nodes)) == 2, nodes
         assert [f.retryable for f in _failures(client, "f", moving)] == [True, True, False]
+        history = client.job_details([moving], expand_runs=True)[moving].retry_history
+        assert history is not None
+        first, second, rejected = history.attempts
+        assert first.mutations == [f"avoid node {nodes[0]}"] and second.mutations == [
+            f"avoid node {nodes[1]}"
+        ]
+        assert (rejected.outcome, rejected.run_id) == ("rejected", "")

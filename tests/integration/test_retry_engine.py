@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy import event
 
 from armada.eventstore.database import Database
 from armada.model import events as ev
@@ -21,6 +22,8 @@ from armada.model.retry import (
     RetryRule,
 )
 from armada.model.retry_engine import RetryEngineSettings
+from armada.services import queries
+from armada.services.retry_engine import RetryContext
 from tests.factories import make_job, submission
 from tests.integration.test_scheduler_service import Harness, report, submit
 
@@ -281,3 +284,101 @@ async def test_a_gang_retry_mutates_every_member(mutating: EngineHarness) -> Non
     assert {_memory(lease.pod_spec) for lease in third.values()} == {str(2 * 2**30)}, (
         "bumps compound, not reset"
     )
+
+
+async def _place_gang(h: EngineHarness, ids: set[str]) -> dict[str, str]:
+    """Schedule the gang and lease it whole: run id by job id."""
+    await h.scheduler.cycle()
+    runs = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
+    assert set(runs) == ids, "the gang is placed whole"
+    return runs
+
+
+async def test_a_gangs_shared_budget_running_out_fails_the_whole_gang(engine: EngineHarness) -> None:
+    h = engine
+    annotations = {GANG_ID_ANNOTATION: "g2", GANG_CARDINALITY_ANNOTATION: "3"}
+    gang = [make_job(queue="q", cpu="1", memory="1Gi", annotations=annotations) for _ in range(3)]
+    await h.database.store.append([e for job in gang for e in submission(job)])
+    ids = sorted(job.id for job in gang)
+    await h.lease()
+    # Two different members fail in turn: each retry is the gang's (retry 1, then 2, of 2).
+    for failing in ids[:2]:
+        runs = await _place_gang(h, set(ids))
+        await h.fail(failing, runs[failing], "transient")
+        assert set((await h.job_states()).values()) == {"QUEUED"}
+    runs = await _place_gang(h, set(ids))
+    # A third member's failure finds the gang's budget spent, though it has none of its own.
+    await h.fail(ids[2], runs[ids[2]], "transient")
+    states = await h.job_states()
+    assert {states[i] for i in ids} == {"FAILED"}, "the whole gang fails, never a part of it"
+    own = (await h.database.store.read(0, job_id=ids[2]))[-1].event
+    assert isinstance(own, ev.JobFailed) and "retryLimit 2 reached" in own.reason
+    for other in ids[:2]:
+        failed = (await h.database.store.read(0, job_id=other))[-1].event
+        assert isinstance(failed, ev.JobFailed) and failed.run_id == runs[other]
+        assert failed.reason.startswith(f"gang-member-failed: gang member {ids[2]} failed")
+        assert failed.failure_category == "", "not a failure of theirs"
+    held = [report(run_id, job_id) for job_id, run_id in runs.items()]
+    answer = await h.lease(runs=held)
+    assert set(answer.cancel_runs) >= {runs[i] for i in ids[:2]}, "their executor kills the runs"
+    await h.scheduler.cycle()
+    assert (await h.lease()).leases == [], "nothing of the gang runs again"
+
+
+async def test_job_details_show_each_jobs_retry_history(mutating: EngineHarness) -> None:
+    """One read of the log serves the history of several jobs (SQLite and PostgreSQL)."""
+    h = mutating
+    ids = await submit(h, 2)
+    await h.lease()
+    await h.scheduler.cycle()
+    runs = {lease.job_id: lease.run_id for lease in (await h.lease()).leases}
+    for job_id in ids:
+        await h.fail(job_id, runs[job_id], "oom")
+    details = await queries.job_details(h.database.store, ids, expand_spec=False, expand_runs=True)
+    for job_id in ids:
+        history = details[job_id].retry_history
+        assert history is not None and (history.retries_granted, history.retry_policy) == (1, "m")
+        [attempt] = history.attempts
+        assert (attempt.run_id, attempt.outcome, attempt.failure_category) == (runs[job_id], "failed", "oom")
+        assert (attempt.decision, attempt.retry_rule, attempt.retries_used) == ("Retry", 0, 1)
+        assert attempt.mutations == ["memory 1Gi -> 2Gi"] and "retry 1 of 5" in attempt.reason
+    plain = await queries.job_details(h.database.store, ids, expand_spec=False, expand_runs=False)
+    assert all(d.retry_history is None for d in plain.values()), "read only with expandJobRun"
+
+
+async def test_the_engine_reads_gangs_and_budgets_in_a_fixed_number_of_queries(engine: EngineHarness) -> None:
+    """No query per failed job or per gang member: the read for one gang member and the
+    read for two gangs and two jobs on their own cost the same statements."""
+    h = engine
+    gangs = [
+        [
+            make_job(queue="q", annotations={GANG_ID_ANNOTATION: g, GANG_CARDINALITY_ANNOTATION: "3"})
+            for _ in range(3)
+        ]
+        for g in ("ga", "gb")
+    ]
+    alone = [make_job(queue="q") for _ in range(2)]
+    jobs = [job for group in [*gangs, alone] for job in group]
+    await h.database.store.append([e for job in jobs for e in submission(job)])
+    statements: list[str] = []
+    sync_engine = h.database.store.engine.sync_engine
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    async def load(job_ids: list[str]) -> RetryContext:
+        statements.clear()
+        event.listen(sync_engine, "before_cursor_execute", count)
+        try:
+            async with h.database.store.engine.connect() as conn:
+                return await RetryContext.load(conn, h.intake.retry, job_ids)
+        finally:
+            event.remove(sync_engine, "before_cursor_execute", count)
+
+    one = await load([gangs[0][0].id])
+    assert [m.job_id for m in one.jobs[gangs[0][0].id].gang] == [job.id for job in gangs[0]]
+    single = len(statements)
+    every = await load([job.id for job in jobs])
+    assert len(every.jobs) == len(jobs)
+    assert {m.job_id for m in every.jobs[gangs[1][2].id].gang} == {job.id for job in gangs[1]}
+    assert len(statements) == single, statements

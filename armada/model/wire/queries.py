@@ -6,6 +6,7 @@ from datetime import datetime
 
 from armada.model.jobs import Job
 from armada.model.wire.base import IdList, Request, Response
+from armada.model.wire.retry_history import RetryHistory
 
 
 class JobStatusRequest(Request):
@@ -53,6 +54,9 @@ class JobDetails(Response):
     latest_run_id: str = ""
     job_spec: Job | None = None
     job_runs: list[JobRunDetails] = []
+    #: Ours, with ``expandJobRun``: every attempt, its failure's category and what decided
+    #: what came next (the retry policy and rule, or the legacy path).
+    retry_history: RetryHistory | None = None
 
 
 class JobDetailsResponse(Response):

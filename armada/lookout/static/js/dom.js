@@ -50,6 +50,12 @@ const dateTime = new Intl.DateTimeFormat(undefined, {
   year: "numeric", month: "short", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
 });
 
+/** A run id shortened for a table cell: its last 8 characters (a ULID's first ones are its
+ * time, the same for every run of a job within minutes). The full id goes in the title. */
+export function shortRunId(id) {
+  return id ? `…${id.slice(-8)}` : "—";
+}
+
 export function fmtTime(iso) {
   return iso ? dateTime.format(new Date(iso)) : "";
 }

@@ -1,12 +1,13 @@
-// The job detail drawer: summary, why it is pending, failure and log tail, runs, the event
+// The job detail drawer: summary, why it is pending, failure and log tail, runs, retries, the event
 // timeline and the spec on the Details tab, the job's log on the Logs tab. Opened by
 // `?job=ID` on any page, so it can be linked to.
 
 import { api } from "./api.js";
 import { actionBar, jobActions } from "./actions.js";
 import { createLogView } from "./logs.js";
+import { retriesSection } from "./retries.js";
 import {
-  ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, h, notice, runtime, stateBadge,
+  ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, h, notice, runtime, shortRunId, stateBadge,
 } from "./dom.js";
 
 function summary(detail) {
@@ -92,7 +93,7 @@ function runsTable(runs) {
   return h("div", { class: "table-wrap" }, h("table", { class: "runs" },
     h("thead", {}, h("tr", {}, heads.map((t) => h("th", {}, t)))),
     h("tbody", {}, runs.map((run) => h("tr", {},
-      h("td", { class: "mono", title: run.runId }, run.runId.slice(0, 8)), h("td", {}, run.state),
+      h("td", { class: "mono", title: run.runId }, shortRunId(run.runId)), h("td", {}, run.state),
       h("td", {}, run.cluster), h("td", {}, run.node), h("td", {}, fmtTime(run.leased)),
       h("td", {}, fmtTime(run.started)), h("td", {}, fmtTime(run.finished)), h("td", {}, run.exitCode ?? ""),
       exposes ? h("td", {}, addressList(run.ingressAddresses)) : "")))));
@@ -151,6 +152,7 @@ export function createDrawer(el, app) {
         failure(detail),
         h("section", {}, h("h3", {}, "Details"), summary(detail)),
         h("section", {}, h("h3", {}, "Runs"), runsTable(detail.runs)),
+        retriesSection(detail.retries),
         h("section", {}, h("h3", {}, "Events"), timeline(detail.events)),
         h("section", {}, h("h3", {}, "Spec"), h("pre", { class: "spec" }, detail.specYaml)));
       if (pending) whyPending(pending, asked);
