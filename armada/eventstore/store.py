@@ -122,6 +122,11 @@ class EventStore:
         #: Stored records this process could not decode (every reader reports here).
         self.unreadable = UnreadableRecords()
 
+    @property
+    def append_lock_busy_seconds(self) -> float:
+        """Seconds appends have held the serialised append lock (see :class:`WriteLock`)."""
+        return self._append_lock.busy_seconds
+
     @asynccontextmanager
     async def transaction(self, *, urgent: bool = False) -> AsyncIterator[Transaction]:
         """Serialised write transaction whose staged events are appended on success.
