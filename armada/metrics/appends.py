@@ -24,3 +24,13 @@ class AppendCollector(Collector):
             "Seconds this process held the serialised append (its rate is the lock's busy fraction).",
             value=self._store.append_lock_busy_seconds,
         )
+        yield CounterMetricFamily(
+            "armada_eventstore_append_groups",
+            "Transactions that committed appends (group commit: one for all the writers queued).",
+            value=self._store.appended_groups,
+        )
+        yield CounterMetricFamily(
+            "armada_eventstore_append_writers",
+            "Writes committed; divided by the groups, the writers each transaction served.",
+            value=self._store.appended_writers,
+        )

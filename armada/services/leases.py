@@ -191,8 +191,8 @@ class LeaseService:
     async def _end_runs(self, runs: list[RunInfo]) -> None:
         """Runs no longer on the executor: confirm a requested kill, else requeue the job."""
         async with self.store.transaction() as tx:
-            rows = await views.jobs_by_id(tx.connection, [run.job_id for run in runs])
-            requests = await views.kill_requests(tx.connection, [run.job_id for run in runs])
+            rows = await views.jobs_by_id(await tx.views(), [run.job_id for run in runs])
+            requests = await views.kill_requests(await tx.views(), [run.job_id for run in runs])
             for run in runs:
                 row = rows.get(run.job_id)
                 if row is None or row.latest_run_id != run.run_id or not row.state.active:

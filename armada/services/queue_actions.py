@@ -35,7 +35,7 @@ async def preempt_on_queue(
     active = [JobState.LEASED, JobState.PENDING, JobState.RUNNING]
     async with store.transaction() as tx:
         rows = await views.queue_rows(
-            tx.connection, queue, active, priority_classes=priority_classes, pools=pools
+            await tx.views(), queue, active, priority_classes=priority_classes, pools=pools
         )
         chosen = [
             row
@@ -62,7 +62,7 @@ async def cancel_on_queue(
     )
     async with store.transaction() as tx:
         rows = await views.queue_rows(
-            tx.connection, queue, wanted, priority_classes=priority_classes, pools=pools
+            await tx.views(), queue, wanted, priority_classes=priority_classes, pools=pools
         )
         events, cancelled = cancel_events(rows, REASON, user)
         tx.append(events)

@@ -183,9 +183,9 @@ class SchedulerService:
             self._lost_nodes_checked = generation
             return
         async with self.store.transaction() as tx:
-            rows = await views.jobs_by_id(tx.connection, [run.job_id for run, *_ in lost])
+            rows = await views.jobs_by_id(await tx.views(), [run.job_id for run, *_ in lost])
             expired_ids = sorted({run.job_id for run, *_, expiry in lost if expiry})
-            retry = await RetryContext.load(tx.connection, self.config.retry_policy, expired_ids)
+            retry = await RetryContext.load(await tx.views(), self.config.retry_policy, expired_ids)
             for run, reason, cause, expiry in lost:
                 row = rows.get(run.job_id)
                 if row is None or row.latest_run_id != run.run_id or not row.state.active:
