@@ -6,7 +6,8 @@ Each job contributes its whole life (submitted, queued, leased, running, succeed
 the projections do inserts and updates of jobs and runs as in production. With
 ``--writers N`` N appends of ``--batch`` events are in flight at once, as a busy server's
 submissions, decisions and run reports are (they share transactions: group commit). The
-last line is JSON with ``events_per_second``, ``rss_mb`` and ``database``.
+last line is JSON with ``events_per_second``, this process's and (PostgreSQL) the database backends'
+CPU seconds per 1,000 events, ``rss_mb`` and ``database``.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ import argparse
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from armada.eventstore.database import Database
+from armada.eventstore.dialects import libpq_conninfo, normalise_url
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from bench.common import report, rss_mb
+from bench.usage import backend_cpu
 from tests.factories import make_job, submission
 
 
@@ -51,11 +55,16 @@ async def run(url: str, total: int, batch: int, writers: int) -> dict[str, objec
         # Leases, runs and completions arrive in later batches than submissions, as in life.
         lives = [job_life(i) for i in range(total // 5)]
         ordered = [e for phase in range(5) for life in lives for e in life[phase : phase + 1]]
+        backends = _backends(url)
+        cpu_before, db_before = time.process_time(), backends()
         start = time.perf_counter()
         chunks = [ordered[offset : offset + batch] for offset in range(0, len(ordered), batch)]
         for first in range(0, len(chunks), writers):  # the append lock keeps them in order
             await asyncio.gather(*(database.store.append(chunk) for chunk in chunks[first : first + writers]))
         elapsed = time.perf_counter() - start
+        cpu, db_after = time.process_time() - cpu_before, backends()
+        db_cpu = sum(used - db_before.get(pid, 0.0) for pid, used in db_after.items())
+        per_1000 = 1000 / len(ordered)
         return {
             "benchmark": "eventstore",
             "database": database.engine.dialect.name,
@@ -64,10 +73,21 @@ async def run(url: str, total: int, batch: int, writers: int) -> dict[str, objec
             "writers": writers,
             "seconds": round(elapsed, 3),
             "events_per_second": round(len(ordered) / elapsed),
+            "cpu_s_per_1000_events": round(cpu * per_1000, 4),
+            "postgres_cpu_s_per_1000_events": round(db_cpu * per_1000, 4),
             "rss_mb": rss_mb(),
         }
     finally:
         await database.close()
+
+
+def _backends(url: str) -> Callable[[], dict[int, float]]:
+    """CPU seconds by PostgreSQL backend of the benchmark's database (none for SQLite)."""
+    parsed = normalise_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return dict
+    admin = libpq_conninfo(parsed.set(database="postgres").render_as_string(hide_password=False))
+    return lambda: backend_cpu(admin, str(parsed.database))
 
 
 def main() -> None:
