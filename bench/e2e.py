@@ -236,6 +236,17 @@ def throughput(events: list[ev.Event]) -> dict[str, Any]:
     }
 
 
+def client_gap(events: list[ev.Event], started: float, seen: float) -> dict[str, float]:
+    """Where the client's wall clock differs from the log's span: before the first
+    ``submitted`` event, and from the last ``succeeded`` until the client saw it."""
+    first = min(e.created.timestamp() for e in events if e.type == "submitted")
+    last = max(e.created.timestamp() for e in events if e.type == "succeeded")
+    return {
+        "client_before_first_submitted_s": round(first - started, 3),
+        "client_after_last_end_s": round(seen - last, 3),
+    }
+
+
 async def idle_latency(client: AsyncArmadaClient, count: int, command: str) -> dict[str, Any]:
     """Submit single jobs into the idle system; time from just before submit to start."""
     samples = []
@@ -268,17 +279,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
             await wait_for_executors(url, args.executors)
             before: Sample = usage.sample()
-            started = time.perf_counter()
+            started, started_wall = time.perf_counter(), time.time()
             job_ids = await submit_all(client, args)
             submit_seconds = time.perf_counter() - started
             result: dict[str, Any] = {}
             if args.client_wall:
                 await wait_succeeded_by_status(client, job_ids, args.timeout)
-                wall = time.perf_counter() - started
+                wall, seen_wall = time.perf_counter() - started, time.time()
                 result["client_wall_s"] = round(wall, 2)
                 result["client_jobs_per_second"] = round(args.jobs / wall, 1)
             await wait_finished(url, args.jobs, args.timeout, processes)
             after = usage.sample()
+            events = await read_log(url)
+            if args.client_wall:
+                result |= client_gap(events, started_wall, seen_wall)
             result = {
                 "benchmark": "e2e",
                 "database": normalise_url(url).get_backend_name(),
@@ -286,7 +300,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "executors": args.executors,
                 "jobs": args.jobs,
                 "submit_seconds": round(submit_seconds, 2),
-                **throughput(await read_log(url)),
+                **throughput(events),
                 **result,
                 **Usage.figures(before, after, args.jobs),
             }
