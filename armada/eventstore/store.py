@@ -196,7 +196,7 @@ class EventStore:
         async with self.engine.connect() as conn:
             seen = await dialects.log_head(conn)
             draft = await build(conn)
-        return await self.append_checked(draft, seen, build, urgent=urgent)
+        return (await self.append_checked(draft, seen, build, urgent=urgent))[0]
 
     async def append_checked(
         self,
@@ -205,12 +205,12 @@ class EventStore:
         rebuild: Callable[[AsyncConnection], Awaitable[DraftT]],
         *,
         urgent: bool = False,
-    ) -> DraftT:
+    ) -> tuple[DraftT, int]:
         """Append ``draft``, built from the views as of ``seq`` ``seen``, or ``rebuild`` it.
 
         The draft's events are prepared before the lock; inside it, if any of its jobs has
         changed after ``seen``, ``rebuild`` runs on the transaction's connection and its
-        draft is appended instead.
+        draft is appended instead. Returns the draft appended and the seq of its last event.
         """
         prepared = PreparedEvents(draft.events)
         async with self.transaction(urgent=urgent) as tx:
@@ -219,7 +219,7 @@ class EventStore:
                 tx.append(draft.events)
             else:
                 tx.append(prepared)
-        return draft
+        return draft, tx.last_seq
 
     async def append(self, events: Sequence[Event]) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""
