@@ -3,7 +3,8 @@
 Appends are serialised, and under load most of an append's cost is per transaction (the
 lock, the head read, the bulk statements' round trips, the commit), not per row. So the
 lock's holder, when it is done, hands its turn to the next queued writer *inside the same
-transaction*; when nobody is queued (or the group is large), the group is written — one
+transaction*; when nobody is queued (or the group is large, or the write was urgent: the
+scheduler's decisions, which every queued job waits for), the group is written — one
 COPY per table, one round of view updates, one NOTIFY — and committed once.
 
 Each writer still runs its own reads and checks, and a writer that fails with a domain
@@ -26,7 +27,7 @@ from armada.eventstore.appending import PreparedEvents, write
 from armada.model.events import Event
 
 #: A group takes no further writers once it holds this many events (bounds its latency).
-MAX_GROUP_EVENTS = 20_000
+MAX_GROUP_EVENTS = 5_000
 
 
 class AppendGroup:

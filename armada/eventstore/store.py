@@ -149,16 +149,18 @@ class EventStore:
             self._end_turn()
             raise
         tx.last_seq = group.add(tx.prepared() if tx.staged else None)
-        self._end_turn()
+        # An urgent write (the scheduler's decisions: every queued job waits for them) ends
+        # its group at once rather than waiting for the writers queued behind it.
+        self._end_turn(commit=urgent)
         await asyncio.shield(group.outcome)
 
-    def _end_turn(self) -> None:
-        """Hand the open group to the next queued writer, or commit it and free the lock."""
+    def _end_turn(self, *, commit: bool = False) -> None:
+        """Hand the open group to the next queued writer, or commit it (``commit``: always)."""
         group = self._group
         if group is None:
             self._append_lock.release()
             return
-        if group.failure is None and not group.full and self._append_lock.hand_off():
+        if not commit and group.failure is None and not group.full and self._append_lock.hand_off():
             return
         self._group = None
         task = asyncio.create_task(self._commit(group), name="append-group-commit")

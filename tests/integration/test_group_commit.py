@@ -187,3 +187,34 @@ async def _count_jobs_inside(database: Database, jobs: bool) -> int:
     async with database.store.transaction() as tx:
         conn = await tx.views(jobs=jobs)
         return int(await conn.scalar(select(func.count()).select_from(schema.jobs)) or 0)
+
+
+async def test_an_urgent_write_ends_its_group_instead_of_waiting_for_those_behind(database: Database) -> None:
+    store = database.store
+    groups = store.appended_groups
+    gate = asyncio.Event()
+    order: list[str] = []
+
+    async def holder() -> None:
+        async with store.transaction() as tx:
+            tx.append(submission(make_job()))
+            await gate.wait()
+
+    async def writer(name: str, urgent: bool) -> int:
+        async with store.transaction(urgent=urgent) as tx:
+            order.append(name)
+            tx.append(submission(make_job()))
+        return tx.last_seq
+
+    held = asyncio.create_task(holder())
+    await asyncio.sleep(0.05)
+    normal = asyncio.create_task(writer("normal", urgent=False))
+    urgent = asyncio.create_task(writer("decisions", urgent=True))
+    while not (store._append_lock._normal and store._append_lock._urgent):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    gate.set()
+    await held
+    assert await urgent == 4  # committed with the holder's write, first in its group
+    assert await normal == 6  # the next group
+    assert order == ["decisions", "normal"]
+    assert store.appended_groups == groups + 2
