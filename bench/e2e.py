@@ -9,8 +9,12 @@ Every figure comes from the event log: ``jobs_per_second`` is jobs / (last ``suc
 - first ``submitted``), lease latency is ``leased`` - ``submitted`` per job. With
 ``--idle-jobs N`` it also submits N single jobs one at a time into the idle system and
 reports the submit-to-start latency (the job's own start stamp for ``--command date``,
-else the ``running`` event). A PostgreSQL URL names a server: the benchmark creates a fresh
-database there and drops it afterwards. The last line is JSON.
+else the ``running`` event). ``--client-wall`` also measures as a user would: from the
+first submit call until ``POST /v1/job/status`` (polled twice a second) shows every job
+SUCCEEDED. Where the time goes: the server's CPU seconds (its process tree) and its
+PostgreSQL backends' per 1,000 jobs, and the append lock's busy fraction, all over the
+window from the first submit call to the moment every job has ended. A PostgreSQL URL
+names a server: the benchmark creates a fresh database there and drops it afterwards. The last line is JSON.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from armada.model import events as ev
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
 from bench.common import report
+from bench.usage import Sample, Usage
 from tests.processes import (
     EXECUTOR_TOKEN_ENV,
     SERVER_EXECUTOR_TOKEN_ENV,
@@ -135,18 +140,19 @@ def job_item(command: str) -> JobSubmitRequestItem:
     )
 
 
-async def submit_all(client: AsyncArmadaClient, args: argparse.Namespace) -> None:
+async def submit_all(client: AsyncArmadaClient, args: argparse.Namespace) -> list[str]:
     """Submit ``--jobs`` jobs in batches, spread over the queues, a few requests in flight."""
     item = job_item(args.command)
     batches = [(f"queue-{i % args.queues}", "bench") for i in range(0, args.jobs, args.batch)]
     semaphore = asyncio.Semaphore(4)
 
-    async def one(index: int, queue: str, job_set: str) -> None:
+    async def one(index: int, queue: str, job_set: str) -> list[str]:
         size = min(args.batch, args.jobs - index * args.batch)
         async with semaphore:
-            await client.submit_jobs(queue, job_set, [item] * size)
+            return await client.submit_jobs(queue, job_set, [item] * size)
 
-    await asyncio.gather(*(one(i, q, s) for i, (q, s) in enumerate(batches)))
+    answers = await asyncio.gather(*(one(i, q, s) for i, (q, s) in enumerate(batches)))
+    return [job_id for ids in answers for job_id in ids]
 
 
 async def wait_for_executors(url: str, count: int) -> None:
@@ -163,10 +169,8 @@ async def wait_for_executors(url: str, count: int) -> None:
         await database.close()
 
 
-async def wait_finished(
-    url: str, jobs: int, timeout: float, processes: list[ArmadaProcess]
-) -> list[ev.Event]:
-    """Poll the jobs view until every job has ended, then read all events from the log.
+async def wait_finished(url: str, jobs: int, timeout: float, processes: list[ArmadaProcess]) -> None:
+    """Poll the jobs view until every job has ended.
 
     Measuring from the database keeps the benchmark from loading the server with watchers.
     A server or executor that exits ends the benchmark with its log's last lines.
@@ -179,12 +183,20 @@ async def wait_finished(
             async with database.engine.connect() as conn:
                 done = await conn.scalar(select(func.count()).select_from(schema.jobs).where(terminal))
             if done is not None and done >= jobs:
-                break
+                return
             for process in processes:
                 if process.process.poll() is not None:
                     tail = process.log().splitlines()[-5:]
                     raise SystemExit(f"{process.args[0]} exited early:\n" + "\n".join(tail))
             await asyncio.sleep(0.5)
+    finally:
+        await database.close()
+
+
+async def read_log(url: str) -> list[ev.Event]:
+    """Every event of the log, oldest first."""
+    database = await Database(url).open(migrate_schema=False, listen=False)
+    try:
         events: list[ev.Event] = []
         after = 0
         while batch := await database.store.read(after, limit=20_000):
@@ -193,6 +205,19 @@ async def wait_finished(
         return events
     finally:
         await database.close()
+
+
+async def wait_succeeded_by_status(client: AsyncArmadaClient, job_ids: list[str], timeout: float) -> None:
+    """Poll ``POST /v1/job/status`` twice a second, as a user's script would, until all SUCCEEDED."""
+    pending = list(job_ids)
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        states = await client.job_status(pending)
+        pending = [job_id for job_id in pending if states.get(job_id) != "SUCCEEDED"]
+        if pending:
+            await asyncio.sleep(0.5)
+    if pending:
+        raise SystemExit(f"{len(pending)} jobs not SUCCEEDED after {timeout} s")
 
 
 def throughput(events: list[ev.Event]) -> dict[str, Any]:
@@ -211,6 +236,17 @@ def throughput(events: list[ev.Event]) -> dict[str, Any]:
     }
 
 
+def client_gap(events: list[ev.Event], started: float, seen: float) -> dict[str, float]:
+    """Where the client's wall clock differs from the log's span: before the first
+    ``submitted`` event, and from the last ``succeeded`` until the client saw it."""
+    first = min(e.created.timestamp() for e in events if e.type == "submitted")
+    last = max(e.created.timestamp() for e in events if e.type == "succeeded")
+    return {
+        "client_before_first_submitted_s": round(first - started, 3),
+        "client_after_last_end_s": round(seen - last, 3),
+    }
+
+
 async def idle_latency(client: AsyncArmadaClient, count: int, command: str) -> dict[str, Any]:
     """Submit single jobs into the idle system; time from just before submit to start."""
     samples = []
@@ -225,19 +261,39 @@ async def idle_latency(client: AsyncArmadaClient, count: int, command: str) -> d
     return {"idle_submit_to_running_p50_ms": round(statistics.median(samples) * 1000, 1)}
 
 
+def usage_of(server: ArmadaProcess, base: str, url: str) -> Usage:
+    parsed = normalise_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return Usage(server.process.pid, base, None)  # SQLite works inside the server process
+    conninfo = libpq_conninfo(parsed.set(database="postgres").render_as_string(hide_password=False))
+    return Usage(server.process.pid, base, (conninfo, str(parsed.database)))
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         url = stack.enter_context(database(args.database_url, workdir))
         base, processes = start_system(stack, args, workdir, url)
+        usage = usage_of(processes[0], base, url)
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
             await wait_for_executors(url, args.executors)
-            started = time.perf_counter()
-            await submit_all(client, args)
+            before: Sample = usage.sample()
+            started, started_wall = time.perf_counter(), time.time()
+            job_ids = await submit_all(client, args)
             submit_seconds = time.perf_counter() - started
-            events = await wait_finished(url, args.jobs, args.timeout, processes)
-            result: dict[str, Any] = {
+            result: dict[str, Any] = {}
+            if args.client_wall:
+                await wait_succeeded_by_status(client, job_ids, args.timeout)
+                wall, seen_wall = time.perf_counter() - started, time.time()
+                result["client_wall_s"] = round(wall, 2)
+                result["client_jobs_per_second"] = round(args.jobs / wall, 1)
+            await wait_finished(url, args.jobs, args.timeout, processes)
+            after = usage.sample()
+            events = await read_log(url)
+            if args.client_wall:
+                result |= client_gap(events, started_wall, seen_wall)
+            result = {
                 "benchmark": "e2e",
                 "database": normalise_url(url).get_backend_name(),
                 "backend": args.backend,
@@ -245,6 +301,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "jobs": args.jobs,
                 "submit_seconds": round(submit_seconds, 2),
                 **throughput(events),
+                **result,
+                **Usage.figures(before, after, args.jobs),
             }
             if args.idle_jobs:
                 result |= await idle_latency(client, args.idle_jobs, args.command)
@@ -268,6 +326,11 @@ def main() -> None:
     parser.add_argument("--process-cpu", type=int, default=256)
     parser.add_argument("--command", default="sleep 1", help="the jobs' command line (args)")
     parser.add_argument("--idle-jobs", type=int, default=0)
+    parser.add_argument(
+        "--client-wall",
+        action="store_true",
+        help="also time first submit call -> all SUCCEEDED by POST /v1/job/status, polled twice a second",
+    )
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--workdir", default="", help="keep logs here instead of a temporary directory")
     args = parser.parse_args()

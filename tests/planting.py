@@ -1,16 +1,20 @@
 """Plant stored records this version cannot decode, as a bug or an older version might.
 
-Written straight into the tables (under the store's append lock, so sequence numbers stay
-dense), never through the services: the point is records that validation would refuse.
+Written straight into the tables in a transaction of their own that takes the database's
+append lock, as another replica's append would (so sequence numbers stay dense), never
+through the services: the point is records that validation would refuse.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 from sqlalchemy import insert, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import projections, schema
+from armada.eventstore import dialects, projections, schema
 from armada.eventstore.store import EventStore, log_row
 from armada.model import events as ev
 from armada.model.jobs import Job
@@ -22,13 +26,21 @@ _PRIORITY = b'"priority":7.0'
 _NULL_PRIORITY = b'"priority":null'
 
 
+@asynccontextmanager
+async def planting(store: EventStore) -> AsyncIterator[tuple[AsyncConnection, int]]:
+    """A write transaction holding the database's append lock, and the log's head."""
+    async with store.engine.connect() as raw:
+        conn = await raw.execution_options(**{dialects.WRITE_OPTION: True})
+        async with conn.begin():
+            yield conn, await dialects.lock_log(conn)
+
+
 async def plant_events(store: EventStore, rows: list[tuple[ev.Event, bytes]]) -> int:
     """Append ``(event, stored payload)`` pairs as they are, bypassing the encoder; return the last seq."""
-    async with store.transaction() as tx:
-        seq = tx.head
-        for event, payload in rows:
-            seq += 1
-            await tx.connection.execute(insert(schema.events).values(log_row(seq, event, payload)))
+    async with planting(store) as (conn, head):
+        for seq, (event, payload) in enumerate(rows, start=head + 1):
+            await conn.execute(insert(schema.events).values(log_row(seq, event, payload)))
+    seq = head + len(rows)
     store.notifier.publish(seq)  # wake this process's readers, as an append would
     return seq
 
@@ -46,8 +58,8 @@ async def plant_nan_priority_job(store: EventStore, queue: str, job_set_id: str)
     )
     row = projections.job_row(submitted)
     row["spec"] = row["spec"].replace(_PRIORITY, _NULL_PRIORITY)
-    async with store.transaction() as tx:
-        await tx.connection.execute(insert(schema.jobs).values(row))
+    async with planting(store) as (conn, _head):
+        await conn.execute(insert(schema.jobs).values(row))
     return job
 
 
@@ -71,14 +83,12 @@ async def plant_infinite_queue(store: EventStore, name: str) -> None:
         "created": now,
         "updated": now,
     }
-    async with store.transaction() as tx:
-        await tx.connection.execute(insert(schema.queues).values(row))
+    async with planting(store) as (conn, _head):
+        await conn.execute(insert(schema.queues).values(row))
 
 
 async def damage_job_spec(store: EventStore, job_id: str) -> None:
     """Make a job's stored spec in the view unreadable (as an older version might have)."""
-    async with store.transaction() as tx:
+    async with planting(store) as (conn, _head):
         spec = b'{"id":"' + job_id.encode() + b'","priority":null}'
-        await tx.connection.execute(
-            update(schema.jobs).where(schema.jobs.c.job_id == job_id).values(spec=spec)
-        )
+        await conn.execute(update(schema.jobs).where(schema.jobs.c.job_id == job_id).values(spec=spec))

@@ -225,6 +225,16 @@ class ViewChanges:
             self.add(event)
         return self
 
+    def merge(self, later: ViewChanges) -> ViewChanges:
+        """Fold in a later batch's changes as if its events had been added here (rows copied)."""
+        for mine, theirs in ((self.jobs, later.jobs), (self.runs, later.runs)):
+            for key, row in theirs.inserts.items():
+                mine.insert(key, dict(row))
+            for key, values in theirs.updates.items():
+                mine.set(key, values)
+        self.ordered += later.ordered
+        return self
+
     def add(self, event: ev.Event) -> None:
         if isinstance(event, ev.JobSubmitted):
             self.jobs.insert(event.job_id, job_row(event))

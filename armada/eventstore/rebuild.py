@@ -16,7 +16,7 @@ REPLAY_BATCH = 5000
 async def rebuild_views(store: EventStore, *, batch: int = REPLAY_BATCH) -> int:
     """Empty every view and re-apply all events in one transaction; return events replayed."""
     async with store.transaction() as tx:
-        return await replay_into(tx.connection, store.unreadable, batch=batch)
+        return await replay_into(await tx.views(), store.unreadable, batch=batch)
 
 
 async def replay_into(conn: AsyncConnection, records: UnreadableRecords, *, batch: int = REPLAY_BATCH) -> int:

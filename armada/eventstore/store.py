@@ -1,13 +1,15 @@
 """The event store: append events with their view updates atomically, read them back.
 
-``append`` is all or nothing: the events and every view change they imply commit in one
-transaction, or nothing does. Appends are serialised (in-process lock plus a database
-lock), so sequence numbers are dense and readers never see a later seq before an earlier
-one. The log is only ever inserted into.
+Each write is all or nothing: its events and every view change they imply commit, or
+nothing of it does. Appends are serialised (in-process lock plus a database lock), so
+sequence numbers are dense and readers never see a later seq before an earlier one; the
+writers queued at the lock share one transaction (group commit, :mod:`.group`), each with
+its own checks and answer. The log is only ever inserted into.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol, TypeVar
@@ -15,58 +17,46 @@ from typing import Protocol, TypeVar
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from armada.eventstore import dialects, projections, schema
+from armada.eventstore import dialects, schema
+from armada.eventstore.appending import PreparedEvents, log_row
 from armada.eventstore.changed import ChangedJobs
+from armada.eventstore.group import AppendGroup
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.writelock import WriteLock
-from armada.model.events import Event, encode_event
+from armada.model.errors import ArmadaError
+from armada.model.events import Event
 
 __all__ = ["Draft", "EventStore", "PreparedEvents", "StoredEvent", "Transaction", "log_row"]
 
 
-def log_row(seq: int, event: Event, payload: bytes) -> dict[str, object]:
-    """The ``events`` row of ``event`` at ``seq``: its envelope in columns, then its payload."""
-    return {
-        "seq": seq,
-        "created": event.created,
-        "queue": event.queue,
-        "job_set_id": event.job_set_id,
-        "job_id": event.job_id,
-        "run_id": event.run_id,
-        "type": event.type,
-        "payload": payload,
-    }
-
-
-class PreparedEvents:
-    """Events serialised and folded into their view changes ahead of the write lock.
-
-    Preparing needs no database; doing it before :meth:`EventStore.transaction` shortens the
-    time during which appends are serialised (submission prepares its whole request).
-    """
-
-    def __init__(self, events: Sequence[Event]) -> None:
-        self.events = list(events)
-        self.payloads = [encode_event(event) for event in self.events]
-        self.changes = projections.ViewChanges().add_all(self.events)
-
-
 class Transaction:
-    """A write transaction: read the views consistently, then stage events to append.
+    """A write: read the views consistently, then stage events to append.
 
     Obtained from :meth:`EventStore.transaction`; the staged events are appended when the
-    ``async with`` block exits without error, and discarded with everything else if not.
+    ``async with`` block exits without error, and discarded if not.
     """
 
-    def __init__(self, connection: AsyncConnection, head: int, changed: ChangedJobs) -> None:
-        self.connection = connection
-        #: Sequence number of the newest event before this transaction's own.
-        self.head = head
+    def __init__(self, group: AppendGroup, changed: ChangedJobs) -> None:
+        self._group = group
+        #: Sequence number of the newest event before this write's own (staged ones included).
+        self.head = group.last
+        #: Sequence number of this write's last event, once committed.
+        self.last_seq = 0
         self.staged: list[Event] = []
         self._prepared: PreparedEvents | None = None
         self._changed = changed
+
+    async def views(self, *, jobs: bool = True) -> AsyncConnection:
+        """The connection to read the views with, inside the write's transaction.
+
+        What writers before this one in its group staged is written first, so the views
+        read as if they had committed. ``jobs=False`` promises the reads touch no job or
+        run row, which spares that write when only jobs changed (submission's queue check).
+        """
+        await self._group.write_pending(jobs=jobs)
+        return self._group.conn
 
     def append(self, events: Sequence[Event] | PreparedEvents) -> None:
         if isinstance(events, PreparedEvents):
@@ -77,18 +67,20 @@ class Transaction:
             self.staged.extend(events)
 
     async def jobs_changed_since(self, seq: int, job_ids: Collection[str]) -> set[str]:
-        """Those of ``job_ids`` with events appended after ``seq``.
+        """Those of ``job_ids`` with events appended after ``seq`` (by earlier writers of
+        this group too).
 
         Answered from memory when this process made every append since ``seq`` (the common
         case: one replica), else from the log.
         """
         wanted = set(job_ids)
-        known = self._changed.among(wanted, seq, self.head)
-        if known is not None:
-            return known
-        events = schema.events
-        query = select(events.c.job_id).distinct().where(events.c.seq > seq)
-        return wanted.intersection(await self.connection.scalars(query))
+        group = self._group
+        known = self._changed.among(wanted, seq, group.head)
+        if known is None:
+            events = schema.events
+            query = select(events.c.job_id).distinct().where(events.c.seq > seq)
+            known = wanted.intersection(await group.conn.scalars(query))
+        return known | (wanted & group.job_ids)
 
     def prepared(self) -> PreparedEvents:
         """Everything staged, prepared: the caller's own preparation when it covers it all."""
@@ -114,7 +106,12 @@ class EventStore:
     def __init__(self, engine: AsyncEngine, notifier: ChangeNotifier | None = None) -> None:
         self.engine = engine
         self.notifier = notifier or ChangeNotifier()
-        self._append_lock = WriteLock()
+        self._append_lock = WriteLock(on_abandoned=self._end_turn)
+        self._group: AppendGroup | None = None
+        self._committing: set[asyncio.Task[None]] = set()
+        #: Committed groups and the writers they served (writers per group: group commit's gain).
+        self.appended_groups = 0
+        self.appended_writers = 0
         self._recent = RecentEvents()
         self._changed = ChangedJobs()
         #: Called with each committed batch of events (metrics); must be cheap and not raise.
@@ -122,30 +119,70 @@ class EventStore:
         #: Stored records this process could not decode (every reader reports here).
         self.unreadable = UnreadableRecords()
 
+    @property
+    def append_lock_busy_seconds(self) -> float:
+        """Seconds appends have held the serialised append lock (see :class:`WriteLock`)."""
+        return self._append_lock.busy_seconds
+
     @asynccontextmanager
     async def transaction(self, *, urgent: bool = False) -> AsyncIterator[Transaction]:
-        """Serialised write transaction whose staged events are appended on success.
+        """Serialised write whose staged events are appended on success.
 
         ``urgent`` writes (scheduling decisions) overtake others waiting in this process.
+        The write joins the group of writers served by one database transaction (see
+        :mod:`armada.eventstore.group`); it returns once that has committed.
         """
         await self._append_lock.acquire(urgent=urgent)
+        group = self._group
+        if group is None:
+            try:
+                group = self._group = await AppendGroup.begin(self.engine)
+            except BaseException:
+                self._append_lock.release()
+                raise
+        tx = Transaction(group, self._changed)
         try:
-            async with self.engine.connect() as raw:
-                conn = await raw.execution_options(**{dialects.WRITE_OPTION: True})
-                async with conn.begin():
-                    tx = Transaction(conn, await dialects.lock_log(conn), self._changed)
-                    yield tx
-                    head = await self._write(conn, tx.prepared(), tx.head) if tx.staged else 0
-                if head:  # committed
-                    first = head - len(tx.staged) + 1
-                    self._recent.add(first, tx.staged)
-                    self._changed.add(first, head, (event.job_id for event in tx.staged))
+            yield tx
+        except BaseException as exc:
+            if not isinstance(exc, ArmadaError):  # a domain error touched nothing shared
+                group.failure = group.failure or exc
+            self._end_turn()
+            raise
+        tx.last_seq = group.add(tx.prepared() if tx.staged else None)
+        # An urgent write (the scheduler's decisions: every queued job waits for them) ends
+        # its group at once rather than waiting for the writers queued behind it.
+        self._end_turn(commit=urgent)
+        await asyncio.shield(group.outcome)
+
+    def _end_turn(self, *, commit: bool = False) -> None:
+        """Hand the open group to the next queued writer, or commit it (``commit``: always)."""
+        group = self._group
+        if group is None:
+            self._append_lock.release()
+            return
+        if not commit and group.failure is None and not group.full and self._append_lock.hand_off():
+            return
+        self._group = None
+        task = asyncio.create_task(self._commit(group), name="append-group-commit")
+        self._committing.add(task)
+        task.add_done_callback(self._committing.discard)
+
+    async def _commit(self, group: AppendGroup) -> None:
+        try:
+            await group.commit()
+        except BaseException as exc:
+            group.failure = group.failure or exc
         finally:
             self._append_lock.release()
-        if head:
-            self.notifier.publish(head)
+        if group.failure is None and group.events:
+            self._recent.add(group.head + 1, group.events)
+            self._changed.add(group.head + 1, group.last, (event.job_id for event in group.events))
+            self.appended_groups += 1
+            self.appended_writers += group.writers
+            self.notifier.publish(group.last)
             for listener in self.listeners:
-                listener(tx.staged)
+                listener(group.events)
+        group.settle()
 
     async def append_optimistically(
         self, build: Callable[[AsyncConnection], Awaitable[DraftT]], *, urgent: bool = False
@@ -161,7 +198,7 @@ class EventStore:
         async with self.engine.connect() as conn:
             seen = await dialects.log_head(conn)
             draft = await build(conn)
-        return await self.append_checked(draft, seen, build, urgent=urgent)
+        return (await self.append_checked(draft, seen, build, urgent=urgent))[0]
 
     async def append_checked(
         self,
@@ -170,21 +207,21 @@ class EventStore:
         rebuild: Callable[[AsyncConnection], Awaitable[DraftT]],
         *,
         urgent: bool = False,
-    ) -> DraftT:
+    ) -> tuple[DraftT, int]:
         """Append ``draft``, built from the views as of ``seq`` ``seen``, or ``rebuild`` it.
 
         The draft's events are prepared before the lock; inside it, if any of its jobs has
         changed after ``seen``, ``rebuild`` runs on the transaction's connection and its
-        draft is appended instead.
+        draft is appended instead. Returns the draft appended and the seq of its last event.
         """
         prepared = PreparedEvents(draft.events)
         async with self.transaction(urgent=urgent) as tx:
             if await tx.jobs_changed_since(seen, draft.job_ids):
-                draft = await rebuild(tx.connection)
+                draft = await rebuild(await tx.views())
                 tx.append(draft.events)
             else:
                 tx.append(prepared)
-        return draft
+        return draft, tx.last_seq
 
     async def append(self, events: Sequence[Event]) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""
@@ -192,22 +229,7 @@ class EventStore:
             return await self.head()
         async with self.transaction() as tx:
             tx.append(events)
-        return self.notifier.head
-
-    async def _write(self, conn: AsyncConnection, batch: PreparedEvents, head: int) -> int:
-        events = batch.events
-        rows = [
-            log_row(head + offset, event, payload)
-            for offset, (event, payload) in enumerate(zip(events, batch.payloads, strict=True), start=1)
-        ]
-        await dialects.insert_rows(conn, schema.events, rows)
-        last = head + len(events)
-        await projections.insert_rows(conn, batch.changes)
-        async with dialects.pipeline(conn):  # under load, each round trip waits for the loop
-            await projections.update_rows(conn, batch.changes)
-            await dialects.notify(conn, last)
-        await projections.apply_ordered(conn, batch.changes)
-        return last
+        return tx.last_seq
 
     async def head(self) -> int:
         """Sequence number of the newest committed event (0 for an empty log)."""

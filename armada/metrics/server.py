@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from armada.eventstore.store import EventStore
+from armada.metrics.appends import AppendCollector
 from armada.metrics.cluster import ClusterCollector
 from armada.metrics.http import HttpMetrics
 from armada.metrics.jobs import JobTimings
@@ -37,6 +38,7 @@ class ServerMetrics:
         self.registry.register(ClusterCollector(lambda: follower.state))
         self.registry.register(ShareCollector(scheduler.history))
         self.registry.register(UnreadableRecordsCollector(store.unreadable))
+        self.registry.register(AppendCollector(store))
 
     def _count_appended(self, events: Sequence[Event]) -> None:
         for event in events:

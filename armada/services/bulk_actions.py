@@ -38,7 +38,7 @@ async def preempt_matching(
 ) -> list[str]:
     """Ask for every active job the selector chooses, in a preemptible class, to be preempted."""
     async with store.transaction() as tx:
-        rows = await views.matching_rows(tx.connection, selector, ACTIVE)
+        rows = await views.matching_rows(await tx.views(), selector, ACTIVE)
         chosen = [
             row
             for row in rows
@@ -53,7 +53,7 @@ async def cancel_matching(
 ) -> list[str]:
     """Cancel every job in ``states`` that the selector chooses."""
     async with store.transaction() as tx:
-        rows = await views.matching_rows(tx.connection, selector, states)
+        rows = await views.matching_rows(await tx.views(), selector, states)
         events, cancelled = cancel_events(rows, reason, user)
         tx.append(events)
     return cancelled

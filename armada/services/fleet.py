@@ -46,7 +46,7 @@ async def delete_executor_settings(store: EventStore, name: str, user: str) -> N
     """Forget an executor's settings (it is uncordoned); 404 when it has none."""
     check_name(name, "")
     async with store.transaction() as tx:
-        found = await fleet_views.cordons(tx.connection)
+        found = await fleet_views.cordons(await tx.views(jobs=False))
         if name not in found.executors:
             raise NotFound(f"executor {name!r} has no settings", field="name")
         tx.append([ev.ExecutorSettingsDeleted(executor_id=name, requestor=user)])
@@ -67,7 +67,7 @@ async def cordon_node(
     if reason and not cordoned:
         raise InvalidRequest("uncordoning takes no reason", field="reason")
     async with store.transaction() as tx:
-        owners = await fleet_views.executors_with_node(tx.connection, node)
+        owners = await fleet_views.executors_with_node(await tx.views(jobs=False), node)
         if executor and executor not in owners:
             raise NotFound(f"executor {executor!r} has no node {node!r}", field="nodeName")
         if not executor:
@@ -93,9 +93,10 @@ async def forget_executor(store: EventStore, scheduler: SchedulerService, name: 
     failed, once: a second call finds no executor). Return how many runs ended."""
     await scheduler.follower.catch_up()  # attempts counts as of now
     async with store.transaction() as tx:
-        if not await fleet_views.executor_known(tx.connection, name):
+        conn = await tx.views()
+        if not await fleet_views.executor_known(conn, name):
             raise NotFound(f"executor {name!r} not found", field="name")
-        runs = await fleet_views.active_runs(tx.connection, name)
+        runs = await fleet_views.active_runs(conn, name)
         lost = [
             LostRun(
                 RunInfo(run.run_id, run.job_id, name, run.node), FORGOTTEN, FailureCause.LEASE_EXPIRED, True

@@ -62,7 +62,7 @@ def parse_state(value: StateName, field: str) -> JobState:
 
 async def _jobs_by_id(tx: Transaction, job_ids: Sequence[str], queue: str, job_set_id: str) -> list[JobRow]:
     """The named jobs that exist (and belong to ``queue``/``job_set_id`` when those are given)."""
-    rows = sorted((await views.jobs_by_id(tx.connection, job_ids)).values())
+    rows = sorted((await views.jobs_by_id(await tx.views(), job_ids)).values())
     return [
         row
         for row in rows
@@ -73,7 +73,7 @@ async def _jobs_by_id(tx: Transaction, job_ids: Sequence[str], queue: str, job_s
 async def _job_set(tx: Transaction, queue: str, job_set_id: str, states: Iterable[JobState]) -> list[JobRow]:
     if not queue or not job_set_id:
         raise InvalidRequest("name the jobs, or both queue and jobSetId", field="jobSetId")
-    return await views.job_set_rows(tx.connection, queue, job_set_id, states)
+    return await views.job_set_rows(await tx.views(), queue, job_set_id, states)
 
 
 def cancel_events(rows: Iterable[JobRow], reason: str, user: str) -> tuple[list[Event], list[str]]:

@@ -251,11 +251,12 @@ class LeaseService:
     async def _end_runs(self, runs: list[RunInfo]) -> None:
         """Runs no longer on the executor: confirm a requested kill, else requeue the job."""
         async with self.store.transaction() as tx:
-            rows = await views.jobs_by_id(tx.connection, [run.job_id for run in runs])
-            requests = await views.kill_requests(tx.connection, [run.job_id for run in runs])
+            conn = await tx.views()
+            rows = await views.jobs_by_id(conn, [run.job_id for run in runs])
+            requests = await views.kill_requests(conn, [run.job_id for run in runs])
             ended = [EndedRun(run.job_id, run.executor, run.node) for run in runs]
             labels = self.settings.avoid_node_labels_on_retry
-            fenced = await avoiding_jobs(tx.connection, self.state, self.store.unreadable, ended, labels)
+            fenced = await avoiding_jobs(conn, self.state, self.store.unreadable, ended, labels)
             for run in runs:
                 row = rows.get(run.job_id)
                 if row is None or row.latest_run_id != run.run_id or not row.state.active:

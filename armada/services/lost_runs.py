@@ -40,11 +40,12 @@ async def end_lost_runs(
     avoid_node_labels: Sequence[str],
 ) -> None:
     """Append the end of every lost run that is still its job's active run."""
-    rows = await views.jobs_by_id(tx.connection, [lost_run.run.job_id for lost_run in lost])
+    conn = await tx.views()
+    rows = await views.jobs_by_id(conn, [lost_run.run.job_id for lost_run in lost])
     expired_ids = sorted({lost_run.run.job_id for lost_run in lost if lost_run.expired})
-    retry = await RetryContext.load(tx.connection, retry_settings, expired_ids)
+    retry = await RetryContext.load(conn, retry_settings, expired_ids)
     fenced = await avoiding_jobs(
-        tx.connection,
+        conn,
         state,
         unreadable,
         [EndedRun(lost_run.run.job_id, lost_run.run.executor, lost_run.run.node) for lost_run in lost],

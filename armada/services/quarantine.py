@@ -58,7 +58,7 @@ class Quarantine:
         """Fail the unfinished ones of these jobs (job id → reason); return the ids failed."""
         failed = []
         async with self.store.transaction() as tx:
-            for job_id, row in (await views.jobs_by_id(tx.connection, list(reasons))).items():
+            for job_id, row in (await views.jobs_by_id(await tx.views(), list(reasons))).items():
                 if row.state.terminal:
                     continue
                 tx.append([row.event(ev.JobFailed, reason=reasons[job_id], retryable=False)])

@@ -64,7 +64,7 @@ async def _exists(conn: AsyncConnection, name: str) -> bool:
 
 
 async def _require(tx: Transaction, name: str) -> None:
-    if not await _exists(tx.connection, name):
+    if not await _exists(await tx.views(), name):
         raise NotFound(f"queue {name!r} does not exist", field="queue")
 
 
@@ -81,10 +81,10 @@ async def _previous(conn: AsyncConnection, name: str) -> Queue | None:
 async def _create(tx: Transaction, queue: Queue, user: str, gate: QueueSecurityGate) -> None:
     check_queue(queue)
     queue = with_creator_as_owner(queue, user)
-    if await _exists(tx.connection, queue.name):
+    if await _exists(await tx.views(), queue.name):
         raise Conflict(f"queue {queue.name!r} already exists", field="name")
     gate.check(queue, None)
-    await check_queue_policies(tx.connection, queue)
+    await check_queue_policies(await tx.views(), queue)
     tx.append([QueueCreated(queue=queue.name, spec=queue, requestor=user)])
 
 
@@ -98,11 +98,11 @@ async def _update(
 ) -> None:
     check_queue(queue)
     await _require(tx, queue.name)
-    previous = await _previous(tx.connection, queue.name)
+    previous = await _previous(await tx.views(), queue.name)
     gate.check(queue, previous)
     if authorize is not None:
         authorize(previous or Queue(name=queue.name), queue)
-    await check_queue_policies(tx.connection, queue)
+    await check_queue_policies(await tx.views(), queue)
     tx.append([QueueUpdated(queue=queue.name, spec=queue, requestor=user)])
 
 
@@ -129,7 +129,7 @@ async def update_queue(
 async def set_cordoned(store: EventStore, name: str, cordoned: bool, user: str) -> None:
     """Cordon (refuse submissions, stop scheduling) or uncordon a queue."""
     async with store.transaction() as tx:
-        queue = await load_queue(tx.connection, name, store.unreadable)
+        queue = await load_queue(await tx.views(), name, store.unreadable)
         if queue is None:
             raise NotFound(f"queue {name!r} does not exist", field="queue")
         if queue.cordoned != cordoned:
@@ -141,7 +141,7 @@ async def delete_queue(store: EventStore, name: str, user: str) -> None:
     """Delete a queue; refused (409) while it has jobs that are not finished."""
     async with store.transaction() as tx:
         await _require(tx, name)
-        busy = await queue_has_unfinished_jobs(tx.connection, name)
+        busy = await queue_has_unfinished_jobs(await tx.views(), name)
         if busy:
             raise Conflict(f"queue {name!r} has queued or running jobs; cancel them first", field="name")
         tx.append([QueueDeleted(queue=name, requestor=user)])

@@ -34,7 +34,7 @@ async def _exists(conn: AsyncConnection, name: str) -> bool:
 async def create_policy(store: EventStore, policy: RetryPolicy, user: str) -> None:
     check_policy(policy)
     async with store.transaction() as tx:
-        if await _exists(tx.connection, policy.name):
+        if await _exists(await tx.views(), policy.name):
             raise Conflict(f"retry policy {policy.name!r} already exists", field="name")
         tx.append([RetryPolicyCreated(spec=policy, requestor=user)])
 
@@ -44,7 +44,7 @@ async def update_policy(store: EventStore, name: str, policy: RetryPolicy, user:
         raise InvalidRequest(f"the body names policy {policy.name!r} but the path {name!r}", field="name")
     check_policy(policy)
     async with store.transaction() as tx:
-        if not await _exists(tx.connection, name):
+        if not await _exists(await tx.views(), name):
             raise NotFound(f"retry policy {name!r} does not exist", field="name")
         tx.append([RetryPolicyUpdated(spec=policy, requestor=user)])
 
@@ -52,9 +52,9 @@ async def update_policy(store: EventStore, name: str, policy: RetryPolicy, user:
 async def delete_policy(store: EventStore, name: str, user: str) -> None:
     """Delete a policy; refused (409) while a queue names it."""
     async with store.transaction() as tx:
-        if not await _exists(tx.connection, name):
+        if not await _exists(await tx.views(), name):
             raise NotFound(f"retry policy {name!r} does not exist", field="name")
-        users = await _queues_naming(tx.connection, name)
+        users = await _queues_naming(await tx.views(), name)
         if users:
             raise Conflict(
                 f"retry policy {name!r} is used by queue(s) {', '.join(users)}; detach it first",

@@ -71,6 +71,8 @@ class SchedulerService:
         self.history = CycleHistory()
         #: ``ClusterState.node_generation`` when runs were last checked for lost nodes.
         self._lost_nodes_checked = -1
+        #: The log up to here has been considered by a cycle: the loop sleeps until news after it.
+        self.considered_seq = 0
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -111,7 +113,7 @@ class SchedulerService:
                 self._watching_since = None
                 await asyncio.sleep(1.0)
                 continue
-            await self.store.wait_for_change(self.state.seq, timeout=self.settings.cycle_period)
+            await self.store.wait_for_change(self.considered_seq, timeout=self.settings.cycle_period)
             await asyncio.sleep(self.settings.min_cycle_interval)
 
     async def cycle(self) -> SchedulingResult:
@@ -133,7 +135,7 @@ class SchedulerService:
         )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         decided = time.monotonic()
-        await self._append_decisions(result)
+        self.considered_seq = await self._append_decisions(result)
         self.scheduler_state = result.state
         self.last_result = result
         busy = result.stats.scheduled or result.stats.preempted or result.stats.rejected
@@ -204,9 +206,17 @@ class SchedulerService:
 
     # --- decisions ----------------------------------------------------------------------
 
-    async def _append_decisions(self, result: SchedulingResult) -> None:
+    async def _append_decisions(self, result: SchedulingResult) -> int:
+        """Append the cycle's decisions; return the seq up to which the log has been considered.
+
+        That is the decisions' last event when nothing else was appended between the state
+        the core decided on and them; else that state's seq, so that what others appended
+        meanwhile (perhaps in the same transaction, after the decisions) wakes the next
+        cycle at once rather than after ``cyclePeriod``.
+        """
+        seen = self.state.seq
         if not (len(result.leases) or result.preemptions or result.rejections):
-            return
+            return seen
         job_ids = [
             *result.leases.job_ids,
             *(p.job_id for p in result.preemptions),
@@ -215,13 +225,13 @@ class SchedulerService:
 
         # The core decided on the state as of its seq, which is what the views said then:
         # build from memory, and from the views only if a decided job changed since.
-        seen = self.state.seq
         draft = _Decisions(self._decision_events(result, self._rows_in_state(job_ids)), job_ids)
 
         async def decide(conn: AsyncConnection) -> _Decisions:
             return _Decisions(self._decision_events(result, await views.jobs_by_id(conn, job_ids)), job_ids)
 
-        await self.store.append_checked(draft, seen, decide, urgent=True)
+        appended, last = await self.store.append_checked(draft, seen, decide, urgent=True)
+        return last if last - len(appended.events) == seen else seen
 
     def _rows_in_state(self, job_ids: Sequence[str]) -> dict[str, JobRow]:
         """The jobs as the in-memory state holds them: queued, or holding a run (leased)."""

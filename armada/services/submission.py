@@ -47,7 +47,7 @@ async def submit_jobs(
     dedupe = any(job.client_id for job in jobs)
     prepared = None if dedupe else PreparedEvents([event for pair in job_events for event in pair])
     async with store.transaction() as tx:
-        queue = await load_queue(tx.connection, request.queue, store.unreadable)
+        queue = await load_queue(await tx.views(jobs=False), request.queue, store.unreadable)
         if queue is None:
             raise NotFound(f"queue {request.queue!r} does not exist; create it first", field="queue")
         if queue.cordoned:
@@ -99,7 +99,7 @@ async def _known_client_ids(tx: Transaction, request: JobSubmitRequest) -> dict[
     client_ids = {item.client_id for item in request.job_request_items if item.client_id}
     if not client_ids:
         return {}
-    return await job_ids_by_client_id(tx.connection, request.queue, client_ids)
+    return await job_ids_by_client_id(await tx.views(), request.queue, client_ids)
 
 
 def _events(job: Job, now: datetime) -> tuple[JobSubmitted, JobQueued]:

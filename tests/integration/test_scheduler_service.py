@@ -302,6 +302,32 @@ async def test_a_job_cancelled_after_the_core_decided_is_not_leased(harness: Har
     assert "leased" not in await h.event_types(cancelled)
 
 
+async def test_jobs_committed_with_the_decisions_wake_the_next_cycle(harness: Harness) -> None:
+    """A submission sharing the decisions' transaction (group commit) was not considered by
+    the cycle: the loop must not sleep past it, although the state already holds it."""
+    h = harness
+    store = h.database.store
+    await h.lease()
+    await submit(h, 1)
+    await h.scheduler.cycle()
+    assert h.scheduler.considered_seq == await store.head()  # only its own decisions since
+
+    await submit(h, 1)
+    async with store.transaction() as tx:  # holds the write lock: both queue behind it
+        cycle = asyncio.create_task(h.scheduler.cycle())
+        while not store._append_lock._urgent:  # noqa: ASYNC110 - no event marks another task queueing
+            await asyncio.sleep(0.01)
+        late = asyncio.create_task(submit(h, 1))
+        while not store._append_lock._normal:  # noqa: ASYNC110 - no event marks another task queueing
+            await asyncio.sleep(0.01)
+        tx.append([])
+    await cycle
+    await late
+    head = await store.head()
+    assert h.scheduler.considered_seq < head
+    assert await store.wait_for_change(h.scheduler.considered_seq, timeout=0) == head  # no sleep
+
+
 async def test_a_cancel_landing_while_a_report_waits_to_write_wins_over_the_stale_read(
     harness: Harness,
 ) -> None:

@@ -53,3 +53,21 @@ async def test_a_waiter_cancelled_as_the_lock_is_handed_to_it_passes_it_on() -> 
     first.cancel()  # ... which is cancelled before it runs
     await asyncio.wait_for(second, 1)
     assert first.cancelled() and lock.locked()
+
+
+async def test_busy_seconds_count_holds_including_the_current_one_and_hand_offs() -> None:
+    lock = WriteLock()
+    assert lock.busy_seconds == 0.0
+    await lock.acquire()
+    await asyncio.sleep(0.02)
+    assert lock.busy_seconds >= 0.02  # the current hold counts
+    waiter = asyncio.create_task(lock.acquire())
+    await asyncio.sleep(0)
+    lock.release()  # handed over: still busy
+    await waiter
+    await asyncio.sleep(0.02)
+    lock.release()
+    held = lock.busy_seconds
+    assert held >= 0.04
+    await asyncio.sleep(0.02)
+    assert lock.busy_seconds == held  # idle time does not count

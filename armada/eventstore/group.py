@@ -1,0 +1,130 @@
+"""Group commit: the writers queued at the append lock share one database transaction.
+
+Appends are serialised, and under load most of an append's cost is per transaction (the
+lock, the head read, the bulk statements' round trips, the commit), not per row. So the
+lock's holder, when it is done, hands its turn to the next queued writer *inside the same
+transaction*; when nobody is queued (or the group is large, or the write was urgent: the
+scheduler's decisions, which every queued job waits for), the group is written — one
+COPY per table, one round of view updates, one NOTIFY — and committed once.
+
+Each writer still runs its own reads and checks, and a writer that fails with a domain
+error (bad input, a conflict) leaves nothing in the group and fails alone. A writer that
+reads the views first gets what the writers before it in the group staged written into the
+transaction (:meth:`AppendGroup.write_pending`), so it reads what it would have read had
+they committed. Any other failure (the database's, or a writer cancelled in the middle of
+its reads) leaves the transaction unusable: the group is rolled back and each of its
+writers gets the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
+
+from armada.eventstore import dialects
+from armada.eventstore.appending import PreparedEvents, write
+from armada.model.events import Event
+
+#: A group takes no further writers once it holds this many events (bounds its latency).
+MAX_GROUP_EVENTS = 5_000
+
+
+class AppendGroup:
+    """One write transaction shared by consecutive holders of the append lock."""
+
+    def __init__(self, conn: AsyncConnection, transaction: AsyncTransaction, head: int) -> None:
+        self.conn = conn
+        self._transaction = transaction
+        #: The log's committed head when the group began.
+        self.head = head
+        #: The newest event already written in this transaction (``head`` until a flush).
+        self.written = head
+        self.pending: list[PreparedEvents] = []
+        #: Every event the group's writers staged, in log order.
+        self.events: list[Event] = []
+        self.job_ids: set[str] = set()
+        self.writers = 0
+        #: Why the transaction cannot commit, if it cannot.
+        self.failure: BaseException | None = None
+        self.outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.outcome.add_done_callback(_retrieve)  # a group whose writers all left still settles
+
+    @classmethod
+    async def begin(cls, engine: AsyncEngine) -> AppendGroup:
+        """Open the write transaction and take the cross-process append lock."""
+        conn = await engine.connect()
+        try:
+            conn = await conn.execution_options(**{dialects.WRITE_OPTION: True})
+            transaction = await conn.begin()
+            return cls(conn, transaction, await dialects.lock_log(conn))
+        except BaseException:
+            await conn.close()
+            raise
+
+    @property
+    def last(self) -> int:
+        """Seq of the last event staged so far (the next writer's come after it)."""
+        return self.head + len(self.events)
+
+    @property
+    def full(self) -> bool:
+        return len(self.events) >= MAX_GROUP_EVENTS
+
+    def add(self, prepared: PreparedEvents | None) -> int:
+        """Count a writer in, staging its events (if any) after everything before them.
+
+        Returns the seq of its last event. A writer with no events still commits with the
+        group (it may have written directly, as replay does).
+        """
+        self.writers += 1
+        if prepared is not None:
+            self.pending.append(prepared)
+            self.events += prepared.events
+            self.job_ids.update(event.job_id for event in prepared.events)
+        return self.last
+
+    async def write_pending(self, *, jobs: bool = True) -> None:
+        """Write what earlier writers staged, so that a read on :attr:`conn` sees it.
+
+        ``jobs=False``: the caller reads no job or run rows, so only queue, executor and
+        retry-policy changes need writing first.
+        """
+        if self.pending and (jobs or any(part.changes.ordered for part in self.pending)):
+            await self._flush(notify=False)
+
+    async def commit(self) -> None:
+        """Write the rest, notify once, commit (or roll back a failed or empty group); close."""
+        try:
+            if self.failure is not None or not self.writers:
+                await self._transaction.rollback()
+                return
+            if self.pending:
+                await self._flush(notify=True)
+            elif self.written > self.head:
+                await dialects.notify(self.conn, self.written)
+            await self._transaction.commit()
+        finally:
+            await self.conn.close()
+
+    def settle(self) -> None:
+        if self.failure is None:
+            self.outcome.set_result(None)
+        elif isinstance(self.failure, Exception):
+            self.outcome.set_exception(self.failure)
+        else:  # cancelled or interrupted: the others get an error of their own
+            stopped = GroupAborted(f"a writer sharing the transaction stopped: {self.failure!r}")
+            self.outcome.set_exception(stopped)
+
+    async def _flush(self, *, notify: bool) -> None:
+        batch, self.pending = PreparedEvents.combine(self.pending), []
+        self.written = await write(self.conn, batch, self.written, notify=notify)
+
+
+class GroupAborted(RuntimeError):
+    """The shared transaction was abandoned by another writer (it was cancelled mid-read)."""
+
+
+def _retrieve(outcome: asyncio.Future[None]) -> None:
+    if not outcome.cancelled():
+        outcome.exception()

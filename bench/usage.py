@@ -1,0 +1,98 @@
+"""Where the CPU goes in a benchmark: a process tree's CPU seconds, a database's backends', and
+the server's append lock busy time (from ``/metrics``).
+
+Linux only (``/proc``). PostgreSQL backends are found by database name in
+``pg_stat_activity`` (the server must run on this host); a backend that ended between two
+samples is missed, which the server's pooled connections make rare.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import httpx
+import psycopg
+
+TICKS = os.sysconf("SC_CLK_TCK")
+LOCK_BUSY = "armada_eventstore_append_lock_busy_seconds_total"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15)
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and its live descendants (``armada serve --workers``)."""
+    total, pending = 0.0, [pid]
+    while pending:
+        current = pending.pop()
+        total += cpu_seconds(current)
+        pending += _children(current)
+    return total
+
+
+def backend_cpu(conninfo: str, database: str) -> dict[int, float]:
+    """CPU seconds of each PostgreSQL backend connected to ``database``, by pid."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [database])
+        pids = [row[0] for row in rows]
+    return {pid: cpu_seconds(pid) for pid in pids}
+
+
+def lock_busy_seconds(base_url: str) -> float:
+    """The server's ``armada_eventstore_append_lock_busy_seconds_total`` (one replica's)."""
+    for line in httpx.get(f"{base_url}/metrics", timeout=30).text.splitlines():
+        if line.startswith(LOCK_BUSY):
+            return float(line.split()[-1])
+    raise LookupError(f"{LOCK_BUSY} not exposed by {base_url}")
+
+
+class Sample(NamedTuple):
+    at: float
+    server_cpu: float
+    lock_busy: float
+    backends: dict[int, float]
+
+
+class Usage:
+    """Samples the server's and its database's CPU and the append lock at two moments."""
+
+    def __init__(self, server_pid: int, base_url: str, database: tuple[str, str] | None) -> None:
+        self._pid = server_pid
+        self._url = base_url
+        self._database = database  # (conninfo of the PostgreSQL server, database name)
+
+    def sample(self) -> Sample:
+        backends = backend_cpu(*self._database) if self._database else {}
+        return Sample(time.monotonic(), tree_cpu_seconds(self._pid), lock_busy_seconds(self._url), backends)
+
+    @staticmethod
+    def figures(start: Sample, end: Sample, jobs: int) -> dict[str, float]:
+        """CPU seconds per 1,000 jobs (server; PostgreSQL backends) and the lock's busy fraction."""
+        per_1000 = 1000 / jobs
+        result = {
+            "server_cpu_s_per_1000_jobs": round((end.server_cpu - start.server_cpu) * per_1000, 3),
+            "append_lock_busy_fraction": round((end.lock_busy - start.lock_busy) / (end.at - start.at), 3),
+        }
+        if end.backends:
+            used = sum(cpu - start.backends.get(pid, 0.0) for pid, cpu in end.backends.items())
+            result["postgres_cpu_s_per_1000_jobs"] = round(used * per_1000, 3)
+        return result

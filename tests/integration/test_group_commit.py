@@ -1,0 +1,220 @@
+"""Group commit on SQLite and PostgreSQL: writers queued at the append lock share one
+transaction, yet each keeps its own checks and answer, sees what the writers before it in
+the group staged, and gets dense, contiguous sequence numbers in log order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import DBAPIError
+
+from armada.eventstore import schema
+from armada.eventstore.database import Database
+from armada.eventstore.rebuild import rebuild_views
+from armada.model.errors import NotFound
+from armada.model.queues import Queue
+from armada.model.wire.jobs import JobSubmitRequest
+from armada.services.pod_policy import QueueSecurityGate
+from armada.services.queues import create_queue
+from armada.services.submission import submit_jobs
+from armada.services.validation import SubmissionRules
+from armada.settings import Settings
+from tests.api.jobs import item
+from tests.factories import RandomHistory, make_job, submission
+from tests.integration.test_eventstore import view_rows
+
+RULES = SubmissionRules.from_settings(Settings())
+GATE = QueueSecurityGate(may_administer=True, reserved_namespaces=frozenset())
+
+
+def request(queue: str, count: int = 3, **fields: Any) -> JobSubmitRequest:
+    return JobSubmitRequest(
+        queue=queue, job_set_id="set", job_request_items=[item(**fields) for _ in range(count)]
+    )
+
+
+async def as_one_group(database: Database, writers: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
+    """Run ``writers`` queued behind a held append lock, so that they form one group.
+
+    Returns each writer's result or exception; asserts that they committed as one group.
+    """
+    store = database.store
+    groups, served = store.appended_groups, store.appended_writers
+    gate = asyncio.Event()
+
+    async def holder() -> None:
+        async with store.transaction() as tx:
+            tx.append(submission(make_job(queue="holder")))
+            await gate.wait()
+
+    held = asyncio.create_task(holder())
+    await asyncio.sleep(0.05)
+    tasks = [asyncio.create_task(writer()) for writer in writers]
+    while len(store._append_lock._normal) < len(writers):  # noqa: ASYNC110 - no event marks queueing
+        await asyncio.sleep(0.01)
+    gate.set()
+    await held
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert store.appended_groups == groups + 1
+    succeeded = sum(not isinstance(result, BaseException) for result in results)
+    assert store.appended_writers == served + 1 + succeeded
+    return results
+
+
+async def jobs_of(database: Database, queue: str) -> int:
+    async with database.engine.connect() as conn:
+        query = select(func.count()).select_from(schema.jobs).where(schema.jobs.c.queue == queue)
+        return int(await conn.scalar(query) or 0)
+
+
+async def test_one_bad_request_fails_alone_and_its_neighbours_commit_together(database: Database) -> None:
+    store = database.store
+    for name in ("holder", "team-a", "team-b"):
+        await create_queue(store, Queue(name=name), "admin", GATE)
+    before = await store.head()
+
+    results = await as_one_group(
+        database,
+        [
+            lambda: submit_jobs(store, request("team-a"), RULES, "alice"),
+            lambda: submit_jobs(store, request("no-such-queue"), RULES, "mallory"),
+            lambda: submit_jobs(store, request("team-b", count=2), RULES, "bob"),
+        ],
+    )
+
+    first, bad, second = results
+    assert isinstance(bad, NotFound) and bad.field == "queue"
+    assert len(first.job_response_items) == 3 and len(second.job_response_items) == 2
+    assert await jobs_of(database, "team-a") == 3 and await jobs_of(database, "team-b") == 2
+    assert await jobs_of(database, "no-such-queue") == 0
+    stored = await store.read(before)
+    assert [s.seq for s in stored] == list(range(before + 1, before + 2 + 10 + 1))  # holder 2, jobs 5 x 2
+    # Log order is the order the writers were served in, each one's events contiguous.
+    assert [s.event.queue for s in stored] == ["holder"] * 2 + ["team-a"] * 6 + ["team-b"] * 4
+    submitted = [s.event.job_id for s in stored if s.event.type == "submitted" and s.event.queue != "holder"]
+    answered = [i.job_id for i in first.job_response_items] + [i.job_id for i in second.job_response_items]
+    assert submitted == answered
+
+
+async def test_a_writer_sees_what_earlier_writers_of_its_group_staged(database: Database) -> None:
+    store = database.store
+    await create_queue(store, Queue(name="holder"), "admin", GATE)
+
+    results = await as_one_group(
+        database,
+        [
+            lambda: create_queue(store, Queue(name="fresh"), "admin", GATE),
+            lambda: submit_jobs(store, request("fresh", count=1, client_id="once"), RULES, "alice"),
+            lambda: submit_jobs(store, request("fresh", count=1, client_id="once"), RULES, "alice"),
+        ],
+    )
+
+    _created, first, repeated = results
+    # The queue made earlier in the group exists for the submission, and the repeated client
+    # id is recognised although the first job is not committed yet when it is checked.
+    assert first.job_response_items[0].job_id == repeated.job_response_items[0].job_id
+    assert await jobs_of(database, "fresh") == 1
+    live = await view_rows(database)
+    await rebuild_views(store)
+    assert await view_rows(database) == live
+
+
+async def test_a_failed_statement_aborts_its_group_and_the_next_group_works(database: Database) -> None:
+    store = database.store
+
+    async def broken() -> None:
+        async with store.transaction() as tx:
+            await (await tx.views()).execute(text("SELECT * FROM no_such_table"))
+
+    async def good() -> int:
+        return await store.append(submission(make_job()))
+
+    groups = store.appended_groups
+    gate = asyncio.Event()
+
+    async def holder() -> int:
+        async with store.transaction() as tx:
+            tx.append(submission(make_job()))
+            await gate.wait()
+        return tx.last_seq
+
+    tasks = [asyncio.create_task(writer()) for writer in (holder, broken, good)]
+    while len(store._append_lock._normal) < 2:  # noqa: ASYNC110 - no event marks queueing
+        await asyncio.sleep(0.01)
+    gate.set()
+    held, failed, behind = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(failed, DBAPIError)
+    assert held is failed  # the transaction they shared is gone
+    assert behind == 2  # the writer still queued was served by a fresh group
+    assert store.appended_groups == groups + 1
+
+
+async def test_groups_of_random_histories_equal_their_replay(database: Database) -> None:
+    """Views written by groups of many writers equal a replay of the log (the merge is exact)."""
+    stream = list(RandomHistory(seed=11).events(2000))
+    chunks = [stream[i : i + 37] for i in range(0, len(stream), 37)]
+    store = database.store
+    results = []
+    for start in range(0, len(chunks), 8):  # writers queue one after the other: few groups
+        results += await asyncio.gather(*(store.append(chunk) for chunk in chunks[start : start + 8]))
+    assert store.appended_groups < len(chunks)
+    assert results == [sum(len(c) for c in chunks[: i + 1]) for i in range(len(chunks))]
+    live = await view_rows(database)
+    await rebuild_views(store, batch=501)
+    assert await view_rows(database) == live
+
+
+@pytest.mark.parametrize("jobs", [False, True])
+async def test_views_writes_staged_events_only_when_the_read_could_see_them(
+    database: Database, jobs: bool
+) -> None:
+    store = database.store
+    async with store.transaction() as first:
+        first.append(submission(make_job()))
+    results = await as_one_group(
+        database,
+        [lambda: store.append(submission(make_job(queue="q-1"))), lambda: _count_jobs_inside(database, jobs)],
+    )
+    assert results[1] == (3 if jobs else 1)  # the committed job, and the two staged ones if written
+
+
+async def _count_jobs_inside(database: Database, jobs: bool) -> int:
+    async with database.store.transaction() as tx:
+        conn = await tx.views(jobs=jobs)
+        return int(await conn.scalar(select(func.count()).select_from(schema.jobs)) or 0)
+
+
+async def test_an_urgent_write_ends_its_group_instead_of_waiting_for_those_behind(database: Database) -> None:
+    store = database.store
+    groups = store.appended_groups
+    gate = asyncio.Event()
+    order: list[str] = []
+
+    async def holder() -> None:
+        async with store.transaction() as tx:
+            tx.append(submission(make_job()))
+            await gate.wait()
+
+    async def writer(name: str, urgent: bool) -> int:
+        async with store.transaction(urgent=urgent) as tx:
+            order.append(name)
+            tx.append(submission(make_job()))
+        return tx.last_seq
+
+    held = asyncio.create_task(holder())
+    await asyncio.sleep(0.05)
+    normal = asyncio.create_task(writer("normal", urgent=False))
+    urgent = asyncio.create_task(writer("decisions", urgent=True))
+    while not (store._append_lock._normal and store._append_lock._urgent):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    gate.set()
+    await held
+    assert await urgent == 4  # committed with the holder's write, first in its group
+    assert await normal == 6  # the next group
+    assert order == ["decisions", "normal"]
+    assert store.appended_groups == groups + 2
