@@ -173,7 +173,9 @@ class Store:
         self.history: deque[Change] = deque(maxlen=history)
         self.watchers: list[Watcher] = []
         self.compacted = 0
-        self._keys: list[Key] | None = None  # sorted keys, rebuilt after adds and removes
+        #: Every key, kept sorted as objects come and go (continue tokens page through it;
+        #: re-sorting after each write would cost every page O(n log n) on a big cluster).
+        self._keys: list[Key] = []
 
     @property
     def oldest(self) -> int:
@@ -196,8 +198,6 @@ class Store:
 
     def page(self, selector: Selector, after: Key | None, limit: int) -> list[Obj]:
         """Up to ``limit`` (0: all) matching objects after key ``after``, in key order."""
-        if self._keys is None:
-            self._keys = sorted(self.objects)
         start = bisect.bisect_right(self._keys, after) if after is not None else 0
         found: list[Obj] = []
         for key in self._keys[start:] if start else self._keys:
@@ -217,11 +217,11 @@ class Store:
         self.version += 1
         metadata["resourceVersion"] = str(self.version)
         if kind == "DELETED":
-            self.objects.pop(key, None)
-            self._keys = None
+            if self.objects.pop(key, None) is not None:
+                del self._keys[bisect.bisect_left(self._keys, key)]
         else:
             if old is None:
-                self._keys = None
+                bisect.insort(self._keys, key)
             self.objects[key] = obj
         before = copy.deepcopy(old) if kind == "MODIFIED" else None
         self._record(Change(self.version, kind, resource, copy.deepcopy(obj), before))
