@@ -173,8 +173,8 @@ class Store:
         self.history: deque[Change] = deque(maxlen=history)
         self.watchers: list[Watcher] = []
         self.compacted = 0
-        #: Every key, kept sorted as objects come and go (continue tokens page through it;
-        #: re-sorting after each write would cost every page O(n log n) on a big cluster).
+        #: Every key, kept sorted as objects come and go (continue tokens page through it)
+        #: rather than re-sorted on the first page after each write.
         self._keys: list[Key] = []
 
     @property
