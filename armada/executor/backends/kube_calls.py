@@ -128,7 +128,7 @@ class KubeCalls:
 
     @property
     def core(self) -> client.CoreV1Api:
-        """The typed API whose methods are handed to ``once``/``retried``/``list_all``/``watch``."""
+        """The typed API whose methods are handed to ``once``/``retried``/``pages``/``watch``."""
         return self._core
 
     @property
@@ -194,42 +194,30 @@ class KubeCalls:
         raise AssertionError("unreachable")
 
     async def pages(
-        self, call: Callable[..., Awaitable[Any]], *, stale_ok: bool = False, **selectors: Any
+        self, call: Callable[..., Awaitable[Any]], **selectors: Any
     ) -> AsyncIterator[tuple[list[Json], str]]:
         """Every item, one page (``list_page_size``) at a time, with the list's resource version
         (meaningful once the last page is in).
 
         Pages are handed over as they come so that a caller turns each into what it keeps
         and the whole list never exists at once (100,000 pods' JSON would be gigabytes of
-        objects for the garbage collector). ``stale_ok`` lets the first page come from the
-        API server's watch cache (``resourceVersion=0``: cheap, possibly seconds old);
-        otherwise the list is a consistent read, which "a pod is gone" evidence needs.
+        objects for the garbage collector). Every list is a consistent read (no
+        ``resourceVersion``), the documented way to paginate: a ``resourceVersion=0`` list
+        is served from the API server's watch cache, which ignores ``limit`` and answers
+        with the whole collection in one response; a consistent read is also what "a pod
+        is gone" evidence needs.
         """
         token = ""
         while True:
             page_args: dict[str, Any] = {"limit": self._settings.list_page_size, **selectors}
             if token:
                 page_args["_continue"] = token
-            elif stale_ok:
-                page_args["resource_version"] = "0"
-                page_args["resource_version_match"] = "NotOlderThan"
             page = await self.retried(call, **page_args)
             metadata = page.get("metadata") or {}
             token = str(metadata.get("continue") or "")
             yield page.get("items") or [], str(metadata.get("resourceVersion") or "")
             if not token:
                 return
-
-    async def list_all(
-        self, call: Callable[..., Awaitable[Any]], *, stale_ok: bool = False, **selectors: Any
-    ) -> tuple[list[Json], str]:
-        """Every item and the list's resource version (for small lists)."""
-        items: list[Json] = []
-        version = ""
-        async for page, page_version in self.pages(call, stale_ok=stale_ok, **selectors):
-            items.extend(page)
-            version = page_version
-        return items, version
 
     async def watch(
         self, call: Callable[..., Awaitable[Any]], version: str, seconds: float, **selectors: Any

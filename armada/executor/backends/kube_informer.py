@@ -2,13 +2,14 @@
 
 The node report used to be rebuilt every 10 s from full, unpaginated lists of every node
 and every non-terminal pod; on a 100,000-pod cluster that blocked the event loop for
-minutes. Here nodes and non-Armada pods are each listed once (from the API server's
-watch cache, page by page) and then followed by a watch, which is renewed from its last
-resource version (kept fresh by bookmarks) when the server ends it, and relisted only
-after a 410. Non-Armada pods are selected server-side (not labelled as Armada's, not
-terminal) and reduced to what the report needs: their node and requests, added to and
-subtracted from a per-node total as they come and go. Node reports are rebuilt only for
-nodes that changed.
+minutes. Here nodes and non-Armada pods are each listed once (page by page: a consistent
+read, since the watch cache would ignore ``limit``) and then followed by a watch, which is
+renewed from its last resource version (kept fresh by bookmarks) when the server ends it,
+and relisted only after a 410. Non-Armada pods are selected server-side (not labelled as
+Armada's, bound to a node, not terminal: pods leaving that selection arrive as DELETED)
+and reduced to what the report needs: their node and requests, added to and subtracted
+from a per-node total as they come and go. Node reports are rebuilt only for nodes that
+changed.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class Informer:
         """Apply a full list page by page (objects not in it are dropped); its version."""
         fresh: set[str] = set()
         version, slices = "", Slices()
-        async for page, page_version in self._calls.pages(self._list, stale_ok=True, **self._selectors):
+        async for page, page_version in self._calls.pages(self._list, **self._selectors):
             version = page_version
             for obj in page:
                 await slices.tick()
@@ -115,6 +116,10 @@ class Informer:
 
 
 SlimPod = tuple[str, tuple[tuple[str, int], ...]]
+
+#: Non-Armada pods that use a node's resources: bound to one (unscheduled pods use none),
+#: not terminal. Selected by the API server, so the rest never reaches the executor.
+OTHER_PODS_FIELDS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 
 
 def slim_pod(pod: Json) -> SlimPod:
@@ -166,7 +171,7 @@ class NodeView:
             slim=slim_pod,
             watch_seconds=watch_seconds,
             label_selector=f"!{RUN_ID_LABEL}",
-            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            field_selector=OTHER_PODS_FIELDS,
         )
 
     def tasks(self) -> list[asyncio.Task[None]]:
@@ -193,7 +198,7 @@ class NodeView:
 
     def _pod_changed(self, key: str, old: SlimPod | None, new: SlimPod | None) -> None:
         for pod, sign in ((old, -1), (new, 1)):
-            if pod is None or not pod[0]:
+            if pod is None:
                 continue
             node, requests = pod
             used = self._usage[node]

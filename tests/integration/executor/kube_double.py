@@ -3,12 +3,14 @@
 A small aiohttp server over ``kube_store.Store``, spoken to by the real kubernetes-asyncio
 client over HTTP. It does what the executor meets on a real cluster and an instant,
 permissive fake would hide: selectors evaluated server-side, ``resourceVersion`` and
-``limit``/``continue`` on lists, watches that end on their own and answer 410 when started
-too far back, BOOKMARK events, graceful deletion (terminal phase first, removal after,
-finalizers kept), admission (namespace exists and is not terminating, PriorityClass exists,
-pod quota → 403 with the API server's own message), and scriptable faults: latency, 429
-with ``Retry-After``, 5xx, connection resets, and failures *after* the change was applied
-(the ambiguous create). Tests drive the kubelet's side with ``run``/``exit``/``disrupt``/
+``limit``/``continue`` on lists (a ``resourceVersion=0`` list comes from the watch cache,
+which ignores ``limit``), watches that end on their own and answer 410 when started too
+far back, objects entering or leaving a watch's selection as ADDED/DELETED, BOOKMARK
+events, graceful deletion (terminal phase first, removal after, finalizers kept),
+admission (namespace exists and is not terminating, PriorityClass exists, pod quota → 403
+with the API server's own message), and scriptable faults: latency, 429 with
+``Retry-After``, 5xx, connection resets, and failures *after* the change was applied (the
+ambiguous create). Tests drive the kubelet's side with ``run``/``exit``/``disrupt``/
 ``reject``, so every outcome is a pod status a real kubelet would write.
 """
 
@@ -310,6 +312,10 @@ class KubeDouble(KubeletScript, ServiceAllocator):
 
     def _list(self, res: str, ns: str, query: Any) -> Obj:
         selector = self._selector(res, ns, query)
+        if query.get("resourceVersionMatch") and not query.get("resourceVersion"):
+            raise ApiError(
+                400, "BadRequest", "resourceVersionMatch is forbidden unless resourceVersion is provided"
+            )
         version, after = self.store.version, None
         if query.get("continue"):
             token = json.loads(base64.b64decode(query["continue"]))
@@ -320,7 +326,9 @@ class KubeDouble(KubeletScript, ServiceAllocator):
                     "The provided continue parameter is too old to display a consistent list result.",
                 )
             version, after = token["rv"], tuple(token["after"])
-        limit = int(query.get("limit") or 0)
+        # resourceVersion=0 is served from the watch cache, which ignores ``limit`` and
+        # answers with everything at once (kube-apiserver's cacher, computeListLimit).
+        limit = 0 if query.get("resourceVersion") == "0" else int(query.get("limit") or 0)
         items = self.store.page(selector, after, limit + 1 if limit else 0)
         metadata: Obj = {"resourceVersion": str(version)}
         if limit and len(items) > limit:

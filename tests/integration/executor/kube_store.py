@@ -134,6 +134,22 @@ class Change:
     kind: str  # ADDED, MODIFIED, DELETED
     resource: str
     obj: Obj
+    #: The object before a MODIFIED (to tell a watch that it entered or left its selection).
+    old: Obj | None = None
+
+    def seen_by(self, selector: Selector) -> Change | None:
+        """This change as a watch with ``selector`` gets it, if at all.
+
+        As the API server's watch cache does: an object that starts matching the
+        selection is ADDED to that watch, one that stops matching is DELETED from it.
+        """
+        now = selector.matches(self.resource, self.obj)
+        if self.kind != "MODIFIED":
+            return self if now else None
+        before = self.old is not None and selector.matches(self.resource, self.old)
+        if now == before:
+            return self if now else None
+        return Change(self.version, "ADDED" if now else "DELETED", self.resource, self.obj)
 
 
 @dataclass
@@ -157,7 +173,9 @@ class Store:
         self.history: deque[Change] = deque(maxlen=history)
         self.watchers: list[Watcher] = []
         self.compacted = 0
-        self._keys: list[Key] | None = None  # sorted keys, rebuilt after adds and removes
+        #: Every key, kept sorted as objects come and go (continue tokens page through it)
+        #: rather than re-sorted on the first page after each write.
+        self._keys: list[Key] = []
 
     @property
     def oldest(self) -> int:
@@ -180,8 +198,6 @@ class Store:
 
     def page(self, selector: Selector, after: Key | None, limit: int) -> list[Obj]:
         """Up to ``limit`` (0: all) matching objects after key ``after``, in key order."""
-        if self._keys is None:
-            self._keys = sorted(self.objects)
         start = bisect.bisect_right(self._keys, after) if after is not None else 0
         found: list[Obj] = []
         for key in self._keys[start:] if start else self._keys:
@@ -201,36 +217,32 @@ class Store:
         self.version += 1
         metadata["resourceVersion"] = str(self.version)
         if kind == "DELETED":
-            self.objects.pop(key, None)
-            self._keys = None
+            if self.objects.pop(key, None) is not None:
+                del self._keys[bisect.bisect_left(self._keys, key)]
         else:
             if old is None:
-                self._keys = None
+                bisect.insort(self._keys, key)
             self.objects[key] = obj
-        self._record(Change(self.version, kind, resource, copy.deepcopy(obj)), old)
+        before = copy.deepcopy(old) if kind == "MODIFIED" else None
+        self._record(Change(self.version, kind, resource, copy.deepcopy(obj), before))
         return obj
 
     def remove(self, resource: str, obj: Obj) -> None:
         self.put(resource, obj, "DELETED")
 
-    def _record(self, change: Change, old: Obj | None) -> None:
+    def _record(self, change: Change) -> None:
         self.history.append(change)
         for watcher in self.watchers:
-            if watcher.selector.matches(change.resource, change.obj):
-                watcher.queue.put_nowait(change)
-            elif (
-                change.kind == "MODIFIED"
-                and old is not None
-                and watcher.selector.matches(change.resource, old)
-            ):
-                # An object leaving a selected set is a DELETED to that watch.
-                watcher.queue.put_nowait(Change(change.version, "DELETED", change.resource, change.obj))
+            seen = change.seen_by(watcher.selector)
+            if seen is not None:
+                watcher.queue.put_nowait(seen)
 
     def since(self, version: int, selector: Selector) -> Iterable[Change]:
         """Changes after ``version`` matching ``selector``; Gone if compacted away."""
         if version < self.oldest:
             raise Gone(f"too old resource version: {version} ({self.oldest + 1})")
-        return [c for c in self.history if c.version > version and selector.matches(c.resource, c.obj)]
+        seen = (c.seen_by(selector) for c in self.history if c.version > version)
+        return [c for c in seen if c is not None]
 
     def subscribe(self, selector: Selector) -> Watcher:
         watcher = Watcher(selector)

@@ -42,6 +42,59 @@ async def test_selectors_are_evaluated_server_side(cluster: Any) -> None:
     assert refused.value.status == 400
 
 
+async def test_pod_field_selectors_are_those_of_the_api_server(cluster: Any) -> None:
+    double, core, _ = cluster
+    await make_pods(core)  # a and c on n1, b on n2, in kube-system
+    unbound = plain_pod("d", "", "1", "1Gi")
+    del unbound["spec"]["nodeName"]
+    await core.create_namespaced_pod("default", unbound)
+    double.set_pod("c", "kube-system", phase="Succeeded")
+    assert await names(core, field_selector="spec.nodeName!=") == ["a", "b", "c"]
+    assert await names(core, field_selector="spec.nodeName=") == ["d"]
+    assert await names(core, field_selector="spec.nodeName==n2") == ["b"]
+    assert await names(core, field_selector="metadata.namespace=default") == ["d"]
+    assert await names(core, field_selector="metadata.name!=a,metadata.namespace==kube-system") == ["b", "c"]
+    unfinished = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+    assert await names(core, field_selector=unfinished) == ["a", "b"]
+    for bad in ("spec.nodeName", "spec.nodeName~=x", "status.podIPs=x"):
+        with pytest.raises(ApiException) as refused:
+            await names(core, field_selector=bad)
+        assert refused.value.status == 400, bad
+
+
+async def test_watches_see_objects_enter_and_leave_their_selection(cluster: Any) -> None:
+    double, core, host = cluster
+    unbound = plain_pod("d", "", "1", "1Gi")
+    del unbound["spec"]["nodeName"]
+    await core.create_namespaced_pod("kube-system", unbound)
+    version = (await core.list_pod_for_all_namespaces()).metadata.resource_version
+    selection = Selector.parse("pods", "", "", "spec.nodeName!=,status.phase!=Succeeded")
+    live = double.store.subscribe(selection)
+    double.bind("d", "n1", "kube-system")  # enters: ADDED, not MODIFIED
+    double.set_pod("d", "kube-system", phase="Running")
+    double.set_pod("d", "kube-system", phase="Succeeded")  # leaves: DELETED
+    expected = [("ADDED", "d"), ("MODIFIED", "d"), ("DELETED", "d")]
+    changes = [live.queue.get_nowait() for _ in expected]
+    assert [(c.kind, c.obj["metadata"]["name"]) for c in changes if c is not None] == expected
+    assert live.queue.empty()
+    query = "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded"
+    replayed = await watch_lines(host, f"resourceVersion={version}&{query}", 3)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in replayed] == expected
+
+
+async def test_a_list_at_resource_version_0_ignores_limit_like_the_watch_cache(cluster: Any) -> None:
+    _, core, _ = cluster
+    await make_pods(core)
+    for match in (None, "NotOlderThan"):
+        cached = await core.list_pod_for_all_namespaces(
+            limit=2, resource_version="0", resource_version_match=match
+        )
+        assert [p.metadata.name for p in cached.items] == ["a", "b", "c"] and not cached.metadata._continue
+    with pytest.raises(ApiException) as refused:
+        await core.list_pod_for_all_namespaces(resource_version_match="NotOlderThan")
+    assert refused.value.status == 400
+
+
 async def test_lists_page_with_limit_and_continue_and_old_tokens_expire(cluster: Any) -> None:
     double, core, _ = cluster
     await make_pods(core)
