@@ -30,9 +30,7 @@ class RawSpecSubmitted(ev.JobSubmitted, tag="submitted"):
 
 
 _KINDS = tuple(kind for kind in ev.AnyEvent.__args__ if kind is not ev.JobSubmitted)
-_decoder: msgspec.json.Decoder[ev.AnyEvent] = msgspec.json.Decoder(
-    Union[(*_KINDS, RawSpecSubmitted)]
-)
+_decoder: msgspec.json.Decoder[ev.AnyEvent] = msgspec.json.Decoder(Union[(*_KINDS, RawSpecSubmitted)])
 
 
 def decode_for_stream(payload: bytes) -> ev.AnyEvent:
