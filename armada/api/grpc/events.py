@@ -18,7 +18,7 @@ from google.protobuf.message_factory import GetMessageClass
 
 from armada.api.grpc import protowire, status
 from armada.api.grpc.convert import Context, GrpcServices
-from armada.api.grpc.jobs_proto import job_to_bytes, timestamp
+from armada.api.grpc.jobs_proto import job_to_bytes, timestamp_field
 from armada.api.grpc.stored import decode_for_stream
 from armada.api.grpc.submit import SERVING
 from armada.eventstore.store import StoredEvent
@@ -80,7 +80,7 @@ def encode_message(seq: int, event: ev.Event) -> bytes | None:
         protowire.string(job_id, event.job_id)
         + protowire.string(job_set_id, event.job_set_id)
         + protowire.string(queue, event.queue)
-        + protowire.field(created, timestamp(event.created).SerializeToString())
+        + timestamp_field(created, event.created)
     )
     if isinstance(event, ev.JobSubmitted):
         inner += protowire.field(job, job_to_bytes(event.job))

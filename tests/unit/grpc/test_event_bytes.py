@@ -13,7 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada.api.grpc import protowire
 from armada.api.grpc.events import encode_message
-from armada.api.grpc.jobs_proto import job_to_proto
+from armada.api.grpc.jobs_proto import job_to_proto, timestamp_field
 from armada.api.grpc.stored import decode_for_stream
 from armada.model import events as ev
 from armada.model.states import FailureCause
@@ -135,3 +135,12 @@ def test_a_stored_pod_spec_that_is_no_object_is_streamed_empty() -> None:
     assert message.message.submitted.job.id == "01odd"
     assert message.message.submitted.job.pod_spec == core.PodSpec()
     assert message.message.submitted.job.scheduling_resource_requirements == core.ResourceRequirements()
+
+
+def test_timestamps_are_composed_once_per_moment() -> None:
+    """A request's events share their moment: the cached field is the protobuf one."""
+    first = timestamp_field(4, WHEN)
+    assert first == protowire.field(4, STAMP.SerializeToString())
+    assert timestamp_field(4, WHEN.replace()) is first
+    later = WHEN.replace(microsecond=0)
+    assert Timestamp.FromString(timestamp_field(4, later)[2:]) == Timestamp(seconds=STAMP.seconds)
