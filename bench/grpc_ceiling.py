@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
-import os
 import socket
 import sys
 import time
@@ -28,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import grpc
 from armada_client.armada import event_pb2, event_pb2_grpc
 
-from bench.common import cpu_seconds, report
+from bench.common import cpu_seconds, process_cpu_seconds, report
 
 MESSAGE = event_pb2.EventStreamMessage(
     id="123456",
@@ -94,22 +93,16 @@ def main() -> None:
     result: dict[str, Any] = {"benchmark": "grpc_ceiling", "messages": args.messages}
     try:
         for name, receive in (("aio", lambda: asyncio.run(_aio(address))), ("sync", lambda: _sync(address))):
-            client, served = cpu_seconds(), _cpu_of(server.pid)
+            client, served = cpu_seconds(), process_cpu_seconds(server.pid)
             result[f"{name}_client_messages_per_second"] = round(receive())
             per_message = 1e6 / args.messages
             result[f"{name}_client_cpu_us_per_message"] = round((cpu_seconds() - client) * per_message, 1)
             result[f"{name}_server_cpu_us_per_message"] = round(
-                (_cpu_of(server.pid) - served) * per_message, 1
+                (process_cpu_seconds(server.pid) - served) * per_message, 1
             )
     finally:
         server.kill()
     report(result)
-
-
-def _cpu_of(pid: int | None) -> float:
-    """CPU seconds (user + system) process ``pid`` has used (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,15 @@ The job set is filled over REST first (a submitted and a queued event per job, s
 ``--events / 2`` jobs); then ``GetJobSetEvents`` (upstream's ``armada-client`` stub, not
 watching) is read from the first message to the last. ``--queue Q`` reads the job set a
 previous run filled in queue ``Q`` instead (to compare servers on the same data). The last
-line is JSON with ``events_per_second`` and the watcher's own CPU time per event.
+line is JSON with ``events_per_second``, the watcher's own CPU time per event and, given
+``--server-pid`` (the ``armada serve`` process), the server's CPU time per event sent.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 import uuid
@@ -30,7 +32,7 @@ from armada_client.client import ArmadaClient
 from armada.client import AsyncArmadaClient, ClientConfig
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
-from bench.common import cpu_seconds, report, rss_mb
+from bench.common import cpu_seconds, process_cpu_seconds, report, rss_mb
 from bench.submit import POD_SPEC
 
 
@@ -87,14 +89,21 @@ def main() -> None:
         help="which armada-client reads the stream (sync-single-threaded: the sync client with "
         "grpc.experimental.ChannelOptions.SingleThreadedUnaryStream)",
     )
+    parser.add_argument("--server-pid", type=int, default=0, help="measure this server process's CPU too")
     args = parser.parse_args()
     queue, job_set = args.queue or f"watch-{uuid.uuid4().hex[:8]}", "big"
     if not args.queue:
         asyncio.run(fill(args.url, queue, job_set, args.events // 2))
+    served = process_cpu_seconds(args.server_pid) if args.server_pid else 0.0
     if args.client == "asyncio":
         count, seconds, cpu = asyncio.run(watch(args.grpc, queue, job_set))
     else:
         count, seconds, cpu = watch_sync(args.grpc, queue, job_set, args.client == "sync-single-threaded")
+    server: dict[str, float] = {}
+    if args.server_pid:
+        server["server_cpu_us_per_event"] = round(
+            (process_cpu_seconds(args.server_pid) - served) / count * 1e6, 1
+        )
     report(
         {
             "benchmark": "grpc_watch",
@@ -104,7 +113,9 @@ def main() -> None:
             "seconds": round(seconds, 3),
             "events_per_second": round(count / seconds),
             "client_cpu_us_per_event": round(cpu / count * 1e6, 1),
+            **server,
             "client_rss_mb": rss_mb(),
+            "load_average": round(os.getloadavg()[0], 1),
         }
     )
 

@@ -41,6 +41,9 @@ def uvicorn_config(settings: Settings, app: Litestar | None) -> uvicorn.Config:
         port=server.port,
         log_config=None,
         lifespan="on",
+        # uvloop (a dependency) when installed; REST, gRPC, the scheduler and the in-process
+        # executor all run on it (docs/performance.md, gRPC: ~13% less CPU per stream message).
+        loop="auto",
         timeout_graceful_shutdown=server.shutdown_timeout,
         timeout_keep_alive=server.keep_alive_timeout,
         ssl_certfile=server.tls_cert or None,

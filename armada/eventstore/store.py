@@ -26,7 +26,7 @@ from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.writelock import WriteLock
 from armada.model.errors import ArmadaError
-from armada.model.events import Event
+from armada.model.events import Event, EventDecoder, decode_event
 
 __all__ = ["Draft", "EventStore", "PreparedEvents", "StoredEvent", "Transaction", "log_row"]
 
@@ -245,8 +245,13 @@ class EventStore:
         job_id: str | None = None,
         until_seq: int | None = None,
         limit: int = 1000,
+        decode: EventDecoder = decode_event,
     ) -> list[StoredEvent]:
-        """Events after ``after_seq`` (exclusive), oldest first, optionally of one job set or job."""
+        """Events after ``after_seq`` (exclusive), oldest first, optionally of one job set or job.
+
+        ``decode`` reads the payloads fetched from the database (a reader that only re-encodes
+        events can skip building parts it copies verbatim); recent events kept in memory are
+        returned as decoded when appended."""
         if queue is None and job_set_id is None and job_id is None:
             known_head = self.notifier.head if until_seq is None else min(until_seq, self.notifier.head)
             recent = self._recent.after(after_seq, known_head, limit)
@@ -265,7 +270,7 @@ class EventStore:
         query = query.order_by(events.c.seq).limit(limit)
         async with self.engine.connect() as conn:
             rows = (await conn.execute(query)).all()
-            return await decode_log_rows(conn, rows, self.unreadable)
+            return await decode_log_rows(conn, rows, self.unreadable, decode)
 
     async def wait_for_change(self, after_seq: int, timeout: float | None = None) -> int:
         """Wait until an event after ``after_seq`` commits (or timeout); return the head."""

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import schema
 from armada.eventstore.recent import StoredEvent
-from armada.model.events import ReadEvent, UnreadableEvent, decode_event
+from armada.model.events import EventDecoder, ReadEvent, UnreadableEvent, decode_event
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +75,10 @@ class UnreadableRecords:
 
 
 async def decode_log_rows(
-    conn: AsyncConnection, rows: Sequence[Row[int, bytes]], records: UnreadableRecords
+    conn: AsyncConnection,
+    rows: Sequence[Row[int, bytes]],
+    records: UnreadableRecords,
+    decode: EventDecoder = decode_event,
 ) -> list[StoredEvent]:
     """Decode ``(seq, payload)`` rows of the log; an unreadable one becomes an
     :class:`~armada.model.events.UnreadableEvent` with its envelope from the log's columns."""
@@ -83,7 +86,7 @@ async def decode_log_rows(
     failed: dict[int, str] = {}
     for seq, payload in rows:
         try:
-            decoded.append(decode_event(payload))
+            decoded.append(decode(payload))
         except msgspec.DecodeError as exc:
             decoded.append(None)
             failed[seq] = str(exc)

@@ -10,6 +10,7 @@ events and is also stored in indexed columns of the ``events`` table.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypedDict
 
@@ -45,8 +46,13 @@ class Event(msgspec.Struct, tag_field="type", rename="camel", kw_only=True, omit
 
     @property
     def type(self) -> str:
-        # ``__struct_config__`` builds a new object on every access: look the tag up instead.
-        return _TAGS[type(self)]
+        # ``__struct_config__`` builds a new object on every access: look the tag up instead
+        # (remembering those of subclasses defined elsewhere, such as a reader's lighter forms).
+        kind = type(self)
+        tag = _TAGS.get(kind)
+        if tag is None:
+            tag = _TAGS[kind] = str(kind.__struct_config__.tag)
+        return tag
 
 
 # --- job lifecycle (names as upstream's apiEventMessage) ------------------------------------
@@ -354,6 +360,10 @@ _decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(AnyEvent)
 
 def encode_event(event: Event) -> bytes:
     return _encoder.encode(event)
+
+
+#: How a reader turns a stored payload into an event (:func:`decode_event` unless it needs less).
+EventDecoder = Callable[[bytes], AnyEvent]
 
 
 def decode_event(payload: bytes) -> AnyEvent:

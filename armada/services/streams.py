@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from armada.eventstore.store import EventStore, StoredEvent
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest, NotFound
-from armada.model.events import UnreadableEvent
+from armada.model.events import EventDecoder, UnreadableEvent, decode_event
 
 PAGE = 1000
 
@@ -87,6 +87,7 @@ async def job_set_pages(
     *,
     after: int = 0,
     watch: bool = False,
+    decode: EventDecoder = decode_event,
 ) -> AsyncGenerator[list[StoredEvent], None]:
     """The job set's events after message id ``after``, oldest first, a page at a time
     (transports pay per await: :func:`flatten` gives them one by one).
@@ -94,12 +95,13 @@ async def job_set_pages(
     Without ``watch`` the stream ends at the last event committed when it started; with it
     the stream never ends (the caller stops iterating when its client goes away). While the
     caller sends one page, the next is already being read, so that a large job set streams
-    at the transport's pace rather than the database's.
+    at the transport's pace rather than the database's. ``decode`` is
+    :meth:`EventStore.read`'s.
     """
     head = await store.head()
     while True:
         ahead: asyncio.Future[list[StoredEvent]] | None = asyncio.ensure_future(
-            _page(store, queue, job_set_id, after, head)
+            _page(store, queue, job_set_id, after, head, decode)
         )
         try:
             while ahead is not None:
@@ -107,7 +109,7 @@ async def job_set_pages(
                 ahead = None
                 if len(page) == PAGE:
                     after = page[-1].seq
-                    ahead = asyncio.ensure_future(_page(store, queue, job_set_id, after, head))
+                    ahead = asyncio.ensure_future(_page(store, queue, job_set_id, after, head, decode))
                 events = [
                     as_streamed(stored) for stored in page if not isinstance(stored.event, UnreadableEvent)
                 ]
@@ -125,8 +127,12 @@ async def job_set_pages(
         head = changed if changed > head else await store.head()
 
 
-async def _page(store: EventStore, queue: str, job_set_id: str, after: int, until: int) -> list[StoredEvent]:
-    return await store.read(after, queue=queue, job_set_id=job_set_id, until_seq=until, limit=PAGE)
+async def _page(
+    store: EventStore, queue: str, job_set_id: str, after: int, until: int, decode: EventDecoder
+) -> list[StoredEvent]:
+    return await store.read(
+        after, queue=queue, job_set_id=job_set_id, until_seq=until, limit=PAGE, decode=decode
+    )
 
 
 def _forget(read: asyncio.Future[list[StoredEvent]]) -> None:

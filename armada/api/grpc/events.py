@@ -18,7 +18,8 @@ from google.protobuf.message_factory import GetMessageClass
 
 from armada.api.grpc import protowire, status
 from armada.api.grpc.convert import Context, GrpcServices
-from armada.api.grpc.jobs_proto import job_to_bytes, timestamp
+from armada.api.grpc.jobs_proto import job_to_bytes, timestamp_field
+from armada.api.grpc.stored import decode_for_stream
 from armada.api.grpc.submit import SERVING
 from armada.eventstore.store import StoredEvent
 from armada.model import events as ev
@@ -79,7 +80,7 @@ def encode_message(seq: int, event: ev.Event) -> bytes | None:
         protowire.string(job_id, event.job_id)
         + protowire.string(job_set_id, event.job_set_id)
         + protowire.string(queue, event.queue)
-        + protowire.field(created, timestamp(event.created).SerializeToString())
+        + timestamp_field(created, event.created)
     )
     if isinstance(event, ev.JobSubmitted):
         inner += protowire.field(job, job_to_bytes(event.job))
@@ -135,7 +136,9 @@ class EventService(event_pb2_grpc.EventServicer):
             raise NotFound(f"queue {queue!r} does not exist", field="queue") from None
         if if_missing:
             await streams.require_job_set(store, queue, job_set_id)
-        pages = streams.job_set_pages(store, queue, job_set_id, after=after, watch=watch)
+        pages = streams.job_set_pages(
+            store, queue, job_set_id, after=after, watch=watch, decode=decode_for_stream
+        )
         key = caller.stream_key(identity, context)
         async for page in self.services.streams.open_for(key, self._encoded(pages, watch)):
             yield page

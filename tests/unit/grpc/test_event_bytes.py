@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import msgspec
 from armada_client.armada import event_pb2, submit_pb2
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
@@ -12,7 +13,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada.api.grpc import protowire
 from armada.api.grpc.events import encode_message
-from armada.api.grpc.jobs_proto import job_to_proto
+from armada.api.grpc.jobs_proto import job_to_proto, timestamp_field
+from armada.api.grpc.stored import decode_for_stream
 from armada.model import events as ev
 from armada.model.states import FailureCause
 from tests.factories import RandomHistory, make_job
@@ -112,3 +114,33 @@ def test_every_streamed_kind_parses_with_its_envelope() -> None:
         assert inner.created.ToDatetime(UTC) == event.created
         seen.add(kind)
     assert {"submitted", "queued", "leased", "running", "succeeded", "failed", "cancelled"} <= seen
+
+
+def test_the_stream_reads_stored_events_into_the_same_messages() -> None:
+    """Decoding for the stream (pod spec and requirements kept as raw JSON) changes no byte."""
+    for seq, event in enumerate(RandomHistory(seed=11).events(2000), start=1):
+        stored = decode_for_stream(ev.encode_event(event))
+        assert type(stored).__struct_config__.tag == event.type
+        assert encode_message(seq, stored) == encode_message(seq, event)
+
+
+def test_a_stored_pod_spec_that_is_no_object_is_streamed_empty() -> None:
+    """Raw JSON is only checked when converted: a bad stored spec empties that job's spec and
+    requirements, and the stream goes on."""
+    job = make_job(job_id="01odd", queue="q", job_set_id="set")
+    stored = msgspec.json.decode(ev.encode_event(ev.JobSubmitted(job=job, **ENVELOPE)))  # type: ignore[arg-type]
+    stored["job"].update(podSpec=[{"containers": []}], schedulingResourceRequirements=7)
+    odd = msgspec.json.encode(stored)
+    message = _parsed(3, decode_for_stream(odd))
+    assert message.message.submitted.job.id == "01odd"
+    assert message.message.submitted.job.pod_spec == core.PodSpec()
+    assert message.message.submitted.job.scheduling_resource_requirements == core.ResourceRequirements()
+
+
+def test_timestamps_are_composed_once_per_moment() -> None:
+    """A request's events share their moment: the cached field is the protobuf one."""
+    first = timestamp_field(4, WHEN)
+    assert first == protowire.field(4, STAMP.SerializeToString())
+    assert timestamp_field(4, WHEN.replace()) is first
+    later = WHEN.replace(microsecond=0)
+    assert Timestamp.FromString(timestamp_field(4, later)[2:]) == Timestamp(seconds=STAMP.seconds)
