@@ -28,6 +28,9 @@ from armada.model.events import Event
 
 #: A group takes no further writers once it holds this many events (bounds its latency).
 MAX_GROUP_EVENTS = 5_000
+#: ... or once this many writers have had their turn, refused ones included: writers that
+#: keep arriving (a refused one stages nothing) must not hold back the commit the first wait for.
+MAX_GROUP_TURNS = 100
 
 
 class AppendGroup:
@@ -45,6 +48,8 @@ class AppendGroup:
         self.events: list[Event] = []
         self.job_ids: set[str] = set()
         self.writers = 0
+        #: Turns taken in the group, by writers that staged events or were refused alike.
+        self.turns = 0
         #: Why the transaction cannot commit, if it cannot.
         self.failure: BaseException | None = None
         self.outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -69,7 +74,8 @@ class AppendGroup:
 
     @property
     def full(self) -> bool:
-        return len(self.events) >= MAX_GROUP_EVENTS
+        """Whether the group takes no more writers (it is committed at the end of this turn)."""
+        return len(self.events) >= MAX_GROUP_EVENTS or self.turns >= MAX_GROUP_TURNS
 
     def add(self, prepared: PreparedEvents | None) -> int:
         """Count a writer in, staging its events (if any) after everything before them.

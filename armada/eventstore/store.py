@@ -160,6 +160,7 @@ class EventStore:
         if group is None:
             self._append_lock.release()
             return
+        group.turns += 1
         if not commit and group.failure is None and not group.full and self._append_lock.hand_off():
             return
         self._group = None

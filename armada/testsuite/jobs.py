@@ -18,6 +18,8 @@ from armada.testsuite.spec import Case
 
 #: Rounds of reading and extending a shared queue's namespaces before giving up.
 QUEUE_ATTEMPTS = 5
+#: Pause between those rounds.
+QUEUE_PAUSE_SECONDS = 0.1
 #: Pause before retrying a call that failed for a reason that may pass (queue being created).
 RETRY_SECONDS = 0.5
 
@@ -56,6 +58,7 @@ async def ensure_queue(client: AsyncArmadaClient, name: str, namespaces: Sequenc
                 await client.update_queue(msgspec.structs.replace(current, allowed_namespaces=extended))
             else:
                 return
+        await asyncio.sleep(QUEUE_PAUSE_SECONDS)  # another case's change may still be committing
     raise CaseFailed(f"queue {name} could not be made to allow namespaces {sorted(set(namespaces))}")
 
 

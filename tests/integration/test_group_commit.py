@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
-from armada.model.errors import NotFound
+from armada.model.errors import ArmadaError, NotFound
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequest
 from armada.services.pod_policy import QueueSecurityGate
@@ -218,3 +218,40 @@ async def test_an_urgent_write_ends_its_group_instead_of_waiting_for_those_behin
     assert await normal == 6  # the next group
     assert order == ["decisions", "normal"]
     assert store.appended_groups == groups + 2
+
+
+async def test_writers_that_keep_failing_do_not_hold_back_the_groups_commit(database: Database) -> None:
+    """A client retrying a refused write in a loop joins the open group again and again
+    (a refused writer stages nothing, so the group never fills up): the create it raced must
+    still commit and become readable while the loop goes on, not only once it stops."""
+    store = database.store
+    await create_queue(store, Queue(name="raced"), "admin", GATE)  # every retry below is a 409
+    done = asyncio.Event()
+    refusals = 0
+
+    async def retry_forever() -> None:
+        nonlocal refusals
+        while not done.is_set():
+            try:
+                await create_queue(store, Queue(name="raced"), "admin", GATE)
+            except ArmadaError:
+                refusals += 1
+
+    async def readable(name: str) -> bool:
+        async with database.engine.connect() as conn:
+            query = select(func.count()).select_from(schema.queues).where(schema.queues.c.name == name)
+            return bool(await conn.scalar(query))
+
+    loops = [asyncio.create_task(retry_forever()) for _ in range(4)]
+    try:
+        await asyncio.sleep(0)
+        created = asyncio.create_task(create_queue(store, Queue(name="fresh"), "admin", GATE))
+        for _ in range(2_000):  # the refusals go on throughout
+            if created.done() and await readable("fresh"):
+                break
+            await asyncio.sleep(0.005)
+        assert created.done() and await readable("fresh"), f"still uncommitted after {refusals} refusals"
+        assert not done.is_set()
+    finally:
+        done.set()
+        await asyncio.gather(*loops)
