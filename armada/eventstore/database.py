@@ -42,6 +42,8 @@ class Database:
             await conn.execute(text("SELECT 1"))
 
     async def close(self) -> None:
+        """Let the writes under way finish (see :meth:`EventStore.close`), then let go of it all."""
+        await self.store.close()
         if self._listener is not None:
             await self._listener.stop()
         await self.engine.dispose()

@@ -25,7 +25,7 @@ from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.writelock import WriteLock
-from armada.model.errors import ArmadaError
+from armada.model.errors import ArmadaError, Unavailable
 from armada.model.events import Event, EventDecoder, decode_event
 
 __all__ = ["Draft", "EventStore", "PreparedEvents", "StoredEvent", "Transaction", "log_row"]
@@ -109,6 +109,7 @@ class EventStore:
         self._append_lock = WriteLock(on_abandoned=self._end_turn)
         self._group: AppendGroup | None = None
         self._committing: set[asyncio.Task[None]] = set()
+        self._closed = False
         #: Committed groups and the writers they served (writers per group: group commit's gain).
         self.appended_groups = 0
         self.appended_writers = 0
@@ -130,8 +131,11 @@ class EventStore:
 
         ``urgent`` writes (scheduling decisions) overtake others waiting in this process.
         The write joins the group of writers served by one database transaction (see
-        :mod:`armada.eventstore.group`); it returns once that has committed.
+        :mod:`armada.eventstore.group`); it returns once that has committed. Once
+        :meth:`close` has been called a new write is refused with :class:`Unavailable`.
         """
+        if self._closed:
+            raise Unavailable("the event store is closed: the server is shutting down")
         await self._append_lock.acquire(urgent=urgent)
         group = self._group
         if group is None:
@@ -167,6 +171,21 @@ class EventStore:
         task = asyncio.create_task(self._commit(group), name="append-group-commit")
         self._committing.add(task)
         task.add_done_callback(self._committing.discard)
+
+    async def close(self) -> None:
+        """Refuse new writes, serve those already queued, and wait for every group to commit.
+
+        Called before the engine is disposed: a group still committing holds a connection,
+        and its writers are owed their answer (a commit cut short by the end of the event
+        loop would leave them without one and the connection open).
+        """
+        self._closed = True
+        # Behind every queued writer (the urgent ones overtake it, but new ones are refused
+        # from here on): once it holds the lock, the open group, if any, is the last one.
+        await self._append_lock.acquire()
+        self._end_turn(commit=True)
+        while self._committing:
+            await asyncio.wait(set(self._committing))
 
     async def _commit(self, group: AppendGroup) -> None:
         try:
