@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from litestar import delete, get, post, put
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath, JSONBody
 
 from armada.api.dependencies import Scheduler, Scheduling, Store, User
@@ -61,15 +62,34 @@ async def delete_executor_settings(name: FromPath[str], store: Store, user: User
     return Empty()
 
 
+Verb = Literal["preempt", "cancel"]
+
+_PERMISSIONS = {"preempt": P.PREEMPT_ANY_JOBS, "cancel": P.CANCEL_ANY_JOBS}
+
+
+def _bulk_route(verb: Verb, target: Literal["executor", "node"], summary: str) -> HTTPRouteHandler:
+    """``POST /v1/{target}/{verb}/{name}``, guarded by the verb's permission: the route of each
+    bulk command (the handlers differ only in their body and answer types)."""
+    return post(
+        f"/v1/{target}/{verb}/{{name:str}}",
+        responses=problems(404),
+        status_code=200,
+        tags=TAGS,
+        summary=summary,
+        opt=requires(_PERMISSIONS[verb]),
+    )
+
+
 async def _on_executor(
-    verb: Literal["preempt", "cancel"],
+    verb: Verb,
     name: str,
-    request: ExecutorJobsRequest | NodeJobsRequest,
+    request: ExecutorJobsRequest | NodeJobsRequest | None,
     store: EventStore,
     user: str,
     scheduling: SchedulingConfig,
 ) -> list[str]:
     """The bulk command on executor ``name``, or on node ``name`` of ``request.executor``."""
+    request = request or ExecutorJobsRequest()
     fleet.check_name(name, request.name)
     executor, node = (request.executor, name) if isinstance(request, NodeJobsRequest) else (name, "")
     return await bulk_actions.on_executor(
@@ -84,13 +104,8 @@ async def _on_executor(
     )
 
 
-@post(
-    "/v1/executor/preempt/{name:str}",
-    responses=problems(404),
-    status_code=200,
-    tags=TAGS,
-    summary="Preempt the preemptible jobs running on an executor (filters: queues, classes)",
-    opt=requires(P.PREEMPT_ANY_JOBS),
+@_bulk_route(
+    "preempt", "executor", "Preempt the preemptible jobs running on an executor (filters: queues, classes)"
 )
 async def preempt_on_executor(
     name: FromPath[str],
@@ -99,20 +114,12 @@ async def preempt_on_executor(
     scheduling: Scheduling,
     data: JSONBody[ExecutorJobsRequest | None] = None,
 ) -> JobPreemptResponse:
-    request = data or ExecutorJobsRequest()
     return JobPreemptResponse(
-        preempted_ids=await _on_executor("preempt", name, request, store, user, scheduling)
+        preempted_ids=await _on_executor("preempt", name, data, store, user, scheduling)
     )
 
 
-@post(
-    "/v1/executor/cancel/{name:str}",
-    responses=problems(404),
-    status_code=200,
-    tags=TAGS,
-    summary="Cancel the jobs running on an executor (filters: queues, classes)",
-    opt=requires(P.CANCEL_ANY_JOBS),
-)
+@_bulk_route("cancel", "executor", "Cancel the jobs running on an executor (filters: queues, classes)")
 async def cancel_on_executor(
     name: FromPath[str],
     store: Store,
@@ -120,20 +127,10 @@ async def cancel_on_executor(
     scheduling: Scheduling,
     data: JSONBody[ExecutorJobsRequest | None] = None,
 ) -> CancellationResult:
-    request = data or ExecutorJobsRequest()
-    return CancellationResult(
-        cancelled_ids=await _on_executor("cancel", name, request, store, user, scheduling)
-    )
+    return CancellationResult(cancelled_ids=await _on_executor("cancel", name, data, store, user, scheduling))
 
 
-@post(
-    "/v1/node/preempt/{name:str}",
-    responses=problems(404),
-    status_code=200,
-    tags=TAGS,
-    summary="Preempt the preemptible jobs running on one node of an executor",
-    opt=requires(P.PREEMPT_ANY_JOBS),
-)
+@_bulk_route("preempt", "node", "Preempt the preemptible jobs running on one node of an executor")
 async def preempt_on_node(
     name: FromPath[str], data: JSONBody[NodeJobsRequest], store: Store, user: User, scheduling: Scheduling
 ) -> JobPreemptResponse:
@@ -142,46 +139,39 @@ async def preempt_on_node(
     )
 
 
-@post(
-    "/v1/node/cancel/{name:str}",
-    responses=problems(404),
-    status_code=200,
-    tags=TAGS,
-    summary="Cancel the jobs running on one node of an executor",
-    opt=requires(P.CANCEL_ANY_JOBS),
-)
+@_bulk_route("cancel", "node", "Cancel the jobs running on one node of an executor")
 async def cancel_on_node(
     name: FromPath[str], data: JSONBody[NodeJobsRequest], store: Store, user: User, scheduling: Scheduling
 ) -> CancellationResult:
     return CancellationResult(cancelled_ids=await _on_executor("cancel", name, data, store, user, scheduling))
 
 
-@post(
-    "/v1/binoculars/cordon",
-    responses=problems(404, 409),
-    status_code=200,
-    tags=TAGS,
-    summary="Cordon a node: nothing new is placed there, its executor cordons it in the cluster",
-    opt=requires(P.CORDON_NODES),
-)
-async def cordon_node(data: JSONBody[NodeCordonRequest], store: Store, user: User) -> Empty:
-    await fleet.cordon_node(store, data.node_name, executor=data.executor, reason=data.reason, user=user)
-    return Empty()
+def _cordon_route(cordoned: bool, summary: str) -> HTTPRouteHandler:
+    """``POST /v1/binoculars/cordon`` or ``.../uncordon`` (one handler, the flag apart)."""
+    verb = "cordon" if cordoned else "uncordon"
 
+    async def handler(data: JSONBody[NodeCordonRequest], store: Store, user: User) -> Empty:
+        await fleet.cordon_node(
+            store, data.node_name, executor=data.executor, cordoned=cordoned, reason=data.reason, user=user
+        )
+        return Empty()
 
-@post(
-    "/v1/binoculars/uncordon",
-    responses=problems(404, 409),
-    status_code=200,
-    tags=TAGS,
-    summary="Uncordon a node cordoned with /v1/binoculars/cordon",
-    opt=requires(P.CORDON_NODES),
-)
-async def uncordon_node(data: JSONBody[NodeCordonRequest], store: Store, user: User) -> Empty:
-    await fleet.cordon_node(
-        store, data.node_name, executor=data.executor, cordoned=False, reason=data.reason, user=user
+    handler.__name__ = handler.__qualname__ = f"{verb}_node"  # names the OpenAPI operation
+    route = post(
+        f"/v1/binoculars/{verb}",
+        responses=problems(404, 409),
+        status_code=200,
+        tags=TAGS,
+        summary=summary,
+        opt=requires(P.CORDON_NODES),
     )
-    return Empty()
+    return route(handler)
+
+
+cordon_node = _cordon_route(
+    True, "Cordon a node: nothing new is placed there, its executor cordons it in the cluster"
+)
+uncordon_node = _cordon_route(False, "Uncordon a node cordoned with /v1/binoculars/cordon")
 
 
 @delete(
