@@ -8,7 +8,6 @@ in development mode an in-process executor; all are stopped in reverse on shutdo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -67,6 +66,7 @@ from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
 from armada.services.validation import SubmissionRules
 from armada.settings import Settings
+from armada.tasks import cancel_and_wait
 
 #: Group of the in-process development executor's internal token; it holds ``execute_jobs``.
 DEV_EXECUTOR_GROUP = "armada:dev-executor"
@@ -112,12 +112,6 @@ def access_control(settings: Settings, dev_executor_token: str = "") -> AccessCo
         extra_tokens=[internal],
         extra_grants={GlobalPermission.EXECUTE_JOBS: [DEV_EXECUTOR_GROUP]},
     )
-
-
-async def _stop_task(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
 
 
 def create_app(settings: Settings) -> Litestar:
@@ -194,8 +188,10 @@ def create_app(settings: Settings) -> Litestar:
                     executor_settings.server_url,
                     lambda: run_executor(executor_settings, metrics=ExecutorMetrics(metrics.registry)),
                 )
-                stack.push_async_callback(_stop_task, asyncio.create_task(executor))
-                stack.push_async_callback(_stop_task, asyncio.create_task(log_job_changes(database.store)))
+                stack.push_async_callback(cancel_and_wait, asyncio.create_task(executor))
+                stack.push_async_callback(
+                    cancel_and_wait, asyncio.create_task(log_job_changes(database.store))
+                )
             yield
 
     return Litestar(

@@ -9,9 +9,10 @@ and streams that wait on it finish cleanly at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Coroutine
 from typing import Any, TypeVar
+
+from armada.tasks import cancel_and_wait
 
 T = TypeVar("T")
 
@@ -42,7 +43,5 @@ class ShutdownSignal:
         finally:
             stopping.cancel()
             if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task)
         return None if task.cancelled() else task.result()

@@ -15,6 +15,7 @@ import psycopg
 import structlog
 
 from armada.eventstore.dialects import NOTIFY_CHANNEL, SIGNAL_CHANNEL, libpq_conninfo
+from armada.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
 
@@ -92,9 +93,7 @@ class PgListener:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
 
     async def _run(self) -> None:
         backoff = 0.1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine
-from contextlib import suppress
 from typing import Any
 
 import structlog
@@ -29,6 +28,7 @@ from armada.model.leases import (
     NodeReport,
     RunEvent,
 )
+from armada.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
 
@@ -91,9 +91,7 @@ class ExecutorAgent:
         finally:
             crashed = [t for t in (reporter, leasing) if t.done() and not t.cancelled() and t.exception()]
             for task in (leasing, stopping):
-                task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task)
             await self._shutdown(reporter)
         if crashed:
             raise RuntimeError(f"executor task {crashed[0].get_name()} failed") from crashed[0].exception()
@@ -108,11 +106,8 @@ class ExecutorAgent:
         flushed = await self.reporter.flush(self._settings.shutdown_flush_seconds)
         if not flushed:
             self._log.warning("shutting down with undelivered events", backlog=self.reporter.backlog)
-        reporter.cancel()
         for task in [reporter, *self._tasks.values()]:
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
         await self._backend.close()
         self._log.info("executor stopped")
 
@@ -238,9 +233,7 @@ class ExecutorAgent:
 
         async def kill() -> None:
             if launching is not None:
-                launching.cancel()
-                with suppress(asyncio.CancelledError):
-                    await launching
+                await cancel_and_wait(launching)
             backoff = self._backoff()
             while True:
                 try:

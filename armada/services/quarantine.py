@@ -11,7 +11,6 @@ job is failed once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 import structlog
 
@@ -19,6 +18,7 @@ from armada.eventstore import views
 from armada.eventstore.store import EventStore
 from armada.eventstore.unreadable import UnreadableRecord
 from armada.model import events as ev
+from armada.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
 
@@ -69,6 +69,4 @@ class Quarantine:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)

@@ -13,6 +13,7 @@ import msgspec
 from armada.client import ArmadaApiError, AsyncArmadaClient
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
+from armada.tasks import cancel_and_wait
 from armada.testsuite.progress import Progress
 from armada.testsuite.spec import Case
 
@@ -81,9 +82,7 @@ class JobCase:
             await self._submit_batches()
             await self._until_decided()
         finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            await cancel_and_wait(watcher)
             await self._clean_up()
 
     def describe_progress(self) -> str:
