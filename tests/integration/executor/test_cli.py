@@ -18,27 +18,30 @@ REPO = Path(__file__).resolve().parents[3]
 LAUNCHER = "import typer; from armada.cli.executor import executor; typer.run(executor)"
 
 
-async def test_executor_process_leases_and_stops_on_sigterm(server: ContractServer) -> None:
-    server.offer(lease("r1", argv=["sleep", "0"]))
-    process = await asyncio.create_subprocess_exec(
+async def start_executor(
+    server: ContractServer, cluster_id: str, *options: str, output: int = asyncio.subprocess.DEVNULL
+) -> asyncio.subprocess.Process:
+    """``armada executor`` of ``server`` as a child process; its stdout and stderr go to ``output``."""
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         LAUNCHER,
         "--server",
         server.url,
         "--cluster-id",
-        "cli-cluster",
-        "--backend",
-        "fake",
-        "--fake-nodes",
-        "3",
-        "--token",
-        "t0k",
+        cluster_id,
+        *options,
         cwd=REPO,
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-        stdout=asyncio.subprocess.PIPE,
+        stdout=output,
         stderr=asyncio.subprocess.STDOUT,
     )
+
+
+async def test_executor_process_leases_and_stops_on_sigterm(server: ContractServer) -> None:
+    server.offer(lease("r1", argv=["sleep", "0"]))
+    options = ["--backend", "fake", "--fake-nodes", "3", "--token", "t0k"]
+    process = await start_executor(server, "cli-cluster", *options, output=asyncio.subprocess.PIPE)
     try:
         await server.wait_for(lambda: "succeeded" in server.kinds("r1"), within=60)
     finally:
@@ -73,33 +76,14 @@ def test_options_become_settings(tmp_path: Path) -> None:
     assert (settings.process.cpu, settings.process.memory, settings.fake.nodes) == ("2", "4Gi", 7)
 
 
-async def start_executor(server: ContractServer, state: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        LAUNCHER,
-        "--server",
-        server.url,
-        "--cluster-id",
-        "crashy",
-        "--backend",
-        "process",
-        "--process-state-dir",
-        str(state),
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-
-
 async def test_sigkilled_executor_cleans_up_stale_runs_when_it_returns(
     server: ContractServer, tmp_path: Path
 ) -> None:
     """Runs survive an executor SIGKILL; the restarted one kills those the server expired."""
     state = tmp_path / "state"
     server.offer(lease("stale", argv=["sleep", "1000"]), lease("live", argv=["sleep", "1000"]))
-    first = await start_executor(server, state)
+    crashy = ["--backend", "process", "--process-state-dir", str(state)]
+    first = await start_executor(server, "crashy", *crashy)
     await server.wait_for(lambda: "running" in server.kinds("stale") and "running" in server.kinds("live"))
     first.kill()
     await first.wait()
@@ -107,7 +91,7 @@ async def test_sigkilled_executor_cleans_up_stale_runs_when_it_returns(
     for pid in pids.values():
         os.kill(pid, 0)  # still running without their executor
     del server.active["stale"]
-    second = await start_executor(server, state)
+    second = await start_executor(server, "crashy", *crashy)
     try:
         seen = len(server.lease_requests)
         await server.wait_for(
