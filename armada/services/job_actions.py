@@ -76,6 +76,19 @@ async def _job_set(tx: Transaction, queue: str, job_set_id: str, states: Iterabl
     return await views.job_set_rows(await tx.views(), queue, job_set_id, states)
 
 
+async def _named_or_job_set(
+    tx: Transaction,
+    job_ids: Sequence[str],
+    queue: str,
+    job_set_id: str,
+    states: Iterable[JobState] = UNFINISHED_JOB_STATES,
+) -> list[JobRow]:
+    """The named jobs or, if none is named, the job set's jobs in ``states``."""
+    if job_ids:
+        return await _jobs_by_id(tx, job_ids, queue, job_set_id)
+    return await _job_set(tx, queue, job_set_id, states)
+
+
 def cancel_events(rows: Iterable[JobRow], reason: str, user: str) -> tuple[list[Event], list[str]]:
     """Cancellation of the unfinished ones of ``rows`` (queued jobs end at once); their ids."""
     events: list[Event] = []
@@ -95,14 +108,7 @@ async def cancel_jobs(
 ) -> list[str]:
     """Cancel the named jobs (or, if none is named, the whole job set); return those cancelled."""
     check_reason(reason)
-    async with store.transaction() as tx:
-        if job_ids:
-            rows = await _jobs_by_id(tx, job_ids, queue, job_set_id)
-        else:
-            rows = await _job_set(tx, queue, job_set_id, UNFINISHED_JOB_STATES)
-        events, cancelled = cancel_events(rows, reason, user)
-        tx.append(events)
-    return cancelled
+    return await _cancel(store, queue, job_set_id, job_ids, UNFINISHED_JOB_STATES, reason=reason, user=user)
 
 
 async def cancel_job_set(
@@ -113,8 +119,21 @@ async def cancel_job_set(
     wanted = {parse_state(s, f"filter.states[{i}]") for i, s in enumerate(states)} or set(
         UNFINISHED_JOB_STATES
     )
+    return await _cancel(store, queue, job_set_id, (), wanted, reason=reason, user=user)
+
+
+async def _cancel(
+    store: EventStore,
+    queue: str,
+    job_set_id: str,
+    job_ids: Sequence[str],
+    states: Iterable[JobState],
+    *,
+    reason: str,
+    user: str,
+) -> list[str]:
     async with store.transaction() as tx:
-        rows = await _job_set(tx, queue, job_set_id, wanted)
+        rows = await _named_or_job_set(tx, job_ids, queue, job_set_id, states)
         events, cancelled = cancel_events(rows, reason, user)
         tx.append(events)
     return cancelled
@@ -127,12 +146,8 @@ async def reprioritize_jobs(
     if not new_priority >= 0:
         raise InvalidRequest("newPriority must be >= 0", field="newPriority")
     async with store.transaction() as tx:
-        if job_ids:
-            rows = await _jobs_by_id(tx, job_ids, queue, job_set_id)
-            results = dict.fromkeys(job_ids, "job not found")
-        else:
-            rows = await _job_set(tx, queue, job_set_id, UNFINISHED_JOB_STATES)
-            results = {}
+        rows = await _named_or_job_set(tx, job_ids, queue, job_set_id)
+        results = dict.fromkeys(job_ids, "job not found")
         events: list[Event] = []
         for row in rows:
             if row.state in TERMINAL_JOB_STATES:
