@@ -8,15 +8,17 @@ httpx, msgspec and the client load when a command connects, so that ``--help`` a
 server-side commands start without them.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 if TYPE_CHECKING:
     from armada.client import ArmadaClient
+
+T = TypeVar("T")
 
 UrlOption = Annotated[
     str | None,
@@ -61,3 +63,12 @@ def print_json(value: Any) -> None:
     import msgspec  # noqa: PLC0415
 
     typer.echo(msgspec.json.format(msgspec.json.encode(value), indent=2))
+
+
+def print_items(items: Sequence[T], describe: Callable[[T], str], *, json: bool) -> None:
+    """A listing: one JSON document (``--json``), else one described line per item."""
+    if json:
+        print_json(items)
+        return
+    for item in items:
+        typer.echo(describe(item))

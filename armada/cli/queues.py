@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_json
+from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_items, print_json
 
 if TYPE_CHECKING:  # loaded by the commands that build one (start-up time)
     from armada.model.queues import Queue
@@ -137,11 +137,7 @@ def list_(json: JsonOption = False, url: UrlOption = None, context: ContextOptio
     """List every queue."""
     with connect(url, context) as client:
         queues = client.list_queues()
-    if json:
-        print_json(queues)
-        return
-    for queue in queues:
-        typer.echo(_describe(queue))
+    print_items(queues, _describe, json=json)
 
 
 @app.command("cordon")

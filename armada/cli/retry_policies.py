@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_json
+from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_items, print_json
 
 if TYPE_CHECKING:  # loaded by the commands that need one (start-up time)
     from armada.model.retry import RetryPolicy
@@ -85,8 +85,4 @@ def list_(json: JsonOption = False, url: UrlOption = None, context: ContextOptio
     """List every retry policy."""
     with connect(url, context) as client:
         policies = client.list_retry_policies()
-    if json:
-        print_json(policies)
-        return
-    for policy in policies:
-        typer.echo(_describe(policy))
+    print_items(policies, _describe, json=json)

@@ -45,6 +45,8 @@ def test_create_queue_submit_watch(tmp_path: Path, database_url: str) -> None:
         assert json.loads(status.stdout) == {job_id: "QUEUED"}
         listed = armada(server.url, "queue", "list", "--json")
         assert [q["name"] for q in json.loads(listed.stdout)] == ["example"]
+        described = armada(server.url, "queue", "list").stdout.splitlines()
+        assert [line.split("\t")[0] for line in described] == ["example"]
 
         cancelled = armada(server.url, "cancel", "job-set", "example", "job-set-1", "--reason", "done")
         assert cancelled.exit_code == 0, cancelled.output
