@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
+from armada.client import ArmadaClient
 from armada.eventstore.database import Database
+from armada.model.queues import Queue
 from tests.databases import database_url_for
 
 DATABASE_KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -26,3 +30,22 @@ async def database(database_url: str) -> AsyncIterator[Database]:
         yield db
     finally:
         await db.close()
+
+
+class Served(Protocol):
+    url: str
+
+
+@pytest.fixture
+def client(server: Served) -> Iterator[ArmadaClient]:
+    """A client of the ``server`` fixture (each directory that serves defines its own)."""
+    with ArmadaClient(server.url) as armada:
+        yield armada
+
+
+@pytest.fixture
+def queue(client: ArmadaClient) -> str:
+    """A fresh queue for this test."""
+    name = f"q-{uuid.uuid4().hex[:12]}"
+    client.create_queue(Queue(name=name))
+    return name

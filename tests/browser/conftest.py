@@ -9,14 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from armada.client import ArmadaClient
-from armada.model.queues import Queue
 from tests.processes import Server, running_server
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -55,19 +52,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     }
     with running_server(workdir, "--dev", env=env) as running:
         yield running
-
-
-@pytest.fixture
-def client(server: Server) -> Iterator[ArmadaClient]:
-    with ArmadaClient(server.url) as armada:
-        yield armada
-
-
-@pytest.fixture
-def queue(client: ArmadaClient) -> str:
-    name = f"ui-{uuid.uuid4().hex[:8]}"
-    client.create_queue(Queue(name=name))
-    return name
 
 
 @pytest.fixture(scope="module")
