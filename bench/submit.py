@@ -22,6 +22,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -51,29 +52,46 @@ POD_SPEC = {
 }
 
 
+def batches_of(names: list[str], jobs: int, batch: int) -> list[tuple[str, int]]:
+    """``jobs`` as requests of ``batch`` jobs (the last one smaller), to the queues round-robin."""
+    return [(names[i % len(names)], min(batch, jobs - i * batch)) for i in range(-(-jobs // batch))]
+
+
+async def drive(
+    batches: list[tuple[str, int]], submit: Callable[[str, int], Awaitable[object]], concurrency: int
+) -> tuple[float, list[float]]:
+    """Send ``batches`` through ``submit(queue, size)``, ``concurrency`` at a time.
+
+    Returns the seconds the whole took and each request's latency, sorted.
+    """
+    latencies: list[float] = []
+    pending = iter(batches)
+
+    async def worker() -> None:
+        for queue, size in pending:
+            started = time.perf_counter()
+            await submit(queue, size)
+            latencies.append(time.perf_counter() - started)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - start, sorted(latencies)
+
+
 async def run_grpc(address: str, jobs: int, batch: int, queues: int, concurrency: int) -> dict[str, object]:
     """The same submission over gRPC with ``armada-client``."""
     run_id = uuid.uuid4().hex[:8]
     names = [f"bench-grpc-{run_id}-{i}" for i in range(queues)]
     item = submit_pb2.JobSubmitRequestItem(namespace="default", pod_spec=pod_spec_from_json(POD_SPEC))
-    batches = [(names[i % queues], min(batch, jobs - i * batch)) for i in range(-(-jobs // batch))]
-    latencies: list[float] = []
     async with grpc.aio.insecure_channel(address) as channel:
         client = ArmadaAsyncIOClient(channel)
         for name in names:
             await client.create_queue(client.create_queue_request(name, 1.0))
-        pending = iter(batches)
 
-        async def worker() -> None:
-            for queue, size in pending:
-                started = time.perf_counter()
-                await client.submit_jobs(queue, f"set-{run_id}", [item] * size)
-                latencies.append(time.perf_counter() - started)
+        async def submit(queue: str, size: int) -> object:
+            return await client.submit_jobs(queue, f"set-{run_id}", [item] * size)
 
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - start
-    latencies.sort()
+        elapsed, latencies = await drive(batches_of(names, jobs, batch), submit, concurrency)
     return {
         "grpc_seconds": round(elapsed, 3),
         "grpc_jobs_per_second": round(jobs / elapsed),
@@ -85,8 +103,6 @@ async def run(url: str, jobs: int, batch: int, queues: int, concurrency: int) ->
     run_id = uuid.uuid4().hex[:8]
     names = [f"bench-{run_id}-{i}" for i in range(queues)]
     items = [JobSubmitRequestItem(namespace="default", pod_spec=POD_SPEC) for _ in range(batch)]
-    batches = [(names[i % queues], min(batch, jobs - i * batch)) for i in range(-(-jobs // batch))]
-    latencies: list[float] = []
     async with AsyncArmadaClient(ClientConfig(armada_url=url, timeout=120)) as client:
         for name in names:
             try:
@@ -94,18 +110,11 @@ async def run(url: str, jobs: int, batch: int, queues: int, concurrency: int) ->
             except ArmadaApiError as exc:
                 if exc.status != 409:
                     raise
-        pending = iter(batches)
 
-        async def worker() -> None:
-            for queue, size in pending:
-                started = time.perf_counter()
-                await client.submit_jobs(queue, f"set-{run_id}", items[:size])
-                latencies.append(time.perf_counter() - started)
+        async def submit(queue: str, size: int) -> object:
+            return await client.submit_jobs(queue, f"set-{run_id}", items[:size])
 
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - start
-    latencies.sort()
+        elapsed, latencies = await drive(batches_of(names, jobs, batch), submit, concurrency)
     return {
         "benchmark": "submit",
         "jobs": jobs,
