@@ -176,6 +176,9 @@ def test_node_cordon_errors(client: ArmadaClient, fleet: Fleet) -> None:
     client.cordon_node(node, second)
     [shown] = [e for e in client.list_executors() if e.name == second]
     assert shown.nodes[0].cordoned
+    with pytest.raises(ArmadaApiError) as reasoned:
+        client.cordon_node(node, second, reason="fixed", cordoned=False)
+    assert (reasoned.value.status, reasoned.value.field) == (400, "reason")
 
 
 def test_preempt_and_cancel_on_a_node_or_executor_choose_exactly_the_matching_jobs(
