@@ -58,6 +58,24 @@ class RunObserver(Protocol):
         """Whether the executor still holds the run (its result not yet delivered)."""
 
 
+class ObserverSlot:
+    """Where a backend reports: set by its ``start``; calling it returns the observer.
+
+    A backend that reports before it was started has a bug, and says so.
+    """
+
+    def __init__(self) -> None:
+        self._observer: RunObserver | None = None
+
+    def attach(self, observer: RunObserver) -> None:
+        self._observer = observer
+
+    def __call__(self) -> RunObserver:
+        if self._observer is None:
+            raise RuntimeError("backend not started")
+        return self._observer
+
+
 class ClusterBackend(Protocol):
     """One cluster: its nodes and the runs placed on them."""
 

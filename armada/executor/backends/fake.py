@@ -17,7 +17,7 @@ import msgspec
 import structlog
 import yaml
 
-from armada.executor.backend import FoundRun, RunObserver, RunStatus
+from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
 from armada.executor.commands import container_argv, fake_plan
 from armada.executor.cordons import LocalCordons
 from armada.executor.exposure import simulated_addresses
@@ -85,7 +85,7 @@ class FakeBackend(LocalCordons):
         self._nodes = make_nodes(settings, cluster_id)
         self._rng = rng or random.Random()
         self._runs: dict[str, asyncio.Task[None]] = {}
-        self._observer: RunObserver | None = None
+        self._report = ObserverSlot()
         #: Run id → (start, end or None) wall-clock times: what the synthetic log is made of.
         self._spans: OrderedDict[str, tuple[float, float | None]] = OrderedDict()
 
@@ -95,7 +95,7 @@ class FakeBackend(LocalCordons):
 
     async def start(self, observer: RunObserver) -> None:
         """Remember where to report."""
-        self._observer = observer
+        self._report.attach(observer)
 
     async def close(self) -> None:
         """Simulated runs end with the executor."""
@@ -137,11 +137,6 @@ class FakeBackend(LocalCordons):
             for i in range(min(int(seconds) + 1, _MAX_LINES))
         ]
         return select(lines, order)
-
-    def _report(self) -> RunObserver:
-        if self._observer is None:
-            raise RuntimeError("backend not started")
-        return self._observer
 
     async def _simulate(self, lease: Lease) -> None:
         observer = self._report()

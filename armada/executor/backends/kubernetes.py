@@ -25,7 +25,7 @@ from typing import Literal
 import structlog
 from kubernetes_asyncio import client
 
-from armada.executor.backend import FoundRun, RunObserver, RunStatus
+from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
 from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client_from, close_api
 from armada.executor.backends.kube_create import create_refused
 from armada.executor.backends.kube_expose import Exposures
@@ -96,7 +96,7 @@ class KubernetesBackend:
         self._failing: dict[str, asyncio.Task[None]] = {}
         self._exposures = Exposures(ingress or IngressSettings())
         self._view: NodeView | None = None
-        self._observer: RunObserver | None = None
+        self._report = ObserverSlot()
         #: Resource version and start time of discover's list: the pod watch's first list.
         self._discovered: tuple[str, float] | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -133,7 +133,7 @@ class KubernetesBackend:
 
     async def start(self, observer: RunObserver) -> None:
         """Start the pod watch, node refresh and housekeeping loops."""
-        self._observer = observer
+        self._report.attach(observer)
         self._tasks += [
             asyncio.create_task(self._watch_pods(), name="kube-watch"),
             asyncio.create_task(self._every(self._settings.housekeeping_seconds, self.housekeeping)),
@@ -307,11 +307,6 @@ class KubernetesBackend:
         namespace, name = (pod.namespace, pod.name) if pod else (order.namespace, pod_name(order.job_id))
         timeout = self._settings.log_timeout_seconds
         return await read_pod_log(self._api_calls, self._core, namespace, name, order, timeout)
-
-    def _report(self) -> RunObserver:
-        if self._observer is None:
-            raise RuntimeError("backend not started")
-        return self._observer
 
     async def _delete(self, namespace: str, name: str, grace: int | None = None) -> bool:
         """Delete a pod (``grace`` None: the kill grace setting, else the pod's own); False if absent."""

@@ -31,7 +31,7 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from armada.executor.backend import FoundRun, RunObserver, RunStatus
+from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
 from armada.executor.backends.process_state import RunDir, run_dirs
 from armada.executor.commands import container_argv, first_container
 from armada.executor.cordons import LocalCordons
@@ -99,7 +99,7 @@ class ProcessBackend(LocalCordons):
             },
         )
         self._runs: dict[str, LocalRun] = {}
-        self._observer: RunObserver | None = None
+        self._report = ObserverSlot()
         self._sweeper: asyncio.Task[None] | None = None
 
     async def discover(self) -> list[FoundRun]:
@@ -116,7 +116,7 @@ class ProcessBackend(LocalCordons):
 
     async def start(self, observer: RunObserver) -> None:
         """Follow adopted runs and start sweeping old run directories."""
-        self._observer = observer
+        self._report.attach(observer)
         for run in self._runs.values():
             # Its ingressInfo may not have got out before the restart (the server keeps one).
             await self._report_exposure(run.lease)
@@ -263,11 +263,6 @@ class ProcessBackend(LocalCordons):
             async with asyncio.timeout(self._settings.kill_grace_seconds):
                 while _group_exists(pgid):  # noqa: ASYNC110 - the kernel offers nothing to wait on
                     await asyncio.sleep(0.02)
-
-    def _report(self) -> RunObserver:
-        if self._observer is None:
-            raise RuntimeError("backend not started")
-        return self._observer
 
     async def _wait_exit(self, run: LocalRun) -> None:
         if run.process is not None:
