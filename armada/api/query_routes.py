@@ -17,7 +17,7 @@ from armada.api.dependencies import Quota, Reads, Store
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.auth.policy import on_queue, watching
-from armada.model.errors import InvalidRequest, NotFound
+from armada.model.errors import InvalidRequest
 from armada.model.queues import QueueVerb
 from armada.model.states import JobState
 from armada.model.wire.events import EventStreamLine, JobSetRequest, encode_stream_line
@@ -33,7 +33,6 @@ from armada.model.wire.queries import (
     JobStatusUsingExternalJobUriRequest,
 )
 from armada.services import queries, streams
-from armada.services.queues import get_queue
 
 TAGS = ["jobs"]
 
@@ -137,14 +136,7 @@ async def job_set_events(
                 f"the body's {name} {given!r} differs from the path's {expected!r}", field=name
             )
     after = streams.parse_message_id(body.from_message_id)
-    # The guard let the caller through if the queue does not exist: a stream on it would
-    # deliver the events of whoever creates it later, so it is refused.
-    try:
-        await get_queue(store, queue)
-    except NotFound:
-        raise NotFound(f"queue {queue!r} does not exist", field="queue") from None
-    if body.error_if_missing:
-        await streams.require_job_set(store, queue, job_set_id)
+    await streams.check_target(store, queue, job_set_id, error_if_missing=body.error_if_missing)
     events = streams.flatten(streams.job_set_pages(store, queue, job_set_id, after=after, watch=body.watch))
 
     async def lines() -> AsyncIterator[bytes]:

@@ -15,6 +15,7 @@ from armada.eventstore.store import EventStore, StoredEvent
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest, NotFound
 from armada.model.events import EventDecoder, UnreadableEvent, decode_event
+from armada.services.queues import get_queue
 
 PAGE = 1000
 
@@ -64,9 +65,18 @@ def parse_message_id(value: str) -> int:
     return int(value)
 
 
-async def require_job_set(store: EventStore, queue: str, job_set_id: str) -> None:
-    """Raise 404 unless the job set has at least one event (upstream's ``errorIfMissing``)."""
-    if not await store.read(0, queue=queue, job_set_id=job_set_id, limit=1):
+async def check_target(store: EventStore, queue: str, job_set_id: str, *, error_if_missing: bool) -> None:
+    """Refuse a stream on a queue that does not exist, and (``error_if_missing``, upstream's
+    ``errorIfMissing``) on a job set without events: 404 either way.
+
+    The permission guard lets a caller through when the queue does not exist, but a stream
+    on it would deliver the events of whoever creates it later.
+    """
+    try:
+        await get_queue(store, queue)
+    except NotFound:
+        raise NotFound(f"queue {queue!r} does not exist", field="queue") from None
+    if error_if_missing and not await store.read(0, queue=queue, job_set_id=job_set_id, limit=1):
         raise NotFound(f"job set {job_set_id!r} of queue {queue!r} has no events", field="jobSetId")
 
 

@@ -23,11 +23,10 @@ from armada.api.grpc.stored import decode_for_stream
 from armada.api.grpc.submit import SERVING
 from armada.eventstore.store import StoredEvent
 from armada.model import events as ev
-from armada.model.errors import InvalidRequest, NotFound
+from armada.model.errors import InvalidRequest
 from armada.model.queues import QueueVerb
 from armada.model.states import FailureCause
 from armada.services import streams
-from armada.services.queues import get_queue
 
 _ONEOF = {field.json_name: field for field in event_pb2.EventMessage.DESCRIPTOR.fields}
 _ENVELOPE = {"job_id", "job_set_id", "queue", "created"}
@@ -130,12 +129,7 @@ class EventService(event_pb2_grpc.EventServicer):
         if not queue or not job_set_id:
             raise InvalidRequest("name the queue and the job set", field="queue" if not queue else "id")
         after = streams.parse_message_id(from_id)
-        try:
-            await get_queue(store, queue)
-        except NotFound:
-            raise NotFound(f"queue {queue!r} does not exist", field="queue") from None
-        if if_missing:
-            await streams.require_job_set(store, queue, job_set_id)
+        await streams.check_target(store, queue, job_set_id, error_if_missing=if_missing)
         pages = streams.job_set_pages(
             store, queue, job_set_id, after=after, watch=watch, decode=decode_for_stream
         )
