@@ -5,12 +5,29 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from armada.model import events as ev
 from armada.model.ids import new_job_id, new_run_id
 from armada.model.jobs import Job, ResourceRequirements
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy, RetryRule
+
+
+def pod_spec(cpu: str = "1", memory: str = "64Mi", **extra: Any) -> dict[str, Any]:
+    """What the examples and tests submit: one container, its resources, and ``extra`` fields."""
+    resources = {"cpu": cpu, "memory": memory}
+    return {
+        "containers": [
+            {
+                "name": "main",
+                "image": "alpine",
+                "args": ["sleep", "1"],
+                "resources": {"requests": dict(resources), "limits": dict(resources)},
+            }
+        ],
+        **extra,
+    }
 
 
 def make_job(
@@ -34,16 +51,7 @@ def make_job(
         client_id=client_id,
         priority=priority,
         annotations=annotations or {},
-        pod_spec={
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "alpine",
-                    "args": ["sleep", "1"],
-                    "resources": {"requests": resources, "limits": resources},
-                }
-            ]
-        },
+        pod_spec=pod_spec(cpu, memory),
         scheduling_resource_requirements=ResourceRequirements(requests=resources, limits=resources),
     )
 

@@ -7,22 +7,8 @@ from typing import Any
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.wire.jobs import JobSubmitRequestItem
+from tests.factories import pod_spec
 from tests.servers import ApiServer
-
-
-def pod_spec(cpu: str = "1", memory: str = "64Mi", **extra: Any) -> dict[str, Any]:
-    resources = {"cpu": cpu, "memory": memory}
-    return {
-        "containers": [
-            {
-                "name": "main",
-                "image": "alpine",
-                "args": ["sleep", "1"],
-                "resources": {"requests": dict(resources), "limits": dict(resources)},
-            }
-        ],
-        **extra,
-    }
 
 
 def item(**fields: Any) -> JobSubmitRequestItem:

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from armada.eventstore import schema
+from armada.eventstore import audit, schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
 from armada.eventstore.store import EventStore
@@ -21,13 +21,9 @@ from tests.factories import RandomHistory, make_job, submission
 
 
 async def view_rows(db: Database) -> dict[str, list[tuple[Any, ...]]]:
-    """Every view's rows, in primary-key order, for exact comparison."""
-    rows: dict[str, list[tuple[Any, ...]]] = {}
+    """Every view's rows, in primary-key order, for exact comparison (as ``admin check`` reads them)."""
     async with db.engine.connect() as conn:
-        for table in schema.VIEWS:
-            result = await conn.execute(select(table).order_by(*table.primary_key.columns))
-            rows[table.name] = [tuple(row) for row in result]
-    return rows
+        return await audit.view_rows(conn)
 
 
 async def count(db: Database, table: Any) -> int:

@@ -18,28 +18,14 @@ from armada.model.podsecurity import (
     profile_violation,
     service_account_violation,
 )
+from tests.factories import pod_spec
 
 B, R, P = Profile.BASELINE, Profile.RESTRICTED, Profile.PRIVILEGED
 
 
-def ordinary() -> dict[str, Any]:
-    """What the examples and tests submit: one container, resources, nothing else."""
-    resources = {"cpu": "1", "memory": "64Mi"}
-    return {
-        "containers": [
-            {
-                "name": "main",
-                "image": "alpine",
-                "args": ["sleep", "1"],
-                "resources": {"requests": resources, "limits": resources},
-            }
-        ]
-    }
-
-
 def hardened() -> dict[str, Any]:
     """An ordinary pod that also meets ``restricted``."""
-    spec = ordinary()
+    spec = pod_spec()
     spec["securityContext"] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
     spec["containers"][0]["securityContext"] = {
         "allowPrivilegeEscalation": False,
@@ -61,7 +47,7 @@ def with_(spec: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 
 
 def test_ordinary_pods_pass_baseline_and_hardened_ones_restricted() -> None:
-    assert profile_violation(ordinary(), B) is None
+    assert profile_violation(pod_spec(), B) is None
     assert profile_violation(hardened(), B) is None
     assert profile_violation(hardened(), R) is None
 
@@ -136,17 +122,17 @@ BASELINE_REFUSES = [
 
 @pytest.mark.parametrize(("case", "change", "path"), BASELINE_REFUSES, ids=[c[0] for c in BASELINE_REFUSES])
 def test_baseline_and_restricted_refuse(case: str, change: tuple[str, Any], path: str) -> None:
-    for base, profile in ((ordinary(), B), (hardened(), R)):
+    for base, profile in ((pod_spec(), B), (hardened(), R)):
         found = profile_violation(with_(base, *change), profile)
         assert found is not None, (case, profile)
         assert found.path == path
         assert f"pod security profile {profile.value}" in found.detail
-    assert profile_violation(with_(ordinary(), *change), P) is None
+    assert profile_violation(with_(pod_spec(), *change), P) is None
 
 
 def test_baseline_allows_what_only_restricted_refuses() -> None:
     spec = with_(
-        ordinary(), "containers.0.securityContext", {"runAsUser": 0, "capabilities": {"add": ["CHOWN"]}}
+        pod_spec(), "containers.0.securityContext", {"runAsUser": 0, "capabilities": {"add": ["CHOWN"]}}
     )
     spec["volumes"] = [{"name": "nfs", "nfs": {"server": "x", "path": "/"}}]
     spec["automountServiceAccountToken"] = True
@@ -197,10 +183,10 @@ def test_restricted_refuses(case: str, change: tuple[str, Any], path: str) -> No
 
 
 def test_restricted_refuses_an_ordinary_root_container() -> None:
-    found = profile_violation(ordinary(), R)
+    found = profile_violation(pod_spec(), R)
     assert found is not None
     assert found.path == "containers[0].securityContext.allowPrivilegeEscalation"
-    no_escalation = with_(ordinary(), "containers.0.securityContext.allowPrivilegeEscalation", False)
+    no_escalation = with_(pod_spec(), "containers.0.securityContext.allowPrivilegeEscalation", False)
     found = profile_violation(no_escalation, R)
     assert found is not None and found.path == "containers[0].securityContext.runAsNonRoot"
     assert "root" in found.detail
@@ -216,13 +202,13 @@ def test_container_settings_override_the_pods() -> None:
 
 def test_service_accounts_outside_the_allow_list() -> None:
     allowed = {"default", "reader"}
-    assert service_account_violation(ordinary(), B, allowed) is None
-    assert service_account_violation({**ordinary(), "serviceAccountName": "reader"}, R, allowed) is None
+    assert service_account_violation(pod_spec(), B, allowed) is None
+    assert service_account_violation({**pod_spec(), "serviceAccountName": "reader"}, R, allowed) is None
     for key in ("serviceAccountName", "serviceAccount"):
-        found = service_account_violation({**ordinary(), key: "armada-executor"}, B, allowed)
+        found = service_account_violation({**pod_spec(), key: "armada-executor"}, B, allowed)
         assert found is not None and found.path == key and "armada-executor" in found.detail
     assert (
-        service_account_violation({**ordinary(), "serviceAccountName": "armada-executor"}, P, allowed) is None
+        service_account_violation({**pod_spec(), "serviceAccountName": "armada-executor"}, P, allowed) is None
     )
 
 
@@ -245,12 +231,12 @@ def test_namespaces() -> None:
 
 def test_job_violation_names_the_field_relative_to_the_job() -> None:
     policy = PodPolicy(namespaces=frozenset({"default"}), reserved_namespaces=frozenset({"armada"}))
-    assert job_violation("default", ordinary(), {}, policy) is None
-    assert (job_violation("armada", ordinary(), {}, policy) or "").path == "namespace"  # type: ignore[union-attr]
-    found = job_violation("default", with_(ordinary(), "hostPID", True), {}, policy)
+    assert job_violation("default", pod_spec(), {}, policy) is None
+    assert (job_violation("armada", pod_spec(), {}, policy) or "").path == "namespace"  # type: ignore[union-attr]
+    found = job_violation("default", with_(pod_spec(), "hostPID", True), {}, policy)
     assert found is not None and found.path == "podSpec.hostPID"
     found = job_violation(
-        "default", ordinary(), {"container.apparmor.security.beta.kubernetes.io/m": "x"}, policy
+        "default", pod_spec(), {"container.apparmor.security.beta.kubernetes.io/m": "x"}, policy
     )
     assert found is not None and found.path.startswith("annotations.container.apparmor")
 
