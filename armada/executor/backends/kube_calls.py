@@ -74,6 +74,16 @@ def error_from(status: int, body: bytes, headers: Any = None) -> KubeError:
     return KubeError(status, reason, message or f"HTTP {status}", _retry_after(headers))
 
 
+async def _read(response: aiohttp.ClientResponse) -> bytes:
+    """The whole body of an answer, which is released after; a connection lost is ``NoAnswer``."""
+    try:
+        return await response.read()
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise KubeError(0, "NoAnswer", repr(exc)) from exc
+    finally:
+        response.release()
+
+
 async def api_client_from(settings: KubernetesSettings) -> client.ApiClient:
     """An API client from ``kubeconfig``, else in-cluster config, else ``~/.kube/config``.
 
@@ -160,24 +170,11 @@ class KubeCalls:
 
     async def once(self, call: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Json:
         """One call's JSON answer (no retry)."""
-        response = await self.answer(call, *args, **kwargs)
-        try:
-            body = await response.read()
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise KubeError(0, "NoAnswer", repr(exc)) from exc
-        finally:
-            response.release()
-        return _decode_json(body)
+        return _decode_json(await _read(await self.answer(call, *args, **kwargs)))
 
     async def text(self, call: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> str:
         """One call's text answer (container logs)."""
-        response = await self.answer(call, *args, **kwargs)
-        try:
-            return (await response.read()).decode(errors="replace")
-        except (TimeoutError, aiohttp.ClientError) as exc:
-            raise KubeError(0, "NoAnswer", repr(exc)) from exc
-        finally:
-            response.release()
+        return (await _read(await self.answer(call, *args, **kwargs))).decode(errors="replace")
 
     async def retried(self, call: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Json:
         """An idempotent call, retried on 429, 5xx and no answer (``api_attempts`` in all)."""
