@@ -141,13 +141,7 @@ def test_bad_requests_are_problems_and_change_nothing(
     server: ApiServer, queue: str, method: str, path: str, body: bytes, status: int
 ) -> None:
     head = server.head()
-    response = httpx.request(
-        method,
-        server.url + path.replace("QUEUE", queue),
-        content=body.replace(b"QUEUE", queue.encode()),
-        headers={"Content-Type": "application/json", **(EXECUTOR_HEADERS if "/executor/" in path else {})},
-        timeout=60,
-    )
+    response = server.send_json(method, path.replace("QUEUE", queue), body.replace(b"QUEUE", queue.encode()))
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.json()["status"] == status

@@ -155,13 +155,8 @@ def test_hostile_numbers_are_400s_naming_the_field_and_store_nothing(
     server: ApiServer, queue: str, method: str, path: str, template: dict[str, Any], field: str, literal: str
 ) -> None:
     head = server.head()
-    response = httpx.request(
-        method,
-        server.url + path.replace("QUEUE", queue),
-        content=_body(template, queue, literal),
-        headers={"Content-Type": "application/json", **(EXECUTOR_HEADERS if "/executor/" in path else {})},
-        timeout=30,
-    )
+    body = _body(template, queue, literal)
+    response = server.send_json(method, path.replace("QUEUE", queue), body, timeout=30)
     _expect_problem(response, field or "priorityFactor")
     assert server.head() == head
 
