@@ -18,6 +18,7 @@ from armada.eventstore.database import Database
 from armada.eventstore.store import DraftT, EventStore
 from armada.model import events as ev
 from armada.model.queues import Queue
+from armada.reports.build import job_report
 from armada.reports.history import CycleRecord
 from armada.scheduling import QUEUED, RUNNING
 from armada.services.job_actions import cancel_jobs
@@ -119,6 +120,8 @@ async def test_the_next_cycle_is_decided_while_the_last_is_written_and_respects_
     assert first.stats.scheduled == 1  # its decisions are in flight
     assert (await h.job_states())[big] == "QUEUED"
     assert h.follower.state.jobs.state(big) == RUNNING and big in h.follower.state.pending  # held on the node
+    report = await job_report(h.database.store, h.follower.state, h.scheduler.history, big)
+    assert report.reason == "leased by the last cycle; the lease is being written"
 
     # Ahead of ``big`` in the queue: had the cycle not seen big's lease, it would take its place.
     other_big = await submit_one(h, cpu="3")
