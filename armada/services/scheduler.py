@@ -115,6 +115,7 @@ class SchedulerService:
 
     async def _run(self) -> None:
         while True:
+            started = time.monotonic()
             try:
                 if not await self.leader.ensure():
                     self._watching_since = None
@@ -129,7 +130,9 @@ class SchedulerService:
                 await asyncio.sleep(1.0)
                 continue
             await self.store.wait_for_change(self.considered_seq, timeout=self.settings.cycle_period)
-            await asyncio.sleep(self.settings.min_cycle_interval)
+            # Cycles start at least ``minCycleInterval`` apart; one that took longer than that
+            # (a busy system) is followed at once, not after a further pause.
+            await asyncio.sleep(max(0.0, started + self.settings.min_cycle_interval - time.monotonic()))
 
     async def cycle(self) -> SchedulingResult:
         """One scheduling cycle, its decisions written when it returns (callable directly in tests)."""
