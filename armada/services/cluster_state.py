@@ -4,7 +4,9 @@ Every replica follows the log into a :class:`ClusterState`: the scheduling core'
 node databases, the queues, the executors and the active runs. The leader schedules from
 it; any replica answers executors' lease calls from it. Applying an event is pure
 bookkeeping: decisions (expiry, requeues, leases) are made elsewhere and come back here as
-events, so every replica that applies the same log holds the same state.
+events, so every replica that applies the same log holds the same state. The one exception
+is the leader's own leases while they are being appended: they are held in the job db ahead
+of their events (:mod:`.pending_leases`), so the next cycle does not reuse their capacity.
 """
 
 from __future__ import annotations
