@@ -150,7 +150,9 @@ class SchedulerServiceSettings(_Area):
     min_cycle_interval: Annotated[
         float,
         Meta(
-            ge=0, description="Least seconds between cycles, so a burst of submissions is scheduled together."
+            ge=0,
+            description="Least seconds between the starts of two cycles, so a burst of submissions "
+            "is scheduled together.",
         ),
     ] = 0.05
     executor_timeout: Annotated[

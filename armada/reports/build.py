@@ -148,6 +148,8 @@ async def job_report(store: EventStore, state: ClusterState, history: CycleHisto
     db = state.jobs
     if details.state == JobState.QUEUED.value and job_id in db and db.state(job_id) == QUEUED:
         _explain_queued(report, db, history.last, details.submitted_ts)
+    elif details.state == JobState.QUEUED.value and job_id in state.pending:
+        report.reason = "leased by the last cycle; the lease is being written"
     elif details.state == JobState.QUEUED.value:
         report.reason = "not yet seen by the scheduler"
     elif lease is not None and not JobState(details.state).terminal:

@@ -4,7 +4,9 @@ Every replica follows the log into a :class:`ClusterState`: the scheduling core'
 node databases, the queues, the executors and the active runs. The leader schedules from
 it; any replica answers executors' lease calls from it. Applying an event is pure
 bookkeeping: decisions (expiry, requeues, leases) are made elsewhere and come back here as
-events, so every replica that applies the same log holds the same state.
+events, so every replica that applies the same log holds the same state. The one exception
+is the leader's own leases while they are being appended: they are held in the job db ahead
+of their events (:mod:`.pending_leases`), so the next cycle does not reuse their capacity.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.model.states import RunState
 from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig, Taint
 from armada.scheduling.requirements import JobRequirements, RequirementsError, requirements_from_pod_spec
+from armada.services.pending_leases import PendingLeases
 
 log = structlog.get_logger(__name__)
 
@@ -91,6 +94,8 @@ class ClusterState:
         self.executors: dict[str, ExecutorInfo] = {}
         self.runs: dict[str, RunInfo] = {}
         self.extras: dict[str, JobExtras] = {}
+        #: The leader's leases held in ``jobs`` while their append is in flight (overlapped cycles).
+        self.pending = PendingLeases()
         #: Active jobs with a cancel or preemption requested (few): the lease service tells
         #: their executors without scanning every run.
         self.kill_requested: set[str] = set()
@@ -240,7 +245,10 @@ class ClusterState:
         if extras is None:
             return
         extras.attempts = event.attempts
+        if event.job_id in self.pending and event.job is None:
+            return  # queued in the log as in the job db's eyes: the held lease stays until its append ends
         if event.job is not None and event.job_id in self.jobs:
+            self.pending.forget(event.job_id)
             self._replace_job(event.job)
             return
         if event.job_id in self.jobs and self.jobs.node_of(event.job_id) is not None:
@@ -260,7 +268,9 @@ class ClusterState:
         extras = self.extras.get(event.job_id)
         if extras is None:
             return
-        self.jobs.lease(event.job_id, node_key(event.cluster_id, event.node_id), event.pool)
+        key = node_key(event.cluster_id, event.node_id)
+        if not self.pending.confirm(self.jobs, event.job_id, key, event.pool):
+            self.jobs.lease(event.job_id, key, event.pool)
         run = RunInfo(event.run_id, event.job_id, event.cluster_id, event.node_id)
         self.runs[event.run_id] = run
         extras.run_id = event.run_id
@@ -287,6 +297,7 @@ class ClusterState:
     def _finished(self, event: ev.Event) -> None:
         extras = self.extras.pop(event.job_id, None)
         self.kill_requested.discard(event.job_id)
+        self.pending.forget(event.job_id)
         if extras is not None and extras.run_id:
             self._drop_run(extras.run_id)
         if event.job_id in self.jobs:

@@ -5,6 +5,17 @@ requeues runs on lost nodes, asks the core for decisions, and appends them as ev
 Decisions are built from the in-memory state the core decided on and, inside the append,
 re-checked against the views for any job that changed since, so a job cancelled while
 the core was thinking is never leased. New submissions wake the loop early.
+
+Cycles overlap: cycle N+1 is computed while cycle N's decisions are being appended. N's
+leases are held in the job db from the moment N decided (:mod:`.pending_leases`), so N+1
+sees N's jobs as running on their nodes and neither leases them again nor uses their
+capacity. At most one append of decisions is in flight: N+1 waits for N's before it builds
+and appends its own, so N+1's re-check runs against views that include N's committed
+decisions (a job N+1 decided on that N changed is rebuilt from the views; one N held but
+did not lease is left out). When N's append fails, its held leases are released and N+1's
+decisions, computed on top of them, are discarded; the jobs are scheduled again by the
+next cycle. A cycle that preempts is not overlapped: the next one is computed from the
+state with its preemptions applied, so fair share never counts a preempted job twice.
 """
 
 from __future__ import annotations
@@ -74,6 +85,8 @@ class SchedulerService:
         #: The log up to here has been considered by a cycle: the loop sleeps until news after it.
         self.considered_seq = 0
         self._task: asyncio.Task[None] | None = None
+        #: The append of the last cycle's decisions, while it has not been waited for.
+        self._in_flight: asyncio.Task[None] | None = None
 
     @property
     def state(self) -> ClusterState:
@@ -96,16 +109,19 @@ class SchedulerService:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        with contextlib.suppress(Exception):  # decisions already made are still written
+            await self.decisions_written()
         await self.leader.release()
 
     async def _run(self) -> None:
         while True:
+            started = time.monotonic()
             try:
                 if not await self.leader.ensure():
                     self._watching_since = None
                     await asyncio.sleep(self.settings.leader_retry_interval)
                     continue
-                await self.cycle()
+                await self.start_cycle()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failed cycle (database down, ...) is retried
@@ -114,10 +130,22 @@ class SchedulerService:
                 await asyncio.sleep(1.0)
                 continue
             await self.store.wait_for_change(self.considered_seq, timeout=self.settings.cycle_period)
-            await asyncio.sleep(self.settings.min_cycle_interval)
+            # Cycles start at least ``minCycleInterval`` apart; one that took longer than that
+            # (a busy system) is followed at once, not after a further pause.
+            await asyncio.sleep(max(0.0, started + self.settings.min_cycle_interval - time.monotonic()))
 
     async def cycle(self) -> SchedulingResult:
-        """One scheduling cycle (callable directly in tests)."""
+        """One scheduling cycle, its decisions written when it returns (callable directly in tests)."""
+        result = await self.start_cycle()
+        await self.decisions_written()
+        return result
+
+    async def start_cycle(self) -> SchedulingResult:
+        """Decide one cycle and start appending its decisions, without waiting for them.
+
+        Raises if the previous cycle's append failed (this cycle's decisions, computed on
+        top of that one's, are then discarded).
+        """
         started = time.monotonic()
         await self.follower.catch_up()
         synced = time.monotonic()
@@ -125,32 +153,50 @@ class SchedulerService:
         if self._watching_since is None:
             self._watching_since = now
         await self._expire_and_recover(now)
+        decided_on = self.state.seq
+        state_before = self.scheduler_state
         result = schedule(
             self.state.jobs,
             queues=self.state.queue_specs(),
             config=self.config,
-            state=self.scheduler_state,
+            state=state_before,
             now=now,
             paused_executors=[*self._lagging_executors(), *self.state.cordoned_executors],
         )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         decided = time.monotonic()
-        self.considered_seq = await self._append_decisions(result)
+        await self.decisions_written()  # one append in flight; raises if the last one failed
+        self.considered_seq = max(self.considered_seq, decided_on)
+        self._start_append(result, state_before)
         self.scheduler_state = result.state
         self.last_result = result
+        if result.preemptions:  # the next cycle decides on the state with them applied
+            await self.decisions_written()
+            await self.follower.catch_up()
         busy = result.stats.scheduled or result.stats.preempted or result.stats.rejected
         (log.info if busy else log.debug)(
             "scheduling cycle",
-            seq=self.state.seq,
+            seq=decided_on,
             queued=len(self.state.jobs),
             scheduled=result.stats.scheduled,
             preempted=result.stats.preempted,
             rejected=result.stats.rejected,
             seconds=round(result.stats.duration, 4),
             sync_seconds=round(synced - started, 4),
-            write_seconds=round(time.monotonic() - decided, 4),
+            wait_seconds=round(time.monotonic() - decided, 4),
         )
         return result
+
+    async def decisions_written(self) -> None:
+        """Wait for the decisions in flight, if any, to be appended; raise if that failed."""
+        task = self._in_flight
+        if task is None:
+            return
+        try:
+            await asyncio.shield(task)
+        finally:
+            if task.done() and self._in_flight is task:
+                self._in_flight = None
 
     def _lagging_executors(self) -> list[str]:
         """Executors holding as many unacknowledged leases as allowed: back-pressure.
@@ -206,41 +252,55 @@ class SchedulerService:
 
     # --- decisions ----------------------------------------------------------------------
 
-    async def _append_decisions(self, result: SchedulingResult) -> int:
-        """Append the cycle's decisions; return the seq up to which the log has been considered.
-
-        That is the decisions' last event when nothing else was appended between the state
-        the core decided on and them; else that state's seq, so that what others appended
-        meanwhile (perhaps in the same transaction, after the decisions) wakes the next
-        cycle at once rather than after ``cyclePeriod``.
-        """
-        seen = self.state.seq
-        if not (len(result.leases) or result.preemptions or result.rejections):
-            return seen
+    def _start_append(self, result: SchedulingResult, state_before: SchedulerState) -> None:
+        """Build the decisions' events, hold their leases and append them in a task."""
         job_ids = [
             *result.leases.job_ids,
             *(p.job_id for p in result.preemptions),
             *(r.job_id for r in result.rejections),
         ]
-
+        if not job_ids:
+            return
         # The core decided on the state as of its seq, which is what the views said then:
-        # build from memory, and from the views only if a decided job changed since.
+        # build from memory (before the leases are held there), and from the views only if
+        # a decided job changed since.
+        seen = self.state.seq
         draft = _Decisions(self._decision_events(result, self._rows_in_state(job_ids)), job_ids)
+        held = self.state.pending.hold(self.state.jobs, result.leases)
 
         async def decide(conn: AsyncConnection) -> _Decisions:
             return _Decisions(self._decision_events(result, await views.jobs_by_id(conn, job_ids)), job_ids)
 
-        appended, last = await self.store.append_checked(draft, seen, decide, urgent=True)
-        return last if last - len(appended.events) == seen else seen
+        async def append() -> None:
+            state = self.state
+            try:
+                appended, last = await self.store.append_checked(draft, seen, decide, urgent=True)
+            except BaseException:
+                state.pending.release(state.jobs, held)
+                self.scheduler_state = state_before
+                raise
+            leased = {event.job_id for event in appended.events if type(event) is ev.JobLeased}
+            state.pending.release(state.jobs, (job_id for job_id in held if job_id not in leased))
+            if last - len(appended.events) == seen:
+                # Nothing but the decisions was appended after the state they were decided
+                # on; else what others appended meanwhile must wake the next cycle at once.
+                self.considered_seq = max(self.considered_seq, last)
+
+        self._in_flight = asyncio.create_task(append(), name="scheduler-decisions")
 
     def _rows_in_state(self, job_ids: Sequence[str]) -> dict[str, JobRow]:
-        """The jobs as the in-memory state holds them: queued, or holding a run (leased)."""
+        """The jobs as the in-memory state holds them: queued, or holding a run (leased).
+
+        Jobs whose lease is held (not yet in the log) are left out: the previous cycle's
+        append changes them, so the re-check rebuilds a decision on them from the views, or
+        the lease was not appended and the decision is dropped.
+        """
         rows: dict[str, JobRow] = {}
         jobs = self.state.jobs
         for job_id in job_ids:
             extras = self.state.extras.get(job_id)
-            if extras is None or job_id not in jobs:
-                continue
+            if extras is None or job_id not in jobs or job_id in self.state.pending:
+                continue  # a held lease has no run yet: a decision on its job is rebuilt or dropped
             state = JobState.QUEUED if jobs.node_of(job_id) is None else JobState.LEASED
             rows[job_id] = JobRow(job_id, extras.queue, extras.job_set_id, state, extras.run_id or "")
         return rows
