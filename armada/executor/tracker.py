@@ -78,6 +78,8 @@ class RunTracker:
         self._runs: dict[str, HeldRun] = {}
         #: Every held run's phase, kept as phases change: each lease call reports them all.
         self._phases: dict[str, RunPhase] = {}
+        #: Adopted runs not yet confirmed (after a restart only): each lease response looks at these.
+        self._unconfirmed: dict[str, None] = {}
 
     def holds(self, run_id: str) -> bool:
         """Whether ``run_id`` is held."""
@@ -114,14 +116,20 @@ class RunTracker:
     def _hold(self, run: HeldRun) -> None:
         self._runs[run.run_id] = run
         self._phases[run.run_id] = run.phase
+        if not run.confirmed:
+            self._unconfirmed[run.run_id] = None
 
     def _set_phase(self, run: HeldRun, phase: RunPhase) -> None:
         run.phase = self._phases[run.run_id] = phase
 
     async def confirm_all(self) -> None:
         """After a lease response: unconfirmed runs the server did not cancel are wanted."""
-        for run in list(self._runs.values()):
-            if not run.confirmed and not run.killing:
+        for run_id in list(self._unconfirmed):  # in the order they were adopted
+            run = self._runs.get(run_id)
+            if run is None or run.confirmed:
+                del self._unconfirmed[run_id]
+            elif not run.killing:
+                del self._unconfirmed[run_id]
                 run.confirmed = True
                 withheld, run.withheld = run.withheld, []
                 for event in withheld:
