@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import structlog
 
@@ -30,7 +31,7 @@ def configure_logging(settings: LoggingSettings) -> None:
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
+        wrapper_class=LevelCheckedLogger,
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stderr)
@@ -58,6 +59,22 @@ def configure_logging(settings: LoggingSettings) -> None:
     # One line per HTTP request (the executor's lease calls, every second or two) is
     # transport chatter, not news: httpx logs requests at info, so it logs at warning here.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+class LevelCheckedLogger(structlog.stdlib.BoundLogger):
+    """A stdlib bound logger whose debug and info calls return before any work when their
+    level is off: ``filter_by_level`` alone still ran the call chain up to it (~5 µs a line;
+    a tenth of a fake executor's CPU went to debug lines nobody saw)."""
+
+    def debug(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if not self._logger.isEnabledFor(logging.DEBUG):
+            return None
+        return super().debug(event, *args, **kw)
+
+    def info(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if not self._logger.isEnabledFor(logging.INFO):
+            return None
+        return super().info(event, *args, **kw)
 
 
 def _identity(

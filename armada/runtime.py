@@ -10,7 +10,12 @@ up (modules, settings, the app) is left out of them.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Allocations between young passes (CPython: 700), young passes per middle pass (10) and
 #: middle passes per full pass (10). Measured on the e2e benchmark: GC time per run 11.5 s
@@ -22,3 +27,15 @@ def tune_for_service() -> None:
     """Call once, when start-up is done and before serving."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+def run_service(main: Coroutine[Any, Any, T]) -> T:
+    """Run a service's main coroutine on uvloop when it is installed, as uvicorn runs the
+    server's: a fake executor holding thousands of run timers spent a seventh of its CPU in
+    the pure-Python loop (docs/performance.md, "CPU per job on the executor path")."""
+    try:
+        import uvloop  # noqa: PLC0415 (optional: not on Windows)
+    except ImportError:
+        return asyncio.run(main)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)

@@ -11,8 +11,8 @@ Every figure comes from the event log: ``jobs_per_second`` is jobs / (last ``suc
 reports the submit-to-start latency (the job's own start stamp for ``--command date``,
 else the ``running`` event). ``--client-wall`` also measures as a user would: from the
 first submit call until ``POST /v1/job/status`` (polled twice a second) shows every job
-SUCCEEDED. Where the time goes: the server's CPU seconds (its process tree) and its
-PostgreSQL backends' per 1,000 jobs, and the append lock's busy fraction, all over the
+SUCCEEDED. Where the time goes: the server's CPU seconds (its process tree), the executors' and the
+server's PostgreSQL backends' per 1,000 jobs, and the append lock's busy fraction, all over the
 window from the first submit call to the moment every job has ended. A PostgreSQL URL
 names a server: the benchmark creates a fresh database there and drops it afterwards. The last line is JSON.
 """
@@ -261,12 +261,13 @@ async def idle_latency(client: AsyncArmadaClient, count: int, command: str) -> d
     return {"idle_submit_to_running_p50_ms": round(statistics.median(samples) * 1000, 1)}
 
 
-def usage_of(server: ArmadaProcess, base: str, url: str) -> Usage:
+def usage_of(server: ArmadaProcess, executors: list[ArmadaProcess], base: str, url: str) -> Usage:
     parsed = normalise_url(url)
+    pids = [executor.process.pid for executor in executors]
     if parsed.get_backend_name() != "postgresql":
-        return Usage(server.process.pid, base, None)  # SQLite works inside the server process
+        return Usage(server.process.pid, base, None, pids)  # SQLite works inside the server process
     conninfo = libpq_conninfo(parsed.set(database="postgres").render_as_string(hide_password=False))
-    return Usage(server.process.pid, base, (conninfo, str(parsed.database)))
+    return Usage(server.process.pid, base, (conninfo, str(parsed.database)), pids)
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -274,7 +275,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         url = stack.enter_context(database(args.database_url, workdir))
         base, processes = start_system(stack, args, workdir, url)
-        usage = usage_of(processes[0], base, url)
+        usage = usage_of(processes[0], processes[1:], base, url)
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
             await wait_for_executors(url, args.executors)

@@ -1,5 +1,5 @@
-"""Where the CPU goes in a benchmark: a process tree's CPU seconds, a database's backends', and
-the server's append lock busy time (from ``/metrics``).
+"""Where the CPU goes in a benchmark: a process tree's CPU seconds (the server's; its
+executors'), a database's backends', and the server's append lock busy time (from ``/metrics``).
 
 Linux only (``/proc``). PostgreSQL backends are found by database name in
 ``pg_stat_activity`` (the server must run on this host); a backend that ended between two
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -70,28 +71,42 @@ class Sample(NamedTuple):
     server_cpu: float
     lock_busy: float
     backends: dict[int, float]
+    #: The executors' processes together (0 when none were named).
+    executors_cpu: float = 0.0
 
 
 class Usage:
     """Samples the server's and its database's CPU and the append lock at two moments."""
 
-    def __init__(self, server_pid: int, base_url: str, database: tuple[str, str] | None) -> None:
+    def __init__(
+        self,
+        server_pid: int,
+        base_url: str,
+        database: tuple[str, str] | None,
+        executor_pids: Sequence[int] = (),
+    ) -> None:
         self._pid = server_pid
         self._url = base_url
         self._database = database  # (conninfo of the PostgreSQL server, database name)
+        self._executors = list(executor_pids)
 
     def sample(self) -> Sample:
         backends = backend_cpu(*self._database) if self._database else {}
-        return Sample(time.monotonic(), tree_cpu_seconds(self._pid), lock_busy_seconds(self._url), backends)
+        executors = sum(tree_cpu_seconds(pid) for pid in self._executors)
+        server = tree_cpu_seconds(self._pid)
+        return Sample(time.monotonic(), server, lock_busy_seconds(self._url), backends, executors)
 
     @staticmethod
     def figures(start: Sample, end: Sample, jobs: int) -> dict[str, float]:
-        """CPU seconds per 1,000 jobs (server; PostgreSQL backends) and the lock's busy fraction."""
+        """CPU seconds per 1,000 jobs (server, executors, PostgreSQL) and the lock's busy fraction."""
         per_1000 = 1000 / jobs
         result = {
             "server_cpu_s_per_1000_jobs": round((end.server_cpu - start.server_cpu) * per_1000, 3),
             "append_lock_busy_fraction": round((end.lock_busy - start.lock_busy) / (end.at - start.at), 3),
         }
+        if end.executors_cpu:
+            used = end.executors_cpu - start.executors_cpu
+            result["executors_cpu_s_per_1000_jobs"] = round(used * per_1000, 3)
         if end.backends:
             used = sum(cpu - start.backends.get(pid, 0.0) for pid, cpu in end.backends.items())
             result["postgres_cpu_s_per_1000_jobs"] = round(used * per_1000, 3)

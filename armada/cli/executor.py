@@ -136,14 +136,13 @@ def executor(
     """
     if ctx.invoked_subcommand is not None:
         return
-    import asyncio  # noqa: PLC0415 (start-up time)
 
     from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
 
     from armada.executor.runner import run_executor  # noqa: PLC0415
     from armada.logs import configure_logging  # noqa: PLC0415
     from armada.metrics.executor import ExecutorMetrics  # noqa: PLC0415
-    from armada.runtime import tune_for_service  # noqa: PLC0415
+    from armada.runtime import run_service, tune_for_service  # noqa: PLC0415
 
     loaded = settings_or_exit(config, {})
     configure_logging(loaded.logging)
@@ -167,13 +166,13 @@ def executor(
     )
     tune_for_service()
     if not metrics_port:
-        asyncio.run(run_executor(settings, handle_signals=True))
+        run_service(run_executor(settings, handle_signals=True))
         return
     registry = CollectorRegistry()
     metrics = ExecutorMetrics(registry)
     metrics_server, _ = start_http_server(metrics_port, registry=registry)
     try:
-        asyncio.run(run_executor(settings, handle_signals=True, metrics=metrics))
+        run_service(run_executor(settings, handle_signals=True, metrics=metrics))
     finally:
         metrics_server.shutdown()
 

@@ -9,7 +9,7 @@ Lookups by many ids go through :func:`.views.rows_in`.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -176,12 +176,36 @@ async def ingress_info_payloads(conn: AsyncConnection, job_ids: Collection[str])
     return [row.payload for row in await rows_in(conn, query, events.c.job_id, job_ids)]
 
 
-async def runs_with_their_jobs(conn: AsyncConnection, run_ids: Sequence[str]) -> list[AnyRow]:
+class RunWithJob(NamedTuple):
+    """A run and its job as :func:`runs_with_their_jobs` reads them (its columns, in order).
+
+    A plain tuple: naming fields of a SQLAlchemy row costs ~0.5 µs each, and every run
+    event an executor reports reads one of these.
+    """
+
+    run_id: str
+    run_state: str
+    cluster: str
+    node: str
+    job_id: str
+    queue: str
+    job_set_id: str
+    job_state: str
+    latest_run_id: str | None
+    attempts: int
+    cancel_requested: bool
+    preempt_requested: bool
+    cancel_reason: str | None
+    cancel_user: str | None
+    reason: str | None
+
+
+async def runs_with_their_jobs(conn: AsyncConnection, run_ids: Sequence[str]) -> list[RunWithJob]:
     """Those of ``run_ids`` that exist, each with what an executor's report of it is checked
     against: the run's state, cluster and node, and its job's state, latest run, attempts
     and the cancellation or preemption asked for."""
     runs, jobs = schema.runs, schema.jobs
-    found: list[AnyRow] = []
+    found: list[RunWithJob] = []
     for where in dialects.in_values(conn, runs.c.run_id, run_ids):
         query = (
             select(
@@ -204,5 +228,5 @@ async def runs_with_their_jobs(conn: AsyncConnection, run_ids: Sequence[str]) ->
             .join(jobs, jobs.c.job_id == runs.c.job_id)
             .where(where)
         )
-        found += (await conn.execute(query)).all()
+        found += map(RunWithJob._make, await conn.execute(query))
     return found

@@ -61,7 +61,12 @@ class ExecutorAgent:
             batch_size=settings.event_batch_size,
             max_buffered=settings.max_buffered_events,
         )
-        self.tracker = RunTracker(self.reporter.put, backend.release, Classifier(settings.error_categories))
+        self.tracker = RunTracker(
+            self.reporter.put,
+            backend.release,
+            Classifier(settings.error_categories),
+            offer=self.reporter.offer,
+        )
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._log_reads: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()

@@ -7,6 +7,7 @@ optional ``s``/``m``/``h``/``d`` suffix), ``sleep $(( (RANDOM % N) + M ))`` and 
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass
@@ -48,6 +49,17 @@ def fake_plan(argv: list[str], *, default_seconds: float, rng: random.Random) ->
     exit code. A command with no ``sleep`` lasts ``default_seconds``.
     """
     text = " ".join(argv)
+    if "RANDOM" not in text:  # the same plan every time: read each command line once
+        return _fixed_plan(text, default_seconds)
+    return _plan(text, default_seconds, rng)
+
+
+@functools.lru_cache(maxsize=1024)
+def _fixed_plan(text: str, default_seconds: float) -> FakePlan:
+    return _plan(text, default_seconds, random.Random(0))  # no RANDOM in ``text``: never drawn from
+
+
+def _plan(text: str, default_seconds: float, rng: random.Random) -> FakePlan:
     seconds = 0.0
     found_sleep = False
     for match in _RANDOM_SLEEP.finditer(text):

@@ -61,6 +61,14 @@ class EventReporter:
         """Whether ``put`` would wait: the server has not been keeping up."""
         return self._queue.full()
 
+    def offer(self, event: RunEvent) -> bool:
+        """Queue ``event`` if there is room now; False (nothing queued) if ``put`` would wait."""
+        if self._queue.full():
+            return False
+        self._idle.clear()
+        self._queue.put_nowait(event)
+        return True
+
     async def put(self, event: RunEvent) -> None:
         """Queue ``event`` for delivery, waiting while the buffer is full."""
         self._idle.clear()

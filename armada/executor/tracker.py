@@ -12,6 +12,7 @@ events wait until a lease response shows the server still wants them.
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -65,11 +66,20 @@ class RunTracker:
         publish: Callable[[RunEvent], Awaitable[None]],
         on_released: Callable[[str, bool], Awaitable[None]],
         classifier: Classifier | None = None,
+        *,
+        offer: Callable[[RunEvent], bool] | None = None,
     ) -> None:
         self._publish = publish
+        #: Hands an event over at once if that needs no waiting (False: it would wait), so
+        #: that most events skip the task ``asyncio.shield`` makes around ``publish``.
+        self._offer = offer
         self._classifier = classifier or Classifier(ErrorCategoriesSettings())
         self._on_released = on_released
         self._runs: dict[str, HeldRun] = {}
+        #: Every held run's phase, kept as phases change: each lease call reports them all.
+        self._phases: dict[str, RunPhase] = {}
+        #: Adopted runs not yet confirmed (after a restart only): each lease response looks at these.
+        self._unconfirmed: dict[str, None] = {}
 
     def holds(self, run_id: str) -> bool:
         """Whether ``run_id`` is held."""
@@ -84,31 +94,42 @@ class RunTracker:
 
     def count(self, phase: RunPhase) -> int:
         """Held runs in ``phase``."""
-        return sum(1 for run in self._runs.values() if run.phase == phase)
+        return operator.countOf(self._phases.values(), phase)
 
     def reports(self) -> dict[str, RunPhase]:
         """Every held run's phase by run id, for the lease call."""
-        return {run_id: run.phase for run_id, run in self._runs.items()}
+        return self._phases.copy()
 
     def accept(self, lease: Lease) -> bool:
         """Hold a newly leased run; False if it is already held (a retried lease)."""
         if lease.run_id in self._runs:
             return False
-        self._runs[lease.run_id] = HeldRun(run_id=lease.run_id, job_id=lease.job_id)
+        self._hold(HeldRun(run_id=lease.run_id, job_id=lease.job_id))
         return True
 
     def adopt(self, found: Iterable[FoundRun]) -> None:
         """Hold runs left by an earlier executor, unconfirmed until the next lease response."""
         for run in found:
             if run.run_id not in self._runs:
-                self._runs[run.run_id] = HeldRun(
-                    run_id=run.run_id, job_id=run.job_id, phase=run.phase, confirmed=False
-                )
+                self._hold(HeldRun(run_id=run.run_id, job_id=run.job_id, phase=run.phase, confirmed=False))
+
+    def _hold(self, run: HeldRun) -> None:
+        self._runs[run.run_id] = run
+        self._phases[run.run_id] = run.phase
+        if not run.confirmed:
+            self._unconfirmed[run.run_id] = None
+
+    def _set_phase(self, run: HeldRun, phase: RunPhase) -> None:
+        run.phase = self._phases[run.run_id] = phase
 
     async def confirm_all(self) -> None:
         """After a lease response: unconfirmed runs the server did not cancel are wanted."""
-        for run in list(self._runs.values()):
-            if not run.confirmed and not run.killing:
+        for run_id in list(self._unconfirmed):  # in the order they were adopted
+            run = self._runs.get(run_id)
+            if run is None or run.confirmed:
+                del self._unconfirmed[run_id]
+            elif not run.killing:
+                del self._unconfirmed[run_id]
                 run.confirmed = True
                 withheld, run.withheld = run.withheld, []
                 for event in withheld:
@@ -120,7 +141,7 @@ class RunTracker:
         if run is None or run.killing:
             return False
         run.killing = why
-        run.phase = "terminating"
+        self._set_phase(run, "terminating")
         run.undelivered -= len(run.withheld)
         run.withheld = []
         return True
@@ -140,7 +161,7 @@ class RunTracker:
         elif status.kind in TERMINAL_KINDS:
             run.finished = True
         else:
-            run.phase = "pending" if status.kind == "pending" else "running"
+            self._set_phase(run, "pending" if status.kind == "pending" else "running")
         named = self._categorise(status)
         run.discard = named.action == "Delete"
         event = RunEvent(
@@ -163,6 +184,8 @@ class RunTracker:
         log.debug("run event", run_id=run.run_id, job_id=run.job_id, kind=status.kind, reason=status.reason)
         run.undelivered += 1
         if run.confirmed:
+            if self._offer is not None and self._offer(event):
+                return
             # Shielded: the run is already marked finished, so a caller cancelled here (a
             # watch renewed, a shutdown) would otherwise lose its terminal event for ever.
             await asyncio.shield(self._publish(event))
@@ -211,5 +234,6 @@ class RunTracker:
     async def _release_if_done(self, run: HeldRun) -> None:
         if run.finished and run.undelivered <= 0 and self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
+            del self._phases[run.run_id]
             log.debug("run released", run_id=run.run_id, job_id=run.job_id)
             await self._on_released(run.run_id, run.discard)

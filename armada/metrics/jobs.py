@@ -45,20 +45,32 @@ class JobTimings:
         )
         #: job id -> (running since, pool)
         self._running: dict[str, tuple[float, str]] = {}
+        #: Each label set's histogram, looked up once: ``labels()`` takes a lock and checks
+        #: the values on every call, and this runs for every lease and every run's end.
+        self._children: dict[tuple[str, ...], Histogram] = {}
+
+    def _child(self, histogram: Histogram, *labels: str) -> Histogram:
+        key = ("queued" if histogram is self.queued else "run_time", *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = histogram.labels(*labels)
+        return child
 
     def __call__(self, state: ClusterState, event: ev.Event) -> None:
-        moment = event.created.timestamp()
         if isinstance(event, ev.JobLeased):
             if event.job_id in state.jobs:
                 submitted = float(state.jobs.cols["submitted"][state.jobs.row(event.job_id)])
-                self.queued.labels(event.queue, event.pool).observe(max(0.0, moment - submitted))
+                moment = event.created.timestamp()
+                self._child(self.queued, event.queue, event.pool).observe(max(0.0, moment - submitted))
         elif isinstance(event, ev.JobRunning):
             run = state.runs.get(event.run_id)
             pool = (
                 state.executors[run.executor].pool if run and run.executor in state.executors else event.pool
             )
-            self._running.setdefault(event.job_id, (moment, pool))
+            self._running.setdefault(event.job_id, (event.created.timestamp(), pool))
         elif (outcome := _RUN_ENDS.get(type(event))) is not None:
             started = self._running.pop(event.job_id, None)
             if started is not None:
-                self.run_time.labels(event.queue, started[1], outcome).observe(max(0.0, moment - started[0]))
+                moment = event.created.timestamp()
+                child = self._child(self.run_time, event.queue, started[1], outcome)
+                child.observe(max(0.0, moment - started[0]))

@@ -10,7 +10,8 @@ exactly once.
 
 from __future__ import annotations
 
-import uuid
+import itertools
+import os
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -161,11 +162,32 @@ class LeaseResponse(_Wire, kw_only=True):
     cordon_nodes: dict[str, str] = {}
 
 
+#: This process's event ids: a random 64-bit prefix and a counter, 32 hex digits like a
+#: UUID's, unique per process as a random UUID is and ~10x cheaper to make than ``uuid4()``
+#: (a fake executor spent 6% of its CPU making them).
+_event_id_prefix = os.urandom(8).hex()
+_event_numbers = itertools.count()
+
+
+def new_event_id() -> str:
+    """A fresh, unique event id."""
+    return f"{_event_id_prefix}{next(_event_numbers):016x}"
+
+
+def _new_event_id_prefix() -> None:
+    """A forked child numbers its own events: it must not repeat its parent's ids."""
+    global _event_id_prefix, _event_numbers
+    _event_id_prefix, _event_numbers = os.urandom(8).hex(), itertools.count()
+
+
+os.register_at_fork(after_in_child=_new_event_id_prefix)
+
+
 class RunEvent(_Strict, kw_only=True):
     """A change of a run's state, observed in the cluster."""
 
     #: Unique per event and stable across retries: the server deduplicates by it.
-    event_id: str = msgspec.field(default_factory=lambda: uuid.uuid4().hex)
+    event_id: str = msgspec.field(default_factory=new_event_id)
     run_id: str
     job_id: str
     kind: EventKind

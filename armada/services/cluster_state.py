@@ -63,6 +63,9 @@ class ExecutorInfo:
     #: order. Keys views let a lease call settle tens of thousands of held runs with set
     #: operations instead of a loop.
     unacknowledged: dict[str, None] = field(default_factory=dict)
+    #: Bumped when its runs, their acknowledgement or its nodes change: a long-polling lease
+    #: call has news to look for only then (or when ``ClusterState.orders_changed`` moves).
+    changes: int = 0
 
     def acknowledge(self, run_ids: Iterable[str]) -> None:
         """The executor has reported holding these runs: their absence later means gone."""
@@ -106,6 +109,8 @@ class ClusterState:
         #: Bumped whenever a run may have lost its node (a node report, a lease onto a node
         #: not known to be ready), so the scheduler scans runs for lost nodes only then.
         self.node_generation = 0
+        #: Bumped when a kill is requested or a node cordon changes (see ``ExecutorInfo.changes``).
+        self.orders_changed = 0
         self.seq = 0
 
     # --- reading ----------------------------------------------------------------------
@@ -190,6 +195,7 @@ class ClusterState:
         for node in event.nodes:
             self.nodes.upsert(_node_spec(event.executor_id, event.pool, node, node.name in cordoned))
         info.nodes = reported
+        info.changes += 1
         self.node_generation += 1
 
     def _executor_settings(self, event: ev.ExecutorSettingsUpserted | ev.ExecutorSettingsDeleted) -> None:
@@ -204,6 +210,7 @@ class ClusterState:
             cordoned[event.node] = event.reason
         else:
             cordoned.pop(event.node, None)
+        self.orders_changed += 1
         info = self.executors.get(event.executor_id)
         node = info.nodes.get(event.node) if info else None
         if info is not None and node is not None:
@@ -279,6 +286,7 @@ class ClusterState:
             executor = self.executors[event.cluster_id] = ExecutorInfo(event.cluster_id, event.pool)
         executor.runs[event.run_id] = run
         executor.unacknowledged[event.run_id] = None
+        executor.changes += 1
         node = executor.nodes.get(event.node_id)
         if node is None or not node.ready:
             self.node_generation += 1
@@ -290,6 +298,7 @@ class ClusterState:
             executor = self.executors.get(run.executor)
             if executor is not None:
                 executor.unacknowledged.pop(run.run_id, None)
+                executor.changes += 1
 
     def _run_ended(self, event: ev.JobLeaseReturned | ev.JobLeaseExpired) -> None:
         self._drop_run(event.run_id)
@@ -308,12 +317,14 @@ class ClusterState:
         if extras is not None:
             extras.cancel_requested = True
             self.kill_requested.add(event.job_id)
+            self.orders_changed += 1
 
     def _preempting(self, event: ev.JobPreempting) -> None:
         extras = self.extras.get(event.job_id)
         if extras is not None:
             extras.preempt_requested = True
             self.kill_requested.add(event.job_id)
+            self.orders_changed += 1
 
     def _reprioritized(self, event: ev.JobReprioritized) -> None:
         if event.job_id in self.jobs:
@@ -327,6 +338,7 @@ class ClusterState:
         if executor is not None:
             executor.runs.pop(run_id, None)
             executor.unacknowledged.pop(run_id, None)
+            executor.changes += 1
         extras = self.extras.get(run.job_id)
         if extras is not None and extras.run_id == run_id:
             extras.run_id = ""

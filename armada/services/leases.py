@@ -126,6 +126,7 @@ class LeaseService:
         scheduler has not placed yet) wake the wait but do not end it.
         """
         response = await self._respond(request)
+        answered = self._news_marker(request.executor_id)
         response.log_requests = await self._log_orders(request.executor_id)
         deadline = time.monotonic() + request.wait_millis / 1000
         # Long poll: wait for news for this executor; other events (heartbeats, submissions
@@ -139,13 +140,29 @@ class LeaseService:
             seq = self.state.seq
             await self._wait_news(remaining, orders)
             posted = orders is not None and orders.is_set()
-            if not posted or self.follower.applied.head > seq:  # the log moved (or time is up)
-                await self.follower.catch_up()
-                response = await self._respond(request)
+            moved = self.follower.applied.head > seq
+            if not posted or moved:  # the log moved (or time is up)
+                if not moved:
+                    await self.follower.catch_up()  # time is up: one last look at the log
+                # Else the follower has just applied what was new: reading the log again
+                # would only find it at its head (a query per waiting call and batch). Most
+                # news is other executors' or jobs' waiting to be placed: nothing to settle.
+                if not moved or self._news_marker(request.executor_id) != answered:
+                    response = await self._respond(request)
+                    answered = self._news_marker(request.executor_id)
             if orders is not None and posted:
                 orders.clear()
                 response.log_requests = await self._log_orders(request.executor_id)
         return response
+
+    def _news_marker(self, executor_id: str) -> tuple[int, int, int]:
+        """What an answer to ``executor_id`` depends on in the state, as counters: while they
+        stand, working the answer out again (set arithmetic over every run it holds) would
+        give the same answer."""
+        executor = self.state.executors.get(executor_id)
+        if executor is None:
+            return (0, -1, self.state.orders_changed)
+        return (id(executor), executor.changes, self.state.orders_changed)
 
     async def _wait_news(self, timeout: float, orders: asyncio.Event | None) -> None:
         applied = self.follower.applied.wait(self.state.seq, timeout=timeout)

@@ -32,9 +32,12 @@ from armada.settings import SchedulerServiceSettings
 log = structlog.get_logger(__name__)
 
 _RANK = {RunState.LEASED: 0, RunState.PENDING: 1, RunState.RUNNING: 2}
+#: States by stored name: a dict lookup is ~10x cheaper than calling the enum.
+_RUN_STATES = {state.value: state for state in RunState}
+_JOB_STATES = {state.value: state for state in JobState}
 
 
-@dataclass
+@dataclass(slots=True)
 class _RunFacts:
     """A run and its job as the views hold them, updated as the batch is applied."""
 
@@ -154,10 +157,10 @@ class RunEventIntake:
         found: dict[str, _RunFacts] = {}
         for row in await runs_with_their_jobs(conn, run_ids):
             found[row.run_id] = _RunFacts(
-                run_state=RunState(row.run_state),
+                run_state=_RUN_STATES[row.run_state],
                 cluster=row.cluster,
                 node=row.node,
-                job_state=JobState(row.job_state),
+                job_state=_JOB_STATES[row.job_state],
                 latest_run_id=row.latest_run_id or "",
                 envelope={
                     "queue": row.queue,

@@ -426,6 +426,41 @@ async def test_long_poll_waits_through_unrelated_events_until_a_lease(harness: H
     assert [lease.job_id for lease in response.leases] == [job_id]
 
 
+async def test_long_poll_ends_on_a_kill_order_or_a_cordon_but_not_on_another_executors_news(
+    harness: Harness,
+) -> None:
+    """A waiting call works its answer out again only when its executor's runs, nodes, kill
+    orders or cordons change; when they do, the news goes out at once."""
+    h = harness
+    await h.lease()
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    [lease] = (await h.lease()).leases
+    held = [report(lease.run_id, job_id)]
+    await h.lease(runs=held)
+    nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(2)]
+    request = LeaseRequest(
+        executor_id="c1", pool="default", nodes=nodes, runs=dict(held), max_new_leases=10, wait_millis=20_000
+    )
+    call = asyncio.create_task(h.leases.lease(request))
+    await h.lease(executor="c2")  # another executor's nodes: news in the log, none for c1
+    await submit(h, 1)  # a job not placed yet: no news for c1 either
+    await asyncio.sleep(0.3)
+    assert not call.done()
+    envelope: ev.Envelope = {"queue": "q", "job_set_id": "set-1", "job_id": job_id}
+    await h.database.store.append([ev.JobCancelling(**envelope, reason="stop", requestor="alice")])
+    response = await asyncio.wait_for(call, 10)
+    assert response.cancel_runs == [lease.run_id]
+    # A cordon of one of its nodes also ends a waiting call.
+    request.runs = {}
+    call = asyncio.create_task(h.leases.lease(request))
+    await asyncio.sleep(0.3)
+    cordon = ev.NodeCordonChanged(executor_id="c1", node="n0", cordoned=True, reason="r")
+    await h.database.store.append([cordon])
+    response = await asyncio.wait_for(call, 10)
+    assert response.cordon_nodes == {"n0": "r"}
+
+
 async def test_an_executor_that_takes_no_new_runs_gets_no_leases(harness: Harness) -> None:
     h = harness
     await h.lease()

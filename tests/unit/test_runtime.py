@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Iterator
 
 import pytest
 
-from armada.runtime import GC_THRESHOLDS, tune_for_service
+from armada.runtime import GC_THRESHOLDS, run_service, tune_for_service
 
 
 @pytest.fixture
@@ -25,3 +26,12 @@ def test_services_collect_young_objects_less_often_and_leave_startup_state_alone
     assert gc.get_threshold() == GC_THRESHOLDS
     assert GC_THRESHOLDS[0] > 700, "fewer young passes than CPython's default"
     assert gc.get_freeze_count() >= len(started_up), "what exists at start-up is frozen"
+
+
+def test_a_service_runs_on_uvloop_when_it_is_installed() -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def loop_type() -> type:
+        return type(asyncio.get_running_loop())
+
+    assert run_service(loop_type()) is uvloop.Loop

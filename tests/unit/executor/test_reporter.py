@@ -70,6 +70,23 @@ async def test_full_buffer_makes_put_wait() -> None:
     runner.cancel()
 
 
+async def test_offer_queues_only_while_there_is_room() -> None:
+    reporter = EventReporter(
+        FlakyServer(0),
+        "ex",
+        on_delivered=lambda _: asyncio.sleep(0),
+        backoff=Backoff(0.001, 0.002),
+        max_buffered=2,
+    )
+    assert reporter.offer(RunEvent(run_id="a", job_id="j", kind="pending"))
+    assert reporter.offer(RunEvent(run_id="b", job_id="j", kind="pending"))
+    assert not reporter.offer(RunEvent(run_id="c", job_id="j", kind="pending")), "full: nothing queued"
+    assert reporter.backlog == 2
+    runner = asyncio.create_task(reporter.run())
+    assert await reporter.flush(within=30), "an offered event is flushed like a put one"
+    runner.cancel()
+
+
 def test_backoff_grows_and_resets() -> None:
     backoff = Backoff(1.0, 8.0, random.Random(3))
     delays = [backoff.next_delay() for _ in range(10)]

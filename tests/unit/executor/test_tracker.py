@@ -6,9 +6,11 @@ import contextlib
 import msgspec
 
 from armada.executor.backend import FoundRun, RunStatus
+from armada.executor.backoff import Backoff
 from armada.executor.categories import Classifier, ErrorCategoriesSettings
+from armada.executor.reporter import EventReporter
 from armada.executor.tracker import RunTracker
-from armada.model.leases import Lease, RunEvent
+from armada.model.leases import Lease, RunEvent, RunEventBatch
 
 
 class Sink:
@@ -183,3 +185,33 @@ async def test_a_failure_in_a_delete_category_discards_its_workload_once_deliver
     await tracker.delivered(sink.events)
     assert sink.released == ["r1", "r2"]
     assert sink.discarded == ["r1"]  # Retain (the default) keeps r2's workload
+
+
+async def test_events_are_offered_to_the_reporter_and_put_once_its_buffer_is_full() -> None:
+    """Events go to a reporter with room at once; when it is full the observer waits for room."""
+    delivered: list[RunEvent] = []
+
+    class Server:
+        async def report_events(self, batch: RunEventBatch) -> None:
+            delivered.extend(batch.events)
+
+    sink = Sink()
+    reporter = EventReporter(
+        Server(), "ex", on_delivered=lambda _: asyncio.sleep(0), backoff=Backoff(0.001, 0.002), max_buffered=2
+    )
+    tracker = RunTracker(reporter.put, sink.release, offer=reporter.offer)
+    for run_id in ("r1", "r2", "r3"):
+        tracker.accept(lease(run_id))
+    await tracker.observe(RunStatus(run_id="r1", kind="pending"))
+    await tracker.observe(RunStatus(run_id="r2", kind="pending"))
+    assert reporter.full
+    waiting = asyncio.create_task(tracker.observe(RunStatus(run_id="r3", kind="pending")))
+    await asyncio.sleep(0)
+    assert not waiting.done(), "no room: the third event waits"
+    assert tracker.reports() == {"r1": "pending", "r2": "pending", "r3": "pending"}
+    assert tracker.count("pending") == 3 and tracker.count("leased") == 0
+    runner = asyncio.create_task(reporter.run())
+    await waiting
+    assert await reporter.flush(within=30)
+    runner.cancel()
+    assert [e.run_id for e in delivered] == ["r1", "r2", "r3"]
