@@ -36,7 +36,7 @@ COUNT_LIMIT = 10_000
 #: The queues a caller may read, or ``None`` for all of them.
 Readable = Collection[str] | None
 
-_jobs, _runs = schema.jobs, schema.runs
+_jobs, _states, _runs = schema.jobs, schema.job_states, schema.runs
 #: The columns a table row shows (never the spec: it is the largest column by far).
 ROW_COLUMNS = (
     _jobs.c.job_id,
@@ -63,10 +63,10 @@ ROW_COLUMNS = (
 )
 _SORT_COLUMNS = {
     "submitted": (),
-    "lastTransition": (_jobs.c.last_transition,),
+    "lastTransition": (_states.c.last_transition,),
     "priority": (_jobs.c.priority,),
 }
-_GROUP_COLUMNS = {"queue": (_jobs.c.queue,), "jobSet": (_jobs.c.queue, _jobs.c.job_set_id), "state": ()}
+_GROUP_COLUMNS = {"queue": (_states.c.queue,), "jobSet": (_jobs.c.queue, _jobs.c.job_set_id), "state": ()}
 
 
 def _order_by(order: Order) -> list[ColumnElement[Any]]:
@@ -102,8 +102,9 @@ def job_row(row: Row[Any]) -> JobRow:
 
 
 def rows_query(where: ColumnElement[bool]) -> Any:
-    """``jobs`` rows matching ``where`` with their latest run's start and finish."""
-    joined = _jobs.outerjoin(_runs, _runs.c.run_id == _jobs.c.latest_run_id)
+    """``jobs`` rows matching ``where`` (on ``schema.jobs_and_states``) with their latest
+    run's start and finish."""
+    joined = schema.jobs_and_states.outerjoin(_runs, _runs.c.run_id == _jobs.c.latest_run_id)
     return select(*ROW_COLUMNS).select_from(joined).where(where)
 
 
@@ -122,7 +123,10 @@ async def count_jobs(
     store: EventStore, request: CountRequest, readable: Collection[str] | None
 ) -> CountResponse:
     """Jobs matching the filter, up to :data:`COUNT_LIMIT`."""
-    capped = select(_jobs.c.job_id).where(filters.conditions(request.filter, readable)).limit(COUNT_LIMIT + 1)
+    with_jobs = filters.needs_jobs(request.filter)
+    matches = filters.conditions(request.filter, readable, with_jobs=with_jobs)
+    source = schema.jobs_and_states if with_jobs else _states
+    capped = select(_states.c.job_id).select_from(source).where(matches).limit(COUNT_LIMIT + 1)
     async with store.engine.connect() as conn:
         count = int(await conn.scalar(select(func.count()).select_from(capped.subquery())) or 0)
     return CountResponse(count=min(count, COUNT_LIMIT), capped=count > COUNT_LIMIT)
@@ -133,16 +137,18 @@ async def job_groups(
 ) -> GroupsResponse:
     """Counts by state for each group; job sets newest first, other groups largest first.
 
-    Queue and state groups count from an index alone; only job sets also read each job's id
-    (for their newest submission), which costs a heap read per job of the filtered set.
+    Queue and state groups of a filter on queue, state or id prefix count from a
+    ``job_states`` index alone; job sets and other filters also read each job's ``jobs`` row.
     """
     job_sets = request.group_by == "jobSet"
+    with_jobs = job_sets or filters.needs_jobs(request.filter)
     keys = _GROUP_COLUMNS[request.group_by]
     latest = func.max(_jobs.c.job_id) if job_sets else literal("")
     query = (
-        select(*keys, _jobs.c.state, func.count(), latest)
-        .where(filters.conditions(request.filter, readable))
-        .group_by(*keys, _jobs.c.state)
+        select(*keys, _states.c.state, func.count(), latest)
+        .select_from(schema.jobs_and_states if with_jobs else _states)
+        .where(filters.conditions(request.filter, readable, with_jobs=with_jobs))
+        .group_by(*keys, _states.c.state)
     )
     async with store.engine.connect() as conn:
         rows = (await conn.execute(query)).all()
