@@ -124,8 +124,9 @@ job_states = Table(
     Column("queue", String(63), nullable=False),
     Column("state", String(16), nullable=False),
     Column("last_transition", DateTime(timezone=True), nullable=False),
-    Index("ix_job_states_queue_state", "queue", "state", "job_id"),
-    Index("ix_job_states_queue_transition", "queue", "last_transition"),
+    # Two indexes, each entry rewritten by every state change: a queue's or a state's jobs
+    # by last transition (several states' lists are merged: ``lookout.jobs.page_query``).
+    Index("ix_job_states_queue_state", "queue", "state", "last_transition"),
     Index("ix_job_states_state_transition", "state", "last_transition"),
 )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, literal, select
+from sqlalchemy import ColumnElement, Row, and_, func, literal, select, union_all
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
@@ -31,6 +31,7 @@ from armada.lookout.wire import (
     JobsResponse,
     Order,
 )
+from armada.model.states import JobState
 
 COUNT_LIMIT = 10_000
 #: The queues a caller may read, or ``None`` for all of them.
@@ -108,12 +109,35 @@ def rows_query(where: ColumnElement[bool]) -> Any:
     return select(*ROW_COLUMNS).select_from(joined).where(where)
 
 
+def page_query(request: JobsRequest, readable: Collection[str] | None) -> Any:
+    """The rows of a page, and one more (to know whether another page follows).
+
+    A page sorted by last transition of more than one state merges the states' own sorted
+    lists: each is one range of the ``(queue, state, last_transition)`` or ``(state,
+    last_transition)`` index, while no index sorts several states together (one would
+    cost every state change another index entry).
+    """
+    where = filters.conditions(request.filter, readable)
+    states: list[str] = sorted(set(request.filter.states)) or [state.value for state in JobState]
+    if request.order.field != "lastTransition" or len(states) == 1:
+        query = rows_query(where).order_by(*_order_by(request.order))
+        return query.offset(request.skip).limit(request.take + 1)
+    enough = request.skip + request.take + 1
+    branches = [
+        rows_query(and_(where, _states.c.state == state)).order_by(*_order_by(request.order)).limit(enough)
+        for state in states
+    ]
+    merged = union_all(*(select(*branch.subquery().c) for branch in branches)).subquery()
+    keys = (merged.c.last_transition, merged.c.job_id)
+    order = [key.desc() if request.order.direction == "desc" else key.asc() for key in keys]
+    return select(merged).order_by(*order).offset(request.skip).limit(request.take + 1)
+
+
 async def jobs_page(
     store: EventStore, request: JobsRequest, readable: Collection[str] | None
 ) -> JobsResponse:
-    query = rows_query(filters.conditions(request.filter, readable)).order_by(*_order_by(request.order))
     async with store.engine.connect() as conn:
-        rows = (await conn.execute(query.offset(request.skip).limit(request.take + 1))).all()
+        rows = (await conn.execute(page_query(request, readable))).all()
     return JobsResponse(
         jobs=[job_row(row) for row in rows[: request.take]], has_more=len(rows) > request.take
     )

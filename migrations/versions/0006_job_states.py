@@ -1,7 +1,8 @@
 """Job states apart: a narrow, indexed ``job_states`` table; ``jobs`` state changes go HOT.
 
 Every index that covers a column a state change sets (``state``, ``last_transition``) moves
-from ``jobs`` to ``job_states`` (job id, queue, state, last transition), and ``jobs`` gets
+from ``jobs`` to ``job_states`` (job id, queue, state, last transition) — four become two:
+``(queue, state, last_transition)`` and ``(state, last_transition)`` — and ``jobs`` gets
 room on each page (PostgreSQL ``fillfactor`` 50, for new pages): a job's state change
 then rewrites a narrow row and its index entries instead of the wide ``jobs`` row and all
 of its indexes. The job-set index drops ``state`` (a job set's rows are filtered by state
@@ -33,8 +34,7 @@ def upgrade() -> None:
         "INSERT INTO job_states (job_id, queue, state, last_transition)"
         " SELECT job_id, queue, state, last_transition FROM jobs"
     )
-    op.create_index("ix_job_states_queue_state", "job_states", ["queue", "state", "job_id"])
-    op.create_index("ix_job_states_queue_transition", "job_states", ["queue", "last_transition"])
+    op.create_index("ix_job_states_queue_state", "job_states", ["queue", "state", "last_transition"])
     op.create_index("ix_job_states_state_transition", "job_states", ["state", "last_transition"])
     moved = ("ix_jobs_queue_state", "ix_jobs_queue_transition", "ix_jobs_state_transition", "ix_jobs_job_set")
     for name in moved:
