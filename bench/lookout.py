@@ -159,7 +159,7 @@ async def run(url: str, total: int, batch: int, queries: int, reuse: bool) -> di
             loaded = total
             if is_postgres(database.engine):
                 async with database.engine.begin() as conn:
-                    await conn.exec_driver_sql("ANALYZE jobs")
+                    await conn.exec_driver_sql("ANALYZE")  # every view, job_states too
         async with database.engine.connect() as conn:
             sample = list(await conn.scalars(select(schema.jobs.c.job_id).limit(1000)))
         mix = query_mix(random.Random(7), sample)[:queries]

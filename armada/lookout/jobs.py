@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, and_, func, literal, select, union_all
+from sqlalchemy import ColumnElement, Row, func, literal, select, union_all
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
@@ -71,8 +71,7 @@ _GROUP_COLUMNS = {"queue": (_states.c.queue,), "jobSet": (_jobs.c.queue, _jobs.c
 
 
 def _order_by(order: Order) -> list[ColumnElement[Any]]:
-    columns = [*_SORT_COLUMNS[order.field], _jobs.c.job_id]
-    return [column.desc() if order.direction == "desc" else column.asc() for column in columns]
+    return _sorted(order.direction, *_SORT_COLUMNS[order.field], _jobs.c.job_id)
 
 
 def job_row(row: Row[Any]) -> JobRow:
@@ -115,22 +114,38 @@ def page_query(request: JobsRequest, readable: Collection[str] | None) -> Any:
     A page sorted by last transition of more than one state merges the states' own sorted
     lists: each is one range of the ``(queue, state, last_transition)`` or ``(state,
     last_transition)`` index, while no index sorts several states together (one would
-    cost every state change another index entry).
+    cost every state change another index entry). The merge picks the page's job ids
+    from ``job_states`` first; only those rows are then read from ``jobs``.
     """
-    where = filters.conditions(request.filter, readable)
     states: list[str] = sorted(set(request.filter.states)) or [state.value for state in JobState]
     if request.order.field != "lastTransition" or len(states) == 1:
-        query = rows_query(where).order_by(*_order_by(request.order))
+        query = rows_query(filters.conditions(request.filter, readable)).order_by(*_order_by(request.order))
         return query.offset(request.skip).limit(request.take + 1)
+    with_jobs = filters.needs_jobs(request.filter)
+    where = filters.conditions(request.filter, readable, with_jobs=with_jobs)
+    source = schema.jobs_and_states if with_jobs else _states
     enough = request.skip + request.take + 1
     branches = [
-        rows_query(and_(where, _states.c.state == state)).order_by(*_order_by(request.order)).limit(enough)
+        select(_states.c.job_id, _states.c.last_transition)
+        .select_from(source)
+        .where(where, _states.c.state == state)
+        .order_by(*_sorted(request.order.direction, _states.c.last_transition, _states.c.job_id))
+        .limit(enough)
+        .subquery()
         for state in states
     ]
-    merged = union_all(*(select(*branch.subquery().c) for branch in branches)).subquery()
-    keys = (merged.c.last_transition, merged.c.job_id)
-    order = [key.desc() if request.order.direction == "desc" else key.asc() for key in keys]
-    return select(merged).order_by(*order).offset(request.skip).limit(request.take + 1)
+    merged = union_all(*(select(*branch.c) for branch in branches)).subquery()
+    merged_order = _sorted(request.order.direction, merged.c.last_transition, merged.c.job_id)
+    page = select(merged).order_by(*merged_order).offset(request.skip).limit(request.take + 1).subquery()
+    joined = page.join(schema.jobs_and_states, _jobs.c.job_id == page.c.job_id).outerjoin(
+        _runs, _runs.c.run_id == _jobs.c.latest_run_id
+    )
+    page_order = _sorted(request.order.direction, page.c.last_transition, page.c.job_id)
+    return select(*ROW_COLUMNS).select_from(joined).order_by(*page_order)
+
+
+def _sorted(direction: str, *keys: ColumnElement[Any]) -> list[ColumnElement[Any]]:
+    return [key.desc() if direction == "desc" else key.asc() for key in keys]
 
 
 async def jobs_page(
