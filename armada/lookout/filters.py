@@ -3,9 +3,9 @@
 Each condition is written so that an index can serve it: queue, job set and state are
 equalities on indexed columns, and a job-id prefix is a primary-key range (ULIDs use only
 ``0-9a-z``, so every id with the prefix lies between the prefix and the prefix padded with
-``z``). State is a condition on ``job_states`` (which alone indexes it); queue and id
-prefix are stated on both tables, so the planner may start from either table's index, and
-a filter of nothing else can be answered from ``job_states`` alone (:func:`needs_jobs`).
+``z``). State is a condition on ``job_states`` (which alone indexes it), and a filter of
+queue, state and id prefix only can be answered from ``job_states`` alone
+(:func:`needs_jobs`).
 Annotations are read with SQLAlchemy's JSON operators, which render as
 ``json_extract`` on SQLite and ``->>`` on PostgreSQL: the dialect difference lives there.
 The key becomes part of a JSON path on SQLite (``$."key"``), where a ``"`` or ``\\`` would
@@ -39,25 +39,33 @@ def needs_jobs(job_filter: JobFilter) -> bool:
 
 
 def conditions(
-    job_filter: JobFilter, readable: Collection[str] | None = None, *, with_jobs: bool = True
+    job_filter: JobFilter,
+    readable: Collection[str] | None = None,
+    *,
+    with_jobs: bool = True,
+    by_state: bool | None = None,
 ) -> ColumnElement[bool]:
     """All of the filter's conditions joined with AND (``true`` when it filters nothing),
     within the ``readable`` queues unless that is ``None`` (the caller may read them all).
 
     They are on ``schema.jobs_and_states``, or on ``job_states`` alone without ``with_jobs``
-    (for a filter that :func:`needs_jobs` says needs nothing else).
+    (for a filter that :func:`needs_jobs` says needs nothing else). Queue and id prefix are
+    stated on one table only — ``job_states`` when the rows are found ``by_state`` (by
+    default: when the filter names states), else ``jobs`` — since the planner takes such
+    conditions on both sides of the join as independent and underestimates the match
+    by the square, then sorts thousands of joined rows for a page.
     """
-    tables = (schema.job_states, schema.jobs) if with_jobs else (schema.job_states,)
+    on_states = not with_jobs or (bool(job_filter.states) if by_state is None else by_state)
+    table = schema.job_states if on_states else schema.jobs
     jobs = schema.jobs
     parts: list[ColumnElement[Any]] = []
-    for table in tables:
-        if readable is not None:
-            parts.append(table.c.queue.in_(sorted(readable)))
-        if job_filter.queue:
-            parts.append(table.c.queue == job_filter.queue)
-        if job_filter.job_id:
-            prefix = job_filter.job_id.strip().lower()[:ULID_LENGTH]
-            parts.append(table.c.job_id.between(prefix, prefix.ljust(ULID_LENGTH, "z")))
+    if readable is not None:
+        parts.append(table.c.queue.in_(sorted(readable)))
+    if job_filter.queue:
+        parts.append(table.c.queue == job_filter.queue)
+    if job_filter.job_id:
+        prefix = job_filter.job_id.strip().lower()[:ULID_LENGTH]
+        parts.append(table.c.job_id.between(prefix, prefix.ljust(ULID_LENGTH, "z")))
     if job_filter.states:
         state = schema.job_states.c.state
         states = sorted(set(job_filter.states))

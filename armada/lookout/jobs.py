@@ -122,7 +122,7 @@ def page_query(request: JobsRequest, readable: Collection[str] | None) -> Any:
         query = rows_query(filters.conditions(request.filter, readable)).order_by(*_order_by(request.order))
         return query.offset(request.skip).limit(request.take + 1)
     with_jobs = filters.needs_jobs(request.filter)
-    where = filters.conditions(request.filter, readable, with_jobs=with_jobs)
+    where = filters.conditions(request.filter, readable, with_jobs=with_jobs, by_state=True)
     source = schema.jobs_and_states if with_jobs else _states
     enough = request.skip + request.take + 1
     branches = [
