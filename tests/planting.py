@@ -60,6 +60,7 @@ async def plant_nan_priority_job(store: EventStore, queue: str, job_set_id: str)
     row["spec"] = row["spec"].replace(_PRIORITY, _NULL_PRIORITY)
     async with planting(store) as (conn, _head):
         await conn.execute(insert(schema.jobs).values(row))
+        await conn.execute(insert(schema.job_states).values(projections.state_row(row)))
     return job
 
 

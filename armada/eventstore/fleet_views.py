@@ -83,7 +83,11 @@ async def fleet(conn: AsyncConnection) -> Fleet:
     for name, setting in known.executors.items():
         if setting.cordoned and name not in found:
             found[name] = ExecutorRow(name, "", None, [])
-    counts = select(jobs.c.cluster, jobs.c.node, func.count()).where(jobs.c.state.in_(ACTIVE))
+    counts = (
+        select(jobs.c.cluster, jobs.c.node, func.count())
+        .select_from(schema.jobs_and_states)
+        .where(schema.job_states.c.state.in_(ACTIVE))
+    )
     running: Counter[tuple[str, str]] = Counter()
     for cluster, node, count in await conn.execute(counts.group_by(jobs.c.cluster, jobs.c.node)):
         running[(cluster or "", node or "")] = count

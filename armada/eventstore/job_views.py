@@ -21,8 +21,8 @@ from armada.eventstore.views import AnyRow, rows_in
 async def queued_jobs_up_to(conn: AsyncConnection, queue: str, cap: int) -> int:
     """How many jobs wait in ``queue``, counted no further than ``cap`` (so it costs no more
     than ``cap`` index entries however long the queue)."""
-    jobs = schema.jobs
-    waiting = select(jobs.c.job_id).where(jobs.c.queue == queue, jobs.c.state == "QUEUED").limit(cap)
+    states = schema.job_states
+    waiting = select(states.c.job_id).where(states.c.queue == queue, states.c.state == "QUEUED").limit(cap)
     return await conn.scalar(select(func.count()).select_from(waiting.subquery())) or 0
 
 
@@ -94,8 +94,8 @@ async def executor_pools(conn: AsyncConnection) -> set[str]:
 
 
 async def queues_with_queued_jobs(conn: AsyncConnection) -> set[str]:
-    jobs = schema.jobs
-    return set(await conn.scalars(select(jobs.c.queue).where(jobs.c.state == "QUEUED").distinct()))
+    states = schema.job_states
+    return set(await conn.scalars(select(states.c.queue).where(states.c.state == "QUEUED").distinct()))
 
 
 async def pools_and_queues_running(conn: AsyncConnection) -> list[Row[str, str]]:

@@ -290,14 +290,28 @@ async def apply(conn: AsyncConnection, changes: ViewChanges) -> None:
 
 async def insert_rows(conn: AsyncConnection, changes: ViewChanges) -> None:
     """The new rows (first: an update never targets a row inserted by the same batch)."""
-    await dialects.insert_rows(conn, schema.jobs, list(changes.jobs.inserts.values()))
+    new_jobs = list(changes.jobs.inserts.values())
+    await dialects.insert_rows(conn, schema.jobs, new_jobs)
+    await dialects.insert_rows(conn, schema.job_states, [state_row(row) for row in new_jobs])
     await dialects.insert_rows(conn, schema.runs, list(changes.runs.inserts.values()))
 
 
 async def update_rows(conn: AsyncConnection, changes: ViewChanges) -> None:
     """The changed rows: one statement per set of columns changed, pipelinable."""
     await _update_rows(conn, schema.jobs, "job_id", changes.jobs)
+    changed_states = [state_row(row, pk) for pk, row in changes.jobs.updates.items() if "state" in row]
+    await dialects.update_rows(conn, schema.job_states, "job_id", _STATE_COLUMNS, changed_states)
     await _update_rows(conn, schema.runs, "run_id", changes.runs)
+
+
+#: The columns of ``job_states`` a state change sets (it always sets both).
+_STATE_COLUMNS = ("last_transition", "state")
+
+
+def state_row(job: Row, pk: str = "") -> Row:
+    """A job's ``job_states`` row (to insert), or with ``pk`` its changed values (to update)."""
+    values = {"state": job["state"], "last_transition": job["last_transition"]}
+    return values | ({"_pk": pk} if pk else {"job_id": job["job_id"], "queue": job["queue"]})
 
 
 async def apply_ordered(conn: AsyncConnection, changes: ViewChanges) -> None:

@@ -50,6 +50,8 @@ async def queue_specs_named(conn: AsyncConnection, names: Collection[str]) -> li
 
 async def queue_has_unfinished_jobs(conn: AsyncConnection, name: str) -> bool:
     """Whether queue ``name`` has jobs that are queued or running (it may not be deleted then)."""
-    jobs = schema.jobs
+    states = schema.job_states
     unfinished = [state.value for state in UNFINISHED_JOB_STATES]
-    return bool(await conn.scalar(select(exists().where(jobs.c.queue == name, jobs.c.state.in_(unfinished)))))
+    return bool(
+        await conn.scalar(select(exists().where(states.c.queue == name, states.c.state.in_(unfinished))))
+    )

@@ -98,13 +98,12 @@ jobs = Table(
     Column("preempt_requested", Boolean, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("spec", LargeBinary, nullable=False),
-    Index("ix_jobs_queue_state", "queue", "state"),
-    Index("ix_jobs_job_set", "queue", "job_set_id", "state"),
-    # Lookout's pages (migration 0002): a queue's or a state's jobs in each sort order.
+    # No index here covers a column a job's state change sets (``job_states`` indexes those),
+    # so with room on each page a state change is a HOT update: no index entry is written.
+    Index("ix_jobs_job_set", "queue", "job_set_id"),
+    # Lookout's pages (migration 0002): a queue's jobs by submission or by priority.
     Index("ix_jobs_queue_submitted", "queue", "job_id"),
-    Index("ix_jobs_queue_transition", "queue", "last_transition"),
     Index("ix_jobs_queue_priority", "queue", "priority", "job_id"),
-    Index("ix_jobs_state_transition", "state", "last_transition"),
     Index(
         "ix_jobs_client_id",
         "queue",
@@ -112,7 +111,27 @@ jobs = Table(
         postgresql_where=text("client_id IS NOT NULL"),
         sqlite_where=text("client_id IS NOT NULL"),
     ),
+    postgresql_with={"fillfactor": 50},
 )
+
+#: Each job's state and last transition again, narrow and indexed: what is looked up or
+#: sorted by state or transition time reads this table (joined to ``jobs`` by ``job_id``),
+#: so a state change rewrites these index entries only, never the wide ``jobs`` row's.
+job_states = Table(
+    "job_states",
+    metadata,
+    Column("job_id", String(26), primary_key=True),
+    Column("queue", String(63), nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("last_transition", DateTime(timezone=True), nullable=False),
+    # Two indexes, each entry rewritten by every state change: a queue's or a state's jobs
+    # by last transition (several states' lists are merged: ``lookout.jobs.page_query``).
+    Index("ix_job_states_queue_state", "queue", "state", "last_transition"),
+    Index("ix_job_states_state_transition", "state", "last_transition"),
+)
+
+#: ``jobs`` with their ``job_states`` row: filter or sort on the latter's state columns.
+jobs_and_states = jobs.join(job_states, job_states.c.job_id == jobs.c.job_id)
 
 runs = Table(
     "runs",
@@ -180,7 +199,7 @@ node_cordons = Table(
     Column("updated", DateTime(timezone=True), nullable=False),
 )
 
-VIEWS = (queues, jobs, runs, executors, nodes, retry_policies, executor_settings, node_cordons)
+VIEWS = (queues, jobs, job_states, runs, executors, nodes, retry_policies, executor_settings, node_cordons)
 
 #: Log requests in flight between the replica a user asked and the one an executor polls
 #: (``armada.eventstore.log_mailbox``). Not a view and not state: transient messages, never

@@ -44,7 +44,8 @@ async def active_job_rows(conn: AsyncConnection) -> list[AnyRow]:
             jobs.c.cancel_requested,
             jobs.c.preempt_requested,
         )
-        .where(jobs.c.state.in_(ACTIVE_JOB_STATES))
+        .select_from(schema.jobs_and_states)
+        .where(schema.job_states.c.state.in_(ACTIVE_JOB_STATES))
         .order_by(jobs.c.job_id)
     )
     return list((await conn.execute(query)).all())

@@ -132,7 +132,8 @@ async def matching_rows(
     """The rows of the jobs in ``states`` that ``selector`` chooses, by job id."""
     jobs, runs = schema.jobs, schema.runs
     wanted = [state.value for state in states]
-    query = _job_rows_query().where(jobs.c.state.in_(wanted))
+    states_ = schema.job_states
+    query = _job_rows_query().select_from(schema.jobs_and_states).where(states_.c.state.in_(wanted))
     if selector.queues:
         query = query.where(jobs.c.queue.in_(list(selector.queues)))
     if selector.priority_classes:

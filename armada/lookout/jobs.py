@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, func, literal, select
+from sqlalchemy import ColumnElement, Row, func, literal, select, union_all
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
@@ -31,12 +31,13 @@ from armada.lookout.wire import (
     JobsResponse,
     Order,
 )
+from armada.model.states import JobState
 
 COUNT_LIMIT = 10_000
 #: The queues a caller may read, or ``None`` for all of them.
 Readable = Collection[str] | None
 
-_jobs, _runs = schema.jobs, schema.runs
+_jobs, _states, _runs = schema.jobs, schema.job_states, schema.runs
 #: The columns a table row shows (never the spec: it is the largest column by far).
 ROW_COLUMNS = (
     _jobs.c.job_id,
@@ -63,15 +64,14 @@ ROW_COLUMNS = (
 )
 _SORT_COLUMNS = {
     "submitted": (),
-    "lastTransition": (_jobs.c.last_transition,),
+    "lastTransition": (_states.c.last_transition,),
     "priority": (_jobs.c.priority,),
 }
-_GROUP_COLUMNS = {"queue": (_jobs.c.queue,), "jobSet": (_jobs.c.queue, _jobs.c.job_set_id), "state": ()}
+_GROUP_COLUMNS = {"queue": (_states.c.queue,), "jobSet": (_jobs.c.queue, _jobs.c.job_set_id), "state": ()}
 
 
 def _order_by(order: Order) -> list[ColumnElement[Any]]:
-    columns = [*_SORT_COLUMNS[order.field], _jobs.c.job_id]
-    return [column.desc() if order.direction == "desc" else column.asc() for column in columns]
+    return _sorted(order.direction, *_SORT_COLUMNS[order.field], _jobs.c.job_id)
 
 
 def job_row(row: Row[Any]) -> JobRow:
@@ -102,17 +102,57 @@ def job_row(row: Row[Any]) -> JobRow:
 
 
 def rows_query(where: ColumnElement[bool]) -> Any:
-    """``jobs`` rows matching ``where`` with their latest run's start and finish."""
-    joined = _jobs.outerjoin(_runs, _runs.c.run_id == _jobs.c.latest_run_id)
+    """``jobs`` rows matching ``where`` (on ``schema.jobs_and_states``) with their latest
+    run's start and finish."""
+    joined = schema.jobs_and_states.outerjoin(_runs, _runs.c.run_id == _jobs.c.latest_run_id)
     return select(*ROW_COLUMNS).select_from(joined).where(where)
+
+
+def page_query(request: JobsRequest, readable: Collection[str] | None) -> Any:
+    """The rows of a page, and one more (to know whether another page follows).
+
+    A page sorted by last transition of more than one state merges the states' own sorted
+    lists: each is one range of the ``(queue, state, last_transition)`` or ``(state,
+    last_transition)`` index, while no index sorts several states together (one would
+    cost every state change another index entry). The merge picks the page's job ids
+    from ``job_states`` first; only those rows are then read from ``jobs``.
+    """
+    states: list[str] = sorted(set(request.filter.states)) or [state.value for state in JobState]
+    if request.order.field != "lastTransition" or len(states) == 1:
+        query = rows_query(filters.conditions(request.filter, readable)).order_by(*_order_by(request.order))
+        return query.offset(request.skip).limit(request.take + 1)
+    with_jobs = filters.needs_jobs(request.filter)
+    where = filters.conditions(request.filter, readable, with_jobs=with_jobs, by_state=True)
+    source = schema.jobs_and_states if with_jobs else _states
+    enough = request.skip + request.take + 1
+    branches = [
+        select(_states.c.job_id, _states.c.last_transition)
+        .select_from(source)
+        .where(where, _states.c.state == state)
+        .order_by(*_sorted(request.order.direction, _states.c.last_transition, _states.c.job_id))
+        .limit(enough)
+        .subquery()
+        for state in states
+    ]
+    merged = union_all(*(select(*branch.c) for branch in branches)).subquery()
+    merged_order = _sorted(request.order.direction, merged.c.last_transition, merged.c.job_id)
+    page = select(merged).order_by(*merged_order).offset(request.skip).limit(request.take + 1).subquery()
+    joined = page.join(schema.jobs_and_states, _jobs.c.job_id == page.c.job_id).outerjoin(
+        _runs, _runs.c.run_id == _jobs.c.latest_run_id
+    )
+    page_order = _sorted(request.order.direction, page.c.last_transition, page.c.job_id)
+    return select(*ROW_COLUMNS).select_from(joined).order_by(*page_order)
+
+
+def _sorted(direction: str, *keys: ColumnElement[Any]) -> list[ColumnElement[Any]]:
+    return [key.desc() if direction == "desc" else key.asc() for key in keys]
 
 
 async def jobs_page(
     store: EventStore, request: JobsRequest, readable: Collection[str] | None
 ) -> JobsResponse:
-    query = rows_query(filters.conditions(request.filter, readable)).order_by(*_order_by(request.order))
     async with store.engine.connect() as conn:
-        rows = (await conn.execute(query.offset(request.skip).limit(request.take + 1))).all()
+        rows = (await conn.execute(page_query(request, readable))).all()
     return JobsResponse(
         jobs=[job_row(row) for row in rows[: request.take]], has_more=len(rows) > request.take
     )
@@ -122,7 +162,10 @@ async def count_jobs(
     store: EventStore, request: CountRequest, readable: Collection[str] | None
 ) -> CountResponse:
     """Jobs matching the filter, up to :data:`COUNT_LIMIT`."""
-    capped = select(_jobs.c.job_id).where(filters.conditions(request.filter, readable)).limit(COUNT_LIMIT + 1)
+    with_jobs = filters.needs_jobs(request.filter)
+    matches = filters.conditions(request.filter, readable, with_jobs=with_jobs)
+    source = schema.jobs_and_states if with_jobs else _states
+    capped = select(_states.c.job_id).select_from(source).where(matches).limit(COUNT_LIMIT + 1)
     async with store.engine.connect() as conn:
         count = int(await conn.scalar(select(func.count()).select_from(capped.subquery())) or 0)
     return CountResponse(count=min(count, COUNT_LIMIT), capped=count > COUNT_LIMIT)
@@ -133,16 +176,18 @@ async def job_groups(
 ) -> GroupsResponse:
     """Counts by state for each group; job sets newest first, other groups largest first.
 
-    Queue and state groups count from an index alone; only job sets also read each job's id
-    (for their newest submission), which costs a heap read per job of the filtered set.
+    Queue and state groups of a filter on queue, state or id prefix count from a
+    ``job_states`` index alone; job sets and other filters also read each job's ``jobs`` row.
     """
     job_sets = request.group_by == "jobSet"
+    with_jobs = job_sets or filters.needs_jobs(request.filter)
     keys = _GROUP_COLUMNS[request.group_by]
     latest = func.max(_jobs.c.job_id) if job_sets else literal("")
     query = (
-        select(*keys, _jobs.c.state, func.count(), latest)
-        .where(filters.conditions(request.filter, readable))
-        .group_by(*keys, _jobs.c.state)
+        select(*keys, _states.c.state, func.count(), latest)
+        .select_from(schema.jobs_and_states if with_jobs else _states)
+        .where(filters.conditions(request.filter, readable, with_jobs=with_jobs))
+        .group_by(*keys, _states.c.state)
     )
     async with store.engine.connect() as conn:
         rows = (await conn.execute(query)).all()

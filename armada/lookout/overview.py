@@ -45,15 +45,15 @@ async def overview(
     executor_timeout: float,
 ) -> Overview:
     """Everything the overview page shows, as of ``now``."""
-    jobs, nodes, executors = schema.jobs, schema.nodes, schema.executors
+    jobs, states, nodes, executors = schema.jobs, schema.job_states, schema.nodes, schema.executors
     unfinished = [state.value for state in UNFINISHED_JOB_STATES]
     async with store.engine.connect() as conn:
         queue_rows = (await conn.execute(select(schema.queues).order_by(schema.queues.c.name))).all()
         counts = (
             await conn.execute(
-                select(jobs.c.queue, jobs.c.state, func.count())
-                .where(jobs.c.state.in_(unfinished))
-                .group_by(jobs.c.queue, jobs.c.state)
+                select(states.c.queue, states.c.state, func.count())
+                .where(states.c.state.in_(unfinished))
+                .group_by(states.c.queue, states.c.state)
             )
         ).all()
         used_rows = (
@@ -64,7 +64,8 @@ async def overview(
                     func.sum(jobs.c.memory_bytes),
                     func.sum(jobs.c.gpu),
                 )
-                .where(jobs.c.state.in_(_ACTIVE))
+                .select_from(schema.jobs_and_states)
+                .where(states.c.state.in_(_ACTIVE))
                 .group_by(jobs.c.cluster)
             )
         ).all()
