@@ -132,6 +132,7 @@ class SchedulerService:
             state=self.scheduler_state,
             now=now,
             paused_executors=[*self._lagging_executors(), *self.state.cordoned_executors],
+            max_leases=self._lease_room(),
         )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         decided = time.monotonic()
@@ -160,6 +161,16 @@ class SchedulerService:
         """
         limit = self.settings.max_unacknowledged_leases_per_executor
         return [e.executor_id for e in self.state.executors.values() if len(e.unacknowledged) >= limit]
+
+    def _lease_room(self) -> int:
+        """New leases the executors can take: their room below the unacknowledged limit.
+
+        One cycle of a large backlog could otherwise lease everything that fits (100,000
+        jobs in one write holding the append lock for seconds) for executors that take a
+        thousand per call. The room is pooled: one executor may take another's share.
+        """
+        limit = self.settings.max_unacknowledged_leases_per_executor
+        return sum(max(0, limit - len(e.unacknowledged)) for e in self.state.executors.values() if e.nodes)
 
     # --- executors gone silent and nodes lost -------------------------------------------
 

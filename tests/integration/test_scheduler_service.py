@@ -17,6 +17,7 @@ from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEv
 from armada.model.queues import Queue
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling import SchedulingConfig
+from armada.scheduling.decisions import EXECUTORS_BUSY
 from armada.services import queries
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
@@ -173,14 +174,15 @@ async def test_an_executor_behind_on_its_leases_gets_no_more_until_it_reports(ha
     h = harness
     h.scheduler.settings = msgspec.structs.replace(h.settings, max_unacknowledged_leases_per_executor=2)
     await h.lease()
-    await submit(h, 2)
-    assert (await h.scheduler.cycle()).stats.scheduled == 2
-    await submit(h, 3)
+    await submit(h, 5)
+    first = await h.scheduler.cycle()
+    assert first.stats.scheduled == 2, "no more leases at once than the executor has room for"
+    assert first.reasons.cycle == EXECUTORS_BUSY
     assert (await h.scheduler.cycle()).stats.scheduled == 0, "two leases unacknowledged: paused"
     leases = (await h.lease()).leases
     assert (await h.scheduler.cycle()).stats.scheduled == 0, "sent is not acknowledged"
-    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases])
-    assert (await h.scheduler.cycle()).stats.scheduled == 3
+    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases[:1]])
+    assert (await h.scheduler.cycle()).stats.scheduled == 1, "room for one more"
 
 
 async def test_a_job_too_big_for_every_node_is_rejected(harness: Harness) -> None:
