@@ -92,19 +92,17 @@ class RssSampler:
         return [mb for tagged, mb in self.samples if tagged == phase]
 
     def figures(self) -> dict[str, float]:
+        def last(phase: str) -> float:
+            return round(self.of(phase)[-1], 1) if self.of(phase) else 0.0
+
         drain = self.of("drain")
         return {
-            "rss_idle_mb": round(self.of("start")[-1], 1) if self.of("start") else 0.0,
-            "rss_after_load_mb": round(self.samples_before("drain"), 1),
+            "rss_idle_mb": last("start"),
+            "rss_after_load_mb": last("load"),
             "rss_drain_median_mb": round(statistics.median(drain), 1) if drain else 0.0,
             "rss_peak_mb": round(max(mb for _, mb in self.samples), 1),
-            "rss_end_mb": round(self.samples[-1][1], 1),
+            "rss_end_mb": last("end"),
         }
-
-    def samples_before(self, phase: str) -> float:
-        """The last sample before ``phase`` began."""
-        before = [mb for tagged, mb in self.samples if tagged != phase]
-        return before[-1] if before else 0.0
 
 
 class Probe:
