@@ -17,7 +17,10 @@ every ``--sample-interval`` seconds) after the load, at its peak and its median 
 draining; scheduling cycles from the server's ``scheduling cycle`` log lines (the core's
 ``seconds`` and the whole cycle: log sync + core + decisions' write); the probe's submit
 latency; the drain rate (backlog jobs / seconds from the executors' start to the last end);
-the server's and PostgreSQL's CPU per 1,000 jobs in each phase. The last line is JSON.
+the server's and PostgreSQL's CPU per 1,000 jobs in each phase. ``rss_high_water_mb`` is the
+kernel's peak (``VmHWM``) of the server that drained, between samples included. ``--restart``
+restarts the server after the load, before the drain: the new one loads the backlog from the
+views (``restart_seconds`` until it answers, its RSS then and at its peak). The last line is JSON.
 """
 
 from __future__ import annotations
@@ -57,6 +60,14 @@ from bench.usage import Usage, tree_rss_mb
 from tests.processes import ArmadaProcess
 
 ACTIVE = ["QUEUED", "LEASED", "PENDING", "RUNNING"]
+SERVER_LOG = {"ARMADA_LOGGING_LEVEL": "info"}  # busy scheduling cycles are logged at info
+
+
+def server_env(args: argparse.Namespace) -> dict[str, str]:
+    """The server's environment: info logs and ``--server-env`` settings."""
+    return SERVER_LOG | dict(setting.split("=", 1) for setting in args.server_env)
+
+
 PROBE_QUEUE = "probe"
 
 
@@ -78,14 +89,14 @@ class RssSampler:
     """Samples the server tree's RSS in the background, each sample tagged with the phase."""
 
     def __init__(self, pid: int, interval: float) -> None:
-        self._pid = pid
+        self.pid = pid
         self._interval = interval
         self.phase = "start"
         self.samples: list[tuple[str, float]] = []
 
     async def run(self) -> None:
         while True:
-            self.samples.append((self.phase, tree_rss_mb(self._pid)))
+            self.samples.append((self.phase, tree_rss_mb(self.pid)))
             await asyncio.sleep(self._interval)
 
     def of(self, phase: str) -> list[float]:
@@ -194,42 +205,67 @@ def cycles(log_path: Path) -> dict[str, Any]:
     }
 
 
+async def restart(
+    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str, server: ArmadaProcess
+) -> tuple[str, ArmadaProcess, dict[str, float]]:
+    """Stop the server and start another on the same database: it loads the backlog from the views."""
+    server.stop()
+    started = time.perf_counter()
+    base, server = start_server(stack, args, workdir, url, server_env(args), health_timeout=args.timeout)
+    seconds = time.perf_counter() - started
+    return (
+        base,
+        server,
+        {
+            "restart_seconds": round(seconds, 1),
+            "rss_after_restart_mb": round(tree_rss_mb(server.process.pid), 1),
+        },
+    )
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         url = stack.enter_context(database(args.database_url, workdir))
-        base, server = start_server(stack, args, workdir, url, {"ARMADA_LOGGING_LEVEL": "info"})
+        base, server = start_server(stack, args, workdir, url, server_env(args))
         usage = usage_of(server, base, url)
         rss = RssSampler(server.process.pid, args.sample_interval)
         sampler = asyncio.create_task(rss.run())
-        config = ClientConfig(armada_url=base, timeout=120)
-        async with AsyncArmadaClient(config) as client, AsyncArmadaClient(config) as probe_client:
+        async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
             queues = [Queue(name=f"queue-{q}") for q in range(args.queues)] + [Queue(name=PROBE_QUEUE)]
             await client.create_queues(queues)
             await asyncio.sleep(2 * args.sample_interval)
-
             rss.phase = "load"
             before_load = usage.sample()
             started = time.perf_counter()
             await submit_all(client, args)
             load_seconds = time.perf_counter() - started
             after_load = usage.sample()
+        restarted: dict[str, float] = {}
+        if args.restart:
+            rss.phase = "restart"
+            base, server, restarted = restart(stack, args, workdir, url, server)
+            rss.pid = server.process.pid
+            usage = usage_of(server, base, url)
+        before_drain = usage.sample()
 
-            rss.phase = "drain"
-            drain_started = time.perf_counter()
-            executors = start_executors(stack, args, workdir, base)
+        rss.phase = "drain"
+        drain_started = time.perf_counter()
+        executors = start_executors(stack, args, workdir, base)
+        async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as probe_client:
             await wait_for_executors(url, args.executors)
             probe = Probe(probe_client, args.probe_batch, args.probe_interval)
             probe_stop = asyncio.Event()
             probing = asyncio.create_task(probe.run(probe_stop))
             ended = await drain(url, args, [server, *executors], probe_stop)
             await probing
-            after_drain = usage.sample()
-            sampler.cancel()
-            rss.samples.append(("end", tree_rss_mb(server.process.pid)))
+        after_drain = usage.sample()
+        sampler.cancel()
+        rss.samples.append(("end", tree_rss_mb(server.process.pid)))
+        high_water = tree_rss_mb(server.process.pid, "VmHWM")
         drain_seconds = ended - drain_started
         load_usage = Usage.figures(before_load, after_load, args.jobs)
-        drain_usage = Usage.figures(after_load, after_drain, args.jobs + probe.submitted)
+        drain_usage = Usage.figures(before_drain, after_drain, args.jobs + probe.submitted)
         return {
             "benchmark": "backlog",
             "database": normalise_url(url).get_backend_name(),
@@ -238,9 +274,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "nodes_per_executor": args.nodes_per_executor,
             "load_seconds": round(load_seconds, 1),
             "load_jobs_per_second": round(args.jobs / load_seconds, 1),
+            **restarted,
             "drain_seconds": round(drain_seconds, 1),
             "drain_jobs_per_second": round((args.jobs + probe.submitted) / drain_seconds, 1),
             **rss.figures(),
+            "rss_high_water_mb": round(high_water, 1),
             **cycles(workdir / "serve.log"),
             "probe_calls": len(probe.latencies),
             "probe_jobs": probe.submitted,
@@ -265,6 +303,18 @@ def main() -> None:
     parser.add_argument("--sample-interval", type=float, default=1.0)
     parser.add_argument("--poll-interval", type=float, default=2.0)
     parser.add_argument("--server-workers", type=int, default=1, help="armada serve --workers")
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="ARMADA_X=VALUE",
+        help="a setting for the server (repeatable), e.g. ARMADA_SCHEDULING_MAXIMUM_SCHEDULING_BURST=5000",
+    )
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="restart the server after the load (it loads the backlog from the views) before the drain",
+    )
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--workdir", default="", help="keep logs here instead of a temporary directory")
     args = parser.parse_args()

@@ -81,7 +81,12 @@ def database(url: str, workdir: Path) -> Iterator[str]:
 
 
 def start_server(
-    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str, env: dict[str, str] | None = None
+    stack: ExitStack,
+    args: argparse.Namespace,
+    workdir: Path,
+    url: str,
+    env: dict[str, str] | None = None,
+    health_timeout: float = 60,
 ) -> tuple[str, ArmadaProcess]:
     """``armada serve`` on a free port (``env`` over :data:`SERVER_ENV`); its base URL and process."""
     port = free_port()
@@ -94,7 +99,7 @@ def start_server(
     )
     stack.callback(server.stop)
     base = f"http://127.0.0.1:{port}"
-    wait_until_healthy(base, server)
+    wait_until_healthy(base, server, health_timeout)
     return base, server
 
 

@@ -54,19 +54,19 @@ def tree_cpu_seconds(pid: int) -> float:
     return sum(cpu_seconds(each) for each in _tree(pid))
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of one process in MiB (0 if it is gone)."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of one process in MiB (0 if it is gone); ``VmHWM``: its peak so far."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
-    kib = next((line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")), "0")
+    kib = next((line.split()[1] for line in status.splitlines() if line.startswith(f"{field}:")), "0")
     return int(kib) / 1024
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process and its live descendants in MiB (shared pages counted in each)."""
-    return sum(rss_mb(each) for each in _tree(pid))
+def tree_rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """:func:`rss_mb` summed over a process and its live descendants (shared pages counted in each)."""
+    return sum(rss_mb(each, field) for each in _tree(pid))
 
 
 def backend_cpu(conninfo: str, database: str) -> dict[int, float]:

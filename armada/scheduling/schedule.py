@@ -14,7 +14,7 @@ import numpy.typing as npt
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import (
-    EXECUTORS_BUSY,
+    CYCLE_LEASE_CAP,
     GLOBAL_RATE_LIMITED,
     NO_NODES,
     CycleStats,
@@ -50,10 +50,10 @@ def schedule(
     used for the ``maxSchedulingDuration`` budget. Nodes of ``paused_executors`` (behind on
     acknowledging their leases) take no new jobs this cycle, like cordoned nodes: their
     running jobs still count towards fair share. ``max_leases`` caps the cycle's new leases
-    (the room executors have for leases they have not yet taken): the first jobs of the
-    merged fair-share order get them, as under the global rate limit, whose tokens only the
-    leases made are taken from. Apply the result with :func:`apply_decisions` (or by
-    appending events that the service feeds back into ``db``).
+    (what the executors can take at once): the first jobs of the merged fair-share order get
+    them, as under the global rate limit, whose tokens only the leases made are taken from.
+    Apply the result with :func:`apply_decisions` (or by appending events that the service
+    feeds back into ``db``).
     """
     started = clock()
     deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
@@ -94,7 +94,7 @@ def schedule(
         cycle.run()
         shares[pool] = cycle.state.shares()
     if granted < bucket and ctx.reasons.cycle == GLOBAL_RATE_LIMITED:
-        ctx.reasons.cycle = EXECUTORS_BUSY
+        ctx.reasons.cycle = CYCLE_LEASE_CAP
     leases = _leases(ctx)
     queue_summary, key_summary = _summaries(db, ctx.reasons, ctx.lease_rows, set(rejected))
     return SchedulingResult(

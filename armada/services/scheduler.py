@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 import structlog
@@ -125,14 +125,15 @@ class SchedulerService:
         if self._watching_since is None:
             self._watching_since = now
         await self._expire_and_recover(now)
+        paused = {*self._lagging_executors(), *self.state.cordoned_executors}
         result = schedule(
             self.state.jobs,
             queues=self.state.queue_specs(),
             config=self.config,
             state=self.scheduler_state,
             now=now,
-            paused_executors=[*self._lagging_executors(), *self.state.cordoned_executors],
-            max_leases=self._lease_room(),
+            paused_executors=paused,
+            max_leases=self._cycle_lease_cap(paused),
         )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         decided = time.monotonic()
@@ -162,15 +163,16 @@ class SchedulerService:
         limit = self.settings.max_unacknowledged_leases_per_executor
         return [e.executor_id for e in self.state.executors.values() if len(e.unacknowledged) >= limit]
 
-    def _lease_room(self) -> int:
-        """New leases the executors can take: their room below the unacknowledged limit.
+    def _cycle_lease_cap(self, paused: Collection[str]) -> int:
+        """Most new leases for one cycle: ``max_unacknowledged_leases_per_executor`` per
+        executor that takes leases now.
 
-        One cycle of a large backlog could otherwise lease everything that fits (100,000
-        jobs in one write holding the append lock for seconds) for executors that take a
-        thousand per call. The room is pooled: one executor may take another's share.
+        An executor takes a thousand leases per call, so one cycle of a large backlog
+        leasing everything that fits (100,000 jobs: one write holding the append lock for
+        seconds) only queues leases on the server; a cycle's write stays bounded this way.
         """
-        limit = self.settings.max_unacknowledged_leases_per_executor
-        return sum(max(0, limit - len(e.unacknowledged)) for e in self.state.executors.values() if e.nodes)
+        takers = [e for e in self.state.executors.values() if e.nodes and e.executor_id not in paused]
+        return self.settings.max_unacknowledged_leases_per_executor * len(takers)
 
     # --- executors gone silent and nodes lost -------------------------------------------
 
