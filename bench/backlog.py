@@ -205,20 +205,21 @@ def cycles(log_path: Path) -> dict[str, Any]:
     }
 
 
-async def restart(
+def restart(
     stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str, server: ArmadaProcess
 ) -> tuple[str, ArmadaProcess, dict[str, float]]:
     """Stop the server and start another on the same database: it loads the backlog from the views."""
     server.stop()
     started = time.perf_counter()
     base, server = start_server(stack, args, workdir, url, server_env(args), health_timeout=args.timeout)
-    seconds = time.perf_counter() - started
+    pid = server.process.pid
     return (
         base,
         server,
         {
-            "restart_seconds": round(seconds, 1),
-            "rss_after_restart_mb": round(tree_rss_mb(server.process.pid), 1),
+            "restart_seconds": round(time.perf_counter() - started, 1),
+            "rss_after_restart_mb": round(tree_rss_mb(pid), 1),
+            "rss_restart_peak_mb": round(tree_rss_mb(pid, "VmHWM"), 1),
         },
     )
 
@@ -240,6 +241,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             started = time.perf_counter()
             await submit_all(client, args)
             load_seconds = time.perf_counter() - started
+            rss.samples.append(("load", tree_rss_mb(server.process.pid)))
             after_load = usage.sample()
         restarted: dict[str, float] = {}
         if args.restart:
