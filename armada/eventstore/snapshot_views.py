@@ -30,9 +30,12 @@ async def executor_rows(conn: AsyncConnection) -> list[AnyRow]:
     return list((await conn.execute(select(schema.executors))).all())
 
 
-async def active_job_rows(conn: AsyncConnection) -> list[AnyRow]:
-    """The jobs not yet finished, by job id: spec, priority, submission time, attempts and
-    whether a cancellation or preemption was asked for."""
+async def active_job_rows(conn: AsyncConnection, after: str = "", limit: int | None = None) -> list[AnyRow]:
+    """The jobs not yet finished, by job id (after ``after``, at most ``limit``): spec,
+    priority, submission time, attempts and whether a cancellation or preemption was asked for.
+
+    A backlog of a million jobs is read in pages: their specs at once would take gigabytes.
+    """
     jobs = schema.jobs
     query = (
         select(
@@ -44,8 +47,9 @@ async def active_job_rows(conn: AsyncConnection) -> list[AnyRow]:
             jobs.c.cancel_requested,
             jobs.c.preempt_requested,
         )
-        .where(jobs.c.state.in_(ACTIVE_JOB_STATES))
+        .where(jobs.c.state.in_(ACTIVE_JOB_STATES), jobs.c.job_id > after)
         .order_by(jobs.c.job_id)
+        .limit(limit)
     )
     return list((await conn.execute(query)).all())
 

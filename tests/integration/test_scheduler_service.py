@@ -18,6 +18,7 @@ from armada.model.queues import Queue
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling import SchedulingConfig
 from armada.scheduling.decisions import CYCLE_LEASE_CAP
+from armada.services import follower as follower_module
 from armada.services import queries
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
@@ -354,8 +355,11 @@ async def test_a_cancel_landing_while_a_report_waits_to_write_wins_over_the_stal
     assert (await h.job_states())[job_id] == "CANCELLED", "the failure must be read as the kill it was"
 
 
-async def test_restart_rebuilds_the_same_state_from_the_views(harness: Harness) -> None:
+async def test_restart_rebuilds_the_same_state_from_the_views(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     h = harness
+    monkeypatch.setattr(follower_module, "LOAD_PAGE", 5)  # the 12 jobs are read in three pages
     await h.lease()
     await submit(h, 12)  # 8 cpus of nodes: 8 run, 4 stay queued
     await h.scheduler.cycle()
@@ -369,6 +373,7 @@ async def test_restart_rebuilds_the_same_state_from_the_views(harness: Harness) 
     assert rebuilt.seq == live.seq
     assert sorted(rebuilt.runs) == sorted(live.runs) and len(rebuilt.runs) == 8
     assert len(rebuilt.jobs) == len(live.jobs) == 12
+    assert set(rebuilt.extras) == set(live.extras)
     assert set(rebuilt.executors["c1"].nodes) == {"n0", "n1"}
     assert set(rebuilt.queues) == {"q"}
 
