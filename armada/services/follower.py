@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.eventstore import dialects, fleet_views
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.queue_views import queue_specs
-from armada.eventstore.snapshot_views import active_job_rows, active_run_rows, executor_rows, node_specs
+from armada.eventstore.snapshot_views import active_job_pages, active_run_rows, executor_rows, node_specs
 from armada.eventstore.store import EventStore
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
@@ -151,9 +151,7 @@ async def _load_executors(conn: AsyncConnection, state: ClusterState, records: U
 async def _load_jobs(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:
     """Active jobs, a page at a time and each page in bulk; one whose stored spec cannot be
     read is reported (and so failed), not loaded."""
-    after = ""
-    while rows := await active_job_rows(conn, after, LOAD_PAGE):
-        after = rows[-1].job_id
+    async for rows in active_job_pages(conn, LOAD_PAGE):
         events: list[tuple[int, ev.Event]] = []
         for row in rows:
             stored = records.decode(decode_job, row.spec, "job", row.job_id, row.job_id)
