@@ -175,7 +175,8 @@ class SchedulerServiceSettings(_Area):
         Meta(
             ge=1,
             description="Most runs leased to one executor and not yet reported back by it; "
-            "an executor at the limit gets no new leases until it catches up.",
+            "an executor at the limit gets no new leases until it catches up. One scheduling "
+            "cycle leases at most this many per executor taking leases (a bounded write).",
         ),
     ] = 2500
     heartbeat_record_interval: Annotated[

@@ -80,22 +80,34 @@ def database(url: str, workdir: Path) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def start_system(
-    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str
-) -> tuple[str, list[ArmadaProcess]]:
+def start_server(
+    stack: ExitStack,
+    args: argparse.Namespace,
+    workdir: Path,
+    url: str,
+    env: dict[str, str] | None = None,
+    health_timeout: float = 60,
+) -> tuple[str, ArmadaProcess]:
+    """``armada serve`` on a free port (``env`` over :data:`SERVER_ENV`); its base URL and process."""
     port = free_port()
-    env = {**SERVER_ENV, **SERVER_EXECUTOR_TOKEN_ENV}
     server = ArmadaProcess(
         ["serve", "--port", str(port), "--database-url", url]
         + (["--workers", str(args.server_workers)] if url.startswith("postgres") else []),
         cwd=workdir,
         log_path=workdir / "serve.log",
-        env=env,
+        env={**SERVER_ENV, **SERVER_EXECUTOR_TOKEN_ENV, **(env or {})},
     )
     stack.callback(server.stop)
-    processes = [server]
     base = f"http://127.0.0.1:{port}"
-    wait_until_healthy(base, server)
+    wait_until_healthy(base, server, health_timeout)
+    return base, server
+
+
+def start_executors(
+    stack: ExitStack, args: argparse.Namespace, workdir: Path, base: str
+) -> list[ArmadaProcess]:
+    """``--executors`` executors of ``--backend`` against the server at ``base``."""
+    processes = []
     for index in range(args.executors):
         command = [
             "executor",
@@ -119,7 +131,14 @@ def start_system(
         )
         stack.callback(executor.stop)
         processes.append(executor)
-    return base, processes
+    return processes
+
+
+def start_system(
+    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str
+) -> tuple[str, list[ArmadaProcess]]:
+    base, server = start_server(stack, args, workdir, url)
+    return base, [server, *start_executors(stack, args, workdir, base)]
 
 
 def job_item(command: str) -> JobSubmitRequestItem:

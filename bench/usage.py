@@ -40,14 +40,34 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of a process and its live descendants (``armada serve --workers``)."""
-    total, pending = 0.0, [pid]
+def _tree(pid: int) -> list[int]:
+    """A process and its live descendants (``armada serve --workers``)."""
+    found, pending = [], [pid]
     while pending:
         current = pending.pop()
-        total += cpu_seconds(current)
+        found.append(current)
         pending += _children(current)
-    return total
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and its live descendants."""
+    return sum(cpu_seconds(each) for each in _tree(pid))
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of one process in MiB (0 if it is gone); ``VmHWM``: its peak so far."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    kib = next((line.split()[1] for line in status.splitlines() if line.startswith(f"{field}:")), "0")
+    return int(kib) / 1024
+
+
+def tree_rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """:func:`rss_mb` summed over a process and its live descendants (shared pages counted in each)."""
+    return sum(rss_mb(each, field) for each in _tree(pid))
 
 
 def backend_cpu(conninfo: str, database: str) -> dict[int, float]:

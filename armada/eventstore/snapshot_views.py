@@ -7,6 +7,7 @@ that are still active. Queues come from :func:`.queue_views.queue_specs`.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sqlalchemy import Row, select
@@ -30,9 +31,13 @@ async def executor_rows(conn: AsyncConnection) -> list[AnyRow]:
     return list((await conn.execute(select(schema.executors))).all())
 
 
-async def active_job_rows(conn: AsyncConnection) -> list[AnyRow]:
-    """The jobs not yet finished, by job id: spec, priority, submission time, attempts and
-    whether a cancellation or preemption was asked for."""
+async def active_job_pages(conn: AsyncConnection, size: int) -> AsyncIterator[list[AnyRow]]:
+    """The jobs not yet finished, by job id, ``size`` at a time: spec, priority, submission
+    time, attempts and whether a cancellation or preemption was asked for.
+
+    One query read through a server-side cursor: a backlog of a million jobs' specs fetched
+    at once would take gigabytes, and a page per query would sort the backlog once per page.
+    """
     jobs = schema.jobs
     query = (
         select(
@@ -48,7 +53,9 @@ async def active_job_rows(conn: AsyncConnection) -> list[AnyRow]:
         .where(schema.job_states.c.state.in_(ACTIVE_JOB_STATES))
         .order_by(jobs.c.job_id)
     )
-    return list((await conn.execute(query)).all())
+    result = await conn.stream(query)
+    async for page in result.partitions(size):
+        yield list(page)
 
 
 async def active_run_rows(conn: AsyncConnection) -> list[AnyRow]:

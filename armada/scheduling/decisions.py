@@ -21,6 +21,7 @@ from armada.scheduling.state import SchedulerState
 QUEUE_CORDONED = "queue is cordoned"
 QUEUE_RATE_LIMITED = "queue rate limited (maximumPerQueueSchedulingRate)"
 GLOBAL_RATE_LIMITED = "global scheduling rate limit reached (maximumSchedulingRate)"
+CYCLE_LEASE_CAP = "cycle's lease cap reached (maxUnacknowledgedLeasesPerExecutor per executor)"
 OUT_OF_TIME = "scheduling cycle stopped: maxSchedulingDuration exhausted"
 NO_NODES = "no nodes reported by any executor"
 

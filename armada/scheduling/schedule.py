@@ -13,7 +13,16 @@ import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.context import CycleContext
-from armada.scheduling.decisions import NO_NODES, CycleStats, Leases, Reasons, Rejection, SchedulingResult
+from armada.scheduling.decisions import (
+    CYCLE_LEASE_CAP,
+    GLOBAL_RATE_LIMITED,
+    NO_NODES,
+    CycleStats,
+    Leases,
+    Reasons,
+    Rejection,
+    SchedulingResult,
+)
 from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.placement import explain_misfit
 from armada.scheduling.pool import PoolCycle
@@ -33,28 +42,34 @@ def schedule(
     now: float,
     clock: Callable[[], float] = time.monotonic,
     paused_executors: Collection[str] = (),
+    max_leases: int | None = None,
 ) -> SchedulingResult:
     """Decide leases, preemptions and rejections for one cycle. Reads ``db``, never changes it.
 
     ``now`` (seconds, any epoch) drives rate-limit refill and usage decay; ``clock`` is only
     used for the ``maxSchedulingDuration`` budget. Nodes of ``paused_executors`` (behind on
     acknowledging their leases) take no new jobs this cycle, like cordoned nodes: their
-    running jobs still count towards fair share. Apply the result with :func:`apply_decisions`
-    (or by appending events that the service feeds back into ``db``).
+    running jobs still count towards fair share. ``max_leases`` caps the cycle's new leases
+    (what the executors can take at once): the first jobs of the merged fair-share order get
+    them, as under the global rate limit, whose tokens only the leases made are taken from.
+    Apply the result with :func:`apply_decisions` (or by appending events that the service
+    feeds back into ``db``).
     """
     started = clock()
     deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
     pools = db.nodes.pool_rows()
     usage = state.usage.decayed(now, config.usage_half_life)
     key_ok, rejected, waiting = _rejected_keys(db, pools)
+    bucket = tokens_now(
+        state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
+    )
+    granted = bucket if max_leases is None else min(bucket, max(0, max_leases))
     ctx = CycleContext(
         db=db,
         config=config,
         clock=clock,
         deadline=deadline,
-        global_tokens=tokens_now(
-            state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
-        ),
+        global_tokens=granted,
         queue_tokens={
             name: tokens_now(
                 state.queue_buckets.get(name),
@@ -78,6 +93,8 @@ def schedule(
         cycle = PoolCycle(ctx, pool, rows, list(queues), usage)
         cycle.run()
         shares[pool] = cycle.state.shares()
+    if granted < bucket and ctx.reasons.cycle == GLOBAL_RATE_LIMITED:
+        ctx.reasons.cycle = CYCLE_LEASE_CAP
     leases = _leases(ctx)
     queue_summary, key_summary = _summaries(db, ctx.reasons, ctx.lease_rows, set(rejected))
     return SchedulingResult(
@@ -97,7 +114,7 @@ def schedule(
             stopped=ctx.stopped,
         ),
         state=SchedulerState(
-            global_bucket=TokenBucket(max(0.0, ctx.global_tokens), now),
+            global_bucket=TokenBucket(max(0.0, bucket - (granted - ctx.global_tokens)), now),
             queue_buckets={
                 name: TokenBucket(max(0.0, tokens), now) for name, tokens in ctx.queue_tokens.items()
             },

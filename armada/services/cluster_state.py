@@ -11,6 +11,7 @@ of their events (:mod:`.pending_leases`), so the next cycle does not reuse their
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +41,7 @@ def split_node_key(key: str) -> tuple[str, str]:
     return (executor, node) if slash else ("", key)
 
 
-@dataclass
+@dataclass(slots=True)
 class RunInfo:
     """A run that holds (or is about to hold) resources on a node."""
 
@@ -73,9 +74,13 @@ class ExecutorInfo:
             del self.unacknowledged[run_id]
 
 
-@dataclass
+@dataclass(slots=True)
 class JobExtras:
-    """What the scheduler must remember of a non-terminal job beyond its requirements."""
+    """What the scheduler must remember of a non-terminal job beyond its requirements.
+
+    One per queued or running job (a million in a big backlog): slotted, and its queue and
+    job set names interned, so that a job costs one small object here (~200 bytes less).
+    """
 
     queue: str = ""
     job_set_id: str = ""
@@ -242,8 +247,8 @@ class ClusterState:
             log.error("job cannot be scheduled", job_id=job.id, error=str(exc))
             return
         self.extras[job.id] = JobExtras(
-            queue=job.queue,
-            job_set_id=job.job_set_id,
+            queue=sys.intern(job.queue),
+            job_set_id=sys.intern(job.job_set_id),
             retry_on_preemption=job.annotations.get(RETRY_ON_PREEMPTION_ANNOTATION, "").lower() == "true",
         )
 

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.eventstore import dialects, fleet_views
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.queue_views import queue_specs
-from armada.eventstore.snapshot_views import active_job_rows, active_run_rows, executor_rows, node_specs
+from armada.eventstore.snapshot_views import active_job_pages, active_run_rows, executor_rows, node_specs
 from armada.eventstore.store import EventStore
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
@@ -36,6 +36,8 @@ T = TypeVar("T")
 #: Events read and applied per step: this process's own appends are applied from memory,
 #: without a pause, so a long catch-up is cut into steps of bounded length.
 READ_BATCH = 1000
+#: Active jobs read per query when the state is loaded from the views.
+LOAD_PAGE = 10_000
 
 
 class LogFollower:
@@ -147,24 +149,25 @@ async def _load_executors(conn: AsyncConnection, state: ClusterState, records: U
 
 
 async def _load_jobs(conn: AsyncConnection, state: ClusterState, records: UnreadableRecords) -> None:
-    """Active jobs; one whose stored spec cannot be read is reported (and so failed), not loaded."""
-    rows = await active_job_rows(conn)
-    loaded: set[str] = set()
-    for row in rows:
-        stored = records.decode(decode_job, row.spec, "job", row.job_id, row.job_id)
-        if stored is None:
-            continue
-        loaded.add(row.job_id)
-        job = msgspec.structs.replace(stored, priority=row.priority)
-        envelope: ev.Envelope = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id}
-        state.apply(0, ev.JobSubmitted(job=job, created=row.submitted, **envelope))
-        state.apply(0, ev.JobQueued(attempts=row.attempts, **envelope))
-        if row.cancel_requested:
-            state.apply(0, ev.JobCancelling(**envelope))
-        if row.preempt_requested:
-            state.apply(0, ev.JobPreempting(**envelope))
+    """Active jobs, a page at a time and each page in bulk; one whose stored spec cannot be
+    read is reported (and so failed), not loaded."""
+    async for rows in active_job_pages(conn, LOAD_PAGE):
+        events: list[tuple[int, ev.Event]] = []
+        for row in rows:
+            stored = records.decode(decode_job, row.spec, "job", row.job_id, row.job_id)
+            if stored is None:
+                continue
+            job = msgspec.structs.replace(stored, priority=row.priority)
+            envelope: ev.Envelope = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id}
+            events.append((0, ev.JobSubmitted(job=job, created=row.submitted, **envelope)))
+            events.append((0, ev.JobQueued(attempts=row.attempts, **envelope)))
+            if row.cancel_requested:
+                events.append((0, ev.JobCancelling(**envelope)))
+            if row.preempt_requested:
+                events.append((0, ev.JobPreempting(**envelope)))
+        state.apply_all(events)
     for run in await active_run_rows(conn):
-        if run.job_id not in loaded:
+        if run.job_id not in state.extras:  # not loaded (unreadable)
             continue
         run_envelope: ev.Envelope = {
             "queue": run.queue,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 import structlog
@@ -155,13 +155,15 @@ class SchedulerService:
         await self._expire_and_recover(now)
         decided_on = self.state.seq
         state_before = self.scheduler_state
+        paused = {*self._lagging_executors(), *self.state.cordoned_executors}
         result = schedule(
             self.state.jobs,
             queues=self.state.queue_specs(),
             config=self.config,
             state=state_before,
             now=now,
-            paused_executors=[*self._lagging_executors(), *self.state.cordoned_executors],
+            paused_executors=paused,
+            max_leases=self._cycle_lease_cap(paused),
         )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         decided = time.monotonic()
@@ -206,6 +208,17 @@ class SchedulerService:
         """
         limit = self.settings.max_unacknowledged_leases_per_executor
         return [e.executor_id for e in self.state.executors.values() if len(e.unacknowledged) >= limit]
+
+    def _cycle_lease_cap(self, paused: Collection[str]) -> int:
+        """Most new leases for one cycle: ``max_unacknowledged_leases_per_executor`` per
+        executor that takes leases now.
+
+        An executor takes a thousand leases per call, so one cycle of a large backlog
+        leasing everything that fits (100,000 jobs: one write holding the append lock for
+        seconds) only queues leases on the server; a cycle's write stays bounded this way.
+        """
+        takers = [e for e in self.state.executors.values() if e.nodes and e.executor_id not in paused]
+        return self.settings.max_unacknowledged_leases_per_executor * len(takers)
 
     # --- executors gone silent and nodes lost -------------------------------------------
 

@@ -17,6 +17,8 @@ from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEv
 from armada.model.queues import Queue
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling import SchedulingConfig
+from armada.scheduling.decisions import CYCLE_LEASE_CAP
+from armada.services import follower as follower_module
 from armada.services import queries
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
@@ -173,14 +175,15 @@ async def test_an_executor_behind_on_its_leases_gets_no_more_until_it_reports(ha
     h = harness
     h.scheduler.settings = msgspec.structs.replace(h.settings, max_unacknowledged_leases_per_executor=2)
     await h.lease()
-    await submit(h, 2)
-    assert (await h.scheduler.cycle()).stats.scheduled == 2
-    await submit(h, 3)
+    await submit(h, 5)
+    first = await h.scheduler.cycle()
+    assert first.stats.scheduled == 2, "no more leases in one cycle than the executor may hold"
+    assert first.reasons.cycle == CYCLE_LEASE_CAP
     assert (await h.scheduler.cycle()).stats.scheduled == 0, "two leases unacknowledged: paused"
     leases = (await h.lease()).leases
     assert (await h.scheduler.cycle()).stats.scheduled == 0, "sent is not acknowledged"
-    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases])
-    assert (await h.scheduler.cycle()).stats.scheduled == 3
+    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases[:1]])
+    assert (await h.scheduler.cycle()).stats.scheduled == 2, "below the limit: up to the cap again"
 
 
 async def test_a_job_too_big_for_every_node_is_rejected(harness: Harness) -> None:
@@ -352,8 +355,11 @@ async def test_a_cancel_landing_while_a_report_waits_to_write_wins_over_the_stal
     assert (await h.job_states())[job_id] == "CANCELLED", "the failure must be read as the kill it was"
 
 
-async def test_restart_rebuilds_the_same_state_from_the_views(harness: Harness) -> None:
+async def test_restart_rebuilds_the_same_state_from_the_views(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
     h = harness
+    monkeypatch.setattr(follower_module, "LOAD_PAGE", 5)  # the 12 jobs are read in three pages
     await h.lease()
     await submit(h, 12)  # 8 cpus of nodes: 8 run, 4 stay queued
     await h.scheduler.cycle()
@@ -367,6 +373,7 @@ async def test_restart_rebuilds_the_same_state_from_the_views(harness: Harness) 
     assert rebuilt.seq == live.seq
     assert sorted(rebuilt.runs) == sorted(live.runs) and len(rebuilt.runs) == 8
     assert len(rebuilt.jobs) == len(live.jobs) == 12
+    assert set(rebuilt.extras) == set(live.extras)
     assert set(rebuilt.executors["c1"].nodes) == {"n0", "n1"}
     assert set(rebuilt.queues) == {"q"}
 

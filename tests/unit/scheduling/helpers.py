@@ -85,7 +85,11 @@ class Sim:
         self.db.add_many(jobs)
 
     def cycle(
-        self, advance: float = 1.0, apply: bool = True, paused_executors: Iterable[str] = ()
+        self,
+        advance: float = 1.0,
+        apply: bool = True,
+        paused_executors: Iterable[str] = (),
+        max_leases: int | None = None,
     ) -> SchedulingResult:
         self.now += advance
         result = schedule(
@@ -95,6 +99,7 @@ class Sim:
             state=self.state,
             now=self.now,
             paused_executors=list(paused_executors),
+            max_leases=max_leases,
         )
         if apply:
             apply_decisions(self.db, result)

@@ -101,12 +101,14 @@ def workloads(draw: st.DrawFn, gangs: bool = True) -> list[JobRequirements]:
 QUEUES = [QueueSpec("qa", 1.0), QueueSpec("qb", 2.0), QueueSpec("qc", 3.0)]
 
 
-def run(cluster: list[NodeSpec], jobs: list[JobRequirements]) -> tuple[Sim, SchedulingResult]:
+def run(
+    cluster: list[NodeSpec], jobs: list[JobRequirements], max_leases: int | None = None
+) -> tuple[Sim, SchedulingResult]:
     sim = Sim(unlimited(), nodes=cluster)
     for q in QUEUES:
         sim.queue(q.name, q.priority_factor)
     sim.submit(jobs)
-    return sim, sim.cycle(apply=False)
+    return sim, sim.cycle(apply=False, max_leases=max_leases)
 
 
 @SETTINGS
@@ -159,6 +161,22 @@ def test_safety_properties(cluster: list[NodeSpec], jobs: list[JobRequirements])
                 }
                 assert any(free[r] < units for r, units in j.requests.items()), (j.id, node.id)
         assert result.reasons.for_job(sim.db, j.id)
+
+
+@SETTINGS
+@given(nodes(), workloads(), st.integers(0, 12))
+def test_a_lease_cap_bounds_the_cycle_and_keeps_gangs_whole(
+    cluster: list[NodeSpec], jobs: list[JobRequirements], cap: int
+) -> None:
+    _, result = run(cluster, jobs, max_leases=cap)
+    assert len(result.leases) <= cap
+    leased = set(result.leases.job_ids)
+    gangs: dict[str, list[JobRequirements]] = defaultdict(list)
+    for j in jobs:
+        if j.gang_id:
+            gangs[j.gang_id].append(j)
+    for members in gangs.values():
+        assert len([m for m in members if m.id in leased]) in (0, members[0].gang_cardinality)
 
 
 @SETTINGS

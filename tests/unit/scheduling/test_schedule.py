@@ -23,7 +23,7 @@ from armada.scheduling import (
     requirements_from_pod_spec,
     schedule,
 )
-from armada.scheduling.decisions import GLOBAL_RATE_LIMITED, QUEUE_RATE_LIMITED
+from armada.scheduling.decisions import CYCLE_LEASE_CAP, GLOBAL_RATE_LIMITED, QUEUE_RATE_LIMITED
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
 
 
@@ -212,6 +212,22 @@ def test_rate_limits_carry_across_cycles() -> None:
     assert first.reasons.for_job(sim.db, "a10") == GLOBAL_RATE_LIMITED
     assert len(sim.cycle(advance=1.0).leases) == 2
     assert len(sim.cycle(advance=10.0).leases) == 5
+
+
+def test_max_leases_caps_a_cycle_in_fair_order_and_takes_only_the_tokens_leased() -> None:
+    config = unlimited(maximum_scheduling_rate=1.0, maximum_scheduling_burst=10)
+    sim = Sim(config, nodes=[node("n0", cpu=100, memory_gi=1000)])
+    sim.queue("A")
+    sim.queue("B")
+    sim.submit(job(f"a{i}", "A", submitted=i) for i in range(20))
+    sim.submit(job(f"b{i}", "B", submitted=i) for i in range(20))
+    first = sim.cycle(advance=0, max_leases=4)
+    assert Counter(j[0] for j in first.leases.job_ids) == {"a": 2, "b": 2}
+    assert first.reasons.for_job(sim.db, "a10") == CYCLE_LEASE_CAP
+    second = sim.cycle(advance=0)
+    assert len(second.leases) == 6, "the bucket of 10 gave up only the 4 tokens leased"
+    assert second.reasons.for_job(sim.db, "a10") == GLOBAL_RATE_LIMITED
+    assert len(sim.cycle(advance=0, max_leases=0).leases) == 0
 
 
 def test_per_queue_rate_limit() -> None:
