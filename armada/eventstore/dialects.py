@@ -190,8 +190,10 @@ def libpq_conninfo(url: str) -> str:
 
 #: Up to this many rows, :func:`insert_rows` sends PostgreSQL one prepared INSERT per row
 #: rather than a COPY: a COPY costs two round trips of its own and cannot join a pipeline,
-#: and a small write (one submitted job, one run report) is mostly round trips.
-SMALL_INSERT_ROWS = 64
+#: and a small write (one submitted job, one run report) is mostly round trips. Per row an
+#: INSERT costs PostgreSQL ~3x a COPY's; measured on this machine, the two break even at
+#: ~4-5 rows (docs/performance.md, "Submission").
+SMALL_INSERT_ROWS = 4
 
 
 async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
