@@ -239,8 +239,9 @@ class SubmissionSettings(_Area):
         Meta(
             ge=0,
             description="Most jobs waiting (queued) in one queue; a submission that would pass it gets 429 "
-            "naming `jobRequestItems`. Checked before the write, so concurrent submissions may pass it by "
-            "their own size. 0: no cap.",
+            "naming `jobRequestItems`. Checked before the write against a count up to 1 s old plus what this "
+            "process let in since, so concurrent submissions (and other replicas' within that second) may "
+            "pass it by their own size. 0: no cap.",
         ),
     ] = 1_000_000
     default_active_deadline: Annotated[

@@ -22,7 +22,8 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -36,6 +37,7 @@ from armada.client import ArmadaApiError, AsyncArmadaClient, ClientConfig
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
 from bench.common import report, rss_mb
+from bench.usage import tree_cpu_seconds
 
 POD_SPEC = {
     "containers": [
@@ -129,6 +131,31 @@ async def run(url: str, jobs: int, batch: int, queues: int, concurrency: int) ->
     }
 
 
+class ServerCpu:
+    """The server's CPU seconds spent while each transport submitted (nothing without a pid)."""
+
+    def __init__(self, pid: int, batch: int) -> None:
+        self.pid, self.batch = pid, batch
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def measure(self, transport: str) -> Iterator[None]:
+        before = tree_cpu_seconds(self.pid) if self.pid else 0.0
+        yield
+        if self.pid:
+            spent = tree_cpu_seconds(self.pid) - before
+            self.seconds[transport] = self.seconds.get(transport, 0.0) + spent
+
+    def figures(self, jobs: int) -> dict[str, object]:
+        """Per job and per request, for each transport measured (``jobs`` of each)."""
+        result: dict[str, object] = {}
+        for transport, seconds in self.seconds.items():
+            prefix = "" if transport == "rest" else f"{transport}_"
+            result[f"{prefix}server_cpu_us_per_job"] = round(seconds / jobs * 1e6, 1)
+            result[f"{prefix}server_cpu_ms_per_request"] = round(seconds / -(-jobs // self.batch) * 1e3, 3)
+        return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -139,20 +166,25 @@ def main() -> None:
     parser.add_argument("--queues", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--grpc", default="", help="gRPC address: also submit over gRPC, same run")
+    parser.add_argument("--server-pid", type=int, default=0, help="report this server's CPU per job")
     args = parser.parse_args()
+    server_cpu = ServerCpu(args.server_pid, args.batch)
     if not args.grpc:
-        report(asyncio.run(run(args.url, args.jobs, args.batch, args.queues, args.concurrency)))
+        with server_cpu.measure("rest"):
+            result = asyncio.run(run(args.url, args.jobs, args.batch, args.queues, args.concurrency))
+        report(result | server_cpu.figures(args.jobs))
         return
     quarter = args.jobs // 4
     rest_seconds = grpc_seconds = 0.0
-    result: dict[str, object] = {}
+    result = {}
     for transport in ("rest", "grpc", "grpc", "rest"):
-        if transport == "rest":
-            result = asyncio.run(run(args.url, quarter, args.batch, args.queues, args.concurrency))
-            rest_seconds += float(str(result["seconds"]))
-        else:
-            part = asyncio.run(run_grpc(args.grpc, quarter, args.batch, args.queues, args.concurrency))
-            grpc_seconds += float(str(part["grpc_seconds"]))
+        with server_cpu.measure(transport):
+            if transport == "rest":
+                result = asyncio.run(run(args.url, quarter, args.batch, args.queues, args.concurrency))
+                rest_seconds += float(str(result["seconds"]))
+            else:
+                part = asyncio.run(run_grpc(args.grpc, quarter, args.batch, args.queues, args.concurrency))
+                grpc_seconds += float(str(part["grpc_seconds"]))
     rest_rate, grpc_rate = 4 * quarter / 2 / rest_seconds, 4 * quarter / 2 / grpc_seconds
     result |= {
         "jobs": 4 * quarter,
@@ -163,6 +195,7 @@ def main() -> None:
         "grpc_over_rest": round(grpc_rate / rest_rate, 2),
         "client_rss_mb": rss_mb(),
     }
+    result |= server_cpu.figures(2 * quarter)
     for key in ("median_batch_ms", "p99_batch_ms"):  # those of the last quarter only: left out
         result.pop(key, None)
     report(result)

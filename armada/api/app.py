@@ -61,6 +61,7 @@ from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
 from armada.services.logs import LogService
 from armada.services.quarantine import Quarantine
+from armada.services.queued_cap import QueuedCap
 from armada.services.retry_policies import missing_default_policy
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
@@ -152,7 +153,7 @@ def create_app(settings: Settings) -> Litestar:
                 streams=StreamQuota(settings.server.max_streams_per_caller),
                 scheduling=settings.scheduling,
                 submission_rules=SubmissionRules.from_settings(settings),
-                max_queued_jobs_per_queue=settings.submission.max_queued_jobs_per_queue,
+                queued_cap=QueuedCap(settings.submission.max_queued_jobs_per_queue),
                 follower=follower,
                 scheduler=scheduler,
                 leases=LeaseService(
@@ -178,7 +179,7 @@ def create_app(settings: Settings) -> Litestar:
                     shutdown=services.shutdown,
                     streams=services.streams,
                     logs=services.logs,
-                    max_queued=settings.submission.max_queued_jobs_per_queue,
+                    queued_cap=services.queued_cap,
                 )
                 grpc_server = await start_grpc(settings.server, grpc_services)
                 stack.push_async_callback(stop_grpc, grpc_server, settings.server.shutdown_timeout)

@@ -26,6 +26,7 @@ from armada.scheduling.config import SchedulingConfig
 from armada.services.leases import LeaseService
 from armada.services.logs import LogService
 from armada.services.pod_policy import QueueSecurityGate
+from armada.services.queued_cap import QueuedCap
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
 from armada.services.validation import SubmissionRules
@@ -48,8 +49,8 @@ async def provide_rules(state: State) -> SubmissionRules:
     return services_of(state).submission_rules
 
 
-async def provide_max_queued(state: State) -> int:
-    return services_of(state).max_queued_jobs_per_queue
+async def provide_queued_cap(state: State) -> QueuedCap:
+    return services_of(state).queued_cap
 
 
 async def provide_scheduling(state: State) -> SchedulingConfig:
@@ -100,7 +101,7 @@ DEPENDENCIES = {
     "store": Provide(provide_store),
     "access": Provide(provide_access),
     "rules": Provide(provide_rules),
-    "max_queued": Provide(provide_max_queued),
+    "queued_cap": Provide(provide_queued_cap),
     "scheduling": Provide(provide_scheduling),
     "scheduler": Provide(provide_scheduler),
     "leases": Provide(provide_leases),
@@ -120,7 +121,7 @@ DatabaseDep = NamedDependency[Database]
 Store = NamedDependency[EventStore]
 Access = NamedDependency[AccessControl]
 Rules = NamedDependency[SubmissionRules]
-MaxQueued = NamedDependency[int]
+QueuedCapDep = NamedDependency[QueuedCap]
 Scheduling = NamedDependency[SchedulingConfig]
 Scheduler = NamedDependency[SchedulerService]
 Leases = NamedDependency[LeaseService]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from litestar import post
 from litestar.params import JSONBody
 
-from armada.api.dependencies import MaxQueued, Rules, Scheduling, Store, User
+from armada.api.dependencies import QueuedCapDep, Rules, Scheduling, Store, User
 from armada.api.responses import problems
 from armada.auth.policy import on_queue
 from armada.model.queues import QueueVerb
@@ -35,9 +35,9 @@ TAGS = ["jobs"]
     opt=on_queue(QueueVerb.SUBMIT, body="queue"),
 )
 async def submit(
-    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User, max_queued: MaxQueued
+    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User, queued_cap: QueuedCapDep
 ) -> JobSubmitResponse:
-    return await submit_jobs(store, data, rules, user, max_queued=max_queued)
+    return await submit_jobs(store, data, rules, user, queued_cap=queued_cap)
 
 
 @post(

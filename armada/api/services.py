@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: the guard (access.py) reads the services 
     from armada.services.follower import LogFollower
     from armada.services.leases import LeaseService
     from armada.services.logs import LogService
+    from armada.services.queued_cap import QueuedCap
     from armada.services.run_events import RunEventIntake
     from armada.services.scheduler import SchedulerService
     from armada.services.validation import SubmissionRules
@@ -38,7 +39,7 @@ class Services:
     streams: StreamQuota
     scheduling: SchedulingConfig
     submission_rules: SubmissionRules
-    max_queued_jobs_per_queue: int
+    queued_cap: QueuedCap
     follower: LogFollower
     scheduler: SchedulerService
     leases: LeaseService

@@ -58,12 +58,26 @@ async def write(conn: AsyncConnection, batch: PreparedEvents, head: int, *, noti
         log_row(seq, event, payload)
         for seq, (event, payload) in enumerate(zip(batch.events, batch.payloads, strict=True), start=head + 1)
     ]
-    await dialects.insert_rows(conn, schema.events, rows)
     last = head + len(rows)
-    await projections.insert_rows(conn, batch.changes)
-    async with dialects.pipeline(conn):  # under load, each round trip waits for the loop
+
+    async def inserts() -> None:
+        await dialects.insert_rows(conn, schema.events, rows)
+        await projections.insert_rows(conn, batch.changes)
+
+    async def updates() -> None:
         await projections.update_rows(conn, batch.changes)
         if notify:
             await dialects.notify(conn, last)
+
+    # Under load each round trip waits for the loop: a small batch's inserts are pipelined
+    # with its updates (one round trip for the whole write); a large one's COPYs cannot be.
+    changes = batch.changes
+    small = max(len(rows), len(changes.jobs.inserts), len(changes.runs.inserts)) <= dialects.SMALL_INSERT_ROWS
+    if not small:
+        await inserts()
+    async with dialects.pipeline(conn):
+        if small:
+            await inserts()
+        await updates()
     await projections.apply_ordered(conn, batch.changes)
     return last

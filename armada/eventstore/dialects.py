@@ -188,8 +188,20 @@ def libpq_conninfo(url: str) -> str:
 # in-process, is fastest with plain executemany.
 
 
+#: Up to this many rows, :func:`insert_rows` sends PostgreSQL one prepared INSERT per row
+#: rather than a COPY: a COPY costs two round trips of its own and cannot join a pipeline,
+#: and a small write (one submitted job, one run report) is mostly round trips. Per row an
+#: INSERT costs PostgreSQL ~3x a COPY's; measured on this machine, the two break even at
+#: ~4-5 rows (docs/performance.md, "Submission").
+SMALL_INSERT_ROWS = 4
+
+
 async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
-    """Insert many rows (every row has every column of ``table``)."""
+    """Insert many rows (every row has every column of ``table``).
+
+    On PostgreSQL, up to :data:`SMALL_INSERT_ROWS` rows are pipelinable (sent with whatever
+    else is issued inside :func:`pipeline`); more go by one binary COPY, which must not be.
+    """
     if not rows:
         return
     if not is_postgres(conn):
@@ -199,6 +211,19 @@ async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, 
     json_positions = [i for i, column in enumerate(table.columns) if isinstance(column.type, JSON)]
     values_of = operator.itemgetter(*columns)
     driver = await _driver_connection(conn)
+    if len(rows) <= SMALL_INSERT_ROWS:
+        # Binary parameters (%b) as COPY's; JSON as untyped text (%s), which the column parses.
+        marks = ", ".join("%s" if isinstance(column.type, JSON) else "%b" for column in table.columns)
+        params = []
+        for row in rows:
+            values = list(values_of(row))
+            for position in json_positions:
+                values[position] = _json_serializer(values[position])
+            params.append(values)
+        statement = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+        async with driver.cursor() as cursor:
+            await cursor.executemany(statement, params)
+        return
     # Binary COPY: bytea payloads and timestamps go over as they are, with no text escaping.
     statement = f"COPY {table.name} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
     async with driver.cursor() as cursor, cursor.copy(statement) as copy:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from armada.eventstore.job_views import job_ids_by_client_id, queued_jobs_up_to
+from armada.eventstore.job_views import job_ids_by_client_id
 from armada.eventstore.store import EventStore, PreparedEvents, Transaction
-from armada.model.errors import Conflict, LimitExceeded, NotFound
+from armada.model.errors import Conflict, NotFound
 from armada.model.events import Event, JobQueued, JobSubmitted
 from armada.model.ids import new_job_ids
 from armada.model.jobs import Job
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitResponse, JobSubmitResponseItem
 from armada.services.pod_policy import check_jobs
+from armada.services.queued_cap import QueuedCap
 from armada.services.queues import load_queue
 from armada.services.validation import SubmissionRules, ValidItem, validate_submission
 
@@ -27,15 +28,15 @@ async def submit_jobs(
     rules: SubmissionRules,
     user: str,
     *,
-    max_queued: int = 0,
+    queued_cap: QueuedCap | None = None,
 ) -> JobSubmitResponse:
     """Accept every job of ``request`` or none; a repeated ``clientId`` returns the original id.
 
-    ``max_queued`` (when not 0) caps the jobs waiting in the queue.
+    ``queued_cap`` (if any) caps the jobs waiting in the queue.
     """
     valid = validate_submission(request, rules)
-    if max_queued:
-        await _check_queued_cap(store, request.queue, len(valid), max_queued)
+    if queued_cap is not None:
+        await queued_cap.admit(store, request.queue, len(valid))
     now = datetime.now(UTC)
     # Everything that needs no database is built before the store's write lock is taken.
     jobs = [
@@ -60,22 +61,6 @@ async def submit_jobs(
             job_ids = [job.id for job in jobs]
             tx.append(prepared)
     return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
-
-
-async def _check_queued_cap(store: EventStore, queue: str, adding: int, cap: int) -> None:
-    """Refuse jobs that would take the queue past ``cap`` queued jobs.
-
-    Counted outside the write lock, so submissions never wait for it; the count stops at
-    the cap, so it costs no more than ``cap`` index entries however long the queue.
-    """
-    async with store.engine.connect() as conn:
-        queued = await queued_jobs_up_to(conn, queue, cap)
-    if queued + adding > cap:
-        raise LimitExceeded(
-            f"queue {queue!r} has {queued} queued jobs and takes at most {cap} "
-            f"(submission.maxQueuedJobsPerQueue): {adding} more do not fit; submit again as jobs start",
-            field="jobRequestItems",
-        )
 
 
 def _accept(

@@ -23,6 +23,7 @@ from armada.eventstore.store import EventStore
 from armada.model.errors import InvalidRequest
 from armada.scheduling.config import SchedulingConfig
 from armada.services.logs import LogService
+from armada.services.queued_cap import QueuedCap
 from armada.services.validation import SubmissionRules
 
 _encode = msgspec.json.Encoder().encode
@@ -44,8 +45,8 @@ class GrpcServices:
     streams: StreamQuota
     #: Log reads (``Binoculars/Logs``), the REST log route's service.
     logs: LogService
-    #: ``submission.maxQueuedJobsPerQueue`` (0: no cap), as the REST submit route passes it.
-    max_queued: int = 0
+    #: ``submission.maxQueuedJobsPerQueue``, the REST submit route's (``None``: no cap).
+    queued_cap: QueuedCap | None = None
 
     @property
     def caller(self) -> Caller:

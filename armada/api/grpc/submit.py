@@ -89,7 +89,7 @@ class SubmitService(QueueMethods, submit_pb2_grpc.SubmitServicer):
             body,
             self.services.rules,
             identity.name,
-            max_queued=self.services.max_queued,
+            queued_cap=self.services.queued_cap,
         )
         items = [
             submit_pb2.JobSubmitResponseItem(job_id=item.job_id, error=item.error)
