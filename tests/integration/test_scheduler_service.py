@@ -114,6 +114,17 @@ def report(run_id: str, job_id: str, phase: RunPhase = "running") -> tuple[str, 
     return run_id, phase
 
 
+async def running(h: Harness) -> tuple[str, Lease, list[tuple[str, RunPhase]]]:
+    """One job leased to the known executor and reported running: its id, lease and held runs."""
+    await h.lease()
+    [job_id] = await submit(h, 1)
+    await h.scheduler.cycle()
+    [lease] = (await h.lease()).leases
+    held = [report(lease.run_id, job_id)]
+    await h.lease(runs=held)
+    return job_id, lease, held
+
+
 async def test_jobs_flow_from_queued_to_succeeded(harness: Harness) -> None:
     h = harness
     job_ids = await submit(h, 3)
@@ -222,12 +233,7 @@ async def test_silent_executor_expires_and_jobs_requeue_then_fail(harness: Harne
 
 async def test_cancel_of_a_running_job_waits_for_the_executor(harness: Harness) -> None:
     h = harness
-    await h.lease()
-    [job_id] = await submit(h, 1)
-    await h.scheduler.cycle()
-    [lease] = (await h.lease()).leases
-    held = [report(lease.run_id, job_id)]
-    await h.lease(runs=held)
+    job_id, lease, held = await running(h)
     envelope: ev.Envelope = {"queue": "q", "job_set_id": "set-1", "job_id": job_id}
     await h.database.store.append(
         [ev.JobCancelling(**envelope, reason="no longer needed", requestor="alice")]
@@ -439,12 +445,7 @@ async def test_long_poll_ends_on_a_kill_order_or_a_cordon_but_not_on_another_exe
     """A waiting call works its answer out again only when its executor's runs, nodes, kill
     orders or cordons change; when they do, the news goes out at once."""
     h = harness
-    await h.lease()
-    [job_id] = await submit(h, 1)
-    await h.scheduler.cycle()
-    [lease] = (await h.lease()).leases
-    held = [report(lease.run_id, job_id)]
-    await h.lease(runs=held)
+    job_id, lease, held = await running(h)
     nodes = [NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(2)]
     request = LeaseRequest(
         executor_id="c1", pool="default", nodes=nodes, runs=dict(held), max_new_leases=10, wait_millis=20_000

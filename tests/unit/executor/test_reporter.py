@@ -28,6 +28,17 @@ class FlakyServer:
             self.received.setdefault(event.event_id, event)
 
 
+def two_slot_reporter() -> EventReporter:
+    """A reporter to an always-accepting server whose buffer holds two events."""
+    return EventReporter(
+        FlakyServer(0),
+        "ex",
+        on_delivered=lambda _: asyncio.sleep(0),
+        backoff=Backoff(0.001, 0.002),
+        max_buffered=2,
+    )
+
+
 async def test_retries_until_delivered_and_isolates_rejected_events() -> None:
     server = FlakyServer(failures=5)
     delivered: list[RunEvent] = []
@@ -51,13 +62,7 @@ async def test_retries_until_delivered_and_isolates_rejected_events() -> None:
 
 
 async def test_full_buffer_makes_put_wait() -> None:
-    reporter = EventReporter(
-        FlakyServer(0),
-        "ex",
-        on_delivered=lambda _: asyncio.sleep(0),
-        backoff=Backoff(0.001, 0.002),
-        max_buffered=2,
-    )
+    reporter = two_slot_reporter()
     await reporter.put(RunEvent(run_id="a", job_id="j", kind="pending"))
     await reporter.put(RunEvent(run_id="b", job_id="j", kind="pending"))
     assert reporter.full
@@ -71,13 +76,7 @@ async def test_full_buffer_makes_put_wait() -> None:
 
 
 async def test_offer_queues_only_while_there_is_room() -> None:
-    reporter = EventReporter(
-        FlakyServer(0),
-        "ex",
-        on_delivered=lambda _: asyncio.sleep(0),
-        backoff=Backoff(0.001, 0.002),
-        max_buffered=2,
-    )
+    reporter = two_slot_reporter()
     assert reporter.offer(RunEvent(run_id="a", job_id="j", kind="pending"))
     assert reporter.offer(RunEvent(run_id="b", job_id="j", kind="pending"))
     assert not reporter.offer(RunEvent(run_id="c", job_id="j", kind="pending")), "full: nothing queued"
