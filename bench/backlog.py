@@ -46,8 +46,9 @@ from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.dialects import normalise_url
 from armada.model.queues import Queue
-from bench.common import report
+from bench.common import database_arguments, report, workload_arguments
 from bench.e2e import (
+    cluster_arguments,
     database,
     job_item,
     start_executors,
@@ -291,20 +292,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--jobs", type=int, default=1_000_000)
-    parser.add_argument("--queues", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=1000, help="jobs per submit call while loading")
-    parser.add_argument("--executors", type=int, default=2)
-    parser.add_argument("--nodes-per-executor", type=int, default=2500)
+    parser = database_arguments(__doc__, "postgresql://postgres@127.0.0.1:5432/postgres")
+    workload_arguments(parser, jobs=1_000_000, batch=1000)
+    cluster_arguments(parser, timeout=3600)
     parser.add_argument("--probe-batch", type=int, default=10)
     parser.add_argument("--probe-interval", type=float, default=0.2)
     parser.add_argument("--sample-interval", type=float, default=1.0)
     parser.add_argument("--poll-interval", type=float, default=2.0)
-    parser.add_argument("--server-workers", type=int, default=1, help="armada serve --workers")
     parser.add_argument(
         "--server-env",
         action="append",
@@ -317,8 +311,6 @@ def main() -> None:
         action="store_true",
         help="restart the server after the load (it loads the backlog from the views) before the drain",
     )
-    parser.add_argument("--timeout", type=float, default=3600)
-    parser.add_argument("--workdir", default="", help="keep logs here instead of a temporary directory")
     args = parser.parse_args()
     args.backend, args.command = "fake", "sleep 1"  # what bench/e2e.py's pieces read
     os.environ.setdefault("ARMADA_LOGGING_FORMAT", "json")

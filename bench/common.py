@@ -33,8 +33,20 @@ def report(result: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(result) + "\n")
 
 
+def arguments(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's argument parser, its docstring as the help."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def database_arguments(doc: str | None, default_url: str) -> argparse.ArgumentParser:
     """A benchmark's argument parser: its docstring as the help, and ``--database-url``."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments(doc)
     parser.add_argument("--database-url", default=default_url)
     return parser
+
+
+def workload_arguments(parser: argparse.ArgumentParser, jobs: int, batch: int) -> None:
+    """``--jobs`` submitted over ``--queues`` queues, ``--batch`` jobs per submit call."""
+    parser.add_argument("--jobs", type=int, default=jobs)
+    parser.add_argument("--queues", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=batch, help="jobs per submit call")

@@ -44,7 +44,7 @@ from armada.eventstore.dialects import libpq_conninfo, normalise_url
 from armada.model import events as ev
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
-from bench.common import report
+from bench.common import database_arguments, report, workload_arguments
 from bench.usage import Sample, Usage
 from tests.processes import (
     EXECUTOR_TOKEN_ENV,
@@ -329,19 +329,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--database-url", default="sqlite")
+def cluster_arguments(parser: argparse.ArgumentParser, timeout: float) -> None:
+    """What :func:`start_server` and :func:`start_executors` read, and where their logs go."""
     parser.add_argument("--executors", type=int, default=2)
     parser.add_argument("--nodes-per-executor", type=int, default=2500)
-    parser.add_argument("--jobs", type=int, default=100_000)
-    parser.add_argument("--queues", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=500)
     parser.add_argument(
         "--server-workers", type=int, default=1, help="armada serve --workers (PostgreSQL only)"
     )
+    parser.add_argument("--timeout", type=float, default=timeout)
+    parser.add_argument("--workdir", default="", help="keep logs here instead of a temporary directory")
+
+
+def main() -> None:
+    parser = database_arguments(__doc__, "sqlite")
+    workload_arguments(parser, jobs=100_000, batch=500)
+    cluster_arguments(parser, timeout=1800)
     parser.add_argument("--backend", choices=["fake", "process"], default="fake")
     parser.add_argument("--process-cpu", type=int, default=256)
     parser.add_argument("--command", default="sleep 1", help="the jobs' command line (args)")
@@ -351,8 +353,6 @@ def main() -> None:
         action="store_true",
         help="also time first submit call -> all SUCCEEDED by POST /v1/job/status, polled twice a second",
     )
-    parser.add_argument("--timeout", type=float, default=1800)
-    parser.add_argument("--workdir", default="", help="keep logs here instead of a temporary directory")
     args = parser.parse_args()
     os.environ.setdefault("ARMADA_LOGGING_FORMAT", "json")
     report(asyncio.run(run(args)))

@@ -16,7 +16,6 @@ last line is JSON with ``jobs_per_second`` and ``p99_batch_ms``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
@@ -36,7 +35,7 @@ from armada.api.grpc.podspec import pod_spec_from_json
 from armada.client import ArmadaApiError, AsyncArmadaClient, ClientConfig
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
-from bench.common import report, rss_mb
+from bench.common import arguments, report, rss_mb, workload_arguments
 from bench.usage import tree_cpu_seconds
 
 POD_SPEC = {
@@ -157,13 +156,9 @@ class ServerCpu:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = arguments(__doc__)
     parser.add_argument("--url", default="http://127.0.0.1:8080")
-    parser.add_argument("--jobs", type=int, default=50_000)
-    parser.add_argument("--batch", type=int, default=500)
-    parser.add_argument("--queues", type=int, default=10)
+    workload_arguments(parser, jobs=50_000, batch=500)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--grpc", default="", help="gRPC address: also submit over gRPC, same run")
     parser.add_argument("--server-pid", type=int, default=0, help="report this server's CPU per job")
