@@ -230,7 +230,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         url = stack.enter_context(database(args.database_url, workdir))
         base, server = start_server(stack, args, workdir, url, server_env(args))
-        usage = usage_of(server, base, url)
+        usage = usage_of(server, [], base, url)  # executors start later: the server alone
         rss = RssSampler(server.process.pid, args.sample_interval)
         sampler = asyncio.create_task(rss.run())
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
@@ -249,7 +249,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             rss.phase = "restart"
             base, server, restarted = restart(stack, args, workdir, url, server)
             rss.pid = server.process.pid
-            usage = usage_of(server, base, url)
+            usage = usage_of(server, [], base, url)  # executors start later: the server alone
         before_drain = usage.sample()
 
         rss.phase = "drain"
