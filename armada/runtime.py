@@ -29,10 +29,16 @@ def tune_for_service() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def run_service(main: Coroutine[Any, Any, T]) -> T:
+def run_service(main: Coroutine[Any, Any, T], *, spawns_processes: bool = False) -> T:
     """Run a service's main coroutine on uvloop when it is installed, as uvicorn runs the
     server's: a fake executor holding thousands of run timers spent a seventh of its CPU in
-    the pure-Python loop (docs/performance.md, "CPU per job on the executor path")."""
+    the pure-Python loop (docs/performance.md, "CPU per job on the executor path").
+
+    Not when the service ``spawns_processes`` (the process backend): uvloop's spawn forks
+    the whole process where asyncio's uses vfork, and starting ``date`` took twice as long
+    (612 against 1,220 spawns/s here), the process backend's largest cost."""
+    if spawns_processes:
+        return asyncio.run(main)
     try:
         import uvloop  # noqa: PLC0415 (optional: not on Windows)
     except ImportError:

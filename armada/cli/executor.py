@@ -165,14 +165,15 @@ def executor(
         fake_speed=fake_speed,
     )
     tune_for_service()
+    spawns = settings.backend == "process"
     if not metrics_port:
-        run_service(run_executor(settings, handle_signals=True))
+        run_service(run_executor(settings, handle_signals=True), spawns_processes=spawns)
         return
     registry = CollectorRegistry()
     metrics = ExecutorMetrics(registry)
     metrics_server, _ = start_http_server(metrics_port, registry=registry)
     try:
-        run_service(run_executor(settings, handle_signals=True, metrics=metrics))
+        run_service(run_executor(settings, handle_signals=True, metrics=metrics), spawns_processes=spawns)
     finally:
         metrics_server.shutdown()
 

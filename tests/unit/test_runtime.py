@@ -35,3 +35,12 @@ def test_a_service_runs_on_uvloop_when_it_is_installed() -> None:
         return type(asyncio.get_running_loop())
 
     assert run_service(loop_type()) is uvloop.Loop
+
+
+def test_a_service_that_spawns_processes_keeps_asyncios_loop() -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def loop_type() -> type:
+        return type(asyncio.get_running_loop())
+
+    assert run_service(loop_type(), spawns_processes=True) is not uvloop.Loop
