@@ -9,6 +9,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -50,6 +52,20 @@ class Lines:
         return lines
 
 
+@contextmanager
+def ctrl_c_reaches_children() -> Iterator[None]:
+    """Children started inside get SIGINT's default, as a terminal's foreground job has it.
+
+    A test run started in the background by a non-interactive shell (``pytest … &``) has SIGINT
+    ignored, and an ignored signal is inherited across exec: the watcher would never see the
+    Ctrl-C this test sends. A handled signal is reset to its default by exec instead."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def submit(url: str) -> None:
     subprocess.run(
         armada_command("submit", str(EXAMPLE)), env=process_env({"ARMADA_URL": url}), check=True, timeout=60
@@ -77,7 +93,8 @@ def test_watch_outlasts_silence_and_a_server_restart_and_only_ctrl_c_ends_it(tmp
             subprocess.run(armada_command("queue", "create", "example"), env=env, check=True, timeout=60)
             watch = armada_command("watch", "example", "job-set-1", "--raw")
             pipe = subprocess.PIPE
-            watcher = subprocess.Popen(watch, env=env, stdout=pipe, stderr=pipe, text=True)
+            with ctrl_c_reaches_children():
+                watcher = subprocess.Popen(watch, env=env, stdout=pipe, stderr=pipe, text=True)
             assert watcher.stdout is not None and watcher.stderr is not None
             out, err = pipes = [Lines(watcher.stdout), Lines(watcher.stderr)]
             time.sleep(SILENCE)
