@@ -9,6 +9,7 @@ samples is missed, which the server's pooled connections make rare.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,6 +85,37 @@ def lock_busy_seconds(base_url: str) -> float:
         if line.startswith(LOCK_BUSY):
             return float(line.split()[-1])
     raise LookupError(f"{LOCK_BUSY} not exposed by {base_url}")
+
+
+_LANE_LINE = re.compile(
+    r"armada_eventstore_append_lane_(?P<what>[a-z]+?)(_seconds)?_total"
+    r'\{lane="(?P<lane>[a-z]+)"\} (?P<value>\S+)'
+)
+
+
+def lane_counters(base_url: str) -> dict[str, float]:
+    """The server's per-lane append counters (``prompt_queued`` ...); none from an older server."""
+    found: dict[str, float] = {}
+    for line in httpx.get(f"{base_url}/metrics", timeout=30).text.splitlines():
+        matched = _LANE_LINE.match(line)
+        if matched:
+            found[f"{matched['lane']}_{matched['what']}"] = float(matched["value"])
+    return found
+
+
+def lane_figures(start: dict[str, float], end: dict[str, float]) -> dict[str, float]:
+    """Per lane between two :func:`lane_counters`: writes, and the mean ms queued, in their
+    turn, and waiting for their group's commit."""
+    result: dict[str, float] = {}
+    for lane in ("urgent", "prompt", "bulk"):
+        writes = end.get(f"{lane}_writes", 0.0) - start.get(f"{lane}_writes", 0.0)
+        if not writes:
+            continue
+        result[f"{lane}_writes"] = writes
+        for what in ("queued", "turn", "commit"):
+            spent = end[f"{lane}_{what}"] - start.get(f"{lane}_{what}", 0.0)
+            result[f"{lane}_{what}_ms_mean"] = round(1000 * spent / writes, 1)
+    return result
 
 
 class Sample(NamedTuple):

@@ -3,9 +3,10 @@
 Appends are serialised, and under load most of an append's cost is per transaction (the
 lock, the head read, the bulk statements' round trips, the commit), not per row. So the
 lock's holder, when it is done, hands its turn to the next queued writer *inside the same
-transaction*; when nobody is queued (or the group is large, or the write was urgent: the
-scheduler's decisions, which every queued job waits for), the group is written — one
-COPY per table, one round of view updates, one NOTIFY — and committed once.
+transaction*; when nobody is queued (or the group is large, or a writer somebody waits on
+has had its turn and no other such writer is queued: see the lanes of
+:mod:`.writelock`), the group is written — one COPY per table, one round of view
+updates, one NOTIFY — and committed once.
 
 Each writer still runs its own reads and checks, and a writer that fails with a domain
 error (bad input, a conflict) leaves nothing in the group and fails alone. A writer that
@@ -24,9 +25,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransactio
 
 from armada.eventstore import dialects
 from armada.eventstore.appending import PreparedEvents, write
+from armada.eventstore.writelock import Lane
 from armada.model.events import Event
 
-#: A group takes no further writers once it holds this many events (bounds its latency).
+#: A group takes no further writers once it holds this many events (bounds its latency, and
+#: so how long a submission or the decisions wait behind it: about one cycle's leases).
+#: 2,500 cost ~9% of `bench/e2e.py`'s throughput (more, smaller transactions; 3,149-3,440
+#: against 3,740-3,856 jobs/s the same hour) for no gain in a submission's p99.
 MAX_GROUP_EVENTS = 5_000
 #: ... or once this many writers have had their turn, refused ones included: writers that
 #: keep arriving (a refused one stages nothing) must not hold back the commit the first wait for.
@@ -50,6 +55,8 @@ class AppendGroup:
         self.writers = 0
         #: Turns taken in the group, by writers that staged events or were refused alike.
         self.turns = 0
+        #: The lanes whose writers may still join (see :meth:`narrow`).
+        self.takes: frozenset[Lane] = frozenset(Lane)
         #: Why the transaction cannot commit, if it cannot.
         self.failure: BaseException | None = None
         self.outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -76,6 +83,15 @@ class AppendGroup:
     def full(self) -> bool:
         """Whether the group takes no more writers (it is committed at the end of this turn)."""
         return len(self.events) >= MAX_GROUP_EVENTS or self.turns >= MAX_GROUP_TURNS
+
+    def narrow(self, lane: Lane) -> None:
+        """After a turn of ``lane``: a writer somebody waits on closes the group to bulk writers;
+        once a prompt writer is in, to urgent ones too (the decisions' write, ~2,500 leases,
+        would add to a client's wait: they start the next group instead)."""
+        if lane is Lane.URGENT:
+            self.takes = self.takes - {Lane.BULK}
+        elif lane is Lane.PROMPT:
+            self.takes = self.takes & {Lane.PROMPT}
 
     def add(self, prepared: PreparedEvents | None) -> int:
         """Count a writer in, staging its events (if any) after everything before them.

@@ -10,6 +10,7 @@ its own checks and answer. The log is only ever inserted into.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol, TypeVar
@@ -24,11 +25,12 @@ from armada.eventstore.group import AppendGroup
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
-from armada.eventstore.writelock import WriteLock
+from armada.eventstore.waits import LaneWaits
+from armada.eventstore.writelock import Lane, WriteLock
 from armada.model.errors import ArmadaError, Unavailable
 from armada.model.events import Event, EventDecoder, decode_event
 
-__all__ = ["Draft", "EventStore", "PreparedEvents", "StoredEvent", "Transaction", "log_row"]
+__all__ = ["Draft", "EventStore", "Lane", "PreparedEvents", "StoredEvent", "Transaction", "log_row"]
 
 
 class Transaction:
@@ -119,6 +121,8 @@ class EventStore:
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
         #: Stored records this process could not decode (every reader reports here).
         self.unreadable = UnreadableRecords()
+        #: Where each lane's writes spent their time (metrics: who waits for whom).
+        self.waits = LaneWaits()
 
     @property
     def append_lock_busy_seconds(self) -> float:
@@ -126,17 +130,22 @@ class EventStore:
         return self._append_lock.busy_seconds
 
     @asynccontextmanager
-    async def transaction(self, *, urgent: bool = False) -> AsyncIterator[Transaction]:
+    async def transaction(self, *, lane: Lane = Lane.BULK) -> AsyncIterator[Transaction]:
         """Serialised write whose staged events are appended on success.
 
-        ``urgent`` writes (scheduling decisions) overtake others waiting in this process.
-        The write joins the group of writers served by one database transaction (see
-        :mod:`armada.eventstore.group`); it returns once that has committed. Once
+        ``lane`` says who is served first among the writers waiting in this process (see
+        :mod:`armada.eventstore.writelock`). The write joins the group of writers served by
+        one database transaction (see :mod:`armada.eventstore.group`); it returns once that
+        has committed. An urgent or prompt write closes its group to bulk writers, and a
+        prompt one to urgent writers too: it is committed once the writers it still takes
+        have had their turn. Once
         :meth:`close` has been called a new write is refused with :class:`Unavailable`.
         """
         if self._closed:
             raise Unavailable("the event store is closed: the server is shutting down")
-        await self._append_lock.acquire(urgent=urgent)
+        queued = time.monotonic()
+        await self._append_lock.acquire(lane)
+        turn = time.monotonic()
         group = self._group
         if group is None:
             try:
@@ -153,19 +162,27 @@ class EventStore:
             self._end_turn()
             raise
         tx.last_seq = group.add(tx.prepared() if tx.staged else None)
-        # An urgent write (the scheduler's decisions: every queued job waits for them) ends
-        # its group at once rather than waiting for the writers queued behind it.
-        self._end_turn(commit=urgent)
-        await asyncio.shield(group.outcome)
+        # A write someone waits on (the decisions every queued job waits for, a client's
+        # submission) is not held back by the bulk writers queued behind it.
+        self._end_turn(lane)
+        turn_ended = time.monotonic()
+        try:
+            await asyncio.shield(group.outcome)
+        finally:
+            self.waits.add(lane, turn - queued, turn_ended - turn, time.monotonic() - turn_ended)
 
-    def _end_turn(self, *, commit: bool = False) -> None:
-        """Hand the open group to the next queued writer, or commit it (``commit``: always)."""
+    def _end_turn(self, lane: Lane | None = None, *, commit: bool = False) -> None:
+        """Hand the open group to the next queued writer it takes, or commit it (``commit``:
+        always); ``lane``: that of the writer whose turn ended (see :meth:`AppendGroup.narrow`)."""
         group = self._group
         if group is None:
             self._append_lock.release()
             return
         group.turns += 1
-        if not commit and group.failure is None and not group.full and self._append_lock.hand_off():
+        if lane is not None:
+            group.narrow(lane)
+        open_to_more = not commit and group.failure is None and not group.full
+        if open_to_more and self._append_lock.hand_off(group.takes):
             return
         self._group = None
         task = asyncio.create_task(self._commit(group), name="append-group-commit")
@@ -180,7 +197,7 @@ class EventStore:
         loop would leave them without one and the connection open).
         """
         self._closed = True
-        # Behind every queued writer (the urgent ones overtake it, but new ones are refused
+        # Behind every queued writer (urgent and prompt ones overtake it, but new ones are refused
         # from here on): once it holds the lock, the open group, if any, is the last one.
         await self._append_lock.acquire()
         self._end_turn(commit=True)
@@ -205,7 +222,7 @@ class EventStore:
         group.settle()
 
     async def append_optimistically(
-        self, build: Callable[[AsyncConnection], Awaitable[DraftT]], *, urgent: bool = False
+        self, build: Callable[[AsyncConnection], Awaitable[DraftT]], *, lane: Lane = Lane.BULK
     ) -> DraftT:
         """Append what ``build`` makes of the views, having read them outside the lock.
 
@@ -218,7 +235,7 @@ class EventStore:
         async with self.engine.connect() as conn:
             seen = await dialects.log_head(conn)
             draft = await build(conn)
-        return (await self.append_checked(draft, seen, build, urgent=urgent))[0]
+        return (await self.append_checked(draft, seen, build, lane=lane))[0]
 
     async def append_checked(
         self,
@@ -226,7 +243,7 @@ class EventStore:
         seen: int,
         rebuild: Callable[[AsyncConnection], Awaitable[DraftT]],
         *,
-        urgent: bool = False,
+        lane: Lane = Lane.BULK,
     ) -> tuple[DraftT, int]:
         """Append ``draft``, built from the views as of ``seq`` ``seen``, or ``rebuild`` it.
 
@@ -235,7 +252,7 @@ class EventStore:
         draft is appended instead. Returns the draft appended and the seq of its last event.
         """
         prepared = PreparedEvents(draft.events)
-        async with self.transaction(urgent=urgent) as tx:
+        async with self.transaction(lane=lane) as tx:
             if await tx.jobs_changed_since(seen, draft.job_ids):
                 draft = await rebuild(await tx.views())
                 tx.append(draft.events)

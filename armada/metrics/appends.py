@@ -34,3 +34,33 @@ class AppendCollector(Collector):
             "Writes committed; divided by the groups, the writers each transaction served.",
             value=self._store.appended_writers,
         )
+        yield from self._lanes()
+
+    def _lanes(self) -> Iterator[Metric]:
+        """Per lane (urgent, prompt, bulk): writes, and the seconds they waited where."""
+        families = {
+            "writes": CounterMetricFamily(
+                "armada_eventstore_append_lane_writes",
+                "Writes that had their turn, by lane.",
+                labels=["lane"],
+            ),
+            "queued": CounterMetricFamily(
+                "armada_eventstore_append_lane_queued_seconds",
+                "Seconds writes waited for the append lock or their turn in a group, by lane.",
+                labels=["lane"],
+            ),
+            "turn": CounterMetricFamily(
+                "armada_eventstore_append_lane_turn_seconds",
+                "Seconds of the writes' own turns (reads and checks under the lock), by lane.",
+                labels=["lane"],
+            ),
+            "commit": CounterMetricFamily(
+                "armada_eventstore_append_lane_commit_seconds",
+                "Seconds from the end of a write's turn until its group committed, by lane.",
+                labels=["lane"],
+            ),
+        }
+        for lane, times in self._store.waits.lanes.items():
+            for name, family in families.items():
+                family.add_metric([lane.name.lower()], getattr(times, name))
+        yield from families.values()

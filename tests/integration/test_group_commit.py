@@ -16,12 +16,14 @@ from sqlalchemy.exc import DBAPIError
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
+from armada.eventstore.writelock import Lane
 from armada.model.errors import ArmadaError, NotFound
+from armada.model.events import QueueCreated
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequest
 from armada.services.pod_policy import QueueSecurityGate
 from armada.services.queues import create_queue
-from armada.services.submission import submit_jobs
+from armada.services.submission import PROMPT_JOBS, submit_jobs
 from armada.services.validation import SubmissionRules
 from armada.settings import Settings
 from tests.api.jobs import item
@@ -55,7 +57,7 @@ async def as_one_group(database: Database, writers: list[Callable[[], Awaitable[
     held = asyncio.create_task(holder())
     await asyncio.sleep(0.05)
     tasks = [asyncio.create_task(writer()) for writer in writers]
-    while len(store._append_lock._normal) < len(writers):  # noqa: ASYNC110 - no event marks queueing
+    while sum(map(store._append_lock.waiting, Lane)) < len(writers):  # noqa: ASYNC110 - no event marks queueing
         await asyncio.sleep(0.01)
     gate.set()
     await held
@@ -105,10 +107,14 @@ async def test_a_writer_sees_what_earlier_writers_of_its_group_staged(database: 
     store = database.store
     await create_queue(store, Queue(name="holder"), "admin", GATE)
 
+    async def create_fresh() -> None:  # as ``create_queue`` does, in the submissions' lane
+        async with store.transaction(lane=Lane.PROMPT) as tx:
+            tx.append([QueueCreated(queue="fresh", spec=Queue(name="fresh"), requestor="admin")])
+
     results = await as_one_group(
         database,
         [
-            lambda: create_queue(store, Queue(name="fresh"), "admin", GATE),
+            create_fresh,
             lambda: submit_jobs(store, request("fresh", count=1, client_id="once"), RULES, "alice"),
             lambda: submit_jobs(store, request("fresh", count=1, client_id="once"), RULES, "alice"),
         ],
@@ -144,7 +150,7 @@ async def test_a_failed_statement_aborts_its_group_and_the_next_group_works(data
         return tx.last_seq
 
     tasks = [asyncio.create_task(writer()) for writer in (holder, broken, good)]
-    while len(store._append_lock._normal) < 2:  # noqa: ASYNC110 - no event marks queueing
+    while store._append_lock.waiting(Lane.BULK) < 2:  # noqa: ASYNC110 - no event marks queueing
         await asyncio.sleep(0.01)
     gate.set()
     held, failed, behind = await asyncio.gather(*tasks, return_exceptions=True)
@@ -200,23 +206,112 @@ async def test_an_urgent_write_ends_its_group_instead_of_waiting_for_those_behin
             tx.append(submission(make_job()))
             await gate.wait()
 
-    async def writer(name: str, urgent: bool) -> int:
-        async with store.transaction(urgent=urgent) as tx:
+    async def writer(name: str, lane: Lane) -> int:
+        async with store.transaction(lane=lane) as tx:
             order.append(name)
             tx.append(submission(make_job()))
         return tx.last_seq
 
     held = asyncio.create_task(holder())
     await asyncio.sleep(0.05)
-    normal = asyncio.create_task(writer("normal", urgent=False))
-    urgent = asyncio.create_task(writer("decisions", urgent=True))
-    while not (store._append_lock._normal and store._append_lock._urgent):  # noqa: ASYNC110
+    normal = asyncio.create_task(writer("normal", Lane.BULK))
+    urgent = asyncio.create_task(writer("decisions", Lane.URGENT))
+    while not (store._append_lock.waiting(Lane.BULK) and store._append_lock.waiting(Lane.URGENT)):  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     gate.set()
     await held
     assert await urgent == 4  # committed with the holder's write, first in its group
     assert await normal == 6  # the next group
     assert order == ["decisions", "normal"]
+    assert store.appended_groups == groups + 2
+
+
+async def test_a_submission_goes_ahead_of_queued_bulk_writers_and_its_group_does_not_wait_for_them(
+    database: Database,
+) -> None:
+    """Run reports (bulk) queued before a submission (prompt): the submission has the next
+    turn, its group is committed without them, and each writer's events stay contiguous."""
+    store = database.store
+    for name in ("holder", "client"):
+        await create_queue(store, Queue(name=name), "admin", GATE)
+    before = await store.head()
+    groups = store.appended_groups
+    gate = asyncio.Event()
+
+    async def holder() -> None:
+        async with store.transaction() as tx:
+            tx.append(submission(make_job(queue="holder")))
+            await gate.wait()
+
+    async def bulk(queue: str) -> int:
+        return await store.append(submission(make_job(queue=queue)))
+
+    held = asyncio.create_task(holder())
+    await asyncio.sleep(0.05)
+    reports = [asyncio.create_task(bulk(f"report-{i}")) for i in range(3)]
+    while store._append_lock.waiting(Lane.BULK) < 3:  # noqa: ASYNC110 - no event marks queueing
+        await asyncio.sleep(0.01)
+    submitted = asyncio.create_task(submit_jobs(store, request("client", count=2), RULES, "alice"))
+    bad = asyncio.create_task(submit_jobs(store, request("no-such-queue"), RULES, "mallory"))
+    while store._append_lock.waiting(Lane.PROMPT) < 2:  # noqa: ASYNC110 - no event marks queueing
+        await asyncio.sleep(0.01)
+    gate.set()
+    await held
+    response = await submitted
+    assert not any(report.done() for report in reports)  # its group did not wait for them
+    assert store.appended_groups == groups + 1
+    with pytest.raises(NotFound):
+        await bad  # refused alone
+    assert await asyncio.gather(*reports) == [before + 2 + 4 + 2 * i for i in (1, 2, 3)]
+    stored = await store.read(before)
+    queues = [s.event.queue for s in stored]
+    assert queues == ["holder"] * 2 + ["client"] * 4 + [q for i in range(3) for q in [f"report-{i}"] * 2]
+    assert [i.job_id for i in response.job_response_items] == [
+        s.event.job_id for s in stored if s.event.queue == "client" and s.event.type == "submitted"
+    ]
+
+
+async def test_a_big_submission_takes_the_bulk_lane(database: Database) -> None:
+    """A bulk load overtaking run reports would only queue jobs faster than they drain."""
+    store = database.store
+    await create_queue(store, Queue(name="load"), "admin", GATE)
+    lock = store._append_lock
+    async with store.transaction():
+        small = asyncio.create_task(submit_jobs(store, request("load", count=PROMPT_JOBS), RULES, "alice"))
+        big = asyncio.create_task(submit_jobs(store, request("load", count=PROMPT_JOBS + 1), RULES, "alice"))
+        while sum(map(lock.waiting, Lane)) < 2:  # noqa: ASYNC110 - no event marks queueing
+            await asyncio.sleep(0.01)
+        assert (lock.waiting(Lane.PROMPT), lock.waiting(Lane.BULK)) == (1, 1)
+    await asyncio.gather(small, big)
+    assert await jobs_of(database, "load") == 2 * PROMPT_JOBS + 1
+
+
+async def test_decisions_do_not_join_a_group_a_submission_is_in(database: Database) -> None:
+    """A prompt writer's group takes further prompt writers, not the decisions (urgent) that
+    queued meanwhile: those start the next group, so a client never waits for their write."""
+    store = database.store
+    groups = store.appended_groups
+    gate = asyncio.Event()
+
+    async def writer(lane: Lane, wait: bool = False) -> int:
+        async with store.transaction(lane=lane) as tx:
+            tx.append(submission(make_job()))
+            if wait:
+                await gate.wait()
+        return tx.last_seq
+
+    before = await store.head()
+    held = asyncio.create_task(writer(Lane.PROMPT, wait=True))
+    await asyncio.sleep(0.05)
+    decisions = asyncio.create_task(writer(Lane.URGENT))
+    prompt = asyncio.create_task(writer(Lane.PROMPT))
+    lock = store._append_lock
+    while not (lock.waiting(Lane.URGENT) and lock.waiting(Lane.PROMPT)):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    gate.set()
+    assert await held == before + 2
+    assert await prompt == before + 4  # in the held writer's group, ahead of the decisions
+    assert await decisions == before + 6
     assert store.appended_groups == groups + 2
 
 

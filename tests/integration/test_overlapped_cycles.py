@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore.database import Database
-from armada.eventstore.store import DraftT, EventStore
+from armada.eventstore.store import DraftT, EventStore, Lane
 from armada.model import events as ev
 from armada.model.queues import Queue
 from armada.reports.build import job_report
@@ -46,7 +46,7 @@ class Gate:
             seen: int,
             rebuild: Callable[[AsyncConnection], Awaitable[DraftT]],
             *,
-            urgent: bool = False,
+            lane: Lane = Lane.BULK,
         ) -> tuple[DraftT, int]:
             self.drafts.append(list(draft.events))
             self.waiting += 1
@@ -56,7 +56,7 @@ class Gate:
                 self.waiting -= 1
             if self.fail:
                 raise AppendFailed("the database went away")
-            return await original(draft, seen, rebuild, urgent=urgent)
+            return await original(draft, seen, rebuild, lane=lane)
 
         monkeypatch.setattr(store, "append_checked", append_checked)
 

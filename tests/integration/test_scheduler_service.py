@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from armada.eventstore import schema
 from armada.eventstore.database import Database
+from armada.eventstore.writelock import Lane
 from armada.model import events as ev
 from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunPhase
 from armada.model.queues import Queue
@@ -302,7 +303,7 @@ async def test_a_job_cancelled_after_the_core_decided_is_not_leased(harness: Har
     async with store.transaction() as tx:  # holds the write lock: the decisions queue behind it
         cycle = asyncio.create_task(h.scheduler.cycle())
         # The core has decided (on both jobs queued) once its decisions queue for the lock.
-        while not store._append_lock._urgent:  # noqa: ASYNC110 - no event marks another task queueing
+        while not store._append_lock.waiting(Lane.URGENT):  # noqa: ASYNC110 - no event marks another task queueing
             await asyncio.sleep(0.01)
         tx.append([ev.JobCancelled(**envelope, reason="changed my mind")])
     assert (await cycle).stats.scheduled == 2
@@ -324,10 +325,10 @@ async def test_jobs_committed_with_the_decisions_wake_the_next_cycle(harness: Ha
     await submit(h, 1)
     async with store.transaction() as tx:  # holds the write lock: both queue behind it
         cycle = asyncio.create_task(h.scheduler.cycle())
-        while not store._append_lock._urgent:  # noqa: ASYNC110 - no event marks another task queueing
+        while not store._append_lock.waiting(Lane.URGENT):  # noqa: ASYNC110 - no event marks another task queueing
             await asyncio.sleep(0.01)
         late = asyncio.create_task(submit(h, 1))
-        while not store._append_lock._normal:  # noqa: ASYNC110 - no event marks another task queueing
+        while not store._append_lock.waiting(Lane.BULK):  # noqa: ASYNC110 - no event marks another task queueing
             await asyncio.sleep(0.01)
         tx.append([])
     await cycle
@@ -354,7 +355,7 @@ async def test_a_cancel_landing_while_a_report_waits_to_write_wins_over_the_stal
     async with store.transaction() as tx:  # holds the write lock: the report queues behind it
         reporting = asyncio.create_task(h.intake.report(batch))
         # It has read the run (not yet cancelled) once it queues for the lock.
-        while not store._append_lock._normal:  # noqa: ASYNC110 - no event marks another task queueing
+        while not store._append_lock.waiting(Lane.BULK):  # noqa: ASYNC110 - no event marks another task queueing
             await asyncio.sleep(0.01)
         tx.append([ev.JobCancelling(**envelope, reason="no longer needed", requestor="alice")])
     assert await reporting == 1

@@ -10,6 +10,7 @@ import asyncio
 import pytest
 
 from armada.eventstore.database import Database
+from armada.eventstore.writelock import Lane
 from armada.model.errors import Unavailable
 from tests.factories import make_job, submission
 
@@ -35,17 +36,17 @@ async def test_close_serves_the_queued_writers_refuses_new_ones_and_leaves_nothi
             await gate.wait()
         return holder_job.id
 
-    async def writer(urgent: bool = False) -> str:
+    async def writer(lane: Lane = Lane.BULK) -> str:
         job = make_job()
-        async with store.transaction(urgent=urgent) as tx:
+        async with store.transaction(lane=lane) as tx:
             tx.append(submission(job))
         return job.id
 
     held = asyncio.create_task(holder())
     await asyncio.sleep(0.05)
-    queued = [asyncio.create_task(writer(urgent=i == 3)) for i in range(5)]
+    queued = [asyncio.create_task(writer(Lane.URGENT if i == 3 else Lane.BULK)) for i in range(5)]
     lock = store._append_lock
-    while len(lock._normal) + len(lock._urgent) < len(queued):  # noqa: ASYNC110 - no event marks queueing
+    while lock.waiting(Lane.BULK) + lock.waiting(Lane.URGENT) < len(queued):  # noqa: ASYNC110 - no event marks queueing
         await asyncio.sleep(0.01)
     queued[1].cancel()  # a client that went away while queued
     closing = asyncio.create_task(store.close())
@@ -54,7 +55,7 @@ async def test_close_serves_the_queued_writers_refuses_new_ones_and_leaves_nothi
     with pytest.raises(Unavailable):
         await writer()
     with pytest.raises(Unavailable):
-        await writer(urgent=True)
+        await writer(Lane.URGENT)
     gate.set()
     await closing
     assert_nothing_checked_out(database)  # the engine may be disposed now
