@@ -34,7 +34,7 @@ def parse(text: str) -> list[LogLine]:
     lines = []
     for raw in text.splitlines():
         moment, sep, line = raw.partition(" ")
-        if sep and _when(moment) is not None:
+        if sep and is_stamp(moment):
             lines.append(LogLine(timestamp=moment, line=line))
         else:
             lines.append(LogLine(line=raw))
@@ -75,6 +75,11 @@ def _first_bytes(lines: list[LogLine], limit: int) -> list[LogLine]:
         kept.append(line)
         used += size
     return kept
+
+
+def is_stamp(text: str) -> bool:
+    """Whether ``text`` is a whole RFC 3339 log stamp."""
+    return _when(text) is not None
 
 
 def _since(order: LogOrder, now: float) -> datetime | None:

@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from armada.executor.backends.kube_calls import KubeCalls, KubeError
-from armada.executor.log_lines import LogMissing, parse, select
+from armada.executor.log_lines import LogMissing, is_stamp, parse, select
 from armada.model.leases import LogOrder
 from armada.model.wire.logs import LogLine
 
@@ -48,4 +48,14 @@ async def read_pod_log(
         if exc.status in (400, 404):  # no such pod, container, or previous instance
             raise LogMissing(exc.message) from exc
         raise
+    if "limit_bytes" in options and not text.endswith("\n"):
+        text = _without_cut_stamp(text)
     return select(parse(text), order)
+
+
+def _without_cut_stamp(text: str) -> str:
+    """``text`` without a last line that ``limitBytes`` cut inside its stamp: that
+    fragment holds none of the line (the limit counts the stamps), only part of its time."""
+    start = text.rfind("\n") + 1
+    moment, sep, _ = text[start:].partition(" ")
+    return text if sep and is_stamp(moment) else text[:start]

@@ -57,9 +57,17 @@ async def test_tail_since_and_limit_are_asked_of_the_api_server(running: Cluster
     assert await lines(running, since_seconds=10) == ["recent-1", "recent-2"]
     assert "sinceseconds=10" in log_queries(running)[-1]
     assert await lines(running, since_seconds=10, tail_lines=1) == ["recent-2"]
-    stamp_bytes = len("2026-11-24T03:44:52.123456789Z ")
-    assert await lines(running, limit_bytes=stamp_bytes + 4) == ["old"]
+    assert "limitbytes=" not in log_queries(running)[-1]
+
+
+async def test_the_byte_limit_counts_stamps_and_drops_a_cut_stamp(running: Cluster) -> None:
+    """``limitBytes`` counts stamped bytes (a kubelet drops trailing zeros, so stamps
+    differ in length): a line cut inside its text is kept, one cut inside its stamp is not."""
+    old, recent = (len(line.timestamp) + 1 for line in (await running.backend.read_log(order()))[:2])
+    assert await lines(running, limit_bytes=old + 4) == ["old"]
     assert "limitbytes=" in log_queries(running)[-1]
+    assert await lines(running, limit_bytes=old + 4 + 10) == ["old"]
+    assert await lines(running, limit_bytes=old + 4 + recent + 3) == ["old", "rec"]
 
 
 async def test_since_time_is_selected_exactly(running: Cluster) -> None:
