@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import sys
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -38,6 +40,7 @@ def run_service(main: Coroutine[Any, Any, T], *, spawns_processes: bool = False)
     the whole process where asyncio's uses vfork, and starting ``date`` took twice as long
     (612 against 1,220 spawns/s here), the process backend's largest cost."""
     if spawns_processes:
+        _wait_for_children_with_pidfds()
         return asyncio.run(main)
     try:
         import uvloop  # noqa: PLC0415 (optional: not on Windows)
@@ -45,3 +48,16 @@ def run_service(main: Coroutine[Any, Any, T], *, spawns_processes: bool = False)
         return asyncio.run(main)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(main)
+
+
+def _wait_for_children_with_pidfds() -> None:
+    """Wait for child processes through the event loop, one pidfd each, as Python 3.12 does
+    by default: 3.11 starts a thread per child to wait for it, which was a quarter of the
+    process backend's CPU at ~300 runs/s (docs/performance.md, "Side by side with Slurm")."""
+    if sys.version_info >= (3, 12):
+        return
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):  # not Linux, or a kernel older than 5.3
+        return
+    asyncio.set_child_watcher(asyncio.PidfdChildWatcher())

@@ -123,6 +123,7 @@ def start_executors(
             command += ["--fake-node-memory", "512Gi"]
         else:
             command += ["--process-cpu", str(args.process_cpu), "--process-memory", "1Ti"]
+            command += ["--process-state-dir", str(workdir / f"process-state-{index}")]
         executor = ArmadaProcess(
             command,
             cwd=workdir,

@@ -18,6 +18,7 @@ import pytest
 from armada_client.internal.binoculars_client import BinocularsClient
 
 from armada.client import ArmadaApiError, ArmadaClient, ClientConfig
+from armada.executor.backends.process_state import run_dirs
 from armada.model.queues import Queue
 from armada.model.wire.logs import LogRequest
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, job, states_are, wait_for
@@ -82,9 +83,11 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
 
 def _kill_leftover_runs(state_dir: Path) -> None:
     """The last test stops the executor under a running job: end that job's process group."""
-    for pid_file in state_dir.glob("runs/*/pid"):
-        with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-            os.killpg(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+    for run in run_dirs(state_dir):
+        pid = run.live_pid()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
 
 
 def test_follow_shows_lines_while_the_job_runs_and_all_of_them_after(system: System) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from armada.client import ArmadaClient
+from armada.executor.backends.process_state import run_dirs
 from armada.model import events as ev
 from armada.model.queues import Queue
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, job, states_are, wait_for
@@ -19,8 +20,8 @@ pytestmark = pytest.mark.slow
 
 
 def process_groups(state_dir: Path) -> list[int]:
-    """Process ids the process backend recorded for its runs."""
-    return [int(pid.read_text().split()[0]) for pid in state_dir.glob("runs/*/pid")]
+    """Process ids the process backend recorded for its (still running) runs."""
+    return [pid for run in run_dirs(state_dir) if (pid := run.live_pid()) is not None]
 
 
 def alive(pid: int) -> bool:

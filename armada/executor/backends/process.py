@@ -1,13 +1,14 @@
 """Local cluster of one node: each run is a subprocess of this host (no images).
 
 The first container's ``command + args`` (just ``args`` when there is no command) is run
-as one *simple command of a POSIX shell*: ``( "$@" )``. Words are passed as they are (no
+as one *simple command of a POSIX shell*: ``( cd "$workdir" && "$@" )``. Words are passed as they are (no
 re-splitting or globbing), but a shell builtin works as the command name, so
 ``args: ["exit", "1"]`` fails with exit code 1 and ``["sleep", "100s"]`` just sleeps.
-That wrapper shell then writes the exit code to the run's directory, so the result
-survives an executor restart. The run's stdout and stderr go through ``log_stamp.py``,
-which stamps each line with its time and caps the kept output at ``process.logMaxBytes``;
-a finished run's output is kept ``process.logRetentionSeconds`` for log reads. Each run
+That wrapper shell then appends the exit code to the run's record, so the result
+survives an executor restart. The run's stdout and stderr go through a pipe to the
+executor's one log stamper (``output_pipes.py``, ``log_stamp.py``), which stamps each line
+with its time and caps the kept output at ``process.logMaxBytes``; a finished run's output
+is kept ``process.logRetentionSeconds`` for log reads. Each run
 gets its own session (process group), which is what cancel and preempt kill, first with
 SIGTERM and, after a grace period, SIGKILL.
 Each run also gets a random ``RANDOM`` variable, so that scripts written for bash such as
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import random
 import signal
 import socket
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ import msgspec
 import structlog
 
 from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
+from armada.executor.backends.children import Child, spawn
+from armada.executor.backends.output_pipes import OutputPipes
 from armada.executor.backends.process_state import RunDir, run_dirs
 from armada.executor.commands import container_argv, first_container
 from armada.executor.cordons import LocalCordons
@@ -45,14 +48,11 @@ from armada.model.wire.logs import LogLine
 
 log = structlog.get_logger(__name__)
 
-_WRAPPER = (
-    "f=$1; py=$2; stamp=$3; out=$4; cap=$5; shift 5; "
-    '{ ( "$@" ); rc=$?; echo "$rc" > "$f.tmp" && mv "$f.tmp" "$f"; } 2>&1 '
-    '| "$py" -I -S "$stamp" "$out" "$cap"; '
-    'rc=$(cat "$f" 2>/dev/null); exit "${rc:-1}"'
-)
-_STAMPER = str(Path(__file__).with_name("log_stamp.py"))
+_WRAPPER = 'f=$1; d=$2; shift 2; ( cd "$d" && "$@" ); rc=$?; echo "exit $rc" >> "$f"; exit "$rc"'
 _POLL_SECONDS = 0.5
+#: How long a run's end waits for the stamper to write its last output (a process that
+#: left a child behind holding its stdout open would otherwise hold the result back).
+_DRAIN_SECONDS = 2.0
 #: Where a run's exposed ports are reached: its process listens on this host.
 _LOCAL_HOST = "127.0.0.1"
 
@@ -75,7 +75,7 @@ class LocalRun:
     lease: Lease
     dir: RunDir
     pid: int | None = None
-    process: asyncio.subprocess.Process | None = None
+    process: Child | None = None
     watcher: asyncio.Task[None] | None = None
     exited: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -88,6 +88,7 @@ class ProcessBackend(LocalCordons):
         self._settings = settings
         self._root = Path(settings.state_dir or Path(tempfile.gettempdir()) / f"armada-executor-{cluster_id}")
         self._retention = retention_seconds
+        self._env = inherited_env()
         self._node_name = settings.node_name or socket.gethostname()
         capacity = host_capacity()
         self._node = NodeReport(
@@ -100,6 +101,7 @@ class ProcessBackend(LocalCordons):
         )
         self._runs: dict[str, LocalRun] = {}
         self._report = ObserverSlot()
+        self._output = OutputPipes(self._root)
         self._sweeper: asyncio.Task[None] | None = None
 
     async def discover(self) -> list[FoundRun]:
@@ -129,6 +131,7 @@ class ProcessBackend(LocalCordons):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._output.close()
 
     async def nodes(self) -> list[NodeReport]:
         """The one local node."""
@@ -141,8 +144,8 @@ class ProcessBackend(LocalCordons):
             return
         run = LocalRun(lease=lease, dir=run_dir)
         self._runs[lease.run_id] = run
-        run_dir.create(lease)
         container = first_container(lease.pod_spec)
+        run_dir.create(lease, own_work="workingDir" not in container)
         name = pod_name(lease.job_id)
         env = container_env(container, lease, pod_name=name, node=self._node_name)
         argv = [expand_refs(word, env) for word in container_argv(lease.pod_spec)]
@@ -158,7 +161,7 @@ class ProcessBackend(LocalCordons):
             )
             return
         run.pid = run.process.pid
-        run_dir.record_pid(run.pid)
+        run_dir.record_pid(run.pid, run.process.started)
         log.info("process started", run_id=lease.run_id, job_id=lease.job_id, pid=run.pid, argv=argv)
         await self._report().observe(msgspec.structs.replace(base, kind="running"))
         await self._report_exposure(lease)
@@ -181,28 +184,17 @@ class ProcessBackend(LocalCordons):
                 )
             )
 
-    async def _spawn(
-        self, run_dir: RunDir, argv: list[str], cwd: str, env: dict[str, str]
-    ) -> asyncio.subprocess.Process:
-        """Start the wrapper shell in its own session, output (stamped) to the run's ``output``."""
-        return await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            _WRAPPER,
-            "armada-run",
-            str(run_dir.exit_file),
-            sys.executable,
-            _STAMPER,
-            str(run_dir.output),
-            str(self._settings.log_max_bytes),
-            *(argv or ["true"]),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            cwd=cwd,
-            env={**inherited_env(), "RANDOM": str(random.randrange(32768)), **env},
-            start_new_session=True,
-        )
+    async def _spawn(self, run_dir: RunDir, argv: list[str], cwd: str, env: dict[str, str]) -> Child:
+        """Start the wrapper shell in its own session, its output (both streams) into a pipe
+        to the log stamper."""
+        if not os.path.isdir(cwd):  # noqa: ASYNC240 - one stat, cheaper than the spawn it spares
+            raise FileNotFoundError(errno.ENOENT, "no such working directory", cwd)
+        output = await self._output.open(run_dir.path.name, run_dir.output, self._settings.log_max_bytes)
+        try:
+            wrapper = ["/bin/sh", "-c", _WRAPPER, "armada-run", str(run_dir.record), cwd, *(argv or ["true"])]
+            return spawn(wrapper, {**self._env, "RANDOM": str(random.randrange(32768)), **env}, output)
+        finally:
+            os.close(output)
 
     async def read_log(self, order: LogOrder) -> list[LogLine]:
         """The run's stamped output, selected as ``order`` asks."""
@@ -285,8 +277,10 @@ class ProcessBackend(LocalCordons):
             assert run.pid is not None
             _signal_group(run.pid, signal.SIGKILL)
             await self._wait_exit(run)
+            await self._output.drained(run.dir.path.name, _DRAIN_SECONDS)
             await self._finish(run, None, reason="DeadlineExceeded", cause="DeadlineExceeded")
             return
+        await self._output.drained(run.dir.path.name, _DRAIN_SECONDS)
         code = run.dir.exit_code()
         if code is None and run.process is not None and run.process.returncode is not None:
             code = run.process.returncode
@@ -327,15 +321,20 @@ class ProcessBackend(LocalCordons):
         ``process.logRetentionSeconds``."""
         keep_output = max(self._retention, self._settings.log_retention_seconds)
         while True:
-            for run_dir in run_dirs(self._root):
-                since = run_dir.released_since()
-                if since is None:
-                    continue
-                if time.time() - since >= keep_output:
-                    run_dir.remove()
-                elif time.time() - since >= self._retention:
-                    run_dir.remove_work()
+            await asyncio.to_thread(self._sweep_once, keep_output)
             await asyncio.sleep(max(1.0, min(self._retention, 60.0)))
+
+    def _sweep_once(self, keep_output: float) -> None:
+        """One pass over every run directory kept (in a thread: tens of thousands of them
+        are a second of file system calls the event loop must not wait for)."""
+        for run_dir in run_dirs(self._root):
+            since = run_dir.released_since()
+            if since is None:
+                continue
+            if time.time() - since >= keep_output:
+                run_dir.remove()
+            elif time.time() - since >= self._retention:
+                run_dir.remove_work()
 
 
 def _group_exists(pgid: int) -> bool:

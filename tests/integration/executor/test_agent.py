@@ -12,6 +12,7 @@ import pytest
 from armada.client.executor_api import ExecutorApiClient
 from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.fake import FakeBackend
+from armada.executor.backends.process_state import RunDir
 from armada.executor.runner import run_executor
 from armada.executor.settings import FakeSettings, ProcessSettings
 from tests.integration.executor.conftest import RunningExecutor, fast_settings, lease
@@ -126,8 +127,8 @@ async def test_restarted_executor_cleans_stale_runs_and_keeps_live_ones(
         )
     del server.active["stale"]
     go.touch()
-    exit_files = [tmp_path / "state" / "runs" / run / "exit_code" for run in ("stale", "live")]
-    while not all(f.exists() for f in exit_files):  # noqa: ASYNC110 - waiting on files written by processes
+    runs = [RunDir.of(tmp_path / "state", run) for run in ("stale", "live")]
+    while any(run.exit_code() is None for run in runs):  # noqa: ASYNC110 - written by the processes
         await asyncio.sleep(0.05)
     async with executor(**process):
         await server.wait_for(lambda: "succeeded" in server.kinds("live"))
@@ -198,7 +199,7 @@ async def test_run_finishing_during_a_partition_is_reported_once_after_it(
         await server.wait_for(lambda: "running" in server.kinds("r1"))
         await server.stop()
         go.touch()
-        while not (state / "runs" / "r1" / "exit_code").exists():  # noqa: ASYNC110 - written by the job
+        while RunDir.of(state, "r1").exit_code() is None:  # noqa: ASYNC110 - written by the job
             await asyncio.sleep(0.05)
         server.fail_events_after = 1  # the first delivery after the partition is "lost" on the way back
         await server.start()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from armada.cli.executor import settings_from_options
+from armada.executor.backends.process_state import RunDir
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.contract_server import ContractServer
 
@@ -87,7 +88,7 @@ async def test_sigkilled_executor_cleans_up_stale_runs_when_it_returns(
     await server.wait_for(lambda: "running" in server.kinds("stale") and "running" in server.kinds("live"))
     first.kill()
     await first.wait()
-    pids = {run: int((state / "runs" / run / "pid").read_text().split()[0]) for run in ("stale", "live")}
+    pids = {run: RunDir.of(state, run).live_pid() or 0 for run in ("stale", "live")}
     for pid in pids.values():
         os.kill(pid, 0)  # still running without their executor
     del server.active["stale"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from armada.executor.backends.process import ProcessBackend
+from armada.executor.backends.process_state import RunDir
 from armada.executor.settings import ProcessSettings
 from armada.model.ingress import ServiceConfig
 from armada.model.leases import LOG_TAIL_BYTES, Lease
@@ -143,7 +144,8 @@ async def test_kill_stops_the_whole_process_group(
 ) -> None:
     backend, recorder = started
     await backend.launch(lease("r1", argv=["sh", "-c", "sleep 1000 & sleep 1000 & wait"]))
-    pid = int((tmp_path / "runs" / "r1" / "pid").read_text().split()[0])
+    pid = RunDir.of(tmp_path, "r1").live_pid()
+    assert pid is not None
     assert group_alive(pid)
     await backend.kill("r1")
     assert recorder.gone_runs == ["r1"]

@@ -3,17 +3,56 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import os
+import signal
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from armada.executor.backends.process import ProcessBackend
 from armada.executor.log_lines import LogMissing
 from armada.model.leases import LogOrder
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.recorder import Recorder
 from tests.integration.executor.test_process_backend import make_backend
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (non-zombie) process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def stampers_of(state: Path) -> set[int]:
+    """Live log stampers working in ``state``."""
+    pids = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (
+                b"log_stamp.py" in (proc / "cmdline").read_bytes()
+                and (proc / "cwd").resolve() == state.resolve()
+            ):
+                pids.add(int(proc.name))
+        except OSError:
+            continue
+    return {pid for pid in pids if alive(pid)}
+
+
+async def eventually(check: Callable[[], Awaitable[bool] | bool], what: str, within: float = 10.0) -> None:
+    deadline = time.monotonic() + within
+    while not await _value(check()):
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+async def _value(result: Awaitable[bool] | bool) -> bool:
+    return await result if inspect.isawaitable(result) else bool(result)
 
 
 def order(run_id: str = "r1", **fields: object) -> LogOrder:
@@ -97,3 +136,57 @@ async def test_failed_run_log_tail_has_no_stamps(tmp_path: Path) -> None:
     assert recorder.final("r1").log_tail == "boom\n"
     assert [x.line for x in await backend.read_log(order(since_time=datetime.now(UTC)))] == []
     await backend.close()
+
+
+async def shows(backend: ProcessBackend, run_id: str, expected: list[str]) -> bool:
+    return [line.line for line in await backend.read_log(order(run_id))] == expected
+
+
+async def launch_before_and_after(backend: ProcessBackend, state: Path) -> Path:
+    """Run ``r1``, which prints ``before``, then ``after`` once the returned file exists;
+    return when ``before`` has been stamped."""
+    go = state / "go"
+    script = f"echo before; while [ ! -e {go} ]; do sleep 0.05; done; echo after"
+    await backend.launch(lease("r1", argv=["sh", "-c", script]))
+    await eventually(lambda: shows(backend, "r1", ["before"]), "the first line never showed")
+    return go
+
+
+async def test_output_after_an_executor_restart_is_kept_and_the_old_stamper_exits(tmp_path: Path) -> None:
+    state = tmp_path
+    first, recorder = make_backend(state), Recorder()
+    await first.start(recorder)
+    go = await launch_before_and_after(first, state)
+    [old] = stampers_of(state)
+    await first.close()  # as a restart does: the run and its stamper carry on
+
+    second, again = make_backend(state), Recorder()
+    assert [run.run_id for run in await second.discover()] == ["r1"]
+    await second.start(again)
+    go.touch()
+    await again.wait_for(lambda: again.finished("r1"))
+    await eventually(lambda: shows(second, "r1", ["before", "after"]), "output after the restart was lost")
+    await eventually(lambda: not alive(old), "the let-go stamper outlived its last run")
+    await second.close()
+
+
+async def test_a_dead_stamper_is_replaced_without_harm_to_running_runs(tmp_path: Path) -> None:
+    backend, recorder = make_backend(tmp_path), Recorder()
+    await backend.start(recorder)
+    go = await launch_before_and_after(backend, tmp_path)
+    [first] = stampers_of(tmp_path)
+    os.kill(first, signal.SIGKILL)
+    await eventually(lambda: not alive(first), "the stamper did not die")
+
+    await backend.launch(lease("r2", argv=["echo", "two"]))
+    await recorder.wait_for(lambda: recorder.finished("r2"))
+    go.touch()
+    await recorder.wait_for(lambda: recorder.finished("r1"))
+    # The running run neither died of SIGPIPE nor lost what it wrote after the death.
+    assert [recorder.final(run).kind for run in ("r1", "r2")] == ["succeeded", "succeeded"]
+    assert await shows(backend, "r1", ["before", "after"])
+    assert await shows(backend, "r2", ["two"])
+    [second] = stampers_of(tmp_path)
+    assert second != first
+    await backend.close()
+    await eventually(lambda: not alive(second), "an idle stamper outlived its executor's letting go")
