@@ -8,14 +8,19 @@ import asyncio
 from armada.eventstore.writelock import Lane, WriteLock
 
 
+async def take_turn(lock: WriteLock, order: list[str], name: str, lane: Lane = Lane.BULK) -> None:
+    """Wait for ``lock`` in ``lane`` and note the turn in ``order``; the caller ends it."""
+    await lock.acquire(lane)
+    order.append(name)
+
+
 async def test_urgent_waiters_overtake_queued_ones_and_order_is_kept_otherwise() -> None:
     lock = WriteLock()
     await lock.acquire()
     order: list[str] = []
 
     async def writer(name: str, lane: Lane = Lane.BULK) -> None:
-        await lock.acquire(lane)
-        order.append(name)
+        await take_turn(lock, order, name, lane)
         await asyncio.sleep(0)
         lock.release()
 
@@ -80,8 +85,7 @@ async def test_prompt_waiters_are_handed_the_turn_before_bulk_ones_and_after_urg
     order: list[str] = []
 
     async def writer(name: str, lane: Lane) -> None:
-        await lock.acquire(lane)
-        order.append(name)
+        await take_turn(lock, order, name, lane)
         if not lock.hand_off():  # the next turn of the group, else unlock
             lock.release()
 
@@ -112,19 +116,18 @@ async def test_a_new_holder_is_urgent_else_prompt_but_a_bulk_waiter_passed_over_
     await lock.acquire()
     order: list[str] = []
 
-    async def writer(name: str, lane: Lane) -> None:
-        await lock.acquire(lane)
-        order.append(name)
+    def writer(name: str, lane: Lane) -> asyncio.Task[None]:
+        return asyncio.create_task(take_turn(lock, order, name, lane))
 
-    bulk = [asyncio.create_task(writer(f"bulk-{i}", Lane.BULK)) for i in range(2)]
+    bulk = [writer(f"bulk-{i}", Lane.BULK) for i in range(2)]
     await asyncio.sleep(0)
-    prompts = [asyncio.create_task(writer(f"prompt-{i}", Lane.PROMPT)) for i in range(3)]
+    prompts = [writer(f"prompt-{i}", Lane.PROMPT) for i in range(3)]
     await asyncio.sleep(0)
     lock.release()  # a group ended: a prompt writer starts the next, passing the bulk ones over
     await prompts[0]
     lock.release()  # ... so the bulk lane starts the one after: prompt writers cannot starve it
     await bulk[0]
-    urgent = asyncio.create_task(writer("urgent", Lane.URGENT))
+    urgent = writer("urgent", Lane.URGENT)
     await asyncio.sleep(0)
     lock.release()
     await urgent  # urgent before anyone
