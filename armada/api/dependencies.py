@@ -14,7 +14,7 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
 from armada.api.access import AccessControl, identity_of
-from armada.api.identity import provide_lookout_reads, provide_reads, provide_user
+from armada.api.identity import caller_name, provide_lookout_reads, provide_reads, provide_user
 from armada.api.services import services_of
 from armada.api.shutdown import ShutdownSignal
 from armada.api.stream_quota import StreamQuota
@@ -26,10 +26,9 @@ from armada.scheduling.config import SchedulingConfig
 from armada.services.leases import LeaseService
 from armada.services.logs import LogService
 from armada.services.pod_policy import QueueSecurityGate
-from armada.services.queued_cap import QueuedCap
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
-from armada.services.validation import SubmissionRules
+from armada.services.submission import Submitter
 from armada.services.visibility import ReadScope
 
 
@@ -43,14 +42,6 @@ async def provide_store(state: State) -> EventStore:
 
 async def provide_access(state: State) -> AccessControl:
     return services_of(state).access
-
-
-async def provide_rules(state: State) -> SubmissionRules:
-    return services_of(state).submission_rules
-
-
-async def provide_queued_cap(state: State) -> QueuedCap:
-    return services_of(state).queued_cap
 
 
 async def provide_scheduling(state: State) -> SchedulingConfig:
@@ -85,6 +76,14 @@ async def provide_metrics(state: State) -> ServerMetrics:
     return services_of(state).metrics
 
 
+async def provide_submitter(request: Request[Any, Any, Any]) -> Submitter:
+    """The services a submission uses and the caller, as one dependency: Litestar resolves a
+    route's two or more dependencies in an anyio task group per request, which cost 14% of a
+    one-job submission's server CPU (docs/performance.md, "One job per call")."""
+    services = services_of(request.app.state)
+    return Submitter(services.store, services.submission_rules, caller_name(request), services.queued_cap)
+
+
 async def provide_queue_gate(request: Request[Any, Any, Any], state: State) -> QueueSecurityGate:
     """What this caller may do to queues' security fields (``administer_queue_security``)."""
     services = services_of(state)
@@ -100,8 +99,6 @@ DEPENDENCIES = {
     "database": Provide(provide_database),
     "store": Provide(provide_store),
     "access": Provide(provide_access),
-    "rules": Provide(provide_rules),
-    "queued_cap": Provide(provide_queued_cap),
     "scheduling": Provide(provide_scheduling),
     "scheduler": Provide(provide_scheduler),
     "leases": Provide(provide_leases),
@@ -111,6 +108,7 @@ DEPENDENCIES = {
     "shutdown": Provide(provide_shutdown),
     "metrics": Provide(provide_metrics),
     "user": Provide(provide_user),
+    "submitter": Provide(provide_submitter),
     "queue_gate": Provide(provide_queue_gate),
     "reads": Provide(provide_reads),
     "lookout_reads": Provide(provide_lookout_reads),
@@ -120,8 +118,6 @@ DEPENDENCIES = {
 DatabaseDep = NamedDependency[Database]
 Store = NamedDependency[EventStore]
 Access = NamedDependency[AccessControl]
-Rules = NamedDependency[SubmissionRules]
-QueuedCapDep = NamedDependency[QueuedCap]
 Scheduling = NamedDependency[SchedulingConfig]
 Scheduler = NamedDependency[SchedulerService]
 Leases = NamedDependency[LeaseService]
@@ -131,5 +127,6 @@ Quota = NamedDependency[StreamQuota]
 Shutdown = NamedDependency[ShutdownSignal]
 Metrics = NamedDependency[ServerMetrics]
 User = NamedDependency[str]
+SubmitterDep = NamedDependency[Submitter]
 QueueGate = NamedDependency[QueueSecurityGate]
 Reads = NamedDependency[ReadScope]

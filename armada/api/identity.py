@@ -21,9 +21,14 @@ from armada.services.visibility import ReadScope
 _NOBODY = Identity(name="")
 
 
-async def provide_user(request: Request[Any, Any, Any]) -> str:
+def caller_name(request: Request[Any, Any, Any]) -> str:
+    """Who is calling: the authenticated name, else the anonymous user."""
     identity = identity_of(request)
     return identity.name if identity else ANONYMOUS
+
+
+async def provide_user(request: Request[Any, Any, Any]) -> str:
+    return caller_name(request)
 
 
 def _scope(request: Request[Any, Any, Any], *, lookout: bool) -> ReadScope:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from litestar import post
 from litestar.params import JSONBody
 
-from armada.api.dependencies import QueuedCapDep, Rules, Scheduling, Store, User
+from armada.api.dependencies import Scheduling, Store, SubmitterDep, User
 from armada.api.responses import problems
 from armada.auth.policy import on_queue
 from armada.model.queues import QueueVerb
@@ -21,7 +21,6 @@ from armada.model.wire.jobs import (
     JobSubmitResponse,
 )
 from armada.services import job_actions
-from armada.services.submission import submit_jobs
 
 TAGS = ["jobs"]
 
@@ -34,10 +33,8 @@ TAGS = ["jobs"]
     summary="Submit jobs: all are accepted or none",
     opt=on_queue(QueueVerb.SUBMIT, body="queue"),
 )
-async def submit(
-    data: JSONBody[JobSubmitRequest], store: Store, rules: Rules, user: User, queued_cap: QueuedCapDep
-) -> JobSubmitResponse:
-    return await submit_jobs(store, data, rules, user, queued_cap=queued_cap)
+async def submit(data: JSONBody[JobSubmitRequest], submitter: SubmitterDep) -> JobSubmitResponse:
+    return await submitter.submit(data)
 
 
 @post(

@@ -7,6 +7,7 @@ submission throughput is bounded by how little happens per job.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from armada.eventstore.job_views import job_ids_by_client_id
@@ -68,6 +69,19 @@ async def submit_jobs(
             job_ids = [job.id for job in jobs]
             tx.append(prepared)
     return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
+
+
+@dataclass(frozen=True, slots=True)
+class Submitter:
+    """One caller's way to submit: the store, the rules and the queued cap, bound to who submits."""
+
+    store: EventStore
+    rules: SubmissionRules
+    user: str
+    queued_cap: QueuedCap | None = None
+
+    async def submit(self, request: JobSubmitRequest) -> JobSubmitResponse:
+        return await submit_jobs(self.store, request, self.rules, self.user, queued_cap=self.queued_cap)
 
 
 def _accept(
