@@ -33,6 +33,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from armada.eventstore import sqlite_driver
 from armada.eventstore.schema import events as events_table
 
 NOTIFY_CHANNEL = "armada_events"
@@ -68,7 +69,8 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     parsed = normalise_url(url)
     options: dict[str, Any] = {"json_serializer": _json_serializer, "json_deserializer": msgspec.json.decode}
     if parsed.drivername.startswith("sqlite"):
-        engine = create_async_engine(parsed, connect_args={"timeout": 30}, **options)
+        connect = sqlite_driver.connection_factory(parsed)
+        engine = create_async_engine(parsed, async_creator=connect, **options)
         _configure_sqlite(engine)
     else:
         engine = create_async_engine(
@@ -84,6 +86,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA wal_autocheckpoint=0")  # the store checkpoints: see .checkpoints
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA cache_size=-65536")
         cursor.execute("PRAGMA temp_store=MEMORY")
@@ -93,6 +96,25 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def on_begin(conn: Any) -> None:
         immediate = conn.get_execution_options().get(WRITE_OPTION, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def on_checkin(dbapi_connection: Any, _record: Any) -> None:
+        # Whoever checks a connection out next gets its calls on the connection's thread.
+        if dbapi_connection is not None:  # None: the connection was invalidated
+            sqlite_driver.run_on_loop(dbapi_connection.driver_connection, False)
+
+
+async def checkpoint(conn: AsyncConnection) -> None:
+    """SQLite: copy what its write-ahead log holds into the database, waiting for nobody."""
+    if not is_postgres(conn):
+        await conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+async def run_on_loop(conn: AsyncConnection, on_loop: bool) -> None:
+    """SQLite: run ``conn``'s statements on the event loop's thread from now on (``on_loop``),
+    or on the connection's own (see :mod:`.sqlite_driver`). PostgreSQL: nothing to switch."""
+    if not is_postgres(conn):
+        sqlite_driver.run_on_loop(await _driver_connection(conn), on_loop)
 
 
 #: Takes the append lock and, for the rest of the transaction, steers the planner away from
@@ -286,6 +308,6 @@ def _pg_type(conn: AsyncConnection, column: Column[Any]) -> str:
 
 
 async def _driver_connection(conn: AsyncConnection) -> Any:
-    """The psycopg connection under SQLAlchemy's, inside the same transaction."""
+    """The driver's connection under SQLAlchemy's (psycopg's, or :mod:`.sqlite_driver`'s)."""
     raw = await conn.get_raw_connection()
     return raw.driver_connection

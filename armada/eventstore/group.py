@@ -33,6 +33,11 @@ from armada.model.events import Event
 #: 2,500 cost ~9% of `bench/e2e.py`'s throughput (more, smaller transactions; 3,149-3,440
 #: against 3,740-3,856 jobs/s the same hour) for no gain in a submission's p99.
 MAX_GROUP_EVENTS = 5_000
+#: Flushes of at most this many events run on the event loop's thread on SQLite, as do the
+#: group's other statements and its writers' reads of the small views; bigger flushes and
+#: reads of job views run on the connection's thread (:mod:`.sqlite_driver`). 500 events
+#: take SQLite ~3 ms to write.
+ON_LOOP_EVENTS = 500
 #: ... or once this many writers have had their turn, refused ones included: writers that
 #: keep arriving (a refused one stages nothing) must not hold back the commit the first wait for.
 MAX_GROUP_TURNS = 100
@@ -61,6 +66,7 @@ class AppendGroup:
         self.failure: BaseException | None = None
         self.outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.outcome.add_done_callback(_retrieve)  # a group whose writers all left still settles
+        self._on_loop = True
 
     @classmethod
     async def begin(cls, engine: AsyncEngine) -> AppendGroup:
@@ -68,7 +74,10 @@ class AppendGroup:
         conn = await engine.connect()
         try:
             conn = await conn.execution_options(**{dialects.WRITE_OPTION: True})
+            # SQLite's BEGIN IMMEDIATE waits for the write lock, maybe for a transaction of
+            # this process that needs the loop to finish: it runs on the connection's thread.
             transaction = await conn.begin()
+            await dialects.run_on_loop(conn, True)  # holding the lock: nothing below waits
             return cls(conn, transaction, await dialects.lock_log(conn))
         except BaseException:
             await conn.close()
@@ -110,21 +119,34 @@ class AppendGroup:
         """Write what earlier writers staged, so that a read on :attr:`conn` sees it.
 
         ``jobs=False``: the caller reads no job or run rows, so only queue, executor and
-        retry-policy changes need writing first.
+        retry-policy changes need writing first, and its reads (of small views) run on the
+        event loop's thread.
         """
         if self.pending and (jobs or any(part.changes.ordered for part in self.pending)):
             await self._flush(notify=False)
+        await self.statements_on_loop(not jobs)
+
+    async def statements_on_loop(self, on_loop: bool) -> None:
+        """Run the next statements on :attr:`conn` on the event loop's thread, or on the
+        connection's own: reads that may return many rows (job views, the log) must not
+        stall the loop."""
+        if on_loop != self._on_loop:
+            await dialects.run_on_loop(self.conn, on_loop)
+            self._on_loop = on_loop
 
     async def commit(self) -> None:
         """Write the rest, notify once, commit (or roll back a failed or empty group); close."""
         try:
             if self.failure is not None or not self.writers:
+                await self.statements_on_loop(True)
                 await self._transaction.rollback()
                 return
             if self.pending:
                 await self._flush(notify=True)
             elif self.written > self.head:
                 await dialects.notify(self.conn, self.written)
+            # On the loop's thread too: a COMMIT never checkpoints SQLite's log (.checkpoints).
+            await self.statements_on_loop(True)
             await self._transaction.commit()
         finally:
             await self.conn.close()
@@ -140,6 +162,7 @@ class AppendGroup:
 
     async def _flush(self, *, notify: bool) -> None:
         batch, self.pending = PreparedEvents.combine(self.pending), []
+        await self.statements_on_loop(len(batch.events) <= ON_LOOP_EVENTS)
         self.written = await write(self.conn, batch, self.written, notify=notify)
 
 

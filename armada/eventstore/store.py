@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from armada.eventstore import dialects, schema
 from armada.eventstore.appending import PreparedEvents, log_row
 from armada.eventstore.changed import ChangedJobs
+from armada.eventstore.checkpoints import Checkpoints
 from armada.eventstore.group import AppendGroup
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
@@ -81,6 +82,7 @@ class Transaction:
         if known is None:
             events = schema.events
             query = select(events.c.job_id).distinct().where(events.c.seq > seq)
+            await group.statements_on_loop(False)  # another replica's appends: maybe many
             known = wanted.intersection(await group.conn.scalars(query))
         return known | (wanted & group.job_ids)
 
@@ -123,6 +125,7 @@ class EventStore:
         self.unreadable = UnreadableRecords()
         #: Where each lane's writes spent their time (metrics: who waits for whom).
         self.waits = LaneWaits()
+        self._checkpoints = Checkpoints(engine)
 
     @property
     def append_lock_busy_seconds(self) -> float:
@@ -216,6 +219,9 @@ class EventStore:
             self._changed.add(group.head + 1, group.last, (event.job_id for event in group.events))
             self.appended_groups += 1
             self.appended_writers += group.writers
+            if (checkpoint := self._checkpoints.appended(len(group.events))) is not None:
+                self._committing.add(checkpoint)  # :meth:`close` waits for it too
+                checkpoint.add_done_callback(self._committing.discard)
             self.notifier.publish(group.last)
             for listener in self.listeners:
                 listener(group.events)
