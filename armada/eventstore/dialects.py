@@ -110,13 +110,6 @@ async def checkpoint(conn: AsyncConnection) -> None:
         await conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
 
-async def run_on_loop(conn: AsyncConnection, on_loop: bool) -> None:
-    """SQLite: run ``conn``'s statements on the event loop's thread from now on (``on_loop``),
-    or on the connection's own (see :mod:`.sqlite_driver`). PostgreSQL: nothing to switch."""
-    if not is_postgres(conn):
-        sqlite_driver.run_on_loop(await _driver_connection(conn), on_loop)
-
-
 #: Takes the append lock and, for the rest of the transaction, steers the planner away from
 #: hash and merge joins: an append updates view rows by key (``update_rows``), and a hash
 #: join reads the whole view to find them (30 ms instead of 9 ms for 1,000 of 100,000 runs,
@@ -140,7 +133,7 @@ async def lock_log(conn: AsyncConnection) -> int:
     """
     if not is_postgres(conn):
         return await log_head(conn)
-    driver = await _driver_connection(conn)
+    driver = await driver_connection(conn)
     async with driver.cursor() as lock, driver.cursor() as head:
         async with driver.pipeline():
             await lock.execute(_LOCK_FOR_APPEND, [APPEND_LOCK_KEY])
@@ -161,7 +154,7 @@ async def signal(conn: AsyncConnection, topic: str) -> None:
 
 async def _pg_notify(conn: AsyncConnection, channel: str, payload: str) -> None:
     if is_postgres(conn):
-        driver = await _driver_connection(conn)
+        driver = await driver_connection(conn)
         async with driver.cursor() as cursor:
             await cursor.execute("SELECT pg_notify(%s, %s)", [channel, payload])
 
@@ -176,7 +169,7 @@ async def pipeline(conn: AsyncConnection) -> AsyncIterator[None]:
     if not is_postgres(conn):
         yield
         return
-    driver = await _driver_connection(conn)
+    driver = await driver_connection(conn)
     async with driver.pipeline():
         yield
 
@@ -232,7 +225,7 @@ async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, 
     columns = [column.name for column in table.columns]
     json_positions = [i for i, column in enumerate(table.columns) if isinstance(column.type, JSON)]
     values_of = operator.itemgetter(*columns)
-    driver = await _driver_connection(conn)
+    driver = await driver_connection(conn)
     if len(rows) <= SMALL_INSERT_ROWS:
         # Binary parameters (%b) as COPY's; JSON as untyped text (%s), which the column parses.
         marks = ", ".join("%s" if isinstance(column.type, JSON) else "%b" for column in table.columns)
@@ -284,7 +277,7 @@ async def update_rows(
         f"UPDATE {table.name} AS t SET {assignments} FROM unnest({unnest}) AS v({', '.join(names)}) "
         f"WHERE t.{key} = v._pk"
     )
-    driver = await _driver_connection(conn)
+    driver = await driver_connection(conn)
     async with driver.cursor() as cursor:
         await cursor.execute(sql, arrays)
 
@@ -307,7 +300,7 @@ def _pg_type(conn: AsyncConnection, column: Column[Any]) -> str:
     return "text" if isinstance(column.type, String) else column.type.compile(dialect=conn.dialect)
 
 
-async def _driver_connection(conn: AsyncConnection) -> Any:
+async def driver_connection(conn: AsyncConnection) -> Any:
     """The driver's connection under SQLAlchemy's (psycopg's, or :mod:`.sqlite_driver`'s)."""
     raw = await conn.get_raw_connection()
     return raw.driver_connection

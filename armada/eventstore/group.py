@@ -23,7 +23,7 @@ import asyncio
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
 
-from armada.eventstore import dialects
+from armada.eventstore import dialects, sqlite_driver
 from armada.eventstore.appending import PreparedEvents, write
 from armada.eventstore.writelock import Lane
 from armada.model.events import Event
@@ -46,8 +46,12 @@ MAX_GROUP_TURNS = 100
 class AppendGroup:
     """One write transaction shared by consecutive holders of the append lock."""
 
-    def __init__(self, conn: AsyncConnection, transaction: AsyncTransaction, head: int) -> None:
+    def __init__(
+        self, conn: AsyncConnection, driver: object, transaction: AsyncTransaction, head: int
+    ) -> None:
         self.conn = conn
+        #: The driver's connection under :attr:`conn` (switched by :meth:`statements_on_loop`).
+        self._driver = driver
         self._transaction = transaction
         #: The log's committed head when the group began.
         self.head = head
@@ -66,7 +70,6 @@ class AppendGroup:
         self.failure: BaseException | None = None
         self.outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.outcome.add_done_callback(_retrieve)  # a group whose writers all left still settles
-        self._on_loop = True
 
     @classmethod
     async def begin(cls, engine: AsyncEngine) -> AppendGroup:
@@ -77,8 +80,9 @@ class AppendGroup:
             # SQLite's BEGIN IMMEDIATE waits for the write lock, maybe for a transaction of
             # this process that needs the loop to finish: it runs on the connection's thread.
             transaction = await conn.begin()
-            await dialects.run_on_loop(conn, True)  # holding the lock: nothing below waits
-            return cls(conn, transaction, await dialects.lock_log(conn))
+            driver = await dialects.driver_connection(conn)
+            sqlite_driver.run_on_loop(driver, True)  # holding the lock: nothing below waits
+            return cls(conn, driver, transaction, await dialects.lock_log(conn))
         except BaseException:
             await conn.close()
             raise
@@ -124,21 +128,19 @@ class AppendGroup:
         """
         if self.pending and (jobs or any(part.changes.ordered for part in self.pending)):
             await self._flush(notify=False)
-        await self.statements_on_loop(not jobs)
+        self.statements_on_loop(not jobs)
 
-    async def statements_on_loop(self, on_loop: bool) -> None:
+    def statements_on_loop(self, on_loop: bool) -> None:
         """Run the next statements on :attr:`conn` on the event loop's thread, or on the
         connection's own: reads that may return many rows (job views, the log) must not
-        stall the loop."""
-        if on_loop != self._on_loop:
-            await dialects.run_on_loop(self.conn, on_loop)
-            self._on_loop = on_loop
+        stall the loop. (SQLite only: PostgreSQL's driver has no thread.)"""
+        sqlite_driver.run_on_loop(self._driver, on_loop)
 
     async def commit(self) -> None:
         """Write the rest, notify once, commit (or roll back a failed or empty group); close."""
         try:
             if self.failure is not None or not self.writers:
-                await self.statements_on_loop(True)
+                self.statements_on_loop(True)
                 await self._transaction.rollback()
                 return
             if self.pending:
@@ -146,7 +148,7 @@ class AppendGroup:
             elif self.written > self.head:
                 await dialects.notify(self.conn, self.written)
             # On the loop's thread too: a COMMIT never checkpoints SQLite's log (.checkpoints).
-            await self.statements_on_loop(True)
+            self.statements_on_loop(True)
             await self._transaction.commit()
         finally:
             await self.conn.close()
@@ -162,7 +164,7 @@ class AppendGroup:
 
     async def _flush(self, *, notify: bool) -> None:
         batch, self.pending = PreparedEvents.combine(self.pending), []
-        await self.statements_on_loop(len(batch.events) <= ON_LOOP_EVENTS)
+        self.statements_on_loop(len(batch.events) <= ON_LOOP_EVENTS)
         self.written = await write(self.conn, batch, self.written, notify=notify)
 
 

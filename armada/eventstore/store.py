@@ -82,7 +82,7 @@ class Transaction:
         if known is None:
             events = schema.events
             query = select(events.c.job_id).distinct().where(events.c.seq > seq)
-            await group.statements_on_loop(False)  # another replica's appends: maybe many
+            group.statements_on_loop(False)  # another replica's appends: maybe many
             known = wanted.intersection(await group.conn.scalars(query))
         return known | (wanted & group.job_ids)
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select, text
 
-from armada.eventstore import schema
+from armada.eventstore import schema, sqlite_driver
 from armada.eventstore.checkpoints import CHECKPOINT_EVENTS
 from armada.eventstore.database import Database
-from armada.eventstore.dialects import WRITE_OPTION, run_on_loop
+from armada.eventstore.dialects import WRITE_OPTION, driver_connection
 from armada.eventstore.group import ON_LOOP_EVENTS
 from armada.eventstore.writelock import Lane
 from armada.model.events import Event
@@ -102,7 +102,7 @@ async def test_a_connection_back_in_the_pool_runs_on_its_own_thread(
 ) -> None:
     database, threads = traced
     async with database.engine.connect() as conn:
-        await run_on_loop(conn, True)
+        sqlite_driver.run_on_loop(await driver_connection(conn), True)
         await conn.execute(text("SELECT 'on the loop'"))
     async with database.engine.connect() as conn:
         await conn.execute(text("SELECT 'after checkin'"))
