@@ -11,6 +11,7 @@ import httpx
 from armada.client import calls
 from armada.client.calls import Call, StreamedEvent
 from armada.client.config import ClientConfig
+from armada.client.transport import client_transport
 from armada.model.queues import Queue
 from armada.model.wire import jobs, logs, queries
 from armada.model.wire.queues import BatchQueueResponse
@@ -20,14 +21,17 @@ T = TypeVar("T")
 
 
 class AsyncArmadaClient:
-    """Typed client of the job and queue API over ``httpx.AsyncClient``."""
+    """Typed client of the job and queue API over ``httpx.AsyncClient`` (on
+    :class:`~armada.client.transport.Http11Transport` unless a ``transport`` is given)."""
 
     def __init__(
         self, config: ClientConfig | str | None = None, *, transport: httpx.AsyncBaseTransport | None = None
     ):
         config = ClientConfig(armada_url=config) if isinstance(config, str) else config or ClientConfig()
         self.config = config
-        self._http = httpx.AsyncClient(transport=transport, **config.httpx_options())
+        options = config.httpx_options()
+        transport = transport or client_transport(options.get("verify", True))
+        self._http = httpx.AsyncClient(transport=transport, **options)
 
     async def __aenter__(self) -> AsyncArmadaClient:
         return self

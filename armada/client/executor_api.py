@@ -9,6 +9,7 @@ from typing import Self, TypeVar
 import httpx
 import msgspec
 
+from armada.client.transport import client_transport
 from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, LogAnswer, RunEventBatch
 
 T = TypeVar("T")
@@ -41,12 +42,13 @@ class ExecutorApiClient:
         headers = {"content-type": "application/json"}
         if token:
             headers["authorization"] = f"Bearer {token}"
+        verify = ssl.create_default_context(cafile=ca_cert) if ca_cert else True
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers=headers,
             timeout=timeout,
-            verify=ssl.create_default_context(cafile=ca_cert) if ca_cert else True,
-            transport=transport,
+            verify=verify,
+            transport=transport or client_transport(verify),
         )
 
     async def lease(self, request: LeaseRequest) -> LeaseResponse:
