@@ -8,6 +8,7 @@ and wakes other replicas with ``NOTIFY``.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -32,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql.dml import Insert
 
 from armada.eventstore import sqlite_driver
 from armada.eventstore.schema import events as events_table
@@ -120,9 +122,13 @@ _LOCK_FOR_APPEND = (
 )
 
 
+#: Built once: SQLAlchemy takes longer to build ``coalesce(max(seq), 0)`` than SQLite to run it.
+_LOG_HEAD = select(func.coalesce(func.max(events_table.c.seq), 0))
+
+
 async def log_head(conn: AsyncConnection) -> int:
     """Sequence number of the newest committed event (0 for an empty log)."""
-    return int(await conn.scalar(select(func.coalesce(func.max(events_table.c.seq), 0))) or 0)
+    return int(await conn.scalar(_LOG_HEAD) or 0)
 
 
 async def lock_log(conn: AsyncConnection) -> int:
@@ -211,6 +217,12 @@ def libpq_conninfo(url: str) -> str:
 SMALL_INSERT_ROWS = 4
 
 
+@functools.cache
+def _insert_into(table: Table) -> Insert:
+    """One ``INSERT`` construct per table, built once (and its cache key with it)."""
+    return insert(table)
+
+
 async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, Any]]) -> None:
     """Insert many rows (every row has every column of ``table``).
 
@@ -220,7 +232,7 @@ async def insert_rows(conn: AsyncConnection, table: Table, rows: list[dict[str, 
     if not rows:
         return
     if not is_postgres(conn):
-        await conn.execute(insert(table), rows)
+        await conn.execute(_insert_into(table), rows)
         return
     columns = [column.name for column in table.columns]
     json_positions = [i for i, column in enumerate(table.columns) if isinstance(column.type, JSON)]

@@ -9,18 +9,20 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Row, exists, select
+from sqlalchemy import Row, bindparam, exists, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import schema
 from armada.eventstore.views import rows_in
 from armada.model.states import UNFINISHED_JOB_STATES
 
+#: Built once: every submission reads its queue (SQLAlchemy builds a query slower than SQLite runs it).
+_QUEUE_SPEC = select(schema.queues.c.spec).where(schema.queues.c.name == bindparam("name"))
+
 
 async def queue_spec(conn: AsyncConnection, name: str) -> Any:
     """The stored spec of queue ``name``, or ``None`` if there is no such queue."""
-    queues = schema.queues
-    return await conn.scalar(select(queues.c.spec).where(queues.c.name == name))
+    return await conn.scalar(_QUEUE_SPEC, {"name": name})
 
 
 async def queue_exists(conn: AsyncConnection, name: str) -> bool:
