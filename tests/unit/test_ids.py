@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from ulid import ULID
 
+from armada.model import ids
 from armada.model.ids import new_job_id, new_job_ids, new_run_id
 
 
-def test_job_ids_are_lower_case_ulids_of_now() -> None:
+@pytest.mark.parametrize("count", [1, 8, 9, 1000])  # few are encoded in Python, more with numpy
+def test_job_ids_are_lower_case_ulids_of_now(count: int) -> None:
     before = time.time()
-    ids = new_job_ids(1000)
+    job_ids = new_job_ids(count)
     after = time.time()
-    assert len(set(ids)) == 1000
-    for job_id in ids:
+    assert len(set(job_ids)) == count
+    for job_id in job_ids:
         assert len(job_id) == 26
         assert job_id == job_id.lower()
         decoded = ULID.from_str(job_id.upper())
@@ -28,3 +31,11 @@ def test_ids_sort_in_creation_order_even_within_a_millisecond() -> None:
     assert job_ids == sorted(job_ids) and len(set(job_ids)) == len(job_ids)
     run_ids = [new_run_id() for _ in range(2000)]
     assert run_ids == sorted(run_ids)
+
+
+def test_random_parts_differ_across_many_calls() -> None:
+    """The randomness fetched ahead is used up and fetched again, never reused."""
+    counter = ids._Counter()
+    parts = [counter.random_part() for _ in range(1500)]  # the pool holds 400
+    assert len(set(parts)) == 1500
+    assert all(0 <= part < 1 << 79 for part in parts)
