@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from armada.executor.backends.log_stamp import ANSWER_BYTES
+
 _STAMPER = str(Path(__file__).with_name("log_stamp.py"))
-#: A run's answer from the stamper is at most its id.
-_ANSWER_BYTES = 4096
 
 
 #: A run's pipe goes to at most this many stampers (each died while holding it).
@@ -154,8 +154,9 @@ class _Stamper:
     async def _listen(self) -> None:
         loop = asyncio.get_running_loop()
         with contextlib.suppress(OSError):
-            while answer := await loop.sock_recv(self.control, _ANSWER_BYTES):
-                self._answered(answer.decode())
+            while answer := await loop.sock_recv(self.control, ANSWER_BYTES):
+                for run_id in answer.decode().split("\0"):  # the stamper sends several at once
+                    self._answered(run_id)
         self.lost = True
         self.control.close()
         self._died(self)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from armada.executor.backends.output_pipes import OutputPipes
 from armada.executor.backends.process import ProcessBackend
-from armada.executor.log_lines import LogMissing
+from armada.executor.log_lines import LogMissing, parse
 from armada.model.leases import LogOrder
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.recorder import Recorder
@@ -190,3 +191,24 @@ async def test_a_dead_stamper_is_replaced_without_harm_to_running_runs(tmp_path:
     assert second != first
     await backend.close()
     await eventually(lambda: not alive(second), "an idle stamper outlived its executor's letting go")
+
+
+def lines_of(path: Path) -> list[str]:
+    return [line.line for line in parse(path.read_text())]
+
+
+async def test_runs_that_end_together_while_the_executor_is_busy_are_all_told(tmp_path: Path) -> None:
+    """The stamper's socket buffer holds ~280 answers: those of runs that end while the
+    executor is not reading wait for room (several ids to a message), and none is lost (a
+    lost one made its run wait out the drain bound; from the 279th run on before)."""
+    pipes = OutputPipes(tmp_path)
+    runs = [f"run-{i}" for i in range(500)]
+    write_ends = [await pipes.open(run, tmp_path / run, 1 << 20) for run in runs]
+    for write_end in write_ends:
+        os.write(write_end, b"last words\n")
+        os.close(write_end)
+    time.sleep(0.5)  # noqa: ASYNC251 - the executor's loop is busy while the runs end
+    await asyncio.gather(*(pipes.drained(run, within=5) for run in runs))
+    assert not pipes._pipes, "runs whose end the stamper never told"
+    assert all(lines_of(tmp_path / run) == ["last words"] for run in runs)
+    await pipes.close()
