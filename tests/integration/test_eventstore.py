@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
 from typing import Any, NamedTuple
 
 import psycopg
@@ -161,7 +162,7 @@ async def test_append_is_all_or_nothing(database: Database) -> None:
     # The second submission of the same job id violates the jobs view's key: the whole
     # batch, including the valid first job and its events, must vanish.
     batch = [*submission(make_job()), *submission(job)]
-    with pytest.raises((IntegrityError, psycopg.IntegrityError)):  # PostgreSQL bulk path uses psycopg
+    with pytest.raises((IntegrityError, psycopg.IntegrityError, sqlite3.IntegrityError)):  # bulk: drivers
         await database.store.append(batch)
     assert await database.store.head() == 2
     assert await view_rows(database) == before
