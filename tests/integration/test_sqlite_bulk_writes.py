@@ -1,0 +1,56 @@
+"""SQLite's bulk writes bypass SQLAlchemy's statement execution: they must store exactly what
+SQLAlchemy's own INSERT and UPDATE store, value for value and type for type."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import insert, update
+
+from armada.eventstore import dialects, schema
+from armada.eventstore.appending import log_row
+from armada.eventstore.database import Database
+from armada.model.events import encode_event
+from tests.databases import sqlite_url
+from tests.factories import make_job, submission
+
+
+def stored(path: Path, table: str, key: str, value: object) -> tuple[object, ...]:
+    """A row as SQLite holds it: each column's value and storage type."""
+    with sqlite3.connect(path) as raw:
+        columns = [row[1] for row in raw.execute(f"PRAGMA table_info({table})")]
+        select_list = ", ".join(f"{c}, typeof({c})" for c in columns if c != key)
+        row = raw.execute(f"SELECT {select_list} FROM {table} WHERE {key} = ?", (value,)).fetchone()
+        assert row is not None
+        return tuple(row)
+
+
+async def test_bulk_inserts_and_updates_store_what_sqlalchemy_stores(tmp_path: Path) -> None:
+    database = await Database(sqlite_url(tmp_path)).open()
+    events = schema.events
+    event = submission(make_job(), when=datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=UTC))[0]
+    rows = [log_row(seq, event, encode_event(event)) for seq in (1, 2)]
+    try:
+        async with database.engine.begin() as conn:
+            await conn.execute(insert(events), [rows[0]])
+            await dialects.insert_rows(conn, events, [rows[1]])
+        assert stored(tmp_path / "armada.db", "events", "seq", 1) == stored(
+            tmp_path / "armada.db", "events", "seq", 2
+        )
+
+        states = schema.job_states
+        change = {"state": "running", "last_transition": datetime(2027, 5, 6, 7, 8, 9, 10, tzinfo=UTC)}
+        async with database.engine.begin() as conn:
+            await dialects.insert_rows(
+                conn, states, [{"job_id": job_id, "queue": "q", **change} for job_id in ("a", "b")]
+            )
+            later = {"state": "succeeded", "last_transition": datetime(2028, 1, 1, tzinfo=UTC)}
+            await conn.execute(update(states).where(states.c.job_id == "a").values(later))
+            await dialects.update_rows(conn, states, "job_id", tuple(later), [{**later, "_pk": "b"}])
+        assert stored(tmp_path / "armada.db", "job_states", "job_id", "a") == stored(
+            tmp_path / "armada.db", "job_states", "job_id", "b"
+        )
+    finally:
+        await database.close()
