@@ -38,16 +38,11 @@ class RecentEvents:
             del self._events[: len(self._events) - self._capacity]
 
     def after(self, after_seq: int, known_head: int, limit: int) -> list[StoredEvent] | None:
-        """Events after ``after_seq`` if held without a gap up to ``known_head``; else ``None``.
-
-        A reader already at the newest event held, with nothing newer known, gets none
-        without a query (the follower asks before every cycle and lease call)."""
+        """Events after ``after_seq`` if held without a gap up to ``known_head``; else ``None``."""
         if not self._events:
             return None
         first, last = self._events[0].seq, self._events[-1].seq
-        if after_seq == last and last >= known_head:
-            return []
-        if after_seq < first - 1 or after_seq > last or last < known_head:
+        if after_seq < first - 1 or after_seq >= last or last < known_head:
             return None
         start = after_seq + 1 - first
         return self._events[start : start + limit]
