@@ -20,6 +20,7 @@ from sqlalchemy import (
     Column,
     ColumnElement,
     Float,
+    LargeBinary,
     String,
     Table,
     any_,
@@ -220,34 +221,50 @@ class _SqliteWrite(NamedTuple):
     per append than SQLite's work on a few rows)."""
 
     sql: str
-    columns: tuple[str, ...]
-    processors: tuple[Callable[[Any], Any] | None, ...]
+    #: A row's values in the statement's order.
+    values_of: Callable[[dict[str, Any]], tuple[Any, ...]]
+    #: The positions whose values SQLAlchemy processes before binding, and how.
+    processed: tuple[tuple[int, Callable[[Any], Any]], ...]
 
-    def parameters(self, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        pairs = tuple(zip(self.columns, self.processors, strict=True))
-        return [tuple(row[c] if p is None else p(row[c]) for c, p in pairs) for row in rows]
+    def parameters(self, rows: list[dict[str, Any]]) -> list[Sequence[Any]]:
+        if not self.processed:
+            return [self.values_of(row) for row in rows]
+        parameters: list[Sequence[Any]] = []
+        for row in rows:
+            values = list(self.values_of(row))
+            for position, process in self.processed:
+                values[position] = process(values[position])
+            parameters.append(values)
+        return parameters
 
 
-def _sqlite_write(dialect: Dialect, table: Table, sql: str, columns: tuple[str, ...]) -> _SqliteWrite:
-    processors = tuple(table.c[c].type.dialect_impl(dialect).bind_processor(dialect) for c in columns)
-    return _SqliteWrite(sql, columns, processors)
+def _sqlite_write(
+    dialect: Dialect, table: Table, sql: str, keys: tuple[str, ...], columns: tuple[str, ...]
+) -> _SqliteWrite:
+    """``keys``: where each parameter is in a row; ``columns``: the column it is bound to."""
+    processed = []
+    for position, column in enumerate(columns):
+        impl = table.c[column].type.dialect_impl(dialect)
+        process = impl.bind_processor(dialect)
+        # SQLAlchemy wraps bytes in a memoryview, which SQLite stores just as it stores bytes.
+        if process is not None and not isinstance(impl, LargeBinary):
+            processed.append((position, process))
+    return _SqliteWrite(sql, operator.itemgetter(*keys), tuple(processed))
 
 
 @functools.cache
 def _sqlite_insert(dialect: Dialect, table: Table) -> _SqliteWrite:
     columns = tuple(column.name for column in table.columns)
     marks = ", ".join("?" * len(columns))
-    return _sqlite_write(
-        dialect, table, f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})", columns
-    )
+    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+    return _sqlite_write(dialect, table, sql, columns, columns)
 
 
 @functools.cache
 def _sqlite_update(dialect: Dialect, table: Table, key: str, columns: tuple[str, ...]) -> _SqliteWrite:
     assignments = ", ".join(f"{column} = ?" for column in columns)
     sql = f"UPDATE {table.name} SET {assignments} WHERE {key} = ?"
-    write = _sqlite_write(dialect, table, sql, (*columns, key))
-    return write._replace(columns=(*columns, "_pk"))
+    return _sqlite_write(dialect, table, sql, (*columns, "_pk"), (*columns, key))
 
 
 async def _sqlite_executemany(conn: AsyncConnection, write: _SqliteWrite, rows: list[dict[str, Any]]) -> None:
