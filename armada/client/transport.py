@@ -77,7 +77,8 @@ class _Response:
 class _Connection:
     """One keep-alive connection to an origin; serves one exchange at a time."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, origin: Origin, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.origin = origin
         self.reader = reader
         self.writer = writer
         self.idle_since = time.monotonic()
@@ -173,7 +174,7 @@ class Http11Transport(httpx.AsyncBaseTransport):
             reader, writer = await _within(opening, timeout, httpx.ConnectTimeout, request)
         except (OSError, ssl.SSLError) as exc:
             raise httpx.ConnectError(f"{type(exc).__name__}: {exc}", request=request) from exc
-        return _Connection(reader, writer)
+        return _Connection(origin, reader, writer)
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._ssl is None:
@@ -200,9 +201,9 @@ class Http11Transport(httpx.AsyncBaseTransport):
         except OSError as exc:
             raise httpx.WriteError(f"{type(exc).__name__}: {exc}", request=request) from exc
 
-    def keep(self, origin: Origin, connection: _Connection) -> None:
-        """Keep an idle connection for the origin's next request (up to the keep-alive limit)."""
-        idle, most = self._idle.setdefault(origin, []), self._limits.max_keepalive_connections
+    def keep(self, connection: _Connection) -> None:
+        """Keep an idle connection for its origin's next request (up to the keep-alive limit)."""
+        idle, most = self._idle.setdefault(connection.origin, []), self._limits.max_keepalive_connections
         if self._closed or (most is not None and len(idle) >= most):
             connection.close()
             return
@@ -253,7 +254,7 @@ class _Exchange(httpx.AsyncByteStream):
         state = self._state
         reusable = state.complete and state.messages == 1 and state.keep_alive
         if reusable and self._request.headers.get("connection", "").lower() != "close":
-            self._transport.keep(_origin(self._request.url), connection)
+            self._transport.keep(connection)
         else:
             connection.close()
         self._transport.release()
