@@ -49,3 +49,16 @@ async def test_refuses_a_database_newer_than_the_code(database_url: str) -> None
             await migrate.upgrade(engine)
     finally:
         await engine.dispose()
+
+
+async def test_migrated_tables_have_the_defined_storage_parameters(database: Database) -> None:
+    """Alembic's comparison ignores table options; PostgreSQL's fill factors are checked here."""
+    async with database.engine.connect() as conn:
+        if conn.dialect.name != "postgresql":
+            pytest.skip("storage parameters are PostgreSQL's")
+        rows = await conn.execute(text("SELECT relname, reloptions FROM pg_class WHERE relkind = 'r'"))
+        stored = {name: sorted(options or []) for name, options in rows}
+    options = {table.name: table.dialect_options["postgresql"]["with"] for table in metadata.sorted_tables}
+    defined = {name: sorted(f"{k}={v}" for k, v in given.items()) for name, given in options.items() if given}
+    assert defined, "no table defines storage parameters"
+    assert {name: stored[name] for name in defined} == defined
