@@ -21,15 +21,47 @@ log = structlog.get_logger(__name__)
 
 
 class ChangeNotifier:
-    """Tracks the highest committed sequence number and wakes whoever waits for more."""
+    """Tracks the highest committed sequence number and wakes whoever waits for more.
+
+    This process's own appends are announced by the appender (:meth:`publish`) once their
+    events are held in memory for in-process readers. PostgreSQL's ``NOTIFY`` of the same
+    commit (:meth:`heard`) reaches the listener before the appender's coroutine resumes from
+    its ``COMMIT``; passing it on would send every woken reader to the database for events
+    it would be handed a moment later (the scheduler's follower read the whole log back).
+    """
 
     def __init__(self, head: int = 0) -> None:
         self._head = head
         self._changed = asyncio.Event()
+        #: Last seq of this process's group being committed (0: none): the appender announces it.
+        self._own_pending = 0
+        #: The newest seq heard while it was withheld as this process's own.
+        self._withheld = 0
 
     @property
     def head(self) -> int:
         return self._head
+
+    def committing(self, last: int) -> None:
+        """This process is committing a group whose last event is ``last``."""
+        self._own_pending = last
+
+    def committed(self) -> None:
+        """The group :meth:`committing` announced has ended, committed (and published) or not:
+        a notification withheld meanwhile that was not its own is passed on now."""
+        self._own_pending = 0
+        self.publish(self._withheld)
+
+    def heard(self, seq: int) -> None:
+        """A ``NOTIFY`` (or the listener's first look at the log) says ``seq`` is committed.
+
+        While this process holds the append lock no other can append, so a seq up to its
+        committing group's last is that group's own: the appender publishes it itself.
+        """
+        if seq <= self._own_pending:
+            self._withheld = max(self._withheld, seq)
+            return
+        self.publish(seq)
 
     def publish(self, seq: int) -> None:
         if seq > self._head:
@@ -106,14 +138,14 @@ class PgListener:
                     # Anything committed while we were not listening: catch up once.
                     cursor = await conn.execute("SELECT coalesce(max(seq), 0) FROM events")
                     row = await cursor.fetchone()
-                    self._notifier.publish(int(row[0]) if row else 0)
+                    self._notifier.heard(int(row[0]) if row else 0)
                     self.connected.set()
                     backoff = 0.1
                     async for message in conn.notifies():
                         if message.channel == SIGNAL_CHANNEL and self._signals is not None:
                             self._signals.publish(message.payload)
                         else:
-                            self._notifier.publish(int(message.payload))
+                            self._notifier.heard(int(message.payload))
             except (psycopg.Error, OSError) as exc:
                 self.connected.clear()
                 log.warning("event listener disconnected", error=str(exc), retry_in=backoff)

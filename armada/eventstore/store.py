@@ -208,6 +208,7 @@ class EventStore:
             await asyncio.wait(set(self._committing))
 
     async def _commit(self, group: AppendGroup) -> None:
+        self.notifier.committing(group.last)
         try:
             await group.commit()
         except BaseException as exc:
@@ -225,6 +226,7 @@ class EventStore:
             self.notifier.publish(group.last)
             for listener in self.listeners:
                 listener(group.events)
+        self.notifier.committed()
         group.settle()
 
     async def append_optimistically(

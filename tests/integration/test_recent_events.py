@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from armada.eventstore.database import Database
+from armada.eventstore.group import AppendGroup
+from armada.eventstore.recent import StoredEvent
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from tests.factories import make_job, submission
@@ -39,3 +45,40 @@ async def test_events_appended_elsewhere_are_read_from_the_database(database: Da
     assert seqs == list(range(1, 9))
     store.notifier.publish(10)  # told of events it does not hold: the database answers
     assert [stored.seq for stored in await store.read(6)] == [7, 8]
+
+
+async def test_the_notification_of_an_own_append_does_not_send_readers_to_the_database(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's NOTIFY reaches the listener before the appender's ``COMMIT`` returns; a
+    reader it woke would find nothing held yet and read the events back from the database."""
+    if not database.is_postgres:
+        pytest.skip("only PostgreSQL notifies other connections of a commit")
+    store = database.store
+    await store.append(batch(1))
+    await asyncio.wait_for(_listening(database), timeout=10)
+    commit = AppendGroup.commit
+
+    async def slow_commit(group: AppendGroup) -> None:
+        await commit(group)
+        await asyncio.sleep(0.3)  # the NOTIFY has reached the listener by now
+
+    monkeypatch.setattr(AppendGroup, "commit", slow_commit)
+    head = store.notifier.head
+
+    async def reader() -> list[StoredEvent]:
+        await store.wait_for_change(head, timeout=5)
+        return await store.read(head)
+
+    reading = asyncio.create_task(reader())
+    appended = batch(2)
+    await store.append(appended)
+    assert [stored.event for stored in await reading] == appended
+    assert all(stored.event is event for stored, event in zip(await reading, appended, strict=True))
+
+
+async def _listening(database: Database) -> None:
+    """Until the listener has connected (it publishes the log's head when it has)."""
+    listener = database._listener
+    assert listener is not None
+    await listener.connected.wait()
