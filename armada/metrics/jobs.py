@@ -7,6 +7,8 @@ start time per running job only (bounded by what the clusters can run at once).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from prometheus_client import CollectorRegistry, Histogram
 
 from armada.model import events as ev
@@ -27,6 +29,8 @@ _RUN_ENDS: dict[type[ev.Event], str] = {
 
 class JobTimings:
     """Follower listener filling ``armada_job_queued_seconds`` and ``armada_job_run_time_seconds``."""
+
+    events: ClassVar[tuple[type[ev.Event], ...]] = (ev.JobLeased, ev.JobRunning, *_RUN_ENDS)
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.queued = Histogram(

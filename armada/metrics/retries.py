@@ -6,6 +6,8 @@ a decision is counted once, however often its transaction was retried.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from prometheus_client import CollectorRegistry, Counter
 
 from armada.model import events as ev
@@ -15,6 +17,8 @@ from armada.services.cluster_state import ClusterState
 class RetryCounters:
     """Follower listener for ``armada_scheduler_retry_policy_decisions_total`` and
     ``armada_scheduler_retries_total``."""
+
+    events: ClassVar[tuple[type[ev.Event], ...]] = (ev.JobQueued, ev.JobFailed)
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.decisions = Counter(

@@ -33,8 +33,8 @@ class ServerMetrics:
 
     def attach(self, store: EventStore, follower: LogFollower, scheduler: SchedulerService) -> None:
         store.listeners.append(self._count_appended)
-        follower.listeners.append(JobTimings(self.registry))
-        follower.listeners.append(RetryCounters(self.registry))
+        follower.listen(JobTimings(self.registry))
+        follower.listen(RetryCounters(self.registry))
         scheduler.history.listeners.append(CycleCounters(self.registry))
         self.registry.register(ClusterCollector(lambda: follower.state))
         self.registry.register(ShareCollector(scheduler.history))

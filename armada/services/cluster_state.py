@@ -12,7 +12,7 @@ of their events (:mod:`.pending_leases`), so the next cycle does not reuse their
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,13 +133,16 @@ class ClusterState:
         self.apply_all([(seq, event)])
 
     def apply_all(
-        self, events: Iterable[tuple[int, ev.Event]], observe: Callable[[ev.Event], None] | None = None
+        self,
+        events: Iterable[tuple[int, ev.Event]],
+        observe: Mapping[type[ev.Event], Callable[[ev.Event], None]] | None = None,
     ) -> None:
         """Apply events in order; submissions are added to the job db in bulk.
 
         New jobs are buffered and added together before any event that could concern them
         (anything but their own ``queued``), which keeps order and is much cheaper per job.
-        ``observe`` is called after each event takes effect (a submission: once buffered).
+        ``observe`` holds a callback per event type, called after an event of that type takes
+        effect (a submission: once buffered).
         """
         submitted: list[JobRequirements] = []
         for seq, event in events:
@@ -154,8 +157,8 @@ class ClusterState:
                 if handler is not None:
                     handler(self, event)
             self.seq = seq
-            if observe is not None:
-                observe(event)
+            if observe and (observer := observe.get(kind)) is not None:
+                observer(event)
         if submitted:
             self._add_jobs(submitted)
 

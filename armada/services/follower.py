@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import msgspec
 import structlog
@@ -40,6 +41,15 @@ READ_BATCH = 1000
 LOAD_PAGE = 10_000
 
 
+class FollowerListener(Protocol):
+    """Told of each event of the kinds it names, once the state has applied it."""
+
+    #: The event types it is called for (most of the log is of other kinds: no call at all).
+    events: ClassVar[tuple[type[ev.Event], ...]]
+
+    def __call__(self, state: ClusterState, event: ev.Event) -> None: ...
+
+
 class LogFollower:
     """Owns a :class:`ClusterState` and applies the log to it, one reader at a time."""
 
@@ -48,8 +58,9 @@ class LogFollower:
         self.state = ClusterState(config)
         #: Published with the state's sequence number after each batch is applied.
         self.applied = ChangeNotifier()
-        #: Called after each event of the log is applied (not for the snapshot ``load`` reads).
-        self.listeners: list[Callable[[ClusterState, ev.Event], None]] = []
+        #: What :meth:`listen` asked to be told of, by event type.
+        self._listeners: dict[type[ev.Event], list[FollowerListener]] = {}
+        self._observers: dict[type[ev.Event], Callable[[ev.Event], None]] = {}
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
@@ -77,15 +88,23 @@ class LogFollower:
         async with self._lock:
             while True:
                 batch = await self.store.read(self.state.seq, limit=READ_BATCH)
-                self.state.apply_all(batch, observe=self._notify_listeners if self.listeners else None)
+                self.state.apply_all(batch, observe=self._observers)
                 if batch:
                     self.applied.publish(self.state.seq)
                 if len(batch) < READ_BATCH:
                     return self.state.seq
                 await asyncio.sleep(0)  # requests (and the append in flight) run between batches
 
-    def _notify_listeners(self, event: ev.Event) -> None:
-        for listener in self.listeners:
+    def listen(self, listener: FollowerListener) -> None:
+        """Call ``listener`` after each event of its kinds is applied from the log (not for
+        the snapshot :meth:`load` reads)."""
+        for kind in listener.events:
+            listeners = self._listeners.setdefault(kind, [])
+            listeners.append(listener)
+            self._observers[kind] = partial(self._tell, listeners)
+
+    def _tell(self, listeners: list[FollowerListener], event: ev.Event) -> None:
+        for listener in listeners:
             listener(self.state, event)
 
     def start(self) -> None:
