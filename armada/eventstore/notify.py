@@ -26,8 +26,8 @@ class ChangeNotifier:
     This process's own appends are announced by the appender (:meth:`publish`) once their
     events are held in memory for in-process readers. PostgreSQL's ``NOTIFY`` of the same
     commit (:meth:`heard`) reaches the listener before the appender's coroutine resumes from
-    its ``COMMIT``; passing it on would send every woken reader to the database for events
-    it would be handed a moment later (the scheduler's follower read the whole log back).
+    its ``COMMIT``; passing it on sent the readers it woke to the database for events they
+    would have been handed from memory a moment later.
     """
 
     def __init__(self, head: int = 0) -> None:
