@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from armada.scheduling import CycleStats, JobDb, QueueShare, Reasons, SchedulingResult
+from armada.scheduling.unique_rows import unique_rows
 
 #: Cycles kept by default: enough to see a trend, small whatever the load.
 CYCLES_KEPT = 20
@@ -107,10 +108,8 @@ def _job_counts(db: JobDb, job_ids: Iterable[str], pools: Iterable[str]) -> JobC
     pool_names, pool_codes = np.unique(np.array(pool_list), return_inverse=True)
     queues = db.cols["queue"][rows].astype(np.int64)
     keys = db.cols["key"][rows].astype(np.int64)
-    triples, sizes = np.unique(
-        np.stack([queues, pool_codes.astype(np.int64), keys]), axis=1, return_counts=True
-    )
-    for (queue, pool, key), size in zip(triples.T.tolist(), sizes.tolist(), strict=True):
+    triples, _, sizes = unique_rows(np.stack([queues, pool_codes.astype(np.int64), keys], axis=1))
+    for (queue, pool, key), size in zip(triples.tolist(), sizes.tolist(), strict=True):
         name = (db.queue_names[queue], str(pool_names[pool]), db.keys.infos[key].priority_class)
         counts[name] += size
     return counts

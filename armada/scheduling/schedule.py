@@ -29,6 +29,7 @@ from armada.scheduling.pool import PoolCycle
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState, TokenBucket, tokens_now
+from armada.scheduling.unique_rows import unique_rows
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -152,7 +153,7 @@ def _rejected_keys(
     nodes = db.nodes
     shape = nodes.allocatable() - nodes.non_armada()
     live = np.concatenate(list(pools.values()))
-    shapes, inverse = np.unique(shape[live], axis=0, return_inverse=True)
+    shapes, inverse, _ = unique_rows(shape[live])
     queued = set().union(*(counts.keys() for counts in db.queued_counts))
     for key in sorted(queued):
         info = db.keys.infos[key]
@@ -164,7 +165,7 @@ def _rejected_keys(
         request = db.keys.request(key)
         mask = np.zeros(nodes.size, dtype=bool)
         shape_fits: BoolArray = np.logical_and.reduce(shapes >= request, axis=1)  # per distinct shape: cheap
-        mask[live[shape_fits[inverse.ravel()]]] = True
+        mask[live[shape_fits[inverse]]] = True
         if len(allowed) < len(pools):
             in_pools = np.zeros(nodes.size, dtype=bool)
             in_pools[np.concatenate([pools[p] for p in allowed])] = True

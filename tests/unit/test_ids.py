@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from ulid import ULID
@@ -24,6 +25,18 @@ def test_job_ids_are_lower_case_ulids_of_now(count: int) -> None:
         assert before - 0.002 <= decoded.timestamp <= after + 0.002
         assert str(decoded).lower() == job_id
     assert ULID.from_str(new_job_id().upper())
+
+
+def test_run_ids_are_the_uuid_form_of_ulids_of_now() -> None:
+    before = time.time()
+    run_ids = [new_run_id() for _ in range(100)]
+    after = time.time()
+    for run_id in run_ids:
+        assert str(uuid.UUID(run_id)) == run_id
+        decoded = ULID.from_uuid(uuid.UUID(run_id))
+        assert str(decoded.to_uuid()) == run_id
+        assert before - 0.002 <= decoded.timestamp <= after + 0.002
+    assert len(set(run_ids)) == 100
 
 
 def test_ids_sort_in_creation_order_even_within_a_millisecond() -> None:
