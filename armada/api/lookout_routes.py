@@ -101,6 +101,7 @@ async def get_overview(store: Store, scheduler: Scheduler, lookout_reads: Reads)
     "/api/v1/changes",
     tags=TAGS,
     summary="Server-sent events: the log's head, whenever it moves",
+    media_type="text/event-stream",  # what the OpenAPI document says the answer is
     opt=authenticated(),
 )
 async def changes(

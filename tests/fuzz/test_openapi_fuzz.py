@@ -54,6 +54,9 @@ def check(case: schemathesis.Case, server: ApiServer) -> None:
     if isinstance(case.body, dict) and case.body.get("watch"):
         case.body["watch"] = False  # a watched stream never ends by itself
     head = server.head()
+    if _streams_events(case.operation.definition.raw):
+        _check_first_event(case, server, head)
+        return
     response = case.call(base_url=server.url, timeout=30)
     request = f"{case.method} {case.formatted_path} query={case.query!r} body={case.body!r}"[:2000]
     _judge(server, head, request, response.status_code, response.headers, response.text)
@@ -75,6 +78,27 @@ def check(case: schemathesis.Case, server: ApiServer) -> None:
             sent.headers,
             sent.text,
         )
+
+
+def _streams_events(operation: dict[str, Any]) -> bool:
+    """Whether the operation answers with server-sent events: a stream that never ends."""
+    return any(
+        "text/event-stream" in (answer.get("content") or {}) for answer in operation["responses"].values()
+    )
+
+
+def _check_first_event(case: schemathesis.Case, server: ApiServer, head: int) -> None:
+    """Judge an event stream by its status and first line, then hang up: schemathesis reads
+    a stream until its request timeout (30 s, later with 15 s keep-alives) for every example."""
+    url = server.url + case.formatted_path
+    with httpx.stream(case.method, url, params=case.query, headers=case.headers, timeout=30) as response:
+        if response.status_code == 200:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            text = next(response.iter_lines())
+        else:
+            text = response.read().decode()
+        request = f"{case.method} {case.formatted_path}"
+        _judge(server, head, request, response.status_code, response.headers, text)
 
 
 def _judge(server: ApiServer, head: int, request: str, status: int, headers: Any, text: str) -> None:
