@@ -129,18 +129,20 @@ class ExecutorAgent:
                 response = await self._client.lease(request)
             except Exception as exc:
                 self._nodes_sent = None  # the server may not have taken them: send again
+                self.tracker.held.unanswered()
                 delay = backoff.next_delay()
                 self._log.warning("lease call failed", error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
                 continue
             backoff.reset()
             self._nodes_sent = None if response.nodes_wanted else nodes
+            self.tracker.held.answered(runs_wanted=response.runs_wanted)
             await self._apply(response, budget=request.max_new_leases)
             for order in response.log_requests:
                 self._answer_log_later(order)
             await self._cordon(response.cordon_nodes, request.cordoned_nodes, nodes)
-            if response.nodes_wanted and request.nodes is None:
-                continue  # the server lost our nodes: send them at once
+            if (response.nodes_wanted and request.nodes is None) or response.runs_wanted:
+                continue  # the server lost our nodes or runs: send them at once
             busy = bool(response.leases or response.cancel_runs or response.preempt_runs)
             if response.log_requests and not busy:
                 continue  # a call that only carried log reads: be back in the long poll at once
@@ -154,11 +156,16 @@ class ExecutorAgent:
         """The heartbeat; nodes only when they differ from those the server last took."""
         settings = self._settings
         room = settings.max_leased_runs - self.tracker.count("leased")
+        runs = self.tracker.held.report()
         return LeaseRequest(
             executor_id=settings.cluster_id,
             pool=settings.pool,
             nodes=None if nodes == self._nodes_sent else nodes,
-            runs=self.tracker.reports(),
+            runs=runs.runs,
+            report_id=runs.report_id,
+            runs_base=runs.runs_base,
+            runs_gone=runs.runs_gone,
+            runs_held=runs.runs_held,
             max_new_leases=0 if self.reporter.full else max(0, min(settings.max_new_leases, room)),
             wait_millis=min(int(settings.lease_wait_seconds * 1000), MAX_WAIT_MILLIS),
             cordoned_nodes=cordoned,

@@ -21,6 +21,7 @@ import structlog
 
 from armada.executor.backend import FoundRun, RunStatus
 from armada.executor.categories import Classified, Classifier, ErrorCategoriesSettings, Failure
+from armada.executor.held_runs import HeldRuns
 from armada.model.leases import TERMINAL_KINDS, EventKind, Lease, RunEvent, RunPhase
 
 #: Why a run is being killed: the server ordered a cancel or a preemption, or the executor stops.
@@ -76,8 +77,8 @@ class RunTracker:
         self._classifier = classifier or Classifier(ErrorCategoriesSettings())
         self._on_released = on_released
         self._runs: dict[str, HeldRun] = {}
-        #: Every held run's phase, kept as phases change: each lease call reports them all.
-        self._phases: dict[str, RunPhase] = {}
+        #: Every held run's phase, kept as phases change, and what the lease call says of them.
+        self.held = HeldRuns()
         #: Adopted runs not yet confirmed (after a restart only): each lease response looks at these.
         self._unconfirmed: dict[str, None] = {}
 
@@ -94,11 +95,11 @@ class RunTracker:
 
     def count(self, phase: RunPhase) -> int:
         """Held runs in ``phase``."""
-        return operator.countOf(self._phases.values(), phase)
+        return operator.countOf(self.held.phases.values(), phase)
 
     def reports(self) -> dict[str, RunPhase]:
         """Every held run's phase by run id, for the lease call."""
-        return self._phases.copy()
+        return self.held.phases.copy()
 
     def accept(self, lease: Lease) -> bool:
         """Hold a newly leased run; False if it is already held (a retried lease)."""
@@ -115,12 +116,12 @@ class RunTracker:
 
     def _hold(self, run: HeldRun) -> None:
         self._runs[run.run_id] = run
-        self._phases[run.run_id] = run.phase
+        self.held.hold(run.run_id, run.phase)
         if not run.confirmed:
             self._unconfirmed[run.run_id] = None
 
     def _set_phase(self, run: HeldRun, phase: RunPhase) -> None:
-        run.phase = self._phases[run.run_id] = phase
+        run.phase = self.held.phases[run.run_id] = phase
 
     async def confirm_all(self) -> None:
         """After a lease response: unconfirmed runs the server did not cancel are wanted."""
@@ -234,6 +235,6 @@ class RunTracker:
     async def _release_if_done(self, run: HeldRun) -> None:
         if run.finished and run.undelivered <= 0 and self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
-            del self._phases[run.run_id]
+            self.held.release(run.run_id)
             log.debug("run released", run_id=run.run_id, job_id=run.job_id)
             await self._on_released(run.run_id, run.discard)

@@ -1,8 +1,9 @@
 """Wire contract between the server and its executors (``/v1/executor/*``).
 
 One executor serves one cluster. It calls ``POST /v1/executor/lease`` as its heartbeat: it
-reports every run it still holds (and its nodes when they changed), and gets back new
-leases, the runs it must kill and the nodes operators cordoned. Run state changes travel
+reports the runs it still holds (all of them, or the change since a report the server
+answered) and its nodes when they changed, and gets back new leases, the runs it must kill
+and the nodes operators cordoned. Run state changes travel
 separately, batched, on ``POST /v1/executor/events``; each event carries an ``eventId`` that
 stays the same across retries so the server can deduplicate and every event takes effect
 exactly once.
@@ -37,6 +38,8 @@ TERMINAL_KINDS: frozenset[EventKind] = frozenset({"succeeded", "failed", "leaseR
 Address = Annotated[str, msgspec.Meta(max_length=512)]
 #: Bytes of a failed run's output kept in ``RunEvent.log_tail``.
 LOG_TAIL_BYTES = 4096
+#: A lease call's name for its report of held runs.
+ReportId = Annotated[str, msgspec.Meta(max_length=64)]
 
 
 class _Wire(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
@@ -80,8 +83,21 @@ class LeaseRequest(_Strict, kw_only=True):
     #: The cluster's nodes; left out when unchanged since the last report the server took
     #: (a 2,500-node report is ~300 KB: too much to send and parse every second).
     nodes: list[NodeReport] | None = None
-    #: Every run the executor holds (its terminal event not yet delivered): run id → phase.
+    #: The runs the executor holds (its terminal event not yet delivered): run id → phase.
+    #: All of them; or, with ``runsBase``, only those added since that report.
     runs: dict[str, RunPhase] = {}
+    #: Names this call's report of held runs, so that a later call can send only the change
+    #: since it (``runsBase``); chosen by the executor, unique per report.
+    report_id: ReportId = ""
+    #: The report (an earlier ``reportId`` the server answered) this one changes: ``runs``
+    #: then holds the runs added since it and ``runsGone`` those no longer held. Empty: ``runs``
+    #: is the whole list.
+    runs_base: ReportId = ""
+    #: With ``runsBase``: the runs of that report no longer held.
+    runs_gone: list[str] = []
+    #: With ``runsBase``: how many runs the executor holds in all, a check of the change (a
+    #: server whose count differs asks for the whole list).
+    runs_held: Count | None = None
     max_new_leases: Count = 0
     #: How long the server may hold the call when it has nothing new (long poll); at most
     #: ``MAX_WAIT_MILLIS`` so a call can never hold a connection (and a heartbeat) for long.
@@ -155,6 +171,10 @@ class LeaseResponse(_Wire, kw_only=True):
     #: cleared after it went silent): the executor must include them in its next call. No
     #: leases come with this answer.
     nodes_wanted: bool = False
+    #: The server does not hold the report the call's ``runsBase`` names (another replica
+    #: answered it, or this one restarted): the executor must send every run it holds in its
+    #: next call. No leases or kill orders come with this answer.
+    runs_wanted: bool = False
     #: Logs users are waiting for, read from runs this executor holds or held.
     log_requests: list[LogOrder] = []
     #: Every node of this executor an operator cordoned, with the reason: the executor

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -30,6 +30,7 @@ from armada.model.resources import QuantityError, to_units
 from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.services.follower import LogFollower
+from armada.services.held_runs import HeldRunReports
 from armada.services.retries import run_ended_without_result
 from armada.services.retry_avoidance import EndedRun, avoiding_jobs
 from armada.settings import SchedulerServiceSettings
@@ -98,6 +99,7 @@ class LeaseService:
         #: ``scheduling.priorityClassNameOverride``: the Kubernetes priority class of every pod.
         self.priority_class_name_override = priority_class_name_override
         self._heartbeat_recorded: dict[str, float] = {}
+        self._held_reports = HeldRunReports()
 
     @property
     def state(self) -> ClusterState:
@@ -105,27 +107,32 @@ class LeaseService:
 
     async def lease(self, request: LeaseRequest) -> LeaseResponse:
         nodes = executor_nodes(request.nodes) if request.nodes is not None else None
+        reported = self._held_reports.resolve(request)
         await self.follower.catch_up()
         if nodes is None and not self._knows_nodes(request):
-            return LeaseResponse(nodes_wanted=True)
+            return LeaseResponse(nodes_wanted=True, runs_wanted=reported is None)
         await self._record_executor(request, nodes)
+        if reported is None:
+            return LeaseResponse(runs_wanted=True)
         if self.mailbox is None:
-            return await self._long_poll(request, None)
+            return await self._long_poll(request, reported, None)
         topic = orders_topic(request.executor_id)
         orders = self.mailbox.signals.subscribe(topic)
         try:
-            return await self._long_poll(request, orders)
+            return await self._long_poll(request, reported, orders)
         finally:
             self.mailbox.signals.unsubscribe(topic, orders)
 
-    async def _long_poll(self, request: LeaseRequest, orders: asyncio.Event | None) -> LeaseResponse:
+    async def _long_poll(
+        self, request: LeaseRequest, reported: Set[str], orders: asyncio.Event | None
+    ) -> LeaseResponse:
         """Answer at once if there is news for this executor, else wait for some (bounded).
 
         News is a lease or kill order (from the log) or a log request (``orders`` is set
         when one is posted for this executor); other events (heartbeats, submissions the
         scheduler has not placed yet) wake the wait but do not end it.
         """
-        response = await self._respond(request)
+        response = await self._respond(request, reported)
         answered = self._news_marker(request.executor_id)
         response.log_requests = await self._log_orders(request.executor_id)
         deadline = time.monotonic() + request.wait_millis / 1000
@@ -148,7 +155,7 @@ class LeaseService:
                 # would only find it at its head (a query per waiting call and batch). Most
                 # news is other executors' or jobs' waiting to be placed: nothing to settle.
                 if not moved or self._news_marker(request.executor_id) != answered:
-                    response = await self._respond(request)
+                    response = await self._respond(request, reported)
                     answered = self._news_marker(request.executor_id)
             if orders is not None and posted:
                 orders.clear()
@@ -210,16 +217,16 @@ class LeaseService:
         self._heartbeat_recorded[request.executor_id] = now
         await self.follower.catch_up()
 
-    async def _respond(self, request: LeaseRequest) -> LeaseResponse:
-        """Settle the executor's report against the runs it should hold.
+    async def _respond(self, request: LeaseRequest, reported: Set[str]) -> LeaseResponse:
+        """Settle the executor's report (``reported``: the runs it holds) against the runs it
+        should hold.
 
         Held runs number in the tens of thousands on a busy cluster and this runs on every
         call, so the bulk of the work is set arithmetic; loops touch only what changed.
         """
         executor = self.state.executors.get(request.executor_id)
         if executor is None:
-            return LeaseResponse(cancel_runs=sorted(request.runs))  # nothing here is ours
-        reported = request.runs.keys()
+            return LeaseResponse(cancel_runs=sorted(reported))  # nothing here is ours
         executor.acknowledge(executor.unacknowledged.keys() & reported)
         cancel_runs = list(reported - executor.runs.keys())  # stale: the server forgot them
         preempt_runs: list[str] = []

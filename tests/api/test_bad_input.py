@@ -120,6 +120,13 @@ BAD: list[tuple[str, str, str, bytes, int]] = [
         400,
     ),
     (
+        "long report id",
+        "POST",
+        "/v1/executor/lease",
+        json.dumps({"executorId": "e", "pool": "p", "reportId": "r" * 65}).encode(),
+        400,
+    ),
+    (
         "long node name",
         "POST",
         "/v1/executor/lease",

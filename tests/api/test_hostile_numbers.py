@@ -114,6 +114,13 @@ FAMILIES: list[tuple[str, str, str, dict[str, Any], str]] = [
     ("waitMillis", "POST", "/v1/executor/lease", _lease(waitMillis=HOLE), "waitMillis"),
     ("maxNewLeases", "POST", "/v1/executor/lease", _lease(maxNewLeases=HOLE), "maxNewLeases"),
     (
+        "runsHeld",
+        "POST",
+        "/v1/executor/lease",
+        _lease(reportId="b", runsBase="a", runsHeld=HOLE),
+        "runsHeld",
+    ),
+    (
         "node allocatable",
         "POST",
         "/v1/executor/lease",

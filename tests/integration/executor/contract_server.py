@@ -15,6 +15,7 @@ import msgspec
 import uvicorn
 
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, RunEvent, RunEventBatch
+from armada.services.held_runs import HeldRunReports
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -42,6 +43,12 @@ class ContractServer:
         self.events: dict[str, RunEvent] = {}
         self.deliveries = 0
         self.lease_requests: list[LeaseRequest] = []
+        #: The executor's reports of held runs, kept as the real server keeps them; the runs
+        #: the latest call said it holds.
+        self.held_reports = HeldRunReports()
+        self.held: set[str] = set()
+        #: How many runs each lease call said the executor holds, in call order.
+        self.held_counts: list[int] = []
         #: Answer the next lease call with ``nodesWanted`` (as a server that lost them).
         self.forget_nodes = False
         self.auth_headers: list[str] = []
@@ -69,8 +76,12 @@ class ContractServer:
         return [e.kind for e in self.events.values() if e.run_id == run_id]
 
     def reported(self) -> set[str]:
-        """Run ids in the latest lease request."""
-        return set(self.lease_requests[-1].runs) if self.lease_requests else set()
+        """Run ids the latest lease request said the executor holds."""
+        return self.held
+
+    def forget_held_runs(self) -> None:
+        """Lose the executor's reports of held runs, as a restarted or other replica would."""
+        self.held_reports = HeldRunReports()
 
     async def wait_for(self, predicate: Callable[[], bool], within: float = 120.0) -> None:
         """Wait (event-driven, with a generous safety timeout) until ``predicate`` holds."""
@@ -103,10 +114,14 @@ class ContractServer:
     # --- the contract ---------------------------------------------------------------
     async def _lease(self, request: LeaseRequest) -> LeaseResponse:
         self.lease_requests.append(request)
+        reported = self.held_reports.resolve(request)
         if self.forget_nodes:
             self.forget_nodes = False
-            return LeaseResponse(nodes_wanted=True)
-        held = set(request.runs)
+            return LeaseResponse(nodes_wanted=True, runs_wanted=reported is None)
+        if reported is None:
+            return LeaseResponse(runs_wanted=True)
+        held = self.held = set(reported)
+        self.held_counts.append(len(held))
         if self.greedy:  # like a server that ignores maxNewLeases and re-sends unacknowledged leases
             started = {e.run_id for e in self.events.values()}
             resend = [s for s in self.sent.values() if s.run_id not in held and s.run_id not in started]

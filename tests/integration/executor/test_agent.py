@@ -52,6 +52,28 @@ async def test_nodes_are_sent_when_changed_or_wanted(
     assert [len(nodes) for nodes in resent] == [2], "a server that lost the nodes gets them once"
 
 
+async def test_held_runs_are_sent_as_changes_and_whole_again_when_the_server_lost_them(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    server.offer(*(lease(f"r{i}", argv=["sleep", "1000"]) for i in range(4)))
+    async with executor(cluster=fake()):
+        await server.wait_for(lambda: all("running" in server.kinds(f"r{i}") for i in range(4)))
+        server.offer(lease("r4", argv=["sleep", "1000"]))
+        await server.wait_for(lambda: "r4" in server.reported())
+        server.cancel.add("r0")
+        await server.wait_for(lambda: "r0" not in server.reported())
+        seen = len(server.lease_requests)
+        server.forget_held_runs()
+        await server.wait_for(lambda: len(server.lease_requests) > seen + 2)
+        assert server.reported() == {"r1", "r2", "r3", "r4"}
+    changes = [r for r in server.lease_requests[:seen] if r.runs_base]
+    assert len(changes) > seen / 2, "most calls send only the change"
+    assert any("r4" in r.runs for r in changes) and any("r0" in r.runs_gone for r in changes)
+    after = server.lease_requests[seen:]
+    assert after[0].runs_base and not after[1].runs_base, "the next call after runsWanted is whole"
+    assert len(after[1].runs) == 4 and after[2].runs_base == after[1].report_id
+
+
 async def test_repeated_lease_starts_one_run(server: ContractServer, executor: RunningExecutor) -> None:
     server.offer(lease("r1", argv=["sleep", "1000"]))
     async with executor(cluster=fake()):
@@ -217,7 +239,7 @@ async def test_leases_beyond_the_budget_are_left_for_the_server_to_resend(
     server.offer(*(lease(f"r{i}", argv=["sleep", "1000"]) for i in range(5)))
     async with executor(cluster=fake(), max_leased_runs=2, max_new_leases=2):
         await server.wait_for(lambda: all("running" in server.kinds(f"r{i}") for i in range(5)))
-        assert max(len(r.runs) for r in server.lease_requests[:2]) <= 2
+        assert max(server.held_counts[:2]) <= 2
 
 
 async def test_on_synced_is_called_once_when_the_cluster_is_first_loaded(server: ContractServer) -> None:
