@@ -2,8 +2,10 @@
 
 Executors retry event batches until delivered, so the same observation may arrive twice,
 and events of runs the server has since given up on may arrive late. Both are handled by
-the run's state machine, checked against the views (read ahead of the append, and again if
-the job changed meanwhile): an event that would not move its run forward is dropped. A
+the run's state machine, checked against the run and its job as this replica follows them
+(or, for what it does not hold in memory, as the views hold them), and checked again inside
+the append if the job changed meanwhile: an event that would not move its run forward is
+dropped. A
 killed run's failure becomes the cancellation or preemption that was asked for; a failure
 the executor marks retryable, or a returned lease, requeues the job until its retries are
 used up.
@@ -32,6 +34,9 @@ from armada.settings import SchedulerServiceSettings
 log = structlog.get_logger(__name__)
 
 _RANK = {RunState.LEASED: 0, RunState.PENDING: 1, RunState.RUNNING: 2}
+#: Event kinds whose translation reads more of the views than the run and its job (retry
+#: policies, node fencing, earlier ingress events): their batches are decided from the views.
+_READS_VIEWS = frozenset({"failed", "leaseReturned", "ingressInfo"})
 #: States by stored name: a dict lookup is ~10x cheaper than calling the enum.
 _RUN_STATES = {state.value: state for state in RunState}
 _JOB_STATES = {state.value: state for state in JobState}
@@ -44,7 +49,7 @@ class _RunFacts:
     run_state: RunState
     cluster: str
     node: str
-    job_state: JobState
+    job_active: bool
     latest_run_id: str
     envelope: ev.Envelope
     attempts: int
@@ -58,9 +63,7 @@ class _RunFacts:
 
     @property
     def active(self) -> bool:
-        return (
-            self.run_state.active and self.job_state.active and self.latest_run_id == self.envelope["run_id"]
-        )
+        return self.run_state.active and self.job_active and self.latest_run_id == self.envelope["run_id"]
 
 
 @dataclass
@@ -111,7 +114,52 @@ class RunEventIntake:
             fenced = await self._fenced(conn, batch, facts)
             return self._translate_batch(batch, facts, retry, fenced)
 
-        return (await self.store.append_optimistically(translate)).applied
+        followed = self._followed_facts(batch, run_ids)
+        if followed is None:
+            return (await self.store.append_optimistically(translate)).applied
+        seen, facts = followed
+        draft = self._translate_batch(batch, facts)
+        return (await self.store.append_checked(draft, seen, translate))[0].applied
+
+    def _followed_facts(
+        self, batch: RunEventBatch, run_ids: list[str]
+    ) -> tuple[int, dict[str, _RunFacts]] | None:
+        """The batch's runs and jobs as this replica follows them, and the log position they
+        are as of (the append re-checks every job that changed since); ``None`` when the views
+        must decide: a run not active here (ended, or leased after the follower's position),
+        a kill asked for (its reason is in the views only), or an event that reads more.
+
+        Most batches are runs starting and ending: this spares them a query per batch.
+        """
+        if self.follower is None or any(event.kind in _READS_VIEWS for event in batch.events):
+            return None
+        state = self.follower.state
+        facts: dict[str, _RunFacts] = {}
+        for run_id in run_ids:
+            run = state.runs.get(run_id)
+            extras = state.extras.get(run.job_id) if run is not None else None
+            if run is None or extras is None or extras.cancel_requested or extras.preempt_requested:
+                return None
+            facts[run_id] = _RunFacts(
+                run_state=run.state,
+                cluster=run.executor,
+                node=run.node,
+                job_active=True,  # a job keeps its extras until it ends
+                latest_run_id=extras.run_id,
+                envelope={
+                    "queue": extras.queue,
+                    "job_set_id": extras.job_set_id,
+                    "job_id": run.job_id,
+                    "run_id": run_id,
+                },
+                attempts=extras.attempts,
+                cancel_requested=False,
+                preempt_requested=False,
+                cancel_reason="",
+                cancel_user="",
+                reason="",
+            )
+        return state.seq, facts
 
     async def _fenced(
         self, conn: AsyncConnection, batch: RunEventBatch, facts: dict[str, _RunFacts]
@@ -160,7 +208,7 @@ class RunEventIntake:
                 run_state=_RUN_STATES[row.run_state],
                 cluster=row.cluster,
                 node=row.node,
-                job_state=_JOB_STATES[row.job_state],
+                job_active=_JOB_STATES[row.job_state].active,
                 latest_run_id=row.latest_run_id or "",
                 envelope={
                     "queue": row.queue,

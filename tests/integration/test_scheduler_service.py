@@ -60,7 +60,7 @@ class Harness:
             clock=self.clock,
         )
         self.leases = LeaseService(database.store, self.follower, self.settings, clock=self.clock)
-        self.intake = RunEventIntake(database.store, self.settings, retry)
+        self.intake = RunEventIntake(database.store, self.settings, retry, self.follower)
 
     async def lease(
         self, executor: str = "c1", runs: list[tuple[str, RunPhase]] | None = None, nodes: int = 2
