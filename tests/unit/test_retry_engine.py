@@ -127,7 +127,7 @@ class _Server:
             run_state=RunState.RUNNING,
             cluster="c1",
             node="n1",
-            job_state=JobState.RUNNING,
+            job_active=True,
             latest_run_id=run["run_id"],
             envelope=run,
             attempts=attempts,
