@@ -64,8 +64,10 @@ class ExecutorInfo:
     #: order. Keys views let a lease call settle tens of thousands of held runs with set
     #: operations instead of a loop.
     unacknowledged: dict[str, None] = field(default_factory=dict)
-    #: Bumped when its runs, their acknowledgement or its nodes change: a long-polling lease
-    #: call has news to look for only then (or when ``ClusterState.orders_changed`` moves).
+    #: Bumped when it is leased a run or its nodes change: a long-polling lease call has news
+    #: to look for only then (or when ``ClusterState.orders_changed`` moves). Runs that start
+    #: or end are not news to the executor that reported them; a run the server dropped while
+    #: the executor still holds it is told as stale by its next call.
     changes: int = 0
 
     def acknowledge(self, run_ids: Iterable[str]) -> None:
@@ -306,7 +308,6 @@ class ClusterState:
             executor = self.executors.get(run.executor)
             if executor is not None:
                 executor.unacknowledged.pop(run.run_id, None)
-                executor.changes += 1
 
     def _run_ended(self, event: ev.JobLeaseReturned | ev.JobLeaseExpired) -> None:
         self._drop_run(event.run_id)
@@ -346,7 +347,6 @@ class ClusterState:
         if executor is not None:
             executor.runs.pop(run_id, None)
             executor.unacknowledged.pop(run_id, None)
-            executor.changes += 1
         extras = self.extras.get(run.job_id)
         if extras is not None and extras.run_id == run_id:
             extras.run_id = ""
