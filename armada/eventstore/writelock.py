@@ -80,6 +80,10 @@ class WriteLock:
                 queue.remove(waiter)
             raise
 
+    def has_waiters(self) -> bool:
+        """Whether a writer (not cancelled) waits in any lane."""
+        return any(self._has_live(lane) for lane in Lane)
+
     def hand_off(self, lanes: Collection[Lane] = tuple(Lane)) -> bool:
         """Hand the lock to the next live waiter of ``lanes``, by lane; ``False`` if there is none."""
         return any(self._wake(lane) for lane in Lane if lane in lanes)

@@ -6,6 +6,7 @@ the group staged, and gets dense, contiguous sequence numbers in log order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,8 +14,9 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
 
-from armada.eventstore import schema
+from armada.eventstore import dialects, schema
 from armada.eventstore.database import Database
+from armada.eventstore.group import AppendGroup
 from armada.eventstore.rebuild import rebuild_views
 from armada.eventstore.writelock import Lane
 from armada.model.errors import ArmadaError, NotFound
@@ -351,3 +353,120 @@ async def test_writers_that_keep_failing_do_not_hold_back_the_groups_commit(data
         done.set()
         await asyncio.gather(*loops)  # a refused writer does not wait for its group: the
         # store's close (the fixture's) waits for that group to be rolled back and closed
+
+
+class _CommitWatch:
+    """Records when groups begin and commit; the first commit waits until ``release`` is set
+    (none: it does not wait)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.log: list[str] = []
+        self.second_begin = asyncio.Event()
+        self.committing = asyncio.Event()
+        self.release: asyncio.Event | None = None
+        begin, commit = AppendGroup.begin.__func__, AppendGroup.commit  # type: ignore[attr-defined]
+        watch = self
+
+        async def watched_begin(cls: type[AppendGroup], engine: Any) -> AppendGroup:
+            watch.log.append("begin")
+            if watch.log.count("begin") == 2:
+                watch.second_begin.set()
+            group: AppendGroup = await begin(cls, engine)
+            return group
+
+        async def watched_commit(group: AppendGroup) -> None:
+            watch.log.append("commit")
+            watch.committing.set()
+            if watch.log.count("commit") == 1 and watch.release is not None:
+                with contextlib.suppress(TimeoutError):  # (a failed test must not hang)
+                    await asyncio.wait_for(watch.release.wait(), 10)
+            await commit(group)
+            watch.log.append("committed")
+
+        monkeypatch.setattr(AppendGroup, "begin", classmethod(watched_begin))
+        monkeypatch.setattr(AppendGroup, "commit", watched_commit)
+
+
+async def bulk_write(database: Database) -> int:
+    async with database.store.transaction() as tx:
+        tx.append(submission(make_job()))
+    return tx.last_seq
+
+
+async def commit_with_a_writer_queued(
+    database: Database, queued: Callable[[asyncio.Task[int]], None]
+) -> None:
+    """A held group that an urgent writer joins and so closes to the bulk writer queued
+    behind it: the group commits while that writer (a :func:`bulk_write`, given to
+    ``queued``) waits."""
+    store = database.store
+    gate = asyncio.Event()
+
+    async def holder() -> None:
+        async with store.transaction() as tx:
+            tx.append(submission(make_job()))
+            await gate.wait()
+
+    async def urgent() -> None:
+        async with store.transaction(lane=Lane.URGENT) as tx:
+            tx.append(submission(make_job()))
+
+    held = asyncio.create_task(holder())
+    await asyncio.sleep(0.05)
+    queued(asyncio.create_task(bulk_write(database)))
+    decisions = asyncio.create_task(urgent())
+    while not (store._append_lock.waiting(Lane.BULK) and store._append_lock.waiting(Lane.URGENT)):  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    gate.set()
+    await held
+    await decisions
+
+
+async def test_the_next_group_is_begun_while_the_last_one_commits(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL the next group's lock and head are asked for during the commit, not after
+    it; SQLite begins it when its writer's turn comes."""
+    watch = _CommitWatch(monkeypatch)
+    writers: list[asyncio.Task[int]] = []
+    await commit_with_a_writer_queued(database, writers.append)
+    assert await asyncio.wait_for(writers[0], 10) == 6  # dense: holder 1-2, urgent 3-4, bulk 5-6
+    if database.engine.dialect.name == "postgresql":
+        assert watch.log[:4] == ["begin", "commit", "begin", "committed"]
+    else:
+        assert watch.log[:4] == ["begin", "commit", "committed", "begin"]
+    assert database.store._ahead is None
+
+
+async def test_a_group_begun_ahead_that_nobody_takes_releases_the_database_lock(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer it was begun for is cancelled during the commit: the group is rolled back
+    (on PostgreSQL it holds the cross-process append lock) and the next write goes through."""
+    store = database.store
+    postgres = database.engine.dialect.name == "postgresql"
+    watch = _CommitWatch(monkeypatch)
+    watch.release = asyncio.Event()
+    writers: list[asyncio.Task[int]] = []
+
+    async def cancel_the_writer() -> None:
+        await (watch.second_begin if postgres else watch.committing).wait()
+        writers[0].cancel()
+        assert watch.release is not None
+        watch.release.set()
+
+    canceller = asyncio.create_task(cancel_the_writer())
+    await commit_with_a_writer_queued(database, writers.append)
+    await canceller
+    with pytest.raises(asyncio.CancelledError):
+        await writers[0]
+    while store._committing:  # the commit, and the abandoned group's rollback
+        await asyncio.wait(set(store._committing))
+    assert store._ahead is None
+    if postgres:  # another replica could append now
+        async with database.engine.connect() as conn:
+            query = text("SELECT pg_try_advisory_xact_lock(:key)").bindparams(key=dialects.APPEND_LOCK_KEY)
+            assert await conn.scalar(query) is True
+    assert await asyncio.wait_for(bulk_write(database), 10) == 6
+    async with database.engine.connect() as conn:
+        assert await conn.scalar(select(func.max(schema.events.c.seq))) == 6
