@@ -12,6 +12,7 @@ import functools
 import operator
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import msgspec
@@ -31,6 +32,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.sqlite import DATETIME as SQLITE_DATETIME
 from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -230,15 +232,14 @@ class _SqliteWrite(NamedTuple):
     processed: tuple[tuple[int, Callable[[Any], Any]], ...]
 
     def parameters(self, rows: list[dict[str, Any]]) -> list[Sequence[Any]]:
-        if not self.processed:
-            return [self.values_of(row) for row in rows]
-        parameters: list[Sequence[Any]] = []
-        for row in rows:
-            values = list(self.values_of(row))
-            for position, process in self.processed:
-                values[position] = process(values[position])
-            parameters.append(values)
-        return parameters
+        values: list[Sequence[Any]] = [self.values_of(row) for row in rows]
+        if not self.processed or not values:
+            return values
+        # Column by column: one ``map`` per processed column instead of a loop per row.
+        columns: list[Sequence[Any]] = list(zip(*values, strict=True))
+        for position, process in self.processed:
+            columns[position] = list(map(process, columns[position]))
+        return list(zip(*columns, strict=True))
 
 
 def _sqlite_write(
@@ -248,11 +249,32 @@ def _sqlite_write(
     processed = []
     for position, column in enumerate(columns):
         impl = table.c[column].type.dialect_impl(dialect)
-        process = impl.bind_processor(dialect)
+        process: Callable[[Any], Any] | None = impl.bind_processor(dialect)
+        if process is not None and _default_datetime(impl):
+            process = _sqlite_datetime(process)
         # SQLAlchemy wraps bytes in a memoryview, which SQLite stores just as it stores bytes.
         if process is not None and not isinstance(impl, LargeBinary):
             processed.append((position, process))
     return _SqliteWrite(sql, operator.itemgetter(*keys), tuple(processed))
+
+
+def _default_datetime(impl: object) -> bool:
+    """Whether ``impl`` is SQLite's ``DATETIME`` with SQLAlchemy's default storage format."""
+    return isinstance(impl, SQLITE_DATETIME) and impl._storage_format == SQLITE_DATETIME._storage_format
+
+
+def _sqlite_datetime(sqlalchemy_process: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """SQLAlchemy's SQLite ``DATETIME`` binding (its default storage format: the local
+    fields, any time zone dropped), by ``isoformat``: its ``%``-formatting of a dict was 7%
+    of ``bench/eventstore.py``'s samples on SQLite (1.31 against 1.05 µs a value).
+    Anything but a ``datetime`` goes to SQLAlchemy's own."""
+
+    def process(value: Any) -> Any:
+        if type(value) is datetime:
+            return value.isoformat(" ", "microseconds")[:26]  # (any UTC offset cut off)
+        return sqlalchemy_process(value)
+
+    return process
 
 
 @functools.cache
