@@ -194,7 +194,8 @@ class EventStore:
         self._begin_ahead()
 
     def _track(self, task: asyncio.Task[None]) -> None:
-        """Keep ``task`` until it is done (:meth:`close` waits for it)."""
+        """Keep ``task`` (a commit, a checkpoint, a rollback) until it is done: :meth:`close`
+        waits for it."""
         self._committing.add(task)
         task.add_done_callback(self._committing.discard)
 
@@ -252,8 +253,7 @@ class EventStore:
             self.appended_groups += 1
             self.appended_writers += group.writers
             if (checkpoint := self._checkpoints.appended(len(group.events))) is not None:
-                self._committing.add(checkpoint)  # :meth:`close` waits for it too
-                checkpoint.add_done_callback(self._committing.discard)
+                self._track(checkpoint)  # :meth:`close` waits for it too
             self.notifier.publish(group.last)
             for listener in self.listeners:
                 listener(group.events)

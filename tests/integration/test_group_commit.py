@@ -446,14 +446,13 @@ async def test_a_group_begun_ahead_that_nobody_takes_releases_the_database_lock(
     store = database.store
     postgres = database.engine.dialect.name == "postgresql"
     watch = _CommitWatch(monkeypatch)
-    watch.release = asyncio.Event()
+    release = watch.release = asyncio.Event()
     writers: list[asyncio.Task[int]] = []
 
     async def cancel_the_writer() -> None:
         await (watch.second_begin if postgres else watch.committing).wait()
         writers[0].cancel()
-        assert watch.release is not None
-        watch.release.set()
+        release.set()
 
     canceller = asyncio.create_task(cancel_the_writer())
     await commit_with_a_writer_queued(database, writers.append)
