@@ -111,16 +111,40 @@ def rows_query(where: ColumnElement[bool]) -> Any:
 def page_query(request: JobsRequest, readable: Collection[str] | None) -> Any:
     """The rows of a page, and one more (to know whether another page follows).
 
-    A page sorted by last transition of more than one state merges the states' own sorted
-    lists: each is one range of the ``(queue, state, last_transition)`` or ``(state,
-    last_transition)`` index, while no index sorts several states together (one would
-    cost every state change another index entry). The merge picks the page's job ids
-    from ``job_states`` first; only those rows are then read from ``jobs``.
+    Two kinds of page pick their job ids from ``job_states`` first and read only those
+    rows from ``jobs`` (a ``jobs`` row carries the spec: reading one for every match
+    before sorting costs far more than the page):
+
+    - sorted by last transition of more than one state: the states' own sorted lists are
+      merged, each one range of the ``(queue, state, last_transition)`` or ``(state,
+      last_transition)`` index, while no index sorts several states together (one would
+      cost every state change another index entry);
+    - sorted by submission, filtered by state and by nothing only ``jobs`` holds: the
+      matching ``job_states`` entries are sorted by job id (SQLite otherwise joins every
+      match with its ``jobs`` row, then sorts).
     """
     states: list[str] = sorted(set(request.filter.states)) or [state.value for state in JobState]
-    if request.order.field != "lastTransition" or len(states) == 1:
-        query = rows_query(filters.conditions(request.filter, readable)).order_by(*_order_by(request.order))
-        return query.offset(request.skip).limit(request.take + 1)
+    direction = request.order.direction
+    if request.order.field == "lastTransition" and len(states) > 1:
+        page = _merged_by_transition(request, readable, states)
+        return _rows_of(page, _sorted(direction, page.c.last_transition, page.c.job_id))
+    by_state_alone = request.filter.states and not filters.needs_jobs(request.filter)
+    if request.order.field == "submitted" and by_state_alone:
+        ids = (
+            select(_states.c.job_id)
+            .where(filters.conditions(request.filter, readable, with_jobs=False))
+            .order_by(*_sorted(direction, _states.c.job_id))
+            .offset(request.skip)
+            .limit(request.take + 1)
+            .subquery()
+        )
+        return _rows_of(ids, _sorted(direction, ids.c.job_id))
+    query = rows_query(filters.conditions(request.filter, readable)).order_by(*_order_by(request.order))
+    return query.offset(request.skip).limit(request.take + 1)
+
+
+def _merged_by_transition(request: JobsRequest, readable: Collection[str] | None, states: list[str]) -> Any:
+    """The page's job ids and last transitions, merged from one sorted list per state."""
     with_jobs = filters.needs_jobs(request.filter)
     where = filters.conditions(request.filter, readable, with_jobs=with_jobs, by_state=True)
     source = schema.jobs_and_states if with_jobs else _states
@@ -136,12 +160,16 @@ def page_query(request: JobsRequest, readable: Collection[str] | None) -> Any:
     ]
     merged = union_all(*(select(*branch.c) for branch in branches)).subquery()
     merged_order = _sorted(request.order.direction, merged.c.last_transition, merged.c.job_id)
-    page = select(merged).order_by(*merged_order).offset(request.skip).limit(request.take + 1).subquery()
-    joined = page.join(schema.jobs_and_states, _jobs.c.job_id == page.c.job_id).outerjoin(
+    return select(merged).order_by(*merged_order).offset(request.skip).limit(request.take + 1).subquery()
+
+
+def _rows_of(page: Any, order: list[ColumnElement[Any]]) -> Any:
+    """The ``jobs`` rows of ``page`` (a subquery of job ids) with their latest run, in
+    ``order`` (the page's own)."""
+    joined = page.join(_jobs, _jobs.c.job_id == page.c.job_id).outerjoin(
         _runs, _runs.c.run_id == _jobs.c.latest_run_id
     )
-    page_order = _sorted(request.order.direction, page.c.last_transition, page.c.job_id)
-    return select(*ROW_COLUMNS).select_from(joined).order_by(*page_order)
+    return select(*ROW_COLUMNS).select_from(joined).order_by(*order)
 
 
 def _sorted(direction: str, *keys: ColumnElement[Any]) -> list[ColumnElement[Any]]:

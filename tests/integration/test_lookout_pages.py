@@ -1,7 +1,8 @@
 """Lookout's pages on SQLite and PostgreSQL against an order computed here from the rows.
 
 Pages sorted by last transition of several states are merged from one sorted list per
-state (``lookout.jobs.page_query``); paging through them with every filter shape must
+state, and pages of states sorted by submission take their job ids from ``job_states``
+first (``lookout.jobs.page_query``); paging through them with every filter shape must
 give exactly the rows, in exactly the order, that sorting the whole view gives.
 """
 
@@ -37,35 +38,42 @@ async def _history(database: Database) -> list[Any]:
         return list((await conn.execute(query)).all())
 
 
-def _expected(rows: list[Any], job_filter: dict[str, Any], direction: str) -> list[str]:
+def _expected(
+    rows: list[Any], job_filter: dict[str, Any], direction: str, order: str = "lastTransition"
+) -> list[str]:
     states = job_filter.get("states")
     queue = job_filter.get("queue")
     chosen = [
         row for row in rows if (not states or row.state in states) and (not queue or row.queue == queue)
     ]
-    ordered = sorted(chosen, key=lambda row: (utc(row.last_transition), row.job_id))
+    if order == "lastTransition":
+        ordered = sorted(chosen, key=lambda row: (utc(row.last_transition), row.job_id))
+    else:  # submitted: job ids (ULIDs) sort by submission
+        ordered = sorted(chosen, key=lambda row: row.job_id)
     return [row.job_id for row in (ordered[::-1] if direction == "desc" else ordered)]
 
 
+@pytest.mark.parametrize("order", ["lastTransition", "submitted"])
 @pytest.mark.parametrize("direction", ["desc", "asc"])
-async def test_pages_by_last_transition_are_the_whole_sorted_view_in_slices(
-    database: Database, direction: str
+async def test_pages_are_the_whole_sorted_view_in_slices(
+    database: Database, direction: str, order: str
 ) -> None:
     rows = await _history(database)
     queues = sorted({row.queue for row in rows})
     assert len({row.state for row in rows}) >= 4 and len(queues) >= 2
     for job_filter in [*FILTERS, *({**f, "queue": queues[0]} for f in FILTERS)]:
-        expected = _expected(rows, job_filter, direction)
+        expected = _expected(rows, job_filter, direction, order)
         seen: list[str] = []
         for skip in range(0, len(expected) + 7, 7):
             request = JobsRequest(
                 filter=JobFilter(**job_filter),
-                order=Order(field="lastTransition", direction=direction),  # type: ignore[arg-type]
+                order=Order(field=order, direction=direction),  # type: ignore[arg-type]
                 skip=skip,
                 take=7,
             )
             page = await jobs_page(database.store, request, None)
             seen += [job.job_id for job in page.jobs]
+            assert all(job.state in job_filter.get("states", [job.state]) for job in page.jobs)
             assert page.has_more == (skip + 7 < len(expected)), (job_filter, skip)
             if not page.has_more:
                 break
