@@ -100,7 +100,8 @@ jobs = Table(
     Column("spec", LargeBinary, nullable=False),
     # No index here covers a column a job's state change sets (``job_states`` indexes those),
     # so with room on each page a state change is a HOT update: no index entry is written.
-    Index("ix_jobs_job_set", "queue", "job_set_id"),
+    # A job set's jobs in submission order (Lookout's page of a job set; migration 0008).
+    Index("ix_jobs_job_set", "queue", "job_set_id", "job_id"),
     # Lookout's pages (migration 0002): a queue's jobs by submission or by priority.
     Index("ix_jobs_queue_submitted", "queue", "job_id"),
     Index("ix_jobs_queue_priority", "queue", "priority", "job_id"),
