@@ -13,20 +13,29 @@ PostgreSQL as a 500, yet callers without valid credentials are refused before th
 read at all. Bodies of routes whose policy needs none of it are checked (once) before the
 handler, as a ``before_request`` hook.
 
-The body is parsed with ``Request.json()``, which keeps the result for the route's own
-data extraction: the check costs no second parse (lease calls carry tens of thousands of
-run ids every second).
+A route whose ``data`` is a struct gets its body decoded straight into that type, once,
+and handed to Litestar's data extraction as the connection's parsed JSON (a struct passes
+Litestar's conversion as it is): lease calls carry thousands of run ids and submissions
+hundreds of jobs many times a second, and decoding them to JSON values first, then
+converting those, cost about twice as much. A body that does not decode into its type
+takes the general path instead, unchanged: it is parsed with ``Request.json()`` (kept for
+the route's own data extraction, so no second parse) and Litestar's conversion reports
+what is wrong, so bad requests get the same problems either way.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.exceptions import SerializationException
 from litestar.handlers.base import BaseRouteHandler
+from litestar.utils.scope.state import ScopeState
 
 from armada.api import field_paths
 from armada.model.errors import InvalidRequest
@@ -54,6 +63,17 @@ async def reject_hostile_input(request: Request[Any, Any, Any]) -> None:
         return
     request.scope[_CHECKED] = True  # type: ignore[literal-required]
     body = await request.body()
+    decode = _struct_decoder(request.route_handler)
+    if decode is not None:
+        try:
+            # Valid UTF-8, nesting within the decoder's limit, numbers in range: all checked.
+            data = decode(body)
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+            pass  # the general path below says what is wrong, as for any route
+        else:
+            _refuse_nul(body)
+            ScopeState.from_scope(request.scope).json = data
+            return
     try:
         request.scope[BODY_JSON] = await request.json()  # type: ignore[literal-required]
     except UnicodeDecodeError as exc:
@@ -68,5 +88,20 @@ async def reject_hostile_input(request: Request[Any, Any, Any]) -> None:
                 field=field_paths.first_overflow(body),
             ) from exc
         # any other malformed JSON: the route's own decoding reports it, with its position
+    _refuse_nul(body)
+
+
+def _refuse_nul(body: bytes) -> None:
     if b"\\u0000" in body and _NUL_ESCAPE.search(body):  # the substring test spares most bodies the regex
         raise InvalidRequest("strings must not contain NUL characters (U+0000)")
+
+
+@functools.cache
+def _struct_decoder(handler: BaseRouteHandler) -> Callable[[bytes], Any] | None:
+    """Decodes a body straight into the route's ``data`` struct, as leniently as Litestar
+    converts it (numbers may arrive as strings); ``None`` for a route without one."""
+    data = handler.parsed_fn_signature.parameters.get("data")
+    kind = data.annotation if data is not None else None
+    if not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+        return None
+    return msgspec.json.Decoder(kind, strict=False).decode
