@@ -25,12 +25,13 @@ what is wrong, so bad requests get the same problems either way.
 
 from __future__ import annotations
 
-import functools
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.exceptions import SerializationException
@@ -96,12 +97,41 @@ def _refuse_nul(body: bytes) -> None:
         raise InvalidRequest("strings must not contain NUL characters (U+0000)")
 
 
-@functools.cache
+#: Each route's struct decoder (or ``None``), built on its first request.
+_DECODERS: weakref.WeakKeyDictionary[BaseRouteHandler, Callable[[bytes], Any] | None] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _struct_decoder(handler: BaseRouteHandler) -> Callable[[bytes], Any] | None:
     """Decodes a body straight into the route's ``data`` struct, as leniently as Litestar
-    converts it (numbers may arrive as strings); ``None`` for a route without one."""
-    data = handler.parsed_fn_signature.parameters.get("data")
-    kind = data.annotation if data is not None else None
-    if not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
-        return None
-    return msgspec.json.Decoder(kind, strict=False).decode
+    converts it (numbers may arrive as strings); ``None`` for a route without one, or whose
+    struct takes fields it does not know (see :func:`_parses_every_value`)."""
+    if handler not in _DECODERS:
+        data = handler.parsed_fn_signature.parameters.get("data")
+        kind = data.annotation if data is not None else None
+        typed = isinstance(kind, type) and issubclass(kind, msgspec.Struct) and _parses_every_value(kind)
+        _DECODERS[handler] = msgspec.json.Decoder(kind, strict=False).decode if typed else None
+    return _DECODERS[handler]
+
+
+def _parses_every_value(kind: type[msgspec.Struct]) -> bool:
+    """Whether decoding into ``kind`` parses every value of a body: msgspec skips the value
+    of a field a struct (or a dataclass or typed dict) does not know without checking its
+    numbers and text, unless the struct forbids unknown fields."""
+    seen: set[type] = set()
+
+    def parses(info: msgspec.inspect.Type) -> bool:
+        if isinstance(info, msgspec.inspect.DataclassType | msgspec.inspect.TypedDictType):
+            return False
+        if isinstance(info, msgspec.inspect.StructType):
+            if info.cls in seen:
+                return True
+            seen.add(info.cls)
+            return info.forbid_unknown_fields and all(parses(field.type) for field in info.fields)
+        # Any other type: the types it holds (a list's items, a dict's keys and values, …).
+        values = [getattr(info, field.name) for field in msgspec.structs.fields(info)]
+        parts = [part for value in values for part in (value if isinstance(value, tuple) else (value,))]
+        return all(parses(part) for part in parts if isinstance(part, msgspec.inspect.Type))
+
+    return parses(msgspec.inspect.type_info(kind))

@@ -39,18 +39,37 @@ async def _history(database: Database) -> list[Any]:
 
 
 def _expected(
-    rows: list[Any], job_filter: dict[str, Any], direction: str, order: str = "lastTransition"
+    rows: list[Any],
+    job_filter: dict[str, Any],
+    direction: str,
+    order: str = "lastTransition",
+    readable: set[str] | None = None,
 ) -> list[str]:
     states = job_filter.get("states")
     queue = job_filter.get("queue")
     chosen = [
-        row for row in rows if (not states or row.state in states) and (not queue or row.queue == queue)
+        row
+        for row in rows
+        if (not states or row.state in states)
+        and (not queue or row.queue == queue)
+        and row.job_id.startswith(job_filter.get("job_id", ""))
+        and (readable is None or row.queue in readable)
     ]
     if order == "lastTransition":
         ordered = sorted(chosen, key=lambda row: (utc(row.last_transition), row.job_id))
     else:  # submitted: job ids (ULIDs) sort by submission
         ordered = sorted(chosen, key=lambda row: row.job_id)
     return [row.job_id for row in (ordered[::-1] if direction == "desc" else ordered)]
+
+
+def _shared_prefix(ids: list[str], at_least: int) -> str:
+    """The longest prefix of the middle id that at least ``at_least`` ids (not all) share."""
+    middle = sorted(ids)[len(ids) // 2]
+    for length in range(len(middle), 0, -1):
+        sharing = sum(job_id.startswith(middle[:length]) for job_id in ids)
+        if at_least <= sharing < len(ids):
+            return middle[:length]
+    raise AssertionError("no prefix picks out a part of the jobs")
 
 
 @pytest.mark.parametrize("order", ["lastTransition", "submitted"])
@@ -61,8 +80,16 @@ async def test_pages_are_the_whole_sorted_view_in_slices(
     rows = await _history(database)
     queues = sorted({row.queue for row in rows})
     assert len({row.state for row in rows}) >= 4 and len(queues) >= 2
-    for job_filter in [*FILTERS, *({**f, "queue": queues[0]} for f in FILTERS)]:
-        expected = _expected(rows, job_filter, direction, order)
+    prefix = _shared_prefix([row.job_id for row in rows], at_least=5)
+    cases: list[tuple[dict[str, Any], set[str] | None]] = [
+        *((f, None) for f in FILTERS),
+        *(({**f, "queue": queues[0]}, None) for f in FILTERS),
+        *((f, {queues[-1]}) for f in FILTERS),  # a caller who may read one queue only
+        *(({**f, "job_id": prefix}, None) for f in FILTERS),
+    ]
+    for job_filter, readable in cases:
+        expected = _expected(rows, job_filter, direction, order, readable)
+        assert expected or job_filter.get("states") == ["FAILED"], (job_filter, readable)
         seen: list[str] = []
         for skip in range(0, len(expected) + 7, 7):
             request = JobsRequest(
@@ -71,13 +98,13 @@ async def test_pages_are_the_whole_sorted_view_in_slices(
                 skip=skip,
                 take=7,
             )
-            page = await jobs_page(database.store, request, None)
+            page = await jobs_page(database.store, request, readable)
             seen += [job.job_id for job in page.jobs]
             assert all(job.state in job_filter.get("states", [job.state]) for job in page.jobs)
-            assert page.has_more == (skip + 7 < len(expected)), (job_filter, skip)
+            assert page.has_more == (skip + 7 < len(expected)), (job_filter, readable, skip)
             if not page.has_more:
                 break
-        assert seen == expected, job_filter
+        assert seen == expected, (job_filter, readable)
         assert all(isinstance(job.last_transition, datetime) for job in page.jobs)
 
 
