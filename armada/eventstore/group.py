@@ -153,13 +153,6 @@ class AppendGroup:
         finally:
             await self.conn.close()
 
-    async def abandon(self) -> None:
-        """Roll back a group no writer joined, releasing the database's lock; close."""
-        try:
-            await self._transaction.rollback()
-        finally:
-            await self.conn.close()
-
     def settle(self) -> None:
         if self.failure is None:
             self.outcome.set_result(None)

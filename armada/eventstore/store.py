@@ -354,9 +354,10 @@ class EventStore:
 
 
 async def _abandon(begun: asyncio.Task[AppendGroup]) -> None:
-    """Roll back a group begun ahead that no writer came for (its lock is released)."""
+    """End a group begun ahead that no writer came for: with no writer in it, its commit
+    rolls it back (releasing the database's lock)."""
     try:
         group = await begun
     except Exception:  # the database's error: nothing was begun
         return
-    await group.abandon()
+    await group.commit()
