@@ -205,9 +205,16 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert code_of(admin.delete_queue, "nope") == grpc.StatusCode.NOT_FOUND
     admin.update_queue(admin.create_queue_request("team-a", 3.0, group_owners=["team-a"]))
     assert admin.get_queue("team-a").priority_factor == 3.0
-    # Owners may update their queue (not its owners); others may not (REST's owner_or).
-    alice.update_queue(admin.create_queue_request("team-a", 4.0, group_owners=["team-a"]))
-    assert admin.get_queue("team-a").priority_factor == 4.0
+    # Owners may update their queue's labels only (its weight takes create_queue, as upstream);
+    # others may not touch it (REST's owner_or).
+    labelled = admin.create_queue_request("team-a", 3.0, group_owners=["team-a"])
+    labelled.labels["tier"] = "gold"
+    alice.update_queue(labelled)
+    assert admin.get_queue("team-a").labels == {"tier": "gold"}
+    assert code_of(alice.update_queue, admin.create_queue_request("team-a", 4.0, group_owners=["team-a"])) == (
+        grpc.StatusCode.PERMISSION_DENIED
+    )
+    assert admin.get_queue("team-a").priority_factor == 3.0
     assert code_of(bob.update_queue, admin.create_queue_request("team-a", 1.0, group_owners=["team-a"])) == (
         grpc.StatusCode.PERMISSION_DENIED
     )
