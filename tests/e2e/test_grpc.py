@@ -211,9 +211,8 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     labelled.labels["tier"] = "gold"
     alice.update_queue(labelled)
     assert admin.get_queue("team-a").labels == {"tier": "gold"}
-    assert code_of(alice.update_queue, admin.create_queue_request("team-a", 4.0, group_owners=["team-a"])) == (
-        grpc.StatusCode.PERMISSION_DENIED
-    )
+    heavier = admin.create_queue_request("team-a", 4.0, group_owners=["team-a"])
+    assert code_of(alice.update_queue, heavier) == grpc.StatusCode.PERMISSION_DENIED
     assert admin.get_queue("team-a").priority_factor == 3.0
     assert code_of(bob.update_queue, admin.create_queue_request("team-a", 1.0, group_owners=["team-a"])) == (
         grpc.StatusCode.PERMISSION_DENIED
