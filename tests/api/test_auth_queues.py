@@ -5,14 +5,16 @@ owners change only their queue's labels (REST and gRPC, on both databases)."""
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from queue import SimpleQueue
 
 import grpc
 import httpx
 import msgspec
 import pytest
-from armada_client.armada import submit_pb2, submit_pb2_grpc
+from armada_client.armada import event_pb2, event_pb2_grpc, submit_pb2, submit_pb2_grpc
 
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.secrets import hash_password
@@ -251,3 +253,58 @@ def test_create_queue_alone_does_not_make_one_admin_of_every_queue(
         with as_user(srv, "carl") as carl:
             carl.create_queue(Queue(name="carls"))  # creating is still create_queue's
             assert carl.get_queue("carls").user_owners == ["carl"]
+
+
+def _follow_rest(server: ApiServer, queue: str, into: SimpleQueue[object]) -> None:
+    try:
+        with as_user(server, "bob") as bob:
+            for streamed in bob.job_set_events(queue, "watched", watch=True):
+                into.put(streamed.event.type)
+    except ArmadaApiError as exc:
+        into.put(exc)
+
+
+def _follow_grpc(grpc_port: int, queue: str, into: SimpleQueue[object]) -> None:
+    credentials = base64.b64encode(b"bob:bob-pass").decode()
+    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        stream = event_pb2_grpc.EventStub(channel).GetJobSetEvents(
+            event_pb2.JobSetRequest(queue=queue, id="watched", watch=True),
+            metadata=[("authorization", f"Basic {credentials}")],
+        )
+        try:
+            for message in stream:
+                into.put(message.message.WhichOneof("events"))
+        except grpc.RpcError as exc:
+            into.put(exc)
+
+
+def test_open_streams_end_when_watch_is_withdrawn(server: ApiServer, grpc_port: int) -> None:
+    """bob may watch the queue through its ``permissions``; once the owner's admin withdraws
+    that, his open streams (REST and gRPC) end with a refusal before the next event."""
+    grant = [{"subjects": [{"kind": "User", "name": "bob"}], "verbs": ["watch"]}]
+    spec = {"name": "watched", "groupOwners": ["team-a"], "permissions": grant}
+    assert httpx.post(f"{server.url}/v1/queue", json=spec, auth=("admin", "admin-pass")).status_code == 200
+    with as_user(server, "alice") as alice:
+        alice.submit_jobs("watched", "watched", [item()])
+        rest: SimpleQueue[object] = SimpleQueue()
+        over_grpc: SimpleQueue[object] = SimpleQueue()
+        threads = [
+            threading.Thread(target=_follow_rest, args=(server, "watched", rest), daemon=True),
+            threading.Thread(target=_follow_grpc, args=(grpc_port, "watched", over_grpc), daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        for received in (rest, over_grpc):
+            assert [received.get(timeout=30) for _ in range(2)] == ["submitted", "queued"]
+        withdrawn = put_queue(server, "admin", {**spec, "permissions": []})
+        assert withdrawn.status_code == 200, withdrawn.text
+        alice.submit_jobs("watched", "watched", [item()])
+    ended = rest.get(timeout=30)
+    assert isinstance(ended, ArmadaApiError) and ended.status == 403, ended
+    assert "may no longer watch" in ended.detail
+    refused = over_grpc.get(timeout=30)
+    assert isinstance(refused, grpc.RpcError), refused
+    assert refused.code() == grpc.StatusCode.PERMISSION_DENIED  # type: ignore[attr-defined]
+    for thread in threads:
+        thread.join(30)
+    assert rest.empty() and over_grpc.empty()  # nothing of the new job was delivered
