@@ -36,8 +36,8 @@ MAX_SKIP = 10_000
 #: databases refuse (SQLite: an expression tree deeper than 1,000) or crawl long before
 #: thousands; a person filtering a page names a few.
 MAX_ANNOTATION_FILTERS = 16
-#: Longest text a filter field may hold: job set ids, the longest names stored, are at
-#: most 1,023 characters, so a longer value could match nothing.
+#: Longest text a filter field may hold: job set ids, the longest names stored, are at most
+#: 1,023 characters (annotation values may be longer, but a filter is typed by a person).
 MAX_FILTER_TEXT = 1023
 FilterText = Annotated[str, Meta(max_length=MAX_FILTER_TEXT)]
 

@@ -8,9 +8,8 @@ one event of the ``events`` oneof, built from our event's fields of the same nam
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncGenerator, AsyncIterator
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import grpc
@@ -133,7 +132,7 @@ class EventService(event_pb2_grpc.EventServicer):
         after = streams.parse_message_id(from_id)
         await streams.check_target(store, queue, job_set_id, error_if_missing=if_missing)
         # Re-checked before each page: a stream outlives a withdrawn ``watch`` otherwise.
-        allowed = functools.partial(caller.access.may_on_queue, store, identity, queue, QueueVerb.WATCH)
+        allowed = partial(caller.access.may_on_queue, store, identity, queue, QueueVerb.WATCH)
         pages = streams.job_set_pages(
             store, queue, job_set_id, after=after, watch=watch, decode=decode_for_stream, allowed=allowed
         )
