@@ -22,6 +22,7 @@ from msgspec import Meta
 from armada.auth.settings import AuthSettings
 from armada.executor.settings import ExecutorSettings
 from armada.model.durations import setting_seconds
+from armada.model.ingress_policy import IngressPolicy
 from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.requirements import Toleration
@@ -29,13 +30,18 @@ from armada.scheduling.requirements import Toleration
 ENV_PREFIX = "ARMADA_"
 #: Defaults under ``server.dev``, below the file, the environment and the flags: a laptop has
 #: no API server to protect, and upstream's 50 jobs/s per queue would throttle it.
+#: ``serve --dev`` runs jobs as local processes: a NodePort service is only the job's own port
+#: on this host (nothing is opened), so the getting-started examples' NodePort services work.
+_DEV_SERVICE_TYPES = {"ingressPolicy": {"allowedServiceTypes": ["NodePort", "Headless"]}}
 DEV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "submission": _DEV_SERVICE_TYPES,
+    "executor": _DEV_SERVICE_TYPES,
     "scheduling": {
         "maximumSchedulingRate": 1_000_000.0,
         "maximumSchedulingBurst": 1_000_000,
         "maximumPerQueueSchedulingRate": 1_000_000.0,
         "maximumPerQueueSchedulingBurst": 1_000_000,
-    }
+    },
 }
 
 
@@ -234,6 +240,15 @@ class SubmissionSettings(_Area):
             "list the executor's."
         ),
     ] = msgspec.field(default_factory=lambda: ["default"])
+    allow_wildcard_tolerations: Annotated[
+        bool,
+        Meta(
+            description="Accept pods with a wildcard toleration (operator `Exists` and no key): it tolerates "
+            "every taint, so the pod may run on control-plane and other reserved nodes. Off: refused at "
+            "submit naming the toleration (the executor's `allowWildcardTolerations` checks again)."
+        ),
+    ] = False
+    ingress_policy: IngressPolicy = msgspec.field(default_factory=IngressPolicy)
     max_queued_jobs_per_queue: Annotated[
         int,
         Meta(

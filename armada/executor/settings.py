@@ -10,6 +10,7 @@ from typing import Literal
 import msgspec
 
 from armada.executor.categories import ErrorCategoriesSettings
+from armada.model.ingress_policy import IngressPolicy
 from armada.model.podsecurity import Profile
 
 BackendName = Literal["kubernetes", "process", "fake"]
@@ -81,7 +82,8 @@ class IngressSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkno
     #: TLS Secret (in the job's namespace) of ingresses with ``tlsEnabled`` and no ``certName``;
     #: empty: none named, the ingress controller's default certificate.
     tls_secret: str = ""
-    #: Annotations added to every Ingress (a job's own ``annotations`` win).
+    #: Annotations added to every Ingress; they win over a job's own (which
+    #: ``ingressPolicy.allowedAnnotations`` limits).
     annotations: dict[str, str] = {}
 
 
@@ -196,6 +198,13 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     #: Service accounts a leased pod may name (pods naming none use their namespace's
     #: ``default``); never list the executor's own.
     allowed_service_accounts: list[str] = msgspec.field(default_factory=lambda: ["default"])
+    #: Run pods with a wildcard toleration (operator ``Exists``, no key: every taint tolerated,
+    #: control-plane nodes included); off: such a lease is reported failed. Turn it on if the
+    #: server's default tolerations hold one.
+    allow_wildcard_tolerations: bool = False
+    #: What jobs may set on the Services and Ingresses that expose them, checked before any is
+    #: created (the server's ``submission.ingressPolicy`` checked it at submit).
+    ingress_policy: IngressPolicy = msgspec.field(default_factory=IngressPolicy)
     #: Namespace the executor itself runs in, never given to jobs; empty: read from the pod's
     #: service account mount (``/var/run/secrets/kubernetes.io/serviceaccount/namespace``)
     #: when there is one.

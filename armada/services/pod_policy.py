@@ -39,6 +39,7 @@ def queue_policy(queue: Queue, defaults: PodPolicy) -> PodPolicy:
         service_accounts=frozenset(queue.allowed_service_accounts) or defaults.service_accounts,
         namespaces=frozenset(queue.allowed_namespaces) or defaults.namespaces,
         reserved_namespaces=defaults.reserved_namespaces,
+        wildcard_tolerations=defaults.wildcard_tolerations,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from armada.model.errors import InvalidRequest
+from armada.model.ingress_policy import IngressPolicy
 from armada.model.jobs import (
     EXTERNAL_JOB_URI_ANNOTATION,
     GANG_CARDINALITY_ANNOTATION,
@@ -23,7 +24,7 @@ from armada.model.jobs import (
     SCHEDULER_NAMES,
     ResourceRequirements,
 )
-from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation
+from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation, toleration_violation
 from armada.model.resources import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
 from armada.scheduling.config import PriorityClass
@@ -83,6 +84,7 @@ class SubmissionRules:
         max_pod_spec_bytes: int,
         pod_policy: PodPolicy | None = None,
         guardrails: Guardrails | None = None,
+        ingress_policy: IngressPolicy | None = None,
     ) -> None:
         #: The server's defaults, for queues that set no security fields of their own.
         self.pod_policy = pod_policy or PodPolicy()
@@ -91,6 +93,7 @@ class SubmissionRules:
         self.min_units = {name: to_units(name, value) for name, value in min_job_resources.items()}
         self.max_pod_spec_bytes = max_pod_spec_bytes
         self.guardrails = guardrails or Guardrails()
+        self.ingress_policy = ingress_policy or IngressPolicy()
         self._cache: dict[bytes, PodSpecInfo | PodSpecError] = {}
 
     @classmethod
@@ -105,8 +108,10 @@ class SubmissionRules:
                 service_accounts=frozenset(settings.submission.allowed_service_accounts),
                 namespaces=frozenset(settings.submission.allowed_namespaces),
                 reserved_namespaces=frozenset(settings.submission.reserved_namespaces),
+                wildcard_tolerations=settings.submission.allow_wildcard_tolerations,
             ),
             Guardrails.from_settings(settings.submission),
+            settings.submission.ingress_policy,
         )
 
     def pod_spec_info(self, pod_spec: dict[str, Any]) -> PodSpecInfo:
@@ -158,6 +163,9 @@ class SubmissionRules:
             raise PodSpecError(*broken)
         if not isinstance(pod_spec.get("tolerations") or [], list):
             raise PodSpecError("tolerations", "tolerations must be a list")
+        wildcard = None if self.pod_policy.wildcard_tolerations else toleration_violation(pod_spec)
+        if wildcard is not None:  # the job's own: the server's default tolerations come after
+            raise PodSpecError(wildcard.path, wildcard.detail)
         quantities = {resource: format_units(resource, units) for resource, units in sorted(total.items())}
         security = {profile: profile_violation(pod_spec, profile) for profile in _JUDGED_PROFILES}
         pod_requests = frozenset(resource for resource, units in total.items() if units > 0)
@@ -246,7 +254,7 @@ def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRule
     if annotations is not None:
         item = msgspec.structs.replace(item, annotations=annotations)
     _check_gang_annotations(item.annotations, f"{where}.annotations")
-    check_exposed_ports(item.services, item.ingress, spec, where)
+    check_exposed_ports(item.services, item.ingress, spec, where, rules.ingress_policy)
     return ValidItem(item, spec, info)
 
 
