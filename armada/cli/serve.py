@@ -66,7 +66,7 @@ def serve(
         },
     )
     configure_logging(settings.logging)
-    if refusals := startup_refusals(settings.auth, settings.server.host):
+    if refusals := startup_refusals(settings.auth, settings.server.host) + _dev_refusals(settings, config):
         for refusal in refusals:
             typer.echo(f"error: {refusal}", err=True)
         raise typer.Exit(2)
@@ -101,6 +101,23 @@ def serve(
             raise typer.Exit(1)
     elif not run_server(settings):
         raise typer.Exit(1)
+
+
+def _dev_refusals(settings: "Settings", config: Path | None) -> list[str]:
+    """Why the in-process executor of ``--dev`` (the process backend) must not start: see
+    :mod:`armada.executor.backends.process_isolation`."""
+    if not settings.server.dev:
+        return []
+    from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
+    from armada.executor.backends.process_isolation import process_refusals  # noqa: PLC0415
+
+    private = [Path(name) for name in (settings.server.tls_key,) if name]
+    url = normalise_url(settings.database.url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        private += [Path(url.database + suffix) for suffix in ("", "-wal", "-shm")]
+    if config is not None:
+        private.append(config)
+    return process_refusals(settings.executor.process, settings.server.host, private)
 
 
 async def _prepare_database(settings: "Settings") -> None:

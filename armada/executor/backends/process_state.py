@@ -9,7 +9,9 @@ recycled pid is never mistaken for the run) and ``exit <code>``, appended by the
 wrapper shell (so it is there even if the executor was dead when the run ended). Once the
 result was delivered the record is renamed ``released``, its modification time the moment
 of delivery.
-A restarted executor rebuilds its view of its runs from these directories.
+A restarted executor rebuilds its view of its runs from these directories. Only the
+executor's user reads them: records and output are 0600, the state directory 0700 (0711
+when jobs run as another user, whose ``work`` is then theirs).
 
 Why one record and not a file per fact: on this kind of host (ext4 on a virtual disk)
 creating a file costs 10 µs to 1 ms of CPU, appending to one or renaming it ~10 µs;
@@ -75,10 +77,20 @@ class RunDir:
     def work(self) -> Path:
         return self.path / "work"
 
-    def create(self, lease: Lease, own_work: bool = True) -> None:
-        """Make the run's directory and record (and ``work``, unless the pod has its own)."""
-        (self.work if own_work else self.path).mkdir(parents=True, exist_ok=True)
-        self.record.write_bytes(msgspec.json.encode(lease) + b"\n")
+    def create(self, lease: Lease, own_work: bool = True, owner: tuple[int, int] | None = None) -> None:
+        """Make the run's directory and record (and ``work``, unless the pod has its own, owned
+        by ``owner``'s uid and gid when jobs run as another user). Only ``work`` is theirs:
+        the record and the output stay the executor's, readable by it alone."""
+        self.path.mkdir(mode=0o711, parents=True, exist_ok=True)
+        if own_work:
+            self.work.mkdir(mode=0o700, exist_ok=True)
+            if owner is not None:
+                os.chown(self.work, *owner)
+        record = os.open(self.record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(record, msgspec.json.encode(lease) + b"\n")
+        finally:
+            os.close(record)
 
     def lease(self) -> Lease | None:
         lines = self._lines()
@@ -188,6 +200,19 @@ class RunDir:
     def remove(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.path)
+
+
+def prepare_root(root: Path, shared: bool) -> None:
+    """Make the state directory and its ``runs`` this user's alone (0700), or, when jobs run as
+    another user (``shared``), passable but not listable (0711), so that a job reaches its
+    own working directory and nothing else. A directory of another user (``/tmp`` is anyone's)
+    is refused, never used."""
+    mode = 0o711 if shared else 0o700
+    for place in (root, root / "runs"):
+        place.mkdir(mode=mode, parents=True, exist_ok=True)
+        if place.lstat().st_uid != os.geteuid() or place.stat().st_uid != os.geteuid():
+            raise PermissionError(f"{place} belongs to another user: choose another process.stateDir")
+        place.chmod(mode)
 
 
 def run_dirs(root: Path) -> list[RunDir]:
