@@ -13,6 +13,8 @@ gets its own session (process group), which is what cancel and preempt kill, fir
 SIGTERM and, after a grace period, SIGKILL.
 Each run also gets a random ``RANDOM`` variable, so that scripts written for bash such as
 ``sh -c 'sleep $(( (RANDOM % 60) + 10 ))'`` also work where ``/bin/sh`` is dash.
+With ``process.runAsUser`` the wrapper shell stays the executor's (root) and the command
+alone runs as that user (``process_isolation.py``, ``run_as.py``).
 """
 
 from __future__ import annotations
