@@ -189,7 +189,7 @@ def _process_refusals(settings: "ExecutorSettings", config: Path | None, token_f
     from armada.executor.backends.process_isolation import process_refusals, url_host  # noqa: PLC0415
 
     private = [Path(name) for name in (config, token_file) if name is not None and name != "-"]
-    return process_refusals(settings.process, url_host(settings.server_url), private)
+    return process_refusals(settings.process, settings.cluster_id, url_host(settings.server_url), private)
 
 
 #: ``armada executor [OPTIONS]`` runs an executor; ``list`` and ``forget`` ask the server.

@@ -108,6 +108,7 @@ def _dev_refusals(settings: "Settings", config: Path | None) -> list[str]:
     :mod:`armada.executor.backends.process_isolation`."""
     if not settings.server.dev:
         return []
+    from armada.api.app import dev_executor_settings  # noqa: PLC0415
     from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
     from armada.executor.backends.process_isolation import process_refusals  # noqa: PLC0415
 
@@ -117,7 +118,8 @@ def _dev_refusals(settings: "Settings", config: Path | None) -> list[str]:
         private += [Path(url.database + suffix) for suffix in ("", "-wal", "-shm")]
     if config is not None:
         private.append(config)
-    return process_refusals(settings.executor.process, settings.server.host, private)
+    executor = dev_executor_settings(settings)
+    return process_refusals(executor.process, executor.cluster_id, settings.server.host, private)
 
 
 async def _prepare_database(settings: "Settings") -> None:

@@ -26,10 +26,8 @@ import os
 import random
 import signal
 import socket
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import msgspec
 import structlog
@@ -38,7 +36,7 @@ from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStat
 from armada.executor.backends.children import Child, spawn
 from armada.executor.backends.output_pipes import OutputPipes
 from armada.executor.backends.process_isolation import env_descriptor, resolve_run_as
-from armada.executor.backends.process_state import RunDir, prepare_root, run_dirs
+from armada.executor.backends.process_state import RunDir, prepare_root, run_dirs, state_root
 from armada.executor.commands import container_argv, first_container
 from armada.executor.cordons import LocalCordons
 from armada.executor.env import container_env, expand_refs
@@ -89,7 +87,7 @@ class ProcessBackend(LocalCordons):
     def __init__(self, settings: ProcessSettings, cluster_id: str, retention_seconds: float) -> None:
         super().__init__()
         self._settings = settings
-        self._root = Path(settings.state_dir or Path(tempfile.gettempdir()) / f"armada-executor-{cluster_id}")
+        self._root = state_root(settings, cluster_id)
         self._retention = retention_seconds
         self._run_as = resolve_run_as(settings.run_as_user)
         prepare_root(self._root, shared=self._run_as is not None)

@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from armada.auth.exposure import is_loopback
+from armada.executor.backends.process_state import foreign_state, state_root
 from armada.executor.settings import ProcessSettings
 
 _HELPER = str(Path(__file__).with_name("run_as.py"))
@@ -101,11 +102,13 @@ def readable_by(path: Path, user: RunAs) -> bool:
     return True
 
 
-def process_refusals(settings: ProcessSettings, server_host: str, private: Iterable[Path]) -> list[str]:
+def process_refusals(
+    settings: ProcessSettings, cluster_id: str, server_host: str, private: Iterable[Path]
+) -> list[str]:
     """Why a process backend serving the server on ``server_host`` (its bind address, or the
     host of the executor's ``serverUrl``) must not start; ``private`` are files a job must not
     read (settings, database, keys). Empty: it may start."""
-    refusals = []
+    refusals = foreign_state(state_root(settings, cluster_id))
     if not is_loopback(server_host) and not settings.allow_remote_submitters:
         refusals.append(
             f"the process backend runs every job as a process on this host, and the server ({server_host!r}) "

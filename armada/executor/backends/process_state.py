@@ -25,6 +25,7 @@ import contextlib
 import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from pathlib import Path
 import msgspec
 
 from armada.executor.log_lines import parse
+from armada.executor.settings import ProcessSettings
 from armada.model.leases import LOG_TAIL_BYTES, Lease, tail_text
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -202,16 +204,37 @@ class RunDir:
             shutil.rmtree(self.path)
 
 
+def state_root(settings: ProcessSettings, cluster_id: str) -> Path:
+    """The state directory: ``process.stateDir``, else one per cluster id in the temp directory."""
+    return Path(settings.state_dir or Path(tempfile.gettempdir()) / f"armada-executor-{cluster_id}")
+
+
+def foreign_state(root: Path) -> list[str]:
+    """Why the state directory must not be used: it, or its ``runs``, or a link to either,
+    belongs to another user (``/tmp`` is anyone's: another user could have made it first)."""
+    return [
+        f"{place} belongs to another user: choose another executor.process.stateDir"
+        for place in (root, root / "runs")
+        if os.path.lexists(place) and {place.lstat().st_uid, _owner(place)} != {os.geteuid()}
+    ]
+
+
+def _owner(place: Path) -> int | None:
+    with contextlib.suppress(OSError):
+        return place.stat().st_uid
+    return None
+
+
 def prepare_root(root: Path, shared: bool) -> None:
     """Make the state directory and its ``runs`` this user's alone (0700), or, when jobs run as
     another user (``shared``), passable but not listable (0711), so that a job reaches its
-    own working directory and nothing else. A directory of another user (``/tmp`` is anyone's)
-    is refused, never used."""
+    own working directory and nothing else. One of another user (:func:`foreign_state`) is
+    refused, never used."""
     mode = 0o711 if shared else 0o700
     for place in (root, root / "runs"):
         place.mkdir(mode=mode, parents=True, exist_ok=True)
-        if place.lstat().st_uid != os.geteuid() or place.stat().st_uid != os.geteuid():
-            raise PermissionError(f"{place} belongs to another user: choose another process.stateDir")
+        if refusals := foreign_state(root):
+            raise PermissionError(refusals[0])
         place.chmod(mode)
 
 

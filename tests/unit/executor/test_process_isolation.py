@@ -19,14 +19,14 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="runAsUser needs root")
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "[::1]"])
 def test_loopback_needs_no_acknowledgement(host: str) -> None:
-    assert process_refusals(ProcessSettings(), host, []) == []
+    assert process_refusals(ProcessSettings(), "t", host, []) == []
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "armada.example.com", ""])
 def test_off_loopback_needs_the_acknowledgement(host: str) -> None:
-    [refusal] = process_refusals(ProcessSettings(), host, [])
+    [refusal] = process_refusals(ProcessSettings(), "t", host, [])
     assert "executor.process.allowRemoteSubmitters" in refusal and "not on loopback" in refusal
-    assert process_refusals(ProcessSettings(allow_remote_submitters=True), host, []) == []
+    assert process_refusals(ProcessSettings(allow_remote_submitters=True), "t", host, []) == []
 
 
 @pytest.mark.parametrize(
@@ -34,7 +34,7 @@ def test_off_loopback_needs_the_acknowledgement(host: str) -> None:
     [("no-such-user-armada", "no user 'no-such-user-armada'"), ("root", "names root"), ("0", "names root")],
 )
 def test_an_unusable_run_as_user_is_refused(user: str, says: str) -> None:
-    [refusal] = process_refusals(ProcessSettings(run_as_user=user), "127.0.0.1", [])
+    [refusal] = process_refusals(ProcessSettings(run_as_user=user), "t", "127.0.0.1", [])
     assert refusal.startswith("executor.process.runAsUser") and says in refusal
 
 
@@ -60,6 +60,23 @@ def test_private_files_the_run_as_user_could_read_are_refused(passable: Path) ->
     (hidden / "in.yaml").chmod(0o644)
     assert [readable_by(p, nobody) for p in (public, private, hidden / "in.yaml")] == [True, False, False]
     paths = [public, private, hidden / "in.yaml", passable / "absent.db"]
-    [refusal] = process_refusals(settings, "127.0.0.1", paths)
+    [refusal] = process_refusals(settings, "t", "127.0.0.1", paths)
     assert refusal.startswith(f"{public} is readable by executor.process.runAsUser 'nobody'")
     assert f"chmod 600 {public}" in refusal
+
+
+@as_root
+def test_a_state_directory_of_another_user_is_refused(passable: Path) -> None:
+    """``/tmp/armada-dev-<port>`` is a name anyone may take first."""
+    settings = ProcessSettings(state_dir=str(passable / "state"))
+    assert process_refusals(settings, "t", "127.0.0.1", []) == []
+    (passable / "state").mkdir()
+    os.chown(passable / "state", 65534, 65534)
+    [refusal] = process_refusals(settings, "t", "127.0.0.1", [])
+    assert refusal == (
+        f"{passable / 'state'} belongs to another user: choose another executor.process.stateDir"
+    )
+    (passable / "mine").mkdir()
+    (passable / "link").symlink_to(passable / "mine")
+    os.lchown(passable / "link", 65534, 65534)
+    assert process_refusals(ProcessSettings(state_dir=str(passable / "link")), "t", "127.0.0.1", []) != []
