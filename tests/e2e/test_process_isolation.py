@@ -39,13 +39,18 @@ def server_dir() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
+def refused(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``armada ARGS`` expecting it to refuse at once (a started server would time out)."""
+    command = armada_command(*args)
+    return subprocess.run(
+        command, cwd=cwd, env=process_env(env), capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 def test_a_settings_file_the_run_as_user_could_read_is_refused(server_dir: Path) -> None:
     config = server_dir / "armada.yaml"
     config.chmod(0o644)
-    command = armada_command("serve", "--dev", "--port", str(free_port()), "--config", str(config))
-    result = subprocess.run(
-        command, cwd=server_dir, env=process_env(), capture_output=True, text=True, timeout=60, check=False
-    )
+    result = refused(server_dir, "serve", "--dev", "--port", str(free_port()), "--config", str(config))
     assert result.returncode == 2, result.stderr
     assert f"{config} is readable by executor.process.runAsUser 'nobody'" in result.stderr
     assert not (server_dir / "armada.db").exists()
@@ -77,3 +82,21 @@ def test_a_job_run_as_another_user_reads_neither_database_nor_settings(server_di
         shutil.rmtree(state, ignore_errors=True)
     assert "exit code 7" in error, error
     assert output == [str(pwd.getpwnam("nobody").pw_uid), "denied armada.db", "denied armada.yaml"]
+
+
+def test_secrets_on_the_command_line_are_refused(server_dir: Path) -> None:
+    """Every user reads every process's command line in ``/proc``: a job too."""
+    config = str(server_dir / "armada.yaml")
+    (server_dir / "armada.yaml").chmod(0o600)
+    url = "postgresql+psycopg://armada:hunter2@127.0.0.1:5432/armada"
+    result = refused(server_dir, "serve", "--dev", "--config", config, "--database-url", url)
+    assert result.returncode == 2, result.stderr
+    assert "--database-url holds a secret on the command line" in result.stderr
+    executor = ("executor", "--backend", "process", "--config", config, "--server", "http://192.0.2.10:1")
+    result = refused(server_dir, *executor, "--token", "s3cr3t")
+    assert result.returncode == 2, result.stderr
+    assert "--token holds a secret on the command line" in result.stderr
+    # From the environment it is no refusal (this one still refuses the address, so it exits).
+    result = refused(server_dir, *executor, env={"ARMADA_TOKEN": "s3cr3t"})
+    assert result.returncode == 2 and "allowRemoteSubmitters" in result.stderr, result.stderr
+    assert "--token" not in result.stderr

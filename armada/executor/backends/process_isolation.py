@@ -15,7 +15,7 @@ import os
 import pwd
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -103,11 +103,17 @@ def readable_by(path: Path, user: RunAs) -> bool:
 
 
 def process_refusals(
-    settings: ProcessSettings, cluster_id: str, server_host: str, private: Iterable[Path]
+    settings: ProcessSettings,
+    cluster_id: str,
+    server_host: str,
+    private: Iterable[Path],
+    on_command_line: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Why a process backend serving the server on ``server_host`` (its bind address, or the
     host of the executor's ``serverUrl``) must not start; ``private`` are files a job must not
-    read (settings, database, keys). Empty: it may start."""
+    read (settings, database, keys), ``on_command_line`` the options given a secret on the
+    command line (which every user can read in ``/proc``), each with where to give it
+    instead. Empty: it may start."""
     refusals = foreign_state(state_root(settings, cluster_id))
     if not is_loopback(server_host) and not settings.allow_remote_submitters:
         refusals.append(
@@ -126,6 +132,11 @@ def process_refusals(
             f"make it private (chmod 600 {path})"
             for path in private
             if path.exists() and readable_by(path, user)
+        ]
+        refusals += [
+            f"{option} holds a secret on the command line, which every user of this host (any job) "
+            f"can read: give it in {instead}"
+            for option, instead in (on_command_line or {}).items()
         ]
     return refusals
 
