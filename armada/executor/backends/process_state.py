@@ -88,11 +88,8 @@ class RunDir:
             self.work.mkdir(mode=0o700, exist_ok=True)
             if owner is not None:
                 os.chown(self.work, *owner)
-        record = os.open(self.record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(record, msgspec.json.encode(lease) + b"\n")
-        finally:
-            os.close(record)
+        with open(self.record, "wb", opener=_private) as record:
+            record.write(msgspec.json.encode(lease) + b"\n")
 
     def lease(self) -> Lease | None:
         lines = self._lines()
@@ -202,6 +199,11 @@ class RunDir:
     def remove(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.path)
+
+
+def _private(path: str, flags: int) -> int:
+    """Files the executor's user alone reads: a lease holds the job's environment."""
+    return os.open(path, flags, 0o600)
 
 
 def state_root(settings: ProcessSettings, cluster_id: str) -> Path:
