@@ -66,7 +66,8 @@ def serve(
         },
     )
     configure_logging(settings.logging)
-    if refusals := startup_refusals(settings.auth, settings.server.host):
+    refusals = startup_refusals(settings.auth, settings.server.host)
+    if refusals := refusals + _dev_refusals(settings, config, database_url):
         for refusal in refusals:
             typer.echo(f"error: {refusal}", err=True)
         raise typer.Exit(2)
@@ -101,6 +102,28 @@ def serve(
             raise typer.Exit(1)
     elif not run_server(settings):
         raise typer.Exit(1)
+
+
+def _dev_refusals(settings: "Settings", config: Path | None, database_url: str | None) -> list[str]:
+    """Why the in-process executor of ``--dev`` (the process backend) must not start: see
+    :mod:`armada.executor.backends.process_isolation`. Its jobs must not read the settings
+    file, the database, the TLS key, nor a database password given on the command line."""
+    if not settings.server.dev:
+        return []
+    from armada.api.app import dev_executor_settings  # noqa: PLC0415
+    from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
+    from armada.executor.backends.process_isolation import process_refusals  # noqa: PLC0415
+
+    private = [Path(name) for name in (settings.server.tls_key,) if name]
+    url = normalise_url(settings.database.url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        private += [Path(url.database + suffix) for suffix in ("", "-wal", "-shm")]
+    if config is not None:
+        private.append(config)
+    given = database_url is not None and normalise_url(database_url).password is not None
+    exposed = {"--database-url": "ARMADA_DATABASE_URL or the settings file"} if given else {}
+    executor = dev_executor_settings(settings)
+    return process_refusals(executor.process, executor.cluster_id, settings.server.host, private, exposed)
 
 
 async def _prepare_database(settings: "Settings") -> None:

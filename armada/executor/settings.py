@@ -68,6 +68,16 @@ class ProcessSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkno
     #: Most bytes of output kept per run: once half is written it is rotated, so the
     #: newest half to whole of it is kept, on disk and for log reads.
     log_max_bytes: int = 10 * 1024 * 1024
+    #: Accept that everyone who can submit jobs to the server runs code on this host (as the
+    #: executor's user, or ``runAsUser``): the process backend isolates nothing else. Without
+    #: it the backend refuses to start for a server reachable from other machines (a
+    #: ``server.host`` of ``serve --dev``, or a ``serverUrl`` host, other than loopback).
+    allow_remote_submitters: bool = False
+    #: Run jobs as this user (name or uid; its primary group only, a clean environment)
+    #: instead of the executor's user, which must be root; the executor refuses to start if
+    #: the user could read its settings, database or keys. Jobs sharing the user can still
+    #: reach each other's processes and working directories. Empty: the executor's user.
+    run_as_user: str = ""
 
 
 class IngressSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
