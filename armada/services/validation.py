@@ -35,7 +35,7 @@ from armada.settings import Settings
 
 MAX_JOB_SET_ID_LENGTH = 1023
 MAX_CLIENT_ID_LENGTH = 100
-#: Gang ids (and queues' allowed namespaces): as long as the database columns that hold them.
+#: Gang ids: as long as the database column that holds them.
 MAX_NAME_LENGTH = 256
 MAX_REASON_BYTES = 50
 _CACHE_SIZE = 1024

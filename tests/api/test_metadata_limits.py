@@ -87,8 +87,6 @@ BAD_ITEMS: list[tuple[str, dict[str, Any], str]] = [
         {"requiredNodeLabels": {"gpu": "y" * 64}},
         "jobRequestItems[0].requiredNodeLabels.gpu",
     ),
-    ("namespace upper case", {"namespace": "Default"}, "jobRequestItems[0].namespace"),
-    ("namespace over 63", {"namespace": "n" * 64}, "jobRequestItems[0].namespace"),
     ("client id zero-width", {"clientId": "a\u200bb"}, "jobRequestItems[0].clientId"),
     (
         "gang id bidi",
@@ -172,6 +170,7 @@ BAD_QUEUES: list[tuple[str, dict[str, Any], str]] = [
     ("label value 64 characters", {"labels": {"team": "v" * 64}}, "labels.team"),
     ("owner with bidi override", {"userOwners": ["alice", "bob\u202e"]}, "userOwners[1]"),
     ("group with zero-width space", {"groupOwners": ["a\u200b"]}, "groupOwners[0]"),
+    ("allowed namespace not a DNS label", {"allowedNamespaces": ["ok", "Team_A"]}, "allowedNamespaces[1]"),
     (
         "permission subject with C1",
         {"permissions": [{"subjects": [{"kind": "User", "name": "x\u0085"}], "verbs": ["submit"]}]},
