@@ -11,6 +11,7 @@ naming the field; details quote at most a short prefix of the offending text.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -21,9 +22,17 @@ MAX_ANNOTATIONS_BYTES = 256 * 1024
 #: Name part of a qualified name, label values, DNS labels.
 MAX_NAME_PART = 63
 MAX_DNS_SUBDOMAIN = 253
-_NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+MAX_QUALIFIED_NAME = MAX_DNS_SUBDOMAIN + 1 + MAX_NAME_PART
+_NAME = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = rf"{_LABEL}(?:\.{_LABEL})*"
+_NAME_PART = re.compile(_NAME)
+_DNS_LABEL = re.compile(_LABEL)
+_DNS_SUBDOMAIN = re.compile(_SUBDOMAIN)
+#: A qualified name of at most 63 characters in all: its parts are within their limits too.
+_SHORT_QUALIFIED = re.compile(rf"(?:{_SUBDOMAIN}/)?{_NAME}")
+#: UTF-8 takes at most this many bytes per character.
+_MAX_UTF8 = 4
 _QUOTED = 40
 
 
@@ -48,6 +57,20 @@ def check_printable_names(names: Iterable[str], field: str) -> None:
 
 def qualified_name_problem(key: str) -> str | None:
     """Why ``key`` is not a Kubernetes qualified name (``[prefix/]name``), or ``None``."""
+    if len(key) > MAX_QUALIFIED_NAME:
+        return (
+            f"{shown(key)} is longer than {MAX_QUALIFIED_NAME} characters (a prefix of at most "
+            f"{MAX_DNS_SUBDOMAIN}, '/' and a name of at most {MAX_NAME_PART})"
+        )
+    return _short_key_problem(key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _short_key_problem(key: str) -> str | None:
+    """Cached (keys are short here): submissions check every key of every job, and jobs
+    mostly share their keys."""
+    if len(key) <= MAX_NAME_PART and _SHORT_QUALIFIED.fullmatch(key):
+        return None  # the usual case, in one match
     prefix, slash, name = key.rpartition("/")
     if slash:
         if not prefix or "/" in prefix:
@@ -87,7 +110,10 @@ def annotations_bytes(annotations: Mapping[str, str]) -> int:
 def check_annotations(annotations: Mapping[str, str], field: str, *, added: int = 0) -> None:
     """Kubernetes annotation rules: qualified-name keys (any case in the prefix), and keys and
     values together, with ``added`` bytes the object also gets, within 256 KiB."""
-    size = added + annotations_bytes(annotations)
+    chars = sum(map(len, annotations)) + sum(map(len, annotations.values()))
+    size = added + (
+        annotations_bytes(annotations) if chars * _MAX_UTF8 + added > MAX_ANNOTATIONS_BYTES else chars
+    )
     if size > MAX_ANNOTATIONS_BYTES:
         extra = f" (with {added} bytes Armada adds)" if added else ""
         raise InvalidRequest(
