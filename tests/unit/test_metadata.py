@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from armada.model import metadata
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.metadata import (
@@ -194,3 +195,10 @@ def test_the_pods_own_annotations_count_with_the_owner() -> None:
     with pytest.raises(InvalidRequest):
         validate_submission(_request(annotations={"k": "x" * room}), RULES, owner="alice")
     validate_submission(_request(annotations={"k": "x" * (room - 5)}), RULES, owner="alice")
+
+
+def test_long_keys_are_refused_without_being_remembered() -> None:
+    before = metadata._short_key_problem.cache_info().currsize
+    for size in (318, 5000, 1_000_000):
+        assert "longer than 317" in (qualified_name_problem("k" * size) or "")
+    assert metadata._short_key_problem.cache_info().currsize == before
