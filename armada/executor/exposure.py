@@ -22,14 +22,13 @@ from typing import Any, Literal, NamedTuple
 from armada.executor.podspec import (
     EXECUTOR_LABEL,
     JOB_ID_LABEL,
-    JOB_SET_ANNOTATION,
-    OWNER_ANNOTATION,
     QUEUE_LABEL,
     RUN_ID_LABEL,
     pod_name,
 )
 from armada.executor.settings import IngressSettings
 from armada.model.ingress import ContainerPort, IngressConfig, ServiceType, declared_ports
+from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.leases import Lease
 
 Json = dict[str, Any]

@@ -8,7 +8,6 @@ and field; the caller rejects the whole request. Pod specs repeat a lot in real 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -21,9 +20,12 @@ from armada.model.jobs import (
     GANG_CARDINALITY_ANNOTATION,
     GANG_ID_ANNOTATION,
     GANG_NODE_UNIFORMITY_ANNOTATION,
+    JOB_SET_ANNOTATION,
+    OWNER_ANNOTATION,
     SCHEDULER_NAMES,
     ResourceRequirements,
 )
+from armada.model.metadata import check_annotations, check_dns_label, check_labels, check_printable
 from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation, toleration_violation
 from armada.model.resources import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
@@ -34,11 +36,8 @@ from armada.settings import Settings
 
 MAX_JOB_SET_ID_LENGTH = 1023
 MAX_CLIENT_ID_LENGTH = 100
-#: Namespaces and gang ids: as long as the database columns that hold them.
+#: Gang ids: as long as the database column that holds them.
 MAX_NAME_LENGTH = 256
-#: Job set ids may hold any printable text except ``/``: they are a path segment of the
-#: event-stream URL, where an encoded ``/`` is decoded before routing and cannot match.
-_NOT_IN_JOB_SET_ID = re.compile(r"[\x00-\x1f\x7f/]")
 MAX_REASON_BYTES = 50
 _CACHE_SIZE = 1024
 #: ``privileged`` allows every pod spec: nothing to judge.
@@ -214,31 +213,48 @@ def _quantity(resource: str, value: Any, path: str) -> int:
     return units
 
 
-def validate_submission(request: JobSubmitRequest, rules: SubmissionRules) -> list[ValidItem]:
-    """Check the whole request; return each item with its pod spec and derived facts."""
-    if not request.job_set_id or len(request.job_set_id) > MAX_JOB_SET_ID_LENGTH:
-        raise InvalidRequest(
-            f"jobSetId must be 1 to {MAX_JOB_SET_ID_LENGTH} characters long", field="jobSetId"
-        )
-    if _NOT_IN_JOB_SET_ID.search(request.job_set_id):
-        raise InvalidRequest("jobSetId must not contain '/' or control characters", field="jobSetId")
+def check_job_set_id(job_set_id: str, field: str = "jobSetId") -> None:
+    """Job set ids may hold any printable text except ``/``: they are a path segment of the
+    event-stream URL, where an encoded ``/`` is decoded before routing and cannot match."""
+    if not job_set_id or len(job_set_id) > MAX_JOB_SET_ID_LENGTH:
+        raise InvalidRequest(f"jobSetId must be 1 to {MAX_JOB_SET_ID_LENGTH} characters long", field=field)
+    check_printable(job_set_id, field)
+    if "/" in job_set_id:
+        raise InvalidRequest("jobSetId must not contain '/'", field=field)
+
+
+def validate_submission(
+    request: JobSubmitRequest, rules: SubmissionRules, owner: str = ""
+) -> list[ValidItem]:
+    """Check the whole request; return each item with its pod spec and derived facts.
+
+    ``owner`` (who submits) is counted with the annotations each pod gets."""
+    check_job_set_id(request.job_set_id)
     if not request.job_request_items:
         raise InvalidRequest("at least one job is needed", field="jobRequestItems")
-    valid = [_validate_item(index, item, rules) for index, item in enumerate(request.job_request_items)]
+    # The executor adds these to every pod: they count against Kubernetes' annotation limit.
+    added = sum(
+        len(text.encode()) for text in (JOB_SET_ANNOTATION, request.job_set_id, OWNER_ANNOTATION, owner)
+    )
+    valid = [
+        _validate_item(index, item, rules, added) for index, item in enumerate(request.job_request_items)
+    ]
     _check_gangs(valid)
     return valid
 
 
-def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRules) -> ValidItem:
+def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRules, added: int) -> ValidItem:
     where = f"jobRequestItems[{index}]"
-    if not item.namespace or len(item.namespace) > MAX_NAME_LENGTH:
-        raise InvalidRequest(
-            f"namespace must be 1 to {MAX_NAME_LENGTH} characters long", field=f"{where}.namespace"
-        )
+    check_dns_label(item.namespace, f"{where}.namespace")
     if len(item.client_id) > MAX_CLIENT_ID_LENGTH:
         raise InvalidRequest(
             f"clientId is longer than {MAX_CLIENT_ID_LENGTH} characters", field=f"{where}.clientId"
         )
+    check_printable(item.client_id, f"{where}.clientId")
+    check_labels(item.labels, f"{where}.labels")
+    check_labels(item.required_node_labels, f"{where}.requiredNodeLabels")
+    for number, ingress in enumerate(item.ingress):
+        check_annotations(ingress.annotations, f"{where}.ingress[{number}].annotations")
     specs = ([item.pod_spec] if item.pod_spec is not None else []) + item.pod_specs
     if len(specs) != 1:
         raise InvalidRequest(f"exactly one pod spec is needed, got {len(specs)}", field=f"{where}.podSpec")
@@ -253,6 +269,7 @@ def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRule
     annotations = rules.guardrails.gang_annotations(item.annotations)
     if annotations is not None:
         item = msgspec.structs.replace(item, annotations=annotations)
+    check_annotations(item.annotations, f"{where}.annotations", added=added)
     _check_gang_annotations(item.annotations, f"{where}.annotations")
     check_exposed_ports(item.services, item.ingress, spec, where, rules.ingress_policy)
     return ValidItem(item, spec, info)
@@ -289,6 +306,7 @@ def _check_gang_annotations(annotations: Mapping[str, str], where: str) -> None:
             f"a gang job needs a gang id of 1 to {MAX_NAME_LENGTH} characters",
             field=f"{where}.{GANG_ID_ANNOTATION}",
         )
+    check_printable(gang_id, f"{where}.{GANG_ID_ANNOTATION}")
     cardinality = annotations.get(GANG_CARDINALITY_ANNOTATION, "")
     if not cardinality.isdigit() or int(cardinality) < 1:
         raise InvalidRequest(
@@ -328,3 +346,4 @@ def check_reason(reason: str) -> None:
     """Cancel and preempt reasons are kept short (they land in every event and view)."""
     if len(reason.encode()) > MAX_REASON_BYTES:
         raise InvalidRequest(f"reason is longer than {MAX_REASON_BYTES} bytes", field="reason")
+    check_printable(reason, "reason")
