@@ -1,10 +1,10 @@
 """The docs' copy-and-paste recipes, run as written: extracted from the Markdown, so the
 page cannot drift from what is tested.
 
-A recipe is the ```bash blocks of a page that follow ``<!-- recipe: NAME -->``, run in order
-in one ``bash -eu`` in an empty directory, with ``armada`` on the PATH. Only the database
-URL is replaced (by a fresh database's); the recipe's ports are used as they are unless
-something on this machine holds one, which is then moved to a free port.
+A recipe is the ```bash (or ```python) blocks of a page that follow ``<!-- recipe: NAME -->``,
+run in order in one ``bash -eu`` in an empty directory, with ``armada`` on the PATH. Only the
+database URL is replaced (by a fresh database's); the recipe's ports are used as they are
+unless something on this machine holds one, which is then moved to a free port.
 """
 
 from __future__ import annotations
@@ -20,18 +20,20 @@ from pathlib import Path
 
 import pytest
 
+from armada.client import ArmadaClient
+from armada.client.config import ClientConfig
+from armada.model.queues import Queue
 from tests.databases import postgres_database
-from tests.processes import ROOT, free_port
+from tests.processes import ROOT, free_port, running_server
 
 BIN = Path(sys.executable).parent
 DATABASE_LINE = re.compile(r"^export ARMADA_DATABASE_URL=\S+$", re.MULTILINE)
 
 
-def recipe(page: Path, name: str) -> str:
-    """The bash blocks of ``page`` marked ``<!-- recipe: name -->``, joined in order."""
-    blocks = re.findall(
-        rf"<!-- recipe: {re.escape(name)} -->\n```bash\n(.*?)```", page.read_text(), re.DOTALL
-    )
+def recipe(page: Path, name: str, language: str = "bash") -> str:
+    """The ``language`` blocks of ``page`` marked ``<!-- recipe: name -->``, joined in order."""
+    marked = rf"<!-- recipe: {re.escape(name)} -->\n```{language}\n(.*?)```"
+    blocks = re.findall(marked, page.read_text(), re.DOTALL)
     assert blocks, f"{page.name} has no recipe {name!r}"
     return "".join(blocks)
 
@@ -112,3 +114,25 @@ def test_two_replicas_with_authentication_on_one_machine(tmp_path: Path) -> None
     assert "standby: another replica leads the scheduler" in (demo / standby).read_text()
     assert "1 job(s) | succeeded: 1" in output, output  # the watch through the other replica
     assert "Last cycle" in output, output  # the report, whichever replica answers
+
+
+def test_grpc_with_credentials_on_a_plaintext_channel(tmp_path: Path) -> None:
+    script = recipe(ROOT / "docs" / "grpc.md", "grpc-plaintext-auth", "python")
+    assert "127.0.0.1:50051" in script
+    config = ROOT / "examples" / "config" / "auth-basic.yaml"
+    port = 50051 if not _taken(50051) else free_port()
+    with running_server(
+        tmp_path, "--config", str(config), env={"ARMADA_SERVER_GRPC_PORT": str(port)}
+    ) as server:
+        admin = ClientConfig(armada_url=server.url, username="admin", password="admin-pass")
+        with ArmadaClient(admin) as client:
+            client.create_queue(Queue(name="docs"))
+        result = subprocess.run(
+            [sys.executable, "-c", script.replace("127.0.0.1:50051", f"127.0.0.1:{port}")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    assert "'docs'" in result.stdout
