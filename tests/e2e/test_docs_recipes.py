@@ -55,10 +55,10 @@ def ports_freed(script: str) -> str:
     return script
 
 
-def run_recipe(script: str, workdir: Path, timeout: float = 120) -> str:
-    """Run ``script`` in ``bash -eu`` in ``workdir``; its output. Whatever it left running is
-    stopped afterwards (it runs in a session of its own)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARMADA_")}
+def run_recipe(script: str, workdir: Path, timeout: float = 120, env: dict[str, str] | None = None) -> str:
+    """Run ``script`` in ``bash -eu`` in ``workdir`` (with ``env`` added); its output. Whatever
+    it left running is stopped afterwards (it runs in a session of its own)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ARMADA_")}, **(env or {})}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     process = subprocess.Popen(
         ["bash", "-eu", "-c", script],
@@ -136,3 +136,13 @@ def test_grpc_with_credentials_on_a_plaintext_channel(tmp_path: Path) -> None:
         )
     assert result.returncode == 0, result.stderr
     assert "'docs'" in result.stdout
+
+
+def test_the_testsuite_runner_on_the_shipped_examples(tmp_path: Path) -> None:
+    """Run from a directory holding the repository's ``examples`` (as from its root)."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    script = ports_freed(recipe(ROOT / "docs" / "testsuite.md", "testsuite"))
+    grpc = {"ARMADA_SERVER_GRPC_PORT": str(free_port())} if _taken(50051) else {}  # the default port
+    output = run_recipe(script, tmp_path, env=grpc)
+    cases = len(list((ROOT / "examples" / "testsuite").glob("*.yaml")))
+    assert f"{cases} passed, 0 failed" in output, output
