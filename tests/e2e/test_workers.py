@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 
@@ -28,6 +29,8 @@ def test_workers_share_the_port_and_exactly_one_schedules(tmp_path: Path) -> Non
         wait_for(states_are(client, job_ids, "SUCCEEDED"), what="the jobs to succeed")
         log = server.process.log()
         assert log.count("Started server process") == 2
+        started = [json.loads(line) for line in log.splitlines() if "Started server process" in line]
+        assert sorted(line["worker"] for line in started) == [0, 1]  # each line names its worker
         assert log.count("became scheduler leader") == 1
         server.process.signal(signal.SIGTERM)
         assert server.process.wait(30) == 0
