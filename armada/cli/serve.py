@@ -4,6 +4,7 @@ The server's modules (Litestar, uvicorn, SQLAlchemy, Alembic, the scheduler and 
 imported when the command runs: every other command starts without them.
 """
 
+import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -40,6 +41,9 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the REST API, the event store and the scheduler."""
+    # gRPC's core logs info lines in a format of its own (a fork_posix.cc line when the process
+    # backend starts a job while gRPC is busy): its errors only, unless the operator asks.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     import asyncio  # noqa: PLC0415 (start-up time: see the module's docstring)
 
     import structlog  # noqa: PLC0415
