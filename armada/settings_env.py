@@ -18,8 +18,11 @@ import msgspec
 ENV_PREFIX = "ARMADA_"
 #: ``ARMADA_*`` variables that are not server settings: the client's connection, the
 #: variables the executor gives jobs, and the test suite's.
-NOT_SETTINGS = frozenset({"URL", "TOKEN", "USERNAME", "PASSWORD", "CA_CERT", "JOB_ID", "QUEUE", "JOB_SET_ID"})
-NOT_SETTINGS_PREFIXES = ("GANG_", "TEST_")
+NOT_SETTINGS = frozenset(
+    {"URL", "TOKEN", "USERNAME", "PASSWORD", "CA_CERT", "JOB_ID", "QUEUE", "JOB_SET_ID"}
+    | {"FAULT_SEED", "FUZZ_EXAMPLES", "AIRFLOW_VENV"}
+)
+NOT_SETTINGS_PREFIXES = ("GANG_", "TEST")
 
 
 class EnvironmentSettingsError(ValueError):
