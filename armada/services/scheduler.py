@@ -124,10 +124,13 @@ class SchedulerService:
         await self.leader.release()
 
     async def report_history(self) -> CycleHistory:
-        """The history reports show: this replica's while it leads, else the leader's as stored."""
+        """The history reports show: this replica's while it leads (or when it is the newer),
+        else the leader's as stored."""
         if self.leader.is_leader or self._publisher is None:
             return self.history
-        return await shared_history(self.store.engine, self.state.jobs) or self.history
+        stored, own = await shared_history(self.store.engine, self.state.jobs), self.history.last
+        newer = stored.last is not None and (own is None or stored.last.finished > own.finished)
+        return stored if newer else self.history
 
     async def _run(self) -> None:
         while True:
