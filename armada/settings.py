@@ -1,7 +1,8 @@
 """Settings: one struct per area, from defaults, an optional YAML file, and ``ARMADA_*`` variables.
 
 Precedence, lowest first: defaults, the ``--config`` file, environment variables
-(``ARMADA_<AREA>_<FIELD>``, e.g. ``ARMADA_DATABASE_URL`` or ``ARMADA_SERVER_PORT``), then
+(``ARMADA_<AREA>_<FIELD>``, e.g. ``ARMADA_DATABASE_URL`` or ``ARMADA_SERVER_PORT``, and
+``ARMADA_<AREA>`` as a JSON object: :mod:`armada.settings_env`), then
 command-line flags. Defaults run with no file at all. YAML keys are camelCase like upstream.
 Every field carries a description (``Meta(description=...)`` or a ``#:`` comment), which
 ``armada config docs`` (:mod:`armada.cli.settings_docs`) renders to ``docs/configuration.md``.
@@ -10,7 +11,6 @@ Every field carries a description (``Meta(description=...)`` or a ``#:`` comment
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,8 +26,8 @@ from armada.model.ingress_policy import IngressPolicy
 from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.requirements import Toleration
+from armada.settings_env import EnvironmentSettingsError, from_environment
 
-ENV_PREFIX = "ARMADA_"
 #: Defaults under ``server.dev``, below the file, the environment and the flags: a laptop has
 #: no API server to protect, and upstream's 50 jobs/s per queue would throttle it.
 #: ``serve --dev`` runs jobs as local processes: a NodePort service is only the job's own port
@@ -346,33 +346,6 @@ class Settings(_Area):
             )
 
 
-def env_name(*parts: str) -> str:
-    """The environment variable of a settings key, e.g. ``ARMADA_SERVER_PORT`` for ``server.port``."""
-    return ENV_PREFIX + "_".join(re.sub(r"(?<!^)(?=[A-Z])", "_", p).upper() for p in parts)
-
-
-def _env_value(raw: str) -> Any:
-    """Environment values are strings; JSON lists and objects are allowed for nested fields."""
-    stripped = raw.strip()
-    if stripped[:1] in ("[", "{"):
-        try:
-            return msgspec.json.decode(stripped)
-        except msgspec.DecodeError:
-            return raw
-    return raw
-
-
-def _from_environment(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {}
-    for area in msgspec.structs.fields(Settings):
-        area_type = area.type
-        for field in msgspec.structs.fields(area_type):
-            name = env_name(area.encode_name, field.encode_name)
-            if name in env:
-                found.setdefault(area.encode_name, {})[field.encode_name] = _env_value(env[name])
-    return found
-
-
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in extra.items():
@@ -411,7 +384,10 @@ def load_settings(
         if not isinstance(loaded, dict):
             raise SettingsError(f"{config_file}: the top level must be a mapping of areas")
         data = loaded
-    data = _merge(data, _from_environment(os.environ if env is None else env))
+    try:
+        data = _merge(data, from_environment(Settings, os.environ if env is None else env))
+    except EnvironmentSettingsError as exc:
+        raise SettingsError(str(exc)) from exc
     data = _merge(
         data, {k: {f: v for f, v in area.items() if v is not None} for k, area in (overrides or {}).items()}
     )

@@ -217,3 +217,14 @@ log_requests = Table(
     Column("answer", LargeBinary, nullable=True),
     Index("ix_log_requests_executor", "executor_id", "taken"),
 )
+
+#: The leader's latest scheduling reports, by name, so that every replica (and every worker
+#: of ``serve --workers``) answers with them (``armada.eventstore.shared_reports``). Not a
+#: view: a cache the leader overwrites after its cycles, never replayed.
+scheduler_reports = Table(
+    "scheduler_reports",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("body", LargeBinary, nullable=False),
+    Column("written", DateTime(timezone=True), nullable=False),
+)

@@ -9,7 +9,7 @@ from typing import Any
 
 import structlog
 
-from armada.client.executor_api import ExecutorApiClient, ExecutorApiError
+from armada.client.executor_api import ExecutorApiClient, ExecutorApiError, ExecutorRefused
 from armada.executor.admission import LeaseAdmission
 from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
@@ -34,6 +34,11 @@ log = structlog.get_logger(__name__)
 
 #: Longest a backend may take to read a log (the user waits ``scheduler.logWaitSeconds``).
 LOG_READ_SECONDS = 8.0
+#: What to check when the server refuses the executor's credential.
+REFUSED_HINT = (
+    "the token must be one of the server's auth.tokens, in a group holding execute_jobs, "
+    "and list this cluster id under `executors` (docs/security.md, Executor identity)"
+)
 
 
 class ExecutorAgent:
@@ -82,7 +87,11 @@ class ExecutorAgent:
         self._stopping.set()
 
     async def run(self) -> None:
-        """Adopt leftover runs, then lease and report until ``stop`` is called."""
+        """Adopt leftover runs, then lease and report until ``stop`` is called.
+
+        Raises :class:`ExecutorRefused` (after the same graceful shutdown) when the server
+        refuses this executor's credential: retrying would spin for ever on a setup mistake.
+        """
         found = await self._backend.discover()
         self.tracker.adopt(found)
         if found:
@@ -99,6 +108,8 @@ class ExecutorAgent:
                 await cancel_and_wait(task)
             await self._shutdown(reporter)
         if crashed:
+            if isinstance(refused := crashed[0].exception(), ExecutorRefused):
+                raise refused
             raise RuntimeError(f"executor task {crashed[0].get_name()} failed") from crashed[0].exception()
 
     async def _shutdown(self, reporter: asyncio.Task[None]) -> None:
@@ -127,6 +138,13 @@ class ExecutorAgent:
                     self._on_synced = None
                 request = self._lease_request(nodes, await self._backend.cordoned_nodes())
                 response = await self._client.lease(request)
+            except ExecutorRefused as exc:
+                self._log.error(
+                    "the server refuses this executor; stopping",
+                    error=str(exc),
+                    hint=REFUSED_HINT,
+                )
+                raise
             except Exception as exc:
                 self._nodes_sent = None  # the server may not have taken them: send again
                 self.tracker.held.unanswered()
