@@ -3,7 +3,11 @@
 Every backend produces Kubernetes' ``timestamps=true`` text (``<RFC 3339 time> <line>``
 per line). Kubernetes applies the order's selection itself; the process and fake backends
 apply it here, in the same order: ``sinceTime``/``sinceSeconds``, then ``tailLines``, then
-``limitBytes``. Every answer is capped at :data:`ANSWER_MAX_BYTES`, keeping the newest lines.
+``limitBytes``. Every answer is capped at the order's ``maxBytes`` (at most
+:data:`ANSWER_MAX_BYTES`) of encoded JSON, keeping the newest lines.
+
+Lines end at ``\n`` only (a ``\r`` before it, of CRLF, is dropped): a job's ``\r``, form feed
+or U+2028 stays inside its line, so it cannot start a line of its own with a forged stamp.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ import time
 from datetime import UTC, datetime
 
 from armada.model.leases import LogOrder
-from armada.model.wire.logs import LogLine
+from armada.model.wire.logs import LogLine, newest_within
 
-#: Most bytes of log text in one answer (the server's request limit is 16 MiB by default).
+#: Most bytes of encoded log lines in one answer, whatever the order asks (the server's
+#: request limit is 16 MiB by default; the server asks for less, ``scheduler.maxLogBytes``).
 ANSWER_MAX_BYTES = 4 * 1024 * 1024
 
 
@@ -32,7 +37,11 @@ def stamp(moment: float) -> str:
 def parse(text: str) -> list[LogLine]:
     """``<timestamp> <line>`` text as lines (a line without a timestamp keeps all its text)."""
     lines = []
-    for raw in text.splitlines():
+    pieces = text.split("\n")
+    if pieces[-1] == "":
+        pieces.pop()  # the newline ending the last line
+    for piece in pieces:
+        raw = piece[:-1] if piece.endswith("\r") else piece
         moment, sep, line = raw.partition(" ")
         if sep and is_stamp(moment):
             lines.append(LogLine(timestamp=moment, line=line))
@@ -50,17 +59,12 @@ def select(lines: list[LogLine], order: LogOrder, now: float | None = None) -> l
         lines = lines[len(lines) - order.tail_lines :] if order.tail_lines else []
     if order.limit_bytes is not None:
         lines = _first_bytes(lines, order.limit_bytes)
-    return cap(lines)
+    return cap(lines, order.max_bytes)
 
 
-def cap(lines: list[LogLine]) -> list[LogLine]:
-    """The newest lines that fit in :data:`ANSWER_MAX_BYTES`."""
-    total = 0
-    for index in range(len(lines) - 1, -1, -1):
-        total += len(lines[index].line) + 1
-        if total > ANSWER_MAX_BYTES:
-            return lines[index + 1 :]
-    return lines
+def cap(lines: list[LogLine], max_bytes: int | None = None) -> list[LogLine]:
+    """The newest lines that fit in ``max_bytes`` (at most :data:`ANSWER_MAX_BYTES`) encoded."""
+    return newest_within(lines, min(max_bytes or ANSWER_MAX_BYTES, ANSWER_MAX_BYTES))
 
 
 def _first_bytes(lines: list[LogLine], limit: int) -> list[LogLine]:
