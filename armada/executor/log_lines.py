@@ -56,7 +56,7 @@ def select(lines: list[LogLine], order: LogOrder, now: float | None = None) -> l
     if since is not None:
         lines = [line for line in lines if (_when(line.timestamp) or since) >= since]
     if order.tail_lines is not None:
-        lines = lines[len(lines) - order.tail_lines :] if order.tail_lines else []
+        lines = lines[max(0, len(lines) - order.tail_lines) :] if order.tail_lines else []
     if order.limit_bytes is not None:
         lines = _first_bytes(lines, order.limit_bytes)
     return cap(lines, order.max_bytes)
@@ -64,7 +64,21 @@ def select(lines: list[LogLine], order: LogOrder, now: float | None = None) -> l
 
 def cap(lines: list[LogLine], max_bytes: int | None = None) -> list[LogLine]:
     """The newest lines that fit in ``max_bytes`` (at most :data:`ANSWER_MAX_BYTES`) encoded."""
-    return newest_within(lines, min(max_bytes or ANSWER_MAX_BYTES, ANSWER_MAX_BYTES))
+    return newest_within(lines, _answer_bytes(max_bytes))
+
+
+def newest_needed(order: LogOrder) -> int | None:
+    """How many of the newest bytes of a stamped log hold every line ``order`` can select;
+    ``None``: the whole log (``limitBytes`` keeps the *first* bytes of the selection).
+
+    Otherwise the answer is the newest selected lines within the cap, and a line takes no
+    fewer bytes encoded (``{"timestamp":…,"line":…}``) than stamped in the log: reading
+    more would only parse lines that are dropped."""
+    return None if order.limit_bytes is not None else _answer_bytes(order.max_bytes)
+
+
+def _answer_bytes(max_bytes: int | None) -> int:
+    return min(max_bytes or ANSWER_MAX_BYTES, ANSWER_MAX_BYTES)
 
 
 def _first_bytes(lines: list[LogLine], limit: int) -> list[LogLine]:

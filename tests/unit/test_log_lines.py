@@ -42,6 +42,7 @@ def test_since_then_tail_then_bytes() -> None:
     assert texts(select(lines, order(since_time=since, since_seconds=100), now=T0 + 9)) == texts(lines[4:])
     assert texts(select(lines, order(limit_bytes=10))) == ["line 0", "lin"]  # 7 bytes, then 3
     assert select(lines, order(tail_lines=0)) == []
+    assert select(lines, order(tail_lines=25)) == lines  # more than there are: all of them
 
 
 def test_answers_keep_the_newest_lines_under_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
