@@ -6,10 +6,10 @@ wakes this request again, whichever replicas each step lands on. A wait is bound
 ``scheduler.logWaitSeconds``: an executor that stopped calling, or never answers, is a 503
 naming it, never a hang.
 
-Reads are bounded (:mod:`armada.services.log_quota`): so many waiting per caller and per
-executor, so many lines and bytes per answer (``scheduler.maxLogLines``/``maxLogBytes``,
-which also bound ``tailLines``/``limitBytes``), and an answer is trimmed to them again here,
-whatever the executor sent.
+Reads are bounded (:mod:`armada.services.log_quota`): so many per second per caller, so
+many waiting per caller and per executor, so many lines and bytes per answer
+(``scheduler.maxLogLines``/``maxLogBytes``, which also bound ``tailLines``/``limitBytes``),
+and an answer is trimmed to them again here, whatever the executor sent.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from armada.model.errors import InvalidRequest, LimitExceeded, NotFound, Unavail
 from armada.model.leases import LogAnswer, LogOrder
 from armada.model.wire.logs import LogOptions, LogRequest, LogResponse, newest_within
 from armada.services.follower import LogFollower
-from armada.services.log_quota import RETRY_AFTER, InFlight
+from armada.services.log_quota import RETRY_AFTER, InFlight, Rate
 from armada.services.visibility import ReadScope
 from armada.settings import SchedulerServiceSettings
 
@@ -54,6 +54,11 @@ class LogService:
         self.clock = clock
         self.per_caller = InFlight(settings.max_log_reads_per_caller, "scheduler.maxLogReadsPerCaller")
         self.per_executor = InFlight(settings.max_log_reads_per_executor, "scheduler.maxLogReadsPerExecutor")
+        self.rate = Rate(
+            settings.log_reads_per_second_per_caller,
+            settings.log_read_burst_per_caller,
+            "scheduler.logReadsPerSecondPerCaller",
+        )
 
     async def read(self, reads: ReadScope, request: LogRequest, caller: str) -> LogResponse:
         """The lines of the job's latest run (or ``runId``) the caller may watch; ``caller``
@@ -84,6 +89,7 @@ class LogService:
             limit_bytes=options.limit_bytes,
             max_bytes=self.settings.max_log_bytes,
         )
+        self.rate.take(caller, caller)
         with (
             self.per_caller.hold(caller, caller),
             self.per_executor.hold(run.cluster, f"executor {run.cluster}"),

@@ -9,8 +9,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import grpc
 import httpx
 import pytest
+from armada_client.armada import binoculars_pb2, binoculars_pb2_grpc
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
@@ -19,10 +21,11 @@ from armada.auth.secrets import hash_token
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.cli.main import app
 from armada.eventstore.schema import log_requests
-from armada.settings import SchedulerServiceSettings, Settings
+from armada.settings import SchedulerServiceSettings, ServerSettings, Settings
 from tests.api.test_logs import Executor, Running, answer, lease_call, run_a_job
 from tests.conftest import DATABASE_KINDS
 from tests.databases import database_url_for
+from tests.processes import free_port
 from tests.servers import ApiServer, serving
 
 MAX_BYTES = 4096
@@ -33,6 +36,10 @@ LOG_WAIT = 60.0
 CHATTY = [{"timestamp": f"2026-11-24T03:00:00.{i:09d}Z", "line": f"{i} " + "y" * 120} for i in range(250)]
 
 
+#: Each server's gRPC port, by its URL.
+GRPC_PORTS: dict[str, int] = {}
+
+
 def user(name: str) -> StaticToken:
     """A token ``<name>-token`` with every permission anonymous callers have (watch included)."""
     return StaticToken(user=name, token_hash=hash_token(f"{name}-token"), groups=[ANONYMOUS])
@@ -40,7 +47,9 @@ def user(name: str) -> StaticToken:
 
 @pytest.fixture(scope="module", params=DATABASE_KINDS)
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    grpc_port = free_port()
     settings = Settings(
+        server=ServerSettings(grpc_port=grpc_port),
         auth=AuthSettings(tokens=[user("alice"), user("bob"), user("carol")]),
         scheduler=SchedulerServiceSettings(
             log_wait_seconds=LOG_WAIT,
@@ -54,6 +63,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         database_url_for(request.param, tmp_path_factory.mktemp("log-limits")) as url,
         serving(url, settings) as running,
     ):
+        GRPC_PORTS[running.url] = grpc_port
         yield running
 
 
@@ -98,7 +108,7 @@ def mailbox_rows(server: ApiServer) -> int:
 
 def test_reads_past_the_caps_are_429_and_answers_are_bounded(server: ApiServer, running: Running) -> None:
     """Ten concurrent reads of a chatty job (the review's repro), against caps of 2 per caller
-    and 3 per executor: the extras are refused at once, what is answered holds at most
+    and 3 per executor: the extras are refused at once (over gRPC too), what is answered holds at most
     ``maxLogBytes``, and the mailbox is empty afterwards."""
     waiting = [Reader(server, "alice", running.job_id) for _ in range(2)]
     for reader in waiting:
@@ -109,6 +119,15 @@ def test_reads_past_the_caps_are_429_and_answers_are_bounded(server: ApiServer, 
     assert refused.status_code == 429, refused.text
     assert refused.headers["Retry-After"] == "2"
     assert "scheduler.maxLogReadsPerCaller" in refused.json()["detail"]
+    with grpc.insecure_channel(f"127.0.0.1:{GRPC_PORTS[server.url]}") as channel:
+        stub = binoculars_pb2_grpc.BinocularsStub(channel)  # type: ignore[no-untyped-call]
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Logs(
+                binoculars_pb2.LogRequest(job_id=running.job_id),
+                metadata=[("authorization", "Bearer alice-token")],
+                timeout=30,
+            )
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
     waiting.append(Reader(server, "bob", running.job_id))  # another caller: the executor's third
     waiting[-1].start()
