@@ -200,6 +200,57 @@ class SchedulerServiceSettings(_Area):
             "the job to answer before it fails with 503.",
         ),
     ] = 10.0
+    max_log_reads_per_caller: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Log reads one caller (user; anonymous callers per address) may have waiting "
+            "on this replica at once; more are refused with 429 and `Retry-After`.",
+        ),
+    ] = 2
+    log_reads_per_second_per_caller: Annotated[
+        float,
+        Meta(
+            gt=0,
+            description="Log reads one caller may start per second on this replica, on average "
+            "(bursts: `logReadBurstPerCaller`); faster ones are refused with 429 and `Retry-After`. "
+            "Lookout asks every 2 s per open log, `armada logs --follow` every second.",
+        ),
+    ] = 2.0
+    log_read_burst_per_caller: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Log reads one caller may start at once before `logReadsPerSecondPerCaller` applies.",
+        ),
+    ] = 10
+    max_log_reads_per_executor: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Log reads waiting on this replica for one executor at once, whoever asked; "
+            "more are refused with 429 and `Retry-After` (the executor bounds its own, "
+            "`executor.maxLogReads`).",
+        ),
+    ] = 4
+    max_log_bytes: Annotated[
+        int,
+        Meta(
+            ge=1024,
+            le=4 * 1024 * 1024,
+            description="Most bytes of log lines (as encoded JSON) in one answer: without `limitBytes` "
+            "the newest lines that fit are sent; a larger `limitBytes` is refused (400). Each read "
+            "costs the executor and the server ~30 ms of CPU per MiB (docs/performance.md).",
+        ),
+    ] = 256 * 1024
+    max_log_lines: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Most lines in one answer: a request without `tailLines` gets at most the "
+            "newest this many; a larger `tailLines` is refused (400).",
+        ),
+    ] = 10_000
 
 
 class SubmissionSettings(_Area):
