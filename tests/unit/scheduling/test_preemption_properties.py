@@ -75,11 +75,8 @@ def check_cluster(sim: Sim, cluster: list[NodeSpec]) -> None:
         assert count == cardinality
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rounds(), st.integers(1, 4), st.sampled_from([0.5, 1.0, 2.0]))
-def test_preemption_keeps_cluster_consistent(
-    batches: list[list[JobRequirements]], nodes: int, protected: float
-) -> None:
+def three_queues(nodes: int, protected: float) -> tuple[list[NodeSpec], Sim]:
+    """``nodes`` 4-CPU nodes and queues qa, qb (weight 2) and qc, every class preemptible or not."""
     cluster = [NodeSpec(id=f"n{i}", allocatable={"cpu": 4000, "memory": 16 * GI}) for i in range(nodes)]
     config = unlimited(
         priority_classes=CLASSES,
@@ -89,6 +86,15 @@ def test_preemption_keeps_cluster_consistent(
     sim = Sim(config, nodes=cluster)
     for name, factor in (("qa", 1.0), ("qb", 2.0), ("qc", 1.0)):
         sim.queue(name, factor)
+    return cluster, sim
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds(), st.integers(1, 4), st.sampled_from([0.5, 1.0, 2.0]))
+def test_preemption_keeps_cluster_consistent(
+    batches: list[list[JobRequirements]], nodes: int, protected: float
+) -> None:
+    cluster, sim = three_queues(nodes, protected)
     for batch in [*batches, []]:
         sim.submit(batch)
         before = {j: sim.db.state(j) for j in sim.db.ids if j is not None}
@@ -106,15 +112,7 @@ def test_preemption_keeps_cluster_consistent(
 def test_a_non_preemptible_job_is_never_evicted_by_fair_share(
     batches: list[list[JobRequirements]], nodes: int, protected: float
 ) -> None:
-    cluster = [NodeSpec(id=f"n{i}", allocatable={"cpu": 4000, "memory": 16 * GI}) for i in range(nodes)]
-    config = unlimited(
-        priority_classes=CLASSES,
-        default_priority_class_name="high",
-        protected_fraction_of_fair_share=protected,
-    )
-    sim = Sim(config, nodes=cluster)
-    for name, factor in (("qa", 1.0), ("qb", 2.0), ("qc", 1.0)):
-        sim.queue(name, factor)
+    _, sim = three_queues(nodes, protected)
     fixed = {j.id for batch in batches for j in batch if not CLASSES[j.priority_class_name]["preemptible"]}
     for batch in [*batches, []]:
         sim.submit(batch)
