@@ -74,6 +74,10 @@ def test_every_worker_reports_the_leaders_latest_cycles(tmp_path: Path) -> None:
                 reasons.add(queue.keys[0].reason)
                 assert fresh.job_report(job_id).reason not in (NO_CYCLE, "not yet seen by the scheduler")
         assert len(reasons) == 1 and NO_CYCLE not in reasons, reasons  # the standby maps the leader's keys
+        # The standby says so once its scheduler first finds the lock held: a worker that
+        # booted late on a busy host may not have yet, so wait for the line, then count.
+        standby = "standby: another replica leads the scheduler"
+        wait_for(lambda: standby in server.process.log(), what="the standby worker's log line")
         log = server.process.log()
         assert log.count("became scheduler leader") == 1
-        assert log.count("standby: another replica leads the scheduler") == 1
+        assert log.count(standby) == 1
