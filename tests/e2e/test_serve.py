@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from armada.eventstore import migrate
 from tests.processes import armada_command, process_env, running_server
 
 
@@ -23,11 +24,13 @@ def test_serve_with_no_arguments_uses_embedded_sqlite(tmp_path: Path) -> None:
         assert "Application shutdown complete" in server.process.log()
 
 
-def test_serve_refuses_a_database_from_a_newer_version(tmp_path: Path) -> None:
+def test_serve_refuses_a_database_two_contract_steps_ahead(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'armada.db'}"
     subprocess.run(armada_command("admin", "migrate", "--database-url", url), env=process_env(), check=True)
+    steps = migrate.contract_steps(migrate.head()) + 2
     with sqlite3.connect(tmp_path / "armada.db") as conn:
         conn.execute("UPDATE alembic_version SET version_num = '9999_future'")
+        conn.execute(f"UPDATE schema_compatibility SET contract_steps = {steps}")
     result = subprocess.run(
         armada_command("serve", "--database-url", url, "--port", "0"),
         env=process_env(),
@@ -37,4 +40,4 @@ def test_serve_refuses_a_database_from_a_newer_version(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2
-    assert "newer than this armada" in result.stderr
+    assert "2 contract steps ahead of this armada" in result.stderr
