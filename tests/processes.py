@@ -45,8 +45,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def armada_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "armada", *args]
+def armada_command(*args: str, python: Path | None = None) -> list[str]:
+    """``armada args``, run by ``python`` (default: this interpreter, with this checkout's code)."""
+    return [str(python or sys.executable), "-m", "armada", *args]
 
 
 def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -61,12 +62,24 @@ def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 class ArmadaProcess:
     """A running ``armada`` subprocess whose output goes to a log file."""
 
-    def __init__(self, args: Sequence[str], *, cwd: Path, log_path: Path, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path,
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        python: Path | None = None,
+    ):
         self.args = list(args)
         self.log_path = log_path
         self._log = log_path.open("ab")
         self.process = subprocess.Popen(
-            armada_command(*args), cwd=cwd, env=process_env(env), stdout=self._log, stderr=subprocess.STDOUT
+            armada_command(*args, python=python),
+            cwd=cwd,
+            env=process_env(env),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     def log(self) -> str:
@@ -123,15 +136,17 @@ def running_server(
     database_url: str | None = None,
     env: dict[str, str] | None = None,
     port: int | None = None,
+    python: Path | None = None,
 ) -> Iterator[Server]:
     """``armada serve`` on ``port`` (a free one by default; fix it to restart a server in place),
-    accepting :data:`TEST_EXECUTOR_TOKEN` from executors."""
+    accepting :data:`TEST_EXECUTOR_TOKEN` from executors; run by ``python`` if given."""
     port = port or free_port()
     env = {**SERVER_EXECUTOR_TOKEN_ENV, **(env or {})}
     command = ["serve", "--port", str(port), *args]
     if database_url:
         command += ["--database-url", database_url]
-    process = ArmadaProcess(command, cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env)
+    log_path = workdir / f"serve-{port}.log"
+    process = ArmadaProcess(command, cwd=workdir, log_path=log_path, env=env, python=python)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_healthy(url, process)

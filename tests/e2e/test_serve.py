@@ -24,13 +24,29 @@ def test_serve_with_no_arguments_uses_embedded_sqlite(tmp_path: Path) -> None:
         assert "Application shutdown complete" in server.process.log()
 
 
-def test_serve_refuses_a_database_two_contract_steps_ahead(tmp_path: Path) -> None:
+def _migrated_by_a_future_version(tmp_path: Path, steps_ahead: int) -> str:
+    """A SQLite database as a version ``steps_ahead`` contract steps ahead of this one left it."""
     url = f"sqlite:///{tmp_path / 'armada.db'}"
     subprocess.run(armada_command("admin", "migrate", "--database-url", url), env=process_env(), check=True)
-    steps = migrate.contract_steps(migrate.head()) + 2
+    steps = migrate.contract_steps(migrate.head()) + steps_ahead
     with sqlite3.connect(tmp_path / "armada.db") as conn:
         conn.execute("UPDATE alembic_version SET version_num = '9999_future'")
         conn.execute(f"UPDATE schema_compatibility SET contract_steps = {steps}")
+    return url
+
+
+def test_serve_runs_on_a_database_one_contract_step_ahead(tmp_path: Path) -> None:
+    """The next version's expand (and one contract) migrations leave this one serving: a
+    rolling upgrade from this version on."""
+    url = _migrated_by_a_future_version(tmp_path, 1)
+    with running_server(tmp_path, database_url=url) as server:
+        version = httpx.get(f"{server.url}/v1/version").json()
+        assert (version["schemaRevision"], version["schemaHead"]) == ("9999_future", migrate.head())
+        assert "database schema newer than this version" in server.process.log()
+
+
+def test_serve_refuses_a_database_two_contract_steps_ahead(tmp_path: Path) -> None:
+    url = _migrated_by_a_future_version(tmp_path, 2)
     result = subprocess.run(
         armada_command("serve", "--database-url", url, "--port", "0"),
         env=process_env(),
