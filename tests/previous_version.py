@@ -23,15 +23,13 @@ PREVIOUS_COMMIT = "f469cfba195377af8227d5c0d5fb7a13dcecf1fb"
 
 
 class PreviousVersion:
-    """Where the previous version's code and interpreter are."""
+    """Where the previous version's code is, and its installed ``armada`` command (run it
+    with ``process_env(source=False)``: nothing of this work tree on the path)."""
 
     def __init__(self, root: Path) -> None:
         self.source = root / "src"
         self.python = root / "venv" / "bin" / "python"
-
-    def env(self) -> dict[str, str]:
-        """Environment entries that make ``python -m armada`` run the previous version."""
-        return {"PYTHONPATH": str(self.source)}
+        self.armada = root / "venv" / "bin" / "armada"
 
 
 def _git(*args: str) -> None:

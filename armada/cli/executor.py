@@ -139,6 +139,8 @@ def executor(
 
     from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
 
+    from armada.client.executor_api import ExecutorRefused  # noqa: PLC0415
+    from armada.executor.agent import REFUSED_HINT  # noqa: PLC0415
     from armada.executor.runner import run_executor  # noqa: PLC0415
     from armada.logs import configure_logging  # noqa: PLC0415
     from armada.metrics.executor import ExecutorMetrics  # noqa: PLC0415
@@ -170,16 +172,22 @@ def executor(
             typer.echo(f"error: {refusal}", err=True)
         raise typer.Exit(2)
     tune_for_service()
-    if not metrics_port:
-        run_service(run_executor(settings, handle_signals=True), spawns_processes=spawns)
-        return
-    registry = CollectorRegistry()
-    metrics = ExecutorMetrics(registry)
-    metrics_server, _ = start_http_server(metrics_port, registry=registry)
+    metrics_server = None
+    metrics = None
+    if metrics_port:
+        registry = CollectorRegistry()
+        metrics = ExecutorMetrics(registry)
+        metrics_server, _ = start_http_server(metrics_port, registry=registry)
     try:
         run_service(run_executor(settings, handle_signals=True, metrics=metrics), spawns_processes=spawns)
+    except ExecutorRefused as exc:
+        typer.echo(
+            f"error: the server refuses executor {settings.cluster_id!r}: {exc}; {REFUSED_HINT}", err=True
+        )
+        raise typer.Exit(2) from None
     finally:
-        metrics_server.shutdown()
+        if metrics_server is not None:
+            metrics_server.shutdown()
 
 
 def _process_refusals(

@@ -218,6 +218,17 @@ log_requests = Table(
     Index("ix_log_requests_executor", "executor_id", "taken"),
 )
 
+#: The leader's latest scheduling reports, by name, so that every replica (and every worker
+#: of ``serve --workers``) answers with them (``armada.eventstore.shared_reports``). Not a
+#: view: a cache the leader overwrites after its cycles, never replayed.
+scheduler_reports = Table(
+    "scheduler_reports",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("body", LargeBinary, nullable=False),
+    Column("written", DateTime(timezone=True), nullable=False),
+)
+
 #: How far the schema's contract steps have gone (one row): a replica of an older version
 #: reads it when the database's revision is newer than its own head, to decide whether it
 #: may still run on it (:mod:`armada.eventstore.migrate`).

@@ -185,6 +185,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     #: Events buffered while the server is unreachable before backends are slowed down
     #: (events are never dropped).
     max_buffered_events: int = 100_000
+    #: Log reads worked on at once (each holds up to an answer's lines in memory); a log
+    #: request past it is answered "busy" at once, and its user told to retry (429).
+    max_log_reads: int = 4
     #: First retry delay of a failed call; doubles per failure (with jitter).
     retry_initial_seconds: float = 0.2
     #: Largest retry delay.

@@ -39,7 +39,7 @@ def executor(
     pool: str = "default",
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
-    python: Path | None = None,
+    program: Path | None = None,
 ) -> Iterator[ArmadaProcess]:
     command = [
         "executor",
@@ -55,7 +55,7 @@ def executor(
     ]
     env = {**EXECUTOR_TOKEN_ENV, **(env or {})}
     log_path = workdir / f"executor-{cluster_id}.log"
-    process = ArmadaProcess(command, cwd=workdir, log_path=log_path, env=env, python=python)
+    process = ArmadaProcess(command, cwd=workdir, log_path=log_path, env=env, program=program)
     try:
         yield process
     finally:

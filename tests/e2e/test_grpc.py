@@ -125,15 +125,23 @@ def _basic(user: str) -> str:
 
 
 def serve_with_grpc(
-    workdir: Path, database_url: str, *args: str, config: str | None = AUTH, env: dict[str, str] | None = None
+    workdir: Path,
+    database_url: str,
+    *args: str,
+    config: str | None = AUTH,
+    env: dict[str, str] | None = None,
+    program: Path | None = None,
 ) -> tuple[ArmadaProcess, int, int]:
-    """``armada serve`` with the example users (or another ``config``, or none) and gRPC on a
-    free port: the process, the REST port and the gRPC port."""
+    """``armada serve`` (this work tree's, or an installed ``program``) with the example users
+    (or another ``config``, or none) and gRPC on a free port: the process, the REST port and
+    the gRPC port."""
     port, grpc_port = free_port(), free_port()
     command = ["serve", "--port", str(port), "--grpc-port", str(grpc_port), "--database-url", database_url]
     if config is not None:
         command += ["--config", config]
-    process = ArmadaProcess([*command, *args], cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env)
+    process = ArmadaProcess(
+        [*command, *args], cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env, program=program
+    )
     return process, port, grpc_port
 
 

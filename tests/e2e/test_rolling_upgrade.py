@@ -63,9 +63,9 @@ class Replicas:
         server = running_server(
             self.workdir,
             database_url=self.database_url,
-            env={**SERVER_ENV, **(previous.env() if previous else {})},
+            env=SERVER_ENV,
             port=self.ports[index],
-            python=previous.python if previous else None,
+            program=previous.armada if previous else None,
         )
         self.servers[index].enter_context(server)
 
@@ -154,11 +154,10 @@ class Watcher:
             time.sleep(0.1)
 
 
-def _admin(python: PreviousVersion | None, *args: str) -> subprocess.CompletedProcess[str]:
+def _admin(previous: PreviousVersion | None, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        armada_command("admin", *args, python=python.python if python else None),
-        env=process_env(python.env() if python else None),
-        cwd=python.source if python else None,  # ``-m`` puts the directory first on the path
+        armada_command("admin", *args, program=previous.armada if previous else None),
+        env=process_env(source=previous is None),
         capture_output=True,
         text=True,
         timeout=120,
@@ -233,18 +232,15 @@ def test_rolling_upgrade_from_the_previous_version(tmp_path: Path) -> None:
 
 def process_backend(previous: PreviousVersion | None, args: tuple[str, ...] = ()) -> dict[str, Any]:
     """:func:`executor`'s arguments for a process executor (of the previous version if given)."""
-    python = {"python": previous.python} if previous else {}
-    env = {**EXECUTOR_ENV, **(previous.env() if previous else {})}
-    return {"backend": "process", "args": (*EXECUTOR_ARGS, *args), "env": env, **python}
+    program = {"program": previous.armada} if previous else {}
+    return {"backend": "process", "args": (*EXECUTOR_ARGS, *args), "env": EXECUTOR_ENV, **program}
 
 
 def test_stopped_upgrade_with_admin_migrate(tmp_path: Path) -> None:
     with _previous() as previous, postgres_database() as url:
         assert _admin(previous, "migrate", "--database-url", url).returncode == 0
         with (
-            running_server(
-                tmp_path, database_url=url, env={**FAST_SERVER_ENV, **previous.env()}, python=previous.python
-            ) as old,
+            running_server(tmp_path, database_url=url, env=FAST_SERVER_ENV, program=previous.armada) as old,
             ArmadaClient(old.url) as client,
         ):
             client.create_queue(Queue(name=QUEUE))

@@ -40,7 +40,7 @@ from armada.executor.backends.process_state import RunDir, prepare_root, run_dir
 from armada.executor.commands import container_argv, first_container
 from armada.executor.cordons import LocalCordons
 from armada.executor.env import container_env, expand_refs
-from armada.executor.log_lines import LogMissing, parse, select
+from armada.executor.log_lines import LogMissing, newest_needed, parse, select
 from armada.executor.podspec import pod_name
 from armada.executor.settings import ProcessSettings
 from armada.model.ingress import exposed_ports
@@ -51,8 +51,9 @@ log = structlog.get_logger(__name__)
 
 _WRAPPER = 'f=$1; d=$2; shift 2; ( cd "$d" && "$@" ); rc=$?; echo "exit $rc" >> "$f"; exit "$rc"'
 _POLL_SECONDS = 0.5
-#: How long a run's end waits for the stamper to write its last output (a process that
-#: left a child behind holding its stdout open would otherwise hold the result back).
+#: How long a run's end, or its kill before removing its directory, waits for the stamper
+#: to write its last output (a process that left a child behind holding its stdout open
+#: would otherwise hold the result back).
 _DRAIN_SECONDS = 2.0
 #: Where a run's exposed ports are reached: its process listens on this host.
 _LOCAL_HOST = "127.0.0.1"
@@ -225,11 +226,12 @@ class ProcessBackend(LocalCordons):
         name = first_container(lease.pod_spec).get("name", "")
         if order.container and order.container != name:
             raise LogMissing(f"the process backend runs only the first container, {name!r}")
-        text = await asyncio.to_thread(run_dir.log_text, self._settings.log_max_bytes)
-        return select(parse(text), order)
+        window = min(newest_needed(order) or self._settings.log_max_bytes, self._settings.log_max_bytes)
+        return await asyncio.to_thread(_selected_lines, run_dir, window, order)
 
     async def kill(self, run_id: str) -> None:
-        """Kill the run's process group (TERM, then KILL after the grace period)."""
+        """Kill the run's process group (TERM, then KILL after the grace period), then
+        remove its directory once the stamper is done with it."""
         run = self._runs.pop(run_id, None)
         if run is not None:
             if run.watcher is not None:
@@ -243,6 +245,10 @@ class ProcessBackend(LocalCordons):
                 _signal_group(run.pid, signal.SIGKILL)
                 await self._wait_exit(run)
                 await self._wait_group_gone(run.pid)
+            # The stamper may not have taken the run's pipe yet: when it does, it creates the
+            # run's output, which, landing while the directory was being removed, left it
+            # "not empty". Its answer (pipe and output closed) means it is done with it.
+            await self._output.drained(run.dir.path.name, _DRAIN_SECONDS)
             run.dir.remove()
         else:
             run_dir = RunDir.of(self._root, run_id)
@@ -367,3 +373,9 @@ def _group_exists(pgid: int) -> bool:
 def _signal_group(pid: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signum)
+
+
+def _selected_lines(run_dir: RunDir, window: int, order: LogOrder) -> list[LogLine]:
+    """Read, parse and select off the event loop: a megabyte of log takes tens of
+    milliseconds, which every other request would otherwise wait for."""
+    return select(parse(run_dir.log_text(window)), order)
