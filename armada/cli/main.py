@@ -80,9 +80,9 @@ def version(url: UrlOption = None, context: ContextOption = None) -> None:
         return
     from armada.cli.connection import connect  # noqa: PLC0415 (start-up time: see above)
 
+    typer.echo(f"client {armada.__version__}")  # even when the server cannot be reached
     with connect(url, context) as client:
         server = client.server_version()
-    typer.echo(f"client {armada.__version__}")
     typer.echo(
         f"server {server.version} (schema {server.schema_revision}, newest known {server.schema_head}, "
         f"executor protocol {server.executor_protocol})"
