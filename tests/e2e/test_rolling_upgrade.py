@@ -13,6 +13,7 @@ nothing runs, serves this version with its jobs.
 from __future__ import annotations
 
 import itertools
+import json
 import signal
 import subprocess
 import threading
@@ -29,11 +30,12 @@ import pytest
 import armada
 from armada.client import ArmadaApiError, ArmadaClient
 from armada.eventstore import migrate
+from armada.model.leases import EXECUTOR_PROTOCOL
 from armada.model.queues import Queue
 from tests.databases import postgres_database
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, job, wait_for
 from tests.previous_version import PREVIOUS_VERSION, PreviousVersion, previous_version
-from tests.processes import armada_command, free_port, process_env, running_server
+from tests.processes import Server, armada_command, free_port, process_env, running_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -44,6 +46,9 @@ EXECUTOR_ARGS = ("--process-cpu", "8", "--process-memory", "8Gi")
 #: A replica's restart must not expire the leases of the executor it serves (in production
 #: executors reach any replica through a Service, and wait 60 s by default).
 SERVER_ENV = {**FAST_SERVER_ENV, "ARMADA_SCHEDULER_EXECUTOR_TIMEOUT": "30"}
+#: 0.9.0 holds a stopping replica while a watch stream is open, for its whole grace period
+#: (10 s by default; 0.10.0 ends the streams at once): shortened to keep the test short.
+PREVIOUS_SERVER_ENV = {"ARMADA_SERVER_SHUTDOWN_TIMEOUT": "2"}
 #: Executors retry at least every second while their replica restarts.
 EXECUTOR_ENV = {"ARMADA_EXECUTOR_RETRY_MAX_SECONDS": "1"}
 
@@ -56,6 +61,7 @@ class Replicas:
         self.ports = [free_port(), free_port()]
         self.urls = [f"http://127.0.0.1:{port}" for port in self.ports]
         self.servers: list[ExitStack] = [ExitStack(), ExitStack()]
+        self.running: list[Server | None] = [None, None]
         #: Replicas being replaced: errors there are the retryable kind a client expects.
         self.restarting: set[int] = set()
 
@@ -63,11 +69,11 @@ class Replicas:
         server = running_server(
             self.workdir,
             database_url=self.database_url,
-            env=SERVER_ENV,
+            env={**SERVER_ENV, **(PREVIOUS_SERVER_ENV if previous else {})},
             port=self.ports[index],
             program=previous.armada if previous else None,
         )
-        self.servers[index].enter_context(server)
+        self.running[index] = self.servers[index].enter_context(server)
 
     def replace(self, index: int, previous: PreviousVersion | None) -> None:
         self.restarting.add(index)
@@ -215,6 +221,15 @@ def test_rolling_upgrade_from_the_previous_version(tmp_path: Path) -> None:
         runs = Counter(job_id for _, kind, job_id in events if kind == "leased")
         again = {job: [kind for _, kind, of in events if of == job] for job, n in runs.items() if n > 1}
         assert not again, again  # one run each: no lease expired or returned
+        # The executor's replica met it at both versions: 0.9.0's calls name none (protocol 1).
+        serving = replicas.running[0]
+        assert serving is not None
+        lines = serving.process.log().splitlines()
+        met = [json.loads(line) for line in lines if '"executor version"' in line]
+        assert [(line["version"], line["protocol"]) for line in met] == [
+            ("0.9.0 or older", 1),
+            (armada.__version__, EXECUTOR_PROTOCOL),
+        ]
         replicas.close()
         executor_stack.close()
         check = _admin(None, "check", "--database-url", url)
