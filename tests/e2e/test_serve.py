@@ -40,6 +40,14 @@ def test_serve_runs_on_a_database_one_contract_step_ahead(tmp_path: Path) -> Non
     """The next version's expand (and one contract) migrations leave this one serving: a
     rolling upgrade from this version on."""
     url = _migrated_by_a_future_version(tmp_path, 1)
+    migrated = subprocess.run(
+        armada_command("admin", "migrate", "--database-url", url),
+        env=process_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert "at revision 9999_future, newer than this version's" in migrated.stdout
     with running_server(tmp_path, database_url=url) as server:
         version = httpx.get(f"{server.url}/v1/version").json()
         assert (version["schemaRevision"], version["schemaHead"]) == ("9999_future", migrate.head())
@@ -58,6 +66,9 @@ def test_serve_refuses_a_database_two_contract_steps_ahead(tmp_path: Path) -> No
     )
     assert result.returncode == 2
     assert "2 contract steps ahead of this armada" in result.stderr
+    migrate_command = armada_command("admin", "migrate", "--database-url", url)
+    refused = subprocess.run(migrate_command, env=process_env(), capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and "2 contract steps ahead" in refused.stderr, refused.stderr
 
 
 def test_a_second_replica_on_a_taken_grpc_port_says_so_in_one_line(tmp_path: Path) -> None:
