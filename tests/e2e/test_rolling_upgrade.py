@@ -138,24 +138,35 @@ class Load:
 
 class Watcher:
     """Follows the job set, resuming from the last message id at the other replica whenever
-    its stream breaks."""
+    its stream ends; a stream may end only while its replica is being replaced."""
 
-    def __init__(self, urls: list[str]) -> None:
-        self.urls = urls
+    def __init__(self, replicas: Replicas) -> None:
+        self.replicas = replicas
         self.seen: list[tuple[str, str, str]] = []
         self.resumed = 0
+        self.unexpected: list[str] = []
+        self.stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def stop(self) -> None:
+        """Stop resuming (call before the replicas stop: their closing ends the stream)."""
+        self.stopping.set()
 
     def _run(self) -> None:
         for index in itertools.cycle(range(2)):
             last = self.seen[-1][0] if self.seen else ""
+            ended = "ended"
             try:
-                with ArmadaClient(self.urls[index]) as client:
+                with ArmadaClient(self.replicas.urls[index]) as client:
                     for message in client.job_set_events(QUEUE, JOB_SET, watch=True, from_message_id=last):
                         self.seen.append((message.message_id, message.event.type, message.event.job_id))
-            except (httpx.TransportError, ArmadaApiError):
-                pass
+            except (httpx.TransportError, ArmadaApiError) as exc:
+                ended = repr(exc)
+            if self.stopping.is_set():
+                return
+            if index not in self.replicas.restarting:
+                self.unexpected.append(f"replica {index + 1}: {ended}")
             self.resumed += 1
             time.sleep(0.1)
 
@@ -191,7 +202,7 @@ def test_rolling_upgrade_from_the_previous_version(tmp_path: Path) -> None:
         executor_stack.enter_context(executor(tmp_path, run_on, "local", **process_backend(previous, state)))
         with ArmadaClient(replicas.urls[0]) as client:
             client.create_queue(Queue(name=QUEUE))
-        watcher = Watcher(replicas.urls)
+        watcher = Watcher(replicas)
         with Load(replicas) as load:
             for replaced in (0, 1):
                 load.steady()
@@ -214,7 +225,9 @@ def test_rolling_upgrade_from_the_previous_version(tmp_path: Path) -> None:
             for replica in replicas.urls:
                 version = httpx.get(f"{replica}/v1/version").json()
                 assert (version["version"], version["schemaRevision"]) == (armada.__version__, migrate.head())
+        watcher.stop()
         assert watcher.seen[: len(events)] == events  # resumed without gaps or duplicates
+        assert watcher.unexpected == []
         assert watcher.resumed >= 2  # once per replica replaced, at least
         succeeded = Counter(job_id for _, kind, job_id in events if kind == "succeeded")
         assert set(succeeded) == set(load.accepted) and set(succeeded.values()) == {1}
