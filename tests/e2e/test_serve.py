@@ -10,7 +10,10 @@ from pathlib import Path
 
 import httpx
 
+from armada.client import ArmadaClient
 from armada.eventstore import migrate
+from armada.model.queues import Queue
+from tests.e2e.cluster import job
 from tests.processes import armada_command, process_env, running_server
 
 
@@ -31,6 +34,9 @@ def _migrated_by_a_future_version(tmp_path: Path, steps_ahead: int) -> str:
     subprocess.run(armada_command("admin", "migrate", "--database-url", url), env=process_env(), check=True)
     steps = migrate.contract_steps(migrate.head()) + steps_ahead
     with sqlite3.connect(tmp_path / "armada.db") as conn:
+        # What a future expand migration may do: a new table, a new column with a default.
+        conn.execute("CREATE TABLE future_things (name VARCHAR(64) PRIMARY KEY)")
+        conn.execute("ALTER TABLE jobs ADD COLUMN future_column INTEGER NOT NULL DEFAULT 0")
         conn.execute("UPDATE alembic_version SET version_num = '9999_future'")
         conn.execute(f"UPDATE schema_compatibility SET contract_steps = {steps}")
     return url
@@ -48,10 +54,13 @@ def test_serve_runs_on_a_database_one_contract_step_ahead(tmp_path: Path) -> Non
         text=True,
     )
     assert "at revision 9999_future, newer than this version's" in migrated.stdout
-    with running_server(tmp_path, database_url=url) as server:
+    with running_server(tmp_path, database_url=url) as server, ArmadaClient(server.url) as client:
         version = httpx.get(f"{server.url}/v1/version").json()
         assert (version["schemaRevision"], version["schemaHead"]) == ("9999_future", migrate.head())
         assert "database schema newer than this version" in server.process.log()
+        client.create_queue(Queue(name="q"))
+        [job_id] = client.submit_jobs("q", "set", [job("true")])  # rows into the widened table
+        assert client.job_status([job_id]) == {job_id: "QUEUED"}
 
 
 def test_serve_refuses_a_database_two_contract_steps_ahead(tmp_path: Path) -> None:
