@@ -13,6 +13,9 @@ revision = ${repr(up_revision)}
 down_revision = ${repr(down_revision)}
 branch_labels = ${repr(branch_labels)}
 depends_on = ${repr(depends_on)}
+#: ``expand`` (adds only) or ``contract`` (removes what the previous version no longer uses):
+#: docs/development.md, "Schema changes".
+phase = "expand"
 
 
 def upgrade() -> None:

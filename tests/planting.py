@@ -70,6 +70,18 @@ async def plant_garbage_event(store: EventStore, queue: str, job_set_id: str, jo
     return await plant_events(store, [(event, b"\x00\xffnot json")])
 
 
+class FutureEvent(ev.Event, tag="jobFuture"):
+    """An event type of a version after this one, with a field this one does not know."""
+
+    new_field: int = 1
+
+
+async def plant_future_event(store: EventStore, queue: str, job_set_id: str, job_id: str) -> int:
+    """A :class:`FutureEvent` of a job, as a newer replica appends one during a rolling upgrade."""
+    event = FutureEvent(queue=queue, job_set_id=job_set_id, job_id=job_id)
+    return await plant_events(store, [(event, ev.encode_event(event))])
+
+
 async def plant_infinite_queue(store: EventStore, name: str) -> None:
     """A queue as ``"priorityFactor": "Infinity"`` stored it: ``null`` in its event and view."""
     created = ev.QueueCreated(queue=name, spec=Queue(name=name, priority_factor=3.0))

@@ -15,7 +15,7 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from armada.api.access import identity_of
-from armada.api.dependencies import Quota, Reads, Store
+from armada.api.dependencies import Quota, Reads, Shutdown, Store
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.api.services import services_of
@@ -137,6 +137,7 @@ async def job_set_events(
     job_set_id: FromPath[str],
     store: Store,
     quota: Quota,
+    shutdown: Shutdown,
     request: Request[Any, Any, Any],
     data: JSONBody[JobSetRequest | None] = None,
 ) -> Stream:
@@ -153,7 +154,8 @@ async def job_set_events(
     identity = identity_of(request) or ANONYMOUS_IDENTITY
     allowed = functools.partial(access.may_on_queue, store, identity, queue, QueueVerb.WATCH)
     pages = streams.job_set_pages(store, queue, job_set_id, after=after, watch=body.watch, allowed=allowed)
-    events = streams.flatten(pages)
+    # A watching stream ends as soon as the server stops (its client resumes elsewhere).
+    events = streams.flatten(pages, shutdown.unless_stopping if body.watch else None)
 
     async def lines() -> AsyncIterator[bytes]:
         try:

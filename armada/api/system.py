@@ -1,4 +1,5 @@
-"""Operational endpoints: liveness/readiness and the version."""
+"""Operational endpoints: liveness/readiness and the version (with the schema's, so that a
+rolling upgrade can be followed replica by replica)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from armada.api.dependencies import DatabaseDep
 from armada.api.problems import problem
 from armada.api.responses import problems
 from armada.auth.policy import public
+from armada.eventstore import migrate
+from armada.model.leases import EXECUTOR_PROTOCOL
+from armada.model.wire.version import ServerVersion
 
 
 class VersionInfo(msgspec.Struct):
@@ -39,4 +43,15 @@ async def version() -> VersionInfo:
     return VersionInfo(version=armada.__version__)
 
 
-ROUTES = [health, version]
+@get("/v1/version", summary="The server's version and its database's schema", tags=["system"], opt=public())
+async def server_version(database: DatabaseDep) -> ServerVersion:
+    status = await migrate.status(database.engine)
+    return ServerVersion(
+        version=armada.__version__,
+        schema_revision=status.revision,
+        schema_head=status.head,
+        executor_protocol=EXECUTOR_PROTOCOL,
+    )
+
+
+ROUTES = [health, version, server_version]

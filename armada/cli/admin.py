@@ -41,16 +41,30 @@ def migrate_command(database_url: DatabaseUrlOption = None, config: ConfigOption
     """Upgrade the database schema to this version (``serve`` also does this on start)."""
     import asyncio  # noqa: PLC0415 (start-up time)
 
+    from armada.eventstore import migrate  # noqa: PLC0415
     from armada.eventstore.database import Database  # noqa: PLC0415
 
     settings = settings_or_exit(config, {"database": {"url": database_url}})
 
-    async def run() -> None:
+    async def run() -> "migrate.SchemaStatus":
         database = await Database(settings.database.url).open(listen=False)
-        await database.close()
+        try:
+            return await migrate.status(database.engine)
+        finally:
+            await database.close()
 
-    asyncio.run(run())
-    typer.echo("database schema is up to date")
+    try:
+        status = asyncio.run(run())
+    except migrate.SchemaTooNew as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if status.revision == status.head:
+        typer.echo(f"database schema is up to date (revision {status.revision})")
+    else:
+        typer.echo(
+            f"database schema is at revision {status.revision}, newer than this version's "
+            f"{status.head}: left as it is (this version runs on it)"
+        )
 
 
 @app.command("check")

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 import armada
-from armada.cli.connection import CONNECTION_OPTIONS
+from armada.cli.connection import CONNECTION_OPTIONS, ContextOption, UrlOption
 
 #: Commands in the order ``--help`` lists them: name -> (module, attribute, is a group).
 COMMANDS: dict[str, tuple[str, str, bool]] = {
@@ -73,9 +73,20 @@ def connection_options(
     )
 
 
-def version() -> None:
-    """Print armada's version."""
-    typer.echo(armada.__version__)
+def version(url: UrlOption = None, context: ContextOption = None) -> None:
+    """Print armada's version; with --url or --context also the server's and its schema's."""
+    if url is None and context is None:
+        typer.echo(armada.__version__)
+        return
+    from armada.cli.connection import connect  # noqa: PLC0415 (start-up time: see above)
+
+    typer.echo(f"client {armada.__version__}")  # even when the server cannot be reached
+    with connect(url, context) as client:
+        server = client.server_version()
+    typer.echo(
+        f"server {server.version} (schema {server.schema_revision}, newest known {server.schema_head}, "
+        f"executor protocol {server.executor_protocol})"
+    )
 
 
 def build(names: Collection[str] | None = None) -> typer.Typer:

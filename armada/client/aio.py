@@ -15,6 +15,7 @@ from armada.client.transport import client_transport
 from armada.model.queues import Queue
 from armada.model.wire import jobs, logs, queries
 from armada.model.wire.queues import BatchQueueResponse
+from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
 T = TypeVar("T")
@@ -55,6 +56,10 @@ class AsyncArmadaClient:
             async for line in response.aiter_lines():
                 if line.strip():
                     yield call.decode_line(line)
+
+    async def server_version(self) -> ServerVersion:
+        """The server's version and its database's schema revision."""
+        return await self.send(calls.server_version())
 
     async def health(self) -> bool:
         return (await self._http.get("/health")).status_code == 204

@@ -61,6 +61,7 @@ from armada.model.wire.queues import (
     StreamingQueueLine,
 )
 from armada.model.wire.retry import RetryPolicyList
+from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
 T = TypeVar("T")
@@ -161,6 +162,10 @@ def executor_settings(name: str, cordoned: bool, reason: str) -> Call[Empty]:
 
 def delete_executor_settings(name: str) -> Call[Empty]:
     return Call("DELETE", f"/v1/executor_settings/{_segment(name)}", None, Empty)
+
+
+def server_version() -> Call[ServerVersion]:
+    return Call("GET", "/v1/version", None, ServerVersion)
 
 
 def list_executors() -> Call[ExecutorList]:

@@ -16,6 +16,7 @@ from armada.model.retry import RetryPolicy
 from armada.model.wire import jobs, logs, queries
 from armada.model.wire.fleet import ExecutorSummary
 from armada.model.wire.queues import BatchQueueResponse
+from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
 T = TypeVar("T")
@@ -53,6 +54,10 @@ class ArmadaClient:
             for line in response.iter_lines():
                 if line.strip():
                     yield call.decode_line(line)
+
+    def server_version(self) -> ServerVersion:
+        """The server's version and its database's schema revision."""
+        return self.send(calls.server_version())
 
     def health(self) -> bool:
         return self._http.get("/health").status_code == 204

@@ -1,26 +1,49 @@
 """Schema migrations (Alembic), run programmatically on the store's own engine.
 
-``armada serve`` upgrades an empty or older database automatically, and refuses to start
-on a database migrated by a newer armada than this one.
+``armada serve`` upgrades an empty or older database automatically. Migrations are made in
+expand and contract steps (docs/development.md, "Schema changes"), so a database migrated
+by a newer version still serves this one unless it is *two* contract steps ahead of this
+version's head: that is the only database it refuses, and it says why. Each migration
+module declares its ``phase``; after every upgrade the count of contract steps applied is
+written to ``schema_compatibility``, where an older replica reads it.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import NamedTuple
 
+import structlog
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
-from sqlalchemy import Connection
+from sqlalchemy import Connection, insert, inspect, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import armada
+from armada.eventstore import schema
+
+log = structlog.get_logger(__name__)
+#: A version runs on a database up to this many contract steps ahead of its own head.
+CONTRACT_STEPS_TOLERATED = 1
 
 
 class SchemaTooNew(RuntimeError):
-    """The database was migrated by a newer version of armada."""
+    """The database was migrated by a version of armada too new for this one to run on."""
+
+
+class SchemaStatus(NamedTuple):
+    """The database's schema next to this version's."""
+
+    #: The database's revision (None: never migrated).
+    revision: str | None
+    #: The newest revision this version knows.
+    head: str
+    #: Contract steps recorded in the database (None: not recorded, or never migrated).
+    contract_steps: int | None
 
 
 def migrations_dir() -> Path:
@@ -36,30 +59,97 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
-def _check_not_newer(connection: Connection) -> None:
-    current = MigrationContext.configure(connection).get_current_revision()
-    if current is None:
-        return
-    scripts = ScriptDirectory.from_config(alembic_config())
+@functools.cache
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def head() -> str:
+    """This version's newest revision."""
+    found = _scripts().get_current_head()
+    assert found is not None, "the migrations have a single head (a test checks it)"
+    return found
+
+
+def phase_of(revision: str) -> str:
+    """A migration's declared phase: ``expand`` (the default) or ``contract``."""
+    return str(getattr(_scripts().get_revision(revision).module, "phase", "expand"))
+
+
+def contract_steps(revision: str | None) -> int:
+    """How many contract migrations lead from the empty schema to ``revision``."""
+    if revision is None:
+        return 0
+    scripts = _scripts().walk_revisions("base", revision)
+    return sum(phase_of(script.revision) == "contract" for script in scripts)
+
+
+def _knows(revision: str) -> bool:
     try:
-        scripts.get_revision(current)
-    except CommandError as exc:
+        _scripts().get_revision(revision)
+    except CommandError:
+        return False
+    return True
+
+
+def _status(connection: Connection) -> SchemaStatus:
+    revision = MigrationContext.configure(connection).get_current_revision()
+    steps = None
+    if revision is not None and inspect(connection).has_table(schema.schema_compatibility.name):
+        steps = connection.execute(select(schema.schema_compatibility.c.contract_steps)).scalar()
+    return SchemaStatus(revision, head(), steps)
+
+
+def _newer_but_compatible(status: SchemaStatus) -> bool:
+    """True when the database is newer than this version and still serves it; raises
+    :class:`SchemaTooNew` when it no longer does; False when this version knows it."""
+    if status.revision is None or _knows(status.revision):
+        return False
+    own = contract_steps(status.head)
+    if status.contract_steps is None or status.contract_steps - own > CONTRACT_STEPS_TOLERATED:
+        ahead = "an unknown number of" if status.contract_steps is None else status.contract_steps - own
         raise SchemaTooNew(
-            f"the database schema is at revision {current!r}, newer than this armada "
-            f"{armada.__version__} knows (head {scripts.get_current_head()!r}); upgrade armada"
-        ) from exc
+            f"the database schema is at revision {status.revision!r}, {ahead} contract steps ahead of "
+            f"this armada {armada.__version__} (head {status.head!r}): a newer version has removed what "
+            f"this one uses; upgrade armada"
+        )
+    log.warning(
+        "database schema newer than this version: running on it without migrating",
+        revision=status.revision,
+        head=status.head,
+        contract_steps_ahead=status.contract_steps - own,
+    )
+    return True
+
+
+def _record_steps(connection: Connection) -> None:
+    revision = MigrationContext.configure(connection).get_current_revision()
+    table = schema.schema_compatibility
+    if revision is None or not inspect(connection).has_table(table.name):
+        return
+    row = {"contract_steps": contract_steps(revision), "revision": revision}
+    recorded = connection.execute(select(table.c.contract_steps, table.c.revision)).mappings().first()
+    if recorded is None:
+        connection.execute(insert(table).values(id=1, **row))
+    elif dict(recorded) != row:  # written only when it changes: replicas start concurrently
+        connection.execute(update(table).values(**row))
 
 
 def _upgrade(connection: Connection, revision: str) -> None:
-    _check_not_newer(connection)
+    if _newer_but_compatible(_status(connection)):
+        return
     command.upgrade(alembic_config(connection), revision)
+    _record_steps(connection)
 
 
 def _downgrade(connection: Connection, revision: str) -> None:
     command.downgrade(alembic_config(connection), revision)
+    _record_steps(connection)
 
 
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Migrate to ``revision``; on a newer database, check that it still serves this version
+    and leave it as it is (raises :class:`SchemaTooNew` if it does not)."""
     async with engine.begin() as conn:
         await conn.run_sync(_upgrade, revision)
 
@@ -69,6 +159,10 @@ async def downgrade(engine: AsyncEngine, revision: str) -> None:
         await conn.run_sync(_downgrade, revision)
 
 
-async def current_revision(engine: AsyncEngine) -> str | None:
+async def status(engine: AsyncEngine) -> SchemaStatus:
     async with engine.connect() as conn:
-        return await conn.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
+        return await conn.run_sync(_status)
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    return (await status(engine)).revision

@@ -228,3 +228,14 @@ scheduler_reports = Table(
     Column("body", LargeBinary, nullable=False),
     Column("written", DateTime(timezone=True), nullable=False),
 )
+
+#: How far the schema's contract steps have gone (one row): a replica of an older version
+#: reads it when the database's revision is newer than its own head, to decide whether it
+#: may still run on it (:mod:`armada.eventstore.migrate`).
+schema_compatibility = Table(
+    "schema_compatibility",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("contract_steps", Integer, nullable=False),
+    Column("revision", String(64), nullable=False),
+)

@@ -1,11 +1,13 @@
 """Stored records that cannot be decoded: skipped where they are met, reported once, never fatal.
 
 A stored event, view row or job spec that a bug or an older version wrote in a form this
-version cannot decode must not stop the log follower, a lease call, a scheduling cycle, an
-event stream or a listing. Readers decode stored records through :class:`UnreadableRecords`:
-a record that fails is logged once (with its seq or id), counted (the server exports the
-counts as ``armada_undecodable_records_total``), handed to the listeners (the server fails
-the job it belongs to, through an event), and the reader skips it and goes on.
+version cannot decode (or a newer version, in a type this one does not know) must not stop
+the log follower, a lease call, a scheduling cycle, an event stream or a listing. Readers
+decode stored records through :class:`UnreadableRecords`: a record that fails is logged once
+(with its seq or id), counted (the server exports the counts as
+``armada_undecodable_records_total``), handed to the listeners (the server fails the job it
+belongs to, through an event, unless the event is of a newer version's type), and the reader
+skips it and goes on.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import schema
 from armada.eventstore.recent import StoredEvent
-from armada.model.events import EventDecoder, ReadEvent, UnreadableEvent, decode_event
+from armada.model.events import EVENT_TYPES, EventDecoder, ReadEvent, UnreadableEvent, decode_event
 
 log = structlog.get_logger(__name__)
 
@@ -37,6 +39,9 @@ class UnreadableRecord(NamedTuple):
     error: str
     #: The job the record belongs to, if any.
     job_id: str = ""
+    #: An event of a type this version does not know: written by a newer version during a
+    #: rolling upgrade, it is skipped here and its job left alone.
+    newer: bool = False
 
 
 class UnreadableRecords:
@@ -53,8 +58,8 @@ class UnreadableRecords:
             return
         self._seen.add((record.kind, record.key))
         self.counts[record.kind] += 1
-        log.error(
-            "unreadable stored record skipped",
+        (log.warning if record.newer else log.error)(
+            "stored event of a newer version skipped" if record.newer else "unreadable stored record skipped",
             kind=record.kind,
             key=record.key,
             job_id=record.job_id or None,
@@ -106,7 +111,8 @@ async def _standins(
     found = {}
     for row in await conn.execute(query):
         error = failed[row.seq]
-        records.report(UnreadableRecord("event", str(row.seq), error, row.job_id))
+        newer = row.type not in EVENT_TYPES
+        records.report(UnreadableRecord("event", str(row.seq), error, row.job_id, newer))
         found[row.seq] = UnreadableEvent(
             queue=row.queue,
             job_set_id=row.job_set_id,

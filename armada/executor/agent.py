@@ -9,6 +9,7 @@ from typing import Any
 
 import structlog
 
+import armada
 from armada.client.executor_api import ExecutorApiClient, ExecutorApiError, ExecutorRefused
 from armada.executor.admission import LeaseAdmission
 from armada.executor.backend import ClusterBackend, RunStatus
@@ -19,6 +20,7 @@ from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
 from armada.executor.tracker import KillReason, RunTracker
 from armada.model.leases import (
+    EXECUTOR_PROTOCOL,
     MAX_WAIT_MILLIS,
     Lease,
     LeaseRequest,
@@ -79,6 +81,8 @@ class ExecutorAgent:
         self._stopping = asyncio.Event()
         #: The node report the server last took; ``None`` until then or after a failed call.
         self._nodes_sent: list[NodeReport] | None = None
+        #: The version of the server that answered the last lease call (logged when it changes).
+        self._server_version: str | None = None
         self._log = log.bind(executor_id=settings.cluster_id, pool=settings.pool)
 
     def _backoff(self) -> Backoff:
@@ -155,6 +159,10 @@ class ExecutorAgent:
                 await asyncio.sleep(delay)
                 continue
             backoff.reset()
+            if response.server_version != self._server_version:
+                self._server_version = response.server_version
+                old = "0.9.0 or older"  # a server before protocol 2 names no version
+                self._log.info("server version", version=response.server_version or old)
             self._nodes_sent = None if response.nodes_wanted else nodes
             self.tracker.held.answered(runs_wanted=response.runs_wanted)
             await self._apply(response, budget=request.max_new_leases)
@@ -189,6 +197,8 @@ class ExecutorAgent:
             max_new_leases=0 if self.reporter.full else max(0, min(settings.max_new_leases, room)),
             wait_millis=min(int(settings.lease_wait_seconds * 1000), MAX_WAIT_MILLIS),
             cordoned_nodes=cordoned,
+            executor_version=armada.__version__,
+            protocol=EXECUTOR_PROTOCOL,
         )
 
     async def _apply(self, response: LeaseResponse, *, budget: int) -> None:

@@ -347,6 +347,9 @@ _TAGS: dict[type[Event], str] = {
     cls: str(cls.__struct_config__.tag) for cls in (*AnyEvent.__args__, UnreadableEvent)
 }
 
+#: Every type this version appends: a stored event of another type comes from a newer version.
+EVENT_TYPES = frozenset(str(cls.__struct_config__.tag) for cls in AnyEvent.__args__)
+
 #: Upstream stream message names: the job events a job set's event stream carries.
 JOB_EVENT_TYPES = frozenset(
     cls.__struct_config__.tag

@@ -40,6 +40,11 @@ Address = Annotated[str, msgspec.Meta(max_length=512)]
 LOG_TAIL_BYTES = 4096
 #: A lease call's name for its report of held runs.
 ReportId = Annotated[str, msgspec.Meta(max_length=64)]
+#: The protocol's version: 1 was 0.9.0's (whose calls name none), 2 adds the versions of
+#: each side. A server answers executors of this protocol and the one before (executors are
+#: upgraded after the servers); fields are only ever added, optional, so each side's older
+#: peer keeps working (docs/development.md, "Compatibility").
+EXECUTOR_PROTOCOL = 2
 
 
 class _Wire(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
@@ -104,6 +109,9 @@ class LeaseRequest(_Strict, kw_only=True):
     wait_millis: Annotated[int, msgspec.Meta(ge=0, le=MAX_WAIT_MILLIS)] = 0
     #: The nodes this executor holds cordoned on the server's order (``cordonNodes``).
     cordoned_nodes: list[Name] = []
+    #: The executor's armada version and protocol (left out by executors before protocol 2).
+    executor_version: Annotated[str, msgspec.Meta(max_length=64)] = ""
+    protocol: Annotated[int, msgspec.Meta(ge=0, le=EXECUTOR_PROTOCOL)] = 0
 
 
 class Lease(_Wire, kw_only=True):
@@ -186,6 +194,9 @@ class LeaseResponse(_Wire, kw_only=True):
     #: Every node of this executor an operator cordoned, with the reason: the executor
     #: cordons these in its cluster and uncordons those it cordoned that are no longer here.
     cordon_nodes: dict[str, str] = {}
+    #: The answering server's armada version and protocol (protocol 2 on).
+    server_version: str = ""
+    protocol: int = 0
 
 
 #: This process's event ids: a random 64-bit prefix and a counter, 32 hex digits like a

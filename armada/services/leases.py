@@ -19,13 +19,14 @@ from typing import Literal
 
 import structlog
 
+import armada
 from armada.eventstore import views
 from armada.eventstore.log_mailbox import LogMailbox, orders_topic
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION, Job
-from armada.model.leases import Lease, LeaseRequest, LeaseResponse, LogOrder, NodeReport
+from armada.model.leases import EXECUTOR_PROTOCOL, Lease, LeaseRequest, LeaseResponse, LogOrder, NodeReport
 from armada.model.resources import QuantityError, to_units
 from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
@@ -100,12 +101,29 @@ class LeaseService:
         self.priority_class_name_override = priority_class_name_override
         self._heartbeat_recorded: dict[str, float] = {}
         self._held_reports = HeldRunReports()
+        #: Each executor's version, as its last call said (logged when it changes).
+        self._executor_versions: dict[str, str] = {}
 
     @property
     def state(self) -> ClusterState:
         return self.follower.state
 
     async def lease(self, request: LeaseRequest) -> LeaseResponse:
+        """Answer one lease call, saying which version answers."""
+        if self._executor_versions.get(request.executor_id) != request.executor_version:
+            self._executor_versions[request.executor_id] = request.executor_version
+            log.info(
+                "executor version",
+                executor_id=request.executor_id,
+                version=request.executor_version or "0.9.0 or older",
+                protocol=request.protocol or 1,
+            )
+        response = await self._lease(request)
+        response.server_version = armada.__version__
+        response.protocol = EXECUTOR_PROTOCOL
+        return response
+
+    async def _lease(self, request: LeaseRequest) -> LeaseResponse:
         nodes = executor_nodes(request.nodes) if request.nodes is not None else None
         reported = self._held_reports.resolve(request)
         await self.follower.catch_up()

@@ -5,7 +5,8 @@ A job with such a record can never run correctly, and left alone it would wait f
 hold its node: this service fails it, through a ``failed`` event with a clear reason, so the
 views, the event streams and a replay of the log all say what happened. Every replica may
 notice the same record; the job's state is re-read inside the write transaction, so the
-job is failed once.
+job is failed once. An event of a type this version does not know was written by a newer
+version (a rolling upgrade is under way): its job is left alone.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Quarantine:
         store.unreadable.listeners.append(self._noticed)
 
     def _noticed(self, record: UnreadableRecord) -> None:
-        if not record.job_id:
+        if not record.job_id or record.newer:  # a newer replica's event: its job is fine
             return
         self._reasons.setdefault(record.job_id, failure_reason(record))
         if self._task is None or self._task.done():

@@ -14,7 +14,8 @@ transport's re-check (:data:`AccessCheck`) still allows it; otherwise the stream
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any
 
 from armada.eventstore.store import EventStore, StoredEvent
 from armada.model import events as ev
@@ -26,6 +27,8 @@ PAGE = 1000
 
 #: Whether the stream's caller may still watch its queue (asked before each page is sent).
 AccessCheck = Callable[[], Awaitable[bool]]
+#: Runs a wait for the next page: its result, or None once the server is stopping.
+Interrupt = Callable[[Coroutine[Any, Any, list[StoredEvent] | None]], Awaitable[list[StoredEvent] | None]]
 
 
 def as_streamed(stored: StoredEvent) -> StoredEvent:
@@ -88,10 +91,19 @@ async def check_target(store: EventStore, queue: str, job_set_id: str, *, error_
         raise NotFound(f"job set {job_set_id!r} of queue {queue!r} has no events", field="jobSetId")
 
 
-async def flatten(pages: AsyncGenerator[list[StoredEvent], None]) -> AsyncIterator[StoredEvent]:
-    """:func:`job_set_pages` event by event (closing it when the caller stops)."""
+async def flatten(
+    pages: AsyncGenerator[list[StoredEvent], None], until: Interrupt | None = None
+) -> AsyncIterator[StoredEvent]:
+    """:func:`job_set_pages` event by event (closing it when the caller stops). With ``until``
+    (the server's ``unless_stopping``), a stream waiting for its next page ends when the server
+    stops, so that a watcher holds no stopping replica (it resumes at another from its last
+    message id) and a rolling upgrade restarts each replica at once."""
     try:
-        async for page in pages:
+        while True:
+            ahead = anext(pages, None)
+            page = await (until(ahead) if until is not None else ahead)
+            if page is None:
+                return
             for stored in page:
                 yield stored
     finally:

@@ -51,6 +51,7 @@ ALL = frozenset(V)
 EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("GET", "/health"): Public(),
     ("GET", "/version"): Public(),
+    ("GET", "/v1/version"): Public(),
     ("POST", "/v1/queue"): Requires(P.CREATE_QUEUE),
     ("PUT", "/v1/queue/{name:str}"): OwnerOr(P.CREATE_QUEUE, path="name"),
     ("DELETE", "/v1/queue/{name:str}"): Requires(P.DELETE_QUEUE),

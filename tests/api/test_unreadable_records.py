@@ -14,7 +14,12 @@ import httpx
 from armada.client import ArmadaClient
 from tests.api.jobs import item
 from tests.metrics import parse_samples, value
-from tests.planting import plant_garbage_event, plant_infinite_queue, plant_nan_priority_job
+from tests.planting import (
+    plant_future_event,
+    plant_garbage_event,
+    plant_infinite_queue,
+    plant_nan_priority_job,
+)
 from tests.servers import EXECUTOR_HEADERS, ApiServer
 
 
@@ -76,3 +81,21 @@ def test_planted_unreadable_records_stop_no_reader(
     samples = parse_samples(httpx.get(f"{server.url}/metrics", timeout=30).text)
     assert value(samples, "armada_undecodable_records_total", kind="event") >= 2
     assert value(samples, "armada_undecodable_records_total", kind="queue") >= 1
+
+
+def test_an_event_type_of_a_newer_version_is_skipped_and_its_job_left_alone(
+    server: ApiServer, client: ArmadaClient, queue: str
+) -> None:
+    """During a rolling upgrade a newer replica may append an event type this version does not
+    know: readers skip it, as an unreadable record, but its job is not failed (a garbage event
+    of another job, noticed in the same read, is: the quarantine has run when it is failed)."""
+    newer, broken = client.submit_jobs(queue, "rolling", [item(), item()])
+    server.run(plant_future_event(server.store, queue, "rolling", newer))
+    server.run(plant_garbage_event(server.store, queue, "rolling", broken))
+
+    assert _wait_for_state(client, broken, "FAILED") == "FAILED"
+    kinds = [next(iter(message["message"])) for message in _stream(server, queue, "rolling")]
+    assert kinds == ["submitted", "queued", "submitted", "queued", "failed"]
+    assert client.job_status([newer])[newer] == "QUEUED"
+    [event] = [e for e in client.job_set_events(queue, "rolling") if e.event.type == "failed"]
+    assert event.event.job_id == broken

@@ -39,6 +39,7 @@ def executor(
     pool: str = "default",
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
+    program: Path | None = None,
 ) -> Iterator[ArmadaProcess]:
     command = [
         "executor",
@@ -53,7 +54,8 @@ def executor(
         *args,
     ]
     env = {**EXECUTOR_TOKEN_ENV, **(env or {})}
-    process = ArmadaProcess(command, cwd=workdir, log_path=workdir / f"executor-{cluster_id}.log", env=env)
+    log_path = workdir / f"executor-{cluster_id}.log"
+    process = ArmadaProcess(command, cwd=workdir, log_path=log_path, env=env, program=program)
     try:
         yield process
     finally:

@@ -7,6 +7,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from armada.eventstore import dialects, migrate
 from armada.eventstore.database import Database
@@ -39,16 +40,57 @@ async def test_migrated_schema_matches_the_table_definitions(database: Database)
     assert diff == []
 
 
-async def test_refuses_a_database_newer_than_the_code(database_url: str) -> None:
+async def _migrated_by_a_newer_version(engine: AsyncEngine, steps_ahead: int | None) -> None:
+    """Make the database look migrated by a future version ``steps_ahead`` contract steps
+    ahead of this one (None: one that recorded no steps)."""
+    await migrate.upgrade(engine)
+    async with engine.begin() as conn:
+        await conn.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
+        if steps_ahead is None:
+            await conn.execute(text("DROP TABLE schema_compatibility"))
+        else:
+            steps = migrate.contract_steps(migrate.head()) + steps_ahead
+            await conn.execute(text(f"UPDATE schema_compatibility SET contract_steps = {steps}"))
+
+
+@pytest.mark.parametrize("steps_ahead", [0, 1])
+async def test_runs_on_a_newer_database_up_to_one_contract_step_ahead(
+    database_url: str, steps_ahead: int
+) -> None:
     engine = dialects.create_engine(database_url)
     try:
-        await migrate.upgrade(engine)
-        async with engine.begin() as conn:
-            await conn.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
-        with pytest.raises(migrate.SchemaTooNew, match="newer than this armada"):
+        await _migrated_by_a_newer_version(engine, steps_ahead)
+        await migrate.upgrade(engine)  # no error, and the newer schema is left as it is
+        assert await migrate.current_revision(engine) == "9999_future"
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("steps_ahead", "why"), [(2, "2 contract steps ahead"), (None, "an unknown number of contract steps")]
+)
+async def test_refuses_a_database_two_contract_steps_ahead(
+    database_url: str, steps_ahead: int | None, why: str
+) -> None:
+    engine = dialects.create_engine(database_url)
+    try:
+        await _migrated_by_a_newer_version(engine, steps_ahead)
+        with pytest.raises(migrate.SchemaTooNew, match=why):
             await migrate.upgrade(engine)
     finally:
         await engine.dispose()
+
+
+async def test_records_the_contract_steps_of_the_revision_it_migrated_to(database: Database) -> None:
+    status = await migrate.status(database.engine)
+    assert status.revision == status.head == migrate.head()
+    assert status.contract_steps == migrate.contract_steps(migrate.head())
+
+
+def test_every_migration_declares_expand_or_contract() -> None:
+    scripts = ScriptDirectory.from_config(migrate.alembic_config())
+    for script in scripts.walk_revisions():
+        assert migrate.phase_of(script.revision) in {"expand", "contract"}, script.revision
 
 
 async def test_migrated_tables_have_the_defined_storage_parameters(database: Database) -> None:

@@ -20,7 +20,13 @@ from armada.services.follower import LogFollower
 from armada.services.invariants import check
 from armada.services.quarantine import Quarantine
 from tests.integration.test_scheduler_service import Harness, report, submit
-from tests.planting import damage_job_spec, plant_garbage_event, plant_infinite_queue, plant_nan_priority_job
+from tests.planting import (
+    damage_job_spec,
+    plant_future_event,
+    plant_garbage_event,
+    plant_infinite_queue,
+    plant_nan_priority_job,
+)
 
 
 @pytest.fixture
@@ -110,3 +116,22 @@ async def test_an_unreadable_queue_is_left_out_and_can_be_replaced(harness: Harn
     await store.append([ev.QueueUpdated(queue="broken", spec=Queue(name="broken", priority_factor=2))])
     await h.follower.catch_up()
     assert h.follower.state.queues["broken"].priority_factor == 2
+
+
+async def test_an_event_of_a_newer_version_is_skipped_and_its_job_scheduled(harness: Harness) -> None:
+    """A rolling upgrade: a newer replica appended an event type this version does not know.
+    The follower, the scheduler and leases go on, and the job is scheduled, not failed."""
+    h = harness
+    store = h.database.store
+    [job_id] = await submit(h, 1)
+    await plant_future_event(store, "q", "set", job_id)
+    await h.follower.catch_up()
+    assert h.follower.applied.head == await store.head()
+    assert store.unreadable.counts["event"] == 1
+    await h.lease()
+    assert (await h.scheduler.cycle()).stats.scheduled == 1
+    assert [lease.job_id for lease in (await h.lease()).leases] == [job_id]
+    restarted = LogFollower(store, h.follower.state.config)
+    await restarted.load()
+    assert await restarted.catch_up() == await store.head()
+    assert "failed" not in await h.event_types(job_id)
