@@ -11,6 +11,7 @@ import msgspec
 
 from armada.executor.categories import ErrorCategoriesSettings
 from armada.model.ingress_policy import IngressPolicy
+from armada.model.metadata import check_label_value
 from armada.model.podsecurity import Profile
 
 BackendName = Literal["kubernetes", "process", "fake"]
@@ -156,7 +157,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
 
     #: Base URL of the Armada server, e.g. ``https://armada.example.com``.
     server_url: str = "http://127.0.0.1:8080"
-    #: Cluster id, also the executor id: unique per executor.
+    #: Cluster id, also the executor id: unique per executor. A Kubernetes label value (1-63
+    #: letters, digits, '-', '_' or '.', starting and ending with a letter or digit): every pod
+    #: carries it as one, and every list of the executor's pods selects on it.
     cluster_id: str = "local"
     #: Pool this cluster's nodes belong to.
     pool: str = "default"
@@ -229,3 +232,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     kubernetes: KubernetesSettings = msgspec.field(default_factory=KubernetesSettings)
     #: How jobs' ``ingress`` configs become Ingresses and hostnames (kubernetes and fake backends).
     ingress: IngressSettings = msgspec.field(default_factory=IngressSettings)
+
+
+def check_cluster_id(cluster_id: str) -> None:
+    """Refuse (``InvalidRequest`` naming ``clusterId``) an id Kubernetes refuses as a label
+    value: every pod create would be a 422 and every list of the executor's pods a 400."""
+    check_label_value(cluster_id, "clusterId", empty=False)

@@ -33,6 +33,7 @@ from typing import Any
 import aiohttp.web
 from kubernetes_asyncio import client
 
+from tests.integration.executor.kube_admission import Admission
 from tests.integration.executor.kube_kubelet import KubeletScript, merge, now
 from tests.integration.executor.kube_services import ServiceAllocator
 from tests.integration.executor.kube_store import (
@@ -60,8 +61,8 @@ def _rfc3339(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + (f".{fraction}" if fraction else "") + "Z"
 
 
-def status_body(code: int, reason: str, message: str) -> Obj:
-    return {
+def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
+    body = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -70,6 +71,7 @@ def status_body(code: int, reason: str, message: str) -> Obj:
         "reason": reason,
         "code": code,
     }
+    return body | ({"details": details} if details else {})
 
 
 @dataclass
@@ -131,8 +133,8 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.unreachable: set[str] = set()
         #: Exit code a pod's containers give on SIGTERM (pod name → code; default 143).
         self.sigterm_exit: dict[str, int] = {}
-        #: Pods per namespace a quota allows (absent: no quota).
-        self.pod_quota: dict[str, int] = {}
+        #: Validation, quotas and webhooks of pod creates (``admission.pod_quota`` …).
+        self.admission = Admission(self.store)
         #: Container logs by (namespace, pod, container): plain text, served as it is.
         self.logs: dict[tuple[str, str, str], str] = {}
         #: Container logs as the kubelet keeps them, (time, line) each, for pods/log with
@@ -194,7 +196,8 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         try:
             response = await self._route(request)
         except ApiError as exc:
-            return Web.json_response(status_body(exc.code, exc.reason, exc.message), status=exc.code)
+            body = status_body(exc.code, exc.reason, exc.message, exc.details)
+            return Web.json_response(body, status=exc.code)
         held = next((h for h in self._holds if not h.arrived.is_set() and re.search(h.match, line)), None)
         if held is not None:
             held.arrived.set()
@@ -294,15 +297,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
                 "Forbidden",
                 f'pods "{name}" is forbidden: no PriorityClass with name {priority_class} was found',
             )
-        limit = self.pod_quota.get(ns)
-        used = len(self.store.select(Selector("pods", ns)))
-        if limit is not None and used >= limit:
-            raise ApiError(
-                403,
-                "Forbidden",
-                f'pods "{name}" is forbidden: exceeded quota: compute-resources, requested: pods=1, '
-                f"used: pods={used}, limited: pods={limit}",
-            )
+        self.admission.admit_pod(ns, name, pod)
 
     def _selector(self, res: str, ns: str, query: Any) -> Selector:
         try:

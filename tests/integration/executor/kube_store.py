@@ -36,9 +36,9 @@ FIELD_LABELS = {
 class ApiError(Exception):
     """An error the double answers with a ``Status`` body."""
 
-    def __init__(self, code: int, reason: str, message: str) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: Obj | None = None) -> None:
         super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
+        self.code, self.reason, self.message, self.details = code, reason, message, details
 
 
 class SelectorError(ValueError):
@@ -68,6 +68,7 @@ def field_matcher(resource: str, selector: str) -> list[tuple[str, str, bool]]:
     return terms
 
 
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _LABEL_TERM = re.compile(r"\s*(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w.-]*)|(in|notin)\s*\(([^)]*)\))?\s*")
 
 
@@ -83,6 +84,9 @@ def label_matcher(selector: str) -> list[tuple[str, str, frozenset[str]]]:
         if bang:
             terms.append((key, "absent", frozenset()))
         elif op:
+            if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+                problem = f"values[0][{key}]: Invalid value: {value!r}"
+                raise SelectorError(f"unable to parse requirement: {problem}")
             terms.append((key, "notin" if op == "!=" else "in", frozenset({value})))
         elif set_op:
             terms.append((key, set_op, frozenset(v.strip() for v in values.split(",") if v.strip())))
