@@ -2,7 +2,8 @@
 
 The backend keeps a cache of its own pods (labelled with its executor id) fed by a
 paginated list and then a watch with bookmarks, renewed from its last resource version
-when the API server ends it and relisted on 410 or every ``resync_seconds`` (so a missed
+when the API server ends it or it fails (429, 5xx, a reset), relisted on 410 or every
+``resync_seconds`` (so a missed
 event heals itself). It reports each pod's state to the tracker; housekeeping settles
 stuck pods and deletes finished pods once their result is delivered.
 
@@ -26,7 +27,14 @@ import structlog
 from kubernetes_asyncio import client
 
 from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
-from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client_from, close_api
+from armada.executor.backends.kube_calls import (
+    RETRIED_STATUS,
+    KubeCalls,
+    KubeError,
+    after_watch_failure,
+    api_client_from,
+    close_api,
+)
 from armada.executor.backends.kube_create import create_refused
 from armada.executor.backends.kube_expose import Exposures
 from armada.executor.backends.kube_informer import NodeView
@@ -112,10 +120,23 @@ class KubernetesBackend:
         return self._api_calls.core
 
     async def discover(self) -> list[FoundRun]:
-        """Pods of this executor already in the cluster (from an earlier run of it)."""
+        """Pods of this executor already in the cluster (from an earlier run of it); the list is
+        retried with back-off while the API server is unavailable (restarting, throttling)."""
         if self._api is None:
             self._api = await api_client_from(self._settings)
             self._calls = KubeCalls(self._api, self._settings)
+        backoff = self._api_calls.backoff()
+        while True:
+            try:
+                return await self._discover()
+            except KubeError as exc:
+                if exc.status not in RETRIED_STATUS and exc.status != 410:
+                    raise
+                delay = max(exc.retry_after or 0.0, backoff.next_delay())
+                log.warning("pod discovery failed", error=str(exc), retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
+
+    async def _discover(self) -> list[FoundRun]:
         list_pods = self._core.list_pod_for_all_namespaces
         started, version, slices = time.monotonic(), "", Slices()
         async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
@@ -369,8 +390,7 @@ class KubernetesBackend:
                         await self._on_pod(event.type, event.object)
                     backoff.reset()
             except Exception as exc:
-                version = ""  # relist: a 410 (too old) or a broken stream
-                delay = 0.0 if isinstance(exc, KubeError) and exc.status == 410 else backoff.next_delay()
+                version, delay = after_watch_failure(exc, version, backoff)
                 log.warning("pod watch failed", error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
 

@@ -24,7 +24,7 @@ import re
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +149,13 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         #: Requests being answered now, and the most ever at once, per method.
         self.in_flight: dict[str, int] = defaultdict(int)
         self.max_in_flight: dict[str, int] = defaultdict(int)
+        #: False while a restarted API server rebuilds its watch cache: watches get 429
+        #: (Kubernetes 1.31+) with ``Retry-After: restart_retry_after``; lists go to etcd.
+        self.cache_ready = True
+        self.restart_retry_after = 1
+        #: Watch requests refused while the cache was not ready.
+        self.refused_watches: list[str] = []
+        self._streams: dict[int, Web.Request] = {}
         self._holds: list[Hold] = []
         self._request_seen = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -193,6 +200,13 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             await asyncio.sleep(fault.delay)
             if not fault.after:
                 return self._fail(request, fault)
+        if not self.cache_ready and _flag(request.query, "watch"):
+            async with self._request_seen:
+                self.refused_watches.append(line)
+                self._request_seen.notify_all()
+            headers = {"Retry-After": str(self.restart_retry_after)}
+            body = status_body(429, "TooManyRequests", "Too many requests: storage is (re)initializing")
+            return Web.json_response(body, status=429, headers=headers)
         try:
             response = await self._route(request)
         except ApiError as exc:
@@ -345,6 +359,9 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         async def send(kind: str, obj: Obj) -> None:
             await response.write(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
 
+        self._streams[id(watcher)] = request
+        async with self._request_seen:  # a watch is open: ``wait_until`` predicates may hold
+            self._request_seen.notify_all()
         try:
             if version in ("", "0"):
                 backlog = [Change(0, "ADDED", res, copy.deepcopy(o)) for o in self.store.select(selector)]
@@ -364,11 +381,14 @@ class KubeDouble(KubeletScript, ServiceAllocator):
                     if next_change is None:
                         break
                     await send(next_change.kind, next_change.obj)
+                    if next_change.kind == "ERROR":
+                        break
         except Gone as exc:
             await send("ERROR", status_body(410, "Expired", str(exc)))
         except (TimeoutError, ConnectionResetError):
             pass
         finally:
+            self._streams.pop(id(watcher), None)
             self.store.unsubscribe(watcher)
         return response
 
@@ -376,6 +396,31 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         """End every open watch now (an API server restart or a load balancer's idle cut)."""
         for watcher in self.store.watchers:
             watcher.queue.put_nowait(None)
+
+    def cut_watches(self) -> None:
+        """Reset the connection of every open watch mid-stream (a crash, a proxy dropping it)."""
+        for request in self._streams.values():
+            if request.transport is not None:
+                request.transport.abort()
+        self.end_watches()
+
+    def watch_error(self, code: int, message: str) -> None:
+        """Every open watch gets an ``ERROR`` event with this status, then ends."""
+        reason = {429: "TooManyRequests", 410: "Expired"}.get(code, "InternalError")
+        for watcher in self.store.watchers:
+            watcher.queue.put_nowait(Change(0, "ERROR", "", status_body(code, reason, message)))
+
+    def restart(self) -> None:
+        """The API server restarts: every watch is cut and, until ``cache_ready`` is set again,
+        watches are answered 429 while the watch cache rebuilds (etcd, and so the history
+        that watches resume from, is kept)."""
+        self.cache_ready = False
+        self.cut_watches()
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate`` holds, checked after every request and every watch opened."""
+        async with self._request_seen:
+            await self._request_seen.wait_for(predicate)
 
     def write_log(
         self, pod: str, line: str, *, at: float, container: str = "main", previous: bool = False
