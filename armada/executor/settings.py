@@ -142,6 +142,14 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     #: After a killed pod's grace period, how long it may stay Terminating (finalizers, an
     #: unreachable node) before it is force-deleted and reported gone.
     terminating_deadline_seconds: float = 60.0
+    #: Pods on a node that stopped reporting (NotReady or Unknown: crashed, or only cut off
+    #: from the API server, its containers still running). ``fence``: such a pod is never
+    #: force-deleted and its run ends only when the node is deleted or its kubelet confirms
+    #: the containers stopped, so a job never runs twice at once, but its retry waits (until
+    #: an operator deletes a dead node). ``retry``: a pod evicted from such a node returns its
+    #: lease at once and a killed one is force-deleted after ``terminatingDeadlineSeconds``;
+    #: the retry may run beside the old container if the node was only cut off.
+    lost_node_pods: Literal["fence", "retry"] = "fence"
     #: A node NotReady for less than this is still reported ready (its pods usually keep
     #: running; Kubernetes itself waits 5 minutes before evicting them).
     node_not_ready_grace_seconds: float = 300.0

@@ -206,6 +206,14 @@ class NodeView:
             used["pods"] += sign
             self._dirty.add(node)
 
+    def unreachable(self, name: str) -> bool:
+        """Whether the node exists and is not Ready (its kubelet may not act on deletions)."""
+        node = self.nodes.items.get(f"/{name}")
+        if node is None:
+            return False
+        conditions = (node.get("status") or {}).get("conditions") or []
+        return not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
     def cordoned(self) -> list[str]:
         """Nodes carrying the cordon annotation: those the executor cordoned on the server's order."""
         return sorted(

@@ -11,7 +11,9 @@ Rules that keep a run from being lost or run twice: a run is declared gone only 
 evidence newer than its launch (a DELETED event, or a list *started* after its pod was
 created); an ambiguous create (5xx, timeout, connection lost) is read back before the
 lease is returned; a pod stuck Terminating is force-deleted after a deadline and then
-reported gone, so cancel and preempt always complete.
+reported gone, so cancel and preempt always complete, unless its node is unreachable and
+``lostNodePods`` is ``fence``: its container may still run, so the pod is left to the node's
+deletion or its kubelet's return.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Literal
 
 import structlog
 from kubernetes_asyncio import client
+from msgspec.structs import replace
 
 from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
 from armada.executor.backends.kube_calls import (
@@ -43,6 +46,7 @@ from armada.executor.backends.kube_pods import (
     CachedPod,
     Pod,
     StuckDeadlines,
+    evicted_from_lost_node,
     failed_container,
     parse_time,
     pod_run_status,
@@ -295,9 +299,14 @@ class KubernetesBackend:
         deadline = time.monotonic() + grace + self._settings.terminating_deadline_seconds
         # The watch normally reports the deletion; a broken or lagging watch is covered
         # by asking the API directly every few seconds.
-        while exists and not gone.is_set() and (left := deadline - time.monotonic()) > 0:
+        while exists and not gone.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 and not self._fenced(run_id):
+                break
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(min(_KILL_CHECK_SECONDS, left)):
+                async with asyncio.timeout(
+                    min(_KILL_CHECK_SECONDS, left) if left > 0 else _KILL_CHECK_SECONDS
+                ):
                     await gone.wait()
             exists = not gone.is_set() and await self._pod_of_run_exists(namespace, name, run_id)
         if exists and not gone.is_set():
@@ -308,6 +317,18 @@ class KubernetesBackend:
         if not gone.is_set():
             self._forget(run_id)
             await self._report().gone(run_id)
+
+    def _fenced(self, run_id: str) -> bool:
+        """A pod stuck Terminating on an unreachable node under ``lostNodePods: fence``: its
+        container may still run, so it is not force-deleted (the run would be retried beside it)."""
+        pod = self._pods.get(run_id)
+        if self._settings.lost_node_pods != "fence" or pod is None or self._view is None:
+            return False
+        node = str((pod.json().get("spec") or {}).get("nodeName") or "")
+        fenced = bool(node) and self._view.unreachable(node)
+        if fenced:
+            log.warning("pod on an unreachable node: fenced, not force-deleted", run_id=run_id, node=node)
+        return fenced
 
     async def _pod_of_run_exists(self, namespace: str, name: str, run_id: str) -> bool:
         try:
@@ -445,6 +466,11 @@ class KubernetesBackend:
 
     async def _observe(self, pod: Pod) -> None:
         status = pod_run_status(pod)
+        if self._settings.lost_node_pods == "retry" and evicted_from_lost_node(pod):
+            reason = (
+                "evicted from an unreachable node (lostNodePods: retry; its container may still run there)"
+            )
+            status = replace(status, kind="leaseReturned", reason=reason, run_attempted=True, retryable=True)
         if status.kind != "failed":
             await self._report().observe(status)
             info = self._exposures.info(pod, status)
