@@ -119,6 +119,10 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     image_pull_deadline_seconds: float = 900.0
     #: Return the lease of a pod pending for any other reason after this long.
     pending_deadline_seconds: float = 900.0
+    #: A pod bound to a node but not started after this long has its Warning Events read at
+    #: each housekeeping: a missing Secret/ConfigMap volume or an image that does not exist
+    #: returns its lease at once, with the Event's message, not after the deadlines above.
+    pending_events_after_seconds: float = 10.0
     #: Grace period given to pods deleted on cancel or preempt; unset means the pod's own
     #: ``terminationGracePeriodSeconds``.
     pod_kill_grace_seconds: int | None = None

@@ -39,6 +39,7 @@ from armada.executor.backends.kube_calls import (
     close_api,
 )
 from armada.executor.backends.kube_create import create_refused
+from armada.executor.backends.kube_events import event_verdict, read_events, worth_reading
 from armada.executor.backends.kube_expose import Exposures
 from armada.executor.backends.kube_informer import NodeView
 from armada.executor.backends.kube_logs import read_pod_log
@@ -529,9 +530,10 @@ class KubernetesBackend:
                     await self._delete(namespace, name, grace=0)
             elif pod.phase == "Pending":
                 full = pod.json()
-                verdict = stuck_verdict(
-                    full, pending_for=self._pending_for(run_id, full), deadlines=self._deadlines
-                )
+                pending_for = self._pending_for(run_id, full)
+                verdict = stuck_verdict(full, pending_for=pending_for, deadlines=self._deadlines)
+                if verdict is None and pending_for >= self._settings.pending_events_after_seconds:
+                    verdict = await self._events_verdict(full)
                 if verdict is not None:
                     log.warning(
                         "stuck pod", run_id=run_id, pod=name, verdict=verdict.kind, reason=verdict.reason
@@ -539,6 +541,15 @@ class KubernetesBackend:
                     await self._report().observe(verdict)
                     with contextlib.suppress(KubeError):
                         await self._delete(namespace, name, grace=0)
+
+    async def _events_verdict(self, pod: Pod) -> RunStatus | None:
+        if not worth_reading(pod):
+            return None
+        try:
+            return event_verdict(pod, await read_events(self._api_calls, pod))
+        except KubeError as exc:
+            log.debug("pod events not read", pod=pod["metadata"].get("name"), error=str(exc))
+            return None
 
     def _pending_for(self, run_id: str, pod: Pod) -> float:
         created = parse_time(pod["metadata"].get("creationTimestamp"))

@@ -100,7 +100,7 @@ class Hold:
 
 _ROUTE = re.compile(
     r"^/(?:api/v1|apis/scheduling\.k8s\.io/v1|apis/networking\.k8s\.io/v1)(?:/namespaces/(?P<ns>[^/]+))?"
-    r"/(?P<res>pods|nodes|namespaces|priorityclasses|resourcequotas|services|ingresses)"
+    r"/(?P<res>pods|nodes|namespaces|priorityclasses|resourcequotas|services|ingresses|events)"
     r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$"
 )
 _KINDS = {
@@ -111,6 +111,7 @@ _KINDS = {
     "resourcequotas": "ResourceQuota",
     "services": "Service",
     "ingresses": "Ingress",
+    "events": "Event",
 }
 _API_VERSIONS = {"priorityclasses": "scheduling.k8s.io/v1", "ingresses": "networking.k8s.io/v1"}
 

@@ -48,6 +48,7 @@ class KubeletScript:
     #: How long after its owner pod is removed an owned object is (the collector is asynchronous).
     collection_seconds: float = 0.05
     unreachable: set[str]
+    _events: int = 0
     sigterm_exit: dict[str, int]
     _tasks: set[asyncio.Task[None]]
 
@@ -184,6 +185,56 @@ class KubeletScript:
         return self.set_pod(
             name, namespace, phase="Failed", reason=reason, message=message, containerStatuses=containers
         )
+
+    # --- pending for reasons only Events tell -----------------------------------------
+    def image_not_found(self, name: str, namespace: str = "default") -> Obj:
+        """The image does not exist: the pull failed (a Warning Event says why), and the
+        status soon shows only ``ImagePullBackOff``."""
+        image = self.pod(name, namespace)["spec"]["containers"][0].get("image", "")
+        self.event(
+            name,
+            "Failed",
+            f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed to pull and '
+            f'unpack image "docker.io/library/{image}:latest": failed to resolve reference: not found',
+            namespace,
+        )
+        waiting = {"waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}}
+        return self._waiting(name, namespace, waiting)
+
+    def missing_volume(self, name: str, secret: str, namespace: str = "default") -> Obj:
+        """A Secret volume that does not exist: ``ContainerCreating`` for ever, and ``FailedMount``."""
+        message = f'MountVolume.SetUp failed for volume "{secret}" : secret "{secret}" not found'
+        self.event(name, "FailedMount", message, namespace)
+        return self._waiting(name, namespace, {"waiting": {"reason": "ContainerCreating"}})
+
+    def event(self, pod: str, reason: str, message: str, namespace: str = "default") -> None:
+        """A Warning Event about ``pod``, as the kubelet records it."""
+        involved = {
+            "kind": "Pod",
+            "name": pod,
+            "namespace": namespace,
+            "uid": self.pod(pod, namespace)["metadata"]["uid"],
+        }
+        self._events += 1
+        self.store.put(
+            "events",
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{pod}.{self._events:016x}", "namespace": namespace},
+                "involvedObject": involved,
+                "reason": reason,
+                "message": message,
+                "type": "Warning",
+                "count": 1,
+                "source": {"component": "kubelet"},
+            },
+        )
+
+    def _waiting(self, name: str, namespace: str, state: Obj) -> Obj:
+        if not self.pod(name, namespace)["spec"].get("nodeName"):
+            self.bind(name, "node-1", namespace)
+        return self.set_pod(name, namespace, containerStatuses=self._containers(name, namespace, state))
 
     # --- node lifecycle ----------------------------------------------------------------
     def _pods_on(self, node: str) -> list[Obj]:

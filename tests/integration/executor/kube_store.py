@@ -30,6 +30,17 @@ FIELD_LABELS = {
     "resourcequotas": {"metadata.name", "metadata.namespace"},
     "services": {"metadata.name", "metadata.namespace"},
     "ingresses": {"metadata.name", "metadata.namespace"},
+    "events": {
+        "metadata.name",
+        "metadata.namespace",
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "reason",
+        "type",
+        "source",
+    },
 }
 
 

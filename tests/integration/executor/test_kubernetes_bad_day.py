@@ -5,6 +5,7 @@ pending reasons only Events tell."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -173,3 +174,31 @@ async def test_a_container_that_cannot_start_is_the_jobs_failure(cluster: Cluste
     status = await final(cluster)
     assert (status.kind, status.retryable, status.exit_code) == ("failed", False, 128)
     assert "StartError" in status.reason and "executable file not found" in status.reason
+
+
+# --- pending for reasons only Events tell --------------------------------------------------
+@pytest.mark.parametrize("cluster", [{"pending_events_after_seconds": 0}], indirect=True)
+@pytest.mark.parametrize(
+    ("script", "reason"),
+    [
+        (lambda d: d.image_not_found(POD), 'Failed: Failed to pull image "busybox"'),
+        (
+            lambda d: d.missing_volume(POD, "creds"),
+            'FailedMount: MountVolume.SetUp failed for volume "creds"',
+        ),
+    ],
+)
+async def test_a_pod_pending_for_a_reason_only_events_tell_returns_its_lease_at_once(
+    cluster: Cluster, script: Any, reason: str
+) -> None:
+    await cluster.core.create_node(node("node-1"))
+    await cluster.launch()
+    script(cluster.double)
+    async with asyncio.timeout(HANG):  # until the pod watch brought the waiting state
+        while not cluster.recorder.finished("r1"):
+            await cluster.backend.housekeeping()
+            await asyncio.sleep(0.01)
+    status = await final(cluster)
+    assert (status.kind, status.retryable) == ("leaseReturned", True)
+    assert status.reason.startswith(reason)
+    assert cluster.double.store.get("pods", "default", POD) is None, "the hopeless pod is deleted"
