@@ -89,19 +89,20 @@ def _short_key_problem(key: str) -> str | None:
     return None
 
 
-def label_value_problem(value: str) -> str | None:
-    """Why ``value`` is not a Kubernetes label value (``IsValidLabelValue``), or ``None``."""
-    if not value or (len(value) <= MAX_NAME_PART and _NAME_PART.fullmatch(value)):
+def label_value_problem(value: str, *, empty: bool = True) -> str | None:
+    """Why ``value`` is not a Kubernetes label value (``IsValidLabelValue``; not empty either
+    unless ``empty``), or ``None``."""
+    if (not value and empty) or (value and len(value) <= MAX_NAME_PART and _NAME_PART.fullmatch(value)):
         return None
     return (
-        f"{shown(value)} must be empty or 1 to {MAX_NAME_PART} letters, digits, "
+        f"{shown(value)} must be {'empty or ' if empty else ''}1 to {MAX_NAME_PART} letters, digits, "
         "'-', '_' or '.', starting and ending with a letter or digit"
     )
 
 
 def check_label_value(value: str, field: str, *, empty: bool = True) -> None:
     """``value`` is a valid label value (and not empty unless ``empty``)."""
-    problem = label_value_problem(value) if value or empty else "must not be empty"
+    problem = label_value_problem(value, empty=empty)
     if problem is not None:
         raise InvalidRequest(problem, field=field)
 
