@@ -552,7 +552,13 @@ class KubernetesBackend:
             return None
 
     def _pending_for(self, run_id: str, pod: Pod) -> float:
+        """How long the pod has been pending: the lesser of its age by the API server's
+        ``creationTimestamp`` against the local clock and the time since this executor first
+        saw it (immune to clock skew). A local clock ahead of the server's would otherwise make
+        a fresh pod look old and return its lease at once; the cost is that a restarted
+        executor gives a pending pod its whole deadline again."""
+        seen = time.monotonic() - self._first_seen.get(run_id, time.monotonic())
         created = parse_time(pod["metadata"].get("creationTimestamp"))
-        if created is not None:
-            return (datetime.now(UTC) - created).total_seconds()
-        return time.monotonic() - self._first_seen.get(run_id, time.monotonic())
+        if created is None:
+            return seen
+        return min((datetime.now(UTC) - created).total_seconds(), seen)

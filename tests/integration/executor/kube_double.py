@@ -12,6 +12,12 @@ with the API server's own message), and scriptable faults: latency, 429 with
 ``Retry-After``, 5xx, connection resets, and failures *after* the change was applied (the
 ambiguous create). Tests drive the kubelet's side with ``run``/``exit``/``disrupt``/
 ``reject``, so every outcome is a pod status a real kubelet would write.
+
+The bad day (issue 45): an API-server ``restart`` (watches cut, 429 while the watch cache
+rebuilds), resets and ``ERROR`` events mid-stream, 422 Invalid with ``details.causes``,
+quota "status unknown" and webhook refusals (``kube_admission``), node loss, return and
+deletion, kubelet evictions, shutdowns, ``StartError`` and ``ContainerStatusUnknown``,
+Warning Events for pending reasons (``kube_kubelet``), and a skewed server clock.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +41,7 @@ import aiohttp.web
 from kubernetes_asyncio import client
 
 from tests.integration.executor.kube_admission import Admission
-from tests.integration.executor.kube_kubelet import KubeletScript, merge, now
+from tests.integration.executor.kube_kubelet import KubeletScript, merge
 from tests.integration.executor.kube_services import ServiceAllocator
 from tests.integration.executor.kube_store import (
     ApiError,
@@ -153,6 +160,8 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         #: False while a restarted API server rebuilds its watch cache: watches get 429
         #: (Kubernetes 1.31+) with ``Retry-After: restart_retry_after``; lists go to etcd.
         self.cache_ready = True
+        #: How far the API server's clock is behind the executor's (its timestamps look old).
+        self.clock_behind_seconds = 0.0
         self.restart_retry_after = 1
         #: Watch requests refused while the cache was not ready.
         self.refused_watches: list[str] = []
@@ -286,7 +295,8 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             raise ApiError(409, "AlreadyExists", f'{res} "{name}" already exists')
         if res == "services":
             self.allocate(body)
-        metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now())
+        created = datetime.now(UTC) - timedelta(seconds=self.clock_behind_seconds)
+        metadata.update(uid=str(uuid.uuid4()), creationTimestamp=created.strftime("%Y-%m-%dT%H:%M:%SZ"))
         body.setdefault("kind", _KINDS[res])
         body.setdefault("apiVersion", _API_VERSIONS.get(res, "v1"))
         if res == "pods":

@@ -156,7 +156,9 @@ class Change:
         """This change as a watch with ``selector`` gets it, if at all.
 
         As the API server's watch cache does: an object that starts matching the
-        selection is ADDED to that watch, one that stops matching is DELETED from it.
+        selection is ADDED to that watch, one that stops matching is DELETED from it, and
+        that DELETED carries the object as it was when it last matched (``cache_watcher``
+        sends the previous object), with the new resource version.
         """
         now = selector.matches(self.resource, self.obj)
         if self.kind != "MODIFIED":
@@ -164,7 +166,11 @@ class Change:
         before = self.old is not None and selector.matches(self.resource, self.old)
         if now == before:
             return self if now else None
-        return Change(self.version, "ADDED" if now else "DELETED", self.resource, self.obj)
+        if now:
+            return Change(self.version, "ADDED", self.resource, self.obj)
+        previous = copy.deepcopy(self.old or {})
+        previous.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        return Change(self.version, "DELETED", self.resource, previous)
 
 
 @dataclass

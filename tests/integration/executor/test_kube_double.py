@@ -80,6 +80,13 @@ async def test_watches_see_objects_enter_and_leave_their_selection(cluster: Any)
     query = "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded"
     replayed = await watch_lines(host, f"resourceVersion={version}&{query}", 3)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in replayed] == expected
+    # The DELETED carries the object as it last matched (Running), with the new version.
+    deleted = replayed[-1]["object"]
+    assert deleted["status"]["phase"] == "Running"
+    assert (
+        deleted["metadata"]["resourceVersion"]
+        == double.pod("d", "kube-system")["metadata"]["resourceVersion"]
+    )
 
 
 async def test_a_list_at_resource_version_0_ignores_limit_like_the_watch_cache(cluster: Any) -> None:

@@ -202,3 +202,15 @@ async def test_a_pod_pending_for_a_reason_only_events_tell_returns_its_lease_at_
     assert (status.kind, status.retryable) == ("leaseReturned", True)
     assert status.reason.startswith(reason)
     assert cluster.double.store.get("pods", "default", POD) is None, "the hopeless pod is deleted"
+
+
+@pytest.mark.parametrize("cluster", [{"pending_deadline_seconds": 600}], indirect=True)
+async def test_a_local_clock_ahead_of_the_api_servers_does_not_cut_a_fresh_pods_wait_short(
+    cluster: Cluster,
+) -> None:
+    # The API server's clock is an hour behind the executor's: by creationTimestamp, the new
+    # pod looks an hour old, past the 10-minute pending deadline.
+    cluster.double.clock_behind_seconds = 3600
+    await cluster.launch()
+    await cluster.backend.housekeeping()
+    assert set(cluster.recorder.kinds("r1")) == {"pending"}
