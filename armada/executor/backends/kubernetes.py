@@ -300,10 +300,15 @@ class KubernetesBackend:
         deadline = time.monotonic() + grace + self._settings.terminating_deadline_seconds
         # The watch normally reports the deletion; a broken or lagging watch is covered
         # by asking the API directly every few seconds.
+        fenced = False
         while exists and not gone.is_set():
             left = deadline - time.monotonic()
-            if left <= 0 and not self._fenced(run_id):
-                break
+            if left <= 0:
+                if not self._fenced(run_id):
+                    break
+                if not fenced:
+                    fenced = True
+                    log.warning("pod on an unreachable node: fenced, not force-deleted", run_id=run_id)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(
                     min(_KILL_CHECK_SECONDS, left) if left > 0 else _KILL_CHECK_SECONDS
@@ -311,7 +316,7 @@ class KubernetesBackend:
                     await gone.wait()
             exists = not gone.is_set() and await self._pod_of_run_exists(namespace, name, run_id)
         if exists and not gone.is_set():
-            # Finalizers or an unreachable node: the pod would stay Terminating for ever.
+            # Finalizers, or an unreachable node under lostNodePods: retry: it would stay Terminating.
             log.warning("pod stuck terminating: force-deleting", run_id=run_id, pod=name)
             with contextlib.suppress(KubeError):
                 await self._delete(namespace, name, grace=0)
@@ -326,10 +331,7 @@ class KubernetesBackend:
         if self._settings.lost_node_pods != "fence" or pod is None or self._view is None:
             return False
         node = str((pod.json().get("spec") or {}).get("nodeName") or "")
-        fenced = bool(node) and self._view.unreachable(node)
-        if fenced:
-            log.warning("pod on an unreachable node: fenced, not force-deleted", run_id=run_id, node=node)
-        return fenced
+        return bool(node) and self._view.unreachable(node)
 
     async def _pod_of_run_exists(self, namespace: str, name: str, run_id: str) -> bool:
         try:
