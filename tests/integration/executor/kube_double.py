@@ -17,7 +17,8 @@ The bad day (issue 45): an API-server ``restart`` (watches cut, 429 while the wa
 rebuilds), resets and ``ERROR`` events mid-stream, 422 Invalid with ``details.causes``,
 quota "status unknown" and webhook refusals (``kube_admission``), node loss, return and
 deletion, kubelet evictions, shutdowns, ``StartError`` and ``ContainerStatusUnknown``,
-Warning Events for pending reasons (``kube_kubelet``), and a skewed server clock.
+Warning Events for pending reasons (``kube_kubelet``), a skewed server clock, and paginated
+lists read from one snapshot.
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ _KINDS = {
     "ingresses": "Ingress",
     "events": "Event",
 }
+#: Paginated lists whose snapshot is kept at once (older continue tokens get 410).
+_SNAPSHOTS = 64
 _API_VERSIONS = {"priorityclasses": "scheduling.k8s.io/v1", "ingresses": "networking.k8s.io/v1"}
 
 
@@ -166,6 +169,8 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         #: Watch requests refused while the cache was not ready.
         self.refused_watches: list[str] = []
         self._streams: dict[int, Web.Request] = {}
+        #: Snapshots of paginated lists being read, by continue token (oldest first).
+        self._snapshots: dict[str, list[Obj]] = {}
         self._holds: list[Hold] = []
         self._request_seen = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -336,26 +341,35 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             raise ApiError(
                 400, "BadRequest", "resourceVersionMatch is forbidden unless resourceVersion is provided"
             )
-        version, after = self.store.version, None
+        # resourceVersion=0 is served from the watch cache, which ignores ``limit`` and
+        # answers with everything at once (kube-apiserver's cacher, computeListLimit).
+        limit = 0 if query.get("resourceVersion") == "0" else int(query.get("limit") or 0)
         if query.get("continue"):
             token = json.loads(base64.b64decode(query["continue"]))
-            if token["rv"] < self.store.oldest:
+            snapshot = self._snapshots.get(token["snapshot"])
+            if token["rv"] < self.store.oldest or snapshot is None:
                 raise ApiError(
                     410,
                     "Expired",
                     "The provided continue parameter is too old to display a consistent list result.",
                 )
-            version, after = token["rv"], tuple(token["after"])
-        # resourceVersion=0 is served from the watch cache, which ignores ``limit`` and
-        # answers with everything at once (kube-apiserver's cacher, computeListLimit).
-        limit = 0 if query.get("resourceVersion") == "0" else int(query.get("limit") or 0)
-        items = self.store.page(selector, after, limit + 1 if limit else 0)
+            version, at = token["rv"], token["at"]
+        else:
+            # A paginated list is one snapshot, at the first page's version: later pages show
+            # the objects as they were then (etcd reads at that revision), not as they are now.
+            version, at = self.store.version, 0
+            snapshot = self.store.select(selector)
+        items = snapshot[at : at + limit] if limit else snapshot[at:]
         metadata: Obj = {"resourceVersion": str(version)}
-        if limit and len(items) > limit:
-            items = items[:limit]
-            last = items[-1]["metadata"]
-            token = {"rv": version, "after": [res, last.get("namespace", ""), last["name"]]}
+        key = token["snapshot"] if query.get("continue") else uuid.uuid4().hex
+        if limit and at + limit < len(snapshot):
+            self._snapshots[key] = snapshot
+            while len(self._snapshots) > _SNAPSHOTS:
+                self._snapshots.pop(next(iter(self._snapshots)))
+            token = {"rv": version, "snapshot": key, "at": at + limit}
             metadata["continue"] = base64.b64encode(json.dumps(token).encode()).decode()
+        else:
+            self._snapshots.pop(key, None)
         return {"kind": f"{_KINDS[res]}List", "apiVersion": "v1", "metadata": metadata, "items": items}
 
     async def _watch(self, request: Web.Request, res: str, ns: str) -> Web.StreamResponse:

@@ -115,6 +115,19 @@ async def test_lists_page_with_limit_and_continue_and_old_tokens_expire(cluster:
     assert expired.value.status == 410
 
 
+async def test_later_pages_show_the_list_as_it_was_at_the_first(cluster: Any) -> None:
+    double, core, _ = cluster
+    await make_pods(core)
+    first = await core.list_pod_for_all_namespaces(limit=1)
+    double.set_pod("b", "kube-system", phase="Failed")
+    await core.create_namespaced_pod("kube-system", plain_pod("bb", "n1", "1", "1Gi"))
+    await core.delete_namespaced_pod("c", "kube-system", grace_period_seconds=0)
+    rest = await core.list_pod_for_all_namespaces(limit=5, _continue=first.metadata._continue)
+    assert [p.metadata.name for p in rest.items] == ["b", "c"]
+    assert rest.items[0].status.phase == "Running"
+    assert rest.metadata.resource_version == first.metadata.resource_version
+
+
 async def watch_lines(host: str, query: str, count: int) -> list[dict[str, Any]]:
     async with (
         aiohttp.ClientSession() as session,
