@@ -17,8 +17,8 @@ The bad day (issue 45): an API-server ``restart`` (watches cut, 429 while the wa
 rebuilds), resets and ``ERROR`` events mid-stream, 422 Invalid with ``details.causes``,
 quota "status unknown" and webhook refusals (``kube_admission``), node loss, return and
 deletion, kubelet evictions, shutdowns, ``StartError`` and ``ContainerStatusUnknown``,
-Warning Events for pending reasons (``kube_kubelet``), a skewed server clock, and paginated
-lists read from one snapshot.
+Warning Events for pending reasons (``kube_kubelet``), a skewed server clock, paginated
+lists read from one snapshot, and the watch cache's bookmark timing.
 """
 
 from __future__ import annotations
@@ -121,6 +121,8 @@ _KINDS = {
     "ingresses": "Ingress",
     "events": "Event",
 }
+#: The watch cache's last bookmark comes this long before a watch's deadline.
+_FINAL_BOOKMARK_SECONDS = 2.0
 #: Paginated lists whose snapshot is kept at once (older continue tokens get 410).
 _SNAPSHOTS = 64
 _API_VERSIONS = {"priorityclasses": "scheduling.k8s.io/v1", "ingresses": "networking.k8s.io/v1"}
@@ -136,8 +138,9 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.latency = 0.0
         #: A watch ends after this long at most (a real server ends them after 5-10 min).
         self.watch_seconds = 30.0
-        #: Seconds between BOOKMARK events on watches that allow them.
-        self.bookmark_seconds = 0.2
+        #: Seconds between BOOKMARK events on idle watches that allow them (the watch cache
+        #: sends about one a minute, and one more shortly before the watch's deadline).
+        self.bookmark_seconds = 60.0
         #: How long a kubelet takes to stop a gracefully deleted pod's containers.
         self.termination_seconds = 0.05
         #: Nodes whose kubelet is unreachable: their pods never finish terminating.
@@ -394,14 +397,19 @@ class KubeDouble(KubeletScript, ServiceAllocator):
                 backlog = list(self.store.since(int(version), selector))
             for change in backlog:
                 await send(change.kind, change.obj)
+            loop = asyncio.get_running_loop()
+            final = loop.time() + seconds - min(_FINAL_BOOKMARK_SECONDS, seconds / 2)
             async with asyncio.timeout(seconds):
                 while True:
+                    wait = min(self.bookmark_seconds, max(0.0, final - loop.time())) if bookmarks else None
                     try:
-                        async with asyncio.timeout(self.bookmark_seconds if bookmarks else None):
+                        async with asyncio.timeout(wait):
                             next_change = await watcher.queue.get()
                     except TimeoutError:
                         meta = {"resourceVersion": str(self.store.version)}
                         await send("BOOKMARK", {"kind": _KINDS[res], "apiVersion": "v1", "metadata": meta})
+                        if loop.time() >= final:
+                            final = float("inf")  # one before the deadline, then wait it out
                         continue
                     if next_change is None:
                         break

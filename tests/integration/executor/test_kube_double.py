@@ -148,7 +148,7 @@ async def test_watches_replay_from_a_version_send_bookmarks_and_answer_410_when_
     await core.patch_namespaced_pod_status("a", "kube-system", {"status": {"phase": "Failed"}})
     version = listed.metadata.resource_version
     events = await watch_lines(
-        host, f"resourceVersion={version}&labelSelector=app%3Dx&allowWatchBookmarks=true", 2
+        host, f"resourceVersion={version}&labelSelector=app%3Dx&allowWatchBookmarks=true&timeoutSeconds=1", 2
     )
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events[:1]] == [("MODIFIED", "a")]
     assert events[1]["type"] == "BOOKMARK"

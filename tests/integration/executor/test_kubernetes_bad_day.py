@@ -142,6 +142,7 @@ async def test_a_killed_pod_on_a_cut_off_node_is_not_force_deleted_until_the_nod
     cluster.double.delete_node("node-1")  # an operator confirms the node is dead
     async with asyncio.timeout(HANG):
         await killing
+    await cluster.recorder.wait_for(lambda: "r1" in cluster.recorder.gone_runs, within=HANG)
     assert cluster.recorder.gone_runs == ["r1"]
     assert force_deletes(cluster) == []
 
