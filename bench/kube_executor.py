@@ -9,6 +9,12 @@ list, informers synced), then ``--seconds`` of steady state, which includes the 
 relist (``--resync``). Heartbeats are simulated: the node report is read every 1.5 s,
 as each lease call does.
 
+With ``--restart-after S`` the API server restarts S seconds into the steady state: every
+watch is cut, watches are answered 429 ``storage is (re)initializing`` (``Retry-After: 1``)
+for ``--rebuild`` seconds while its watch cache rebuilds, then served again; the summary
+adds ``restart_relists`` (list calls per watch loop after the restart: nodes, other pods,
+Armada pods; a resuming executor makes none) and ``restart_refused_watches``.
+
 Prints a human summary, then one JSON line: ``startup_seconds``, ``startup_max_stall_ms``,
 ``steady_cpu_seconds_per_minute`` (this process's CPU, the executor's, per minute of
 steady state), ``steady_max_stall_ms`` (the longest the event loop was late by),
@@ -22,8 +28,10 @@ import asyncio
 import gc
 import multiprocessing
 import random
+import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +116,31 @@ async def _churn(double: KubeDouble, pods: int, per_second: int, nodes: int) -> 
             double.store.remove("pods", old)
 
 
-def serve(port_out: Any, nodes: int, pods: int, churn: int) -> None:
+def _lists(double: KubeDouble) -> Counter[str]:
+    """List (not watch) calls by watch loop: nodes, other pods, Armada pods."""
+    counts: Counter[str] = Counter()
+    for line in double.requests:
+        if not line.startswith("GET ") or re.search(r"[?&]watch=(?:true|True|1)", line):
+            continue
+        if " /api/v1/nodes" in line:
+            counts["nodes"] += 1
+        else:
+            counts["other pods" if re.search(r"labelSelector=(?:%21|!)", line) else "armada pods"] += 1
+    return counts
+
+
+async def _restart(double: KubeDouble, when: Any, rebuild: float, out: Any) -> None:
+    """Restart the API server once ``when`` is set; report the relists 30 s after it is back."""
+    await asyncio.get_running_loop().run_in_executor(None, when.wait)
+    before = _lists(double)
+    double.restart()
+    await asyncio.sleep(rebuild)
+    double.cache_ready = True
+    await asyncio.sleep(30.0)
+    out.send({"relists": dict(_lists(double) - before), "refused_watches": len(double.refused_watches)})
+
+
+def serve(port_out: Any, nodes: int, pods: int, churn: int, restart: tuple[Any, float] | None) -> None:
     """The child process: the API double with the simulated cluster."""
 
     async def main() -> None:
@@ -123,7 +155,9 @@ def serve(port_out: Any, nodes: int, pods: int, churn: int) -> None:
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         port_out.send(runner.addresses[0][1])
+        restarting = [asyncio.create_task(_restart(double, *restart, port_out))] if restart else []
         await _churn(double, pods, churn, nodes)
+        await asyncio.gather(*restarting)
 
     asyncio.run(main())
 
@@ -217,6 +251,8 @@ async def measure(port: int, args: argparse.Namespace) -> dict[str, Any]:
         late = [0.0]
         beat = asyncio.create_task(heartbeats(backend, late))
         await asyncio.sleep(args.warmup)
+        if args.restart_after:
+            asyncio.get_running_loop().call_later(args.restart_after, args.restart_event.set)
         stalls.reset()
         late[0], startup_gc, pauses.worst = 0.0, pauses.worst, 0.0
         cpu, wall = time.process_time(), time.perf_counter()
@@ -255,6 +291,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="steady-state window")
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--resync", type=float, default=600.0, help="the backend's resync_seconds")
+    parser.add_argument("--restart-after", type=float, default=0.0, help="restart the API server then")
+    parser.add_argument("--rebuild", type=float, default=10.0, help="seconds its watch cache rebuilds")
     parser.add_argument(
         "--no-freeze",
         dest="freeze",
@@ -263,13 +301,18 @@ def main() -> None:
     )
     args = parser.parse_args()
     receive, send = multiprocessing.Pipe(duplex=False)
-    server = multiprocessing.get_context("spawn").Process(
-        target=serve, args=(send, args.nodes, args.pods, args.churn), daemon=True
-    )
+    spawn = multiprocessing.get_context("spawn")
+    args.restart_event = spawn.Event()
+    restart = (args.restart_event, args.rebuild) if args.restart_after else None
+    server = spawn.Process(target=serve, args=(send, args.nodes, args.pods, args.churn, restart), daemon=True)
     server.start()
     try:
         port = receive.recv()
         result = asyncio.run(measure(port, args))
+        if restart is not None:
+            restarted = receive.recv() if receive.poll(60.0) else {}
+            result["restart_relists"] = restarted.get("relists")
+            result["restart_refused_watches"] = restarted.get("refused_watches")
     finally:
         server.terminate()
         server.join()
@@ -279,6 +322,7 @@ def main() -> None:
         f"{result['steady_cpu_seconds_per_minute']} CPU s/min, "
         f"longest stall {result['steady_max_stall_ms']} ms ({result['steady_max_stall_cpu_ms']} ms CPU), "
         f"heartbeat at most {result['heartbeat_max_late_ms']} ms late"
+        + (f"; after a restart, relists {result['restart_relists']}" if args.restart_after else "")
     )
     report(result)
 

@@ -92,6 +92,8 @@ def check_command(database_url: DatabaseUrlOption = None, config: ConfigOption =
     report = asyncio.run(run())
     for violation in report.violations:
         typer.echo(violation)
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}")
     verdict = "ok" if report.ok else f"FAILED: {len(report.violations)} violations listed"
     typer.echo(f"{verdict} ({report.events} events, {report.jobs} jobs, {report.runs} runs checked)")
     if not report.ok:

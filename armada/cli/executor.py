@@ -166,6 +166,7 @@ def executor(
         fake_nodes_file=fake_nodes_file,
         fake_speed=fake_speed,
     )
+    _exit_on_bad_cluster_id(settings.cluster_id)
     spawns = settings.backend == "process"
     if spawns and (refusals := _process_refusals(ctx, settings, config, token_file)):
         for refusal in refusals:
@@ -188,6 +189,17 @@ def executor(
     finally:
         if metrics_server is not None:
             metrics_server.shutdown()
+
+
+def _exit_on_bad_cluster_id(cluster_id: str) -> None:
+    from armada.executor.settings import check_cluster_id  # noqa: PLC0415
+    from armada.model.errors import InvalidRequest  # noqa: PLC0415
+
+    try:
+        check_cluster_id(cluster_id)
+    except InvalidRequest as exc:
+        typer.echo(f"error: {exc.field}: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _process_refusals(

@@ -13,6 +13,7 @@ from typing import Any
 from armada.executor.env import armada_env
 from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.leases import Lease
+from armada.model.metadata import as_label_value
 
 JOB_ID_LABEL = "armada_job_id"
 RUN_ID_LABEL = "armada_job_run_id"
@@ -60,7 +61,8 @@ def build_pod(lease: Lease, *, executor_id: str = "") -> dict[str, Any]:
                 **lease.labels,
                 JOB_ID_LABEL: lease.job_id,
                 RUN_ID_LABEL: lease.run_id,
-                QUEUE_LABEL: lease.queue,
+                # A queue stored before names had to be label values gets a valid one.
+                QUEUE_LABEL: as_label_value(lease.queue),
                 **({EXECUTOR_LABEL: executor_id} if executor_id else {}),
             },
             "annotations": {

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from armada.executor.agent import ExecutorAgent
 from armada.executor.backend import ClusterBackend
 from armada.executor.backends import make_backend
-from armada.executor.settings import ExecutorSettings
+from armada.executor.settings import ExecutorSettings, check_cluster_id
 from armada.metrics.executor import ExecutorMetrics, MeteredExecutorApiClient
 
 log = structlog.get_logger(__name__)
@@ -32,6 +32,7 @@ async def run_executor(
     ``kill_runs_on_shutdown``. ``armada serve --dev`` runs this as a task in its own loop.
     Leases, failed calls and held runs are counted in ``metrics`` (when given, to be served).
     """
+    check_cluster_id(settings.cluster_id)
     backend = backend or make_backend(settings)
     metrics = metrics or ExecutorMetrics(CollectorRegistry())
     async with MeteredExecutorApiClient(

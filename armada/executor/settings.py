@@ -11,6 +11,7 @@ import msgspec
 
 from armada.executor.categories import ErrorCategoriesSettings
 from armada.model.ingress_policy import IngressPolicy
+from armada.model.metadata import check_label_value
 from armada.model.podsecurity import Profile
 
 BackendName = Literal["kubernetes", "process", "fake"]
@@ -118,6 +119,10 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     image_pull_deadline_seconds: float = 900.0
     #: Return the lease of a pod pending for any other reason after this long.
     pending_deadline_seconds: float = 900.0
+    #: A pod bound to a node but not started after this long has its Warning Events read at
+    #: each housekeeping: a missing Secret/ConfigMap volume or an image that does not exist
+    #: returns its lease at once, with the Event's message, not after the deadlines above.
+    pending_events_after_seconds: float = 10.0
     #: Grace period given to pods deleted on cancel or preempt; unset means the pod's own
     #: ``terminationGracePeriodSeconds``.
     pod_kill_grace_seconds: int | None = None
@@ -141,6 +146,14 @@ class KubernetesSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_un
     #: After a killed pod's grace period, how long it may stay Terminating (finalizers, an
     #: unreachable node) before it is force-deleted and reported gone.
     terminating_deadline_seconds: float = 60.0
+    #: Pods on a node that stopped reporting (NotReady or Unknown: crashed, or only cut off
+    #: from the API server, its containers still running). ``fence``: such a pod is never
+    #: force-deleted and its run ends only when the node is deleted or its kubelet confirms
+    #: the containers stopped, so a job never runs twice at once, but its retry waits (until
+    #: an operator deletes a dead node). ``retry``: a pod evicted from such a node returns its
+    #: lease at once and a killed one is force-deleted after ``terminatingDeadlineSeconds``;
+    #: the retry may run beside the old container if the node was only cut off.
+    lost_node_pods: Literal["fence", "retry"] = "fence"
     #: A node NotReady for less than this is still reported ready (its pods usually keep
     #: running; Kubernetes itself waits 5 minutes before evicting them).
     node_not_ready_grace_seconds: float = 300.0
@@ -156,7 +169,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
 
     #: Base URL of the Armada server, e.g. ``https://armada.example.com``.
     server_url: str = "http://127.0.0.1:8080"
-    #: Cluster id, also the executor id: unique per executor.
+    #: Cluster id, also the executor id: unique per executor. A Kubernetes label value (1-63
+    #: letters, digits, '-', '_' or '.', starting and ending with a letter or digit): every pod
+    #: carries it as one, and every list of the executor's pods selects on it.
     cluster_id: str = "local"
     #: Pool this cluster's nodes belong to.
     pool: str = "default"
@@ -232,3 +247,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     kubernetes: KubernetesSettings = msgspec.field(default_factory=KubernetesSettings)
     #: How jobs' ``ingress`` configs become Ingresses and hostnames (kubernetes and fake backends).
     ingress: IngressSettings = msgspec.field(default_factory=IngressSettings)
+
+
+def check_cluster_id(cluster_id: str) -> None:
+    """Refuse (``InvalidRequest`` naming ``clusterId``) an id Kubernetes refuses as a label
+    value: every pod create would be a 422 and every list of the executor's pods a 400."""
+    check_label_value(cluster_id, "clusterId", empty=False)

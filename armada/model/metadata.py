@@ -12,6 +12,7 @@ naming the field; details quote at most a short prefix of the offending text.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 
@@ -88,18 +89,50 @@ def _short_key_problem(key: str) -> str | None:
     return None
 
 
+def label_value_problem(value: str, *, empty: bool = True) -> str | None:
+    """Why ``value`` is not a Kubernetes label value (``IsValidLabelValue``; not empty either
+    unless ``empty``), or ``None``."""
+    if (not value and empty) or (value and len(value) <= MAX_NAME_PART and _NAME_PART.fullmatch(value)):
+        return None
+    return (
+        f"{shown(value)} must be {'empty or ' if empty else ''}1 to {MAX_NAME_PART} letters, digits, "
+        "'-', '_' or '.', starting and ending with a letter or digit"
+    )
+
+
+def check_label_value(value: str, field: str, *, empty: bool = True) -> None:
+    """``value`` is a valid label value (and not empty unless ``empty``)."""
+    problem = label_value_problem(value, empty=empty)
+    if problem is not None:
+        raise InvalidRequest(problem, field=field)
+
+
+#: Hex digits of the hash that makes a sanitised label value unique.
+_HASH_DIGITS = 10
+
+
+def as_label_value(text: str) -> str:
+    """``text`` itself when it is a valid label value, else a valid one derived from it: the
+    allowed characters kept (others as ``-``), trimmed, and a hash of the whole of ``text``
+    appended so that two different texts never share a value. For names stored before the
+    rules were enforced (a queue named ``team-``)."""
+    if label_value_problem(text) is None:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:_HASH_DIGITS]
+    kept = re.sub(r"[^-A-Za-z0-9_.]", "-", text)[: MAX_NAME_PART - _HASH_DIGITS - 1]
+    kept = re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", kept)
+    return f"{kept}-{digest}" if kept else digest
+
+
 def check_labels(labels: Mapping[str, str], field: str) -> None:
     """Kubernetes label rules: qualified-name keys, values of at most 63 name characters."""
     for key, value in labels.items():
         problem = qualified_name_problem(key)
         if problem is not None:
             raise InvalidRequest(f"label key {problem}", field=field)
-        if value and (len(value) > MAX_NAME_PART or not _NAME_PART.fullmatch(value)):
-            raise InvalidRequest(
-                f"label value {shown(value)} must be empty or 1 to {MAX_NAME_PART} letters, digits, "
-                "'-', '_' or '.', starting and ending with a letter or digit",
-                field=f"{field}.{key}",
-            )
+        problem = label_value_problem(value)
+        if problem is not None:
+            raise InvalidRequest(f"label value {problem}", field=f"{field}.{key}")
 
 
 def annotations_bytes(annotations: Mapping[str, str]) -> int:

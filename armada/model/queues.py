@@ -10,9 +10,11 @@ import msgspec
 from armada.model.numbers import Fraction, Weight
 from armada.model.podsecurity import Profile
 
-#: Queue names: 1-63 characters, letters, digits, ``-``, ``_`` and ``.``, starting with a
-#: letter or digit. Small enough to be safe in URLs, labels and metric names.
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+#: Queue names: 1-63 characters, letters, digits, ``-``, ``_`` and ``.``, starting and ending
+#: with a letter or digit. Small enough to be safe in URLs and metric names, and a valid
+#: Kubernetes label value (pods carry their queue's name as one: a name ending in ``-`` would
+#: make every pod create a 422).
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
 
 
 class SubjectKind(StrEnum):

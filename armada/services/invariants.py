@@ -22,7 +22,8 @@ from armada.eventstore.store import EventStore, StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model.events import ExecutorNode, UnreadableEvent
 from armada.model.jobs import decode_job
-from armada.model.queues import Queue
+from armada.model.metadata import as_label_value
+from armada.model.queues import QUEUE_NAME, Queue
 from armada.model.states import RUN_STATE_AFTER, STATE_AFTER, JobState
 
 READ_BATCH = 5000
@@ -44,6 +45,8 @@ class Report:
     jobs: int = 0
     runs: int = 0
     violations: list[str] = field(default_factory=list)
+    #: What an operator should know but that breaks no rule (the check still passes).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -160,6 +163,11 @@ async def _check_view_records(conn: AsyncConnection, report: Report) -> None:
                 decode(spec)
             except msgspec.DecodeError as exc:
                 report.violation(f"view: {kind} {key} has an unreadable spec: {exc}")
+            if kind == "queue" and not QUEUE_NAME.match(key):
+                report.warnings.append(
+                    f"queue {key!r}: its name is not a Kubernetes label value (created before names "
+                    f"were checked); its pods are labelled {as_label_value(key)!r} instead"
+                )
 
 
 def _decoder(kind: type[msgspec.Struct]) -> Callable[[Any], object]:

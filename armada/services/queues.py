@@ -29,7 +29,8 @@ from armada.services.retry_policies import check_queue_policies
 def check_queue(queue: Queue) -> None:
     if not QUEUE_NAME.match(queue.name):
         raise InvalidRequest(
-            "queue names are 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            "queue names are 1-63 letters, digits, '.', '_' or '-', starting and ending with a letter or "
+            "digit (they become Kubernetes label values)",
             field="name",
         )
     check_labels(queue.labels, "labels")

@@ -55,6 +55,11 @@ def test_upstream_field_names_round_trip(server: ApiServer) -> None:
     ("body", "status", "field"),
     [
         ({"name": "bad name!"}, 400, "name"),
+        # Queue names are pod label values: Kubernetes refuses one ending in '-', '.' or '_'.
+        ({"name": "team-"}, 400, "name"),
+        ({"name": "team."}, 400, "name"),
+        ({"name": "team_"}, 400, "name"),
+        ({"name": "q" * 64}, 400, "name"),
         ({"name": "ok-name", "priorityFactor": 0}, 400, "priorityFactor"),
         ({"name": "ok-name", "priorityFactor": -1}, 400, "priorityFactor"),
         ({"name": "ok-name", "colour": "red"}, 400, "colour"),

@@ -9,6 +9,8 @@ from sqlalchemy import update
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.model import events as ev
+from armada.model.metadata import as_label_value
+from armada.model.queues import Queue
 from armada.services.invariants import check
 from tests.databases import sqlite_url
 from tests.factories import RandomHistory, make_job, submission
@@ -83,3 +85,15 @@ async def test_admin_check_lists_unreadable_records(tmp_path: Path) -> None:
     assert f"seq {seq}: unreadable running event of job {bad.id}" in result.stdout
     assert f"view: job {bad.id} has an unreadable spec" in result.stdout
     assert "view: queue broken has an unreadable spec" in result.stdout
+
+
+async def test_admin_check_warns_of_a_stored_queue_whose_name_is_no_label_value(tmp_path: Path) -> None:
+    database = await Database(sqlite_url(tmp_path)).open()
+    # Created before queue names had to end with a letter or digit.
+    await database.store.append([ev.QueueCreated(queue="team-", spec=Queue(name="team-"))])
+    await database.close()
+    result = admin_check(database.url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    label = as_label_value("team-")
+    assert "warning: queue 'team-': its name is not a Kubernetes label value" in result.stdout
+    assert f"its pods are labelled {label!r} instead" in result.stdout

@@ -202,3 +202,17 @@ def test_long_keys_are_refused_without_being_remembered() -> None:
     for size in (318, 5000, 1_000_000):
         assert "longer than 317" in (qualified_name_problem("k" * size) or "")
     assert metadata._short_key_problem.cache_info().currsize == before
+
+
+@given(st.text(max_size=80))
+def test_any_text_maps_to_a_valid_label_value_kept_when_already_valid(text: str) -> None:
+    value = metadata.as_label_value(text)
+    assert metadata.label_value_problem(value) is None
+    if metadata.label_value_problem(text) is None:
+        assert value == text
+
+
+def test_stored_names_that_are_not_label_values_map_to_distinct_values() -> None:
+    values = {metadata.as_label_value(name) for name in ("team-", "team.", "team_", "team", "-", "é")}
+    assert len(values) == 6
+    assert metadata.as_label_value("team-").startswith("team-")

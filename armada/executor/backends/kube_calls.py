@@ -128,6 +128,23 @@ async def close_api(api: client.ApiClient) -> None:
     await api.close()
 
 
+def after_watch_failure(exc: Exception, version: str, backoff: Backoff) -> tuple[str, float]:
+    """The resource version to go on from after a list or watch failed, and the wait first.
+
+    Only a 410 (the version is too old) forgets the version and so relists: at once when a
+    watch said it, after a back-off when the relist itself did (its continue token expired
+    again). Anything else (429 while a restarted API server rebuilds its watch cache, a 5xx,
+    a reset stream) keeps the version, so the watch resumes where it was after a back-off
+    with jitter (or the server's ``Retry-After``, if longer), as client-go's reflector does:
+    an API server restart under thousands of executors and pods must not become a relist storm.
+    """
+    status = exc.status if isinstance(exc, KubeError) else 0
+    if status == 410:
+        return "", backoff.next_delay() if not version else 0.0
+    retry_after = exc.retry_after if isinstance(exc, KubeError) else None
+    return version, max(retry_after or 0.0, backoff.next_delay())
+
+
 class KubeCalls:
     """API calls with a timeout, and retries with back-off that honour ``Retry-After``."""
 

@@ -2,7 +2,9 @@
 
 A 400/422 (an invalid pod) or an admission webhook's or Pod Security's 403 is the job's
 own fault: the run fails and is not retried. A quota that is full (403 "exceeded quota")
-is temporary, and a missing PriorityClass, a missing or terminating namespace are the
+is temporary, as is one whose usage the quota controller has not computed yet ("status
+unknown for quota", after a quota is created or the controller restarts); a missing
+PriorityClass, a missing or terminating namespace are the
 cluster's configuration, not the job's: those return the lease (retryable) so that the
 job runs elsewhere or later. Either way the reason is the API server's own message.
 """
@@ -16,7 +18,7 @@ from armada.executor.backends.kube_calls import KubeError
 
 #: 403 messages that are about the cluster's state or configuration, not the pod.
 _CLUSTER_SIDE = re.compile(
-    r"exceeded quota|is being terminated|no PriorityClass with name|"
+    r"exceeded quota|status unknown for quota|is being terminated|no PriorityClass with name|"
     r"unable to create new content in namespace",
     re.IGNORECASE,
 )

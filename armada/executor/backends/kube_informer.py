@@ -4,12 +4,12 @@ The node report used to be rebuilt every 10 s from full, unpaginated lists of ev
 and every non-terminal pod; on a 100,000-pod cluster that blocked the event loop for
 minutes. Here nodes and non-Armada pods are each listed once (page by page: a consistent
 read, since the watch cache would ignore ``limit``) and then followed by a watch, which is
-renewed from its last resource version (kept fresh by bookmarks) when the server ends it,
-and relisted only after a 410. Non-Armada pods are selected server-side (not labelled as
-Armada's, bound to a node, not terminal: pods leaving that selection arrive as DELETED)
-and reduced to what the report needs: their node and requests, added to and subtracted
-from a per-node total as they come and go. Node reports are rebuilt only for nodes that
-changed.
+renewed from its last resource version (kept fresh by bookmarks) when the server ends it
+or it fails (429, 5xx, a reset), and relisted only after a 410. Non-Armada pods are
+selected server-side (not labelled as Armada's, bound to a node, not terminal: pods leaving
+that selection arrive as DELETED) and reduced to what the report needs: their node and
+requests, added to and subtracted from a per-node total as they come and go. Node reports
+are rebuilt only for nodes that changed.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from armada.executor.backends.kube_calls import Json, KubeCalls, KubeError
+from armada.executor.backends.kube_calls import Json, KubeCalls, after_watch_failure
 from armada.executor.backends.kube_nodes import node_report, pod_requests
 from armada.executor.backends.slices import Slices
 from armada.executor.cordons import CORDON_REASON_ANNOTATION
@@ -62,7 +62,8 @@ class Informer:
         self.synced = asyncio.Event()
 
     async def run(self) -> None:
-        """List, then watch for ever; relist after a 410 or a broken stream."""
+        """List, then watch for ever; resume from the last version after a failure, relist
+        only after a 410."""
         backoff = self._calls.backoff()
         version = ""
         while True:
@@ -79,9 +80,7 @@ class Informer:
                         self._drop(_key(event.object))
                     backoff.reset()
             except Exception as exc:
-                version = ""
-                gone = isinstance(exc, KubeError) and exc.status == 410
-                delay = 0.0 if gone else backoff.next_delay()
+                version, delay = after_watch_failure(exc, version, backoff)
                 log.warning(
                     "informer failed", selectors=self._selectors, error=repr(exc), retry_in=round(delay, 2)
                 )
@@ -206,6 +205,14 @@ class NodeView:
                 used[name] += sign * units
             used["pods"] += sign
             self._dirty.add(node)
+
+    def unreachable(self, name: str) -> bool:
+        """Whether the node exists and is not Ready (its kubelet may not act on deletions)."""
+        node = self.nodes.items.get(f"/{name}")
+        if node is None:
+            return False
+        conditions = (node.get("status") or {}).get("conditions") or []
+        return not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
     def cordoned(self) -> list[str]:
         """Nodes carrying the cordon annotation: those the executor cordoned on the server's order."""

@@ -205,6 +205,21 @@ def disruption(pod: Pod) -> str:
     return ""
 
 
+#: ``DisruptionTarget`` reason of the taint manager's eviction from an unreachable or
+#: not-ready node (the ``NoExecute`` taint's ``tolerationSeconds`` ran out).
+TAINT_EVICTION = "DeletionByTaintManager"
+
+
+def evicted_from_lost_node(pod: Pod) -> bool:
+    """Evicted from an unreachable node and not known to have stopped: the pod stays
+    Terminating with phase Running until the node comes back or is deleted, and its
+    container may still be running there (the node may only be cut off from the API)."""
+    if is_finished(pod):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "DisruptionTarget" and c.get("reason") == TAINT_EVICTION for c in conditions)
+
+
 def _started(pod: Pod) -> bool:
     return any(
         (s.get("state") or {}).get("running") or (s.get("state") or {}).get("terminated")
@@ -238,6 +253,13 @@ def pod_run_status(pod: Pod) -> RunStatus:
         return base
     pod_reason = str(status.get("reason") or "")
     end = _terminated(pod) or {}
+    if end.get("reason") == "ContainerStatusUnknown":
+        # Exit 137 made up by a kubelet back from a restart or a partition: the job's own
+        # end is unknown, so it is not the job's failure.
+        detail = f"container status unknown (node lost or kubelet restarted): {end.get('message') or ''}"
+        return replace(
+            base, kind="leaseReturned", reason=detail.rstrip(": "), run_attempted=True, retryable=True
+        )
     container_reason = str(end.get("reason") or "")
     cause = _cause(pod_reason, container_reason)
     message = str(status.get("message") or end.get("message") or "")

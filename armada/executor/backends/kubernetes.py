@@ -2,7 +2,8 @@
 
 The backend keeps a cache of its own pods (labelled with its executor id) fed by a
 paginated list and then a watch with bookmarks, renewed from its last resource version
-when the API server ends it and relisted on 410 or every ``resync_seconds`` (so a missed
+when the API server ends it or it fails (429, 5xx, a reset), relisted on 410 or every
+``resync_seconds`` (so a missed
 event heals itself). It reports each pod's state to the tracker; housekeeping settles
 stuck pods and deletes finished pods once their result is delivered.
 
@@ -10,7 +11,9 @@ Rules that keep a run from being lost or run twice: a run is declared gone only 
 evidence newer than its launch (a DELETED event, or a list *started* after its pod was
 created); an ambiguous create (5xx, timeout, connection lost) is read back before the
 lease is returned; a pod stuck Terminating is force-deleted after a deadline and then
-reported gone, so cancel and preempt always complete.
+reported gone, so cancel and preempt always complete, unless its node is unreachable and
+``lostNodePods`` is ``fence``: its container may still run, so the pod is left to the node's
+deletion or its kubelet's return.
 """
 
 from __future__ import annotations
@@ -24,10 +27,19 @@ from typing import Literal
 
 import structlog
 from kubernetes_asyncio import client
+from msgspec.structs import replace
 
 from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
-from armada.executor.backends.kube_calls import KubeCalls, KubeError, api_client_from, close_api
+from armada.executor.backends.kube_calls import (
+    RETRIED_STATUS,
+    KubeCalls,
+    KubeError,
+    after_watch_failure,
+    api_client_from,
+    close_api,
+)
 from armada.executor.backends.kube_create import create_refused
+from armada.executor.backends.kube_events import event_verdict, read_events, worth_reading
 from armada.executor.backends.kube_expose import Exposures
 from armada.executor.backends.kube_informer import NodeView
 from armada.executor.backends.kube_logs import read_pod_log
@@ -35,6 +47,7 @@ from armada.executor.backends.kube_pods import (
     CachedPod,
     Pod,
     StuckDeadlines,
+    evicted_from_lost_node,
     failed_container,
     parse_time,
     pod_run_status,
@@ -112,10 +125,23 @@ class KubernetesBackend:
         return self._api_calls.core
 
     async def discover(self) -> list[FoundRun]:
-        """Pods of this executor already in the cluster (from an earlier run of it)."""
+        """Pods of this executor already in the cluster (from an earlier run of it); the list is
+        retried with back-off while the API server is unavailable (restarting, throttling)."""
         if self._api is None:
             self._api = await api_client_from(self._settings)
             self._calls = KubeCalls(self._api, self._settings)
+        backoff = self._api_calls.backoff()
+        while True:
+            try:
+                return await self._discover()
+            except KubeError as exc:
+                if exc.status not in RETRIED_STATUS and exc.status != 410:
+                    raise
+                delay = max(exc.retry_after or 0.0, backoff.next_delay())
+                log.warning("pod discovery failed", error=str(exc), retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
+
+    async def _discover(self) -> list[FoundRun]:
         list_pods = self._core.list_pod_for_all_namespaces
         started, version, slices = time.monotonic(), "", Slices()
         async for page, page_version in self._api_calls.pages(list_pods, label_selector=self._selector):
@@ -274,19 +300,38 @@ class KubernetesBackend:
         deadline = time.monotonic() + grace + self._settings.terminating_deadline_seconds
         # The watch normally reports the deletion; a broken or lagging watch is covered
         # by asking the API directly every few seconds.
-        while exists and not gone.is_set() and (left := deadline - time.monotonic()) > 0:
+        fenced = False
+        while exists and not gone.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if not self._fenced(run_id):
+                    break
+                if not fenced:
+                    fenced = True
+                    log.warning("pod on an unreachable node: fenced, not force-deleted", run_id=run_id)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(min(_KILL_CHECK_SECONDS, left)):
+                async with asyncio.timeout(
+                    min(_KILL_CHECK_SECONDS, left) if left > 0 else _KILL_CHECK_SECONDS
+                ):
                     await gone.wait()
             exists = not gone.is_set() and await self._pod_of_run_exists(namespace, name, run_id)
         if exists and not gone.is_set():
-            # Finalizers or an unreachable node: the pod would stay Terminating for ever.
+            # Finalizers, or an unreachable node under lostNodePods: retry: it would stay Terminating.
             log.warning("pod stuck terminating: force-deleting", run_id=run_id, pod=name)
             with contextlib.suppress(KubeError):
                 await self._delete(namespace, name, grace=0)
         if not gone.is_set():
             self._forget(run_id)
             await self._report().gone(run_id)
+
+    def _fenced(self, run_id: str) -> bool:
+        """A pod stuck Terminating on an unreachable node under ``lostNodePods: fence``: its
+        container may still run, so it is not force-deleted (the run would be retried beside it)."""
+        pod = self._pods.get(run_id)
+        if self._settings.lost_node_pods != "fence" or pod is None or self._view is None:
+            return False
+        node = str((pod.json().get("spec") or {}).get("nodeName") or "")
+        return bool(node) and self._view.unreachable(node)
 
     async def _pod_of_run_exists(self, namespace: str, name: str, run_id: str) -> bool:
         try:
@@ -369,8 +414,7 @@ class KubernetesBackend:
                         await self._on_pod(event.type, event.object)
                     backoff.reset()
             except Exception as exc:
-                version = ""  # relist: a 410 (too old) or a broken stream
-                delay = 0.0 if isinstance(exc, KubeError) and exc.status == 410 else backoff.next_delay()
+                version, delay = after_watch_failure(exc, version, backoff)
                 log.warning("pod watch failed", error=repr(exc), retry_in=round(delay, 2))
                 await asyncio.sleep(delay)
 
@@ -425,6 +469,11 @@ class KubernetesBackend:
 
     async def _observe(self, pod: Pod) -> None:
         status = pod_run_status(pod)
+        if self._settings.lost_node_pods == "retry" and evicted_from_lost_node(pod):
+            reason = (
+                "evicted from an unreachable node (lostNodePods: retry; its container may still run there)"
+            )
+            status = replace(status, kind="leaseReturned", reason=reason, run_attempted=True, retryable=True)
         if status.kind != "failed":
             await self._report().observe(status)
             info = self._exposures.info(pod, status)
@@ -483,9 +532,10 @@ class KubernetesBackend:
                     await self._delete(namespace, name, grace=0)
             elif pod.phase == "Pending":
                 full = pod.json()
-                verdict = stuck_verdict(
-                    full, pending_for=self._pending_for(run_id, full), deadlines=self._deadlines
-                )
+                pending_for = self._pending_for(run_id, full)
+                verdict = stuck_verdict(full, pending_for=pending_for, deadlines=self._deadlines)
+                if verdict is None and pending_for >= self._settings.pending_events_after_seconds:
+                    verdict = await self._events_verdict(full)
                 if verdict is not None:
                     log.warning(
                         "stuck pod", run_id=run_id, pod=name, verdict=verdict.kind, reason=verdict.reason
@@ -494,8 +544,23 @@ class KubernetesBackend:
                     with contextlib.suppress(KubeError):
                         await self._delete(namespace, name, grace=0)
 
+    async def _events_verdict(self, pod: Pod) -> RunStatus | None:
+        if not worth_reading(pod):
+            return None
+        try:
+            return event_verdict(pod, await read_events(self._api_calls, pod))
+        except KubeError as exc:
+            log.debug("pod events not read", pod=pod["metadata"].get("name"), error=str(exc))
+            return None
+
     def _pending_for(self, run_id: str, pod: Pod) -> float:
+        """How long the pod has been pending: the lesser of its age by the API server's
+        ``creationTimestamp`` against the local clock and the time since this executor first
+        saw it (immune to clock skew). A local clock ahead of the server's would otherwise make
+        a fresh pod look old and return its lease at once; the cost is that a restarted
+        executor gives a pending pod its whole deadline again."""
+        seen = time.monotonic() - self._first_seen.get(run_id, time.monotonic())
         created = parse_time(pod["metadata"].get("creationTimestamp"))
-        if created is not None:
-            return (datetime.now(UTC) - created).total_seconds()
-        return time.monotonic() - self._first_seen.get(run_id, time.monotonic())
+        if created is None:
+            return seen
+        return min((datetime.now(UTC) - created).total_seconds(), seen)

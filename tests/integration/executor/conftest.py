@@ -67,10 +67,16 @@ def lease(run: str, job: str | None = None, argv: list[str] | None = None, **fie
     return Lease(
         run_id=run,
         job_id=job or f"job-{run}",
-        queue="q",
+        queue=fields.pop("queue", "q"),
         job_set_id="set",
         owner="alice",
         node=fields.pop("node", "test-cluster-node-0"),
         pod_spec={"containers": [{"name": "main", "image": "busybox", "args": argv or ["true"]}]},
         **fields,
     )
+
+
+# The kubernetes backend's fixture, shared by its test modules (imported last: it uses ``lease``).
+from tests.integration.executor import kube_backend  # noqa: E402
+
+cluster = kube_backend.cluster

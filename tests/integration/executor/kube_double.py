@@ -12,6 +12,13 @@ with the API server's own message), and scriptable faults: latency, 429 with
 ``Retry-After``, 5xx, connection resets, and failures *after* the change was applied (the
 ambiguous create). Tests drive the kubelet's side with ``run``/``exit``/``disrupt``/
 ``reject``, so every outcome is a pod status a real kubelet would write.
+
+The bad day (issue 45): an API-server ``restart`` (watches cut, 429 while the watch cache
+rebuilds), resets and ``ERROR`` events mid-stream, 422 Invalid with ``details.causes``,
+quota "status unknown" and webhook refusals (``kube_admission``), node loss, return and
+deletion, kubelet evictions, shutdowns, ``StartError`` and ``ContainerStatusUnknown``,
+Warning Events for pending reasons (``kube_kubelet``), a skewed server clock, paginated
+lists read from one snapshot, and the watch cache's bookmark timing.
 """
 
 from __future__ import annotations
@@ -24,16 +31,18 @@ import re
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import aiohttp.web
 from kubernetes_asyncio import client
 
-from tests.integration.executor.kube_kubelet import KubeletScript, merge, now
+from tests.integration.executor.kube_admission import Admission
+from tests.integration.executor.kube_kubelet import KubeletScript, merge
 from tests.integration.executor.kube_services import ServiceAllocator
 from tests.integration.executor.kube_store import (
     ApiError,
@@ -60,8 +69,8 @@ def _rfc3339(at: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + (f".{fraction}" if fraction else "") + "Z"
 
 
-def status_body(code: int, reason: str, message: str) -> Obj:
-    return {
+def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
+    body = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -70,6 +79,7 @@ def status_body(code: int, reason: str, message: str) -> Obj:
         "reason": reason,
         "code": code,
     }
+    return body | ({"details": details} if details else {})
 
 
 @dataclass
@@ -98,7 +108,7 @@ class Hold:
 
 _ROUTE = re.compile(
     r"^/(?:api/v1|apis/scheduling\.k8s\.io/v1|apis/networking\.k8s\.io/v1)(?:/namespaces/(?P<ns>[^/]+))?"
-    r"/(?P<res>pods|nodes|namespaces|priorityclasses|resourcequotas|services|ingresses)"
+    r"/(?P<res>pods|nodes|namespaces|priorityclasses|resourcequotas|services|ingresses|events)"
     r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>status|log))?$"
 )
 _KINDS = {
@@ -109,7 +119,12 @@ _KINDS = {
     "resourcequotas": "ResourceQuota",
     "services": "Service",
     "ingresses": "Ingress",
+    "events": "Event",
 }
+#: The watch cache's last bookmark comes this long before a watch's deadline.
+_FINAL_BOOKMARK_SECONDS = 2.0
+#: Paginated lists whose snapshot is kept at once (older continue tokens get 410).
+_SNAPSHOTS = 64
 _API_VERSIONS = {"priorityclasses": "scheduling.k8s.io/v1", "ingresses": "networking.k8s.io/v1"}
 
 
@@ -123,16 +138,17 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.latency = 0.0
         #: A watch ends after this long at most (a real server ends them after 5-10 min).
         self.watch_seconds = 30.0
-        #: Seconds between BOOKMARK events on watches that allow them.
-        self.bookmark_seconds = 0.2
+        #: Seconds between BOOKMARK events on idle watches that allow them (the watch cache
+        #: sends about one a minute, and one more shortly before the watch's deadline).
+        self.bookmark_seconds = 60.0
         #: How long a kubelet takes to stop a gracefully deleted pod's containers.
         self.termination_seconds = 0.05
         #: Nodes whose kubelet is unreachable: their pods never finish terminating.
         self.unreachable: set[str] = set()
         #: Exit code a pod's containers give on SIGTERM (pod name → code; default 143).
         self.sigterm_exit: dict[str, int] = {}
-        #: Pods per namespace a quota allows (absent: no quota).
-        self.pod_quota: dict[str, int] = {}
+        #: Validation, quotas and webhooks of pod creates (``admission.pod_quota`` …).
+        self.admission = Admission(self.store)
         #: Container logs by (namespace, pod, container): plain text, served as it is.
         self.logs: dict[tuple[str, str, str], str] = {}
         #: Container logs as the kubelet keeps them, (time, line) each, for pods/log with
@@ -147,6 +163,17 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         #: Requests being answered now, and the most ever at once, per method.
         self.in_flight: dict[str, int] = defaultdict(int)
         self.max_in_flight: dict[str, int] = defaultdict(int)
+        #: False while a restarted API server rebuilds its watch cache: watches get 429
+        #: (Kubernetes 1.31+) with ``Retry-After: restart_retry_after``; lists go to etcd.
+        self.cache_ready = True
+        #: How far the API server's clock is behind the executor's (its timestamps look old).
+        self.clock_behind_seconds = 0.0
+        self.restart_retry_after = 1
+        #: Watch requests refused while the cache was not ready.
+        self.refused_watches: list[str] = []
+        self._streams: dict[int, Web.Request] = {}
+        #: Snapshots of paginated lists being read, by continue token (oldest first).
+        self._snapshots: dict[str, list[Obj]] = {}
         self._holds: list[Hold] = []
         self._request_seen = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -191,10 +218,18 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             await asyncio.sleep(fault.delay)
             if not fault.after:
                 return self._fail(request, fault)
+        if not self.cache_ready and _flag(request.query, "watch"):
+            async with self._request_seen:
+                self.refused_watches.append(line)
+                self._request_seen.notify_all()
+            headers = {"Retry-After": str(self.restart_retry_after)}
+            body = status_body(429, "TooManyRequests", "Too many requests: storage is (re)initializing")
+            return Web.json_response(body, status=429, headers=headers)
         try:
             response = await self._route(request)
         except ApiError as exc:
-            return Web.json_response(status_body(exc.code, exc.reason, exc.message), status=exc.code)
+            body = status_body(exc.code, exc.reason, exc.message, exc.details)
+            return Web.json_response(body, status=exc.code)
         held = next((h for h in self._holds if not h.arrived.is_set() and re.search(h.match, line)), None)
         if held is not None:
             held.arrived.set()
@@ -268,7 +303,8 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             raise ApiError(409, "AlreadyExists", f'{res} "{name}" already exists')
         if res == "services":
             self.allocate(body)
-        metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now())
+        created = datetime.now(UTC) - timedelta(seconds=self.clock_behind_seconds)
+        metadata.update(uid=str(uuid.uuid4()), creationTimestamp=created.strftime("%Y-%m-%dT%H:%M:%SZ"))
         body.setdefault("kind", _KINDS[res])
         body.setdefault("apiVersion", _API_VERSIONS.get(res, "v1"))
         if res == "pods":
@@ -294,15 +330,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
                 "Forbidden",
                 f'pods "{name}" is forbidden: no PriorityClass with name {priority_class} was found',
             )
-        limit = self.pod_quota.get(ns)
-        used = len(self.store.select(Selector("pods", ns)))
-        if limit is not None and used >= limit:
-            raise ApiError(
-                403,
-                "Forbidden",
-                f'pods "{name}" is forbidden: exceeded quota: compute-resources, requested: pods=1, '
-                f"used: pods={used}, limited: pods={limit}",
-            )
+        self.admission.admit_pod(ns, name, pod)
 
     def _selector(self, res: str, ns: str, query: Any) -> Selector:
         try:
@@ -316,26 +344,35 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             raise ApiError(
                 400, "BadRequest", "resourceVersionMatch is forbidden unless resourceVersion is provided"
             )
-        version, after = self.store.version, None
+        # resourceVersion=0 is served from the watch cache, which ignores ``limit`` and
+        # answers with everything at once (kube-apiserver's cacher, computeListLimit).
+        limit = 0 if query.get("resourceVersion") == "0" else int(query.get("limit") or 0)
         if query.get("continue"):
             token = json.loads(base64.b64decode(query["continue"]))
-            if token["rv"] < self.store.oldest:
+            snapshot = self._snapshots.get(token["snapshot"])
+            if token["rv"] < self.store.oldest or snapshot is None:
                 raise ApiError(
                     410,
                     "Expired",
                     "The provided continue parameter is too old to display a consistent list result.",
                 )
-            version, after = token["rv"], tuple(token["after"])
-        # resourceVersion=0 is served from the watch cache, which ignores ``limit`` and
-        # answers with everything at once (kube-apiserver's cacher, computeListLimit).
-        limit = 0 if query.get("resourceVersion") == "0" else int(query.get("limit") or 0)
-        items = self.store.page(selector, after, limit + 1 if limit else 0)
+            version, at = token["rv"], token["at"]
+        else:
+            # A paginated list is one snapshot, at the first page's version: later pages show
+            # the objects as they were then (etcd reads at that revision), not as they are now.
+            version, at = self.store.version, 0
+            snapshot = self.store.select(selector)
+        items = snapshot[at : at + limit] if limit else snapshot[at:]
         metadata: Obj = {"resourceVersion": str(version)}
-        if limit and len(items) > limit:
-            items = items[:limit]
-            last = items[-1]["metadata"]
-            token = {"rv": version, "after": [res, last.get("namespace", ""), last["name"]]}
+        key = token["snapshot"] if query.get("continue") else uuid.uuid4().hex
+        if limit and at + limit < len(snapshot):
+            self._snapshots[key] = snapshot
+            while len(self._snapshots) > _SNAPSHOTS:
+                self._snapshots.pop(next(iter(self._snapshots)))
+            token = {"rv": version, "snapshot": key, "at": at + limit}
             metadata["continue"] = base64.b64encode(json.dumps(token).encode()).decode()
+        else:
+            self._snapshots.pop(key, None)
         return {"kind": f"{_KINDS[res]}List", "apiVersion": "v1", "metadata": metadata, "items": items}
 
     async def _watch(self, request: Web.Request, res: str, ns: str) -> Web.StreamResponse:
@@ -350,6 +387,9 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         async def send(kind: str, obj: Obj) -> None:
             await response.write(json.dumps({"type": kind, "object": obj}).encode() + b"\n")
 
+        self._streams[id(watcher)] = request
+        async with self._request_seen:  # a watch is open: ``wait_until`` predicates may hold
+            self._request_seen.notify_all()
         try:
             if version in ("", "0"):
                 backlog = [Change(0, "ADDED", res, copy.deepcopy(o)) for o in self.store.select(selector)]
@@ -357,23 +397,31 @@ class KubeDouble(KubeletScript, ServiceAllocator):
                 backlog = list(self.store.since(int(version), selector))
             for change in backlog:
                 await send(change.kind, change.obj)
+            loop = asyncio.get_running_loop()
+            final = loop.time() + seconds - min(_FINAL_BOOKMARK_SECONDS, seconds / 2)
             async with asyncio.timeout(seconds):
                 while True:
+                    wait = min(self.bookmark_seconds, max(0.0, final - loop.time())) if bookmarks else None
                     try:
-                        async with asyncio.timeout(self.bookmark_seconds if bookmarks else None):
+                        async with asyncio.timeout(wait):
                             next_change = await watcher.queue.get()
                     except TimeoutError:
                         meta = {"resourceVersion": str(self.store.version)}
                         await send("BOOKMARK", {"kind": _KINDS[res], "apiVersion": "v1", "metadata": meta})
+                        if loop.time() >= final:
+                            final = float("inf")  # one before the deadline, then wait it out
                         continue
                     if next_change is None:
                         break
                     await send(next_change.kind, next_change.obj)
+                    if next_change.kind == "ERROR":
+                        break
         except Gone as exc:
             await send("ERROR", status_body(410, "Expired", str(exc)))
         except (TimeoutError, ConnectionResetError):
             pass
         finally:
+            self._streams.pop(id(watcher), None)
             self.store.unsubscribe(watcher)
         return response
 
@@ -381,6 +429,31 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         """End every open watch now (an API server restart or a load balancer's idle cut)."""
         for watcher in self.store.watchers:
             watcher.queue.put_nowait(None)
+
+    def cut_watches(self) -> None:
+        """Reset the connection of every open watch mid-stream (a crash, a proxy dropping it)."""
+        for request in self._streams.values():
+            if request.transport is not None:
+                request.transport.abort()
+        self.end_watches()
+
+    def watch_error(self, code: int, message: str) -> None:
+        """Every open watch gets an ``ERROR`` event with this status, then ends."""
+        reason = {429: "TooManyRequests", 410: "Expired"}.get(code, "InternalError")
+        for watcher in self.store.watchers:
+            watcher.queue.put_nowait(Change(0, "ERROR", "", status_body(code, reason, message)))
+
+    def restart(self) -> None:
+        """The API server restarts: every watch is cut and, until ``cache_ready`` is set again,
+        watches are answered 429 while the watch cache rebuilds (etcd, and so the history
+        that watches resume from, is kept)."""
+        self.cache_ready = False
+        self.cut_watches()
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate`` holds, checked after every request and every watch opened."""
+        async with self._request_seen:
+            await self._request_seen.wait_for(predicate)
 
     def write_log(
         self, pod: str, line: str, *, at: float, container: str = "main", previous: bool = False

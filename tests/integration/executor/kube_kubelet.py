@@ -17,6 +17,12 @@ from tests.integration.executor.kube_store import Obj, Selector, Store
 
 #: Resources whose objects the garbage collector deletes with their owner.
 OWNED_RESOURCES = ("services", "ingresses")
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+_UNKNOWN = "The container could not be located when the pod was terminated"
+
+
+def _disruption(reason: str, message: str) -> Obj:
+    return {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message}
 
 
 def now() -> str:
@@ -42,6 +48,7 @@ class KubeletScript:
     #: How long after its owner pod is removed an owned object is (the collector is asynchronous).
     collection_seconds: float = 0.05
     unreachable: set[str]
+    _events: int = 0
     sigterm_exit: dict[str, int]
     _tasks: set[asyncio.Task[None]]
 
@@ -121,10 +128,12 @@ class KubeletScript:
         """Kubelet admission refused the pod (no container ever started)."""
         return self.set_pod(name, namespace, phase="Failed", reason=reason, message=message)
 
-    def disrupt(self, name: str, reason: str = "EvictionByEvictionAPI", namespace: str = "default") -> None:
+    def disrupt(
+        self, name: str, reason: str = "EvictionByEvictionAPI", namespace: str = "default", message: str = ""
+    ) -> None:
         """A drain, preemption or taint eviction: ``DisruptionTarget``, then graceful deletion."""
         pod = copy.deepcopy(self.pod(name, namespace))
-        condition = {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": reason}
+        condition = _disruption(reason, message or reason)
         pod.setdefault("status", {}).setdefault("conditions", []).append(condition)
         self.store.put("pods", pod)
         self._delete_pod(pod, grace=int(pod["spec"].get("terminationGracePeriodSeconds") or 30))
@@ -137,6 +146,151 @@ class KubeletScript:
             "lastTransitionTime": since or now(),
         }
         node.setdefault("status", {})["conditions"] = [condition]
+        self.store.put("nodes", node)
+
+    # --- kubelet-written outcomes -----------------------------------------------------
+    def evict(self, name: str, resource: str = "memory", namespace: str = "default") -> Obj:
+        """Node-pressure eviction: the kubelet kills the containers and keeps the pod, Failed
+        with reason ``Evicted`` and (1.26+) ``DisruptionTarget`` ``TerminationByKubelet``."""
+        message = f"The node was low on resource: {resource}. "
+        return self._kubelet_ended(name, namespace, "Evicted", message, 137)
+
+    def shutdown(self, name: str, namespace: str = "default") -> Obj:
+        """Graceful node shutdown: Failed, reason ``Terminated``, ``DisruptionTarget``."""
+        message = "Pod was terminated in response to imminent node shutdown."
+        return self._kubelet_ended(name, namespace, "Terminated", message, 143)
+
+    def start_error(self, name: str, namespace: str = "default") -> Obj:
+        """The runtime could not start the container (no such executable): exit 128, ``StartError``."""
+        message = (
+            'failed to create containerd task: exec: "nope": executable file not found in $PATH: unknown'
+        )
+        ended = {"terminated": {"exitCode": 128, "reason": "StartError", "message": message}}
+        containers = self._containers(name, namespace, ended)
+        return self.set_pod(name, namespace, phase="Failed", containerStatuses=containers)
+
+    def container_unknown(self, name: str, namespace: str = "default") -> Obj:
+        """A kubelet back from a restart or a partition that cannot find the containers."""
+        ended = {"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown", "message": _UNKNOWN}}
+        containers = self._containers(name, namespace, ended)
+        return self.set_pod(name, namespace, phase="Failed", containerStatuses=containers)
+
+    def _kubelet_ended(self, name: str, namespace: str, reason: str, message: str, code: int) -> Obj:
+        pod = copy.deepcopy(self.pod(name, namespace))
+        conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+        conditions.append(_disruption("TerminationByKubelet", message))
+        self.store.put("pods", pod)
+        ended = {"terminated": {"exitCode": code, "reason": "Error"}}
+        containers = self._containers(name, namespace, ended)
+        return self.set_pod(
+            name, namespace, phase="Failed", reason=reason, message=message, containerStatuses=containers
+        )
+
+    # --- pending for reasons only Events tell -----------------------------------------
+    def image_not_found(self, name: str, namespace: str = "default") -> Obj:
+        """The image does not exist: the pull failed (a Warning Event says why), and the
+        status soon shows only ``ImagePullBackOff``."""
+        image = self.pod(name, namespace)["spec"]["containers"][0].get("image", "")
+        self.event(
+            name,
+            "Failed",
+            f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed to pull and '
+            f'unpack image "docker.io/library/{image}:latest": failed to resolve reference: not found',
+            namespace,
+        )
+        waiting = {"waiting": {"reason": "ImagePullBackOff", "message": f'Back-off pulling image "{image}"'}}
+        return self._waiting(name, namespace, waiting)
+
+    def missing_volume(self, name: str, secret: str, namespace: str = "default") -> Obj:
+        """A Secret volume that does not exist: ``ContainerCreating`` for ever, and ``FailedMount``."""
+        message = f'MountVolume.SetUp failed for volume "{secret}" : secret "{secret}" not found'
+        self.event(name, "FailedMount", message, namespace)
+        return self._waiting(name, namespace, {"waiting": {"reason": "ContainerCreating"}})
+
+    def event(self, pod: str, reason: str, message: str, namespace: str = "default") -> None:
+        """A Warning Event about ``pod``, as the kubelet records it."""
+        involved = {
+            "kind": "Pod",
+            "name": pod,
+            "namespace": namespace,
+            "uid": self.pod(pod, namespace)["metadata"]["uid"],
+        }
+        self._events += 1
+        self.store.put(
+            "events",
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{pod}.{self._events:016x}", "namespace": namespace},
+                "involvedObject": involved,
+                "reason": reason,
+                "message": message,
+                "type": "Warning",
+                "count": 1,
+                "source": {"component": "kubelet"},
+            },
+        )
+
+    def _waiting(self, name: str, namespace: str, state: Obj) -> Obj:
+        if not self.pod(name, namespace)["spec"].get("nodeName"):
+            self.bind(name, "node-1", namespace)
+        return self.set_pod(name, namespace, containerStatuses=self._containers(name, namespace, state))
+
+    # --- node lifecycle ----------------------------------------------------------------
+    def _pods_on(self, node: str) -> list[Obj]:
+        return self.store.select(Selector("pods", fields=(("spec.nodeName", node, True),)))
+
+    def lose_node(self, name: str, *, evict: bool = True) -> None:
+        """The node stops reporting: Ready ``Unknown``, the ``unreachable`` NoExecute taint,
+        and its kubelet out of reach. With ``evict``, the taint manager's eviction (after
+        ``tolerationSeconds``, 300 by default): pods stay Terminating with phase Running for
+        ever (kubernetes#51333), since no kubelet confirms them stopped."""
+        self.unreachable.add(name)
+        self._set_node(name, "Unknown", [{"key": UNREACHABLE_TAINT, "effect": "NoExecute"}])
+        for pod in self._pods_on(name) if evict else []:
+            if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                metadata = pod["metadata"]
+                message = "Taint manager: deleting due to NoExecute taint"
+                self.disrupt(metadata["name"], "DeletionByTaintManager", metadata["namespace"], message)
+
+    def restore_node(self, name: str, *, kubelet_restarted: bool = False) -> None:
+        """The kubelet is back: the containers of pods deleted meanwhile are gone without a
+        status (``ContainerStatusUnknown``, exit 137) and the pods removed; after a kubelet
+        restart, so are those of pods still running."""
+        self.unreachable.discard(name)
+        self._set_node(name, "True", [])
+        for pod in self._pods_on(name):
+            metadata = pod["metadata"]
+            finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if metadata.get("deletionTimestamp"):
+                if not finished:
+                    self.container_unknown(metadata["name"], metadata["namespace"])
+                self._finalize(copy.deepcopy(self.pod(metadata["name"], metadata["namespace"])))
+            elif kubelet_restarted and not finished:
+                self.container_unknown(metadata["name"], metadata["namespace"])
+
+    def delete_node(self, name: str) -> None:
+        """The Node object is deleted; PodGC then fails (1.26+) and force-deletes its pods."""
+        node = self.store.get("nodes", "", name)
+        if node is not None:
+            self.store.remove("nodes", node)
+        for found in self._pods_on(name):
+            pod = copy.deepcopy(found)
+            status = pod.setdefault("status", {})
+            status.setdefault("conditions", []).append(
+                _disruption("DeletionByPodGC", "PodGC: node no longer exists")
+            )
+            if status.get("phase") not in ("Succeeded", "Failed"):
+                status["phase"] = "Failed"
+            self.store.put("pods", pod)
+            self._finalize(pod)
+
+    def _set_node(self, name: str, ready: str, taints: list[Obj]) -> None:
+        node = copy.deepcopy(self.store.get("nodes", "", name) or {"metadata": {"name": name}})
+        reason = "KubeletReady" if ready == "True" else "NodeStatusUnknown"
+        condition = {"type": "Ready", "status": ready, "reason": reason, "lastTransitionTime": now()}
+        node.setdefault("status", {})["conditions"] = [condition]
+        node.setdefault("spec", {})["taints"] = taints
         self.store.put("nodes", node)
 
     def _containers(self, name: str, namespace: str, state: Obj) -> list[Obj]:

@@ -30,15 +30,26 @@ FIELD_LABELS = {
     "resourcequotas": {"metadata.name", "metadata.namespace"},
     "services": {"metadata.name", "metadata.namespace"},
     "ingresses": {"metadata.name", "metadata.namespace"},
+    "events": {
+        "metadata.name",
+        "metadata.namespace",
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "reason",
+        "type",
+        "source",
+    },
 }
 
 
 class ApiError(Exception):
     """An error the double answers with a ``Status`` body."""
 
-    def __init__(self, code: int, reason: str, message: str) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: Obj | None = None) -> None:
         super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
+        self.code, self.reason, self.message, self.details = code, reason, message, details
 
 
 class SelectorError(ValueError):
@@ -68,6 +79,7 @@ def field_matcher(resource: str, selector: str) -> list[tuple[str, str, bool]]:
     return terms
 
 
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _LABEL_TERM = re.compile(r"\s*(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w.-]*)|(in|notin)\s*\(([^)]*)\))?\s*")
 
 
@@ -83,6 +95,9 @@ def label_matcher(selector: str) -> list[tuple[str, str, frozenset[str]]]:
         if bang:
             terms.append((key, "absent", frozenset()))
         elif op:
+            if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+                problem = f"values[0][{key}]: Invalid value: {value!r}"
+                raise SelectorError(f"unable to parse requirement: {problem}")
             terms.append((key, "notin" if op == "!=" else "in", frozenset({value})))
         elif set_op:
             terms.append((key, set_op, frozenset(v.strip() for v in values.split(",") if v.strip())))
@@ -141,7 +156,9 @@ class Change:
         """This change as a watch with ``selector`` gets it, if at all.
 
         As the API server's watch cache does: an object that starts matching the
-        selection is ADDED to that watch, one that stops matching is DELETED from it.
+        selection is ADDED to that watch, one that stops matching is DELETED from it, and
+        that DELETED carries the object as it was when it last matched (``cache_watcher``
+        sends the previous object), with the new resource version.
         """
         now = selector.matches(self.resource, self.obj)
         if self.kind != "MODIFIED":
@@ -149,7 +166,11 @@ class Change:
         before = self.old is not None and selector.matches(self.resource, self.old)
         if now == before:
             return self if now else None
-        return Change(self.version, "ADDED" if now else "DELETED", self.resource, self.obj)
+        if now:
+            return Change(self.version, "ADDED", self.resource, self.obj)
+        previous = copy.deepcopy(self.old or {})
+        previous.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        return Change(self.version, "DELETED", self.resource, previous)
 
 
 @dataclass

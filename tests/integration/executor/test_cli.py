@@ -55,6 +55,16 @@ async def test_executor_process_leases_and_stops_on_sigterm(server: ContractServ
     assert "Bearer t0k" in server.auth_headers
 
 
+async def test_a_cluster_id_kubernetes_refuses_as_a_label_value_stops_the_executor(
+    server: ContractServer,
+) -> None:
+    process = await start_executor(server, "cluster-a-", "--backend", "fake", output=asyncio.subprocess.PIPE)
+    output, _ = await process.communicate()
+    assert process.returncode == 2, output.decode()
+    assert b"error: clusterId: 'cluster-a-' must be 1 to 63 letters" in output
+    assert not server.lease_requests
+
+
 def test_options_become_settings(tmp_path: Path) -> None:
     settings = settings_from_options(
         server="https://armada:8080",

@@ -80,6 +80,13 @@ async def test_watches_see_objects_enter_and_leave_their_selection(cluster: Any)
     query = "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded"
     replayed = await watch_lines(host, f"resourceVersion={version}&{query}", 3)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in replayed] == expected
+    # The DELETED carries the object as it last matched (Running), with the new version.
+    deleted = replayed[-1]["object"]
+    assert deleted["status"]["phase"] == "Running"
+    assert (
+        deleted["metadata"]["resourceVersion"]
+        == double.pod("d", "kube-system")["metadata"]["resourceVersion"]
+    )
 
 
 async def test_a_list_at_resource_version_0_ignores_limit_like_the_watch_cache(cluster: Any) -> None:
@@ -108,6 +115,19 @@ async def test_lists_page_with_limit_and_continue_and_old_tokens_expire(cluster:
     assert expired.value.status == 410
 
 
+async def test_later_pages_show_the_list_as_it_was_at_the_first(cluster: Any) -> None:
+    double, core, _ = cluster
+    await make_pods(core)
+    first = await core.list_pod_for_all_namespaces(limit=1)
+    double.set_pod("b", "kube-system", phase="Failed")
+    await core.create_namespaced_pod("kube-system", plain_pod("bb", "n1", "1", "1Gi"))
+    await core.delete_namespaced_pod("c", "kube-system", grace_period_seconds=0)
+    rest = await core.list_pod_for_all_namespaces(limit=5, _continue=first.metadata._continue)
+    assert [p.metadata.name for p in rest.items] == ["b", "c"]
+    assert rest.items[0].status.phase == "Running"
+    assert rest.metadata.resource_version == first.metadata.resource_version
+
+
 async def watch_lines(host: str, query: str, count: int) -> list[dict[str, Any]]:
     async with (
         aiohttp.ClientSession() as session,
@@ -128,7 +148,7 @@ async def test_watches_replay_from_a_version_send_bookmarks_and_answer_410_when_
     await core.patch_namespaced_pod_status("a", "kube-system", {"status": {"phase": "Failed"}})
     version = listed.metadata.resource_version
     events = await watch_lines(
-        host, f"resourceVersion={version}&labelSelector=app%3Dx&allowWatchBookmarks=true", 2
+        host, f"resourceVersion={version}&labelSelector=app%3Dx&allowWatchBookmarks=true&timeoutSeconds=1", 2
     )
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events[:1]] == [("MODIFIED", "a")]
     assert events[1]["type"] == "BOOKMARK"
@@ -178,7 +198,7 @@ async def test_admission_and_injected_faults(cluster: Any) -> None:
     with pytest.raises(ApiException) as missing:
         await core.create_namespaced_pod("nowhere", pod)
     assert missing.value.status == 404
-    double.pod_quota["kube-system"] = 0
+    double.admission.pod_quota["kube-system"] = 0
     with pytest.raises(ApiException) as quota:
         await core.create_namespaced_pod("kube-system", pod)
     assert quota.value.status == 403 and "exceeded quota" in json.loads(quota.value.body)["message"]

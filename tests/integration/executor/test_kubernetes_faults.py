@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,95 +16,25 @@ import pytest
 from kubernetes_asyncio import client
 
 from armada.executor.backends.kube_calls import close_api
-from armada.executor.backends.kubernetes import KubernetesBackend, api_client_from
+from armada.executor.backends.kubernetes import api_client_from
 from armada.executor.settings import KubernetesSettings
 from tests.integration.executor.conftest import lease
+from tests.integration.executor.kube_backend import (
+    HANG,
+    POD,
+    Cluster,
+    final,
+    fresh_nodes,
+    only_pending,
+    usage_becomes,
+)
 from tests.integration.executor.kube_double import (
     Fault,
-    KubeDouble,
-    kube_cluster,
     node,
     plain_pod,
     write_kubeconfig,
 )
 from tests.integration.executor.oidc_issuer import id_token, oidc_issuer
-from tests.integration.executor.recorder import Recorder
-
-#: Only a guard against a hang (the behaviour under test never waits this long).
-HANG = 60.0
-POD = "armada-j1-0"
-
-
-@dataclass
-class Cluster:
-    double: KubeDouble
-    api: client.ApiClient
-    backend: KubernetesBackend
-    recorder: Recorder
-
-    @property
-    def core(self) -> client.CoreV1Api:
-        return client.CoreV1Api(self.api)
-
-    async def launch(self, run: str = "r1", job: str = "j1", **fields: Any) -> None:
-        self.recorder.held.add(run)
-        async with asyncio.timeout(HANG):
-            await self.backend.launch(lease(run, job=job, node=fields.pop("node", "node-1"), **fields))
-
-
-FAST = {
-    "housekeeping_seconds": 3600,
-    "node_refresh_seconds": 3600,
-    "request_timeout_seconds": 0.5,
-    "retry_initial_seconds": 0.01,
-    "retry_max_seconds": 0.05,
-    "terminating_deadline_seconds": 0.2,
-    "pod_kill_grace_seconds": 1,
-}
-
-
-@pytest.fixture
-async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
-    overrides = getattr(request, "param", {})
-    async with kube_cluster() as (double, api):
-        settings = KubernetesSettings(**{**FAST, **overrides})
-        backend = KubernetesBackend(settings, 300.0, api=api, executor_id="exec-a")
-        recorder = Recorder()
-        await backend.discover()
-        await backend.start(recorder)
-        try:
-            yield Cluster(double, api, backend, recorder)
-        finally:
-            await backend.close()
-
-
-def only_pending(cluster: Cluster, run: str) -> bool:
-    """The run was reported pending (maybe more than once: the tracker drops repeats), nothing else."""
-    return set(cluster.recorder.kinds(run)) == {"pending"} and run not in cluster.recorder.gone_runs
-
-
-async def fresh_nodes(cluster: Cluster) -> list[Any]:
-    """The node report of a new backend (the fixture's was taken before the test made nodes)."""
-    backend = KubernetesBackend(KubernetesSettings(**FAST), 0.0, api=cluster.api)
-    try:
-        return await backend.nodes()
-    finally:
-        await backend.close()
-
-
-async def usage_becomes(cluster: Cluster, node_name: str, expected: dict[str, str]) -> None:
-    """Wait until the backend's informers report ``expected`` non-Armada usage on the node."""
-    async with asyncio.timeout(HANG):
-        while True:
-            reports = {n.name: n.allocated_non_armada for n in await cluster.backend.nodes()}
-            if reports.get(node_name) == expected:
-                return
-            await asyncio.sleep(0.01)
-
-
-async def final(cluster: Cluster, run: str = "r1") -> Any:
-    await cluster.recorder.wait_for(lambda: cluster.recorder.finished(run), within=HANG)
-    return cluster.recorder.final(run)
 
 
 # --- 1. double runs --------------------------------------------------------------------
@@ -243,7 +171,14 @@ async def test_the_node_report_follows_pods_and_nodes_through_watches(cluster: C
 @pytest.mark.parametrize(
     ("script", "message"),
     [
-        (lambda d: (d.add_priority_class("armada-default"), d.pod_quota.update(default=0)), "exceeded quota"),
+        (
+            lambda d: (d.add_priority_class("armada-default"), d.admission.pod_quota.update(default=0)),
+            "exceeded quota",
+        ),
+        (
+            lambda d: (d.add_priority_class("armada-default"), d.admission.quota_unknown.add("default")),
+            "status unknown for quota",
+        ),
         (lambda d: d.add_namespace("default", terminating=True), "being terminated"),
         (lambda d: None, "no PriorityClass with name armada-default"),
     ],

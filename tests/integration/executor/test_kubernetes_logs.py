@@ -10,11 +10,7 @@ import pytest
 
 from armada.executor.log_lines import LogMissing
 from armada.model.leases import LogOrder
-from tests.integration.executor.test_kubernetes_faults import (
-    POD,
-    Cluster,
-    cluster,  # noqa: F401 (the fixture)
-)
+from tests.integration.executor.kube_backend import POD, Cluster
 
 
 def order(**fields: object) -> LogOrder:
@@ -26,7 +22,7 @@ async def lines(system: Cluster, **fields: object) -> list[str]:
 
 
 @pytest.fixture
-async def running(cluster: Cluster) -> Cluster:  # noqa: F811 (the fixture's parameter)
+async def running(cluster: Cluster) -> Cluster:
     await cluster.launch()
     cluster.double.run(POD)
     now = time.time()
