@@ -165,6 +165,26 @@ def status(
         typer.echo(f"{job_id}\t{state}")
 
 
+@job_app.command("eta")
+def eta(
+    job_ids: JobIdsArgument, json: JsonOption = False, url: UrlOption = None, context: ContextOption = None
+) -> None:
+    """When queued jobs are expected to start: the forecast, its range and its basis."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from armada.cli.eta import describe  # noqa: PLC0415
+
+    with connect(url, context) as client:
+        found = client.job_forecast(job_ids)
+    if json:
+        print_json(found)
+        return
+    now = datetime.now(UTC)
+    for job_id in job_ids:
+        info = found.get(job_id)
+        typer.echo(f"{job_id}\t{describe(info, now) if info is not None else 'UNKNOWN'}")
+
+
 @job_app.command("details")
 def details(
     job_ids: JobIdsArgument,

@@ -14,6 +14,7 @@ from armada.client.config import ClientConfig
 from armada.client.transport import client_transport
 from armada.model.queues import Queue
 from armada.model.wire import jobs, logs, queries
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.queues import BatchQueueResponse
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
@@ -122,6 +123,10 @@ class AsyncArmadaClient:
 
     async def job_status(self, job_ids: Sequence[str]) -> dict[str, str]:
         return (await self.send(calls.job_status(job_ids))).job_states
+
+    async def job_forecast(self, job_ids: Sequence[str]) -> dict[str, JobForecastInfo]:
+        """When queued jobs are expected to start (ids not readable: ``UNKNOWN``)."""
+        return (await self.send(calls.job_forecast(job_ids))).forecasts
 
     async def job_details(
         self, job_ids: Sequence[str], *, expand_spec: bool = False, expand_runs: bool = False

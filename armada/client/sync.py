@@ -15,6 +15,7 @@ from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
 from armada.model.wire import jobs, logs, queries
 from armada.model.wire.fleet import ExecutorSummary
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.queues import BatchQueueResponse
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
@@ -178,6 +179,10 @@ class ArmadaClient:
 
     def job_status(self, job_ids: Sequence[str]) -> dict[str, str]:
         return self.send(calls.job_status(job_ids)).job_states
+
+    def job_forecast(self, job_ids: Sequence[str]) -> dict[str, JobForecastInfo]:
+        """When queued jobs are expected to start (ids not readable: ``UNKNOWN``)."""
+        return self.send(calls.job_forecast(job_ids)).forecasts
 
     def job_details(
         self, job_ids: Sequence[str], *, expand_spec: bool = False, expand_runs: bool = False

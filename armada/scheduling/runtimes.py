@@ -10,8 +10,10 @@ week moves the median of 64 runs by one place, not by a week.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+
+from armada.model.durations import parse_duration
 
 #: The hint annotation: the job's expected runtime as a duration (``90s``, ``1h30m``, ``3600``).
 EXPECTED_RUNTIME_ANNOTATION = "armadaproject.io/expectedRuntime"
@@ -25,6 +27,20 @@ DEFAULT_SPREAD = (0.25, 4.0)
 OVERDUE_FACTORS = (1.5, 3.0)
 #: Learned runtimes need this many runs of a key before they are trusted.
 MIN_SAMPLES = 3
+
+
+def runtime_hint(annotations: Mapping[str, str]) -> float | None:
+    """Seconds in the job's :data:`EXPECTED_RUNTIME_ANNOTATION`, ``None`` without one.
+
+    Raises ``ValueError`` for anything but a positive duration (submission refuses it).
+    """
+    text = annotations.get(EXPECTED_RUNTIME_ANNOTATION)
+    if text is None:
+        return None
+    seconds = parse_duration(text)
+    if not 0 < seconds < 10 * 365 * 86400:
+        raise ValueError(f"must be a positive duration under 10 years, got {text!r}")
+    return seconds
 
 
 @dataclass(frozen=True, slots=True)

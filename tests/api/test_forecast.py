@@ -1,0 +1,111 @@
+"""``POST /v1/job/forecast`` over real HTTP, on SQLite and PostgreSQL.
+
+The tests stand in for the executor (node reports and run events); the server's own
+forecast service refreshes on demand (its background loop would do the same every 10 s).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from armada.client import ArmadaClient
+from armada.model import events as ev
+from armada.model.ids import new_run_id
+from armada.model.wire.forecasts import ForecastOutcome as Outcome
+from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION as HINT
+from armada.services.forecasts import ForecastService
+from tests.api.jobs import item, pod_spec
+from tests.servers import ApiServer
+
+NEVER_SUBMITTED = "01hzzzzzzzzzzzzzzzzzzzzzzz"
+
+
+def forecasts_of(server: ApiServer) -> ForecastService:
+    service: ForecastService = server.app.state.services.forecasts
+    return service
+
+
+def one_node(server: ApiServer, queue: str) -> dict[str, str]:
+    """A 1-cpu node only this test's jobs select: the node selector to give them."""
+    label = {"forecast-test": queue}
+    node = ev.ExecutorNode(name="node-1", labels=label, allocatable={"cpu": 1000, "memory": 32 * 2**30})
+    server.append([ev.ExecutorReported(executor_id=f"ex-{queue}", pool="default", nodes=[node])])
+    return label
+
+
+def run_since(server: ApiServer, queue: str, job_id: str, since: datetime) -> None:
+    """The job leased to this test's node and running since ``since``."""
+    envelope = {"queue": queue, "job_set_id": "set", "job_id": job_id, "run_id": new_run_id()}
+    where = {"cluster_id": f"ex-{queue}", "node_name": "node-1", "pod_name": f"armada-{job_id}-0"}
+    server.append(
+        [
+            ev.JobLeased(
+                **envelope, cluster_id=f"ex-{queue}", node_id="node-1", pool="default", created=since
+            ),
+            ev.JobRunning(**envelope, **where, created=since),
+        ]
+    )
+
+
+def close(a: datetime | None, b: datetime) -> bool:
+    return a is not None and abs((a - b).total_seconds()) < 1e-3
+
+
+def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: ArmadaClient, queue: str) -> None:
+    selector = one_node(server, queue)
+    spec = pod_spec(nodeSelector=selector)
+    [running] = client.submit_jobs(queue, "set", [item(pod_spec=spec, annotations={HINT: "100s"})])
+    since = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=40)
+    run_since(server, queue, running, since)
+    queued = client.submit_jobs(
+        queue, "set", [item(pod_spec=spec, annotations={HINT: "1m"}) for _ in range(2)]
+    )
+    [huge] = client.submit_jobs(queue, "set", [item(pod_spec=pod_spec(cpu="64", nodeSelector=selector))])
+    server.run(forecasts_of(server).refresh())
+    [late] = client.submit_jobs(queue, "set", [item(pod_spec=spec)])
+
+    found = client.job_forecast([*queued, running, huge, late, NEVER_SUBMITTED])
+    first, second = found[queued[0]], found[queued[1]]
+    # The running job ends 100 s after it started (hints spread to 75..150 s): the first
+    # queued job starts then, the second 60 s (45..90 s) after that.
+    assert first.outcome is Outcome.FORECAST and first.basis == "hint"
+    assert close(first.expected_start, since + timedelta(seconds=100))
+    assert close(first.low, since + timedelta(seconds=75))
+    assert close(first.high, since + timedelta(seconds=150))
+    assert close(second.expected_start, since + timedelta(seconds=160))
+    assert close(second.low, since + timedelta(seconds=120))
+    assert close(second.high, since + timedelta(seconds=240))
+    assert first.as_of is not None and first.as_of >= since + timedelta(seconds=40)
+    assert found[running].outcome is Outcome.STARTED
+    assert found[huge].outcome is Outcome.NEVER and "fits no node shape" in found[huge].basis
+    assert found[late].outcome is Outcome.NOT_YET_FORECAST
+    assert found[NEVER_SUBMITTED].outcome is Outcome.UNKNOWN
+
+
+def test_no_room_ever_reads_not_within_the_horizon(
+    server: ApiServer, client: ArmadaClient, queue: str
+) -> None:
+    selector = one_node(server, queue)
+    spec = pod_spec(nodeSelector=selector)
+    [running] = client.submit_jobs(queue, "set", [item(pod_spec=spec, annotations={HINT: "800h"})])
+    run_since(server, queue, running, datetime.now(UTC))
+    [waiting] = client.submit_jobs(queue, "set", [item(pod_spec=spec)])
+    server.run(forecasts_of(server).refresh())
+    found = client.job_forecast([waiting])[waiting]
+    assert (found.outcome, found.expected_start) == (Outcome.NOT_WITHIN_HORIZON, None)
+
+
+@pytest.mark.parametrize("body", [b'{"jobIds": "x"}', b'{"jobIds": [], "extra": 1}'])
+def test_bad_bodies_are_400_naming_the_field(server: ApiServer, body: bytes) -> None:
+    response = server.send_json("POST", "/v1/job/forecast", body)
+    assert response.status_code == 400, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.json()["field"]
+
+
+def test_openapi_lists_the_route(server: ApiServer) -> None:
+    schema = httpx.get(f"{server.url}/schema/openapi.json").json()
+    assert "/v1/job/forecast" in schema["paths"]
