@@ -11,7 +11,7 @@ import msgspec
 from litestar import get
 from litestar.params import FromPath
 
-from armada.api.dependencies import Reads, Scheduler, Store
+from armada.api.dependencies import Forecasts, Reads, Scheduler, Store
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import watching
 from armada.model.errors import NotFound, PermissionDenied
@@ -60,10 +60,13 @@ async def queue_report(name: FromPath[str], scheduler: Scheduler, reads: Reads) 
     summary="Why a job waits, or where it was leased",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def job_report(job_id: FromPath[str], scheduler: Scheduler, store: Store, reads: Reads) -> JobReport:
+async def job_report(
+    job_id: FromPath[str], scheduler: Scheduler, store: Store, reads: Reads, forecasts: Forecasts
+) -> JobReport:
     if not await reads.jobs([job_id]):
         raise NotFound(f"job {job_id!r} does not exist", field="jobId")  # as build.job_report says it
-    return await build.job_report(store, scheduler.state, scheduler.history, job_id)
+    forecast = forecasts.view([job_id], [job_id])[job_id]
+    return await build.job_report(store, scheduler.state, scheduler.history, job_id, forecast)
 
 
 ROUTES = [scheduling_report, queue_report, job_report]

@@ -172,7 +172,7 @@ def eta(
     """When queued jobs are expected to start: the forecast, its range and its basis."""
     from datetime import UTC, datetime  # noqa: PLC0415
 
-    from armada.cli.eta import describe  # noqa: PLC0415
+    from armada.model.wire.forecasts import forecast_words  # noqa: PLC0415
 
     with connect(url, context) as client:
         found = client.job_forecast(job_ids)
@@ -182,7 +182,7 @@ def eta(
     now = datetime.now(UTC)
     for job_id in job_ids:
         info = found.get(job_id)
-        typer.echo(f"{job_id}\t{describe(info, now) if info is not None else 'UNKNOWN'}")
+        typer.echo(f"{job_id}\t{forecast_words(info, now) if info is not None else 'UNKNOWN'}")
 
 
 @job_app.command("details")

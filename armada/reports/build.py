@@ -11,6 +11,7 @@ from armada.eventstore.store import EventStore
 from armada.model.errors import NotFound
 from armada.model.resources import format_units
 from armada.model.states import JobState
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.reports import render
 from armada.reports.history import CycleHistory, CycleRecord
 from armada.reports.wire import (
@@ -115,7 +116,13 @@ def queue_report(state: ClusterState, history: CycleHistory, name: str) -> Queue
     return report
 
 
-async def job_report(store: EventStore, state: ClusterState, history: CycleHistory, job_id: str) -> JobReport:
+async def job_report(
+    store: EventStore,
+    state: ClusterState,
+    history: CycleHistory,
+    job_id: str,
+    forecast: JobForecastInfo | None = None,
+) -> JobReport:
     details = (await queries.job_details(store, [job_id], expand_spec=False, expand_runs=True)).get(job_id)
     if details is None:
         raise NotFound(f"job {job_id!r} does not exist", field="jobId")
@@ -143,6 +150,7 @@ async def job_report(store: EventStore, state: ClusterState, history: CycleHisto
         key=None,
         lease=lease,
         retries=details.retry_history,
+        forecast=forecast,
         cycle_finished=history.last.finished if history.last else None,
     )
     db = state.jobs

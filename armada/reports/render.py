@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from armada.model.wire.forecasts import forecast_words
 from armada.model.wire.retry_history import history_lines
 from armada.reports.wire import JobReport, KeyReport, QueueReport, SchedulingReport
 from armada.scheduling.shares import QueueShare
@@ -104,6 +105,8 @@ def job(report: JobReport) -> str:
     if report.position is not None:
         lines.append(f"Position {report.position} of {report.queued_in_queue} queued in {report.queue}")
     lines.append(f"Reason: {report.reason}")
+    if report.forecast is not None and report.forecast.as_of is not None:
+        lines.append(f"Expected start: {forecast_words(report.forecast, report.forecast.as_of)}")
     if report.key is not None:
         lines.append(_key(report.key)[0])
     if report.lease is not None:

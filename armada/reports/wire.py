@@ -7,6 +7,7 @@ from datetime import datetime
 
 import msgspec
 
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.retry_history import RetryHistory
 from armada.scheduling.shares import QueueShare
 
@@ -118,5 +119,7 @@ class JobReport(Report):
     cycle_finished: datetime | None
     #: Every attempt and what decided the next: retry policy, rule, category, mutations.
     retries: RetryHistory | None = None
+    #: When it is expected to start (queued jobs; docs/forecast.md).
+    forecast: JobForecastInfo | None = None
     #: The same, as text for people.
     report: str = ""

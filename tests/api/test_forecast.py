@@ -84,6 +84,10 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
     assert found[late].outcome is Outcome.NOT_YET_FORECAST
     assert found[NEVER_SUBMITTED].outcome is Outcome.UNKNOWN
 
+    report = client.job_report(queued[0])
+    assert report.forecast == first
+    assert "Expected start: in ~" in report.report and "basis: hint" in report.report
+
 
 def test_no_room_ever_reads_not_within_the_horizon(
     server: ApiServer, client: ArmadaClient, queue: str
