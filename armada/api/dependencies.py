@@ -86,7 +86,8 @@ async def provide_submitter(request: Request[Any, Any, Any]) -> Submitter:
     route's two or more dependencies in an anyio task group per request, which cost 14% of a
     one-job submission's server CPU (docs/performance.md, "One job per call")."""
     services = services_of(request.app.state)
-    return Submitter(services.store, services.submission_rules, caller_name(request), services.queued_cap)
+    user = caller_name(request)
+    return Submitter(services.store, services.submission_rules, user, services.queued_cap, services.forecasts)
 
 
 async def provide_queue_gate(request: Request[Any, Any, Any], state: State) -> QueueSecurityGate:

@@ -1,13 +1,16 @@
 """User commands on jobs: submit, cancel, reprioritize, preempt, and job queries."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from armada.cli import fleet
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_json
 from armada.model.wire.retry_history import history_lines
+
+if TYPE_CHECKING:
+    from armada.model.wire.jobs import JobSubmitRequest
 
 QueueArgument = Annotated[str, typer.Argument(help="Queue of the jobs.")]
 JobSetArgument = Annotated[str, typer.Argument(help="Job set of the jobs.")]
@@ -27,6 +30,12 @@ def submit(
     ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Check the file against the default rules; submit nothing.")
+    ] = False,
+    forecast: Annotated[
+        bool,
+        typer.Option(
+            "--forecast", help="Ask the server when these jobs would start if submitted now; submit nothing."
+        ),
     ] = False,
     url: UrlOption = None,
     context: ContextOption = None,
@@ -56,10 +65,25 @@ def submit(
             f"{len(request.job_request_items)} job(s) for {request.queue}/{request.job_set_id} look valid"
         )
         return
+    if forecast:
+        _forecast_submission(request, url, context)
+        return
     with connect(url, context) as client:
         job_ids = client.submit_jobs(request.queue, request.job_set_id, request.job_request_items)
     for job_id in job_ids:
         typer.echo(f"submitted job {job_id} to {request.queue}/{request.job_set_id}")
+
+
+def _forecast_submission(request: "JobSubmitRequest", url: str | None, context: str | None) -> None:
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from armada.model.wire.forecasts import forecast_words  # noqa: PLC0415
+
+    with connect(url, context) as client:
+        found = client.forecast_submission(request.queue, request.job_set_id, request.job_request_items)
+    now = datetime.now(UTC)
+    for index, info in enumerate(found):
+        typer.echo(f"job {index + 1}: {forecast_words(info, now) if info is not None else 'no forecast'}")
 
 
 @cancel_app.command("job")

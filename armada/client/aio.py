@@ -100,6 +100,13 @@ class AsyncArmadaClient:
         response = await self.send(calls.submit_jobs(queue, job_set_id, items))
         return [item.job_id for item in response.job_response_items]
 
+    async def forecast_submission(
+        self, queue: str, job_set_id: str, items: Sequence[jobs.JobSubmitRequestItem]
+    ) -> list[JobForecastInfo | None]:
+        """A dry run: when each job would start if submitted now (nothing is submitted)."""
+        response = await self.send(calls.submit_jobs(queue, job_set_id, items, dry_run=True))
+        return [item.forecast for item in response.job_response_items]
+
     async def cancel_jobs(
         self, queue: str, job_set_id: str, job_ids: Sequence[str], reason: str = ""
     ) -> list[str]:

@@ -243,9 +243,10 @@ def active_queues() -> Call[ActiveQueuesResponse]:
 
 
 def submit_jobs(
-    queue: str, job_set_id: str, items: Sequence[JobSubmitRequestItem]
+    queue: str, job_set_id: str, items: Sequence[JobSubmitRequestItem], dry_run: bool = False
 ) -> Call[JobSubmitResponse]:
-    body = JobSubmitRequest(queue=queue, job_set_id=job_set_id, job_request_items=list(items))
+    items = list(items)
+    body = JobSubmitRequest(queue=queue, job_set_id=job_set_id, job_request_items=items, dry_run=dry_run)
     return Call("POST", "/v1/job/submit", body, JobSubmitResponse)
 
 

@@ -113,13 +113,13 @@ class ForecastService:
                 out[job_id] = JobForecastInfo(outcome=ForecastOutcome.UNKNOWN)
         return out
 
-    async def if_submitted(self, jobs: Sequence[Job]) -> Forecasts:
+    async def if_submitted(self, jobs: Sequence[Job]) -> dict[str, JobForecastInfo]:
         """When ``jobs`` would start if they were submitted now (they are not)."""
         now = self.clock()
         extra = [requirements(job, submitted=now) for job in jobs]
         known = {job.id: self.learner.estimate(job_facts(job), job.queue, job.job_set_id) for job in jobs}
         found = await self._forecast(extra, known)
-        return Forecasts(found.as_of, {job.id: found.jobs[job.id] for job in jobs}, found.duration)
+        return {job.id: describe(found.jobs[job.id], found.as_of) for job in jobs}
 
     async def _forecast(
         self, extra: Sequence[JobRequirements] = (), known: Mapping[str, RuntimeEstimate] | None = None
