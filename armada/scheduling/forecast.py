@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 
+from armada.scheduling.arrivals import original_id
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.jobdb import QUEUED, RUNNING, JobDb
 from armada.scheduling.queues import QueueSpec
@@ -63,6 +64,9 @@ class ForecastSnapshot:
     cycle_period: float = 1.0
     #: Jobs not submitted: added to the copy as queued (``submit --dry-run``, what-if).
     extra_jobs: Sequence[JobRequirements] = ()
+    #: Jobs expected to arrive later, ``(time, job)`` in time order (:mod:`.arrivals`): simulated
+    #: from their time on, never reported.
+    arrivals: Sequence[tuple[float, JobRequirements]] = ()
     #: Events closer than this fraction of the time already simulated share one step.
     coarsening: float = COARSENING
 
@@ -120,7 +124,14 @@ def simulate(
     result = Simulation()
     state, t = snapshot.state, now
     freed_by = _end_due(db, ends, t) or ROOM_NOW
+    arrivals, arrived = snapshot.arrivals, 0
     while waiting and t <= end:
+        due = arrived
+        while due < len(arrivals) and arrivals[due][0] <= t:
+            due += 1
+        if due > arrived:
+            db.add_many(job for _, job in arrivals[arrived:due])
+            arrived = due
         cycle = schedule(
             db,
             queues=snapshot.queues,
@@ -151,6 +162,8 @@ def simulate(
             following = min(following, max(ends[0][0], t + step))
         if math.isinf(following):
             break  # nothing runs and nothing was placed: nothing will change
+        if arrived < len(arrivals):
+            following = min(following, max(arrivals[arrived][0], t + step))
         t = following
         freed_by = _end_due(db, ends, t) or freed_by
     return result
@@ -165,14 +178,14 @@ def forecast(
     """Expected start and ``[low, high]`` range of every queued job (and ``extra_jobs``).
 
     ``estimates`` holds each job's total runtime; running jobs' remaining time is derived
-    from their elapsed time (:meth:`RuntimeEstimate.remaining`). Jobs without one get
-    ``default``. The range comes from simulating with every runtime at its low and at its
-    high value.
+    from their elapsed time (:meth:`RuntimeEstimate.remaining`). Extrapolated arrivals
+    take their original's; jobs without one get ``default``. The range comes from
+    simulating with every runtime at its low and at its high value.
     """
 
     def runtimes(pick: Callable[[RuntimeEstimate], float]) -> Callable[[str], tuple[float, str]]:
         def runtime(job_id: str) -> tuple[float, str]:
-            estimate = estimates.get(job_id, default)
+            estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
             started = snapshot.started.get(job_id)
             if started is not None:
                 estimate = estimate.remaining(snapshot.now - started)

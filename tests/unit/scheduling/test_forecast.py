@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.forecast import ROOM_NOW, ForecastSnapshot, forecast, simulate
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.scheduling.schedule import apply_decisions, schedule
@@ -153,3 +154,24 @@ def test_remaining_before_the_estimate_is_the_difference(elapsed: float) -> None
     left = RuntimeEstimate(100, 50, 200, "hint").remaining(elapsed)
     assert (left.expected, left.high) == (100 - elapsed, 200 - elapsed)
     assert left.low == max(50, elapsed) - elapsed
+
+
+def test_extrapolated_arrivals_of_a_favoured_queue_overtake() -> None:
+    sim = Sim(nodes=[node("n1", cpu=1)], config=unlimited())
+    sim.queue("slow", factor=1)
+    sim.queue("fast", factor=10)
+    running(sim, ("r", "fast"))
+    sim.submit([job("mine", "slow", submitted=NOW - 10)])
+    # "fast" submitted one job in the last 100 s: it will again at +50 (and +150, ...).
+    recent = [job("f1", "fast", submitted=NOW - 50)]
+    arrivals = extrapolate(recent, now=NOW, window=100, until=NOW + 1000)
+    assert [(at, j.id) for at, j in arrivals[:2]] == [(NOW + 50, "~1~f1"), (NOW + 150, "~2~f1")]
+    estimates = {"r": exact(60), "f1": exact(50), "mine": exact(10)}
+    alone = forecast(snapshot(sim, coarsening=0.0), estimates, default=exact(1))
+    assert alone["mine"].expected_start == NOW + 60
+    # r ends at +60, but the copy of f1 (queued since +50, runtime 50 as its original's)
+    # wins the node then (both queues hold nothing; "fast" weighs 10); "mine" starts when
+    # it ends at +110, before the next copy arrives at +150. Copies are never reported.
+    crowded = forecast(snapshot(sim, coarsening=0.0, arrivals=arrivals), estimates, default=exact(1))
+    assert crowded["mine"].expected_start == NOW + 110
+    assert set(crowded) == {"mine"}
