@@ -113,6 +113,13 @@ class ForecastService:
                 out[job_id] = JobForecastInfo(outcome=ForecastOutcome.UNKNOWN)
         return out
 
+    def expected_starts(self, job_ids: Sequence[str]) -> dict[str, datetime]:
+        """The expected start of those of ``job_ids`` the last refresh forecast one for (the
+        caller has checked that it may read them)."""
+        jobs = self.latest.jobs
+        starts = {job_id: jobs[job_id].expected_start for job_id in job_ids if job_id in jobs}
+        return {job_id: _moment(start) for job_id, start in starts.items() if start is not None}
+
     async def if_submitted(self, jobs: Sequence[Job]) -> dict[str, JobForecastInfo]:
         """When ``jobs`` would start if they were submitted now (they are not)."""
         now = self.clock()
@@ -146,7 +153,11 @@ class ForecastService:
 
 
 def _time(seconds: float | None) -> datetime | None:
-    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
+    return None if seconds is None else _moment(seconds)
+
+
+def _moment(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def describe(found: JobForecast, as_of: float) -> JobForecastInfo:

@@ -88,6 +88,13 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
     assert found[late].outcome is Outcome.NOT_YET_FORECAST
     assert found[NEVER_SUBMITTED].outcome is Outcome.UNKNOWN
 
+    page = httpx.post(f"{server.url}/api/v1/jobs", json={"filter": {"queue": queue}, "take": 100}).json()
+    shown = {row["jobId"]: row.get("expectedStart") for row in page["jobs"]}
+    assert shown[queued[0]] is not None and close(
+        datetime.fromisoformat(shown[queued[0]]), first.expected_start
+    )
+    assert shown[running] is None and shown[late] is None
+
     report = client.job_report(queued[0])
     assert report.forecast == first
     assert "Expected start: in ~" in report.report and "basis: hint" in report.report
