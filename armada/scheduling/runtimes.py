@@ -131,9 +131,9 @@ def choose_estimate(
     if hint is not None:
         estimate = RuntimeEstimate(hint, hint * HINT_SPREAD[0], hint * HINT_SPREAD[1], "hint")
     elif job_set is not None and job_set.count >= MIN_SAMPLES:
-        estimate = _learned(job_set, f"learned from {job_set.count} runs of this job set")
+        estimate = _learned(job_set, f"learned from {job_set.count} runs of its job set")
     elif shape is not None and shape.count >= MIN_SAMPLES:
-        estimate = _learned(shape, f"learned from {shape.count} runs of this queue and shape")
+        estimate = _learned(shape, f"learned from {shape.count} runs of its queue and shape")
     else:
         low, high = default * DEFAULT_SPREAD[0], default * DEFAULT_SPREAD[1]
         estimate = RuntimeEstimate(default, low, high, "default")

@@ -40,9 +40,9 @@ def test_runtimes_are_learned_per_job_set_then_per_queue_and_shape() -> None:
     learner(state, submitted("other-set", job_set="new"))
     state.apply(2, submitted("other-set", job_set="new"))
     estimates = learner.estimates(state)
-    assert estimates["next"].basis == "learned from 4 runs of this job set"
+    assert estimates["next"].basis == "learned from 4 runs of its job set"
     assert estimates["next"].expected == 115  # the median: the outlier moves it by one place
-    assert estimates["other-set"].basis == "learned from 4 runs of this queue and shape"
+    assert estimates["other-set"].basis == "learned from 4 runs of its queue and shape"
     assert not learner.started
 
 

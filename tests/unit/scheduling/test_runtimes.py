@@ -30,10 +30,10 @@ def test_bases_in_order_hint_job_set_shape_default() -> None:
     assert choose_estimate(hint=30, job_set=job_set, shape=shape, deadline=None, default=3600).basis == "hint"
     learned = choose_estimate(hint=None, job_set=job_set, shape=shape, deadline=None, default=3600)
     assert (learned.low, learned.expected, learned.high) == (50, 60, 90)
-    assert learned.basis == "learned from 10 runs of this job set"
+    assert learned.basis == "learned from 10 runs of its job set"
     few = Sample(2, 1, 1, 1)
     by_shape = choose_estimate(hint=None, job_set=few, shape=shape, deadline=None, default=3600)
-    assert by_shape.basis == "learned from 200 runs of this queue and shape" and by_shape.expected == 20
+    assert by_shape.basis == "learned from 200 runs of its queue and shape" and by_shape.expected == 20
     fallback = choose_estimate(hint=None, job_set=None, shape=None, deadline=None, default=3600)
     assert (fallback.expected, fallback.basis) == (3600, "default")
 
