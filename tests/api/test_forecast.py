@@ -6,12 +6,16 @@ forecast service refreshes on demand (its background loop would do the same ever
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import msgspec
 import pytest
+from typer.testing import CliRunner, Result
 
+from armada.cli.main import app
 from armada.client import ArmadaApiError, ArmadaClient
 from armada.model import events as ev
 from armada.model.ids import new_run_id
@@ -159,3 +163,36 @@ def test_dry_run_forecasts_jobs_not_submitted_and_stores_nothing(
     )
     assert (bad.status_code, bad.json()["field"]) == (400, f"jobRequestItems[0].annotations.{HINT}")
     assert server.head() == head
+
+
+def test_cli_eta_and_submit_forecast(
+    server: ApiServer, client: ArmadaClient, queue: str, tmp_path: Path
+) -> None:
+    selector = one_node(server, queue)
+    spec = pod_spec(nodeSelector=selector)
+    [running] = client.submit_jobs(queue, "set", [item(pod_spec=spec, annotations={HINT: "1h"})])
+    run_since(server, queue, running, datetime.now(UTC))
+    [queued] = client.submit_jobs(queue, "set", [item(pod_spec=spec)])
+    server.run(forecasts_of(server).refresh())
+
+    def armada(*args: str) -> Result:
+        return CliRunner().invoke(app, list(args), env={"ARMADA_URL": server.url})
+
+    eta = armada("job", "eta", queued, running, NEVER_SUBMITTED)
+    lines = eta.stdout.splitlines()
+    assert eta.exit_code == 0, eta.output
+    assert lines[0].startswith(f"{queued}\tin ~") and "; basis: hint" in lines[0]
+    assert lines[1:] == [f"{running}\tstarted", f"{NEVER_SUBMITTED}\tUNKNOWN"]
+    as_json = json.loads(armada("job", "eta", queued, "--json").stdout)
+    assert as_json[queued]["outcome"] == "FORECAST"
+
+    job_file = tmp_path / "jobs.yaml"
+    job_file.write_text(
+        json.dumps(
+            {"queue": queue, "jobSetId": "what-if", "jobs": [{"namespace": "default", "podSpec": spec}]}
+        )
+    )
+    head = server.head()
+    dry = armada("submit", "--forecast", str(job_file))
+    assert dry.exit_code == 0, dry.output
+    assert dry.stdout.startswith("job 1: in ~") and server.head() == head
