@@ -27,12 +27,13 @@ TAGS = ["reports"]
     summary="The last scheduling cycles per pool, newest first",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def scheduling_report(scheduler: Scheduler, reads: Reads) -> SchedulingReport:
-    report = build.scheduling_report(scheduler.history, scheduler.state)
+async def scheduling_report(scheduler: Scheduler, reads: Reads, forecasts: Forecasts) -> SchedulingReport:
+    report = build.scheduling_report(scheduler.history, scheduler.state, forecasts.new_jobs())
     if reads.everything:
         return report
     names = {name for cycle in report.cycles for pool in cycle.pools.values() for name in pool.queues}
-    readable = await reads.readable(names)
+    readable = await reads.readable(names | set(report.new_jobs))
+    report.new_jobs = {name: new for name, new in report.new_jobs.items() if name in readable}
     for cycle in report.cycles:
         for pool, shown in cycle.pools.items():
             queues = {name: share for name, share in shown.queues.items() if name in readable}
@@ -47,8 +48,11 @@ async def scheduling_report(scheduler: Scheduler, reads: Reads) -> SchedulingRep
     summary="A queue's shares, limits and waiting keys",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def queue_report(name: FromPath[str], scheduler: Scheduler, reads: Reads) -> QueueReport:
-    report = build.queue_report(scheduler.state, scheduler.history, name)  # 404 if it does not exist
+async def queue_report(
+    name: FromPath[str], scheduler: Scheduler, reads: Reads, forecasts: Forecasts
+) -> QueueReport:
+    new_job = forecasts.new_jobs().get(name)
+    report = build.queue_report(scheduler.state, scheduler.history, name, new_job)  # 404 if it does not exist
     if not await reads.may_read(name):
         raise PermissionDenied(f"you may not watch queue {name!r}", field="name")
     return report

@@ -3,6 +3,7 @@ state and (for one job) its view row: no scan of the jobs table, whatever is que
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 import numpy as np
@@ -19,6 +20,7 @@ from armada.reports.wire import (
     JobReport,
     KeyReport,
     LeaseReport,
+    NewJobForecast,
     PoolCycle,
     QueueReport,
     ReasonCount,
@@ -32,9 +34,16 @@ NO_CYCLE = "no scheduling cycle has run on this replica yet (is it the leader?)"
 NEXT_CYCLE = "submitted after the last cycle: waiting for the next one"
 
 
-def scheduling_report(history: CycleHistory, state: ClusterState | None = None) -> SchedulingReport:
-    """The cycles, and (given the state) what operators cordoned: the scheduler leaves it out."""
+def scheduling_report(
+    history: CycleHistory,
+    state: ClusterState | None = None,
+    new_jobs: Mapping[str, tuple[str, JobForecastInfo]] | None = None,
+) -> SchedulingReport:
+    """The cycles, and (given the state) what operators cordoned: the scheduler leaves it out;
+    ``new_jobs``: per queue, when a new job of its typical shape would start."""
     report = SchedulingReport(cycles=[_cycle(record) for record in reversed(list(history))])
+    for queue, (shape, forecast) in (new_jobs or {}).items():
+        report.new_jobs[queue] = NewJobForecast(shape=shape, forecast=forecast)
     if state is not None:
         report.cordoned_executors = dict(sorted(state.cordoned_executors.items()))
         report.cordoned_nodes = {
@@ -86,7 +95,12 @@ def key_report(db: JobDb, key: int, queue: str, queued: int, record: CycleRecord
     )
 
 
-def queue_report(state: ClusterState, history: CycleHistory, name: str) -> QueueReport:
+def queue_report(
+    state: ClusterState,
+    history: CycleHistory,
+    name: str,
+    new_job: tuple[str, JobForecastInfo] | None = None,
+) -> QueueReport:
     spec = state.queues.get(name)
     if spec is None:
         raise NotFound(f"queue {name!r} does not exist", field="name")
@@ -111,6 +125,7 @@ def queue_report(state: ClusterState, history: CycleHistory, name: str) -> Queue
         limits_hit=limits_hit,
         keys=[key_report(db, key, name, count, record) for key, count in keys],
         cycle_finished=record.finished if record else None,
+        new_job=NewJobForecast(shape=new_job[0], forecast=new_job[1]) if new_job else None,
     )
     report.report = render.queue(report)
     return report

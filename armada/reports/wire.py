@@ -46,6 +46,14 @@ class CycleReport(Report):
     top_unschedulable_reasons: list[ReasonCount]
 
 
+class NewJobForecast(Report):
+    """When one new job of a queue's typical shape would start if submitted now."""
+
+    #: The queue's most common scheduling key among its jobs outside gangs, in words.
+    shape: str
+    forecast: JobForecastInfo
+
+
 class SchedulingReport(Report):
     """The last cycles of this replica's scheduler, newest first (empty on a standby replica)."""
 
@@ -56,6 +64,8 @@ class SchedulingReport(Report):
     cordoned_executors: dict[str, str] = {}
     #: Nodes an operator cordoned, as ``executor/node``, with the reason.
     cordoned_nodes: dict[str, str] = {}
+    #: Queue -> when a new job of its typical shape would start (docs/forecast.md).
+    new_jobs: dict[str, NewJobForecast] = {}
 
 
 class KeyReport(Report):
@@ -91,6 +101,8 @@ class QueueReport(Report):
     cycle_finished: datetime | None
     #: The same, as text for people.
     report: str = ""
+    #: When a new job of its typical shape would start (docs/forecast.md).
+    new_job: NewJobForecast | None = None
 
 
 class LeaseReport(Report):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from armada.model.wire.forecasts import ForecastOutcome, JobForecastInfo
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.forecast import ForecastSnapshot, JobForecast, forecast
 from armada.scheduling.jobdb import QUEUED
+from armada.scheduling.probes import typical_jobs
 from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.services.cluster_state import requirements
@@ -44,6 +46,10 @@ class Forecasts:
     jobs: dict[str, JobForecast] = field(default_factory=dict)
     #: Seconds the refresh took (copying and simulating).
     duration: float = 0.0
+    #: Queue -> when one new job of its typical shape would start if submitted now.
+    queues: dict[str, JobForecast] = field(default_factory=dict)
+    #: Queue -> that typical shape, in words.
+    shapes: dict[str, str] = field(default_factory=dict)
 
 
 class ForecastService:
@@ -89,7 +95,7 @@ class ForecastService:
 
     async def refresh(self) -> Forecasts:
         """Forecast every queued job now; the result becomes :attr:`latest`."""
-        self.latest = await self._forecast()
+        self.latest = await self._forecast(probes=True)
         log.debug("forecasts refreshed", jobs=len(self.latest.jobs), seconds=round(self.latest.duration, 3))
         return self.latest
 
@@ -113,6 +119,14 @@ class ForecastService:
                 out[job_id] = JobForecastInfo(outcome=ForecastOutcome.UNKNOWN)
         return out
 
+    def new_jobs(self) -> dict[str, tuple[str, JobForecastInfo]]:
+        """Queue -> (its typical shape, when a new job of it would start), from the last refresh."""
+        latest = self.latest
+        return {
+            queue: (latest.shapes[queue], describe(found, latest.as_of))
+            for queue, found in sorted(latest.queues.items())
+        }
+
     def expected_starts(self, job_ids: Sequence[str]) -> dict[str, datetime]:
         """The expected start of those of ``job_ids`` the last refresh forecast one for (the
         caller has checked that it may read them)."""
@@ -129,7 +143,11 @@ class ForecastService:
         return {job.id: describe(found.jobs[job.id], found.as_of) for job in jobs}
 
     async def _forecast(
-        self, extra: Sequence[JobRequirements] = (), known: Mapping[str, RuntimeEstimate] | None = None
+        self,
+        extra: Sequence[JobRequirements] = (),
+        known: Mapping[str, RuntimeEstimate] | None = None,
+        *,
+        probes: bool = False,
     ) -> Forecasts:
         async with self._busy:
             started = time.monotonic()
@@ -148,8 +166,31 @@ class ForecastService:
             estimates = {**self.learner.estimates(state), **(known or {})}
             default = self.learner.estimate(None, "", "")
             horizon = self.config.forecast_horizon
-            found = await asyncio.to_thread(forecast, snapshot, estimates, default, horizon)
-            return Forecasts(snapshot.now, found, time.monotonic() - started)
+            found = await asyncio.to_thread(_simulate, snapshot, estimates, default, horizon, probes)
+            return dataclasses.replace(found, duration=time.monotonic() - started)
+
+
+def _simulate(
+    snapshot: ForecastSnapshot,
+    estimates: Mapping[str, RuntimeEstimate],
+    default: RuntimeEstimate,
+    horizon: float,
+    probes: bool,
+) -> Forecasts:
+    """The queued jobs' forecasts and, with ``probes``, each queue's for a new job of its
+    typical shape (a second pass: probes must not delay the real jobs' forecasts)."""
+    jobs = forecast(snapshot, estimates, default, horizon)
+    if not probes:
+        return Forecasts(snapshot.now, jobs)
+    typical = typical_jobs(snapshot.db, snapshot.now)
+    with_probes = dataclasses.replace(snapshot, extra_jobs=[probe.job for probe in typical.values()])
+    found = forecast(with_probes, estimates, default, horizon)
+    return Forecasts(
+        snapshot.now,
+        jobs,
+        queues={queue: found[probe.job.id] for queue, probe in typical.items()},
+        shapes={queue: probe.shape for queue, probe in typical.items()},
+    )
 
 
 def _time(seconds: float | None) -> datetime | None:

@@ -99,6 +99,14 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
     )
     assert shown[running] is None and shown[late] is None
 
+    # A new job of the queue's typical shape (1 cpu, 64Mi, on this node) queues behind the
+    # two waiting jobs: it starts when the second ends, 60 s after its start at +160.
+    new_job = client.queue_report(queue).new_job
+    assert new_job is not None and "cpu=1" in new_job.shape and "forecast-test=" in new_job.shape
+    assert close(new_job.forecast.expected_start, since + timedelta(seconds=220))
+    assert "A new job of its typical shape would start: in ~" in client.queue_report(queue).report
+    assert client.scheduling_report().new_jobs[queue] == new_job
+
     report = client.job_report(queued[0])
     assert report.forecast == first
     assert "Expected start: in ~" in report.report and "basis: hint" in report.report

@@ -107,6 +107,10 @@ def test_bob_reads_alices_forecasts_as_unknown(server: ApiServer, alices: Alices
         hidden = bob.job_forecast([queued, alices.job_id, NEVER_SUBMITTED])
     assert hidden[queued] == hidden[alices.job_id] == hidden[NEVER_SUBMITTED]
     assert hidden[queued].outcome == "UNKNOWN"
+    with as_user(server, "bob") as bob:
+        assert queue not in bob.scheduling_report().new_jobs
+    with as_user(server, "admin") as admin:
+        assert queue in admin.scheduling_report().new_jobs  # its typical shape, forecast without nodes
     with as_user(server, "alice") as alice:
         mine = alice.job_forecast([queued, alices.job_id])
     assert (mine[queued].outcome, mine[alices.job_id].outcome) == ("NOT_WITHIN_HORIZON", "STARTED")

@@ -6,6 +6,7 @@ import pytest
 
 from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.forecast import ROOM_NOW, ForecastSnapshot, forecast, simulate
+from armada.scheduling.probes import typical_jobs
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.scheduling.schedule import apply_decisions, schedule
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
@@ -175,3 +176,21 @@ def test_extrapolated_arrivals_of_a_favoured_queue_overtake() -> None:
     crowded = forecast(snapshot(sim, coarsening=0.0, arrivals=arrivals), estimates, default=exact(1))
     assert crowded["mine"].expected_start == NOW + 110
     assert set(crowded) == {"mine"}
+
+
+def test_a_probe_of_the_typical_shape_is_forecast_like_a_new_job() -> None:
+    sim = Sim(nodes=[node("n1", cpu=2)])
+    sim.queue("q")
+    running(sim, ("r", "q"))
+    gang = {"gang_id": "g", "gang_cardinality": 3, "submitted": 3}
+    sim.submit([job("a", "q", submitted=1), job("big", "q", cpu=2, submitted=2)])
+    sim.submit([job(f"g{i}", "q", **gang) for i in range(3)])  # most common, but a gang: not typical
+    [(queue, probe)] = typical_jobs(sim.db, NOW).items()
+    assert queue == "q" and probe.job.requests == job("x", "q").requests and "cpu=1" in probe.shape
+    found = forecast(snapshot(sim, extra_jobs=[probe.job]), {"r": exact(10)}, default=exact(100))
+    # a takes the free cpu now; at +10 r's cpu frees: big needs two, the probe one: the core
+    # places the probe (no reservation for big), which then waits for a (+100) and the probe
+    # (+110). The gang of three 1-cpu members never has room on one 2-cpu node.
+    assert (found["a"].expected_start, found[probe.job.id].expected_start) == (NOW, NOW + 10)
+    assert found["big"].expected_start == NOW + 110
+    assert found["g0"].expected_start is None
