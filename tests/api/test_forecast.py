@@ -15,6 +15,8 @@ import msgspec
 import pytest
 from typer.testing import CliRunner, Result
 
+from armada.cli import follow
+from armada.cli.follow import JobSetSummary
 from armada.cli.main import app
 from armada.client import ArmadaApiError, ArmadaClient
 from armada.model import events as ev
@@ -204,3 +206,21 @@ def test_cli_eta_and_submit_forecast(
     dry = armada("submit", "--forecast", str(job_file))
     assert dry.exit_code == 0, dry.output
     assert dry.stdout.startswith("job 1: in ~") and server.head() == head
+
+
+def test_watch_shows_when_the_next_queued_job_starts(
+    server: ApiServer, client: ArmadaClient, queue: str
+) -> None:
+    selector = one_node(server, queue)
+    spec = pod_spec(nodeSelector=selector)
+    [running] = client.submit_jobs(queue, "set", [item(pod_spec=spec, annotations={HINT: "20m"})])
+    since = datetime.now(UTC).replace(microsecond=0)
+    run_since(server, queue, running, since)
+    client.submit_jobs(queue, "set", [item(pod_spec=spec)])
+    server.run(forecasts_of(server).refresh())
+    summary = JobSetSummary()
+    for line in client.job_set_events(queue, "set"):
+        summary.apply(line.event)
+    follow.Forecasts(client, summary).update()
+    assert close(summary.next_start, since + timedelta(minutes=20))
+    assert summary.line(now=since).endswith("queued: 1, running: 1 | next start in ~20 min")
