@@ -19,7 +19,6 @@ and reports for each queued job the expected start and the ``[low, high]`` range
 
 from __future__ import annotations
 
-import copy
 import heapq
 import math
 from collections import Counter
@@ -104,7 +103,7 @@ def simulate(
     from ``snapshot.now``) and the basis of that figure, reported for the jobs that start
     when it ends.
     """
-    db = copy.deepcopy(snapshot.db)
+    db = snapshot.db.copy()
     if snapshot.extra_jobs:
         db.add_many(snapshot.extra_jobs)
     # No time budget (the forecast is off the critical path) and a frozen clock: deterministic.

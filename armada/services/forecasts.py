@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -153,7 +152,7 @@ class ForecastService:
             started = time.monotonic()
             state = self.follower.state
             snapshot = ForecastSnapshot(
-                db=copy.deepcopy(state.jobs),  # consistent: the event loop is the only writer
+                db=state.jobs.copy(),  # consistent: the event loop is the only writer
                 queues=state.queue_specs(),
                 config=self.config,
                 state=self.scheduler.scheduler_state,
