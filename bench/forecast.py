@@ -216,34 +216,22 @@ class Replay:
             ("shape", job.requirements.queue, tuple(job.requirements.requests.items())), seconds
         )
 
-    def _estimate(self, job: Job, running: dict[object, list[float]]) -> RuntimeEstimate:
+    def _estimate(self, job: Job) -> RuntimeEstimate:
         if self.args.oracle:
             return RuntimeEstimate(job.runtime, job.runtime, job.runtime, "oracle")
-        keys = self._keys(job)
+        shape = ("shape", job.requirements.queue, tuple(job.requirements.requests.items()))
         return choose_estimate(
             hint=job.hint,
-            job_set=self.history.sample(keys[0], running.get(keys[0], ()) if self.args.censored else ()),
-            shape=self.history.sample(keys[1], running.get(keys[1], ()) if self.args.censored else ()),
+            job_set=self.history.sample(("set", job.job_set)),
+            shape=self.history.sample(shape),
             deadline=None,
             default=self.args.default_runtime,
         )
 
-    @staticmethod
-    def _keys(job: Job) -> tuple[object, object]:
-        return ("set", job.job_set), (
-            "shape",
-            job.requirements.queue,
-            tuple(job.requirements.requests.items()),
-        )
-
     def _forecast(self, t: float, state: SchedulerState) -> None:
         live = [job_id for job_id in self.db.ids if job_id is not None]
+        estimates = {job_id: self._estimate(self.jobs[job_id]) for job_id in live}
         running = {job_id: self.started[job_id] for job_id in live if job_id in self.started}
-        elapsed: dict[object, list[float]] = defaultdict(list)
-        for job_id, since in running.items():
-            for key in self._keys(self.jobs[job_id]):
-                elapsed[key].append(t - since)
-        estimates = {job_id: self._estimate(self.jobs[job_id], elapsed) for job_id in live}
         window = self.args.arrival_window
         while self.submitted and self.submitted[0].submitted < t - window:
             self.submitted.popleft()
@@ -397,12 +385,6 @@ def main() -> None:
         help="extrapolate this many seconds of arrivals (0: none)",
     )
     parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")
-    parser.add_argument(
-        "--no-censored",
-        dest="censored",
-        action="store_false",
-        help="learn from finished runs only (not running ones' elapsed time, as the server does)",
-    )
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument(
         "--oracle",

@@ -10,7 +10,7 @@ week moves the median of 64 runs by one place, not by a week.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from armada.model.durations import parse_duration
@@ -25,8 +25,6 @@ DEFAULT_SPREAD = (0.25, 4.0)
 #: A running job past its estimate is re-estimated from its elapsed time ``e``: expected
 #: ``1.5 e`` and high ``3 e`` (a job that has run long is likely to run long: heavy tails).
 OVERDUE_FACTORS = (1.5, 3.0)
-#: The quantiles a :class:`Sample` holds: low, expected, high.
-QUANTILES = (0.1, 0.5, 0.9)
 #: Learned runtimes need this many runs of a key before they are trusted.
 MIN_SAMPLES = 3
 
@@ -103,40 +101,12 @@ class RuntimeHistory:
             self._runs.move_to_end(key)
         runs.append(max(0.0, seconds))
 
-    def sample(self, key: Hashable, running: Sequence[float] = ()) -> Sample | None:
-        """Quantiles of the key's runtimes; ``running``: elapsed times of its runs still going.
-
-        Finished runs alone underestimate: the first of a job set to finish are its short
-        ones. Runs still going are lower bounds of their runtimes (censored), so with them
-        the quantiles are Kaplan-Meier estimates; a quantile the runs so far cannot reach
-        (most are still running) is the longest elapsed time: a lower bound.
-        """
+    def sample(self, key: Hashable) -> Sample | None:
         runs = self._runs.get(key)
         if not runs:
             return None
         ordered = sorted(runs)
-        if not running:
-            return Sample(len(ordered), *(_quantile(ordered, q) for q in QUANTILES))
-        return Sample(len(ordered), *_survival_quantiles(ordered, sorted(running)))
-
-
-def _survival_quantiles(finished: list[float], running: list[float]) -> list[float]:
-    """:data:`QUANTILES` of the Kaplan-Meier estimate from runs ``finished`` and ``running`` (censored)."""
-    events = sorted([(t, 1) for t in finished] + [(t, 0) for t in running])
-    at_risk, survival, i = len(events), 1.0, 0
-    found: list[float | None] = [None] * len(QUANTILES)
-    while i < len(events):
-        t, ended, left = events[i][0], 0, 0
-        while i < len(events) and events[i][0] == t:
-            ended += events[i][1]
-            left += 1
-            i += 1
-        survival *= 1 - ended / at_risk
-        at_risk -= left
-        reached = 1 - survival + 1e-12
-        found = [t if f is None and reached >= q else f for f, q in zip(found, QUANTILES, strict=True)]
-    longest = events[-1][0]
-    return [longest if f is None else f for f in found]
+        return Sample(len(ordered), _quantile(ordered, 0.1), _quantile(ordered, 0.5), _quantile(ordered, 0.9))
 
 
 def _quantile(ordered: list[float], q: float) -> float:

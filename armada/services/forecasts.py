@@ -162,7 +162,7 @@ class ForecastService:
                 cycle_period=self.scheduler.settings.cycle_period,
                 extra_jobs=extra,
             )
-            estimates = {**self.learner.estimates(state, snapshot.now), **(known or {})}
+            estimates = {**self.learner.estimates(state), **(known or {})}
             default = self.learner.estimate(None, "", "")
             horizon = self.config.forecast_horizon
             found = await asyncio.to_thread(_simulate, snapshot, estimates, default, horizon, probes)

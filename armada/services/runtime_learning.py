@@ -10,7 +10,7 @@ runs, then to the default, until new runs are learned.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -76,45 +76,28 @@ class RuntimeLearner:
         if len(self._facts) > 4 * len(self._known) + 1024:  # forget facts no active job shares
             self._facts = {f: f for f in self._known.values()}
 
-    def estimate(
-        self,
-        known: JobFacts | None,
-        queue: str,
-        job_set_id: str,
-        running: Mapping[Hashable, Sequence[float]] | None = None,
-    ) -> RuntimeEstimate:
-        """A job's total runtime estimate, from the best basis known; ``running``: per
-        history key, the elapsed times of its runs still going (lower bounds)."""
-        going = running or {}
-        set_key = ("set", queue, job_set_id)
-        shape_key = ("shape", known.shape) if known else None
+    def estimate(self, known: JobFacts | None, queue: str, job_set_id: str) -> RuntimeEstimate:
+        """A job's total runtime estimate, from the best basis known."""
         return choose_estimate(
             hint=known.hint if known else None,
-            job_set=self.history.sample(set_key, going.get(set_key, ())),
-            shape=self.history.sample(shape_key, going.get(shape_key, ())) if shape_key else None,
+            job_set=self.history.sample(("set", queue, job_set_id)),
+            shape=self.history.sample(("shape", known.shape)) if known else None,
             deadline=known.deadline if known else None,
             default=self.default_runtime,
         )
 
-    def estimates(self, state: ClusterState, now: float) -> Mapping[str, RuntimeEstimate]:
+    def estimates(self, state: ClusterState) -> Mapping[str, RuntimeEstimate]:
         """Every active job's estimate (jobs of one job set and shape share the work)."""
-        running: dict[Hashable, list[float]] = {}
-        for job_id, since in self.started.items():
-            extras = state.extras.get(job_id)
-            if extras is None:
-                continue
-            running.setdefault(("set", extras.queue, extras.job_set_id), []).append(now - since)
-            if (known := self._known.get(job_id)) is not None:
-                running.setdefault(("shape", known.shape), []).append(now - since)
         out: dict[str, RuntimeEstimate] = {}
         cache: dict[tuple[str, str, JobFacts | None], RuntimeEstimate] = {}
         for job_id, extras in state.extras.items():
             key = (extras.queue, extras.job_set_id, self._known.get(job_id))
             estimate = cache.get(key)
             if estimate is None:
-                estimate = cache[key] = self.estimate(key[2], extras.queue, extras.job_set_id, running)
+                estimate = cache[key] = self.estimate(key[2], extras.queue, extras.job_set_id)
             out[job_id] = estimate
         return out
+
 
 def job_facts(job: Job) -> JobFacts:
     """A job's hint, ``activeDeadlineSeconds`` and shape (queue and requests)."""

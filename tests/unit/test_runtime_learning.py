@@ -39,7 +39,7 @@ def test_runtimes_are_learned_per_job_set_then_per_queue_and_shape() -> None:
     state.apply(1, submitted("next"))
     learner(state, submitted("other-set", job_set="new"))
     state.apply(2, submitted("other-set", job_set="new"))
-    estimates = learner.estimates(state, T0.timestamp())
+    estimates = learner.estimates(state)
     assert estimates["next"].basis == "learned from 4 runs of its job set"
     assert estimates["next"].expected == 115  # the median: the outlier moves it by one place
     assert estimates["other-set"].basis == "learned from 4 runs of its queue and shape"
@@ -54,22 +54,9 @@ def test_hint_and_deadline_and_run_starts() -> None:
     envelope = {"queue": "q", "job_set_id": "set", "job_id": "hinted", "run_id": "r1"}
     learner(state, ev.JobRunning(**envelope, created=T0))
     assert learner.started == {"hinted": T0.timestamp()}
-    hinted = learner.estimates(state, T0.timestamp())["hinted"]
-    assert (hinted.expected, hinted.basis) == (300, "hint")
+    assert (learner.estimates(state)["hinted"].expected, learner.estimates(state)["hinted"].basis) == (
+        300,
+        "hint",
+    )
     learner(state, ev.JobLeaseReturned(**envelope))
     assert learner.started == {}
-
-
-def test_siblings_still_running_lengthen_the_learned_estimate() -> None:
-    state = ClusterState(SchedulingConfig())
-    learner = RuntimeLearner(default_runtime=3600)
-    for i, seconds in enumerate([100, 110, 120]):
-        ran(learner, state, f"done{i}", seconds)
-    for i in range(5):  # five more of the set have been running for 1000 s
-        state.apply(i + 1, submitted(f"long{i}"))
-        learner(state, submitted(f"long{i}"))
-        envelope = {"queue": "q", "job_set_id": "set", "job_id": f"long{i}", "run_id": f"r-long{i}"}
-        learner(state, ev.JobRunning(**envelope, created=T0))
-    state.apply(9, submitted("next"))
-    learner(state, submitted("next"))
-    assert learner.estimates(state, T0.timestamp() + 1000)["next"].expected == 1000

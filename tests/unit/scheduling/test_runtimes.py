@@ -45,20 +45,3 @@ def test_active_deadline_bounds_every_basis() -> None:
     assert bounded.basis == "default, bounded by activeDeadlineSeconds"
     short = choose_estimate(hint=60, job_set=None, shape=None, deadline=600, default=3600)
     assert short.basis == "hint" and short.high == 90
-
-
-def test_runs_still_going_count_as_lower_bounds() -> None:
-    history = RuntimeHistory()
-    for seconds in (10.0, 20.0, 30.0):
-        history.record("set", seconds)
-    # Three short runs finished; seven of the set are still running after 100 s: the median
-    # is not 20 s. Kaplan-Meier: survival 0.9, 0.8, 0.7 after the three ends, and no end since.
-    sample = history.sample("set", running=[100.0] * 7)
-    assert sample is not None and sample.count == 3
-    assert (sample.p10, sample.p50, sample.p90) == (10.0, 100.0, 100.0)
-    # Two of ten still running, past every end: the median is reached among the ends.
-    history.record("set", 40.0)
-    for seconds in (50.0, 60.0, 70.0, 80.0):
-        history.record("set", seconds)
-    sample = history.sample("set", running=[90.0, 95.0])
-    assert sample is not None and (sample.p10, sample.p50, sample.p90) == (10.0, 50.0, 95.0)
