@@ -10,6 +10,8 @@ from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect,
 from armada.model.wire.retry_history import history_lines
 
 if TYPE_CHECKING:
+    from armada.client import ArmadaClient
+    from armada.model.wire.forecasts import JobForecastInfo
     from armada.model.wire.jobs import JobSubmitRequest
 
 QueueArgument = Annotated[str, typer.Argument(help="Queue of the jobs.")]
@@ -220,9 +222,16 @@ def details(
     """Show jobs' details and runs."""
     with connect(url, context) as client:
         found = client.job_details(job_ids, expand_spec=spec, expand_runs=True)
+        queued = [job_id for job_id, job in found.items() if job.state == "QUEUED"]
+        forecasts = _forecasts(client, queued) if queued and not json else {}
     if json:
         print_json(found)
         return
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from armada.model.wire.forecasts import forecast_words  # noqa: PLC0415
+
+    now = datetime.now(UTC)
     for job_id in job_ids:
         job = found.get(job_id)
         if job is None:
@@ -231,6 +240,8 @@ def details(
         typer.echo(
             f"{job_id}\t{job.state}\t{job.queue}/{job.jobset}\tsubmitted {job.submitted_ts.isoformat()}"
         )
+        if job_id in forecasts:
+            typer.echo(f"  expected start: {forecast_words(forecasts[job_id], now)}")
         if job.cancel_reason:
             typer.echo(f"  cancelled by {job.cancel_user}: {job.cancel_reason}")
         for run in job.job_runs:
@@ -239,6 +250,16 @@ def details(
         if job.retry_history is not None and job.retry_history.eventful:
             for line in history_lines(job.retry_history, indent="    "):
                 typer.echo(f"  {line}")
+
+
+def _forecasts(client: "ArmadaClient", job_ids: list[str]) -> "dict[str, JobForecastInfo]":
+    """The jobs' forecasts; none from a server that has none (an older version)."""
+    from armada.client import ArmadaApiError  # noqa: PLC0415
+
+    try:
+        return client.job_forecast(job_ids)
+    except ArmadaApiError:
+        return {}
 
 
 # Bulk commands on a queue, an executor or a node (armada.cli.fleet).

@@ -193,6 +193,8 @@ def test_cli_eta_and_submit_forecast(
     assert eta.exit_code == 0, eta.output
     assert lines[0].startswith(f"{queued}\tin ~") and "; basis: hint" in lines[0]
     assert lines[1:] == [f"{running}\tstarted", f"{NEVER_SUBMITTED}\tUNKNOWN"]
+    details = armada("job", "details", queued).stdout.splitlines()
+    assert details[1].startswith("  expected start: in ~") and details[1].endswith("; basis: hint")
     as_json = json.loads(armada("job", "eta", queued, "--json").stdout)
     assert as_json[queued]["outcome"] == "FORECAST"
 
