@@ -381,7 +381,7 @@ def main() -> None:
     parser.add_argument(
         "--arrival-window",
         type=float,
-        default=3600.0,
+        default=0.0,
         help="extrapolate this many seconds of arrivals (0: none)",
     )
     parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")

@@ -39,7 +39,7 @@ def test_single_queue_is_first_in_first_out_as_running_jobs_end() -> None:
     sim.submit([job("a", "q", submitted=1), job("b", "q", submitted=2), job("c", "q", submitted=3)])
     estimates = {"r1": exact(100), "r2": exact(150, "learned"), **{j: exact(60) for j in "abc"}}
     # r1 ends at +100 -> a; r2 at +150 -> b; a at +160 -> c.
-    result = forecast(snapshot(sim), estimates, default=exact(1))
+    result = forecast(snapshot(sim, coarsening=0.0), estimates, default=exact(1))
     assert {j: result[j].expected_start for j in "abc"} == {"a": NOW + 100, "b": NOW + 150, "c": NOW + 160}
     assert (result["a"].basis, result["b"].basis) == ("hint", "learned")
     assert all(result[j].low == result[j].expected_start == result[j].high for j in "abc")
