@@ -79,6 +79,9 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     forecast_horizon: float = 7 * 24 * 3600.0
     #: Runtime in seconds assumed for jobs with no hint, no learned runs and no deadline below it.
     forecast_default_runtime: float = 3600.0
+    #: Forecasts pause while more jobs than this are queued or running: a refresh's CPU grows
+    #: with the backlog (docs/performance.md) and runs in this process. ``0`` = no limit.
+    forecast_max_jobs: int = 200_000
     #: The retry engine: retry policies decide failed runs (see docs/retries.md).
     retry_policy: RetryEngineSettings = msgspec.field(default_factory=RetryEngineSettings)
 
@@ -91,6 +94,8 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
             raise ValueError("usageHalfLife and protectedFractionOfFairShare must be >= 0")
         if self.forecast_interval < 0 or self.forecast_horizon <= 0 or self.forecast_default_runtime <= 0:
             raise ValueError("forecastInterval must be >= 0, forecastHorizon and forecastDefaultRuntime > 0")
+        if self.forecast_max_jobs < 0:
+            raise ValueError("forecastMaxJobs must be >= 0")
 
     def priority_class(self, name: str) -> PriorityClass:
         """The class called ``name``, or the default class for an empty name."""

@@ -92,8 +92,18 @@ class ForecastService:
                 log.exception("forecast refresh failed", error=str(exc))
             await asyncio.sleep(max(self.config.forecast_interval, 2 * self.latest.duration))
 
+    @property
+    def paused(self) -> bool:
+        """More jobs are active than ``scheduling.forecastMaxJobs``: no forecasts meanwhile."""
+        limit = self.config.forecast_max_jobs
+        return bool(limit) and len(self.follower.state.jobs) > limit
+
     async def refresh(self) -> Forecasts:
         """Forecast every queued job now; the result becomes :attr:`latest`."""
+        if self.paused:
+            self.latest = Forecasts(as_of=self.clock())
+            log.info("forecasts paused", jobs=len(self.follower.state.jobs))
+            return self.latest
         self.latest = await self._forecast(probes=True)
         log.debug("forecasts refreshed", jobs=len(self.latest.jobs), seconds=round(self.latest.duration, 3))
         return self.latest
@@ -110,10 +120,11 @@ class ForecastService:
                 out[job_id] = JobForecastInfo(outcome=ForecastOutcome.UNKNOWN)
             elif found is not None:
                 out[job_id] = describe(found, latest.as_of)
+            elif job_id in jobs and jobs.state(job_id) != QUEUED:
+                out[job_id] = JobForecastInfo(outcome=ForecastOutcome.STARTED)
             elif job_id in jobs:
-                queued = jobs.state(job_id) == QUEUED
-                outcome = ForecastOutcome.NOT_YET_FORECAST if queued else ForecastOutcome.STARTED
-                out[job_id] = JobForecastInfo(outcome=outcome)
+                why = f"paused: more than {self.config.forecast_max_jobs} active jobs" if self.paused else ""
+                out[job_id] = JobForecastInfo(outcome=ForecastOutcome.NOT_YET_FORECAST, basis=why)
             else:
                 out[job_id] = JobForecastInfo(outcome=ForecastOutcome.UNKNOWN)
         return out
@@ -134,7 +145,9 @@ class ForecastService:
         return {job_id: _moment(start) for job_id, start in starts.items() if start is not None}
 
     async def if_submitted(self, jobs: Sequence[Job]) -> dict[str, JobForecastInfo]:
-        """When ``jobs`` would start if they were submitted now (they are not)."""
+        """When ``jobs`` would start if they were submitted now (they are not); none while paused."""
+        if self.paused:
+            return {}
         now = self.clock()
         extra = [requirements(job, submitted=now) for job in jobs]
         known = {job.id: self.learner.estimate(job_facts(job), job.queue, job.job_set_id) for job in jobs}

@@ -226,3 +226,19 @@ def test_watch_shows_when_the_next_queued_job_starts(
     follow.Forecasts(client, summary).update()
     assert close(summary.next_start, since + timedelta(minutes=20))
     assert summary.line(now=since).endswith("queued: 1, running: 1 | next start in ~20 min")
+
+
+def test_forecasts_pause_above_the_job_limit(server: ApiServer, client: ArmadaClient, queue: str) -> None:
+    service = forecasts_of(server)
+    [queued] = client.submit_jobs(queue, "set", [item()])
+    limit = service.config
+    try:
+        service.config = msgspec.structs.replace(limit, forecast_max_jobs=1)
+        server.run(service.refresh())
+        found = client.job_forecast([queued])[queued]
+        assert (found.outcome, found.basis) == (Outcome.NOT_YET_FORECAST, "paused: more than 1 active jobs")
+        assert client.forecast_submission(queue, "set", [item()]) == [None]
+    finally:
+        service.config = limit
+    server.run(service.refresh())
+    assert client.job_forecast([queued])[queued].outcome is not Outcome.NOT_YET_FORECAST
