@@ -23,6 +23,7 @@ import armada
 from armada.api import (
     executor_routes,
     fleet_routes,
+    forecast_routes,
     job_routes,
     log_routes,
     lookout_routes,
@@ -57,6 +58,7 @@ from armada.executor.settings import ExecutorSettings
 from armada.metrics.executor import ExecutorMetrics
 from armada.metrics.server import ServerMetrics
 from armada.services.follower import LogFollower
+from armada.services.forecasts import ForecastService
 from armada.services.job_log import log_job_changes
 from armada.services.leader import LeaderElection
 from armada.services.leases import LeaseService
@@ -146,6 +148,9 @@ def create_app(settings: Settings) -> Litestar:
                 settings.scheduler,
                 settings.scheduling,
             )
+            forecasts = ForecastService(follower, scheduler, settings.scheduling)
+            forecasts.start()
+            stack.push_async_callback(forecasts.stop)
             metrics.attach(database.store, follower, scheduler)
             if settings.scheduler.enabled:
                 scheduler.start()
@@ -161,6 +166,7 @@ def create_app(settings: Settings) -> Litestar:
                 queued_cap=QueuedCap(settings.submission.max_queued_jobs_per_queue),
                 follower=follower,
                 scheduler=scheduler,
+                forecasts=forecasts,
                 leases=LeaseService(
                     database.store,
                     follower,
@@ -206,6 +212,7 @@ def create_app(settings: Settings) -> Litestar:
             *queue_routes.ROUTES,
             *retry_routes.ROUTES,
             *job_routes.ROUTES,
+            *forecast_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,
             *log_routes.ROUTES,

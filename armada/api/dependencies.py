@@ -23,6 +23,7 @@ from armada.eventstore.database import Database
 from armada.eventstore.store import EventStore
 from armada.metrics.server import ServerMetrics
 from armada.scheduling.config import SchedulingConfig
+from armada.services.forecasts import ForecastService
 from armada.services.leases import LeaseService
 from armada.services.logs import LogService
 from armada.services.pod_policy import QueueSecurityGate
@@ -50,6 +51,10 @@ async def provide_scheduling(state: State) -> SchedulingConfig:
 
 async def provide_scheduler(state: State) -> SchedulerService:
     return services_of(state).scheduler
+
+
+async def provide_forecasts(state: State) -> ForecastService:
+    return services_of(state).forecasts
 
 
 async def provide_leases(state: State) -> LeaseService:
@@ -81,7 +86,8 @@ async def provide_submitter(request: Request[Any, Any, Any]) -> Submitter:
     route's two or more dependencies in an anyio task group per request, which cost 14% of a
     one-job submission's server CPU (docs/performance.md, "One job per call")."""
     services = services_of(request.app.state)
-    return Submitter(services.store, services.submission_rules, caller_name(request), services.queued_cap)
+    user = caller_name(request)
+    return Submitter(services.store, services.submission_rules, user, services.queued_cap, services.forecasts)
 
 
 async def provide_queue_gate(request: Request[Any, Any, Any], state: State) -> QueueSecurityGate:
@@ -102,6 +108,7 @@ DEPENDENCIES = {
     "scheduling": Provide(provide_scheduling),
     "scheduler": Provide(provide_scheduler),
     "leases": Provide(provide_leases),
+    "forecasts": Provide(provide_forecasts),
     "run_events": Provide(provide_run_events),
     "logs": Provide(provide_logs),
     "quota": Provide(provide_quota),
@@ -121,6 +128,7 @@ Access = NamedDependency[AccessControl]
 Scheduling = NamedDependency[SchedulingConfig]
 Scheduler = NamedDependency[SchedulerService]
 Leases = NamedDependency[LeaseService]
+Forecasts = NamedDependency[ForecastService]
 RunEvents = NamedDependency[RunEventIntake]
 Logs = NamedDependency[LogService]
 Quota = NamedDependency[StreamQuota]

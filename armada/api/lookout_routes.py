@@ -24,7 +24,7 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
 
-from armada.api.dependencies import Quota, Reads, Scheduler, Shutdown, Store
+from armada.api.dependencies import Forecasts, Quota, Reads, Scheduler, Shutdown, Store
 from armada.auth.policy import authenticated, public, watching
 from armada.lookout import STATIC_DIR, detail, jobs, overview
 from armada.lookout.wire import (
@@ -48,8 +48,14 @@ PAGES = ["/", "/jobs", "/jobsets", "/executors"]
 
 
 @post("/api/v1/jobs", status_code=200, tags=TAGS, summary="A filtered, sorted page of jobs", opt=watching())
-async def list_jobs(data: JSONBody[JobsRequest], store: Store, lookout_reads: Reads) -> JobsResponse:
-    return await jobs.jobs_page(store, data, readable=await lookout_reads.queue_names())
+async def list_jobs(
+    data: JSONBody[JobsRequest], store: Store, lookout_reads: Reads, forecasts: Forecasts
+) -> JobsResponse:
+    page = await jobs.jobs_page(store, data, readable=await lookout_reads.queue_names())
+    starts = forecasts.expected_starts([row.job_id for row in page.jobs])  # rows readable by the caller
+    for row in page.jobs:
+        row.expected_start = starts.get(row.job_id)
+    return page
 
 
 @post(

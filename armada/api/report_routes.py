@@ -13,7 +13,7 @@ import msgspec
 from litestar import get
 from litestar.params import FromPath
 
-from armada.api.dependencies import Reads, Scheduler, Store
+from armada.api.dependencies import Forecasts, Reads, Scheduler, Store
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import watching
 from armada.model.errors import NotFound, PermissionDenied
@@ -29,12 +29,13 @@ TAGS = ["reports"]
     summary="The last scheduling cycles per pool, newest first",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def scheduling_report(scheduler: Scheduler, reads: Reads) -> SchedulingReport:
-    report = build.scheduling_report(await scheduler.report_history(), scheduler.state)
+async def scheduling_report(scheduler: Scheduler, reads: Reads, forecasts: Forecasts) -> SchedulingReport:
+    report = build.scheduling_report(await scheduler.report_history(), scheduler.state, forecasts.new_jobs())
     if reads.everything:
         return report
     names = {name for cycle in report.cycles for pool in cycle.pools.values() for name in pool.queues}
-    readable = await reads.readable(names)
+    readable = await reads.readable(names | set(report.new_jobs))
+    report.new_jobs = {name: new for name, new in report.new_jobs.items() if name in readable}
     for cycle in report.cycles:
         for pool, shown in cycle.pools.items():
             queues = {name: share for name, share in shown.queues.items() if name in readable}
@@ -49,9 +50,12 @@ async def scheduling_report(scheduler: Scheduler, reads: Reads) -> SchedulingRep
     summary="A queue's shares, limits and waiting keys",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def queue_report(name: FromPath[str], scheduler: Scheduler, reads: Reads) -> QueueReport:
+async def queue_report(
+    name: FromPath[str], scheduler: Scheduler, reads: Reads, forecasts: Forecasts
+) -> QueueReport:
+    new_job = forecasts.new_jobs().get(name)
     report = build.queue_report(
-        scheduler.state, await scheduler.report_history(), name
+        scheduler.state, await scheduler.report_history(), name, new_job
     )  # 404 if it does not exist
     if not await reads.may_read(name):
         raise PermissionDenied(f"you may not watch queue {name!r}", field="name")
@@ -64,10 +68,13 @@ async def queue_report(name: FromPath[str], scheduler: Scheduler, reads: Reads) 
     summary="Why a job waits, or where it was leased",
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
-async def job_report(job_id: FromPath[str], scheduler: Scheduler, store: Store, reads: Reads) -> JobReport:
+async def job_report(
+    job_id: FromPath[str], scheduler: Scheduler, store: Store, reads: Reads, forecasts: Forecasts
+) -> JobReport:
     if not await reads.jobs([job_id]):
         raise NotFound(f"job {job_id!r} does not exist", field="jobId")  # as build.job_report says it
-    return await build.job_report(store, scheduler.state, await scheduler.report_history(), job_id)
+    forecast = forecasts.view([job_id], [job_id])[job_id]
+    return await build.job_report(store, scheduler.state, await scheduler.report_history(), job_id, forecast)
 
 
 ROUTES = [scheduling_report, queue_report, job_report]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # annotations only: the guard (access.py) reads the services 
     from armada.metrics.server import ServerMetrics
     from armada.scheduling.config import SchedulingConfig
     from armada.services.follower import LogFollower
+    from armada.services.forecasts import ForecastService
     from armada.services.leases import LeaseService
     from armada.services.logs import LogService
     from armada.services.queued_cap import QueuedCap
@@ -42,6 +43,7 @@ class Services:
     queued_cap: QueuedCap
     follower: LogFollower
     scheduler: SchedulerService
+    forecasts: ForecastService
     leases: LeaseService
     run_events: RunEventIntake
     logs: LogService

@@ -9,22 +9,28 @@ shown twice or missed; only ``--exit-if-inactive`` (every job finished) or Ctrl-
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import httpx
 
 from armada.client import ArmadaApiError, ArmadaClient, StreamedEvent
 from armada.model import events as ev
 from armada.model.states import STATE_AFTER, JobState
+from armada.model.wire.base import MAX_IDS_PER_REQUEST
 from armada.model.wire.events import encode_stream_line
+from armada.model.wire.forecasts import span
 
 #: Order in which the summary lists states.
 SUMMARY_ORDER = [s for s in JobState if s is not JobState.UNKNOWN]
 #: Without a terminal to redraw on, print the summary at most this often (seconds).
 PLAIN_SUMMARY_INTERVAL = 1.0
+#: Seconds between asks for the queued jobs' forecasts (the server refreshes them every 10 s).
+FORECAST_INTERVAL = 10.0
 #: Seconds before the first attempt to reopen a dropped stream, doubling up to the maximum.
 RECONNECT_DELAY = 0.5
 MAX_RECONNECT_DELAY = 5.0
@@ -35,6 +41,8 @@ class JobSetSummary:
 
     def __init__(self) -> None:
         self.states: dict[str, JobState] = {}
+        #: The earliest expected start of the queued jobs, as last asked (``None``: unknown).
+        self.next_start: datetime | None = None
 
     def apply(self, event: ev.Event) -> None:
         if isinstance(event, ev.JobFailed) and event.retryable:
@@ -48,10 +56,45 @@ class JobSetSummary:
         """Every job of the set is finished (and there is at least one)."""
         return bool(self.states) and all(state.terminal for state in self.states.values())
 
-    def line(self) -> str:
+    def queued(self) -> list[str]:
+        return [job_id for job_id, state in self.states.items() if state is JobState.QUEUED]
+
+    def line(self, now: datetime | None = None) -> str:
         counts = Counter(self.states.values())
         parts = [f"{state.value.lower()}: {counts[state]}" for state in SUMMARY_ORDER if counts[state]]
-        return f"{len(self.states)} job(s) | " + (", ".join(parts) or "no jobs yet")
+        line = f"{len(self.states)} job(s) | " + (", ".join(parts) or "no jobs yet")
+        if self.next_start is not None and counts[JobState.QUEUED]:
+            wait = (self.next_start - (now or datetime.now(UTC))).total_seconds()
+            line += f" | next start {'in ~' + span(wait) if wait > 0 else 'due'}"
+        return line
+
+
+class Forecasts:
+    """Asks now and then when the set's queued jobs are expected to start (``armada watch``'s
+    "next start"); a server without forecasts, or one that fails to answer, shows none."""
+
+    def __init__(
+        self, client: ArmadaClient, summary: JobSetSummary, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.client = client
+        self.summary = summary
+        self.clock = clock
+        self._asked = -math.inf
+
+    def update(self) -> None:
+        if self.clock() - self._asked < FORECAST_INTERVAL:
+            return
+        self._asked = self.clock()
+        queued = self.summary.queued()[:MAX_IDS_PER_REQUEST]
+        if not queued:
+            self.summary.next_start = None
+            return
+        try:
+            found = self.client.job_forecast(queued)
+        except (ArmadaApiError, httpx.TransportError):
+            return
+        starts = [f.expected_start for f in found.values() if f.expected_start is not None]
+        self.summary.next_start = min(starts, default=None)
 
 
 def _category(category: str, subcategory: str) -> str:
@@ -163,6 +206,7 @@ def watch_job_set(client: ArmadaClient, queue: str, job_set: str, raw: bool, exi
     """Print the job set's history, then follow it (the ``armada watch`` command's work)."""
     summary = JobSetSummary()
     display = Display(summary)
+    forecasts = Forecasts(client, summary)
 
     def show(streamed: StreamedEvent) -> None:
         summary.apply(streamed.event)
@@ -177,6 +221,7 @@ def watch_job_set(client: ArmadaClient, queue: str, job_set: str, raw: bool, exi
     def handle(streamed: StreamedEvent) -> bool:
         show(streamed)
         if not raw:
+            forecasts.update()
             display.refresh()
         return exit_if_inactive and summary.finished
 
@@ -194,6 +239,7 @@ def watch_job_set(client: ArmadaClient, queue: str, job_set: str, raw: bool, exi
             show(streamed)
             last = streamed.message_id
         if not raw:
+            forecasts.update()
             display.refresh(force=True)
         if exit_if_inactive and summary.finished:
             return

@@ -1,13 +1,18 @@
 """User commands on jobs: submit, cancel, reprioritize, preempt, and job queries."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from armada.cli import fleet
 from armada.cli.connection import ContextOption, JsonOption, UrlOption, connect, fail, print_json
 from armada.model.wire.retry_history import history_lines
+
+if TYPE_CHECKING:
+    from armada.client import ArmadaClient
+    from armada.model.wire.forecasts import JobForecastInfo
+    from armada.model.wire.jobs import JobSubmitRequest
 
 QueueArgument = Annotated[str, typer.Argument(help="Queue of the jobs.")]
 JobSetArgument = Annotated[str, typer.Argument(help="Job set of the jobs.")]
@@ -27,6 +32,12 @@ def submit(
     ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Check the file against the default rules; submit nothing.")
+    ] = False,
+    forecast: Annotated[
+        bool,
+        typer.Option(
+            "--forecast", help="Ask the server when these jobs would start if submitted now; submit nothing."
+        ),
     ] = False,
     url: UrlOption = None,
     context: ContextOption = None,
@@ -56,10 +67,25 @@ def submit(
             f"{len(request.job_request_items)} job(s) for {request.queue}/{request.job_set_id} look valid"
         )
         return
+    if forecast:
+        _forecast_submission(request, url, context)
+        return
     with connect(url, context) as client:
         job_ids = client.submit_jobs(request.queue, request.job_set_id, request.job_request_items)
     for job_id in job_ids:
         typer.echo(f"submitted job {job_id} to {request.queue}/{request.job_set_id}")
+
+
+def _forecast_submission(request: "JobSubmitRequest", url: str | None, context: str | None) -> None:
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from armada.model.wire.forecasts import forecast_words  # noqa: PLC0415
+
+    with connect(url, context) as client:
+        found = client.forecast_submission(request.queue, request.job_set_id, request.job_request_items)
+    now = datetime.now(UTC)
+    for index, info in enumerate(found):
+        typer.echo(f"job {index + 1}: {forecast_words(info, now) if info is not None else 'no forecast'}")
 
 
 @cancel_app.command("job")
@@ -165,6 +191,26 @@ def status(
         typer.echo(f"{job_id}\t{state}")
 
 
+@job_app.command("eta")
+def eta(
+    job_ids: JobIdsArgument, json: JsonOption = False, url: UrlOption = None, context: ContextOption = None
+) -> None:
+    """When queued jobs are expected to start: the forecast, its range and its basis."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from armada.model.wire.forecasts import forecast_words  # noqa: PLC0415
+
+    with connect(url, context) as client:
+        found = client.job_forecast(job_ids)
+    if json:
+        print_json(found)
+        return
+    now = datetime.now(UTC)
+    for job_id in job_ids:
+        info = found.get(job_id)
+        typer.echo(f"{job_id}\t{forecast_words(info, now) if info is not None else 'UNKNOWN'}")
+
+
 @job_app.command("details")
 def details(
     job_ids: JobIdsArgument,
@@ -176,9 +222,16 @@ def details(
     """Show jobs' details and runs."""
     with connect(url, context) as client:
         found = client.job_details(job_ids, expand_spec=spec, expand_runs=True)
+        queued = [job_id for job_id, job in found.items() if job.state == "QUEUED"]
+        forecasts = _forecasts(client, queued) if queued and not json else {}
     if json:
         print_json(found)
         return
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from armada.model.wire.forecasts import forecast_words  # noqa: PLC0415
+
+    now = datetime.now(UTC)
     for job_id in job_ids:
         job = found.get(job_id)
         if job is None:
@@ -187,6 +240,8 @@ def details(
         typer.echo(
             f"{job_id}\t{job.state}\t{job.queue}/{job.jobset}\tsubmitted {job.submitted_ts.isoformat()}"
         )
+        if job_id in forecasts:
+            typer.echo(f"  expected start: {forecast_words(forecasts[job_id], now)}")
         if job.cancel_reason:
             typer.echo(f"  cancelled by {job.cancel_user}: {job.cancel_reason}")
         for run in job.job_runs:
@@ -195,6 +250,16 @@ def details(
         if job.retry_history is not None and job.retry_history.eventful:
             for line in history_lines(job.retry_history, indent="    "):
                 typer.echo(f"  {line}")
+
+
+def _forecasts(client: "ArmadaClient", job_ids: list[str]) -> "dict[str, JobForecastInfo]":
+    """The jobs' forecasts; none from a server that has none (an older version)."""
+    from armada.client import ArmadaApiError  # noqa: PLC0415
+
+    try:
+        return client.job_forecast(job_ids)
+    except ArmadaApiError:
+        return {}
 
 
 # Bulk commands on a queue, an executor or a node (armada.cli.fleet).

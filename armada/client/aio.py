@@ -14,6 +14,7 @@ from armada.client.config import ClientConfig
 from armada.client.transport import client_transport
 from armada.model.queues import Queue
 from armada.model.wire import jobs, logs, queries
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.queues import BatchQueueResponse
 from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
@@ -104,6 +105,13 @@ class AsyncArmadaClient:
         response = await self.send(calls.submit_jobs(queue, job_set_id, items))
         return [item.job_id for item in response.job_response_items]
 
+    async def forecast_submission(
+        self, queue: str, job_set_id: str, items: Sequence[jobs.JobSubmitRequestItem]
+    ) -> list[JobForecastInfo | None]:
+        """A dry run: when each job would start if submitted now (nothing is submitted)."""
+        response = await self.send(calls.submit_jobs(queue, job_set_id, items, dry_run=True))
+        return [item.forecast for item in response.job_response_items]
+
     async def cancel_jobs(
         self, queue: str, job_set_id: str, job_ids: Sequence[str], reason: str = ""
     ) -> list[str]:
@@ -127,6 +135,10 @@ class AsyncArmadaClient:
 
     async def job_status(self, job_ids: Sequence[str]) -> dict[str, str]:
         return (await self.send(calls.job_status(job_ids))).job_states
+
+    async def job_forecast(self, job_ids: Sequence[str]) -> dict[str, JobForecastInfo]:
+        """When queued jobs are expected to start (ids not readable: ``UNKNOWN``)."""
+        return (await self.send(calls.job_forecast(job_ids))).forecasts
 
     async def job_details(
         self, job_ids: Sequence[str], *, expand_spec: bool = False, expand_runs: bool = False

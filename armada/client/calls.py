@@ -26,6 +26,7 @@ from armada.model.wire.fleet import (
     NodeCordonRequest,
     NodeJobsRequest,
 )
+from armada.model.wire.forecasts import JobForecastRequest, JobForecastResponse
 from armada.model.wire.jobs import (
     CancellationResult,
     JobCancelRequest,
@@ -247,9 +248,10 @@ def active_queues() -> Call[ActiveQueuesResponse]:
 
 
 def submit_jobs(
-    queue: str, job_set_id: str, items: Sequence[JobSubmitRequestItem]
+    queue: str, job_set_id: str, items: Sequence[JobSubmitRequestItem], dry_run: bool = False
 ) -> Call[JobSubmitResponse]:
-    body = JobSubmitRequest(queue=queue, job_set_id=job_set_id, job_request_items=list(items))
+    items = list(items)
+    body = JobSubmitRequest(queue=queue, job_set_id=job_set_id, job_request_items=items, dry_run=dry_run)
     return Call("POST", "/v1/job/submit", body, JobSubmitResponse)
 
 
@@ -285,6 +287,10 @@ def preempt_jobs(
 
 def job_status(job_ids: Sequence[str]) -> Call[JobStatusResponse]:
     return Call("POST", "/v1/job/status", JobStatusRequest(job_ids=list(job_ids)), JobStatusResponse)
+
+
+def job_forecast(job_ids: Sequence[str]) -> Call[JobForecastResponse]:
+    return Call("POST", "/v1/job/forecast", JobForecastRequest(job_ids=list(job_ids)), JobForecastResponse)
 
 
 def job_details(job_ids: Sequence[str], expand_spec: bool, expand_runs: bool) -> Call[JobDetailsResponse]:

@@ -15,6 +15,7 @@ from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
 from armada.model.wire import jobs, logs, queries
 from armada.model.wire.fleet import ExecutorSummary
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.queues import BatchQueueResponse
 from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
@@ -162,6 +163,13 @@ class ArmadaClient:
         response = self.send(calls.submit_jobs(queue, job_set_id, items))
         return [item.job_id for item in response.job_response_items]
 
+    def forecast_submission(
+        self, queue: str, job_set_id: str, items: Sequence[jobs.JobSubmitRequestItem]
+    ) -> list[JobForecastInfo | None]:
+        """A dry run: when each job would start if submitted now (nothing is submitted)."""
+        response = self.send(calls.submit_jobs(queue, job_set_id, items, dry_run=True))
+        return [item.forecast for item in response.job_response_items]
+
     def cancel_jobs(self, queue: str, job_set_id: str, job_ids: Sequence[str], reason: str = "") -> list[str]:
         return self.send(calls.cancel_jobs(queue, job_set_id, job_ids, reason)).cancelled_ids
 
@@ -183,6 +191,10 @@ class ArmadaClient:
 
     def job_status(self, job_ids: Sequence[str]) -> dict[str, str]:
         return self.send(calls.job_status(job_ids)).job_states
+
+    def job_forecast(self, job_ids: Sequence[str]) -> dict[str, JobForecastInfo]:
+        """When queued jobs are expected to start (ids not readable: ``UNKNOWN``)."""
+        return self.send(calls.job_forecast(job_ids)).forecasts
 
     def job_details(
         self, job_ids: Sequence[str], *, expand_spec: bool = False, expand_runs: bool = False

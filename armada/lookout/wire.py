@@ -91,6 +91,8 @@ class JobRow(Response):
     run_started: datetime | None = None
     run_finished: datetime | None = None
     cancel_requested: bool = False
+    #: Queued jobs: when the last forecast expects it to start (docs/forecast.md).
+    expected_start: datetime | None = None
 
 
 class JobsResponse(Response):

@@ -3,6 +3,7 @@ state and (for one job) its view row: no scan of the jobs table, whatever is que
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 import numpy as np
@@ -11,6 +12,7 @@ from armada.eventstore.store import EventStore
 from armada.model.errors import NotFound
 from armada.model.resources import format_units
 from armada.model.states import JobState
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.reports import render
 from armada.reports.history import CycleHistory, CycleRecord
 from armada.reports.wire import (
@@ -18,6 +20,7 @@ from armada.reports.wire import (
     JobReport,
     KeyReport,
     LeaseReport,
+    NewJobForecast,
     PoolCycle,
     QueueReport,
     ReasonCount,
@@ -31,9 +34,16 @@ NO_CYCLE = "no scheduling cycle recorded yet (is a scheduler running?)"
 NEXT_CYCLE = "submitted after the last cycle: waiting for the next one"
 
 
-def scheduling_report(history: CycleHistory, state: ClusterState | None = None) -> SchedulingReport:
-    """The cycles, and (given the state) what operators cordoned: the scheduler leaves it out."""
+def scheduling_report(
+    history: CycleHistory,
+    state: ClusterState | None = None,
+    new_jobs: Mapping[str, tuple[str, JobForecastInfo]] | None = None,
+) -> SchedulingReport:
+    """The cycles, and (given the state) what operators cordoned: the scheduler leaves it out;
+    ``new_jobs``: per queue, when a new job of its typical shape would start."""
     report = SchedulingReport(cycles=[_cycle(record) for record in reversed(list(history))])
+    for queue, (shape, forecast) in (new_jobs or {}).items():
+        report.new_jobs[queue] = NewJobForecast(shape=shape, forecast=forecast)
     if state is not None:
         report.cordoned_executors = dict(sorted(state.cordoned_executors.items()))
         report.cordoned_nodes = {
@@ -85,7 +95,12 @@ def key_report(db: JobDb, key: int, queue: str, queued: int, record: CycleRecord
     )
 
 
-def queue_report(state: ClusterState, history: CycleHistory, name: str) -> QueueReport:
+def queue_report(
+    state: ClusterState,
+    history: CycleHistory,
+    name: str,
+    new_job: tuple[str, JobForecastInfo] | None = None,
+) -> QueueReport:
     spec = state.queues.get(name)
     if spec is None:
         raise NotFound(f"queue {name!r} does not exist", field="name")
@@ -110,12 +125,19 @@ def queue_report(state: ClusterState, history: CycleHistory, name: str) -> Queue
         limits_hit=limits_hit,
         keys=[key_report(db, key, name, count, record) for key, count in keys],
         cycle_finished=record.finished if record else None,
+        new_job=NewJobForecast(shape=new_job[0], forecast=new_job[1]) if new_job else None,
     )
     report.report = render.queue(report)
     return report
 
 
-async def job_report(store: EventStore, state: ClusterState, history: CycleHistory, job_id: str) -> JobReport:
+async def job_report(
+    store: EventStore,
+    state: ClusterState,
+    history: CycleHistory,
+    job_id: str,
+    forecast: JobForecastInfo | None = None,
+) -> JobReport:
     details = (await queries.job_details(store, [job_id], expand_spec=False, expand_runs=True)).get(job_id)
     if details is None:
         raise NotFound(f"job {job_id!r} does not exist", field="jobId")
@@ -143,6 +165,7 @@ async def job_report(store: EventStore, state: ClusterState, history: CycleHisto
         key=None,
         lease=lease,
         retries=details.retry_history,
+        forecast=forecast,
         cycle_finished=history.last.finished if history.last else None,
     )
     db = state.jobs

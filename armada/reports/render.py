@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from armada.model.wire.forecasts import forecast_words
 from armada.model.wire.retry_history import history_lines
-from armada.reports.wire import JobReport, KeyReport, QueueReport, SchedulingReport
+from armada.reports.wire import JobReport, KeyReport, NewJobForecast, QueueReport, SchedulingReport
 from armada.scheduling.shares import QueueShare
 
 SHARE_HEADER = f"{'pool':<16} {'queue':<24} {'fair':>7} {'adjusted':>9} {'actual':>7} {'demand':>7}"
@@ -62,7 +63,15 @@ def scheduling(report: SchedulingReport) -> str:
     if latest.top_unschedulable_reasons:
         lines += ["", "Why queued jobs wait:"]
         lines += [f"{r.jobs:>8}  {r.reason}" for r in latest.top_unschedulable_reasons]
+    if report.new_jobs:
+        lines += ["", "A new job of each queue's typical shape would start:"]
+        lines += [f"  {queue}: {_new_job(new)}" for queue, new in report.new_jobs.items()]
     return "\n".join(lines + _cordons(report))
+
+
+def _new_job(new: NewJobForecast) -> str:
+    when = forecast_words(new.forecast, new.forecast.as_of) if new.forecast.as_of else "not yet forecast"
+    return f"{when} ({new.shape})"
 
 
 UNSAID = "(no reason given)"
@@ -92,6 +101,8 @@ def queue(report: QueueReport) -> str:
         fractions = ", ".join(f"{name} {fraction:g}" for name, fraction in sorted(limits.items()))
         lines.append(f"Limit {priority_class}: {fractions}")
     lines += [f"Limit hit: {reason}" for reason in report.limits_hit]
+    if report.new_job is not None:
+        lines.append(f"A new job of its typical shape would start: {_new_job(report.new_job)}")
     if report.keys:
         lines.append("Queued jobs by scheduling key:")
         for key in report.keys:
@@ -104,6 +115,8 @@ def job(report: JobReport) -> str:
     if report.position is not None:
         lines.append(f"Position {report.position} of {report.queued_in_queue} queued in {report.queue}")
     lines.append(f"Reason: {report.reason}")
+    if report.forecast is not None and report.forecast.as_of is not None:
+        lines.append(f"Expected start: {forecast_words(report.forecast, report.forecast.as_of)}")
     if report.key is not None:
         lines.append(_key(report.key)[0])
     if report.lease is not None:

@@ -7,6 +7,7 @@ from datetime import datetime
 
 import msgspec
 
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.retry_history import RetryHistory
 from armada.scheduling.shares import QueueShare
 
@@ -45,6 +46,14 @@ class CycleReport(Report):
     top_unschedulable_reasons: list[ReasonCount]
 
 
+class NewJobForecast(Report):
+    """When one new job of a queue's typical shape would start if submitted now."""
+
+    #: The queue's most common scheduling key among its jobs outside gangs, in words.
+    shape: str
+    forecast: JobForecastInfo
+
+
 class SchedulingReport(Report):
     """The leader's last cycles, newest first (whichever replica answers)."""
 
@@ -55,6 +64,8 @@ class SchedulingReport(Report):
     cordoned_executors: dict[str, str] = {}
     #: Nodes an operator cordoned, as ``executor/node``, with the reason.
     cordoned_nodes: dict[str, str] = {}
+    #: Queue -> when a new job of its typical shape would start (docs/forecast.md).
+    new_jobs: dict[str, NewJobForecast] = {}
 
 
 class KeyReport(Report):
@@ -90,6 +101,8 @@ class QueueReport(Report):
     cycle_finished: datetime | None
     #: The same, as text for people.
     report: str = ""
+    #: When a new job of its typical shape would start (docs/forecast.md).
+    new_job: NewJobForecast | None = None
 
 
 class LeaseReport(Report):
@@ -118,5 +131,7 @@ class JobReport(Report):
     cycle_finished: datetime | None
     #: Every attempt and what decided the next: retry policy, rule, category, mutations.
     retries: RetryHistory | None = None
+    #: When it is expected to start (queued jobs; docs/forecast.md).
+    forecast: JobForecastInfo | None = None
     #: The same, as text for people.
     report: str = ""

@@ -73,6 +73,15 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     max_scheduling_duration: float = 5.0
     #: Whether fair-share preemption runs at all (urgency preemption always does).
     enable_fair_share_preemption: bool = True
+    #: Seconds between refreshes of the start-time forecasts (docs/forecast.md); ``0`` = none.
+    forecast_interval: float = 10.0
+    #: How far ahead forecasts simulate, in seconds; jobs not started by then are "not within".
+    forecast_horizon: float = 7 * 24 * 3600.0
+    #: Runtime in seconds assumed for jobs with no hint, no learned runs and no deadline below it.
+    forecast_default_runtime: float = 3600.0
+    #: Forecasts pause while more jobs than this are queued or running: a refresh's CPU grows
+    #: with the backlog (docs/performance.md) and runs in this process. ``0`` = no limit.
+    forecast_max_jobs: int = 200_000
     #: The retry engine: retry policies decide failed runs (see docs/retries.md).
     retry_policy: RetryEngineSettings = msgspec.field(default_factory=RetryEngineSettings)
 
@@ -83,6 +92,10 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
             )
         if self.usage_half_life < 0 or self.protected_fraction_of_fair_share < 0:
             raise ValueError("usageHalfLife and protectedFractionOfFairShare must be >= 0")
+        if self.forecast_interval < 0 or self.forecast_horizon <= 0 or self.forecast_default_runtime <= 0:
+            raise ValueError("forecastInterval must be >= 0, forecastHorizon and forecastDefaultRuntime > 0")
+        if self.forecast_max_jobs < 0:
+            raise ValueError("forecastMaxJobs must be >= 0")
 
     def priority_class(self, name: str) -> PriorityClass:
         """The class called ``name``, or the default class for an empty name."""

@@ -10,8 +10,9 @@ are maintained on every update instead of being recomputed.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -272,6 +273,27 @@ class JobDb:
 
     def pc_index(self, key: int) -> int:
         return self._pc_index[self.keys.infos[key].priority_class]
+
+    def copy(self) -> JobDb:
+        """An independent copy to simulate on (forecasts), much cheaper than ``deepcopy``:
+        columns and indexes are copied, immutable job ids shared; nodes and keys (small) are
+        deep-copied together, so that they share one copy of the resource index."""
+        clone = copy.copy(self)
+        clone.nodes, clone.keys = copy.deepcopy((self.nodes, self.keys))
+        clone.resources = clone.nodes.resources
+        clone.ids, clone._row_of = list(self.ids), dict(self._row_of)
+        clone.cols = {name: column.copy() for name, column in self.cols.items()}
+        clone.queue_names, clone._queue_index = list(self.queue_names), dict(self._queue_index)
+        clone._orders = [replace(o, rows=o.rows.copy(), pending=list(o.pending)) for o in self._orders]
+        clone.queued_counts = [dict(counts) for counts in self.queued_counts]
+        clone.pool_names, clone._pool_index = list(self.pool_names), dict(self._pool_index)
+        clone.gangs = [None if g is None else replace(g, members=list(g.members)) for g in self.gangs]
+        clone.gang_queued, clone.gang_mixed = self.gang_queued.copy(), self.gang_mixed.copy()
+        clone._gang_index = dict(self._gang_index)
+        clone._node_jobs = {node: set(rows) for node, rows in self._node_jobs.items()}
+        clone._node_alloc = self._node_alloc.copy()
+        clone._queue_alloc = {key: alloc.copy() for key, alloc in self._queue_alloc.items()}
+        return clone
 
     # -- internals -----------------------------------------------------------------------
 

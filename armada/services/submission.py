@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from armada.eventstore.job_views import job_ids_by_client_id
 from armada.eventstore.store import EventStore, Lane, PreparedEvents, Transaction
 from armada.model.errors import Conflict, NotFound
@@ -17,6 +19,7 @@ from armada.model.events import Event, JobQueued, JobSubmitted
 from armada.model.ids import new_job_ids
 from armada.model.jobs import Job
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitResponse, JobSubmitResponseItem
+from armada.services.forecasts import ForecastService
 from armada.services.pod_policy import check_jobs
 from armada.services.queued_cap import QueuedCap
 from armada.services.queues import load_queue
@@ -34,20 +37,21 @@ async def submit_jobs(
     user: str,
     *,
     queued_cap: QueuedCap | None = None,
+    forecasts: ForecastService | None = None,
 ) -> JobSubmitResponse:
     """Accept every job of ``request`` or none; a repeated ``clientId`` returns the original id.
 
-    ``queued_cap`` (if any) caps the jobs waiting in the queue.
+    ``queued_cap`` (if any) caps the jobs waiting in the queue. A dry run checks the same
+    rules, stores nothing and answers when each job would start (with ``forecasts``).
     """
     valid = validate_submission(request, rules, user)
+    if request.dry_run:
+        return await _dry_run(store, request, valid, rules, user, forecasts)
     if queued_cap is not None:
         await queued_cap.admit(store, request.queue, len(valid))
     now = datetime.now(UTC)
     # Everything that needs no database is built before the store's write lock is taken.
-    jobs = [
-        _job(request, entry, job_id, user, now)
-        for entry, job_id in zip(valid, new_job_ids(len(valid)), strict=True)
-    ]
+    jobs = _jobs(request, valid, user, now)
     job_events = [_events(job, now) for job in jobs]
     # Without client ids every job is stored: serialise it all before taking the lock too.
     dedupe = any(job.client_id for job in jobs)
@@ -56,12 +60,7 @@ async def submit_jobs(
     # with them: were it to overtake them too, jobs would only queue faster than they drain.
     lane = Lane.PROMPT if len(jobs) <= PROMPT_JOBS else Lane.BULK
     async with store.transaction(lane=lane) as tx:
-        queue = await load_queue(await tx.views(jobs=False), request.queue, store.unreadable)
-        if queue is None:
-            raise NotFound(f"queue {request.queue!r} does not exist; create it first", field="queue")
-        if queue.cordoned:
-            raise Conflict(f"queue {request.queue!r} is cordoned and accepts no jobs", field="queue")
-        check_jobs(valid, queue, rules.pod_policy)
+        await _check_queue(await tx.views(jobs=False), store, request, valid, rules)
         if prepared is None:
             job_ids, events = _accept(jobs, job_events, await _known_client_ids(tx, request))
             tx.append(events)
@@ -69,6 +68,42 @@ async def submit_jobs(
             job_ids = [job.id for job in jobs]
             tx.append(prepared)
     return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
+
+
+async def _check_queue(
+    conn: AsyncConnection,
+    store: EventStore,
+    request: JobSubmitRequest,
+    valid: list[ValidItem],
+    rules: SubmissionRules,
+) -> None:
+    """The queue exists, takes jobs, and its security policy admits these pods."""
+    queue = await load_queue(conn, request.queue, store.unreadable)
+    if queue is None:
+        raise NotFound(f"queue {request.queue!r} does not exist; create it first", field="queue")
+    if queue.cordoned:
+        raise Conflict(f"queue {request.queue!r} is cordoned and accepts no jobs", field="queue")
+    check_jobs(valid, queue, rules.pod_policy)
+
+
+async def _dry_run(
+    store: EventStore,
+    request: JobSubmitRequest,
+    valid: list[ValidItem],
+    rules: SubmissionRules,
+    user: str,
+    forecasts: ForecastService | None,
+) -> JobSubmitResponse:
+    async with store.engine.connect() as conn:
+        await _check_queue(conn, store, request, valid, rules)
+    jobs = _jobs(request, valid, user, datetime.now(UTC))
+    found = (await forecasts.if_submitted(jobs)) if forecasts is not None else None
+    return JobSubmitResponse(
+        job_response_items=[
+            JobSubmitResponseItem(job_id="", forecast=found.get(job.id) if found is not None else None)
+            for job in jobs
+        ]
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +114,12 @@ class Submitter:
     rules: SubmissionRules
     user: str
     queued_cap: QueuedCap | None = None
+    forecasts: ForecastService | None = None
 
     async def submit(self, request: JobSubmitRequest) -> JobSubmitResponse:
-        return await submit_jobs(self.store, request, self.rules, self.user, queued_cap=self.queued_cap)
+        return await submit_jobs(
+            self.store, request, self.rules, self.user, queued_cap=self.queued_cap, forecasts=self.forecasts
+        )
 
 
 def _accept(
@@ -114,6 +152,13 @@ def _events(job: Job, now: datetime) -> tuple[JobSubmitted, JobQueued]:
         JobSubmitted(job=job, created=now, queue=queue, job_set_id=job_set_id, job_id=job.id),
         JobQueued(created=now, queue=queue, job_set_id=job_set_id, job_id=job.id),
     )
+
+
+def _jobs(request: JobSubmitRequest, valid: list[ValidItem], user: str, now: datetime) -> list[Job]:
+    return [
+        _job(request, entry, job_id, user, now)
+        for entry, job_id in zip(valid, new_job_ids(len(valid)), strict=True)
+    ]
 
 
 def _job(request: JobSubmitRequest, entry: ValidItem, job_id: str, user: str, now: datetime) -> Job:

@@ -30,6 +30,7 @@ from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_viol
 from armada.model.resources import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
 from armada.scheduling.config import PriorityClass
+from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION, runtime_hint
 from armada.services.guardrails import Guardrails
 from armada.services.ingress_rules import check_exposed_ports
 from armada.settings import Settings
@@ -271,6 +272,13 @@ def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRule
         item = msgspec.structs.replace(item, annotations=annotations)
     check_annotations(item.annotations, f"{where}.annotations", added=added)
     _check_gang_annotations(item.annotations, f"{where}.annotations")
+    try:
+        runtime_hint(item.annotations)
+    except ValueError as exc:
+        raise InvalidRequest(
+            f"expected runtime {exc} (write e.g. 90s, 20m or 1h30m)",
+            field=f"{where}.annotations.{EXPECTED_RUNTIME_ANNOTATION}",
+        ) from None
     check_exposed_ports(item.services, item.ingress, spec, where, rules.ingress_policy)
     return ValidItem(item, spec, info)
 

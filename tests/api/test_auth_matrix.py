@@ -77,6 +77,7 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("POST", "/v1/job/status"): Watching(),
     ("POST", "/v1/job/statusUsingExternalJobUri"): OnQueue(V.WATCH, body="queue"),
     ("POST", "/v1/job/details"): Watching(),
+    ("POST", "/v1/job/forecast"): Watching(),
     ("POST", "/v1/run/details"): Watching(),
     ("POST", "/v1/job/errors"): Watching(),
     ("POST", "/v1/job-set/{queue:str}/{job_set_id:str}"): OnQueue(V.WATCH, path="queue"),
@@ -392,6 +393,11 @@ def read_checks(t: ReadTarget) -> dict[tuple[str, str], ReadCheck]:
             "/v1/job/details",
             jobs,
             lambda r: t.job_id in r.json().get("jobDetails", {}),
+        ),
+        ("POST", "/v1/job/forecast"): (
+            "/v1/job/forecast",
+            jobs,
+            lambda r: r.json()["forecasts"][t.job_id]["outcome"] != "UNKNOWN",
         ),
         ("POST", "/v1/job/errors"): (
             "/v1/job/errors",

@@ -24,6 +24,7 @@ ENDPOINTS = [
     ("post", "/v1/job/preempt"),
     ("post", "/v1/job/status"),
     ("post", "/v1/job/details"),
+    ("post", "/v1/job/forecast"),
     ("post", "/v1/run/details"),
     ("post", "/v1/job/errors"),
     ("post", "/v1/job-set/{queue}/{job_set_id}"),

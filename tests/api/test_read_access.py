@@ -96,6 +96,26 @@ def test_bob_reads_alices_jobs_as_if_they_did_not_exist(server: ApiServer, alice
         assert admin.job_report(job).job_id == job
 
 
+def test_bob_reads_alices_forecasts_as_unknown(server: ApiServer, alices: Alices) -> None:
+    queue = f"a-{uuid.uuid4().hex[:8]}"  # not alice's fixture queue: other tests count its jobs
+    with as_user(server, "admin") as admin:
+        admin.create_queue(Queue(name=queue, group_owners=["team-a"]))
+    with as_user(server, "alice") as alice:
+        (queued,) = alice.submit_jobs(queue, "set-1", [item()])
+    server.run(server.app.state.services.forecasts.refresh())
+    with as_user(server, "bob") as bob:
+        hidden = bob.job_forecast([queued, alices.job_id, NEVER_SUBMITTED])
+    assert hidden[queued] == hidden[alices.job_id] == hidden[NEVER_SUBMITTED]
+    assert hidden[queued].outcome == "UNKNOWN"
+    with as_user(server, "bob") as bob:
+        assert queue not in bob.scheduling_report().new_jobs
+    with as_user(server, "admin") as admin:
+        assert queue in admin.scheduling_report().new_jobs  # its typical shape, forecast without nodes
+    with as_user(server, "alice") as alice:
+        mine = alice.job_forecast([queued, alices.job_id])
+    assert (mine[queued].outcome, mine[alices.job_id].outcome) == ("NOT_WITHIN_HORIZON", "STARTED")
+
+
 def test_bob_sees_alices_queue_but_not_who_owns_it(server: ApiServer, alices: Alices) -> None:
     with as_user(server, "bob") as bob:
         shown = bob.get_queue(alices.queue)

@@ -14,6 +14,7 @@ from armada.eventstore import schema
 from armada.model.jobs import GANG_CARDINALITY_ANNOTATION as CARDINALITY
 from armada.model.jobs import GANG_ID_ANNOTATION as GANG_ID
 from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION as UNIFORMITY
+from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION as EXPECTED_RUNTIME
 from tests.api.jobs import item, pod_spec, raw_item
 from tests.servers import ApiServer
 
@@ -163,6 +164,16 @@ INVALID: list[tuple[str, dict[str, Any], str]] = [
         {"jobRequestItems": [raw_item(), raw_item(namespace="")]},
         "jobRequestItems[1].namespace",
     ),
+    (
+        "expected runtime not a duration",
+        {"jobRequestItems": [raw_item(annotations={EXPECTED_RUNTIME: "soon"})]},
+        f"jobRequestItems[0].annotations.{EXPECTED_RUNTIME}",
+    ),
+    (
+        "expected runtime zero",
+        {"jobRequestItems": [raw_item(annotations={EXPECTED_RUNTIME: "0s"})]},
+        f"jobRequestItems[0].annotations.{EXPECTED_RUNTIME}",
+    ),
     ("unknown top-level field", {"priority": 1}, "priority"),
     ("unknown item field", {"jobRequestItems": [raw_item(colour="red")]}, "jobRequestItems[0].colour"),
     ("wrong type", {"jobRequestItems": [raw_item(priority="high")]}, "jobRequestItems[0].priority"),
@@ -192,6 +203,11 @@ def test_malformed_bodies_are_400(server: ApiServer, body: bytes) -> None:
     )
     assert response.status_code == 400
     assert response.json()["status"] == 400
+
+
+def test_an_expected_runtime_hint_is_accepted(client: ArmadaClient, queue: str) -> None:
+    [job_id] = client.submit_jobs(queue, "set", [item(annotations={EXPECTED_RUNTIME: "1h30m"})])
+    assert client.job_status([job_id]) == {job_id: "QUEUED"}
 
 
 def test_a_complete_gang_is_accepted(client: ArmadaClient, queue: str) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 from armada.model.ingress import Ingresses, Services
 from armada.model.numbers import Count, Priority
 from armada.model.wire.base import IdList, Request, Response
+from armada.model.wire.forecasts import JobForecastInfo
 
 #: A job state given by name (``"RUNNING"``) or by upstream's protobuf number (``2``).
 StateName = str | Count
@@ -33,11 +34,16 @@ class JobSubmitRequest(Request):
     queue: str
     job_set_id: str
     job_request_items: list[JobSubmitRequestItem]
+    #: Check everything and forecast when the jobs would start if submitted now; store nothing.
+    dry_run: bool = False
 
 
 class JobSubmitResponseItem(Response):
+    #: Empty in a dry run (nothing was submitted).
     job_id: str
     error: str = ""
+    #: Dry runs only: when this job would start if it were submitted now.
+    forecast: JobForecastInfo | None = None
 
 
 class JobSubmitResponse(Response):

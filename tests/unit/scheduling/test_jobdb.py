@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import numpy as np
@@ -123,3 +124,29 @@ def test_removed_rows_are_reclaimed() -> None:
     assert db.gang_queued[db.gang_of(db.row("g1"))] == 2
     db.remove("old19")
     assert not db.node_allocation().any()
+
+
+def test_a_copy_is_independent_of_the_original() -> None:
+    db = make()
+    db.add_many([job("a", "q"), job("b", "q", priority=2), job("g1", "q", gang_id="g", gang_cardinality=2)])
+    db.add_many([job("g2", "q", gang_id="g", gang_cardinality=2), job("c", "other")])
+    db.lease("a", "n1", "default")
+    order(db, "q")  # sorted once: the copy must not share the sorted rows either
+    before = pickle.dumps(db)
+    clone = db.copy()
+    # Everything a simulation does to its copy, and more: new keys, resources, nodes and queues.
+    clone.add_many(
+        [job("x", "new", extra={"nvidia.com/gpu": 1}), job("g3", "q", gang_id="h", gang_cardinality=1)]
+    )
+    clone.lease("b", "n2", "other-pool")
+    clone.lease("g1", "n1", "default")
+    clone.requeue("a")
+    clone.reprioritize("c", 9)
+    for job_id in ("g2", "c", "a"):
+        clone.remove(job_id)
+    clone.compact_min = 0
+    clone.add(job("y", "q"))  # compacts the copy's rows
+    order(clone, "q")
+    assert pickle.dumps(db) == before
+    assert order(db, "q") == ["g1", "g2", "b"] and db.state("a") == RUNNING
+    assert order(clone, "q") == ["g3", "y"]

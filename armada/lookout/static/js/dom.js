@@ -85,6 +85,29 @@ export function runtime(job) {
   return fmtDuration(end - new Date(job.runStarted));
 }
 
+/** A forecast start as "in ~12m 0s" ("now" once due; "" without one). */
+export function expectedIn(iso) {
+  if (!iso) return "";
+  const wait = new Date(iso) - new Date();
+  return wait > 0 ? `in ~${fmtDuration(wait)}` : "now";
+}
+
+/** A job's forecast (POST /v1/job/forecast's shape) in words: "in ~12m 0s (8m 0s to 20m 0s); basis: hint". */
+export function forecastText(forecast) {
+  if (!forecast) return "";
+  switch (forecast.outcome) {
+    case "FORECAST": {
+      const range = forecast.low && forecast.high && forecast.low !== forecast.high
+        ? ` (${expectedIn(forecast.low)} to ${expectedIn(forecast.high)})` : "";
+      return `${expectedIn(forecast.expectedStart)}${range} at ${fmtTime(forecast.expectedStart)}; basis: ${forecast.basis}`;
+    }
+    case "NOT_WITHIN_HORIZON": return "not within the forecast horizon";
+    case "NEVER": return `never: ${forecast.basis}`;
+    case "NOT_YET_FORECAST": return "not yet forecast";
+    default: return "";
+  }
+}
+
 export function fmtCpu(millis) {
   if (!millis) return "0";
   return millis % 1000 === 0 ? String(millis / 1000) : `${(millis / 1000).toFixed(millis < 100 ? 3 : 2)}`;

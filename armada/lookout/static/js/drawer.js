@@ -7,7 +7,7 @@ import { actionBar, jobActions } from "./actions.js";
 import { createLogView } from "./logs.js";
 import { retriesSection } from "./retries.js";
 import {
-  ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, h, notice, runtime, shortRunId, stateBadge,
+  ACTIVE_STATES, errorText, fill, fmtBytes, fmtCpu, fmtTime, forecastText, h, notice, runtime, shortRunId, stateBadge,
 } from "./dom.js";
 
 function summary(detail) {
@@ -41,6 +41,7 @@ function ordinal(n) {
 function reportView(report) {
   const key = report.key;
   const rows = [
+    report.forecast && forecastText(report.forecast) ? ["Expected start", forecastText(report.forecast)] : null,
     report.position ? ["Place in queue", `${ordinal(report.position)} of ${report.queuedInQueue} queued in ${report.queue}`] : null,
     key ? ["Scheduling key", `#${key.key} · ${key.priorityClass} · ${Object.entries(key.requests).map(([r, q]) => `${r} ${q}`).join(", ")}`] : null,
     key ? ["Same key waiting", `${key.queued} job${key.queued === 1 ? "" : "s"}${key.pools.length ? ` · pools ${key.pools.join(", ")}` : ""}`] : null,

@@ -4,7 +4,7 @@
 import { api } from "../api.js";
 import { actionBar, jobActions } from "../actions.js";
 import {
-  errorText, fill, fmtBytes, fmtCount, fmtCpu, h, notice, runtime, stateBadge, stateBar, timeCell,
+  errorText, expectedIn, fill, fmtBytes, fmtCount, fmtCpu, h, notice, runtime, stateBadge, stateBar, timeCell,
 } from "../dom.js";
 import { filterBar } from "./jobs_filters.js";
 import { GROUPS, apiFilter, readView, writeView } from "./jobs_url.js";
@@ -26,6 +26,7 @@ const COLUMNS = [
   ["Submitted", (job) => timeCell(job.submitted)],
   ["Last transition", (job) => timeCell(job.lastTransition)],
   ["Runtime", (job) => runtime(job), "num"],
+  ["Expected start", (job) => (job.state === "QUEUED" ? expectedIn(job.expectedStart) : ""), "num"],
 ];
 
 export function mount(main, app) {

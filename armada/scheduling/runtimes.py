@@ -1,0 +1,146 @@
+"""Runtime estimates for forecasts: what a job's runtime is believed to be, and why.
+
+Pure: the estimate is chosen from what the caller knows of the job (its hint annotation,
+its ``activeDeadlineSeconds``, the runs learned for its job set and for its queue and shape)
+in a fixed order, so a forecast can say which basis it used. Learned runtimes are kept in a
+:class:`RuntimeHistory`, a bounded window per key read by quantiles: one job that ran for a
+week moves the median of 64 runs by one place, not by a week.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+
+from armada.model.durations import parse_duration
+
+#: The hint annotation: the job's expected runtime as a duration (``90s``, ``1h30m``, ``3600``).
+EXPECTED_RUNTIME_ANNOTATION = "armadaproject.io/expectedRuntime"
+
+#: Relative spread of a hint: a user's word is good, not exact.
+HINT_SPREAD = (0.75, 1.5)
+#: Spread of the configured default, which knows nothing of the job.
+DEFAULT_SPREAD = (0.25, 4.0)
+#: A running job past its estimate is re-estimated from its elapsed time ``e``: expected
+#: ``1.5 e`` and high ``3 e`` (a job that has run long is likely to run long: heavy tails).
+OVERDUE_FACTORS = (1.5, 3.0)
+#: Learned runtimes need this many runs of a key before they are trusted.
+MIN_SAMPLES = 3
+
+
+def runtime_hint(annotations: Mapping[str, str]) -> float | None:
+    """Seconds in the job's :data:`EXPECTED_RUNTIME_ANNOTATION`, ``None`` without one.
+
+    Raises ``ValueError`` for anything but a positive duration (submission refuses it).
+    """
+    text = annotations.get(EXPECTED_RUNTIME_ANNOTATION)
+    if text is None:
+        return None
+    seconds = parse_duration(text)
+    if not 0 < seconds < 10 * 365 * 86400:
+        raise ValueError(f"must be a positive duration under 10 years, got {text!r}")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeEstimate:
+    """Seconds a job is expected to run: ``low <= expected <= high``, and the basis."""
+
+    expected: float
+    low: float
+    high: float
+    basis: str
+
+    def capped(self, bound: float, basis: str) -> RuntimeEstimate:
+        """Bounded above by ``bound`` (``activeDeadlineSeconds``: the job is killed by then)."""
+        if self.expected <= bound and self.high <= bound:
+            return self
+        expected = min(self.expected, bound)
+        return RuntimeEstimate(expected, min(self.low, expected), min(self.high, bound), basis)
+
+    def remaining(self, elapsed: float) -> RuntimeEstimate:
+        """What is left after ``elapsed`` seconds of running.
+
+        A job past its estimate is not "overdue": it is re-estimated from its elapsed time
+        (:data:`OVERDUE_FACTORS`), and likewise for ``low`` and ``high`` past their values.
+        """
+        elapsed = max(0.0, elapsed)
+        expected = self.expected if elapsed < self.expected else OVERDUE_FACTORS[0] * elapsed
+        high = max(expected, self.high if elapsed < self.high else OVERDUE_FACTORS[1] * elapsed)
+        low = min(expected, max(self.low, elapsed))
+        basis = self.basis if elapsed < self.expected else f"{self.basis}, re-estimated after running longer"
+        return RuntimeEstimate(expected - elapsed, low - elapsed, high - elapsed, basis)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Quantiles of the runtimes learned for one key."""
+
+    count: int
+    p10: float
+    p50: float
+    p90: float
+
+
+class RuntimeHistory:
+    """The last ``window`` runtimes of at most ``max_keys`` keys (least recently fed dropped)."""
+
+    def __init__(self, window: int = 64, max_keys: int = 20_000) -> None:
+        self.window = window
+        self.max_keys = max_keys
+        self._runs: OrderedDict[Hashable, deque[float]] = OrderedDict()
+
+    def record(self, key: Hashable, seconds: float) -> None:
+        runs = self._runs.get(key)
+        if runs is None:
+            runs = self._runs[key] = deque(maxlen=self.window)
+            if len(self._runs) > self.max_keys:
+                self._runs.popitem(last=False)
+        else:
+            self._runs.move_to_end(key)
+        runs.append(max(0.0, seconds))
+
+    def sample(self, key: Hashable) -> Sample | None:
+        runs = self._runs.get(key)
+        if not runs:
+            return None
+        ordered = sorted(runs)
+        return Sample(len(ordered), _quantile(ordered, 0.1), _quantile(ordered, 0.5), _quantile(ordered, 0.9))
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """Linear interpolation between the closest ranks of a sorted list."""
+    position = q * (len(ordered) - 1)
+    below = int(position)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+
+def choose_estimate(
+    *,
+    hint: float | None,
+    job_set: Sample | None,
+    shape: Sample | None,
+    deadline: float | None,
+    default: float,
+) -> RuntimeEstimate:
+    """The estimate from the best basis available, in this order: the job's own hint, runs of
+    its job set, runs of its queue and shape, then the configured default; all bounded above
+    by ``activeDeadlineSeconds``."""
+    if hint is not None:
+        estimate = RuntimeEstimate(hint, hint * HINT_SPREAD[0], hint * HINT_SPREAD[1], "hint")
+    elif job_set is not None and job_set.count >= MIN_SAMPLES:
+        estimate = _learned(job_set, f"learned from {job_set.count} runs of its job set")
+    elif shape is not None and shape.count >= MIN_SAMPLES:
+        estimate = _learned(shape, f"learned from {shape.count} runs of its queue and shape")
+    else:
+        low, high = default * DEFAULT_SPREAD[0], default * DEFAULT_SPREAD[1]
+        estimate = RuntimeEstimate(default, low, high, "default")
+    if deadline is not None and deadline > 0:
+        return estimate.capped(deadline, f"{estimate.basis}, bounded by activeDeadlineSeconds")
+    return estimate
+
+
+def _learned(sample: Sample, basis: str) -> RuntimeEstimate:
+    return RuntimeEstimate(sample.p50, sample.p10, sample.p90, basis)

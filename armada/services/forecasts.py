@@ -1,0 +1,228 @@
+"""Start-time forecasts, refreshed in the background from this replica's follower state.
+
+Every ``scheduling.forecastInterval`` seconds the current state (the follower's job and node
+databases, the queues, cordons and the scheduler's fair-share usage if this replica leads)
+is copied on the event loop, and the forecast engine (:mod:`armada.scheduling.forecast`)
+runs on the copy in a worker thread: never inside a scheduling cycle. A refresh that took
+``d`` seconds is followed by a pause of at least ``2 d``, so forecasting holds at most a
+third of the process's time however large the backlog. Readers get the last finished
+refresh; jobs submitted since read as not yet forecast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import structlog
+
+from armada.model.jobs import Job
+from armada.model.wire.forecasts import ForecastOutcome, JobForecastInfo
+from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.forecast import ForecastSnapshot, JobForecast, forecast
+from armada.scheduling.jobdb import QUEUED
+from armada.scheduling.probes import typical_jobs
+from armada.scheduling.requirements import JobRequirements
+from armada.scheduling.runtimes import RuntimeEstimate
+from armada.services.cluster_state import requirements
+from armada.services.follower import LogFollower
+from armada.services.runtime_learning import RuntimeLearner, job_facts
+from armada.services.scheduler import SchedulerService
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Forecasts:
+    """One refresh's result: per queued job, its forecast, as of ``as_of`` (epoch seconds)."""
+
+    as_of: float = 0.0
+    jobs: dict[str, JobForecast] = field(default_factory=dict)
+    #: Seconds the refresh took (copying and simulating).
+    duration: float = 0.0
+    #: Queue -> when one new job of its typical shape would start if submitted now.
+    queues: dict[str, JobForecast] = field(default_factory=dict)
+    #: Queue -> that typical shape, in words.
+    shapes: dict[str, str] = field(default_factory=dict)
+
+
+class ForecastService:
+    """Keeps :attr:`latest` fresh; answers forecasts for jobs not yet submitted on demand."""
+
+    def __init__(
+        self,
+        follower: LogFollower,
+        scheduler: SchedulerService,
+        config: SchedulingConfig,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.follower = follower
+        self.scheduler = scheduler
+        self.config = config
+        self.clock = clock
+        self.learner = RuntimeLearner(config.forecast_default_runtime)
+        follower.listen(self.learner)
+        self.latest = Forecasts()
+        self._task: asyncio.Task[None] | None = None
+        #: One simulation at a time (refreshes and dry runs): bounded CPU.
+        self._busy = asyncio.Lock()
+
+    def start(self) -> None:
+        if self.config.forecast_interval > 0:
+            self._task = asyncio.create_task(self._run(), name="forecasts")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a bad refresh leaves the previous forecasts in place
+                log.exception("forecast refresh failed", error=str(exc))
+            await asyncio.sleep(max(self.config.forecast_interval, 2 * self.latest.duration))
+
+    @property
+    def paused(self) -> bool:
+        """More jobs are active than ``scheduling.forecastMaxJobs``: no forecasts meanwhile."""
+        limit = self.config.forecast_max_jobs
+        return bool(limit) and len(self.follower.state.jobs) > limit
+
+    async def refresh(self) -> Forecasts:
+        """Forecast every queued job now; the result becomes :attr:`latest`."""
+        if self.paused:
+            self.latest = Forecasts(as_of=self.clock())
+            log.info("forecasts paused", jobs=len(self.follower.state.jobs))
+            return self.latest
+        self.latest = await self._forecast(probes=True)
+        log.debug("forecasts refreshed", jobs=len(self.latest.jobs), seconds=round(self.latest.duration, 3))
+        return self.latest
+
+    def view(self, visible: Sequence[str], asked: Sequence[str]) -> dict[str, JobForecastInfo]:
+        """The forecast of each ``asked`` id; ids not in ``visible`` (that the caller may not
+        read, or that do not exist) read as unknown."""
+        latest, jobs = self.latest, self.follower.state.jobs
+        readable = set(visible)
+        out: dict[str, JobForecastInfo] = {}
+        for job_id in asked:
+            found = latest.jobs.get(job_id)
+            if job_id not in readable:
+                out[job_id] = JobForecastInfo(outcome=ForecastOutcome.UNKNOWN)
+            elif found is not None:
+                out[job_id] = describe(found, latest.as_of)
+            elif job_id in jobs and jobs.state(job_id) != QUEUED:
+                out[job_id] = JobForecastInfo(outcome=ForecastOutcome.STARTED)
+            elif job_id in jobs:
+                why = f"paused: more than {self.config.forecast_max_jobs} active jobs" if self.paused else ""
+                out[job_id] = JobForecastInfo(outcome=ForecastOutcome.NOT_YET_FORECAST, basis=why)
+            else:
+                out[job_id] = JobForecastInfo(outcome=ForecastOutcome.UNKNOWN)
+        return out
+
+    def new_jobs(self) -> dict[str, tuple[str, JobForecastInfo]]:
+        """Queue -> (its typical shape, when a new job of it would start), from the last refresh."""
+        latest = self.latest
+        return {
+            queue: (latest.shapes[queue], describe(found, latest.as_of))
+            for queue, found in sorted(latest.queues.items())
+        }
+
+    def expected_starts(self, job_ids: Sequence[str]) -> dict[str, datetime]:
+        """The expected start of those of ``job_ids`` the last refresh forecast one for (the
+        caller has checked that it may read them)."""
+        jobs = self.latest.jobs
+        starts = {job_id: jobs[job_id].expected_start for job_id in job_ids if job_id in jobs}
+        return {job_id: _moment(start) for job_id, start in starts.items() if start is not None}
+
+    async def if_submitted(self, jobs: Sequence[Job]) -> dict[str, JobForecastInfo]:
+        """When ``jobs`` would start if they were submitted now (they are not); none while paused."""
+        if self.paused:
+            return {}
+        now = self.clock()
+        extra = [requirements(job, submitted=now) for job in jobs]
+        known = {job.id: self.learner.estimate(job_facts(job), job.queue, job.job_set_id) for job in jobs}
+        found = await self._forecast(extra, known)
+        return {job.id: describe(found.jobs[job.id], found.as_of) for job in jobs}
+
+    async def _forecast(
+        self,
+        extra: Sequence[JobRequirements] = (),
+        known: Mapping[str, RuntimeEstimate] | None = None,
+        *,
+        probes: bool = False,
+    ) -> Forecasts:
+        async with self._busy:
+            started = time.monotonic()
+            state = self.follower.state
+            snapshot = ForecastSnapshot(
+                db=state.jobs.copy(),  # consistent: the event loop is the only writer
+                queues=state.queue_specs(),
+                config=self.config,
+                state=self.scheduler.scheduler_state,
+                now=self.clock(),
+                paused_executors=frozenset(state.cordoned_executors),
+                started=dict(self.learner.started),
+                cycle_period=self.scheduler.settings.cycle_period,
+                extra_jobs=extra,
+            )
+            estimates = {**self.learner.estimates(state), **(known or {})}
+            default = self.learner.estimate(None, "", "")
+            horizon = self.config.forecast_horizon
+            found = await asyncio.to_thread(_simulate, snapshot, estimates, default, horizon, probes)
+            return dataclasses.replace(found, duration=time.monotonic() - started)
+
+
+def _simulate(
+    snapshot: ForecastSnapshot,
+    estimates: Mapping[str, RuntimeEstimate],
+    default: RuntimeEstimate,
+    horizon: float,
+    probes: bool,
+) -> Forecasts:
+    """The queued jobs' forecasts and, with ``probes``, each queue's for a new job of its
+    typical shape (a second pass: probes must not delay the real jobs' forecasts)."""
+    jobs = forecast(snapshot, estimates, default, horizon)
+    if not probes:
+        return Forecasts(snapshot.now, jobs)
+    typical = typical_jobs(snapshot.db, snapshot.now)
+    with_probes = dataclasses.replace(snapshot, extra_jobs=[probe.job for probe in typical.values()])
+    found = forecast(with_probes, estimates, default, horizon)
+    return Forecasts(
+        snapshot.now,
+        jobs,
+        queues={queue: found[probe.job.id] for queue, probe in typical.items()},
+        shapes={queue: probe.shape for queue, probe in typical.items()},
+    )
+
+
+def _time(seconds: float | None) -> datetime | None:
+    return None if seconds is None else _moment(seconds)
+
+
+def _moment(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def describe(found: JobForecast, as_of: float) -> JobForecastInfo:
+    """One engine forecast as the API tells it."""
+    if found.rejected:
+        return JobForecastInfo(outcome=ForecastOutcome.NEVER, basis=found.rejected, as_of=_time(as_of))
+    outcome = ForecastOutcome.NOT_WITHIN_HORIZON if found.expected_start is None else ForecastOutcome.FORECAST
+    return JobForecastInfo(
+        outcome=outcome,
+        expected_start=_time(found.expected_start),
+        low=_time(found.low),
+        high=_time(found.high),
+        basis=found.basis,
+        as_of=_time(as_of),
+    )

@@ -1,0 +1,433 @@
+"""Forecast accuracy: replay a mixed workload, forecast as it runs, compare with the actual starts.
+
+    python bench/forecast.py                  # 3 seeds, the default workload (a few minutes)
+    python bench/forecast.py --seeds 1 --hours 3 --nodes 20    # a quick look
+    python bench/forecast.py --cost-nodes 5000 --cost-queued 100000   # the refresh's cost only
+
+The "cluster" is the scheduling core itself driven in simulated time (a discrete-event
+replay, not processes: hours of workload in minutes, and deterministic per seed): jobs
+arrive over time in job sets of several queues with different weights, run for their *true*
+runtime (a heavy-tailed lognormal per job set, with a spread within the set), some as gangs,
+and a burst of preemptible jobs arrives midway. Every ``--forecast-every`` simulated seconds
+the forecast engine runs on a copy of the state with *estimated* runtimes, as the server's
+refresh does: the job's hint where its job set gave one (true median x noise), else what was
+learned from finished runs of its job set, then of its queue and shape, else the default.
+The first ``--warmup`` hours only feed the learned runtimes (a server that has run for a while;
+a restarted one starts with none), then every forecast made is compared with the job's
+actual start:
+
+* relative error ``|forecast - actual| / (actual - time of forecast)``, median and p90,
+  by horizon (``actual - time of forecast``);
+* coverage: the share of actual starts inside ``[low, high]``;
+* the same error for the naive estimate ``position in queue / the queue's recent start rate``
+  (starts in the last ``--rate-window`` seconds), what Kueue users compute by hand.
+
+Forecasts cannot know jobs that have not arrived yet, and the workload keeps arriving: that
+is part of the measured error (``--oracle`` forecasts with the true runtimes, leaving only
+it; ``--arrival-window S`` adds the engine's extrapolated arrivals: the last S seconds of
+submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
+``--cost-*`` times one forecast (three simulations) of a synthetic backlog, in CPU seconds.
+The last line is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from armada.model.resources import ResourceIndex
+from armada.scheduling import (
+    JobDb,
+    JobRequirements,
+    NodeDb,
+    NodeSpec,
+    QueueSpec,
+    SchedulerState,
+    SchedulingConfig,
+    apply_decisions,
+    schedule,
+)
+from armada.scheduling.arrivals import extrapolate
+from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
+from armada.scheduling.forecast import ForecastSnapshot, forecast
+from armada.scheduling.jobdb import QUEUED
+from armada.scheduling.runtimes import RuntimeEstimate, RuntimeHistory, choose_estimate
+
+GI = 2**30
+QUEUES = [QueueSpec("alpha", 1.0), QueueSpec("beta", 2.0), QueueSpec("gamma", 0.5)]
+HORIZONS = [(0, 600, "<10m"), (600, 3600, "10m-1h"), (3600, 6 * 3600, "1h-6h"), (6 * 3600, math.inf, ">6h")]
+CONFIG = SchedulingConfig(
+    maximum_scheduling_rate=1e9,
+    maximum_scheduling_burst=10**9,
+    maximum_per_queue_scheduling_rate=1e9,
+    maximum_per_queue_scheduling_burst=10**9,
+    max_scheduling_duration=0.0,
+    usage_half_life=1800.0,
+)
+
+
+@dataclass
+class Job:
+    requirements: JobRequirements
+    runtime: float
+    job_set: str
+    hint: float | None
+
+
+@dataclass
+class Record:
+    made: float
+    expected: float | None
+    low: float | None
+    high: float | None
+    naive: float | None
+
+
+@dataclass
+class Replay:
+    """One seed's replay: the cluster, the workload, and every forecast made."""
+
+    args: argparse.Namespace
+    seed: int
+    nodes: NodeDb = field(init=False)
+    db: JobDb = field(init=False)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    started: dict[str, float] = field(default_factory=dict)
+    records: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
+    history: RuntimeHistory = field(default_factory=RuntimeHistory)
+    starts_by_queue: dict[str, deque[float]] = field(default_factory=lambda: defaultdict(deque))
+    forecast_seconds: list[float] = field(default_factory=list)
+    submitted: deque[JobRequirements] = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        self.nodes = NodeDb(ResourceIndex())
+        for n in range(self.args.nodes):
+            self.nodes.upsert(
+                NodeSpec(
+                    id=f"n{n}",
+                    pool="default",
+                    executor="fake",
+                    allocatable={"cpu": 16_000, "memory": 64 * GI},
+                )
+            )
+        self.db = JobDb(CONFIG, self.nodes)
+
+    def workload(self) -> list[tuple[float, list[Job]]]:
+        """Job sets arriving over ``--hours``: (time, jobs), in time order."""
+        rng = random.Random(self.seed)
+        end = (self.args.warmup + self.args.hours) * 3600
+        arrivals: list[tuple[float, list[Job]]] = []
+        t, number = 0.0, 0
+        capacity = self.args.nodes * 16
+        while t < end:
+            t += rng.expovariate(self.args.load * capacity / (5 * 2.5 * 1200))
+            number += 1
+            queue = rng.choices([q.name for q in QUEUES], weights=[3, 2, 2])[0]
+            median = min(8 * 3600, max(60.0, rng.lognormvariate(math.log(900), 1.0)))
+            hint = median * rng.lognormvariate(0, 0.2) if rng.random() < 0.3 else None
+            gang = rng.random() < 0.1
+            size = 4 if gang else rng.randint(1, 9)
+            cpu = 2 if gang else rng.choice([1, 2, 4])
+            jobs = []
+            for i in range(size):
+                job_id = f"s{self.seed}-{number}-{i}"
+                requests = {"cpu": cpu * 1000, "memory": cpu * 2 * GI}
+                gang_fields = {"gang_id": f"g{number}", "gang_cardinality": size} if gang else {}
+                req = JobRequirements(id=job_id, queue=queue, requests=requests, submitted=t, **gang_fields)  # type: ignore[arg-type]
+                runtime = median * (1.0 if gang else rng.lognormvariate(0, 0.3))
+                jobs.append(Job(req, runtime, f"{queue}/set{number}", hint))
+            arrivals.append((t, jobs))
+        burst_at = (self.args.warmup + self.args.hours / 2) * 3600
+        burst = [
+            Job(
+                JobRequirements(
+                    id=f"s{self.seed}-burst-{i}",
+                    queue="gamma",
+                    requests={"cpu": 1000, "memory": 2 * GI},
+                    priority_class_name=PREEMPTIBLE_PRIORITY_CLASS,
+                    submitted=burst_at,
+                ),
+                rng.lognormvariate(math.log(600), 0.5),
+                "gamma/burst",
+                None,
+            )
+            for i in range(self.args.nodes * 4)
+        ]
+        arrivals.append((burst_at, burst))
+        arrivals.sort(key=lambda a: a[0])
+        return arrivals
+
+    def run(self) -> None:
+        arrivals = deque(self.workload())
+        ends: list[tuple[float, str]] = []
+        state = SchedulerState()
+        t, next_forecast = 0.0, self.args.warmup * 3600 + self.args.forecast_every
+        stop = (self.args.warmup + self.args.hours) * 3600 * 3
+        while t < stop and (arrivals or ends or self._queued()):
+            while arrivals and arrivals[0][0] <= t:
+                _, batch = arrivals.popleft()
+                for job in batch:
+                    self.jobs[job.requirements.id] = job
+                    self.submitted.append(job.requirements)
+                self.db.add_many(job.requirements for job in batch)
+            while ends and ends[0][0] <= t:
+                _, job_id = heapq.heappop(ends)
+                if job_id in self.db and job_id in self.started:
+                    self.db.remove(job_id)
+                    self._learn(job_id, t - self.started[job_id])
+            if t >= next_forecast:
+                self._forecast(t, state)
+                next_forecast += self.args.forecast_every
+            result = schedule(self.db, queues=QUEUES, config=CONFIG, state=state, now=t, clock=lambda: 0.0)
+            state = result.state
+            for lease in result.leases:
+                job = self.jobs[lease.job_id]
+                self.started[lease.job_id] = t
+                self.starts_by_queue[job.requirements.queue].append(t)
+                heapq.heappush(ends, (t + job.runtime, lease.job_id))
+            apply_decisions(self.db, result)
+            following = [next_forecast]
+            if arrivals:
+                following.append(arrivals[0][0])
+            if ends:
+                following.append(ends[0][0])
+            if len(result.leases):
+                following.append(t + 1.0)
+            t = max(t + 1.0, min(following))
+
+    def _queued(self) -> bool:
+        return any(self.db.queued_counts)
+
+    def _learn(self, job_id: str, seconds: float) -> None:
+        job = self.jobs[job_id]
+        self.history.record(("set", job.job_set), seconds)
+        self.history.record(
+            ("shape", job.requirements.queue, tuple(job.requirements.requests.items())), seconds
+        )
+
+    def _estimate(self, job: Job) -> RuntimeEstimate:
+        if self.args.oracle:
+            return RuntimeEstimate(job.runtime, job.runtime, job.runtime, "oracle")
+        shape = ("shape", job.requirements.queue, tuple(job.requirements.requests.items()))
+        return choose_estimate(
+            hint=job.hint,
+            job_set=self.history.sample(("set", job.job_set)),
+            shape=self.history.sample(shape),
+            deadline=None,
+            default=self.args.default_runtime,
+        )
+
+    def _forecast(self, t: float, state: SchedulerState) -> None:
+        live = [job_id for job_id in self.db.ids if job_id is not None]
+        estimates = {job_id: self._estimate(self.jobs[job_id]) for job_id in live}
+        running = {job_id: self.started[job_id] for job_id in live if job_id in self.started}
+        window = self.args.arrival_window
+        while self.submitted and self.submitted[0].submitted < t - window:
+            self.submitted.popleft()
+        arrivals = extrapolate(self.submitted, now=t, window=window, until=t + self.args.arrival_horizon)
+        snapshot = ForecastSnapshot(
+            db=self.db,
+            queues=QUEUES,
+            config=CONFIG,
+            state=state,
+            now=t,
+            started=running,
+            cycle_period=1.0,
+            arrivals=arrivals,
+        )
+        clock = time.process_time()
+        found = forecast(snapshot, estimates, RuntimeEstimate(3600, 900, 14400, "default"))
+        self.forecast_seconds.append(time.process_time() - clock)
+        naive = self._naive(t)
+        for job_id, f in found.items():
+            self.records[job_id].append(Record(t, f.expected_start, f.low, f.high, naive.get(job_id)))
+
+    def _naive(self, t: float) -> dict[str, float]:
+        """Position in the queue over the queue's start rate in the last ``--rate-window``."""
+        out: dict[str, float] = {}
+        window = self.args.rate_window
+        for queue in QUEUES:
+            starts = self.starts_by_queue[queue.name]
+            while starts and starts[0] < t - window:
+                starts.popleft()
+            if not starts or not self.db.has_queue(queue.name):
+                continue
+            rate = len(starts) / window
+            rows = self.db.queued_rows(self.db.queue_index(queue.name))
+            for position, row in enumerate(rows.tolist(), start=1):
+                job_id = self.db.ids[row]
+                if job_id is not None and self.db.cols["state"][row] == QUEUED:
+                    out[job_id] = t + position / rate
+        return out
+
+
+def errors(replays: list[Replay]) -> dict[str, dict[str, float | int | None]]:
+    """Per horizon bucket: median/p90 relative error, coverage, and the naive median/p90."""
+    buckets: dict[str, dict[str, list[float]]] = {label: defaultdict(list) for *_, label in HORIZONS}
+    buckets["all"] = defaultdict(list)
+    for replay in replays:
+        for job_id, records in replay.records.items():
+            actual = replay.started.get(job_id)
+            if actual is None:
+                continue
+            for r in records:
+                lead = max(1.0, actual - r.made)
+                label = next(lbl for lo, hi, lbl in HORIZONS if lo <= actual - r.made < hi)
+                for name in (label, "all"):
+                    into = buckets[name]
+                    expected = r.expected if r.expected is not None else math.inf
+                    into["error"].append(abs(expected - actual) / lead)
+                    into["bias"].append((expected - actual) / lead)
+                    low = r.low if r.low is not None else math.inf
+                    high = r.high if r.high is not None else math.inf
+                    into["inside"].append(1.0 if low - 1.0 <= actual <= high + 1.0 else 0.0)
+                    if r.naive is not None:
+                        into["naive"].append(abs(r.naive - actual) / lead)
+    return {name: _summary(values) for name, values in buckets.items()}
+
+
+def _summary(values: dict[str, list[float]]) -> dict[str, float | int | None]:
+    def q(xs: list[float], p: float) -> float | None:
+        if not xs:
+            return None
+        ordered = sorted(xs)
+        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 3)
+
+    inside = values["inside"]
+    return {
+        "forecasts": len(values["error"]),
+        "median": q(values["error"], 0.5),
+        "p90": q(values["error"], 0.9),
+        #: signed median: < 0 when forecasts are early
+        "bias": q(values["bias"], 0.5),
+        "coverage": round(sum(inside) / len(inside), 3) if inside else None,
+        "naive_median": q(values["naive"], 0.5),
+        "naive_p90": q(values["naive"], 0.9),
+    }
+
+
+def cost(nodes: int, queued: int) -> float:
+    """CPU seconds of one forecast of ``queued`` jobs on ``nodes`` 32-cpu nodes, half of them busy."""
+    rng = random.Random(0)
+    config = CONFIG
+    node_db = NodeDb(ResourceIndex())
+    for n in range(nodes):
+        node_db.upsert(
+            NodeSpec(
+                id=f"n{n}", pool="default", executor="fake", allocatable={"cpu": 32_000, "memory": 256 * GI}
+            )
+        )
+    db = JobDb(config, node_db)
+    queues = [QueueSpec(f"q{i}", 1.0 + i % 3) for i in range(10)]
+    db.add_many(
+        JobRequirements(id=f"r{i}", queue=f"q{i % 10}", requests={"cpu": 4000, "memory": 8 * GI})
+        for i in range(nodes * 4)
+    )
+    apply_decisions(db, schedule(db, queues=queues, config=config, state=SchedulerState(), now=0.0))
+    db.add_many(
+        JobRequirements(
+            id=f"j{i}",
+            queue=f"q{i % 10}",
+            requests={"cpu": (1, 2, 4)[i % 3] * 1000, "memory": 4 * GI},
+            submitted=i,
+        )
+        for i in range(queued)
+    )
+    estimates = {}
+    for i in range(nodes * 4):
+        e = rng.uniform(60, 7200)
+        estimates[f"r{i}"] = RuntimeEstimate(e, e / 2, e * 2, "learned")
+    for i in range(queued):
+        e = (300, 1800, 3600)[i % 3]
+        estimates[f"j{i}"] = RuntimeEstimate(e, e / 2, e * 2, "hint")
+    snapshot = ForecastSnapshot(db=db, queues=queues, config=config, state=SchedulerState(), now=0.0)
+    clock = time.process_time()
+    forecast(snapshot, estimates, RuntimeEstimate(3600, 900, 14400, "default"))
+    return time.process_time() - clock
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--hours", type=float, default=6.0, help="simulated hours of arrivals, forecast")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=6.0,
+        help="simulated hours of arrivals before: runtimes learned, no forecasts",
+    )
+    parser.add_argument("--nodes", type=int, default=20, help="16-cpu nodes")
+    parser.add_argument("--load", type=float, default=0.95, help="offered load / capacity")
+    parser.add_argument(
+        "--forecast-every", type=float, default=600.0, help="simulated seconds between forecasts"
+    )
+    parser.add_argument("--rate-window", type=float, default=1800.0)
+    parser.add_argument("--default-runtime", type=float, default=3600.0)
+    parser.add_argument("--cost-nodes", type=int, default=5000)
+    parser.add_argument("--cost-queued", type=int, default=100_000)
+    parser.add_argument(
+        "--arrival-window",
+        type=float,
+        default=0.0,
+        help="extrapolate this many seconds of arrivals (0: none)",
+    )
+    parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")
+    parser.add_argument("--skip-accuracy", action="store_true")
+    parser.add_argument(
+        "--oracle",
+        action="store_true",
+        help="forecast with the true runtimes: the error unseen arrivals leave",
+    )
+    args = parser.parse_args()
+
+    summary: dict[str, object] = {"bench": "forecast"}
+    if not args.skip_accuracy:
+        per_seed = []
+        replays = []
+        for seed in range(1, args.seeds + 1):
+            replay = Replay(args, seed)
+            replay.run()
+            replays.append(replay)
+            figures = errors([replay])
+            per_seed.append(figures)
+            print(f"seed {seed}: {json.dumps(figures['all'])}", flush=True)
+            print(f"  forecast cpu s: median {statistics.median(replay.forecast_seconds):.3f}", flush=True)
+        by_horizon = {}
+        for name in [*(label for *_, label in HORIZONS), "all"]:
+            by_horizon[name] = {
+                key: _median([seed[name][key] for seed in per_seed])
+                for key in ("forecasts", "median", "p90", "bias", "coverage", "naive_median", "naive_p90")
+            }
+            print(f"{name:>7}: {json.dumps(by_horizon[name])}")
+        summary["by_horizon"] = by_horizon
+        summary["median_relative_error"] = by_horizon["all"]["median"]
+        summary["naive_median_relative_error"] = by_horizon["all"]["naive_median"]
+        summary["coverage"] = by_horizon["all"]["coverage"]
+    if args.cost_nodes and args.cost_queued:
+        seconds = cost(args.cost_nodes, args.cost_queued)
+        print(f"refresh of {args.cost_queued} queued jobs on {args.cost_nodes} nodes: {seconds:.2f} s CPU")
+        summary["refresh_cpu_seconds"] = round(seconds, 3)
+        summary["refresh_shape"] = {"nodes": args.cost_nodes, "queued": args.cost_queued}
+    print(json.dumps(summary))
+
+
+def _median(values: list[float | int | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 3) if known else None
+
+
+if __name__ == "__main__":
+    main()
