@@ -136,7 +136,7 @@ def test_server_metrics_match_the_workload(workload: Workload) -> None:
     samples = wait_for(after_the_short_run, what="the short run's time to be observed")
     cluster = {"pool": "default", "cluster": "c1"}
     expected = {
-        ("armada_queue_size", frozenset({**queue, "priorityClass": "armada-default"}.items())): 1,
+        ("armada_queue_queued_jobs", frozenset({**queue, "priorityClass": "armada-default"}.items())): 1,
         ("armada_queue_resource_queued", frozenset({**queue, "resource": "cpu"}.items())): 1,
         ("armada_queue_resource_queued", frozenset({**queue, "resource": "memory"}.items())): 64 * 2**20,
         ("armada_queue_resource_allocated", frozenset({**queue, "resource": "cpu"}.items())): 2,
