@@ -32,7 +32,7 @@ NODE_LABELS = [
 
 
 class NodeCollector(Collector):
-    """``armada_scheduler_node_*`` and ``armada_executor_last_report_timestamp_seconds``."""
+    """``armada_scheduler_node_*`` and ``armada_executor_last_heartbeat_timestamp_seconds``."""
 
     def __init__(self, state: Callable[[], ClusterState]) -> None:
         self._state = state
@@ -90,8 +90,8 @@ class NodeCollector(Collector):
     @staticmethod
     def _last_reports(state: ClusterState) -> Metric:
         family = GaugeMetricFamily(
-            "armada_executor_last_report_timestamp_seconds",
-            "When the executor last reported its nodes (Unix seconds); a silent executor loses its leases.",
+            "armada_executor_last_heartbeat_timestamp_seconds",
+            "When the executor last called in (heartbeat or node report), in Unix seconds.",
             labels=["cluster", "pool"],
         )
         for executor, info in sorted(state.executors.items()):

@@ -62,7 +62,9 @@ def _workload() -> tuple[ClusterState, CollectorRegistry, set[str]]:
                 moment = start + timedelta(seconds=q)
                 pool = f"pool-{q % CLUSTERS % 2}"
                 apply(ev.JobLeased(**envelope, run_id=run, cluster_id=cluster, node_id=node, pool=pool))
-                apply(ev.JobRunning(**envelope, run_id=run, cluster_id=cluster, node_name=node, created=moment))
+                running = ev.JobRunning(**envelope, run_id=run, cluster_id=cluster, node_name=node)
+                running.created = moment
+                apply(running)
                 if q % 2:
                     apply(ev.JobSucceeded(**envelope, run_id=run, cluster_id=cluster, node_name=node))
     return state, registry, ids
