@@ -23,6 +23,7 @@ _SHARES = (
     ),
     ("armada_scheduler_actual_share", "actual_share", "Dominant share of the pool the queue holds."),
     ("armada_scheduler_demand", "demand", "Dominant share the queue would hold if everything it asks ran."),
+    ("armada_scheduler_queue_weight", "weight", "Queue's weight in the pool (its priority factor)."),
 )
 
 

@@ -52,37 +52,51 @@ class JobStateMetrics(Collector):
     events: ClassVar[tuple[type[ev.Event], ...]] = (ev.JobLeased, ev.JobPending, ev.JobRunning, *_ENDS)
 
     def __init__(self, registry: CollectorRegistry, clock: Callable[[], float] = time.time) -> None:
-        queue_labels = ["queue", "pool", "state", "priorState"]
-        node_labels = ["node", "pool", "cluster", "state", "priorState"]
-        prefix = "armada_scheduler_job_state_"
+        by_queue = ["queue", "pool", "state", "priorState"]
+        by_node = ["node", "pool", "cluster", "state", "priorState"]
+        errors = ["category", "subcategory"]
+        prefix = "armada_scheduler_job_"
+
+        def counter(name: str, doc: str, labels: list[str]) -> Counter:
+            return Counter(f"{prefix}{name}", doc, labels, registry=registry)
+
         self._counters = {
-            "by_queue": Counter(
-                f"{prefix}counter_by_queue", "Job states at queue level.", queue_labels, registry=None
+            "by_queue": counter("state_counter_by_queue", "Job states at queue level.", by_queue),
+            "by_node": counter("state_counter_by_node", "Job states at node level.", by_node),
+            "seconds_by_queue": counter(
+                "state_seconds_by_queue", "Seconds spent in the prior state, by queue.", by_queue
             ),
-            "by_node": Counter(
-                f"{prefix}counter_by_node", "Job states at node level.", node_labels, registry=None
+            "seconds_by_node": counter(
+                "state_seconds_by_node", "Seconds spent in the prior state, by node.", by_node
             ),
-            "seconds_by_queue": Counter(
-                f"{prefix}seconds_by_queue",
-                "Seconds spent in the prior state, by queue.",
-                queue_labels,
-                registry=None,
+            "resource_by_queue": counter(
+                "state_resource_seconds_by_queue",
+                "Requested resources times seconds spent in the prior state, by queue.",
+                [*by_queue, "resource"],
             ),
-            "seconds_by_node": Counter(
-                f"{prefix}seconds_by_node",
-                "Seconds spent in the prior state, by node.",
-                node_labels,
-                registry=None,
+            "resource_by_node": counter(
+                "state_resource_seconds_by_node",
+                "Requested resources times seconds spent in the prior state, by node.",
+                [*by_node, "resource"],
             ),
         }
-        self._lost = Counter(
-            "armada_scheduler_job_resource_seconds_lost_to_preemption",
+        self._lost = counter(
+            "resource_seconds_lost_to_preemption",
             "Resource-seconds of preempted runs (checkpoint_interval is always none).",
             ["queue", "pool", "checkpoint_interval", "resource"],
-            registry=None,
         )
-        for counter in (*self._counters.values(), self._lost):
-            registry.register(counter)
+        self._errors = {
+            "queue": counter(
+                "error_classification_by_queue",
+                "Failed jobs by failure category, by queue.",
+                ["queue", "pool", *errors],
+            ),
+            "node": counter(
+                "error_classification_by_node",
+                "Failed jobs by failure category, by node.",
+                ["node", "pool", "cluster", *errors],
+            ),
+        }
         registry.register(self)
         self._clock = clock
         self._held: dict[str, _Held] = {}
@@ -118,6 +132,10 @@ class JobStateMetrics(Collector):
         if held is None:
             held = _Held("queued", moment, getattr(event, "pool", ""), "", "", {})
         self._count(event.queue, held, ended, moment)
+        if isinstance(event, ev.JobFailed):
+            error = (event.failure_category, event.failure_subcategory)
+            self._child(self._errors["queue"], event.queue, held.pool, *error).inc()
+            self._child(self._errors["node"], held.node, held.pool, held.cluster, *error).inc()
         if ended == "preempted" and held.state == "running":
             for resource, amount in held.requests.items():
                 lost = amount * max(0.0, moment - held.since)
@@ -151,6 +169,9 @@ class JobStateMetrics(Collector):
         self._child(self._counters["by_node"], *by_node).inc()
         self._child(self._counters["seconds_by_queue"], *by_queue).inc(seconds)
         self._child(self._counters["seconds_by_node"], *by_node).inc(seconds)
+        for resource, amount in held.requests.items():
+            self._child(self._counters["resource_by_queue"], *by_queue, resource).inc(amount * seconds)
+            self._child(self._counters["resource_by_node"], *by_node, resource).inc(amount * seconds)
 
     def _child(self, counter: Counter, *labels: str) -> Counter:
         """Each label set's child, looked up once (``labels()`` locks and checks every call)."""

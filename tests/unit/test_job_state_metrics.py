@@ -75,6 +75,24 @@ def test_a_run_counts_each_transition_with_its_prior_state_and_seconds() -> None
             spent = f"armada_scheduler_job_state_seconds_by_{by}_total"
             assert value(samples, count, **labels, state=state, priorState=prior) == 1
             assert value(samples, spent, **labels, state=state, priorState=prior) == seconds
+            cpu = f"armada_scheduler_job_state_resource_seconds_by_{by}_total"
+            assert value(samples, cpu, **labels, state=state, priorState=prior, resource="cpu") == 2 * seconds
+
+
+def test_a_failed_job_counts_under_its_failure_category_by_queue_and_node() -> None:
+    life = Life(now=0)
+    job = life.job()
+    life.apply(ev.JobLeased(**job, cluster_id="c1", node_id="n1", pool="default"), at=0)
+    life.apply(ev.JobRunning(**job, cluster_id="c1", node_name="n1"), at=1)
+    failed = ev.JobFailed(
+        **job, cluster_id="c1", node_name="n1", failure_category="oom", failure_subcategory=""
+    )
+    life.apply(failed, at=2)
+    samples = life.samples()
+    error = {"pool": "default", "category": "oom", "subcategory": ""}
+    assert value(samples, "armada_scheduler_job_error_classification_by_queue_total", queue="q", **error) == 1
+    node = {"node": "n1", "cluster": "c1", **error}
+    assert value(samples, "armada_scheduler_job_error_classification_by_node_total", **node) == 1
 
 
 def test_a_preempted_run_loses_its_requests_times_the_seconds_it_ran() -> None:
