@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from armada.model import events as ev
 from armada.model.resources import resolution_of
+from armada.scheduling.keys import KeyTable
 from armada.services.cluster_state import ClusterState
 
 #: Events that end a job's run, and the state upstream gives them (``None``: back to queued,
@@ -46,6 +47,24 @@ class _Held:
     requests: dict[str, float]
 
 
+class _Totals:
+    """One counter family's totals by label values: a dict add per event (a client ``Counter``
+    child takes a lock and a method call per increment, several per transition here)."""
+
+    def __init__(self, name: str, doc: str, labels: list[str]) -> None:
+        self.name, self.doc, self.labels = name, doc, labels
+        self.values: dict[tuple[str, ...], float] = {}
+
+    def add(self, labels: tuple[str, ...], amount: float = 1.0) -> None:
+        self.values[labels] = self.values.get(labels, 0.0) + amount
+
+    def family(self) -> Metric:
+        family = CounterMetricFamily(self.name, self.doc, labels=self.labels)
+        for labels, total in self.values.items():
+            family.add_metric(labels, total)
+        return family
+
+
 class JobStateMetrics(Collector):
     """Follower listener and collector of upstream's per-queue and per-node state counters."""
 
@@ -56,55 +75,61 @@ class JobStateMetrics(Collector):
         by_node = ["node", "pool", "cluster", "state", "priorState"]
         errors = ["category", "subcategory"]
         prefix = "armada_scheduler_job_"
-
-        def counter(name: str, doc: str, labels: list[str]) -> Counter:
-            return Counter(f"{prefix}{name}", doc, labels, registry=registry)
-
-        self._counters = {
-            "by_queue": counter("state_counter_by_queue", "Job states at queue level.", by_queue),
-            "by_node": counter("state_counter_by_node", "Job states at node level.", by_node),
-            "seconds_by_queue": counter(
-                "state_seconds_by_queue", "Seconds spent in the prior state, by queue.", by_queue
-            ),
-            "seconds_by_node": counter(
-                "state_seconds_by_node", "Seconds spent in the prior state, by node.", by_node
-            ),
-            "resource_by_queue": counter(
-                "state_resource_seconds_by_queue",
-                "Requested resources times seconds spent in the prior state, by queue.",
-                [*by_queue, "resource"],
-            ),
-            "resource_by_node": counter(
-                "state_resource_seconds_by_node",
-                "Requested resources times seconds spent in the prior state, by node.",
-                [*by_node, "resource"],
-            ),
-        }
-        self._lost = counter(
-            "resource_seconds_lost_to_preemption",
+        self._by_queue = _Totals(f"{prefix}state_counter_by_queue", "Job states at queue level.", by_queue)
+        self._by_node = _Totals(f"{prefix}state_counter_by_node", "Job states at node level.", by_node)
+        self._seconds_by_queue = _Totals(
+            f"{prefix}state_seconds_by_queue", "Seconds spent in the prior state, by queue.", by_queue
+        )
+        self._seconds_by_node = _Totals(
+            f"{prefix}state_seconds_by_node", "Seconds spent in the prior state, by node.", by_node
+        )
+        self._resource_by_queue = _Totals(
+            f"{prefix}state_resource_seconds_by_queue",
+            "Requested resources times seconds spent in the prior state, by queue.",
+            [*by_queue, "resource"],
+        )
+        self._resource_by_node = _Totals(
+            f"{prefix}state_resource_seconds_by_node",
+            "Requested resources times seconds spent in the prior state, by node.",
+            [*by_node, "resource"],
+        )
+        self._lost = _Totals(
+            f"{prefix}resource_seconds_lost_to_preemption",
             "Resource-seconds of preempted runs (checkpoint_interval is always none).",
             ["queue", "pool", "checkpoint_interval", "resource"],
         )
-        self._errors = {
-            "queue": counter(
-                "error_classification_by_queue",
-                "Failed jobs by failure category, by queue.",
-                ["queue", "pool", *errors],
-            ),
-            "node": counter(
-                "error_classification_by_node",
-                "Failed jobs by failure category, by node.",
-                ["node", "pool", "cluster", *errors],
-            ),
-        }
-        registry.register(self)
+        self._errors_by_queue = _Totals(
+            f"{prefix}error_classification_by_queue",
+            "Failed jobs by failure category, by queue.",
+            ["queue", "pool", *errors],
+        )
+        self._errors_by_node = _Totals(
+            f"{prefix}error_classification_by_node",
+            "Failed jobs by failure category, by node.",
+            ["node", "pool", "cluster", *errors],
+        )
         self._clock = clock
         self._held: dict[str, _Held] = {}
         #: Leased jobs not yet pending or running, in lease order (the first is the oldest).
         self._unstarted: dict[str, float] = {}
-        self._children: dict[tuple[str, ...], Counter] = {}
+        #: Requests in base units by scheduling key (shared by the jobs held: never mutated).
+        self._requests: dict[int, dict[str, float]] = {}
+        self._keys: KeyTable | None = None
+        registry.register(self)
 
     def collect(self) -> Iterator[Metric]:
+        for totals in (
+            self._by_queue,
+            self._by_node,
+            self._seconds_by_queue,
+            self._seconds_by_node,
+            self._resource_by_queue,
+            self._resource_by_node,
+            self._lost,
+            self._errors_by_queue,
+            self._errors_by_node,
+        ):
+            yield totals.family()
         oldest = next(iter(self._unstarted.values()), None)
         yield GaugeMetricFamily(
             "armada_scheduler_oldest_unstarted_lease_seconds",
@@ -134,12 +159,12 @@ class JobStateMetrics(Collector):
         self._count(event.queue, held, ended, moment)
         if isinstance(event, ev.JobFailed):
             error = (event.failure_category, event.failure_subcategory)
-            self._child(self._errors["queue"], event.queue, held.pool, *error).inc()
-            self._child(self._errors["node"], held.node, held.pool, held.cluster, *error).inc()
+            self._errors_by_queue.add((event.queue, held.pool, *error))
+            self._errors_by_node.add((held.node, held.pool, held.cluster, *error))
         if ended == "preempted" and held.state == "running":
             for resource, amount in held.requests.items():
                 lost = amount * max(0.0, moment - held.since)
-                self._child(self._lost, event.queue, held.pool, "none", resource).inc(lost)
+                self._lost.add((event.queue, held.pool, "none", resource), lost)
 
     def _leased(self, state: ClusterState, event: ev.JobLeased, moment: float) -> None:
         db = state.jobs
@@ -148,13 +173,17 @@ class JobStateMetrics(Collector):
         if event.job_id in db:
             row = db.row(event.job_id)
             submitted = float(db.cols["submitted"][row])
-            vector = db.keys.request(int(db.cols["key"][row]))
-            names = db.resources.names
-            requests = {
-                name: float(vector[i]) * float(resolution_of(name))
-                for i, name in enumerate(names)
-                if vector[i]
-            }
+            if db.keys is not self._keys:  # a reloaded state numbers its keys anew
+                self._keys, self._requests = db.keys, {}
+            key = int(db.cols["key"][row])
+            requests = self._requests.get(key, {})
+            if key not in self._requests:
+                # A scheduling key's requests never change: converted once per key.
+                vector, names = db.keys.request(key).tolist(), db.resources.names
+                requests = {
+                    name: v * float(resolution_of(name)) for name, v in zip(names, vector, strict=False) if v
+                }
+                self._requests[key] = requests
         queued = _Held("queued", submitted, event.pool, event.node_id, event.cluster_id, requests)
         self._count(event.queue, queued, "leased", moment)
         queued.state, queued.since = "leased", moment
@@ -165,18 +194,10 @@ class JobStateMetrics(Collector):
         seconds = max(0.0, moment - held.since)
         by_queue = (queue, held.pool, new, held.state)
         by_node = (held.node, held.pool, held.cluster, new, held.state)
-        self._child(self._counters["by_queue"], *by_queue).inc()
-        self._child(self._counters["by_node"], *by_node).inc()
-        self._child(self._counters["seconds_by_queue"], *by_queue).inc(seconds)
-        self._child(self._counters["seconds_by_node"], *by_node).inc(seconds)
+        self._by_queue.add(by_queue)
+        self._by_node.add(by_node)
+        self._seconds_by_queue.add(by_queue, seconds)
+        self._seconds_by_node.add(by_node, seconds)
         for resource, amount in held.requests.items():
-            self._child(self._counters["resource_by_queue"], *by_queue, resource).inc(amount * seconds)
-            self._child(self._counters["resource_by_node"], *by_node, resource).inc(amount * seconds)
-
-    def _child(self, counter: Counter, *labels: str) -> Counter:
-        """Each label set's child, looked up once (``labels()`` locks and checks every call)."""
-        key = (str(id(counter)), *labels)
-        child = self._children.get(key)
-        if child is None:
-            child = self._children[key] = counter.labels(*labels)
-        return child
+            self._resource_by_queue.add((*by_queue, resource), amount * seconds)
+            self._resource_by_node.add((*by_node, resource), amount * seconds)
