@@ -16,6 +16,7 @@ from prometheus_client.registry import Collector
 
 from armada.model.resources import PODS, resolution_of
 from armada.scheduling import JobDb
+from armada.scheduling.jobdb import RUNNING
 from armada.services.cluster_state import ClusterState
 
 Vector = npt.NDArray[np.float64]
@@ -38,9 +39,13 @@ class ClusterCollector(Collector):
         db = state.jobs
         pools = sorted({info.pool for info in state.executors.values()} | set(db.pool_names)) or ["default"]
         size = GaugeMetricFamily(
-            "armada_queue_size",
+            "armada_queue_queued_jobs",
             "Queued jobs; a job that may run in several pools counts in each.",
             labels=["queue", "pool", "priorityClass"],
+        )
+        # Upstream's series: a job counts once, queued or holding a run (leased to running).
+        by_state = GaugeMetricFamily(
+            "armada_queue_size", "Jobs of the queue by state.", labels=["queueName", "queue", "state"]
         )
         queued = GaugeMetricFamily(
             "armada_queue_resource_queued",
@@ -53,9 +58,15 @@ class ClusterCollector(Collector):
             labels=["queue", "pool", "resource"],
         )
         index = {name: i for i, name in enumerate(db.queue_names)}
+        # One pass over the job rows: jobs holding a run (leased to running) per queue.
+        n = len(db.ids)
+        holding = np.bincount(db.cols["queue"][:n][db.cols["state"][:n] == RUNNING], minlength=len(index))
         for queue in sorted(set(state.queues) | set(index)):
             row = index.get(queue)
             counts = db.queued_counts[row] if row is not None else {}
+            running = int(holding[row]) if row is not None and row < len(holding) else 0
+            by_state.add_metric([queue, queue, "queued"], sum(counts.values()))
+            by_state.add_metric([queue, queue, "running"], running)
             for pool in pools:
                 by_class, requested = _queued_in(db, counts, pool)
                 held = np.zeros_like(requested) if row is None else db.queue_allocation(row, pool).sum(axis=0)
@@ -64,7 +75,7 @@ class ClusterCollector(Collector):
                 for column, name in enumerate(names):
                     queued.add_metric([queue, pool, name], requested[column] * scale[column])
                     allocated.add_metric([queue, pool, name], held[column] * scale[column])
-        yield from (size, queued, allocated)
+        yield from (size, by_state, queued, allocated)
 
     def _capacity(self, state: ClusterState, names: list[str], scale: Vector) -> Iterator[Metric]:
         capacity = GaugeMetricFamily(

@@ -23,6 +23,7 @@ _SHARES = (
     ),
     ("armada_scheduler_actual_share", "actual_share", "Dominant share of the pool the queue holds."),
     ("armada_scheduler_demand", "demand", "Dominant share the queue would hold if everything it asks ran."),
+    ("armada_scheduler_queue_weight", "weight", "Queue's weight in the pool (its priority factor)."),
 )
 
 
@@ -40,6 +41,15 @@ class ShareCollector(Collector):
                 for queue, share in shares.items():
                     family.add_metric([pool, queue], getattr(share, attribute))
             yield family
+        error = GaugeMetricFamily(
+            "armada_scheduler_fairness_error",
+            "Sum over queues below their adjusted fair share of how far below they are, last cycle.",
+            labels=["pool"],
+        )
+        for pool, shares in (last.shares if last else {}).items():
+            below = (max(0.0, share.adjusted_fair_share - share.actual_share) for share in shares.values())
+            error.add_metric([pool], sum(below))
+        yield error
 
 
 class CycleCounters:
@@ -60,8 +70,17 @@ class CycleCounters:
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
 
+        # Upstream's cycle time histogram: milliseconds, its buckets (10 ms x 1.1^i).
+        self.cycle_ms = Histogram(
+            "armada_scheduler_schedule_cycle_times",
+            "Milliseconds the scheduling core spent per cycle.",
+            registry=registry,
+            buckets=tuple(round(10 * 1.1**i, 3) for i in range(110)),
+        )
+
     def __call__(self, record: CycleRecord) -> None:
         self.cycle.observe(record.stats.duration)
+        self.cycle_ms.observe(record.stats.duration * 1000)
         for counter, counts in ((self.scheduled, record.scheduled), (self.preempted, record.preempted)):
             for labels, count in counts.items():
                 counter.labels(*labels).inc(count)

@@ -12,9 +12,11 @@ from armada.metrics.appends import AppendCollector
 from armada.metrics.cluster import ClusterCollector
 from armada.metrics.http import HttpMetrics
 from armada.metrics.jobs import JobTimings
+from armada.metrics.nodes import NodeCollector
 from armada.metrics.records import UnreadableRecordsCollector
 from armada.metrics.retries import RetryCounters
 from armada.metrics.scheduler import CycleCounters, ShareCollector
+from armada.metrics.states import JobStateMetrics
 from armada.model.events import Event
 from armada.services.follower import LogFollower
 from armada.services.scheduler import SchedulerService
@@ -35,8 +37,10 @@ class ServerMetrics:
         store.listeners.append(self._count_appended)
         follower.listen(JobTimings(self.registry))
         follower.listen(RetryCounters(self.registry))
+        follower.listen(JobStateMetrics(self.registry))
         scheduler.history.listeners.append(CycleCounters(self.registry))
         self.registry.register(ClusterCollector(lambda: follower.state))
+        self.registry.register(NodeCollector(lambda: follower.state))
         self.registry.register(ShareCollector(scheduler.history))
         self.registry.register(UnreadableRecordsCollector(store.unreadable))
         self.registry.register(AppendCollector(store))

@@ -136,7 +136,7 @@ def test_server_metrics_match_the_workload(workload: Workload) -> None:
     samples = wait_for(after_the_short_run, what="the short run's time to be observed")
     cluster = {"pool": "default", "cluster": "c1"}
     expected = {
-        ("armada_queue_size", frozenset({**queue, "priorityClass": "armada-default"}.items())): 1,
+        ("armada_queue_queued_jobs", frozenset({**queue, "priorityClass": "armada-default"}.items())): 1,
         ("armada_queue_resource_queued", frozenset({**queue, "resource": "cpu"}.items())): 1,
         ("armada_queue_resource_queued", frozenset({**queue, "resource": "memory"}.items())): 64 * 2**20,
         ("armada_queue_resource_allocated", frozenset({**queue, "resource": "cpu"}.items())): 2,
@@ -178,3 +178,27 @@ def test_metrics_content_type_names_its_charset_once(workload: Workload) -> None
     response = httpx.get(f"{workload.url}/metrics")
     assert response.headers.get_list("content-type") == [CONTENT_TYPE_LATEST]
     assert response.headers["content-type"].count("charset") == 1
+
+
+def test_server_metrics_carry_upstreams_series(workload: Workload) -> None:
+    """Upstream's names and labels, so its dashboards read this workload: 3 leases, one success."""
+    samples = _samples(f"{workload.url}/metrics")
+    transition = {"queue": "q", "pool": "default"}
+    counter = "armada_scheduler_job_state_counter_by_queue_total"
+    assert value(samples, "armada_queue_size", queueName="q", queue="q", state="queued") == 1
+    assert value(samples, "armada_queue_size", queueName="q", queue="q", state="running") == 2
+    assert value(samples, counter, **transition, state="leased", priorState="queued") == 3
+    assert value(samples, counter, **transition, state="succeeded", priorState="running") == 1
+    assert value(samples, "armada_scheduler_fairness_error", pool="default") == 0
+    assert value(samples, "armada_scheduler_node_pool_size", pool="default") == 1
+    assert value(samples, "armada_scheduler_oldest_unstarted_lease_seconds") == 0
+    assert value(samples, "armada_scheduler_schedule_cycle_times_count") > 0
+    heartbeat = "armada_executor_last_heartbeat_timestamp_seconds"
+    assert value(samples, heartbeat, cluster="c1", pool="default") > 0
+    cpu = {
+        name: sample
+        for (name, labels), sample in samples.items()
+        if name.startswith("armada_scheduler_node_alloca") and ("resource", "cpu") in labels
+    }
+    node = "armada_scheduler_node_"
+    assert cpu == {f"{node}allocatable_resource": 2, f"{node}allocated_resource": 2}
