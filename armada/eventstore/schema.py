@@ -217,3 +217,12 @@ log_requests = Table(
     Column("answer", LargeBinary, nullable=True),
     Index("ix_log_requests_executor", "executor_id", "taken"),
 )
+
+#: Retention's permit to delete from the append-only ``events``: the guard (a trigger) lets a
+#: DELETE through only while this table has a row, and retention inserts its row and deletes it
+#: again inside its own transaction, so no other transaction ever sees one (migration 0009).
+log_pruning = Table(
+    "log_pruning",
+    metadata,
+    Column("pruning", Boolean, primary_key=True),
+)

@@ -69,3 +69,16 @@ def test_configuration_reference_is_up_to_date() -> None:
     assert (ROOT / "docs" / "configuration.md").read_text() == text + "\n", (
         "run: armada config docs > docs/configuration.md"
     )
+
+
+def test_retention_defaults_environment_and_off() -> None:
+    default = load_settings(env={}).retention
+    assert (default.expire_after_seconds, default.interval_seconds) == (336 * 3600, 600)
+    assert default.archive_dir == ""
+    env = {"ARMADA_RETENTION_EXPIRE_AFTER": "72h", "ARMADA_RETENTION_INTERVAL": "30s"}
+    assert load_settings(env=env).retention.expire_after_seconds == 72 * 3600
+    assert load_settings(env=env).retention.interval_seconds == 30
+    for off in ("0", "off"):
+        assert load_settings(env={"ARMADA_RETENTION_EXPIRE_AFTER": off}).retention.expire_after_seconds == 0
+    with pytest.raises(SettingsError, match=r"retention\.expireAfter"):
+        load_settings(env={"ARMADA_RETENTION_EXPIRE_AFTER": "two weeks"})

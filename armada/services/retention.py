@@ -1,0 +1,122 @@
+"""Retention: the leader prunes finished jobs older than ``retention.expireAfter``.
+
+Each batch is chosen on a plain connection (and archived, if asked, before anything is
+deleted), then deleted inside one append: holding the append lock, so the log and the
+views change together and a rebuild or check sees a batch wholly or not at all, but only
+for the few deletes of one small batch. A job that changed since it was chosen is left for
+a later round. Pruning appends no event, so the scheduler's state (which holds no finished
+job) and its usage history (kept in memory from the runs it sees) are untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import NamedTuple
+
+import structlog
+
+from armada.eventstore import dialects, retention
+from armada.eventstore.store import EventStore
+from armada.services import archive
+from armada.settings import RetentionSettings
+from armada.tasks import cancel_and_wait
+
+log = structlog.get_logger(__name__)
+
+
+class Batch(NamedTuple):
+    chosen: int
+    pruned: int
+
+
+class Pruner:
+    """Prunes expired jobs; its figures (totals, oldest kept, database size) feed metrics."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        settings: RetentionSettings,
+        *,
+        is_leader: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.is_leader = is_leader
+        self.clock = clock
+        #: Jobs this process pruned since it started.
+        self.pruned_jobs = 0
+        #: Earliest last transition of a finished job kept, as of the last look (None: none).
+        self.oldest_retained: datetime | None = None
+        #: Bytes the database took at the last look.
+        self.database_bytes = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def cutoff(self) -> datetime | None:
+        """Jobs whose last transition is before this have expired (None: retention is off)."""
+        keep = self.settings.expire_after_seconds
+        if not keep:
+            return None
+        return datetime.fromtimestamp(self.clock(), UTC) - timedelta(seconds=keep)
+
+    async def prune_once(self) -> int:
+        """Prune every job expired now, a batch at a time; return how many were pruned."""
+        cutoff = self.cutoff()
+        pruned = 0
+        while cutoff is not None:
+            batch = await self.prune_batch(cutoff)
+            pruned += batch.pruned
+            if batch.chosen < self.settings.batch_size or not batch.pruned:
+                break
+        if pruned:
+            log.info("pruned expired jobs", jobs=pruned, cutoff=cutoff.isoformat() if cutoff else None)
+        return pruned
+
+    async def prune_batch(self, cutoff: datetime) -> Batch:
+        """Choose (and archive) a batch outside the append lock, then delete it inside."""
+        async with self.store.engine.connect() as conn:
+            seen = await dialects.log_head(conn)
+            job_ids = await retention.expired_jobs(conn, cutoff, self.settings.batch_size)
+            records = (
+                await retention.job_records(conn, job_ids) if job_ids and self.settings.archive_dir else []
+            )
+        if not job_ids:
+            return Batch(0, 0)
+        if records:
+            await asyncio.to_thread(archive.write_batch, Path(self.settings.archive_dir), records)
+        async with self.store.transaction() as tx:
+            unchanged = set(job_ids) - await tx.jobs_changed_since(seen, job_ids)
+            conn = await tx.views()
+            doomed = await retention.still_expired(conn, unchanged, cutoff)
+            await retention.delete_jobs(conn, doomed)
+        self.pruned_jobs += len(doomed)
+        return Batch(len(job_ids), len(doomed))
+
+    async def measure(self) -> None:
+        """Refresh the figures metrics show."""
+        async with self.store.engine.connect() as conn:
+            self.oldest_retained = await retention.oldest_retained(conn)
+            self.database_bytes = await retention.database_size(conn)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="retention")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await cancel_and_wait(self._task)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                if self.is_leader():
+                    await self.prune_once()
+                await self.measure()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the database may be down: the next round tries again
+                log.warning("pruning expired jobs failed", error=str(exc))
+            await asyncio.sleep(self.settings.interval_seconds)
