@@ -63,9 +63,10 @@ class Pruner:
             return None
         return datetime.fromtimestamp(self.clock(), UTC) - timedelta(seconds=keep)
 
-    async def prune_once(self) -> int:
-        """Prune every job expired now, a batch at a time; return how many were pruned."""
-        cutoff = self.cutoff()
+    async def prune_once(self, cutoff: datetime | None = None) -> int:
+        """Prune every job expired now (or finished before ``cutoff``), a batch at a time;
+        return how many were pruned."""
+        cutoff = cutoff or self.cutoff()
         pruned = 0
         while cutoff is not None:
             batch = await self.prune_batch(cutoff)
