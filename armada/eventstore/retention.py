@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 from sqlalchemy import Table, delete, func, insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from armada.eventstore import dialects, schema
 from armada.eventstore.views import utc
@@ -65,6 +65,25 @@ async def delete_jobs(conn: AsyncConnection, job_ids: Collection[str]) -> None:
     for table in JOB_TABLES:
         await conn.execute(delete(table).where(table.c.job_id.in_(ids)))
     await conn.execute(delete(permit))
+
+
+#: Free pages handed back to the file system after a batch (SQLite: 4 KiB each): bounded,
+#: as the pages moved to do it are written while the append lock is held.
+RELEASE_PAGES = 1024
+
+
+async def release_space(engine: AsyncEngine) -> None:
+    """SQLite: shrink the file by up to :data:`RELEASE_PAGES` free pages, if it was created
+    with incremental auto-vacuum (armada's are; older files keep their free pages and reuse
+    them, so their size still plateaus). PostgreSQL's autovacuum makes the space reusable.
+
+    Its own short write, after the batch's: the pragma frees a page per step, and only a
+    script is stepped to the end by Python's driver."""
+    if dialects.is_postgres(engine):
+        return
+    async with engine.connect() as conn:
+        driver = await dialects.driver_connection(conn)
+        await driver.executescript(f"PRAGMA incremental_vacuum({RELEASE_PAGES});")
 
 
 class ArchivedEvent(msgspec.Struct, rename="camel"):

@@ -94,6 +94,7 @@ class Pruner:
             conn = await tx.views()
             doomed = await retention.still_expired(conn, unchanged, cutoff)
             await retention.delete_jobs(conn, doomed)
+        await retention.release_space(self.store.engine)
         self.pruned_jobs += len(doomed)
         return Batch(len(job_ids), len(doomed))
 

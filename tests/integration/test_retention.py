@@ -200,3 +200,20 @@ async def test_measures_the_oldest_finished_job_kept_and_the_database_size(datab
         backlog = await retention.backlog(conn, old + timedelta(seconds=1))
     assert (backlog.jobs, backlog.events) == (1, 3)
     assert backlog.bytes > 100
+
+
+async def test_sqlite_gives_the_pages_pruning_freed_back_to_the_file_system(database: Database) -> None:
+    if database.is_postgres:
+        pytest.skip("PostgreSQL's autovacuum makes freed space reusable; the files keep their size")
+    async with database.engine.connect() as conn:
+        assert (await conn.exec_driver_sql("PRAGMA auto_vacuum")).scalar() == 2  # incremental
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    for _ in range(20):
+        await database.store.append([e for _ in range(50) for e in finished(make_job().id, old)])
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    pruning = pruner(database, old + timedelta(days=1), batch_size=200)
+    await pruning.measure()
+    full = pruning.database_bytes
+    assert await pruning.prune_once() == 1000
+    await pruning.measure()
+    assert pruning.database_bytes < full / 2
