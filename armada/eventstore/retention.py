@@ -67,23 +67,33 @@ async def delete_jobs(conn: AsyncConnection, job_ids: Collection[str]) -> None:
     await conn.execute(delete(permit))
 
 
-#: Free pages handed back to the file system after a batch (SQLite: 4 KiB each): bounded,
-#: as the pages moved to do it are written while the append lock is held.
+#: Free pages handed back to the file system per write (SQLite: 4 KiB each): a write that
+#: moves pages holds SQLite's write lock, so it is cut short and repeated.
 RELEASE_PAGES = 1024
+#: SQLite's ``auto_vacuum`` value for incremental.
+INCREMENTAL = 2
 
 
 async def release_space(engine: AsyncEngine) -> None:
-    """SQLite: shrink the file by up to :data:`RELEASE_PAGES` free pages, if it was created
-    with incremental auto-vacuum (armada's are; older files keep their free pages and reuse
-    them, so their size still plateaus). PostgreSQL's autovacuum makes the space reusable.
+    """SQLite: shrink the file by its free pages, if it was created with incremental
+    auto-vacuum (armada's are; older files keep their free pages and reuse them, so their
+    size still plateaus). PostgreSQL's autovacuum makes the space reusable.
 
-    Its own short write, after the batch's: the pragma frees a page per step, and only a
-    script is stepped to the end by Python's driver."""
+    In writes of their own, after the pruning's: the pragma frees a page per step, and only
+    a script is stepped to the end by Python's driver."""
     if dialects.is_postgres(engine):
         return
     async with engine.connect() as conn:
-        driver = await dialects.driver_connection(conn)
-        await driver.executescript(f"PRAGMA incremental_vacuum({RELEASE_PAGES});")
+        driver = await dialects.driver_connection(conn)  # (no transaction: SQLAlchemy's would end)
+
+        async def pragma(name: str) -> int:
+            async with driver.execute(f"PRAGMA {name}") as cursor:
+                return int((await cursor.fetchone())[0])
+
+        if await pragma("auto_vacuum") != INCREMENTAL:
+            return  # a file made before: its free pages stay in it, for reuse
+        while await pragma("freelist_count"):
+            await driver.executescript(f"PRAGMA incremental_vacuum({RELEASE_PAGES});")
 
 
 class ArchivedEvent(msgspec.Struct, rename="camel"):

@@ -74,6 +74,7 @@ class Pruner:
             if batch.chosen < self.settings.batch_size or not batch.pruned:
                 break
         if pruned:
+            await retention.release_space(self.store.engine)
             log.info("pruned expired jobs", jobs=pruned, cutoff=cutoff.isoformat() if cutoff else None)
         return pruned
 
@@ -94,7 +95,6 @@ class Pruner:
             conn = await tx.views()
             doomed = await retention.still_expired(conn, unchanged, cutoff)
             await retention.delete_jobs(conn, doomed)
-        await retention.release_space(self.store.engine)
         self.pruned_jobs += len(doomed)
         return Batch(len(job_ids), len(doomed))
 
