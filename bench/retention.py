@@ -12,6 +12,10 @@ time, ``--submissions`` per round. The last line is JSON: per mode the median ov
 the submissions' p99 (ms), jobs pruned per second while pruning, the p99 of a prune batch's
 whole duration (choosing, queueing for the lock, deleting, committing), the mean of its turn
 holding the append lock (the deletes) and of its commit, and ``bytes_per_job``.
+
+With ``--plateau-days D`` it then simulates D days of ``--jobs-per-day`` finished jobs kept
+``--keep-days`` (the pruner's clock is simulated) and prints the database size after each
+day's pruning: it should stop growing after ``--keep-days``.
 """
 
 from __future__ import annotations
@@ -38,15 +42,15 @@ from tests.factories import make_job, submission
 MONTH_AGO = datetime.now(UTC) - timedelta(days=30)
 
 
-def finished_life(index: int) -> list[ev.Event]:
+def finished_life(index: int, when: datetime = MONTH_AGO) -> list[ev.Event]:
     job = make_job(queue=f"queue-{index % 10}", job_set_id=f"set-{index % 100}")
     env = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id, "run_id": new_run_id()}
     node = f"node-{index % 1000}"
     return [
-        *submission(job, MONTH_AGO),
-        ev.JobLeased(**env, cluster_id="cluster-1", node_id=node, created=MONTH_AGO),
-        ev.JobRunning(**env, node_name=node, pod_name=f"armada-{job.id}-0", created=MONTH_AGO),
-        ev.JobSucceeded(**env, node_name=node, created=MONTH_AGO),
+        *submission(job, when),
+        ev.JobLeased(**env, cluster_id="cluster-1", node_id=node, created=when),
+        ev.JobRunning(**env, node_name=node, pod_name=f"armada-{job.id}-0", created=when),
+        ev.JobSucceeded(**env, node_name=node, created=when),
     ]
 
 
@@ -99,6 +103,28 @@ async def prune_until(pruner: Pruner, stop: asyncio.Event, batches: list[float])
     return pruned
 
 
+async def plateau(database: Database, days: int, per_day: int, keep_days: int, vacuum: bool) -> list[int]:
+    """Simulated days of ``per_day`` finished jobs, keeping ``keep_days``: the database's size
+    after each day's pruning (PostgreSQL: ``vacuum`` runs VACUUM then, else autovacuum's pace)."""
+    start = datetime.now(UTC) - timedelta(days=days)
+    sizes = []
+    for day in range(days):
+        now = start + timedelta(days=day)
+        for first in range(0, per_day, 1000):
+            lives = range(first, min(per_day, first + 1000))
+            await database.store.append([event for index in lives for event in finished_life(index, now)])
+        await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1", created=now)])
+        settings = RetentionSettings(expire_after=f"{keep_days * 24}h")
+        await Pruner(database.store, settings, clock=lambda now=now: now.timestamp()).prune_once()
+        if vacuum and database.is_postgres:
+            async with database.engine.connect() as raw:
+                conn = await raw.execution_options(isolation_level="AUTOCOMMIT")
+                await conn.exec_driver_sql("VACUUM")
+        sizes.append(await size(database))
+        print(f"day {day}: {sizes[-1] / 2**20:.1f} MiB", file=sys.stderr)
+    return sizes
+
+
 def p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100)[98] * 1000
 
@@ -111,6 +137,10 @@ async def main() -> None:
     parser.add_argument("--batch", type=int, default=100, help="jobs per submission")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--prune-batch", type=int, default=RetentionSettings().batch_size)
+    parser.add_argument("--plateau-days", type=int, default=0, help="then simulate this many days")
+    parser.add_argument("--jobs-per-day", type=int, default=5000)
+    parser.add_argument("--keep-days", type=int, default=3)
+    parser.add_argument("--vacuum", action="store_true", help="PostgreSQL: VACUUM after each day's pruning")
     args = parser.parse_args()
     database = await Database(args.database_url).open()
     try:
@@ -139,6 +169,8 @@ async def main() -> None:
             print(
                 f"p99 off {off[-1]:.1f} ms, pruning {on[-1]:.1f} ms ({rates[-1]:.0f} jobs/s)", file=sys.stderr
             )
+        await pruner.prune_once()  # the rest of the backlog
+        sizes = await plateau(database, args.plateau_days, args.jobs_per_day, args.keep_days, args.vacuum)
     finally:
         await database.close()
     report(
@@ -156,6 +188,9 @@ async def main() -> None:
             ),
             "prune_batch": args.prune_batch,
             "rounds": args.rounds,
+            "plateau_mib_by_day": [round(value / 2**20, 1) for value in sizes],
+            "jobs_per_day": args.jobs_per_day,
+            "keep_days": args.keep_days,
         }
     )
 
