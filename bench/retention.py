@@ -169,7 +169,8 @@ async def main() -> None:
             print(
                 f"p99 off {off[-1]:.1f} ms, pruning {on[-1]:.1f} ms ({rates[-1]:.0f} jobs/s)", file=sys.stderr
             )
-        await pruner.prune_once()  # the rest of the backlog
+        if args.plateau_days:
+            await pruner.prune_once()  # the rest of the backlog first
         sizes = await plateau(database, args.plateau_days, args.jobs_per_day, args.keep_days, args.vacuum)
     finally:
         await database.close()
