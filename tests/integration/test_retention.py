@@ -217,3 +217,22 @@ async def test_sqlite_gives_the_pages_pruning_freed_back_to_the_file_system(data
     assert await pruning.prune_once() == 1000
     await pruning.measure()
     assert pruning.database_bytes < full / 2
+
+
+async def test_appends_and_prunes_interleaved_still_rebuild_to_the_live_views(database: Database) -> None:
+    rng = random.Random(5)
+    stream = list(RandomHistory(seed=5).events(3000))
+    position = 0
+    while position < len(stream):
+        size = rng.randint(100, 600)
+        await append_in_batches(database, stream[position : position + size], rng)
+        position += size
+        now = stream[min(position, len(stream)) - 1].created
+        await pruner(
+            database, now + timedelta(minutes=rng.randint(50, 59)), batch_size=rng.randint(1, 30)
+        ).prune_once()
+    live = await view_rows(database)
+    assert len(live["jobs"]) < len({event.job_id for event in stream if event.job_id})  # some were pruned
+    assert (await check(database.store)).ok
+    await rebuild_views(database.store)
+    assert await view_rows(database) == live
