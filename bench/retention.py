@@ -8,10 +8,11 @@ before and after, divided by the jobs). Then submissions are timed in interleave
 ``--rounds`` each way: without pruning, and while the pruner works through the backlog
 (``--prune-batch`` jobs a batch, as ``retention.batchSize``). A submission is one append of
 ``--batch`` jobs' events in the prompt lane, as the submit route's, ``--concurrency`` at a
-time, ``--submissions`` per round. The last line is JSON: per mode the median over rounds of
-the submissions' p99 (ms), jobs pruned per second while pruning, the p99 of a prune batch's
-whole duration (choosing, queueing for the lock, deleting, committing), the mean of its turn
-holding the append lock (the deletes) and of its commit, and ``bytes_per_job``.
+time, ``--submissions`` per round; the pruner runs as the server's does (paced batches). The
+last line is JSON: per mode the median over rounds of the submissions' p99 (ms), jobs pruned
+per second while pruning, the mean of a batch's turn holding the append lock (its deletes,
+and any earlier writer's events of its group written first) and of its commit, and
+``bytes_per_job``.
 
 With ``--plateau-days D`` it then simulates D days of ``--jobs-per-day`` finished jobs kept
 ``--keep-days`` (the pruner's clock is simulated) and prints the database size after each
@@ -89,17 +90,17 @@ async def submissions(database: Database, count: int, batch: int, concurrency: i
     return latencies
 
 
-async def prune_until(pruner: Pruner, stop: asyncio.Event, batches: list[float]) -> int:
+async def prune_until(pruner: Pruner, stop: asyncio.Event) -> int:
+    """Prune as the server does (batches paced) until ``stop``; return the jobs pruned."""
     cutoff = pruner.cutoff()
     assert cutoff is not None
     pruned = 0
-    while not stop.is_set():
-        started = time.perf_counter()
-        batch = await pruner.prune_batch(cutoff)
-        batches.append(time.perf_counter() - started)
+    async for batch in pruner.batches(cutoff):
         pruned += batch.pruned
-        if not batch.chosen:
+        if batch.chosen < pruner.settings.batch_size:
             raise SystemExit("the backlog ran out: raise --expired or lower --submissions")
+        if stop.is_set():
+            break
     return pruned
 
 
@@ -154,14 +155,13 @@ async def main() -> None:
         off: list[float] = []
         on: list[float] = []
         rates: list[float] = []
-        batches: list[float] = []
         await submissions(database, 20, args.batch, args.concurrency)  # warm up
         bulk = database.store.waits.lanes[Lane.BULK]  # only the pruner writes in it from here on
         bulk_writes, bulk_turns, bulk_commits = bulk.writes, bulk.turn, bulk.commit
         for _ in range(args.rounds):
             off.append(p99(await submissions(database, args.submissions, args.batch, args.concurrency)))
             stop = asyncio.Event()
-            pruning = asyncio.create_task(prune_until(pruner, stop, batches))
+            pruning = asyncio.create_task(prune_until(pruner, stop))
             begun = time.perf_counter()
             on.append(p99(await submissions(database, args.submissions, args.batch, args.concurrency)))
             stop.set()
@@ -182,7 +182,6 @@ async def main() -> None:
             "submit_p99_ms_off": round(statistics.median(off), 1),
             "submit_p99_ms_pruning": round(statistics.median(on), 1),
             "pruned_jobs_per_second": round(statistics.median(rates)),
-            "prune_batch_p99_ms": round(p99(batches), 1),
             "prune_turn_mean_ms": round((bulk.turn - bulk_turns) / (bulk.writes - bulk_writes) * 1000, 2),
             "prune_commit_mean_ms": round(
                 (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2

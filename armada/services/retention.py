@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
@@ -26,6 +26,12 @@ from armada.settings import RetentionSettings
 from armada.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
+
+#: After each batch the pruner rests this many times as long as the batch took, so that it
+#: takes at most a fifth of the append lock's time, less when writers queue for it (their
+#: wait lengthens the batch): under load a batch of 25 held it ~35 ms, not its idle ~5 ms,
+#: and back to back batches took the submissions' p99 from 240 to 380 ms on SQLite.
+PAUSE = 4.0
 
 
 class Batch(NamedTuple):
@@ -67,16 +73,25 @@ class Pruner:
         """Prune every job expired now (or finished before ``cutoff``), a batch at a time;
         return how many were pruned."""
         cutoff = cutoff or self.cutoff()
-        pruned = 0
-        while cutoff is not None:
-            batch = await self.prune_batch(cutoff)
-            pruned += batch.pruned
-            if batch.chosen < self.settings.batch_size or not batch.pruned:
-                break
+        if cutoff is None:
+            return 0
+        pruned = sum([batch.pruned async for batch in self.batches(cutoff)])
         if pruned:
             await retention.release_space(self.store.engine)
-            log.info("pruned expired jobs", jobs=pruned, cutoff=cutoff.isoformat() if cutoff else None)
+            log.info("pruned expired jobs", jobs=pruned, cutoff=cutoff.isoformat())
         return pruned
+
+    async def batches(self, cutoff: datetime) -> AsyncIterator[Batch]:
+        """Prune the jobs finished before ``cutoff`` batch after batch, resting between them
+        (:data:`PAUSE`), until none is left or a batch prunes nothing (jobs that changed,
+        the newest event's: the next round tries again)."""
+        while True:
+            started = time.monotonic()
+            batch = await self.prune_batch(cutoff)
+            yield batch
+            if batch.chosen < self.settings.batch_size or not batch.pruned:
+                return
+            await asyncio.sleep((time.monotonic() - started) * PAUSE)
 
     async def prune_batch(self, cutoff: datetime) -> Batch:
         """Choose (and archive) a batch outside the append lock, then delete it inside."""
