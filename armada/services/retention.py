@@ -83,14 +83,14 @@ class Pruner:
 
     async def batches(self, cutoff: datetime) -> AsyncIterator[Batch]:
         """Prune the jobs finished before ``cutoff`` batch after batch, resting between them
-        (:data:`PAUSE`), until none is left or a batch prunes nothing (jobs that changed,
-        the newest event's: the next round tries again)."""
+        (:data:`PAUSE`), until none is left, a batch prunes nothing (jobs that changed, the
+        newest event's: the next round tries again) or this replica no longer leads."""
         while True:
             started = time.monotonic()
             batch = await self.prune_batch(cutoff)
             yield batch
-            if batch.chosen < self.settings.batch_size or not batch.pruned:
-                return
+            if batch.chosen < self.settings.batch_size or not batch.pruned or not self.is_leader():
+                return  # (two replicas pruning would be safe, each batch being re-checked: only wasteful)
             await asyncio.sleep((time.monotonic() - started) * PAUSE)
 
     async def prune_batch(self, cutoff: datetime) -> Batch:

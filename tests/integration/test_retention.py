@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -236,3 +238,28 @@ async def test_appends_and_prunes_interleaved_still_rebuild_to_the_live_views(da
     assert (await check(database.store)).ok
     await rebuild_views(database.store)
     assert await view_rows(database) == live
+
+
+async def wait_until(check: Callable[[], bool]) -> None:
+    while not check():  # noqa: ASYNC110 - the pruner marks no round
+        await asyncio.sleep(0.01)
+
+
+async def test_only_the_leader_prunes_and_every_replica_measures(database: Database) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    await database.store.append(finished(make_job().id, old))
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    settings = RetentionSettings(expire_after="1h", interval="1h")
+    follower = Pruner(database.store, settings, is_leader=lambda: False)
+    follower.start()
+    await asyncio.wait_for(wait_until(lambda: follower.database_bytes > 0), 30)
+    await follower.stop()
+    assert follower.pruned_jobs == 0 and len(await log_rows(database)) == 4
+    assert follower.oldest_retained == old
+
+    leader = Pruner(database.store, settings)
+    leader.start()
+    await asyncio.wait_for(wait_until(lambda: leader.database_bytes > 0), 30)
+    await leader.stop()
+    assert leader.pruned_jobs == 1 and leader.oldest_retained is None
+    assert len(await log_rows(database)) == 1
