@@ -106,7 +106,9 @@ def test_a_server_killed_while_pruning_loses_nothing(database_url: str, tmp_path
     assert_invariants_hold(database_url)
 
     # A restarted server finishes the job: every expired job gone and archived, nothing else.
-    with running_server(tmp_path, database_url=database_url, env=env):
+    with running_server(
+        tmp_path, database_url=database_url, env={**env, "ARMADA_RETENTION_BATCH_SIZE": "200"}
+    ):
         wait_for(
             lambda: set(asyncio.run(snapshot(database_url))).isdisjoint(expired), timeout=300, what="pruning"
         )
