@@ -30,10 +30,12 @@ def file_name(job_ids: Sequence[str]) -> str:
 
 def write_batch(directory: Path, jobs: Sequence[ArchivedJob]) -> Path:
     """Write ``jobs`` durably (file and directory synced) and return the file's path."""
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = directory / file_name([job.job_id for job in jobs])
     partial = path.with_name(path.name + ".partial")
-    with partial.open("wb") as raw:
+    # The owner's only: job specs may carry what their submitters would not show others.
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as raw:
         # mtime 0: the same batch gives the same bytes.
         with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as compressed:
             for job in jobs:

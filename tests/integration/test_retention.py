@@ -154,6 +154,7 @@ async def test_pruned_batches_are_archived_in_full_before_they_are_deleted(
     pruning = pruner(database, old + timedelta(days=1), batch_size=2, archive_dir=str(tmp_path / "archive"))
     assert await pruning.prune_once() == 5
     files = sorted((tmp_path / "archive").iterdir())
+    assert {file.stat().st_mode & 0o777 for file in files} == {0o600}  # specs are private
     assert [file.name for file in files] == sorted(archive.file_name(ids[i : i + 2]) for i in range(0, 5, 2))
     archived = sorted((job for file in files for job in archive.read_batch(file)), key=lambda job: job.job_id)
     assert msgspec.json.encode(archived) == msgspec.json.encode(expected)
