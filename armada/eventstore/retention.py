@@ -35,10 +35,14 @@ async def expired_jobs(conn: AsyncConnection, cutoff: datetime, limit: int) -> l
     """Up to ``limit`` ids of finished jobs whose last transition is before ``cutoff``, sorted.
 
     Read from ``job_states`` by its (state, last transition) index; no order is asked for,
-    so a backlog of millions is never sorted to take a batch of it.
+    so a backlog of millions is never sorted to take a batch of it. Later reads of the
+    caller's transaction (:func:`job_records`) use the job indexes, whatever PostgreSQL's
+    statistics say.
     """
     query = select(schema.job_states.c.job_id).where(_expired(cutoff)).limit(limit)
-    return sorted(await conn.scalars(query))
+    found = sorted(await conn.scalars(query))
+    await _planner(conn, "enable_seqscan", "off")  # what follows reads these jobs' rows by index
+    return found
 
 
 async def still_expired(conn: AsyncConnection, job_ids: Collection[str], cutoff: datetime) -> set[str]:

@@ -98,11 +98,9 @@ class Pruner:
         async with self.store.engine.connect() as conn:
             seen = await dialects.log_head(conn)
             job_ids = await retention.expired_jobs(conn, cutoff, self.settings.batch_size)
-            records = (
-                await retention.job_records(conn, job_ids) if job_ids and self.settings.archive_dir else []
-            )
-        if not job_ids:
-            return Batch(0, 0)
+            if not job_ids:
+                return Batch(0, 0)
+            records = await retention.job_records(conn, job_ids) if self.settings.archive_dir else []
         if records:
             await asyncio.to_thread(archive.write_batch, Path(self.settings.archive_dir), records)
         async with self.store.transaction() as tx:
