@@ -8,16 +8,19 @@
 #
 # See docs/deployment.md.
 
-# --- build: the wheel of armada and of every dependency ----------------------------------
+# --- build: armada's wheel, as CI builds and tests it (.ci/run), and every dependency's ----
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+RUN pip install "build>=1.2"
+COPY pyproject.toml README.md LICENSE ./
 COPY armada ./armada
 COPY migrations ./migrations
-RUN pip wheel --wheel-dir /wheels .
+# The sdist, then the wheel from the sdist; then the wheels of its dependencies beside it.
+RUN python -m build --outdir /dist . \
+    && pip wheel --wheel-dir /wheels /dist/*.whl
 
-# --- runtime: the wheels installed on a slim base, run as an unprivileged user -----------
+# --- runtime: the wheel installed (nothing of the source tree) as an unprivileged user ---
 FROM python:3.11-slim AS runtime
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
@@ -25,7 +28,7 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     ARMADA_LOGGING_FORMAT=json \
     ARMADA_DATABASE_URL=sqlite:////var/lib/armada/armada.db
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    pip install --no-index --find-links /wheels armada \
+    pip install --no-index --find-links /wheels armada-scheduler \
     && useradd --system --uid 10001 --home-dir /var/lib/armada --create-home armada
 USER 10001:10001
 WORKDIR /var/lib/armada

@@ -11,8 +11,9 @@ import structlog
 from armada.settings import LoggingSettings
 
 
-def configure_logging(settings: LoggingSettings) -> None:
-    """Route structlog and the standard library (uvicorn, alembic) through one renderer."""
+def configure_logging(settings: LoggingSettings, *, worker: int | None = None) -> None:
+    """Route structlog and the standard library (uvicorn, alembic) through one renderer;
+    each line of a ``serve --workers`` process names its ``worker``."""
     use_console = settings.format == "console" or (settings.format == "auto" and sys.stderr.isatty())
     renderer: structlog.types.Processor = (
         structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
@@ -23,6 +24,8 @@ def configure_logging(settings: LoggingSettings) -> None:
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    if worker is not None:
+        shared.append(_naming_worker(worker))
     structlog.configure(
         # Drop disabled levels first: a debug line per run must cost nothing at "warning".
         processors=[
@@ -59,6 +62,14 @@ def configure_logging(settings: LoggingSettings) -> None:
     # One line per HTTP request (the executor's lease calls, every second or two) is
     # transport chatter, not news: httpx logs requests at info, so it logs at warning here.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def _naming_worker(worker: int) -> structlog.types.Processor:
+    def add(_logger: Any, _method: str, event: structlog.types.EventDict) -> structlog.types.EventDict:
+        event["worker"] = worker
+        return event
+
+    return add
 
 
 class LevelCheckedLogger(structlog.stdlib.BoundLogger):

@@ -1,7 +1,8 @@
 """Settings: one struct per area, from defaults, an optional YAML file, and ``ARMADA_*`` variables.
 
 Precedence, lowest first: defaults, the ``--config`` file, environment variables
-(``ARMADA_<AREA>_<FIELD>``, e.g. ``ARMADA_DATABASE_URL`` or ``ARMADA_SERVER_PORT``), then
+(``ARMADA_<AREA>_<FIELD>``, e.g. ``ARMADA_DATABASE_URL`` or ``ARMADA_SERVER_PORT``, and
+``ARMADA_<AREA>`` as a JSON object: :mod:`armada.settings_env`), then
 command-line flags. Defaults run with no file at all. YAML keys are camelCase like upstream.
 Every field carries a description (``Meta(description=...)`` or a ``#:`` comment), which
 ``armada config docs`` (:mod:`armada.cli.settings_docs`) renders to ``docs/configuration.md``.
@@ -10,7 +11,6 @@ Every field carries a description (``Meta(description=...)`` or a ``#:`` comment
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -22,20 +22,26 @@ from msgspec import Meta
 from armada.auth.settings import AuthSettings
 from armada.executor.settings import ExecutorSettings
 from armada.model.durations import setting_seconds
+from armada.model.ingress_policy import IngressPolicy
 from armada.model.podsecurity import Profile
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.requirements import Toleration
+from armada.settings_env import EnvironmentSettingsError, from_environment
 
-ENV_PREFIX = "ARMADA_"
 #: Defaults under ``server.dev``, below the file, the environment and the flags: a laptop has
 #: no API server to protect, and upstream's 50 jobs/s per queue would throttle it.
+#: ``serve --dev`` runs jobs as local processes: a NodePort service is only the job's own port
+#: on this host (nothing is opened), so the getting-started examples' NodePort services work.
+_DEV_SERVICE_TYPES = {"ingressPolicy": {"allowedServiceTypes": ["NodePort", "Headless"]}}
 DEV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "submission": _DEV_SERVICE_TYPES,
+    "executor": _DEV_SERVICE_TYPES,
     "scheduling": {
         "maximumSchedulingRate": 1_000_000.0,
         "maximumSchedulingBurst": 1_000_000,
         "maximumPerQueueSchedulingRate": 1_000_000.0,
         "maximumPerQueueSchedulingBurst": 1_000_000,
-    }
+    },
 }
 
 
@@ -194,6 +200,57 @@ class SchedulerServiceSettings(_Area):
             "the job to answer before it fails with 503.",
         ),
     ] = 10.0
+    max_log_reads_per_caller: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Log reads one caller (user; anonymous callers per address) may have waiting "
+            "on this replica at once; more are refused with 429 and `Retry-After`.",
+        ),
+    ] = 2
+    log_reads_per_second_per_caller: Annotated[
+        float,
+        Meta(
+            gt=0,
+            description="Log reads one caller may start per second on this replica, on average "
+            "(bursts: `logReadBurstPerCaller`); faster ones are refused with 429 and `Retry-After`. "
+            "Lookout asks every 2 s per open log, `armada logs --follow` every second.",
+        ),
+    ] = 2.0
+    log_read_burst_per_caller: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Log reads one caller may start at once before `logReadsPerSecondPerCaller` applies.",
+        ),
+    ] = 10
+    max_log_reads_per_executor: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Log reads waiting on this replica for one executor at once, whoever asked; "
+            "more are refused with 429 and `Retry-After` (the executor bounds its own, "
+            "`executor.maxLogReads`).",
+        ),
+    ] = 4
+    max_log_bytes: Annotated[
+        int,
+        Meta(
+            ge=1024,
+            le=4 * 1024 * 1024,
+            description="Most bytes of log lines (as encoded JSON) in one answer: without `limitBytes` "
+            "the newest lines that fit are sent; a larger `limitBytes` is refused (400). Each read "
+            "costs the executor and the server ~30 ms of CPU per MiB (docs/performance.md).",
+        ),
+    ] = 256 * 1024
+    max_log_lines: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Most lines in one answer: a request without `tailLines` gets at most the "
+            "newest this many; a larger `tailLines` is refused (400).",
+        ),
+    ] = 10_000
 
 
 class SubmissionSettings(_Area):
@@ -234,6 +291,15 @@ class SubmissionSettings(_Area):
             "list the executor's."
         ),
     ] = msgspec.field(default_factory=lambda: ["default"])
+    allow_wildcard_tolerations: Annotated[
+        bool,
+        Meta(
+            description="Accept pods with a wildcard toleration (operator `Exists` and no key): it tolerates "
+            "every taint, so the pod may run on control-plane and other reserved nodes. Off: refused at "
+            "submit naming the toleration (the executor's `allowWildcardTolerations` checks again)."
+        ),
+    ] = False
+    ingress_policy: IngressPolicy = msgspec.field(default_factory=IngressPolicy)
     max_queued_jobs_per_queue: Annotated[
         int,
         Meta(
@@ -381,33 +447,6 @@ class Settings(_Area):
             )
 
 
-def env_name(*parts: str) -> str:
-    """The environment variable of a settings key, e.g. ``ARMADA_SERVER_PORT`` for ``server.port``."""
-    return ENV_PREFIX + "_".join(re.sub(r"(?<!^)(?=[A-Z])", "_", p).upper() for p in parts)
-
-
-def _env_value(raw: str) -> Any:
-    """Environment values are strings; JSON lists and objects are allowed for nested fields."""
-    stripped = raw.strip()
-    if stripped[:1] in ("[", "{"):
-        try:
-            return msgspec.json.decode(stripped)
-        except msgspec.DecodeError:
-            return raw
-    return raw
-
-
-def _from_environment(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {}
-    for area in msgspec.structs.fields(Settings):
-        area_type = area.type
-        for field in msgspec.structs.fields(area_type):
-            name = env_name(area.encode_name, field.encode_name)
-            if name in env:
-                found.setdefault(area.encode_name, {})[field.encode_name] = _env_value(env[name])
-    return found
-
-
 def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in extra.items():
@@ -446,7 +485,10 @@ def load_settings(
         if not isinstance(loaded, dict):
             raise SettingsError(f"{config_file}: the top level must be a mapping of areas")
         data = loaded
-    data = _merge(data, _from_environment(os.environ if env is None else env))
+    try:
+        data = _merge(data, from_environment(Settings, os.environ if env is None else env))
+    except EnvironmentSettingsError as exc:
+        raise SettingsError(str(exc)) from exc
     data = _merge(
         data, {k: {f: v for f, v in area.items() if v is not None} for k, area in (overrides or {}).items()}
     )

@@ -11,6 +11,7 @@ from armada.client import ArmadaClient
 from armada.eventstore.database import Database
 from armada.model.queues import Queue
 from tests.databases import database_url_for
+from tests.installed import Installed, built_wheel, pipx_install
 
 DATABASE_KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
@@ -49,3 +50,11 @@ def queue(client: ArmadaClient) -> str:
     name = f"q-{uuid.uuid4().hex[:12]}"
     client.create_queue(Queue(name=name))
     return name
+
+
+@pytest.fixture(scope="session")
+def installed_armada(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """This project's wheel installed with pipx in a throwaway home (tests/installed.py): made
+    once per run for the wheel's smoke test and the Airflow coexistence test."""
+    wheel = built_wheel(tmp_path_factory.mktemp("dist"))
+    return pipx_install(wheel, tmp_path_factory.mktemp("pipx"))

@@ -45,13 +45,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def armada_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "armada", *args]
+def armada_command(*args: str, program: Path | None = None) -> list[str]:
+    """This work tree's ``armada``, or an installed ``program`` (tests/installed.py)."""
+    return [str(program), *args] if program else [sys.executable, "-m", "armada", *args]
 
 
-def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+def process_env(extra: dict[str, str] | None = None, *, source: bool = True) -> dict[str, str]:
+    """The environment of an ``armada`` process: this work tree's package on the path
+    (``source``), or nothing of it for an installed command, which must run on its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARMADA_")}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    if source:
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    else:
+        env.pop("PYTHONPATH", None)
     env["ARMADA_LOGGING_FORMAT"] = "json"
     env["ARMADA_SERVER_GRPC_PORT"] = "0"  # tests that want gRPC name a free port
     env.update(extra or {})
@@ -59,14 +65,27 @@ def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class ArmadaProcess:
-    """A running ``armada`` subprocess whose output goes to a log file."""
+    """A running ``armada`` subprocess (this work tree's, or an installed ``program``) whose
+    output goes to a log file."""
 
-    def __init__(self, args: Sequence[str], *, cwd: Path, log_path: Path, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path,
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        program: Path | None = None,
+    ):
         self.args = list(args)
         self.log_path = log_path
         self._log = log_path.open("ab")
         self.process = subprocess.Popen(
-            armada_command(*args), cwd=cwd, env=process_env(env), stdout=self._log, stderr=subprocess.STDOUT
+            armada_command(*args, program=program),
+            cwd=cwd,
+            env=process_env(env, source=program is None),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     def log(self) -> str:
@@ -123,15 +142,18 @@ def running_server(
     database_url: str | None = None,
     env: dict[str, str] | None = None,
     port: int | None = None,
+    program: Path | None = None,
 ) -> Iterator[Server]:
     """``armada serve`` on ``port`` (a free one by default; fix it to restart a server in place),
-    accepting :data:`TEST_EXECUTOR_TOKEN` from executors."""
+    accepting :data:`TEST_EXECUTOR_TOKEN` from executors; run by ``program`` if given."""
     port = port or free_port()
     env = {**SERVER_EXECUTOR_TOKEN_ENV, **(env or {})}
     command = ["serve", "--port", str(port), *args]
     if database_url:
         command += ["--database-url", database_url]
-    process = ArmadaProcess(command, cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env)
+    process = ArmadaProcess(
+        command, cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env, program=program
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_healthy(url, process)

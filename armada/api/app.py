@@ -44,6 +44,7 @@ from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.services import Services
 from armada.api.shutdown import ShutdownSignal
 from armada.api.stream_quota import StreamQuota
+from armada.auth.exposure import metrics_public
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import Authenticated, public_if
 from armada.auth.secrets import hash_token, new_token
@@ -100,9 +101,13 @@ def dev_executor_settings(settings: Settings, token: str = "") -> ExecutorSettin
 
 
 def access_control(settings: Settings, dev_executor_token: str = "") -> AccessControl:
-    """Authentication and permissions; the dev executor gets its own internal token."""
+    """Authentication and permissions; the dev executor gets its own internal token.
+    ``auth.publicMetrics`` left unset is decided here, from the address the server binds."""
+    auth = msgspec.structs.replace(
+        settings.auth, public_metrics=metrics_public(settings.auth, settings.server.host)
+    )
     if not dev_executor_token:
-        return AccessControl(settings.auth)
+        return AccessControl(auth)
     internal = StaticToken(
         user="armada-dev-executor",
         token_hash=hash_token(dev_executor_token),
@@ -110,7 +115,7 @@ def access_control(settings: Settings, dev_executor_token: str = "") -> AccessCo
         executors=[settings.executor.cluster_id],
     )
     return AccessControl(
-        settings.auth,
+        auth,
         extra_tokens=[internal],
         extra_grants={GlobalPermission.EXECUTE_JOBS: [DEV_EXECUTOR_GROUP]},
     )

@@ -56,7 +56,7 @@ async def events(data: JSONBody[RunEventBatch], run_events: RunEvents, request: 
 )
 async def log_answer(data: JSONBody[LogAnswer], logs: Logs, request: AnyRequest) -> EventsAccepted:
     require_executor(request, data.executor_id)
-    if not await logs.mailbox.answer(data):
+    if not await logs.mailbox.answer(data, logs.clock()):
         raise NotFound(
             f"no log request {data.request_id} of executor {data.executor_id} waits (it timed out)",
             field="requestId",

@@ -18,7 +18,9 @@ from armada.auth.policy import Requires, public_if
     opt=public_if("public_metrics", Requires(GlobalPermission.VIEW_REPORTS)),
 )
 async def metrics(metrics: Metrics) -> Response[bytes]:
-    return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+    # As a header: Litestar would append its own "; charset=utf-8" to a text/ media type,
+    # which prometheus_client's already ends with.
+    return Response(metrics.exposition(), headers={"content-type": CONTENT_TYPE_LATEST})
 
 
 ROUTES = [metrics]

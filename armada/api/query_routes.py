@@ -6,6 +6,7 @@ caller may read (``reads``), and the rest read exactly as ids that were never su
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,14 +14,23 @@ from litestar import Request, post
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
+from armada.api.access import identity_of
 from armada.api.dependencies import Quota, Reads, Store
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
+from armada.api.services import services_of
+from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.policy import on_queue, watching
-from armada.model.errors import InvalidRequest
+from armada.model.errors import InvalidRequest, PermissionDenied
 from armada.model.queues import QueueVerb
 from armada.model.states import JobState
-from armada.model.wire.events import EventStreamLine, JobSetRequest, encode_stream_line
+from armada.model.wire.events import (
+    PERMISSION_DENIED,
+    EventStreamLine,
+    JobSetRequest,
+    encode_stream_error,
+    encode_stream_line,
+)
 from armada.model.wire.queries import (
     JobDetailsRequest,
     JobDetailsResponse,
@@ -118,7 +128,8 @@ async def job_errors(data: JSONBody[JobErrorsRequest], store: Store, reads: Read
     responses=ndjson_stream(EventStreamLine, "One line per event of the job set, oldest first", 404, 429),
     status_code=200,
     tags=["events"],
-    summary="A job set's events as NDJSON; with watch=true the stream stays open for new ones",
+    summary="A job set's events as NDJSON; with watch=true the stream stays open for new ones "
+    "(an error line ends it if the caller may no longer watch the queue)",
     opt=on_queue(QueueVerb.WATCH, path="queue"),
 )
 async def job_set_events(
@@ -137,11 +148,19 @@ async def job_set_events(
             )
     after = streams.parse_message_id(body.from_message_id)
     await streams.check_target(store, queue, job_set_id, error_if_missing=body.error_if_missing)
-    events = streams.flatten(streams.job_set_pages(store, queue, job_set_id, after=after, watch=body.watch))
+    # Re-checked before each page: a stream outlives a withdrawn ``watch`` otherwise.
+    access = services_of(request.app.state).access
+    identity = identity_of(request) or ANONYMOUS_IDENTITY
+    allowed = functools.partial(access.may_on_queue, store, identity, queue, QueueVerb.WATCH)
+    pages = streams.job_set_pages(store, queue, job_set_id, after=after, watch=body.watch, allowed=allowed)
+    events = streams.flatten(pages)
 
     async def lines() -> AsyncIterator[bytes]:
-        async for stored in events:
-            yield encode_stream_line(stored.seq, stored.event)
+        try:
+            async for stored in events:
+                yield encode_stream_line(stored.seq, stored.event)
+        except PermissionDenied as exc:  # the 200 is sent: the stream ends with an error line
+            yield encode_stream_error(PERMISSION_DENIED, exc.detail)
 
     return ndjson(quota.open(request, lines()))
 

@@ -74,7 +74,7 @@ def _change_checker(request: Request[Any, Any, Any]) -> Authorize:
     "/v1/queue/{name:str}",
     responses=problems(403, 404),
     tags=TAGS,
-    summary="Replace a queue's definition (owners and permissions need the matching global permissions)",
+    summary="Replace a queue's definition (owners may change only labels; see docs/security.md)",
     opt=owner_or(P.CREATE_QUEUE, path="name"),
 )
 async def update_queue(

@@ -1,8 +1,10 @@
 """Scheduling reports: "why is my job pending?" for the scheduler, a queue and one job.
 
-They need ``view_reports`` and, like every read, cover only queues the caller may read:
-the scheduler's report leaves other queues' shares out, a queue's report is refused, and
-another queue's job reads as one that does not exist.
+Every replica answers with the leader's latest cycles (stored in the database on
+PostgreSQL), whichever replica or worker the request reaches. They need ``view_reports``
+and, like every read, cover only queues the caller may read: the scheduler's report leaves
+other queues' shares out, a queue's report is refused, and another queue's job reads as one
+that does not exist.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ TAGS = ["reports"]
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
 async def scheduling_report(scheduler: Scheduler, reads: Reads) -> SchedulingReport:
-    report = build.scheduling_report(scheduler.history, scheduler.state)
+    report = build.scheduling_report(await scheduler.report_history(), scheduler.state)
     if reads.everything:
         return report
     names = {name for cycle in report.cycles for pool in cycle.pools.values() for name in pool.queues}
@@ -48,7 +50,9 @@ async def scheduling_report(scheduler: Scheduler, reads: Reads) -> SchedulingRep
     opt=watching(also=GlobalPermission.VIEW_REPORTS),
 )
 async def queue_report(name: FromPath[str], scheduler: Scheduler, reads: Reads) -> QueueReport:
-    report = build.queue_report(scheduler.state, scheduler.history, name)  # 404 if it does not exist
+    report = build.queue_report(
+        scheduler.state, await scheduler.report_history(), name
+    )  # 404 if it does not exist
     if not await reads.may_read(name):
         raise PermissionDenied(f"you may not watch queue {name!r}", field="name")
     return report
@@ -63,7 +67,7 @@ async def queue_report(name: FromPath[str], scheduler: Scheduler, reads: Reads) 
 async def job_report(job_id: FromPath[str], scheduler: Scheduler, store: Store, reads: Reads) -> JobReport:
     if not await reads.jobs([job_id]):
         raise NotFound(f"job {job_id!r} does not exist", field="jobId")  # as build.job_report says it
-    return await build.job_report(store, scheduler.state, scheduler.history, job_id)
+    return await build.job_report(store, scheduler.state, await scheduler.report_history(), job_id)
 
 
 ROUTES = [scheduling_report, queue_report, job_report]

@@ -29,6 +29,12 @@ def is_loopback(host: str) -> bool:
         return False  # a host name other than localhost may resolve to anything
 
 
+def metrics_public(auth: AuthSettings, host: str) -> bool:
+    """Whether ``/metrics`` needs no credentials: ``auth.publicMetrics`` if set, else only on
+    loopback (its labels name every queue, which is the watchers' business off this machine)."""
+    return is_loopback(host) if auth.public_metrics is None else auth.public_metrics
+
+
 def startup_refusals(auth: AuthSettings, host: str) -> list[str]:
     """Why a server with these settings must not start on ``host`` (empty: it may)."""
     refusals = oidc_refusals(auth.oidc) if auth.oidc else []

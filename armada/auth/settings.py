@@ -135,8 +135,12 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
         bool, Meta(description="Serve the OpenAPI schema (/schema) without credentials.")
     ] = True
     public_metrics: Annotated[
-        bool, Meta(description="Serve Prometheus /metrics without credentials (else `view_reports`).")
-    ] = True
+        bool | None,
+        Meta(
+            description="Serve Prometheus /metrics without credentials (else `view_reports`); unset: "
+            "only while the server binds loopback (`server.host`), since its labels name every queue."
+        ),
+    ] = None
     open_lookout: Annotated[
         bool,
         Meta(

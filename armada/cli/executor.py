@@ -139,6 +139,8 @@ def executor(
 
     from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
 
+    from armada.client.executor_api import ExecutorRefused  # noqa: PLC0415
+    from armada.executor.agent import REFUSED_HINT  # noqa: PLC0415
     from armada.executor.runner import run_executor  # noqa: PLC0415
     from armada.logs import configure_logging  # noqa: PLC0415
     from armada.metrics.executor import ExecutorMetrics  # noqa: PLC0415
@@ -164,18 +166,44 @@ def executor(
         fake_nodes_file=fake_nodes_file,
         fake_speed=fake_speed,
     )
-    tune_for_service()
     spawns = settings.backend == "process"
-    if not metrics_port:
-        run_service(run_executor(settings, handle_signals=True), spawns_processes=spawns)
-        return
-    registry = CollectorRegistry()
-    metrics = ExecutorMetrics(registry)
-    metrics_server, _ = start_http_server(metrics_port, registry=registry)
+    if spawns and (refusals := _process_refusals(ctx, settings, config, token_file)):
+        for refusal in refusals:
+            typer.echo(f"error: {refusal}", err=True)
+        raise typer.Exit(2)
+    tune_for_service()
+    metrics_server = None
+    metrics = None
+    if metrics_port:
+        registry = CollectorRegistry()
+        metrics = ExecutorMetrics(registry)
+        metrics_server, _ = start_http_server(metrics_port, registry=registry)
     try:
         run_service(run_executor(settings, handle_signals=True, metrics=metrics), spawns_processes=spawns)
+    except ExecutorRefused as exc:
+        typer.echo(
+            f"error: the server refuses executor {settings.cluster_id!r}: {exc}; {REFUSED_HINT}", err=True
+        )
+        raise typer.Exit(2) from None
     finally:
-        metrics_server.shutdown()
+        if metrics_server is not None:
+            metrics_server.shutdown()
+
+
+def _process_refusals(
+    ctx: typer.Context, settings: "ExecutorSettings", config: Path | None, token_file: str | None
+) -> list[str]:
+    """Why this process backend must not start (see
+    :mod:`armada.executor.backends.process_isolation`); the settings and token files, and a
+    ``--token`` on the command line, are what its jobs must not read."""
+    from armada.executor.backends.process_isolation import process_refusals, url_host  # noqa: PLC0415
+
+    private = [Path(name) for name in (config, token_file) if name is not None and name != "-"]
+    source = ctx.get_parameter_source("token")  # typer's own copy of click's ParameterSource
+    given = source is not None and source.name == "COMMANDLINE"
+    exposed = {"--token": "ARMADA_TOKEN or --token-file"} if given else {}
+    host = url_host(settings.server_url)
+    return process_refusals(settings.process, settings.cluster_id, host, private, exposed)
 
 
 #: ``armada executor [OPTIONS]`` runs an executor; ``list`` and ``forget`` ask the server.

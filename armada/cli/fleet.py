@@ -20,7 +20,6 @@ ReasonOption = Annotated[str, typer.Option("--reason", help="Why (shown in Looko
 NodeExecutorOption = Annotated[
     str, typer.Option("--executor", help="The node's executor (needed when several have such a node).")
 ]
-RequiredExecutorOption = Annotated[str, typer.Option("--executor", help="The node's executor.")]
 QueuesOption = Annotated[
     list[str] | None, typer.Option("--queue", help="Only this queue's jobs (repeatable).")
 ]
@@ -176,11 +175,11 @@ def executor_command(verb: str) -> Callable[..., None]:
 
 
 def node_command(verb: str) -> Callable[..., None]:
-    """``armada cancel|preempt node NAME --executor E``."""
+    """``armada cancel|preempt node NAME [--executor E]``."""
 
     def command(
         name: NodeArgument,
-        executor: RequiredExecutorOption,
+        executor: NodeExecutorOption = "",
         queue: QueuesOption = None,
         priority_class: ClassesOption = None,
         url: UrlOption = None,

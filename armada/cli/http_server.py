@@ -74,7 +74,7 @@ def run_workers(settings: Settings) -> bool:
     """
     listener = uvicorn_config(settings, None).bind_socket()  # logs "Uvicorn running on ..."
     workers = [
-        _spawn.Process(target=_worker, args=(settings, listener), name=f"armada-server-{index}")
+        _spawn.Process(target=_worker, args=(settings, listener, index), name=f"armada-server-{index}")
         for index in range(settings.server.workers)
     ]
     stopping = False
@@ -108,8 +108,8 @@ def run_workers(settings: Settings) -> bool:
     return stopping and all(worker.exitcode == 0 for worker in workers)
 
 
-def _worker(settings: Settings, listener: socket.socket) -> None:
-    configure_logging(settings.logging)
+def _worker(settings: Settings, listener: socket.socket, index: int) -> None:
+    configure_logging(settings.logging, worker=index)
     if not run_server(settings, sockets=[listener]):
         raise SystemExit(1)
 

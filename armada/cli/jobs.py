@@ -43,10 +43,13 @@ def submit(
         # The server's rules (and their settings) load only for a dry run.
         from armada.model.errors import ArmadaError  # noqa: PLC0415
         from armada.services.validation import SubmissionRules, validate_submission  # noqa: PLC0415
-        from armada.settings import Settings  # noqa: PLC0415
+        from armada.settings import load_settings  # noqa: PLC0415
 
+        # Judged as `serve --dev` would (a server's own policies, e.g. the Service types its
+        # ingress policy allows, are its operator's).
+        settings = load_settings(env={}, overrides={"server": {"dev": True}})
         try:
-            validate_submission(request, SubmissionRules.from_settings(Settings()))
+            validate_submission(request, SubmissionRules.from_settings(settings))
         except ArmadaError as exc:
             raise fail(f"{exc.detail} (field {exc.field})" if exc.field else exc.detail, 1) from exc
         typer.echo(

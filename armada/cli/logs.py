@@ -3,7 +3,8 @@
 Following asks again every ``--interval`` seconds for the lines since the last one printed
 (``sinceTime``), as Lookout's Logs tab does; lines are never printed twice. While the job
 waits for a node there is no log yet, and a busy or restarting executor (503) is only
-reported: following goes on until the job ends.
+reported: following goes on until the job ends. The job's text is printed with terminal
+control characters escaped (:mod:`armada.cli.terminal_text`) unless ``--raw``.
 """
 
 from datetime import datetime
@@ -35,6 +36,12 @@ def logs(
     container: Annotated[str, typer.Option("--container", "-c", help="Container (default: the first).")] = "",
     run: Annotated[str, typer.Option("--run", help="Run id (default: the job's latest run).")] = "",
     timestamps: Annotated[bool, typer.Option("--timestamps", help="Prefix each line with its time.")] = False,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw", help="Print the job's output as it is (terminal escapes too), not with controls escaped."
+        ),
+    ] = False,
     interval: Annotated[
         float, typer.Option("--interval", min=0.1, help="Seconds between asks when following.")
     ] = 1.0,
@@ -53,15 +60,17 @@ def logs(
     request = LogRequest(job_id=job_id, run_id=run, log_options=options)
     with connect(url, context) as client:
         if not follow:
-            _print(client.job_logs(request), timestamps)
+            _print(client.job_logs(request), timestamps, raw)
             return
         try:
-            _follow(client, request, timestamps, interval)
+            _follow(client, request, timestamps, raw, interval)
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
 
 
-def _follow(client: "ArmadaClient", request: "LogRequest", timestamps: bool, interval: float) -> None:
+def _follow(
+    client: "ArmadaClient", request: "LogRequest", timestamps: bool, raw: bool, interval: float
+) -> None:
     import time  # noqa: PLC0415
 
     import msgspec  # noqa: PLC0415
@@ -80,7 +89,7 @@ def _follow(client: "ArmadaClient", request: "LogRequest", timestamps: bool, int
                 typer.echo(f"warning: {exc.detail}", err=True)
             lines = []
         fresh = [line for line in lines if last is None or _when(line.timestamp, last) > last]
-        _print(fresh, timestamps)
+        _print(fresh, timestamps, raw)
         if fresh and fresh[-1].timestamp:
             last = _when(fresh[-1].timestamp, last)
             options = msgspec.structs.replace(request.log_options, tail_lines=None, since_seconds=None)
@@ -97,6 +106,9 @@ def _when(stamp: str, otherwise: datetime | None) -> datetime:
         return otherwise or datetime.min
 
 
-def _print(lines: "list[LogLine]", timestamps: bool) -> None:
+def _print(lines: "list[LogLine]", timestamps: bool, raw: bool) -> None:
+    from armada.cli.terminal_text import escape_controls  # noqa: PLC0415 (start-up time)
+
     for line in lines:
-        typer.echo(f"{line.timestamp} {line.line}" if timestamps and line.timestamp else line.line)
+        text = f"{line.timestamp} {line.line}" if timestamps and line.timestamp else line.line
+        typer.echo(text if raw else escape_controls(text))

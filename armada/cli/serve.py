@@ -4,6 +4,8 @@ The server's modules (Litestar, uvicorn, SQLAlchemy, Alembic, the scheduler and 
 imported when the command runs: every other command starts without them.
 """
 
+import os
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -39,6 +41,9 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the REST API, the event store and the scheduler."""
+    # gRPC's core logs info lines in a format of its own (a fork_posix.cc line when the process
+    # backend starts a job while gRPC is busy): its errors only, unless the operator asks.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     import asyncio  # noqa: PLC0415 (start-up time: see the module's docstring)
 
     import structlog  # noqa: PLC0415
@@ -66,7 +71,8 @@ def serve(
         },
     )
     configure_logging(settings.logging)
-    if refusals := startup_refusals(settings.auth, settings.server.host):
+    refusals = startup_refusals(settings.auth, settings.server.host)
+    if refusals := refusals + _dev_refusals(settings, config, database_url):
         for refusal in refusals:
             typer.echo(f"error: {refusal}", err=True)
         raise typer.Exit(2)
@@ -76,6 +82,14 @@ def serve(
         why = "SQLite replicas cannot see each other's writes; the dev executor runs in one process"
         typer.echo(f"error: --workers > 1 needs PostgreSQL and no --dev ({why})", err=True)
         raise typer.Exit(2)
+    if _grpc_port_taken(settings.server.host, settings.server.grpc_port, settings.server.workers):
+        address = f"{settings.server.host}:{settings.server.grpc_port}"
+        typer.echo(
+            f"error: cannot listen for gRPC on {address} (in use): give each replica on this machine "
+            "its own --grpc-port (server.grpcPort), or 0 to turn gRPC off",
+            err=True,
+        )
+        raise typer.Exit(3)
     try:
         asyncio.run(_prepare_database(settings))
     except migrate.SchemaTooNew as exc:
@@ -103,6 +117,28 @@ def serve(
         raise typer.Exit(1)
 
 
+def _dev_refusals(settings: "Settings", config: Path | None, database_url: str | None) -> list[str]:
+    """Why the in-process executor of ``--dev`` (the process backend) must not start: see
+    :mod:`armada.executor.backends.process_isolation`. Its jobs must not read the settings
+    file, the database, the TLS key, nor a database password given on the command line."""
+    if not settings.server.dev:
+        return []
+    from armada.api.app import dev_executor_settings  # noqa: PLC0415
+    from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
+    from armada.executor.backends.process_isolation import process_refusals  # noqa: PLC0415
+
+    private = [Path(name) for name in (settings.server.tls_key,) if name]
+    url = normalise_url(settings.database.url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        private += [Path(url.database + suffix) for suffix in ("", "-wal", "-shm")]
+    if config is not None:
+        private.append(config)
+    given = database_url is not None and normalise_url(database_url).password is not None
+    exposed = {"--database-url": "ARMADA_DATABASE_URL or the settings file"} if given else {}
+    executor = dev_executor_settings(settings)
+    return process_refusals(executor.process, executor.cluster_id, settings.server.host, private, exposed)
+
+
 async def _prepare_database(settings: "Settings") -> None:
     """Migrate before accepting traffic, so that schema problems fail fast and clearly."""
     from armada.eventstore import migrate  # noqa: PLC0415
@@ -113,3 +149,19 @@ async def _prepare_database(settings: "Settings") -> None:
         await migrate.upgrade(database.engine)
     finally:
         await database.close()
+
+
+def _grpc_port_taken(host: str, port: int, workers: int) -> bool:
+    """Whether another process listens on the gRPC port: checked before serving, so that a
+    second replica on one machine says so in one line, not in a start-up traceback (workers
+    share the port on purpose)."""
+    if not port or workers > 1:
+        return False
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
+        try:
+            probe.bind(address)
+        except OSError:
+            return True
+    return False

@@ -12,7 +12,8 @@ from typing import Any
 import msgspec
 from msgspec import Meta
 
-from armada.settings import Settings, env_name
+from armada.settings import Settings
+from armada.settings_env import env_name
 
 
 def settings_markdown() -> str:
@@ -28,7 +29,11 @@ def settings_markdown() -> str:
         "",
         "Settings come from defaults, then `--config FILE` (YAML, camelCase keys), then",
         "`ARMADA_<AREA>_<FIELD>` environment variables, then command-line flags. Nested",
-        "keys (more than one dot) are set in the file, or as JSON in their area's variable.",
+        "keys (more than one dot) are set in the file, as JSON in their top-level key's",
+        "variable (`ARMADA_SCHEDULING_RETRY_POLICY='{\"enabled\": true}'`), or several keys of",
+        "an area at once as a JSON object in `ARMADA_<AREA>` (`ARMADA_SCHEDULING='{…}'`; the",
+        "per-key variables win). A variable `ARMADA_<AREA>_…` that names no key is refused, as",
+        "a misspelt YAML key is; other `ARMADA_*` variables that name no area are warned about.",
         "",
     ]
     defaults = msgspec.to_builtins(Settings())

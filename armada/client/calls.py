@@ -18,7 +18,7 @@ from armada.model.events import AnyEvent
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
 from armada.model.wire.base import Empty
-from armada.model.wire.events import JobSetRequest, decode_stream_line
+from armada.model.wire.events import PERMISSION_DENIED, JobSetRequest, StreamError, decode_stream_line
 from armada.model.wire.fleet import (
     ExecutorJobsRequest,
     ExecutorList,
@@ -317,7 +317,11 @@ class StreamedEvent(NamedTuple):
 
 
 def _event_line(line: str) -> StreamedEvent:
-    message_id, event = decode_stream_line(line)
+    try:
+        message_id, event = decode_stream_line(line)
+    except StreamError as exc:  # the server ended the stream: say why, as a refusal would
+        status = 403 if exc.code == PERMISSION_DENIED else 500
+        raise ArmadaApiError(status, "Stream ended", exc.message) from None
     return StreamedEvent(message_id, event)
 
 

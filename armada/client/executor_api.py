@@ -27,6 +27,15 @@ class ExecutorApiError(Exception):
         self.retryable = retryable
 
 
+class ExecutorRefused(ExecutorApiError):
+    """The server refuses this executor's credential (401/403): waiting will not change that,
+    a token naming this cluster id in its ``executors`` (or a valid token at all) will."""
+
+
+#: Status codes that refuse the caller rather than the request.
+REFUSED_STATUS = frozenset({401, 403})
+
+
 class ExecutorApiClient:
     """``POST /v1/executor/lease``, ``/events`` and ``/logs`` over one connection pool."""
 
@@ -79,7 +88,8 @@ class ExecutorApiClient:
         except httpx.HTTPError as exc:
             raise ExecutorApiError(f"{path}: {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 300:
-            raise ExecutorApiError(
+            error = ExecutorRefused if response.status_code in REFUSED_STATUS else ExecutorApiError
+            raise error(
                 f"{path}: HTTP {response.status_code}: {response.text[:500]}",
                 status=response.status_code,
                 retryable=response.status_code in RETRYABLE_STATUS,

@@ -5,11 +5,14 @@ and waits; whichever replica holds that executor's lease long-poll takes it and 
 out; the executor's answer, posted to any replica, is stored on the same row. Every step
 signals the next (:class:`~armada.eventstore.notify.Signals`, ``NOTIFY`` on PostgreSQL),
 so nobody polls. Rows are transient messages, not state: never replayed, and deleted once
-answered or a minute after being asked.
+the answer is collected, when the waiter gives up, or a minute after being asked (swept by
+every post and answer). Answers are stored compressed (log text shrinks several-fold) and
+are as small as the server's ``scheduler.maxLogBytes`` allows.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -53,7 +56,7 @@ class LogMailbox:
     async def post(self, executor_id: str, order: LogOrder, now: float) -> None:
         """Leave ``order`` for ``executor_id`` (and clear out rows nobody waits for any more)."""
         async with self._write() as conn:
-            await conn.execute(delete(table).where(table.c.asked < now - KEEP_SECONDS))
+            await _sweep(conn, now)
             await conn.execute(
                 insert(table).values(
                     request_id=order.request_id,
@@ -77,9 +80,10 @@ class LogMailbox:
             )
             return [_decode_order(row.order) for row in taken]
 
-    async def answer(self, answer: LogAnswer) -> bool:
+    async def answer(self, answer: LogAnswer, now: float) -> bool:
         """Store the answer; False if no request of that executor has that id (any more)."""
         async with self._write() as conn:
+            await _sweep(conn, now)
             result = await conn.execute(
                 update(table)
                 .where(
@@ -87,7 +91,7 @@ class LogMailbox:
                     table.c.executor_id == answer.executor_id,
                     table.c.answer.is_(None),
                 )
-                .values(answer=msgspec.json.encode(answer))
+                .values(answer=zlib.compress(msgspec.json.encode(answer), 1))
             )
             if not result.rowcount:
                 return False
@@ -105,9 +109,14 @@ class LogMailbox:
                     .returning(table.c.answer)
                 )
             ).first()
-        return _decode_answer(row.answer) if row is not None else None
+        return _decode_answer(zlib.decompress(row.answer)) if row is not None else None
 
     async def withdraw(self, request_id: str) -> None:
         """Nobody waits for ``request_id`` any more."""
         async with self._write() as conn:
             await conn.execute(delete(table).where(table.c.request_id == request_id))
+
+
+async def _sweep(conn: AsyncConnection, now: float) -> None:
+    """Delete rows nobody can be waiting for any more (a waiter on a replica that died)."""
+    await conn.execute(delete(table).where(table.c.asked < now - KEEP_SECONDS))

@@ -218,9 +218,20 @@ log_requests = Table(
     Index("ix_log_requests_executor", "executor_id", "taken"),
 )
 
+#: The leader's latest scheduling reports, by name, so that every replica (and every worker
+#: of ``serve --workers``) answers with them (``armada.eventstore.shared_reports``). Not a
+#: view: a cache the leader overwrites after its cycles, never replayed.
+scheduler_reports = Table(
+    "scheduler_reports",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("body", LargeBinary, nullable=False),
+    Column("written", DateTime(timezone=True), nullable=False),
+)
+
 #: Retention's permit to delete from the append-only ``events``: the guard (a trigger) lets a
 #: DELETE through only while this table has a row, and retention inserts its row and deletes it
-#: again inside its own transaction, so no other transaction ever sees one (migration 0009).
+#: again inside its own transaction, so no other transaction ever sees one (migration 0010).
 log_pruning = Table(
     "log_pruning",
     metadata,

@@ -12,6 +12,8 @@ stall the loop (docs/performance.md, "One job per call: statements on the loop's
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -56,11 +58,21 @@ def connection_factory(url: URL) -> Callable[[], Awaitable[SqliteConnection]]:
     options = {**options, "timeout": BUSY_TIMEOUT_S, "check_same_thread": False}
 
     async def connect() -> SqliteConnection:
-        connection = SqliteConnection(partial(sqlite3.connect, *args, **options))
+        connection = SqliteConnection(partial(_connect_private, *args, **options))
         await connection  # starts its thread and opens the database there
         return connection
 
     return connect
+
+
+def _connect_private(database: str, **options: Any) -> sqlite3.Connection:
+    """``sqlite3.connect``, making a new database file readable by this user alone (SQLite
+    gives its ``-wal`` and ``-shm`` files the same mode): it holds every job's spec and env."""
+    if database and database != ":memory:" and not options.get("uri"):
+        with contextlib.suppress(OSError):  # there already, or SQLite says why it cannot be
+            os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    connection: sqlite3.Connection = sqlite3.connect(database, **options)
+    return connection
 
 
 def run_on_loop(driver_connection: object, on_loop: bool) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import structlog
 
-from armada.client.executor_api import ExecutorApiClient, ExecutorApiError
+from armada.client.executor_api import ExecutorApiClient, ExecutorApiError, ExecutorRefused
 from armada.executor.admission import LeaseAdmission
 from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
@@ -34,6 +34,11 @@ log = structlog.get_logger(__name__)
 
 #: Longest a backend may take to read a log (the user waits ``scheduler.logWaitSeconds``).
 LOG_READ_SECONDS = 8.0
+#: What to check when the server refuses the executor's credential.
+REFUSED_HINT = (
+    "the token must be one of the server's auth.tokens, in a group holding execute_jobs, "
+    "and list this cluster id under `executors` (docs/security.md, Executor identity)"
+)
 
 
 class ExecutorAgent:
@@ -68,7 +73,9 @@ class ExecutorAgent:
             offer=self.reporter.offer,
         )
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        #: Log reads under way (at most ``maxLogReads``), and "busy" answers being posted.
         self._log_reads: set[asyncio.Task[None]] = set()
+        self._log_refusals: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         #: The node report the server last took; ``None`` until then or after a failed call.
         self._nodes_sent: list[NodeReport] | None = None
@@ -82,7 +89,11 @@ class ExecutorAgent:
         self._stopping.set()
 
     async def run(self) -> None:
-        """Adopt leftover runs, then lease and report until ``stop`` is called."""
+        """Adopt leftover runs, then lease and report until ``stop`` is called.
+
+        Raises :class:`ExecutorRefused` (after the same graceful shutdown) when the server
+        refuses this executor's credential: retrying would spin for ever on a setup mistake.
+        """
         found = await self._backend.discover()
         self.tracker.adopt(found)
         if found:
@@ -99,6 +110,8 @@ class ExecutorAgent:
                 await cancel_and_wait(task)
             await self._shutdown(reporter)
         if crashed:
+            if isinstance(refused := crashed[0].exception(), ExecutorRefused):
+                raise refused
             raise RuntimeError(f"executor task {crashed[0].get_name()} failed") from crashed[0].exception()
 
     async def _shutdown(self, reporter: asyncio.Task[None]) -> None:
@@ -127,6 +140,13 @@ class ExecutorAgent:
                     self._on_synced = None
                 request = self._lease_request(nodes, await self._backend.cordoned_nodes())
                 response = await self._client.lease(request)
+            except ExecutorRefused as exc:
+                self._log.error(
+                    "the server refuses this executor; stopping",
+                    error=str(exc),
+                    hint=REFUSED_HINT,
+                )
+                raise
             except Exception as exc:
                 self._nodes_sent = None  # the server may not have taken them: send again
                 self.tracker.held.unanswered()
@@ -192,13 +212,29 @@ class ExecutorAgent:
             self._launch(lease)
 
     def _answer_log_later(self, order: LogOrder) -> None:
-        """Read and post the log in the background: a slow cluster never holds up leasing."""
-        task = asyncio.create_task(self._answer_log(order), name=f"log-{order.request_id}")
-        self._log_reads.add(task)
-        task.add_done_callback(self._log_reads.discard)
+        """Read and post the log in the background: a slow cluster never holds up leasing.
+
+        At most ``maxLogReads`` reads at once: each holds a whole answer in memory, and a
+        server (or user) asking faster than the cluster answers must not pile them up. A
+        request past it is answered "busy" without reading (a cheap post)."""
+        if len(self._log_reads) < self._settings.max_log_reads:
+            self._in_background(self._log_reads, self._answer_log(order), order)
+        else:
+            refusal = self._post_log_answer(self._log_answer(order, busy=True))
+            self._in_background(self._log_refusals, refusal, order)
+
+    def _in_background(
+        self, tasks: set[asyncio.Task[None]], work: Coroutine[Any, Any, None], order: LogOrder
+    ) -> None:
+        task = asyncio.create_task(work, name=f"log-{order.request_id}")
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    def _log_answer(self, order: LogOrder, *, busy: bool = False) -> LogAnswer:
+        return LogAnswer(executor_id=self._settings.cluster_id, request_id=order.request_id, busy=busy)
 
     async def _answer_log(self, order: LogOrder) -> None:
-        answer = LogAnswer(executor_id=self._settings.cluster_id, request_id=order.request_id)
+        answer = self._log_answer(order)
         try:
             async with asyncio.timeout(LOG_READ_SECONDS):
                 answer.lines = await self._backend.read_log(order)
@@ -207,10 +243,13 @@ class ExecutorAgent:
         except Exception as exc:
             self._log.warning("log read failed", run_id=order.run_id, error=repr(exc))
             answer.error = str(exc) or type(exc).__name__
+        await self._post_log_answer(answer)
+
+    async def _post_log_answer(self, answer: LogAnswer) -> None:
         try:
             await self._client.answer_log(answer)
         except ExecutorApiError as exc:
-            self._log.info("log answer not delivered", run_id=order.run_id, error=str(exc))
+            self._log.info("log answer not delivered", request_id=answer.request_id, error=str(exc))
 
     async def _cordon(self, wanted: dict[str, str], held: list[str], nodes: list[NodeReport]) -> None:
         """Cordon the nodes operators cordoned, uncordon those they no longer do.

@@ -5,7 +5,10 @@ Named as upstream names them: one Service per kind of the job's unnamed service 
 ``armada-<jobId>-0-ingress`` (ClusterIP if any config asks ``useClusterIP``, else headless),
 and one Ingress per ingress config, ``armada-<jobId>-0-ingress-<index>``, with one host per
 port: ``<container>-<port>-armada-<jobId>-0.<namespace>.<hostnameSuffix>``. A service config
-with a ``name`` gets a Service of that name. Every object carries the pod's Armada labels
+with a ``name`` gets a Service named ``armada-<jobId>-0-<name>``: every object's name starts
+with the job's own prefix, so none can be another team's or the cluster's (upstream would use
+the bare name). Ingress annotations are the job's allowed ones under the operator's, which
+win. Every object carries the pod's Armada labels
 (job, run, queue, executor) and annotations (job set, owner), selects the run's pod by its
 job and run labels, and is *owned* by the pod (``ownerReferences``), so that Kubernetes'
 garbage collector deletes it with the pod. Pure: tested without a cluster.
@@ -19,14 +22,13 @@ from typing import Any, Literal, NamedTuple
 from armada.executor.podspec import (
     EXECUTOR_LABEL,
     JOB_ID_LABEL,
-    JOB_SET_ANNOTATION,
-    OWNER_ANNOTATION,
     QUEUE_LABEL,
     RUN_ID_LABEL,
     pod_name,
 )
 from armada.executor.settings import IngressSettings
 from armada.model.ingress import ContainerPort, IngressConfig, ServiceType, declared_ports
+from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.leases import Lease
 
 Json = dict[str, Any]
@@ -56,9 +58,8 @@ def service_plans(lease: Lease) -> list[ServicePlan]:
     grouped: dict[ServiceType, list[int]] = {}
     for service in lease.services:
         if service.name:
-            plans.append(
-                ServicePlan(service.name, service.type, ports(service.ports), service.type == "NodePort")
-            )
+            named = f"{base}-{service.name}"
+            plans.append(ServicePlan(named, service.type, ports(service.ports), service.type == "NodePort"))
         else:
             grouped.setdefault(service.type, []).extend(service.ports)
     for kind, numbers in grouped.items():
@@ -157,7 +158,7 @@ def ingress_manifests(plan: ServicePlan, pod: Json, settings: IngressSettings) -
         if config.tls_enabled:
             secret = config.cert_name or settings.tls_secret
             spec["tls"] = [{"hosts": hosts, **({"secretName": secret} if secret else {})}]
-        annotations = {**settings.annotations, **config.annotations}
+        annotations = {**config.annotations, **settings.annotations}
         manifests.append(
             {
                 "apiVersion": "networking.k8s.io/v1",

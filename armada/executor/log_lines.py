@@ -3,7 +3,11 @@
 Every backend produces Kubernetes' ``timestamps=true`` text (``<RFC 3339 time> <line>``
 per line). Kubernetes applies the order's selection itself; the process and fake backends
 apply it here, in the same order: ``sinceTime``/``sinceSeconds``, then ``tailLines``, then
-``limitBytes``. Every answer is capped at :data:`ANSWER_MAX_BYTES`, keeping the newest lines.
+``limitBytes``. Every answer is capped at the order's ``maxBytes`` (at most
+:data:`ANSWER_MAX_BYTES`) of encoded JSON, keeping the newest lines.
+
+Lines end at ``\n`` only (a ``\r`` before it, of CRLF, is dropped): a job's ``\r``, form feed
+or U+2028 stays inside its line, so it cannot start a line of its own with a forged stamp.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ import time
 from datetime import UTC, datetime
 
 from armada.model.leases import LogOrder
-from armada.model.wire.logs import LogLine
+from armada.model.wire.logs import LogLine, newest_within
 
-#: Most bytes of log text in one answer (the server's request limit is 16 MiB by default).
+#: Most bytes of encoded log lines in one answer, whatever the order asks (the server's
+#: request limit is 16 MiB by default; the server asks for less, ``scheduler.maxLogBytes``).
 ANSWER_MAX_BYTES = 4 * 1024 * 1024
 
 
@@ -32,7 +37,11 @@ def stamp(moment: float) -> str:
 def parse(text: str) -> list[LogLine]:
     """``<timestamp> <line>`` text as lines (a line without a timestamp keeps all its text)."""
     lines = []
-    for raw in text.splitlines():
+    pieces = text.split("\n")
+    if pieces[-1] == "":
+        pieces.pop()  # the newline ending the last line
+    for piece in pieces:
+        raw = piece[:-1] if piece.endswith("\r") else piece
         moment, sep, line = raw.partition(" ")
         if sep and is_stamp(moment):
             lines.append(LogLine(timestamp=moment, line=line))
@@ -47,20 +56,29 @@ def select(lines: list[LogLine], order: LogOrder, now: float | None = None) -> l
     if since is not None:
         lines = [line for line in lines if (_when(line.timestamp) or since) >= since]
     if order.tail_lines is not None:
-        lines = lines[len(lines) - order.tail_lines :] if order.tail_lines else []
+        lines = lines[max(0, len(lines) - order.tail_lines) :] if order.tail_lines else []
     if order.limit_bytes is not None:
         lines = _first_bytes(lines, order.limit_bytes)
-    return cap(lines)
+    return cap(lines, order.max_bytes)
 
 
-def cap(lines: list[LogLine]) -> list[LogLine]:
-    """The newest lines that fit in :data:`ANSWER_MAX_BYTES`."""
-    total = 0
-    for index in range(len(lines) - 1, -1, -1):
-        total += len(lines[index].line) + 1
-        if total > ANSWER_MAX_BYTES:
-            return lines[index + 1 :]
-    return lines
+def cap(lines: list[LogLine], max_bytes: int | None = None) -> list[LogLine]:
+    """The newest lines that fit in ``max_bytes`` (at most :data:`ANSWER_MAX_BYTES`) encoded."""
+    return newest_within(lines, _answer_bytes(max_bytes))
+
+
+def newest_needed(order: LogOrder) -> int | None:
+    """How many of the newest bytes of a stamped log hold every line ``order`` can select;
+    ``None``: the whole log (``limitBytes`` keeps the *first* bytes of the selection).
+
+    Otherwise the answer is the newest selected lines within the cap, and a line takes no
+    fewer bytes encoded (``{"timestamp":…,"line":…}``) than stamped in the log: reading
+    more would only parse lines that are dropped."""
+    return None if order.limit_bytes is not None else _answer_bytes(order.max_bytes)
+
+
+def _answer_bytes(max_bytes: int | None) -> int:
+    return min(max_bytes or ANSWER_MAX_BYTES, ANSWER_MAX_BYTES)
 
 
 def _first_bytes(lines: list[LogLine], limit: int) -> list[LogLine]:

@@ -11,13 +11,12 @@ import copy
 from typing import Any
 
 from armada.executor.env import armada_env
+from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.leases import Lease
 
 JOB_ID_LABEL = "armada_job_id"
 RUN_ID_LABEL = "armada_job_run_id"
 QUEUE_LABEL = "armada_queue_id"
-JOB_SET_ANNOTATION = "armada_jobset_id"
-OWNER_ANNOTATION = "armada_owner"
 #: The executor that created the pod: two executors on one cluster leave each other's alone.
 EXECUTOR_LABEL = "armada_executor_id"
 

@@ -10,6 +10,7 @@ from typing import Literal
 import msgspec
 
 from armada.executor.categories import ErrorCategoriesSettings
+from armada.model.ingress_policy import IngressPolicy
 from armada.model.podsecurity import Profile
 
 BackendName = Literal["kubernetes", "process", "fake"]
@@ -67,6 +68,16 @@ class ProcessSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkno
     #: Most bytes of output kept per run: once half is written it is rotated, so the
     #: newest half to whole of it is kept, on disk and for log reads.
     log_max_bytes: int = 10 * 1024 * 1024
+    #: Accept that everyone who can submit jobs to the server runs code on this host (as the
+    #: executor's user, or ``runAsUser``): the process backend isolates nothing else. Without
+    #: it the backend refuses to start for a server reachable from other machines (a
+    #: ``server.host`` of ``serve --dev``, or a ``serverUrl`` host, other than loopback).
+    allow_remote_submitters: bool = False
+    #: Run jobs as this user (name or uid; its primary group only, a clean environment)
+    #: instead of the executor's user, which must be root; the executor refuses to start if
+    #: the user could read its settings, database or keys. Jobs sharing the user can still
+    #: reach each other's processes and working directories. Empty: the executor's user.
+    run_as_user: str = ""
 
 
 class IngressSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
@@ -81,7 +92,8 @@ class IngressSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkno
     #: TLS Secret (in the job's namespace) of ingresses with ``tlsEnabled`` and no ``certName``;
     #: empty: none named, the ingress controller's default certificate.
     tls_secret: str = ""
-    #: Annotations added to every Ingress (a job's own ``annotations`` win).
+    #: Annotations added to every Ingress; they win over a job's own (which
+    #: ``ingressPolicy.allowedAnnotations`` limits).
     annotations: dict[str, str] = {}
 
 
@@ -173,6 +185,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     #: Events buffered while the server is unreachable before backends are slowed down
     #: (events are never dropped).
     max_buffered_events: int = 100_000
+    #: Log reads worked on at once (each holds up to an answer's lines in memory); a log
+    #: request past it is answered "busy" at once, and its user told to retry (429).
+    max_log_reads: int = 4
     #: First retry delay of a failed call; doubles per failure (with jitter).
     retry_initial_seconds: float = 0.2
     #: Largest retry delay.
@@ -196,6 +211,13 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     #: Service accounts a leased pod may name (pods naming none use their namespace's
     #: ``default``); never list the executor's own.
     allowed_service_accounts: list[str] = msgspec.field(default_factory=lambda: ["default"])
+    #: Run pods with a wildcard toleration (operator ``Exists``, no key: every taint tolerated,
+    #: control-plane nodes included); off: such a lease is reported failed. Turn it on if the
+    #: server's default tolerations hold one.
+    allow_wildcard_tolerations: bool = False
+    #: What jobs may set on the Services and Ingresses that expose them, checked before any is
+    #: created (the server's ``submission.ingressPolicy`` checked it at submit).
+    ingress_policy: IngressPolicy = msgspec.field(default_factory=IngressPolicy)
     #: Namespace the executor itself runs in, never given to jobs; empty: read from the pod's
     #: service account mount (``/var/run/secrets/kubernetes.io/serviceaccount/namespace``)
     #: when there is one.

@@ -32,19 +32,27 @@ MAX_TAKE = 500
 #: database more the deeper they go; past this, narrow the filter (job set, state, time)
 #: or sort the other way instead.
 MAX_SKIP = 10_000
+#: Most annotations one filter may match on: each is a condition of the query, and the
+#: databases refuse (SQLite: an expression tree deeper than 1,000) or crawl long before
+#: thousands; a person filtering a page names a few.
+MAX_ANNOTATION_FILTERS = 16
+#: Longest text a filter field may hold: job set ids, the longest names stored, are at most
+#: 1,023 characters (annotation values may be longer, but a filter is typed by a person).
+MAX_FILTER_TEXT = 1023
+FilterText = Annotated[str, Meta(max_length=MAX_FILTER_TEXT)]
 
 
 class JobFilter(Request):
     """Every field narrows the result; empty fields do not filter."""
 
-    queue: str = ""
-    job_set: str = ""
+    queue: FilterText = ""
+    job_set: FilterText = ""
     states: list[JobStateName] = []
     #: Job ids are ULIDs: a prefix selects jobs submitted in the same stretch of time.
-    job_id: str = ""
-    owner: str = ""
+    job_id: FilterText = ""
+    owner: FilterText = ""
     #: Annotation key -> exact value.
-    annotations: dict[str, str] = {}
+    annotations: Annotated[dict[FilterText, FilterText], Meta(max_length=MAX_ANNOTATION_FILTERS)] = {}
     submitted_from: datetime | None = None
     submitted_to: datetime | None = None
 

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from armada.model.resources import resolution_of
+from armada.model.resources import PODS, resolution_of
 from armada.scheduling import JobDb
 from armada.services.cluster_state import ClusterState
 
@@ -92,7 +92,12 @@ class ClusterCollector(Collector):
             usable = index[nodes.schedulable[index]]
             total = allocatable[index].sum(axis=0)
             spare = np.maximum(free[usable], 0).sum(axis=0)
+            # No node with a pod limit (the process and fake backends): no pods series, rather
+            # than a capacity of 0 beside allocated pods.
+            unlimited = {PODS} if nodes.unlimited_pods[index].all() else set()
             for column, name in enumerate(names):
+                if name in unlimited:
+                    continue
                 capacity.add_metric([pool, cluster, name], float(total[column]) * scale[column])
                 available.add_metric([pool, cluster, name], float(spare[column]) * scale[column])
         yield from (capacity, available)

@@ -20,6 +20,9 @@ GANG_NODE_UNIFORMITY_ANNOTATION = "armadaproject.io/gangNodeUniformityLabel"
 RETRY_ON_PREEMPTION_ANNOTATION = "armadaproject.io/retryOnPreemption"
 #: Where upstream (and we) keep a job's ``externalJobUri`` (the Airflow operator sets it).
 EXTERNAL_JOB_URI_ANNOTATION = "armadaproject.io/externalJobUri"
+#: Annotations the executor adds to every pod of a job (they count against Kubernetes' limit).
+JOB_SET_ANNOTATION = "armada_jobset_id"
+OWNER_ANNOTATION = "armada_owner"
 #: The names a submission's ``scheduler`` field may take: empty means this scheduler.
 SCHEDULER_NAMES = ("", "armada")
 

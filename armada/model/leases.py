@@ -148,6 +148,9 @@ class LogOrder(_Wire, kw_only=True):
     since_time: datetime | None = None
     previous: bool = False
     limit_bytes: int | None = None
+    #: Most bytes of encoded lines the answer may hold: the newest lines that fit are sent
+    #: (the server's ``scheduler.maxLogBytes``; none: the executor's own cap).
+    max_bytes: int | None = None
 
 
 class LogAnswer(_Strict, kw_only=True):
@@ -159,6 +162,9 @@ class LogAnswer(_Strict, kw_only=True):
     #: Set when the log cannot be read; ``missing``: the cluster no longer keeps it.
     error: str = ""
     missing: bool = False
+    #: The executor is already reading as many logs as it may (``executor.maxLogReads``):
+    #: the user is told to try again shortly (429).
+    busy: bool = False
 
 
 class LeaseResponse(_Wire, kw_only=True):

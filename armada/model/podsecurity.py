@@ -27,7 +27,9 @@ Profiles, from the Pod Security Standards (https://kubernetes.io/docs/concepts/s
 Unless the profile is ``privileged``, Armada also rejects ``nodeName`` (placement is the
 scheduler's: a pinned pod bypasses fair share, node selection and the scheduler's
 accounting) and a service account outside the allow-list (a service account is an
-identity in the cluster: the executor's own would let a job create pods anywhere).
+identity in the cluster: the executor's own would let a job create pods anywhere). Whatever
+the profile, a *wildcard toleration* (operator ``Exists`` and no key: it tolerates every
+taint, the control plane's included) is refused unless the policy allows it.
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ class PodPolicy:
     service_accounts: frozenset[str] = frozenset({"default"})
     namespaces: frozenset[str] = frozenset({"default"})
     reserved_namespaces: frozenset[str] = frozenset()
+    #: Tolerations with operator ``Exists`` and no key (every taint tolerated) are allowed.
+    wildcard_tolerations: bool = False
 
 
 def job_violation(
@@ -139,6 +143,8 @@ def job_violation(
     found = profile_violation(pod_spec, policy.profile) or service_account_violation(
         pod_spec, policy.profile, policy.service_accounts
     )
+    if found is None and not policy.wildcard_tolerations:
+        found = toleration_violation(pod_spec)
     if found is not None:
         return Violation(f"podSpec.{found.path}", found.detail)
     found = annotation_violation(annotations, policy.profile)
@@ -192,6 +198,20 @@ def service_account_violation(
             listed = ", ".join(sorted(allowed)) or "none"
             return Violation(
                 key, f"service account {name!r} is not allowed for this queue; allowed: {listed}"
+            )
+    return None
+
+
+def toleration_violation(pod_spec: dict[str, Any]) -> Violation | None:
+    """A wildcard toleration (operator ``Exists``, no key): it tolerates every taint, so the
+    pod may land on control-plane and other reserved nodes."""
+    for index, toleration in enumerate(_list(pod_spec.get("tolerations"))):
+        found = _object(toleration)
+        if found.get("operator") == "Exists" and not found.get("key"):
+            return Violation(
+                f"tolerations[{index}]",
+                "a toleration with operator Exists and no key tolerates every taint (control-plane "
+                "nodes included) and is not allowed; name the taint's key",
             )
     return None
 

@@ -27,7 +27,7 @@ from armada.scheduling import QUEUED, JobDb
 from armada.services import queries
 from armada.services.cluster_state import ClusterState
 
-NO_CYCLE = "no scheduling cycle has run on this replica yet (is it the leader?)"
+NO_CYCLE = "no scheduling cycle recorded yet (is a scheduler running?)"
 NEXT_CYCLE = "submitted after the last cycle: waiting for the next one"
 
 

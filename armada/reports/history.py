@@ -67,6 +67,13 @@ class CycleHistory:
         self._cycles: deque[CycleRecord] = deque(maxlen=size)
         self.listeners: list[CycleListener] = []
 
+    @classmethod
+    def of(cls, records: Iterable[CycleRecord]) -> CycleHistory:
+        """A history holding ``records`` (oldest first), e.g. the leader's as stored."""
+        history = cls()
+        history._cycles.extend(records)
+        return history
+
     def __iter__(self) -> Iterator[CycleRecord]:
         return iter(self._cycles)
 

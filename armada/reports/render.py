@@ -42,7 +42,7 @@ def _key(key: KeyReport) -> list[str]:
 
 def scheduling(report: SchedulingReport) -> str:
     if not report.cycles:
-        return "No scheduling cycle recorded on this server (is this replica the leader?)."
+        return "No scheduling cycle recorded yet (is a scheduler running?)."
     lines: list[str] = []
     latest = report.cycles[0]
     lines.append(f"Last cycle {_when(latest.finished)}: {latest.duration_seconds * 1000:.1f} ms")

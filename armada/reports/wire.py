@@ -46,7 +46,7 @@ class CycleReport(Report):
 
 
 class SchedulingReport(Report):
-    """The last cycles of this replica's scheduler, newest first (empty on a standby replica)."""
+    """The leader's last cycles, newest first (whichever replica answers)."""
 
     cycles: list[CycleReport]
     #: The same, as text for people (upstream's reports are this one field).

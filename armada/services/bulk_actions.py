@@ -14,11 +14,12 @@ from typing import Literal
 from armada.eventstore import fleet_views, views
 from armada.eventstore.store import EventStore
 from armada.eventstore.views import JobSelector
-from armada.model.errors import InvalidRequest, NotFound
+from armada.model.errors import NotFound
 from armada.model.events import JobPreempting
 from armada.model.states import UNFINISHED_JOB_STATES, JobState
 from armada.model.wire.jobs import StateName
 from armada.scheduling.config import PriorityClass
+from armada.services.fleet import node_owner
 from armada.services.job_actions import cancel_events, parse_state
 from armada.services.queues import get_queue
 
@@ -106,10 +107,11 @@ async def on_executor(
     known_classes: Mapping[str, PriorityClass],
 ) -> list[str]:
     """Preempt (the preemptible ones) or cancel the jobs running on ``executor`` or on its
-    ``node``; 404 for an executor never seen (or forgotten)."""
-    if not executor:  # a node's executor: node names are unique per cluster only
-        raise InvalidRequest("the node's executor is required", field="executor")
+    ``node`` (``executor`` may be left out when one executor has such a node); 404 for an
+    executor never seen (or forgotten)."""
     async with store.engine.connect() as conn:
+        if node and not executor:
+            executor = await node_owner(conn, node, field="name")
         if not await fleet_views.executor_known(conn, executor):
             raise NotFound(f"executor {executor!r} not found", field="executor" if node else "name")
     selector = JobSelector(queues=queues, priority_classes=priority_classes, executor=executor, node=node)

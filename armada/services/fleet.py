@@ -8,6 +8,8 @@ node are bulk commands: :mod:`armada.services.bulk_actions`.
 
 from __future__ import annotations
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from armada.eventstore import fleet_views
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
@@ -67,17 +69,7 @@ async def cordon_node(
     if reason and not cordoned:
         raise InvalidRequest("uncordoning takes no reason", field="reason")
     async with store.transaction() as tx:
-        owners = await fleet_views.executors_with_node(await tx.views(jobs=False), node)
-        if executor and executor not in owners:
-            raise NotFound(f"executor {executor!r} has no node {node!r}", field="nodeName")
-        if not executor:
-            if not owners:
-                raise NotFound(f"no executor has a node {node!r}", field="nodeName")
-            if len(owners) > 1:
-                raise Conflict(
-                    f"several executors have a node {node!r}: {owners}; name one", field="executor"
-                )
-            executor = owners[0]
+        executor = await node_owner(await tx.views(jobs=False), node, executor, field="nodeName")
         tx.append(
             [
                 ev.NodeCordonChanged(
@@ -86,6 +78,21 @@ async def cordon_node(
             ]
         )
     return executor
+
+
+async def node_owner(conn: AsyncConnection, node: str, executor: str = "", *, field: str) -> str:
+    """The executor of ``node``: ``executor`` if it has such a node, or, left out, the one
+    executor that reported a node of that name (node names are unique per cluster only)."""
+    owners = await fleet_views.executors_with_node(conn, node)
+    if executor and executor not in owners:
+        raise NotFound(f"executor {executor!r} has no node {node!r}", field=field)
+    if executor:
+        return executor
+    if not owners:
+        raise NotFound(f"no executor has a node {node!r}", field=field)
+    if len(owners) > 1:
+        raise Conflict(f"several executors have a node {node!r}: {owners}; name one", field="executor")
+    return owners[0]
 
 
 async def forget_executor(store: EventStore, scheduler: SchedulerService, name: str, user: str) -> int:

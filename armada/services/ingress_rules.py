@@ -5,32 +5,33 @@ container (the Service needs one target), and not a ``hostPort`` (that is on the
 already, as upstream leaves it). A port may appear once per kind of Service (NodePort,
 Headless, Ingress): twice would give one Service two ports of the same number, which the
 API server refuses when the pod is already placed. Upstream also requires each config to
-list at least one port. Pure, like the rest of validation.
+list at least one port. Then the operator's :class:`~armada.model.ingress_policy.IngressPolicy`
+(Service types, names kept under the job's own prefix, annotation keys, certificates), the
+same rules the executor checks again. Pure, like the rest of validation.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from armada.model.errors import InvalidRequest
 from armada.model.ingress import ContainerPort, IngressConfig, ServiceConfig, declared_ports
-
-#: A Service name: an RFC 1035 label, as the API server requires.
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-#: A Secret name: an RFC 1123 subdomain.
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+from armada.model.ingress_policy import IngressPolicy, exposure_violation
 
 
 def check_exposed_ports(
-    services: list[ServiceConfig], ingress: list[IngressConfig], pod_spec: dict[str, Any], where: str
+    services: list[ServiceConfig],
+    ingress: list[IngressConfig],
+    pod_spec: dict[str, Any],
+    where: str,
+    policy: IngressPolicy,
 ) -> None:
-    """Raise ``InvalidRequest`` naming the first bad field of ``services`` or ``ingress``."""
+    """Raise ``InvalidRequest`` naming the first bad field of ``services`` or ``ingress``
+    (ports, then the operator's ``policy``: types, names, annotations, certificates)."""
     if not services and not ingress:
         return
     declared = declared_ports(pod_spec)
     used: dict[str, dict[int, str]] = {}
-    names: dict[str, str] = {}
     configs: list[tuple[str, str, list[int]]] = [
         (f"{where}.services[{i}]", service.type, service.ports) for i, service in enumerate(services)
     ]
@@ -48,15 +49,9 @@ def check_exposed_ports(
                     field=port_field,
                 )
             seen[number] = field
-    for i, service in enumerate(services):
-        if service.name:
-            _check_name(service.name, names, f"{where}.services[{i}].name")
-    for i, config in enumerate(ingress):
-        if config.cert_name and not _DNS_SUBDOMAIN.match(config.cert_name):
-            raise InvalidRequest(
-                f"certName {config.cert_name!r} is not a Secret name (lower-case RFC 1123 subdomain)",
-                field=f"{where}.ingress[{i}].certName",
-            )
+    found = exposure_violation(services, ingress, policy)
+    if found is not None:
+        raise InvalidRequest(found.detail, field=f"{where}.{found.path}")
 
 
 def _check_declared(number: int, declared: dict[int, list[ContainerPort]], field: str) -> None:
@@ -77,14 +72,3 @@ def _check_declared(number: int, declared: dict[int, list[ContainerPort]], field
             "its node already",
             field=field,
         )
-
-
-def _check_name(name: str, names: dict[str, str], field: str) -> None:
-    if not _DNS_LABEL.match(name):
-        raise InvalidRequest(
-            f"service name {name!r} is not an RFC 1035 label (a-z, 0-9 and '-', starting with a letter)",
-            field=field,
-        )
-    if name in names:
-        raise InvalidRequest(f"service name {name!r} is already used by {names[name]}", field=field)
-    names[name] = field

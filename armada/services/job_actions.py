@@ -26,7 +26,7 @@ from armada.model.events import (
 from armada.model.states import TERMINAL_JOB_STATES, UNFINISHED_JOB_STATES, JobState
 from armada.model.wire.jobs import StateName
 from armada.scheduling.config import PriorityClass
-from armada.services.validation import check_reason
+from armada.services.validation import check_job_set_id, check_reason
 
 #: Upstream's ``apiJobState`` numbers, for clients that send enums as integers.
 UPSTREAM_STATE_NUMBERS = [
@@ -62,6 +62,8 @@ def parse_state(value: StateName, field: str) -> JobState:
 
 async def _jobs_by_id(tx: Transaction, job_ids: Sequence[str], queue: str, job_set_id: str) -> list[JobRow]:
     """The named jobs that exist (and belong to ``queue``/``job_set_id`` when those are given)."""
+    if job_set_id:
+        check_job_set_id(job_set_id)
     rows = sorted((await views.jobs_by_id(await tx.views(), job_ids)).values())
     return [
         row
@@ -73,6 +75,7 @@ async def _jobs_by_id(tx: Transaction, job_ids: Sequence[str], queue: str, job_s
 async def _job_set(tx: Transaction, queue: str, job_set_id: str, states: Iterable[JobState]) -> list[JobRow]:
     if not queue or not job_set_id:
         raise InvalidRequest("name the jobs, or both queue and jobSetId", field="jobSetId")
+    check_job_set_id(job_set_id)
     return await views.job_set_rows(await tx.views(), queue, job_set_id, states)
 
 

@@ -5,6 +5,11 @@ executor, rides its next lease long-poll (which the post wakes), and the executo
 wakes this request again, whichever replicas each step lands on. A wait is bounded by
 ``scheduler.logWaitSeconds``: an executor that stopped calling, or never answers, is a 503
 naming it, never a hang.
+
+Reads are bounded (:mod:`armada.services.log_quota`): so many per second per caller, so
+many waiting per caller and per executor, so many lines and bytes per answer
+(``scheduler.maxLogLines``/``maxLogBytes``, which also bound ``tailLines``/``limitBytes``),
+and an answer is trimmed to them again here, whatever the executor sent.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ from typing import NamedTuple
 from armada.eventstore import job_views
 from armada.eventstore.log_mailbox import LogMailbox, answer_topic
 from armada.eventstore.store import EventStore
-from armada.model.errors import InvalidRequest, NotFound, Unavailable
+from armada.model.errors import InvalidRequest, LimitExceeded, NotFound, Unavailable
 from armada.model.leases import LogAnswer, LogOrder
-from armada.model.wire.logs import LogRequest, LogResponse
+from armada.model.wire.logs import LogOptions, LogRequest, LogResponse, newest_within
 from armada.services.follower import LogFollower
+from armada.services.log_quota import RETRY_AFTER, InFlight, Rate
 from armada.services.visibility import ReadScope
 from armada.settings import SchedulerServiceSettings
 
@@ -46,12 +52,22 @@ class LogService:
         self.follower = follower
         self.settings = settings
         self.clock = clock
+        self.per_caller = InFlight(settings.max_log_reads_per_caller, "scheduler.maxLogReadsPerCaller")
+        self.per_executor = InFlight(settings.max_log_reads_per_executor, "scheduler.maxLogReadsPerExecutor")
+        self.rate = Rate(
+            settings.log_reads_per_second_per_caller,
+            settings.log_read_burst_per_caller,
+            "scheduler.logReadsPerSecondPerCaller",
+        )
 
-    async def read(self, reads: ReadScope, request: LogRequest) -> LogResponse:
-        """The lines of the job's latest run (or ``runId``) the caller may watch."""
+    async def read(self, reads: ReadScope, request: LogRequest, caller: str) -> LogResponse:
+        """The lines of the job's latest run (or ``runId``) the caller may watch; ``caller``
+        names whose quota of waiting reads it counts against."""
         if not request.job_id:
             raise InvalidRequest("a job id is required", field="jobId")
         since = _since_time(request.since_time)
+        options = request.log_options
+        self._check_bounds(options)
         if request.pod_number != 0:
             raise NotFound(f"job {request.job_id} has one pod, number 0", field="podNumber")
         if not await reads.jobs([request.job_id]):
@@ -60,25 +76,53 @@ class LogService:
         if request.pod_namespace and request.pod_namespace != run.namespace:
             raise NotFound(f"job {request.job_id} runs in namespace {run.namespace!r}", field="podNamespace")
         self._require_live(run.cluster)
-        options = request.log_options
         order = LogOrder(
             request_id=uuid.uuid4().hex,
             run_id=run.run_id,
             job_id=request.job_id,
             namespace=run.namespace,
             container=options.container,
-            tail_lines=options.tail_lines,
+            tail_lines=self.settings.max_log_lines if options.tail_lines is None else options.tail_lines,
             since_seconds=options.since_seconds,
             since_time=since,
             previous=options.previous,
             limit_bytes=options.limit_bytes,
+            max_bytes=self.settings.max_log_bytes,
         )
-        answer = await self._exchange(run.cluster, order)
+        self.rate.take(caller, caller)
+        with (
+            self.per_caller.hold(caller, caller),
+            self.per_executor.hold(run.cluster, f"executor {run.cluster}"),
+        ):
+            answer = await self._exchange(run.cluster, order)
         if answer.missing:
             raise NotFound(f"the log of run {run.run_id} is no longer kept: {answer.error}")
+        if answer.busy:
+            raise LimitExceeded(
+                f"executor {run.cluster} is reading as many logs as it may (executor.maxLogReads); "
+                f"try again in {RETRY_AFTER} s",
+                retry_after=RETRY_AFTER,
+            )
         if answer.error:
             raise Unavailable(f"executor {run.cluster} could not read the log: {answer.error}")
-        return LogResponse(log=answer.lines)
+        lines = answer.lines[-self.settings.max_log_lines :]
+        return LogResponse(log=newest_within(lines, self.settings.max_log_bytes))
+
+    def _check_bounds(self, options: LogOptions) -> None:
+        """``tailLines`` and ``limitBytes`` within what one answer may hold."""
+        settings = self.settings
+        if options.tail_lines is not None and options.tail_lines > settings.max_log_lines:
+            raise InvalidRequest(
+                f"at most {settings.max_log_lines} lines per read (scheduler.maxLogLines); "
+                "follow with sinceTime for more",
+                field="logOptions.tailLines",
+            )
+        if options.limit_bytes is not None and options.limit_bytes > settings.max_log_bytes:
+            raise InvalidRequest(
+                f"at most {settings.max_log_bytes} bytes per read (scheduler.maxLogBytes); "
+                "follow with sinceTime for more",
+                field="logOptions.limitBytes",
+            )
 
     async def _run(self, request: LogRequest) -> _Run:
         async with self.store.engine.connect() as conn:

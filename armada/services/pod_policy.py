@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from armada.model.errors import InvalidRequest, PermissionDenied
+from armada.model.metadata import check_dns_label
 from armada.model.podsecurity import (
     PodPolicy,
     annotation_violation,
@@ -21,7 +22,7 @@ from armada.model.podsecurity import (
     service_account_violation,
 )
 from armada.model.queues import Queue
-from armada.services.validation import MAX_NAME_LENGTH, ValidItem
+from armada.services.validation import ValidItem
 
 #: The queue fields only ``administer_queue_security`` may change: (attribute, wire name).
 SECURITY_FIELDS = (
@@ -39,6 +40,7 @@ def queue_policy(queue: Queue, defaults: PodPolicy) -> PodPolicy:
         service_accounts=frozenset(queue.allowed_service_accounts) or defaults.service_accounts,
         namespaces=frozenset(queue.allowed_namespaces) or defaults.namespaces,
         reserved_namespaces=defaults.reserved_namespaces,
+        wildcard_tolerations=defaults.wildcard_tolerations,
     )
 
 
@@ -84,8 +86,7 @@ class QueueSecurityGate:
         """
         for index, namespace in enumerate(queue.allowed_namespaces):
             field = f"allowedNamespaces[{index}]"
-            if not namespace or len(namespace) > MAX_NAME_LENGTH:
-                raise InvalidRequest(f"namespaces are 1 to {MAX_NAME_LENGTH} characters long", field=field)
+            check_dns_label(namespace, field)
             if namespace in self.reserved_namespaces:
                 raise InvalidRequest(
                     f"namespace {namespace!r} is reserved (Armada's own or the cluster's); "

@@ -19,6 +19,7 @@ from armada.eventstore.store import EventStore, Transaction
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model.errors import ArmadaError, Conflict, InvalidRequest, NotFound
 from armada.model.events import QueueCreated, QueueDeleted, QueueUpdated
+from armada.model.metadata import check_labels, check_printable, check_printable_names
 from armada.model.queues import QUEUE_NAME, Queue
 from armada.model.wire.queues import QueueFailure
 from armada.services.pod_policy import QueueSecurityGate
@@ -31,6 +32,12 @@ def check_queue(queue: Queue) -> None:
             "queue names are 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit",
             field="name",
         )
+    check_labels(queue.labels, "labels")
+    check_printable_names(queue.user_owners, "userOwners")
+    check_printable_names(queue.group_owners, "groupOwners")
+    for index, grant in enumerate(queue.permissions):
+        for number, subject in enumerate(grant.subjects):
+            check_printable(subject.name, f"permissions[{index}].subjects[{number}].name")
 
 
 def with_creator_as_owner(queue: Queue, user: str) -> Queue:

@@ -29,13 +29,14 @@ from typing import NamedTuple
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import views
+from armada.eventstore import dialects, views
 from armada.eventstore.store import EventStore, Lane, Transaction
 from armada.eventstore.views import JobRow
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.states import FailureCause, JobState
 from armada.reports.history import CycleHistory
+from armada.reports.shared import HistoryPublisher, shared_history
 from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
 from armada.services.cluster_state import ClusterState, split_node_key
 from armada.services.follower import LogFollower
@@ -80,6 +81,13 @@ class SchedulerService:
         self._watching_since: float | None = None
         #: The last few cycles, kept small, for reports and metrics.
         self.history = CycleHistory()
+        #: Stores the history for the other replicas' reports (PostgreSQL: SQLite has one process).
+        self._publisher: HistoryPublisher | None = None
+        if dialects.is_postgres(store.engine):
+            self._publisher = HistoryPublisher(store.engine, lambda: self.state.jobs)
+            self.history.listeners.append(self._publisher.recorded)
+        #: Whether this replica has said it is a standby since it last led.
+        self._said_standby = False
         #: ``ClusterState.node_generation`` when runs were last checked for lost nodes.
         self._lost_nodes_checked = -1
         #: The log up to here has been considered by a cycle: the loop sleeps until news after it.
@@ -111,16 +119,33 @@ class SchedulerService:
                 await self._task
         with contextlib.suppress(Exception):  # decisions already made are still written
             await self.decisions_written()
+        if self._publisher is not None:
+            await self._publisher.close()
         await self.leader.release()
+
+    async def report_history(self) -> CycleHistory:
+        """The history reports show: this replica's while it leads (or when it is the newer),
+        else the leader's as stored."""
+        if self.leader.is_leader or self._publisher is None:
+            return self.history
+        stored, own = await shared_history(self.store.engine, self.state.jobs), self.history.last
+        newer = stored.last is not None and (own is None or stored.last.finished > own.finished)
+        return stored if newer else self.history
 
     async def _run(self) -> None:
         while True:
             started = time.monotonic()
             try:
                 if not await self.leader.ensure():
+                    if not self._said_standby:
+                        log.info(
+                            "standby: another replica leads the scheduler; this one takes over if it stops"
+                        )
+                        self._said_standby = True
                     self._watching_since = None
                     await asyncio.sleep(self.settings.leader_retry_interval)
                     continue
+                self._said_standby = False
                 await self.start_cycle()
             except asyncio.CancelledError:
                 raise

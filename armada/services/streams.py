@@ -4,20 +4,28 @@ Events are shown as upstream's clients expect them (:func:`as_streamed`). Follow
 poll: each waits on the store's change notification (in-process, plus PostgreSQL ``LISTEN``
 for appends made by other replicas) and reads only when the log's head has moved, so an
 event reaches every watcher one query after it commits.
+
+Access is not judged once: a stream outlives the request that opened it, and a queue's
+owners may withdraw ``watch`` while it is open. Each page is delivered only after the
+transport's re-check (:data:`AccessCheck`) still allows it; otherwise the stream ends with
+:class:`PermissionDenied` before anything more is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from armada.eventstore.store import EventStore, StoredEvent
 from armada.model import events as ev
-from armada.model.errors import InvalidRequest, NotFound
+from armada.model.errors import InvalidRequest, NotFound, PermissionDenied
 from armada.model.events import EventDecoder, UnreadableEvent, decode_event
 from armada.services.queues import get_queue
 
 PAGE = 1000
+
+#: Whether the stream's caller may still watch its queue (asked before each page is sent).
+AccessCheck = Callable[[], Awaitable[bool]]
 
 
 def as_streamed(stored: StoredEvent) -> StoredEvent:
@@ -98,6 +106,7 @@ async def job_set_pages(
     after: int = 0,
     watch: bool = False,
     decode: EventDecoder = decode_event,
+    allowed: AccessCheck | None = None,
 ) -> AsyncGenerator[list[StoredEvent], None]:
     """The job set's events after message id ``after``, oldest first, a page at a time
     (transports pay per await: :func:`flatten` gives them one by one).
@@ -106,7 +115,8 @@ async def job_set_pages(
     the stream never ends (the caller stops iterating when its client goes away). While the
     caller sends one page, the next is already being read, so that a large job set streams
     at the transport's pace rather than the database's. ``decode`` is
-    :meth:`EventStore.read`'s.
+    :meth:`EventStore.read`'s. ``allowed`` is asked before each page is yielded: when it
+    says no, :class:`PermissionDenied` ends the stream and the page is not sent.
     """
     head = await store.head()
     while True:
@@ -124,6 +134,10 @@ async def job_set_pages(
                     as_streamed(stored) for stored in page if not isinstance(stored.event, UnreadableEvent)
                 ]
                 if events:  # an unreadable one is reported by the store and skipped
+                    if allowed is not None and not await allowed():
+                        raise PermissionDenied(
+                            f"the caller may no longer watch queue {queue!r}; the stream ends", field="queue"
+                        )
                     yield events
         finally:
             if ahead is not None:  # the caller stopped reading: drop the page being read

@@ -39,7 +39,7 @@ async def submit_jobs(
 
     ``queued_cap`` (if any) caps the jobs waiting in the queue.
     """
-    valid = validate_submission(request, rules)
+    valid = validate_submission(request, rules, user)
     if queued_cap is not None:
         await queued_cap.admit(store, request.queue, len(valid))
     now = datetime.now(UTC)

@@ -8,22 +8,25 @@ and field; the caller rejects the whole request. Pod specs repeat a lot in real 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import msgspec
 
 from armada.model.errors import InvalidRequest
+from armada.model.ingress_policy import IngressPolicy
 from armada.model.jobs import (
     EXTERNAL_JOB_URI_ANNOTATION,
     GANG_CARDINALITY_ANNOTATION,
     GANG_ID_ANNOTATION,
     GANG_NODE_UNIFORMITY_ANNOTATION,
+    JOB_SET_ANNOTATION,
+    OWNER_ANNOTATION,
     SCHEDULER_NAMES,
     ResourceRequirements,
 )
-from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation
+from armada.model.metadata import check_annotations, check_dns_label, check_labels, check_printable
+from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation, toleration_violation
 from armada.model.resources import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
 from armada.scheduling.config import PriorityClass
@@ -33,11 +36,8 @@ from armada.settings import Settings
 
 MAX_JOB_SET_ID_LENGTH = 1023
 MAX_CLIENT_ID_LENGTH = 100
-#: Namespaces and gang ids: as long as the database columns that hold them.
+#: Gang ids: as long as the database column that holds them.
 MAX_NAME_LENGTH = 256
-#: Job set ids may hold any printable text except ``/``: they are a path segment of the
-#: event-stream URL, where an encoded ``/`` is decoded before routing and cannot match.
-_NOT_IN_JOB_SET_ID = re.compile(r"[\x00-\x1f\x7f/]")
 MAX_REASON_BYTES = 50
 _CACHE_SIZE = 1024
 #: ``privileged`` allows every pod spec: nothing to judge.
@@ -83,6 +83,7 @@ class SubmissionRules:
         max_pod_spec_bytes: int,
         pod_policy: PodPolicy | None = None,
         guardrails: Guardrails | None = None,
+        ingress_policy: IngressPolicy | None = None,
     ) -> None:
         #: The server's defaults, for queues that set no security fields of their own.
         self.pod_policy = pod_policy or PodPolicy()
@@ -91,6 +92,7 @@ class SubmissionRules:
         self.min_units = {name: to_units(name, value) for name, value in min_job_resources.items()}
         self.max_pod_spec_bytes = max_pod_spec_bytes
         self.guardrails = guardrails or Guardrails()
+        self.ingress_policy = ingress_policy or IngressPolicy()
         self._cache: dict[bytes, PodSpecInfo | PodSpecError] = {}
 
     @classmethod
@@ -105,8 +107,10 @@ class SubmissionRules:
                 service_accounts=frozenset(settings.submission.allowed_service_accounts),
                 namespaces=frozenset(settings.submission.allowed_namespaces),
                 reserved_namespaces=frozenset(settings.submission.reserved_namespaces),
+                wildcard_tolerations=settings.submission.allow_wildcard_tolerations,
             ),
             Guardrails.from_settings(settings.submission),
+            settings.submission.ingress_policy,
         )
 
     def pod_spec_info(self, pod_spec: dict[str, Any]) -> PodSpecInfo:
@@ -158,6 +162,9 @@ class SubmissionRules:
             raise PodSpecError(*broken)
         if not isinstance(pod_spec.get("tolerations") or [], list):
             raise PodSpecError("tolerations", "tolerations must be a list")
+        wildcard = None if self.pod_policy.wildcard_tolerations else toleration_violation(pod_spec)
+        if wildcard is not None:  # the job's own: the server's default tolerations come after
+            raise PodSpecError(wildcard.path, wildcard.detail)
         quantities = {resource: format_units(resource, units) for resource, units in sorted(total.items())}
         security = {profile: profile_violation(pod_spec, profile) for profile in _JUDGED_PROFILES}
         pod_requests = frozenset(resource for resource, units in total.items() if units > 0)
@@ -206,31 +213,48 @@ def _quantity(resource: str, value: Any, path: str) -> int:
     return units
 
 
-def validate_submission(request: JobSubmitRequest, rules: SubmissionRules) -> list[ValidItem]:
-    """Check the whole request; return each item with its pod spec and derived facts."""
-    if not request.job_set_id or len(request.job_set_id) > MAX_JOB_SET_ID_LENGTH:
-        raise InvalidRequest(
-            f"jobSetId must be 1 to {MAX_JOB_SET_ID_LENGTH} characters long", field="jobSetId"
-        )
-    if _NOT_IN_JOB_SET_ID.search(request.job_set_id):
-        raise InvalidRequest("jobSetId must not contain '/' or control characters", field="jobSetId")
+def check_job_set_id(job_set_id: str, field: str = "jobSetId") -> None:
+    """Job set ids may hold any printable text except ``/``: they are a path segment of the
+    event-stream URL, where an encoded ``/`` is decoded before routing and cannot match."""
+    if not job_set_id or len(job_set_id) > MAX_JOB_SET_ID_LENGTH:
+        raise InvalidRequest(f"jobSetId must be 1 to {MAX_JOB_SET_ID_LENGTH} characters long", field=field)
+    check_printable(job_set_id, field)
+    if "/" in job_set_id:
+        raise InvalidRequest("jobSetId must not contain '/'", field=field)
+
+
+def validate_submission(
+    request: JobSubmitRequest, rules: SubmissionRules, owner: str = ""
+) -> list[ValidItem]:
+    """Check the whole request; return each item with its pod spec and derived facts.
+
+    ``owner`` (who submits) is counted with the annotations each pod gets."""
+    check_job_set_id(request.job_set_id)
     if not request.job_request_items:
         raise InvalidRequest("at least one job is needed", field="jobRequestItems")
-    valid = [_validate_item(index, item, rules) for index, item in enumerate(request.job_request_items)]
+    # The executor adds these to every pod: they count against Kubernetes' annotation limit.
+    added = sum(
+        len(text.encode()) for text in (JOB_SET_ANNOTATION, request.job_set_id, OWNER_ANNOTATION, owner)
+    )
+    valid = [
+        _validate_item(index, item, rules, added) for index, item in enumerate(request.job_request_items)
+    ]
     _check_gangs(valid)
     return valid
 
 
-def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRules) -> ValidItem:
+def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRules, added: int) -> ValidItem:
     where = f"jobRequestItems[{index}]"
-    if not item.namespace or len(item.namespace) > MAX_NAME_LENGTH:
-        raise InvalidRequest(
-            f"namespace must be 1 to {MAX_NAME_LENGTH} characters long", field=f"{where}.namespace"
-        )
+    check_dns_label(item.namespace, f"{where}.namespace")
     if len(item.client_id) > MAX_CLIENT_ID_LENGTH:
         raise InvalidRequest(
             f"clientId is longer than {MAX_CLIENT_ID_LENGTH} characters", field=f"{where}.clientId"
         )
+    check_printable(item.client_id, f"{where}.clientId")
+    check_labels(item.labels, f"{where}.labels")
+    check_labels(item.required_node_labels, f"{where}.requiredNodeLabels")
+    for number, ingress in enumerate(item.ingress):
+        check_annotations(ingress.annotations, f"{where}.ingress[{number}].annotations")
     specs = ([item.pod_spec] if item.pod_spec is not None else []) + item.pod_specs
     if len(specs) != 1:
         raise InvalidRequest(f"exactly one pod spec is needed, got {len(specs)}", field=f"{where}.podSpec")
@@ -245,8 +269,9 @@ def _validate_item(index: int, item: JobSubmitRequestItem, rules: SubmissionRule
     annotations = rules.guardrails.gang_annotations(item.annotations)
     if annotations is not None:
         item = msgspec.structs.replace(item, annotations=annotations)
+    check_annotations(item.annotations, f"{where}.annotations", added=added)
     _check_gang_annotations(item.annotations, f"{where}.annotations")
-    check_exposed_ports(item.services, item.ingress, spec, where)
+    check_exposed_ports(item.services, item.ingress, spec, where, rules.ingress_policy)
     return ValidItem(item, spec, info)
 
 
@@ -281,6 +306,7 @@ def _check_gang_annotations(annotations: Mapping[str, str], where: str) -> None:
             f"a gang job needs a gang id of 1 to {MAX_NAME_LENGTH} characters",
             field=f"{where}.{GANG_ID_ANNOTATION}",
         )
+    check_printable(gang_id, f"{where}.{GANG_ID_ANNOTATION}")
     cardinality = annotations.get(GANG_CARDINALITY_ANNOTATION, "")
     if not cardinality.isdigit() or int(cardinality) < 1:
         raise InvalidRequest(
@@ -320,3 +346,4 @@ def check_reason(reason: str) -> None:
     """Cancel and preempt reasons are kept short (they land in every event and view)."""
     if len(reason.encode()) > MAX_REASON_BYTES:
         raise InvalidRequest(f"reason is longer than {MAX_REASON_BYTES} bytes", field="reason")
+    check_printable(reason, "reason")

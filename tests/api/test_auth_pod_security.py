@@ -81,8 +81,8 @@ def test_privileged_profile_on_a_queue_needs_the_permission(server: ApiServer) -
         admin.update_queue(privileged)
         assert alice.submit_jobs("alices", "set", [hostpath])
 
-        # Other fields stay the owner's to change; the profile it was given stays put.
-        alice.update_queue(msgspec.structs.replace(alice.get_queue("alices"), priority_factor=2.0))
+        # Its labels stay the owner's to change; the profile it was given stays put.
+        alice.update_queue(msgspec.structs.replace(alice.get_queue("alices"), labels={"tier": "gold"}))
         assert alice.get_queue("alices").pod_security_profile is Profile.PRIVILEGED
         with pytest.raises(ArmadaApiError) as caught:
             alice.update_queue(msgspec.structs.replace(alice.get_queue("alices"), pod_security_profile=None))

@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from armada.client import ArmadaClient
-from armada.model.queues import Queue
 from tests.api.jobs import pod_spec, raw_item
 from tests.servers import EXECUTOR_HEADERS, ApiServer
 
@@ -156,15 +155,11 @@ def test_bad_requests_are_problems_and_change_nothing(
 
 
 def test_sql_metacharacters_and_odd_names_are_stored_verbatim(client: ArmadaClient, queue: str) -> None:
-    # The odd namespace must be on the queue's allow-list (anonymous holds every permission).
-    client.update_queue(Queue(name=queue, allowed_namespaces=[SQL]))
+    # Label keys and values, annotation keys and namespaces follow Kubernetes' rules (no SQL
+    # there: test_metadata_limits); free text is stored as it came.
     job_set = f"{SQL} .."
-    item = raw_item(
-        namespace=SQL,
-        clientId=SQL[:100],
-        labels={SQL: SQL, "escaped": r"\u0000"},  # a backslash and "u0000": text, not a NUL
-        annotations={SQL: SQL},
-    )
+    annotations = {"sql": SQL, "escaped": r"\u0000"}  # a backslash and "u0000": text, not a NUL
+    item = raw_item(clientId=SQL[:100], labels={"sql": "DROP_TABLE.jobs--1"}, annotations=annotations)
     response = httpx.post(
         f"{client.config.armada_url}/v1/job/submit",
         json={"queue": queue, "jobSetId": job_set, "jobRequestItems": [item]},
@@ -173,11 +168,11 @@ def test_sql_metacharacters_and_odd_names_are_stored_verbatim(client: ArmadaClie
     job_id = response.json()["jobResponseItems"][0]["jobId"]
     spec = client.job_details([job_id], expand_spec=True)[job_id].job_spec
     assert spec is not None
-    assert (spec.job_set_id, spec.namespace, spec.labels, spec.annotations) == (
+    assert (spec.job_set_id, spec.client_id, spec.labels, spec.annotations) == (
         job_set,
-        SQL,
-        {SQL: SQL, "escaped": r"\u0000"},
-        {SQL: SQL},
+        SQL[:100],
+        {"sql": "DROP_TABLE.jobs--1"},
+        annotations,
     )
     assert [e.event.job_id for e in client.job_set_events(queue, job_set)] == [job_id, job_id]
     assert client.cancel_jobs(queue, job_set, [job_id], reason=SQL[:50]) == [job_id]

@@ -4,6 +4,7 @@ from cluster ``east`` cannot lease or report as ``west``. Over real HTTP, both d
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import msgspec
@@ -15,7 +16,7 @@ from armada.auth.settings import AuthSettings, BasicUser, StaticToken
 from armada.settings import Settings, load_settings
 from tests.conftest import DATABASE_KINDS
 from tests.databases import database_url_for
-from tests.processes import ROOT
+from tests.processes import ROOT, ArmadaProcess
 from tests.servers import ApiServer, serving
 
 ADMIN_HASH = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={}).auth.basic_users["admin"]
@@ -95,3 +96,23 @@ def test_a_body_without_an_executor_id_is_a_400_for_an_executor(server: ApiServe
     )
     assert response.status_code == 400
     assert msgspec.json.decode(response.content)["status"] == 400
+
+
+def test_an_executor_whose_token_names_other_ids_says_so_and_stops(server: ApiServer, tmp_path: Path) -> None:
+    """A refusal is a setup mistake no retry mends: the executor exits 2 naming the fix."""
+    token_file = tmp_path / "token"
+    token_file.write_text("unnamed-token\n")
+    args = ["executor", "--server", server.url, "--cluster-id", "east", "--backend", "fake"]
+    executor = ArmadaProcess(
+        [*args, "--fake-nodes", "1", "--token-file", str(token_file)],
+        cwd=tmp_path,
+        log_path=tmp_path / "executor.log",
+    )
+    try:
+        code = executor.wait(timeout=60)
+    finally:
+        executor.stop()
+    assert code == 2, executor.log()
+    assert "refuses executor 'east'" in executor.log()
+    assert "may not act as executor 'east'" in executor.log()
+    assert "`executors`" in executor.log()

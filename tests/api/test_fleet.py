@@ -12,7 +12,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from armada.cli.main import build
 from armada.client import ArmadaApiError, ArmadaClient
 from armada.eventstore.rebuild import rebuild_views
 from armada.model.leases import LeaseRequest, LeaseResponse, NodeReport
@@ -207,10 +209,28 @@ def test_preempt_and_cancel_on_a_node_or_executor_choose_exactly_the_matching_jo
         client.preempt_on_executor(fleet.name("nope"))
     assert (unknown.value.status, unknown.value.field) == (404, "name")
     with httpx.Client(base_url=server.url) as http:
-        missing = http.post(f"/v1/node/cancel/{n1}", json={"queues": [queue]})
-        assert missing.status_code == 400 and missing.json()["field"] == "executor"
+        missing = http.post(f"/v1/node/cancel/{fleet.name('ghost')}", json={"queues": [queue]})
+        assert missing.status_code == 404 and missing.json()["field"] == "name"
         wrong = http.post(f"/v1/node/cancel/{n1}", json={"name": n2, "executor": executor})
         assert wrong.status_code == 400 and wrong.json()["field"] == "name"
+    assert server.head() == head
+
+
+def test_a_nodes_executor_may_be_left_out_when_one_executor_has_it(
+    server: ApiServer, client: ArmadaClient, queue: str, fleet: Fleet
+) -> None:
+    executor, other, node, shared = fleet.name("e"), fleet.name("f"), fleet.name("n"), fleet.name("s")
+    fleet.report(executor, node, shared)
+    fleet.report(other, shared)
+    [job_id] = fleet.jobs(client, queue, 1, PREEMPTIBLE)
+    start(server, queue, "set", job_id, node=node, cluster=executor)
+    result = CliRunner().invoke(build(), ["preempt", "node", node, "--url", server.url])
+    assert result.exit_code == 0, result.output
+    assert "preemption requested for 1 job(s)" in result.output
+    head = server.head()
+    with pytest.raises(ArmadaApiError) as several:
+        client.cancel_on_executor("", node=shared)
+    assert (several.value.status, several.value.field) == (409, "executor")
     assert server.head() == head
 
 

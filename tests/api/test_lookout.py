@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from armada.client import ArmadaClient
+from armada.lookout.wire import MAX_ANNOTATION_FILTERS, MAX_FILTER_TEXT
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from tests.api.jobs import item, pod_spec, start
@@ -80,6 +81,24 @@ def test_bad_queries_are_400_naming_the_field(server: ApiServer, body: dict[str,
     response = httpx.post(f"{server.url}/api/v1/jobs", json=body)
     assert response.status_code == 400
     assert response.json()["field"] == field
+
+
+@pytest.mark.parametrize("path", ["/api/v1/jobs", "/api/v1/jobCount", "/api/v1/jobGroups"])
+def test_filters_are_bounded_400_not_a_database_error(server: ApiServer, path: str) -> None:
+    """Thousands of annotation keys made a query the database refused (SQLite: expression tree
+    too large), answered as an outage (503); too many keys or too long a text is a 400."""
+    many = {f"example.com/k{i}": "v" for i in range(MAX_ANNOTATION_FILTERS + 1)}
+    for job_filter, field in [
+        ({"annotations": {f"k{i}": "v" for i in range(2000)}}, "filter.annotations"),
+        ({"annotations": many}, "filter.annotations"),
+        ({"annotations": {"k": "v" * (MAX_FILTER_TEXT + 1)}}, "filter.annotations.k"),
+        ({"queue": "q" * (MAX_FILTER_TEXT + 1)}, "filter.queue"),
+    ]:
+        response = httpx.post(f"{server.url}{path}", json={"filter": job_filter}, timeout=60)
+        assert response.status_code == 400, response.text
+        assert response.json()["field"] == field
+    many.popitem()
+    assert httpx.post(f"{server.url}{path}", json={"filter": {"annotations": many}}).status_code == 200
 
 
 def test_groups_count_by_state(server: ApiServer, client: ArmadaClient, queue: str) -> None:

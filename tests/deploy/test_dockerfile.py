@@ -1,5 +1,6 @@
-"""The Dockerfile, checked statically (no container engine here): stages, non-root user,
-entrypoint and default command, health check, and that everything it copies exists."""
+"""The Dockerfile, checked statically (no container engine here): stages, the wheel it
+installs, non-root user, entrypoint and default command, health check, and that everything
+it copies exists."""
 
 from __future__ import annotations
 
@@ -44,6 +45,18 @@ def test_multi_stage_on_a_slim_base() -> None:
     assert len(names) == len(built), "name every stage"
     final = dict(built[-1])
     assert "from=build" in final["RUN"], "the runtime stage installs what the build stage made"
+
+
+def test_runtime_installs_the_wheel_built_as_ci_builds_it() -> None:
+    build, final = stages()[0], stages()[-1]
+    # The sdist and the wheel from it, as .ci/run builds the wheel that tests/deploy/test_wheel.py runs.
+    assert any(keyword == "RUN" and "python -m build " in rest for keyword, rest in build)
+    distribution = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    installs = [rest for keyword, rest in final if keyword == "RUN" and "pip install" in rest]
+    wheel_only = rf"pip install --no-index --find-links /wheels {re.escape(distribution)}(\s|$)"
+    assert len(installs) == 1 and re.search(wheel_only, installs[0]), installs
+    copied = [keyword for keyword, _ in final if keyword in ("COPY", "ADD")]
+    assert not copied, "nothing of the source tree in the runtime image"
 
 
 def test_runtime_runs_as_non_root_with_armada_as_entrypoint() -> None:

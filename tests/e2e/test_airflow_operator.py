@@ -1,10 +1,13 @@
-"""Upstream's Airflow operator, ``armada-airflow`` from PyPI, against a real ``armada serve``.
+"""Upstream's Airflow operator, ``armada-airflow`` from PyPI, against a real ``armada serve``,
+both installed on one machine the way docs/grpc.md tells users to.
 
 Airflow and the operator live in their own virtualenv, made on first use: the operator's
 top-level package is named ``armada`` like ours, and it pins ``types-protobuf`` far below
-this project's. ``airflow_operator_run.py`` runs three task tries in it (a job that
-succeeds, one that fails, and a second try that finds its job again by external job URI),
-as a user with Basic credentials over TLS, the way the operator sends credentials.
+this project's. The server is this project's wheel installed with pipx in its own
+environment (tests/installed.py), run from the command pipx made. ``airflow_operator_run.py``
+runs three task tries in Airflow's environment (a job that succeeds, one that fails, and a
+second try that finds its job again by external job URI), as a user with Basic credentials
+over TLS, the way the operator sends credentials.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import pytest
 import trustme
 
 from tests.e2e.test_grpc import serve_with_grpc
+from tests.installed import Installed
 
 #: The operator's version under test.
 REQUIREMENT = "armada-airflow==1.1.3"
@@ -52,10 +56,10 @@ def airflow_python() -> Path:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, str, ssl.SSLContext]]:
-    """A ``--dev`` server (jobs run as local processes) with the example users, serving TLS
-    with a certificate of a CA made here (the operator sends credentials only over TLS):
-    its REST URL, its gRPC address and a context that trusts the CA."""
+def server(installed_armada: Installed, tmp_path: Path) -> Iterator[tuple[str, str, ssl.SSLContext]]:
+    """A ``--dev`` server (jobs run as local processes) of the pipx-installed command, with the
+    example users, serving TLS with a certificate of a CA made here (the operator sends
+    credentials only over TLS): its REST URL, its gRPC address and a context that trusts the CA."""
     authority = trustme.CA()
     issued = authority.issue_cert("127.0.0.1", "localhost")
     ca, cert, key = tmp_path / "ca.pem", tmp_path / "server.pem", tmp_path / "server.key"
@@ -67,8 +71,9 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str, ssl.SSLContext]]:
         "ARMADA_EXECUTOR_CA_CERT": str(ca),  # the in-process executor calls the server over HTTPS
     }
     tls = ("--tls-cert", str(cert), "--tls-key", str(key))
+    database = f"sqlite:///{tmp_path / 'armada.db'}"
     process, port, grpc_port = serve_with_grpc(
-        tmp_path, f"sqlite:///{tmp_path / 'armada.db'}", "--dev", *tls, env=env
+        tmp_path, database, "--dev", *tls, env=env, program=installed_armada.armada
     )
     trust = ssl.create_default_context(cafile=str(ca))
     try:
@@ -88,8 +93,12 @@ def server(tmp_path: Path) -> Iterator[tuple[str, str, ssl.SSLContext]]:
 
 
 def test_armada_operator_runs_jobs_and_reattaches(
-    airflow_python: Path, server: tuple[str, str, ssl.SSLContext], tmp_path: Path
+    airflow_python: Path, installed_armada: Installed, server: tuple[str, str, ssl.SSLContext], tmp_path: Path
 ) -> None:
+    # Side by side on one machine, each environment imports its own ``armada`` package.
+    owners = ((airflow_python, "armada.operators.armada"), (installed_armada.python, "armada.cli.main"))
+    for python, module in owners:
+        subprocess.run([str(python), "-c", f"import {module}"], check=True, cwd=tmp_path)
     url, address, trust = server
     admin = httpx.Client(base_url=url, auth=("admin", "admin-pass"), verify=trust)
     queue = {"name": "airflow", "priorityFactor": 1, "groupOwners": ["team-a"]}  # alice is in team-a

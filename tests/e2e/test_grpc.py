@@ -125,15 +125,23 @@ def _basic(user: str) -> str:
 
 
 def serve_with_grpc(
-    workdir: Path, database_url: str, *args: str, config: str | None = AUTH, env: dict[str, str] | None = None
+    workdir: Path,
+    database_url: str,
+    *args: str,
+    config: str | None = AUTH,
+    env: dict[str, str] | None = None,
+    program: Path | None = None,
 ) -> tuple[ArmadaProcess, int, int]:
-    """``armada serve`` with the example users (or another ``config``, or none) and gRPC on a
-    free port: the process, the REST port and the gRPC port."""
+    """``armada serve`` (this work tree's, or an installed ``program``) with the example users
+    (or another ``config``, or none) and gRPC on a free port: the process, the REST port and
+    the gRPC port."""
     port, grpc_port = free_port(), free_port()
     command = ["serve", "--port", str(port), "--grpc-port", str(grpc_port), "--database-url", database_url]
     if config is not None:
         command += ["--config", config]
-    process = ArmadaProcess([*command, *args], cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env)
+    process = ArmadaProcess(
+        [*command, *args], cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env, program=program
+    )
     return process, port, grpc_port
 
 
@@ -205,9 +213,15 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert code_of(admin.delete_queue, "nope") == grpc.StatusCode.NOT_FOUND
     admin.update_queue(admin.create_queue_request("team-a", 3.0, group_owners=["team-a"]))
     assert admin.get_queue("team-a").priority_factor == 3.0
-    # Owners may update their queue (not its owners); others may not (REST's owner_or).
-    alice.update_queue(admin.create_queue_request("team-a", 4.0, group_owners=["team-a"]))
-    assert admin.get_queue("team-a").priority_factor == 4.0
+    # Owners may update their queue's labels only (its weight takes create_queue, as upstream);
+    # others may not touch it (REST's owner_or).
+    labelled = admin.create_queue_request("team-a", 3.0, group_owners=["team-a"])
+    labelled.labels["tier"] = "gold"
+    alice.update_queue(labelled)
+    assert admin.get_queue("team-a").labels == {"tier": "gold"}
+    heavier = admin.create_queue_request("team-a", 4.0, group_owners=["team-a"])
+    assert code_of(alice.update_queue, heavier) == grpc.StatusCode.PERMISSION_DENIED
+    assert admin.get_queue("team-a").priority_factor == 3.0
     assert code_of(bob.update_queue, admin.create_queue_request("team-a", 1.0, group_owners=["team-a"])) == (
         grpc.StatusCode.PERMISSION_DENIED
     )

@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.processes import ROOT, armada_command, process_env, running_server
+from tests.processes import ROOT, armada_command, free_port, process_env, running_server
 
 
 def test_dev_server_runs_the_seed_example_as_a_local_process(tmp_path: Path) -> None:
@@ -16,7 +16,8 @@ def test_dev_server_runs_the_seed_example_as_a_local_process(tmp_path: Path) -> 
     job_file = tmp_path / "example-job.yaml"
     job_file.write_text(example.replace("(RANDOM % 60) + 10", "(RANDOM % 2) + 1"))  # same shape, shorter
 
-    with running_server(tmp_path, "--dev") as server:
+    grpc = {"ARMADA_SERVER_GRPC_PORT": str(free_port())}  # on, as for a user (the tests turn it off)
+    with running_server(tmp_path, "--dev", env=grpc) as server:
 
         def armada(*args: str) -> str:
             result = subprocess.run(
@@ -40,3 +41,5 @@ def test_dev_server_runs_the_seed_example_as_a_local_process(tmp_path: Path) -> 
     assert last.items() <= job_log[-1].items()
     assert all(line["job_id"] for line in job_log)
     assert not [line for line in lines if line.get("logger") in ("httpx", "httpcore")], "no transport chatter"
+    raw = [line for line in output.splitlines() if line.strip() and not line.startswith("{")]
+    assert not raw, "every line is the server's own (gRPC's core logs errors only)"

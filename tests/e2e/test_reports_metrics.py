@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from prometheus_client import CONTENT_TYPE_LATEST
 from typer.testing import CliRunner
 
 from armada.cli.main import app
@@ -141,8 +142,10 @@ def test_server_metrics_match_the_workload(workload: Workload) -> None:
         ("armada_queue_resource_allocated", frozenset({**queue, "resource": "cpu"}.items())): 2,
         ("armada_cluster_capacity", frozenset({**cluster, "resource": "cpu"}.items())): 2,
         ("armada_cluster_available_capacity", frozenset({**cluster, "resource": "cpu"}.items())): 0,
-        # Fake nodes report no pod limit: none is shown (the scheduler treats it as unlimited).
-        ("armada_cluster_capacity", frozenset({**cluster, "resource": "pods"}.items())): 0,
+        # Fake nodes report no pod limit (the scheduler treats it as unlimited): no pods
+        # capacity is shown, rather than 0 beside the pods allocated.
+        ("armada_cluster_capacity", frozenset({**cluster, "resource": "pods"}.items())): None,
+        ("armada_cluster_available_capacity", frozenset({**cluster, "resource": "pods"}.items())): None,
         ("armada_queue_resource_allocated", frozenset({**queue, "resource": "pods"}.items())): 2,
         (
             "armada_scheduler_scheduled_jobs_total",
@@ -169,3 +172,9 @@ def test_executor_metrics_match_the_workload(workload: Workload) -> None:
     assert value(samples, "armada_executor_pods", cluster="c1", phase="running") == 2
     assert value(samples, "armada_executor_pods", cluster="c1", phase="leased") == 0
     assert value(samples, "armada_executor_report_failures_total", cluster="c1", call="events") == -1
+
+
+def test_metrics_content_type_names_its_charset_once(workload: Workload) -> None:
+    response = httpx.get(f"{workload.url}/metrics")
+    assert response.headers.get_list("content-type") == [CONTENT_TYPE_LATEST]
+    assert response.headers["content-type"].count("charset") == 1

@@ -72,6 +72,15 @@ def test_upstream_examples_pass_against_the_process_backend(tmp_path: Path, serv
     assert value(samples, "armada_executor_leases_received_total", cluster="local") >= len(cases) - 1
 
 
+def test_the_shipped_examples_pass_against_the_process_backend(server: Server) -> None:
+    shipped = ROOT / "examples" / "testsuite"
+    cases = sorted(shipped.glob("*.yaml"))
+    assert len(cases) >= 8
+    result = run_suite(server.url, shipped)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == f"{len(cases)} passed, 0 failed"
+
+
 def test_failures_are_reported_and_exit_1(tmp_path: Path, server: Server) -> None:
     job = """
 queue: e2e-test-queue

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from armada.model import events as ev
-from armada.model.leases import RunEvent, RunEventBatch
+from armada.model.leases import Lease, RunEvent, RunEventBatch
 from armada.services import run_events
 from tests.integration.test_scheduler_service import Harness, harness, scheduled, submit
 
@@ -22,6 +22,15 @@ def views_read_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_events, "runs_with_their_jobs", tripwire)
 
 
+def starting(leases: list[Lease]) -> list[RunEvent]:
+    """The runs reported ``pending``, then ``running``."""
+    return [
+        RunEvent(run_id=lease.run_id, job_id=lease.job_id, kind=kind)
+        for kind in ("pending", "running")
+        for lease in leases
+    ]
+
+
 async def test_runs_starting_and_ending_are_decided_from_memory(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -30,8 +39,7 @@ async def test_runs_starting_and_ending_are_decided_from_memory(
     leases = await scheduled(h)
     await h.follower.catch_up()
     views_read_nothing(monkeypatch)
-    events = [RunEvent(run_id=lease.run_id, job_id=lease.job_id, kind="pending") for lease in leases]
-    events += [RunEvent(run_id=lease.run_id, job_id=lease.job_id, kind="running") for lease in leases]
+    events = starting(leases)
     assert await h.intake.report(RunEventBatch(executor_id="c1", events=events)) == 4
     await h.follower.catch_up()
     done = [RunEvent(run_id=lease.run_id, job_id=lease.job_id, kind="succeeded") for lease in leases]
@@ -45,6 +53,29 @@ async def test_runs_starting_and_ending_are_decided_from_memory(
         "running",
         "succeeded",
     ]
+
+
+@pytest.mark.parametrize("follower_behind", [False, True], ids=["from-memory", "rechecked-in-views"])
+async def test_a_resent_batch_of_runs_still_active_appends_nothing(
+    harness: Harness, follower_behind: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retried request resends a batch whose runs are still pending or running: each event
+    is a repeat of the run's state, not a move forward. Decided from memory once the replica
+    has followed the first batch, and from the views when the replica lags behind it."""
+    h = harness
+    job_ids = await submit(h, 2)
+    leases = await scheduled(h)
+    await h.follower.catch_up()
+    if follower_behind:
+        await h.follower.stop()
+    batch = RunEventBatch(executor_id="c1", events=starting(leases))
+    assert await h.intake.report(batch) == 4
+    if not follower_behind:
+        await h.follower.catch_up()
+        views_read_nothing(monkeypatch)
+    assert await h.intake.report(batch) == 0
+    for job_id in job_ids:
+        assert await h.event_types(job_id) == ["submitted", "queued", "leased", "pending", "running"]
 
 
 async def test_an_ended_run_or_another_executors_report_is_read_from_the_views(harness: Harness) -> None:

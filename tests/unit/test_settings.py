@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from armada.cli.main import build
 from armada.cli.settings_docs import settings_markdown
 from armada.settings import Settings, SettingsError, load_settings
 
@@ -69,6 +71,43 @@ def test_configuration_reference_is_up_to_date() -> None:
     assert (ROOT / "docs" / "configuration.md").read_text() == text + "\n", (
         "run: armada config docs > docs/configuration.md"
     )
+
+
+def test_an_areas_variable_takes_a_json_object_below_the_field_variables() -> None:
+    env = {
+        "ARMADA_SCHEDULING": '{"maximumSchedulingRate": 5, "maximumSchedulingBurst": 7}',
+        "ARMADA_SCHEDULING_MAXIMUM_SCHEDULING_BURST": "9",
+    }
+    settings = load_settings(env=env)
+    assert settings.scheduling.maximum_scheduling_rate == 5
+    assert settings.scheduling.maximum_scheduling_burst == 9
+    with pytest.raises(SettingsError, match="ARMADA_SCHEDULING must be a JSON object"):
+        load_settings(env={"ARMADA_SCHEDULING": "fast"})
+    with pytest.raises(SettingsError, match=r"scheduling\.maximumSchedulingRate"):
+        load_settings(env={"ARMADA_SCHEDULING": '{"maximumSchedulingRate": "x"}'})
+
+
+def test_a_misspelt_field_variable_is_refused_as_a_yaml_typo_is() -> None:
+    with pytest.raises(SettingsError, match="did you mean ARMADA_SCHEDULING_RETRY_POLICY"):
+        load_settings(env={"ARMADA_SCHEDULING_RETRY_POLCY": "{}"})
+    with pytest.raises(SettingsError, match="ARMADA_EXECUTOR_PROCESS_CPU: executor has no such key"):
+        load_settings(env={"ARMADA_EXECUTOR_PROCESS_CPU": "4"})
+
+
+def test_a_variable_naming_no_area_is_warned_about_by_the_commands() -> None:
+    env = {
+        "ARMADA_SERVR_PORT": "9000",  # the typo
+        "ARMADA_TOKEN": "t",  # the client's
+        "ARMADA_JOB_ID": "j",  # a job's
+        "ARMADA_TEST_DATABASE_URL": "x",  # the test suite's
+        "ARMADA_SERVER_PORT": "9001",
+    }
+    result = CliRunner().invoke(build(), ["config", "show"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "warning: ARMADA_SERVR_PORT is not a setting" in result.stderr
+    assert "ARMADA_TOKEN" not in result.stderr and "ARMADA_JOB_ID" not in result.stderr
+    assert "ARMADA_TEST" not in result.stderr
+    assert "port: 9001" in result.stdout
 
 
 def test_retention_defaults_environment_and_off() -> None:

@@ -52,8 +52,12 @@ class BinocularsService(binoculars_pb2_grpc.BinocularsServicer):
 
     @status.unary
     async def Logs(self, request: binoculars_pb2.LogRequest, context: Context) -> binoculars_pb2.LogResponse:
-        reads = await self.services.caller.reads(context)
-        answer = await self.services.logs.read(reads, log_request(request))
+        caller = self.services.caller
+        identity = await caller.identify(context)
+        reads = caller.access.read_scope(self.services.store, identity)
+        answer = await self.services.logs.read(
+            reads, log_request(request), caller.stream_key(identity, context)
+        )
         return binoculars_pb2.LogResponse(
             log=[binoculars_pb2.LogLine(timestamp=line.timestamp, line=line.line) for line in answer.log]
         )

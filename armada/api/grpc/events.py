@@ -1,14 +1,15 @@
 """``api.Event``: a job set's events as upstream's ``EventStreamMessage`` stream.
 
 Message ids are the log's sequence numbers as strings; ``from_message_id`` is exclusive and
-``watch`` keeps the stream open (it ends when the server shuts down). Each message carries
+``watch`` keeps the stream open (it ends when the server shuts down, or with
+PERMISSION_DENIED once the caller may no longer watch the queue). Each message carries
 one event of the ``events`` oneof, built from our event's fields of the same name.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import grpc
@@ -130,8 +131,10 @@ class EventService(event_pb2_grpc.EventServicer):
             raise InvalidRequest("name the queue and the job set", field="queue" if not queue else "id")
         after = streams.parse_message_id(from_id)
         await streams.check_target(store, queue, job_set_id, error_if_missing=if_missing)
+        # Re-checked before each page: a stream outlives a withdrawn ``watch`` otherwise.
+        allowed = partial(caller.access.may_on_queue, store, identity, queue, QueueVerb.WATCH)
         pages = streams.job_set_pages(
-            store, queue, job_set_id, after=after, watch=watch, decode=decode_for_stream
+            store, queue, job_set_id, after=after, watch=watch, decode=decode_for_stream, allowed=allowed
         )
         key = caller.stream_key(identity, context)
         async for page in self.services.streams.open_for(key, self._encoded(pages, watch)):

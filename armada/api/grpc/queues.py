@@ -71,7 +71,7 @@ class QueueMethods:
     @status.unary
     async def UpdateQueue(self, request: submit_pb2.Queue, context: Context) -> empty_pb2.Empty:
         """``create_queue`` holders or the queue's owners (REST's ``owner_or``); what each may
-        change is judged by the same checker as REST's."""
+        change (owners: only labels) is judged by the same checker as REST's."""
         caller = self.services.caller
         identity = await caller.identify(context)
         queue = await self._keeping_ours(queue_from_proto(request))

@@ -65,19 +65,16 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def spawn(argv: list[str], env: dict[str, str], output: int) -> Child:
+def spawn(argv: list[str], env: dict[str, str], output: int, extra: int | None = None) -> Child:
     """Start ``argv`` in a session of its own, stdin from ``/dev/null``, stdout and stderr
-    into ``output``."""
+    into ``output`` (and ``extra``, if given, as descriptor 3)."""
     before = boot_ticks()
-    pid = os.posix_spawn(
-        argv[0],
-        argv,
-        env,
-        file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, output, 1),
-            (os.POSIX_SPAWN_DUP2, output, 2),
-        ],
-        setsid=True,
-    )
+    file_actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, output, 1),
+        (os.POSIX_SPAWN_DUP2, output, 2),
+    ]
+    if extra is not None:
+        file_actions.append((os.POSIX_SPAWN_DUP2, extra, 3))
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=file_actions, setsid=True)
     return Child(pid, (before, boot_ticks()))

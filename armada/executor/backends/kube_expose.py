@@ -2,10 +2,13 @@
 
 They are created right after the pod (they name it as their owner, so the pod's uid must
 exist) and never deleted by the executor: Kubernetes' garbage collector removes them with
-the pod. A name already taken is either ours (a retried create that did land) or left by an
-earlier run of the same job whose pod is gone but not yet collected: that one is deleted
-and the create tried again. A refused object is logged and left out: the run goes on, and
-its ``ingressInfo`` event lists the addresses that exist.
+the pod. Their names all start with the job's ``armada-<jobId>-0-``. A name already taken is
+used only if the object is this run's own by its job and run labels (a retried create that
+did land); anything else, even an earlier run's object not yet collected, is never deleted
+or replaced (the executor may delete Services anywhere): the run ends with the reason (an
+earlier run's leftover returns the lease, anything else fails the run) and its pod is
+deleted. A refused object is logged and left out: the run goes on, and its ``ingressInfo``
+event lists the addresses that exist.
 """
 
 from __future__ import annotations
@@ -26,13 +29,29 @@ from armada.executor.exposure import (
     service_manifest,
     service_plans,
 )
-from armada.executor.podspec import RUN_ID_LABEL, pod_name
+from armada.executor.podspec import JOB_ID_LABEL, RUN_ID_LABEL, pod_name
 from armada.executor.settings import IngressSettings
 from armada.model.leases import Lease
 
 log = structlog.get_logger(__name__)
 
 Call = Callable[..., Awaitable[Any]]
+
+
+class NameTaken(Exception):
+    """A name the run needs is held by an object not created for this run (left alone)."""
+
+    def __init__(self, detail: str, *, leftover: bool) -> None:
+        super().__init__(detail)
+        #: The object is an earlier run's of the same job (the garbage collector will take it).
+        self.leftover = leftover
+
+    def status(self, run_id: str, pod: str) -> RunStatus:
+        """The run's end: a leftover returns the lease (it goes soon), anything else fails it."""
+        reason = str(self)
+        if self.leftover:
+            return RunStatus(run_id=run_id, kind="leaseReturned", pod_name=pod, reason=reason, retryable=True)
+        return RunStatus(run_id=run_id, kind="failed", pod_name=pod, reason=reason, cause="Error")
 
 
 @dataclass
@@ -57,20 +76,26 @@ class Exposures:
         self._settings = settings
         self._by_run: dict[str, Exposure] = {}
 
-    async def create(self, calls: KubeCalls, lease: Lease, pod: Json | None = None) -> None:
-        """Create the run's Services and Ingresses (``pod``: as created; else read back)."""
+    async def create(self, calls: KubeCalls, lease: Lease, pod: Json | None = None) -> NameTaken | None:
+        """Create the run's Services and Ingresses (``pod``: as created; else read back); a
+        name taken by an object not of this run is returned (and that object left alone)."""
         if not lease.services and not lease.ingress:
-            return
+            return None
         name = pod_name(lease.job_id)
         try:
             if pod is None:
                 pod = await calls.retried(calls.core.read_namespaced_pod, name, lease.namespace)
         except KubeError as exc:
             log.warning("pod to expose not found", run_id=lease.run_id, pod=name, error=str(exc))
-            return
-        exposure = await expose(calls, lease, pod, self._settings)
+            return None
+        try:
+            exposure = await expose(calls, lease, pod, self._settings)
+        except NameTaken as taken:
+            log.warning("name taken", run_id=lease.run_id, reason=str(taken))
+            return taken
         if exposure is not None:
             self._by_run[lease.run_id] = exposure
+        return None
 
     async def recover(self, calls: KubeCalls, selector: str) -> None:
         """After a restart: what exposes the runs already in the cluster, read back from the
@@ -109,56 +134,53 @@ class Exposures:
 
 async def expose(calls: KubeCalls, lease: Lease, pod: Json, settings: IngressSettings) -> Exposure | None:
     """Create the Services and Ingresses of ``lease`` for its created ``pod``; ``None`` if it
-    exposes nothing."""
+    exposes nothing. Raises :class:`NameTaken`."""
     plans = service_plans(lease)
     if not plans:
         return None
-    service_calls = (
-        calls.core.create_namespaced_service,
-        calls.core.read_namespaced_service,
-        calls.core.delete_namespaced_service,
-    )
-    ingress_calls = (
-        calls.networking.create_namespaced_ingress,
-        calls.networking.read_namespaced_ingress,
-        calls.networking.delete_namespaced_ingress,
-    )
+    service_calls = (calls.core.create_namespaced_service, calls.core.read_namespaced_service)
+    ingress_calls = (calls.networking.create_namespaced_ingress, calls.networking.read_namespaced_ingress)
     exposure = Exposure()
     for plan in plans:
-        service = await _create_owned(calls, service_calls, service_manifest(plan, pod), lease.run_id)
+        service = await _create_owned(calls, service_calls, service_manifest(plan, pod))
         if service is not None:
             exposure.services.append(service)
         for manifest in ingress_manifests(plan, pod, settings):
-            ingress = await _create_owned(calls, ingress_calls, manifest, lease.run_id)
+            ingress = await _create_owned(calls, ingress_calls, manifest)
             if ingress is not None:
                 exposure.hosts |= ingress_addresses(ingress)
     return exposure
 
 
-async def _create_owned(
-    calls: KubeCalls, api: tuple[Call, Call, Call], body: Json, run_id: str
-) -> Json | None:
-    """Create ``body``; a same-named object of another owner is deleted first."""
-    create, read, delete = api
+async def _create_owned(calls: KubeCalls, api: tuple[Call, Call], body: Json) -> Json | None:
+    """Create ``body``; a same-named object is taken if it is this run's (by its job and run
+    labels), never deleted; any other raises :class:`NameTaken`. ``None``: refused, left out."""
+    create, read = api
     metadata = body["metadata"]
     name, namespace, kind = metadata["name"], metadata["namespace"], body["kind"]
-    owner = metadata["ownerReferences"][0]["uid"]
+    job, run = metadata["labels"].get(JOB_ID_LABEL), metadata["labels"].get(RUN_ID_LABEL)
     for _ in range(2):
         try:
             created: Json = await calls.retried(create, namespace, body)
-            log.info("created", kind=kind, name=name, run_id=run_id)
+            log.info("created", kind=kind, name=name, run_id=run)
             return created
         except KubeError as exc:
             if exc.status != 409:
-                log.warning("refused", kind=kind, name=name, run_id=run_id, error=str(exc))
+                log.warning("refused", kind=kind, name=name, run_id=run, error=str(exc))
                 return None
         try:
             existing = await calls.retried(read, name, namespace)
-            if any(ref.get("uid") == owner for ref in existing["metadata"].get("ownerReferences") or []):
-                return existing
-            await calls.retried(delete, name, namespace)  # an earlier run's, not yet collected
         except KubeError as exc:
-            if exc.status != 404:
-                log.warning("name taken", kind=kind, name=name, run_id=run_id, error=str(exc))
-                return None
+            if exc.status == 404:
+                continue  # deleted meanwhile: create it again
+            log.warning("name taken, owner unknown", kind=kind, name=name, run_id=run, error=str(exc))
+            return None
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        if run and labels.get(JOB_ID_LABEL) == job and labels.get(RUN_ID_LABEL) == run:
+            return existing  # ours: a retried create that did land
+        where = f"{kind} {namespace}/{name} already exists and was not created for this run"
+        if labels.get(JOB_ID_LABEL) == job and labels.get(RUN_ID_LABEL):
+            detail = f"{where} (run {labels[RUN_ID_LABEL]} of this job left it; not yet garbage-collected)"
+            raise NameTaken(detail, leftover=True)
+        raise NameTaken(f"{where}: it is left alone and the run cannot expose its ports", leftover=False)
     return None

@@ -189,7 +189,6 @@ class KubernetesBackend:
     async def _create(self, lease: Lease) -> RunStatus | None:
         body = build_pod(lease, executor_id=self._executor_id)
         name = body["metadata"]["name"]
-        pending = RunStatus(run_id=lease.run_id, kind="pending", pod_name=name)
         backoff, cleared, last = self._api_calls.backoff(), False, None
         for _ in range(self._settings.api_attempts):
             try:
@@ -198,9 +197,8 @@ class KubernetesBackend:
                 last = exc
                 if exc.status == 409:
                     clash = await self._name_clash(lease, name)
-                    if clash == "ours":
-                        await self._exposures.create(self._api_calls, lease)
-                        return pending  # a retried lease, or our earlier attempt did land
+                    if clash == "ours":  # a retried lease, or our earlier attempt did land
+                        return await self._exposed(lease)
                     if clash == "cleared" and not cleared:
                         cleared = True
                         continue
@@ -217,16 +215,26 @@ class KubernetesBackend:
                 continue
             self._remember(created)
             log.info("pod created", run_id=lease.run_id, job_id=lease.job_id, pod=name, node=lease.node)
-            await self._exposures.create(self._api_calls, lease, created)
-            return pending
+            return await self._exposed(lease, created)
         # Out of attempts: the create may still have landed (5xx or no answer): read it back.
         if last is not None and last.ambiguous and await self._name_clash(lease, name, clear=False) == "ours":
-            await self._exposures.create(self._api_calls, lease)
-            return pending
+            return await self._exposed(lease)
         return RunStatus(
             run_id=lease.run_id, kind="leaseReturned", pod_name=name, retryable=True,
             reason=f"pod creation failed: {last}",
         )  # fmt: skip
+
+    async def _exposed(self, lease: Lease, pod: Pod | None = None) -> RunStatus | None:
+        """``pending`` once the run's Services and Ingresses exist. A name taken by an object not
+        of this run ends the run (reported first), then its pod is deleted; the object stays."""
+        name = pod_name(lease.job_id)
+        taken = await self._exposures.create(self._api_calls, lease, pod)
+        if taken is None:
+            return RunStatus(run_id=lease.run_id, kind="pending", pod_name=name)
+        await self._report().observe(taken.status(lease.run_id, name))
+        with contextlib.suppress(KubeError):
+            await self._delete(lease.namespace, name, grace=0)
+        return None
 
     async def _name_clash(self, lease: Lease, name: str, *, clear: bool = True) -> NameClash:
         """``ours``, ``cleared`` (an old run's pod deleted, or none: retry) or ``busy`` (a live run)."""

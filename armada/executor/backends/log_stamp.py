@@ -42,6 +42,11 @@ def _stamp() -> bytes:
     return (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{rest:09d}Z ").encode()
 
 
+def _private(path: str, flags: int) -> int:
+    """Output is read by the executor's user alone (it may hold a job's secrets)."""
+    return os.open(path, flags, 0o600)
+
+
 class Output:
     """One run's stamped output file, rotated at half of its cap."""
 
@@ -52,7 +57,7 @@ class Output:
         self.path = path
         self.half = max(1, max_bytes // 2)
         self.pending = b""
-        self.file = open(path, "ab", buffering=0)  # noqa: SIM115 (reopened on rotation)
+        self.file = open(path, "ab", buffering=0, opener=_private)  # noqa: SIM115 (reopened on rotation)
         self.size = self.file.tell()
 
     def feed(self, data: bytes) -> None:
@@ -82,7 +87,7 @@ class Output:
                 self._append(batch)
                 self.file.close()
                 os.replace(self.path, self.path + ".1")
-                self.file = open(self.path, "ab", buffering=0)  # noqa: SIM115
+                self.file = open(self.path, "ab", buffering=0, opener=_private)  # noqa: SIM115
                 self.size, batch, batched = 0, [], 0
             batch.append(record)
             batched += len(record)

@@ -164,7 +164,7 @@ class _Stamper:
 
 async def _start(root: Path) -> socket.socket:
     """Start a stamper (it detaches itself: nobody here has to reap it) and connect to it."""
-    errors = os.open(root / "stamper.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    errors = os.open(root / "stamper.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         launcher = await asyncio.create_subprocess_exec(

@@ -13,6 +13,8 @@ gets its own session (process group), which is what cancel and preempt kill, fir
 SIGTERM and, after a grace period, SIGKILL.
 Each run also gets a random ``RANDOM`` variable, so that scripts written for bash such as
 ``sh -c 'sleep $(( (RANDOM % 60) + 10 ))'`` also work where ``/bin/sh`` is dash.
+With ``process.runAsUser`` the wrapper shell stays the executor's (root) and the command
+alone runs as that user (``process_isolation.py``, ``run_as.py``).
 """
 
 from __future__ import annotations
@@ -24,10 +26,8 @@ import os
 import random
 import signal
 import socket
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import msgspec
 import structlog
@@ -35,11 +35,12 @@ import structlog
 from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
 from armada.executor.backends.children import Child, spawn
 from armada.executor.backends.output_pipes import OutputPipes
-from armada.executor.backends.process_state import RunDir, run_dirs
+from armada.executor.backends.process_isolation import env_descriptor, resolve_run_as
+from armada.executor.backends.process_state import RunDir, prepare_root, run_dirs, state_root
 from armada.executor.commands import container_argv, first_container
 from armada.executor.cordons import LocalCordons
 from armada.executor.env import container_env, expand_refs
-from armada.executor.log_lines import LogMissing, parse, select
+from armada.executor.log_lines import LogMissing, newest_needed, parse, select
 from armada.executor.podspec import pod_name
 from armada.executor.settings import ProcessSettings
 from armada.model.ingress import exposed_ports
@@ -50,8 +51,9 @@ log = structlog.get_logger(__name__)
 
 _WRAPPER = 'f=$1; d=$2; shift 2; ( cd "$d" && "$@" ); rc=$?; echo "exit $rc" >> "$f"; exit "$rc"'
 _POLL_SECONDS = 0.5
-#: How long a run's end waits for the stamper to write its last output (a process that
-#: left a child behind holding its stdout open would otherwise hold the result back).
+#: How long a run's end, or its kill before removing its directory, waits for the stamper
+#: to write its last output (a process that left a child behind holding its stdout open
+#: would otherwise hold the result back).
 _DRAIN_SECONDS = 2.0
 #: Where a run's exposed ports are reached: its process listens on this host.
 _LOCAL_HOST = "127.0.0.1"
@@ -86,9 +88,16 @@ class ProcessBackend(LocalCordons):
     def __init__(self, settings: ProcessSettings, cluster_id: str, retention_seconds: float) -> None:
         super().__init__()
         self._settings = settings
-        self._root = Path(settings.state_dir or Path(tempfile.gettempdir()) / f"armada-executor-{cluster_id}")
+        self._root = state_root(settings, cluster_id)
         self._retention = retention_seconds
-        self._env = inherited_env()
+        self._run_as = resolve_run_as(settings.run_as_user)
+        prepare_root(self._root, shared=self._run_as is not None)
+        self._env = self._run_as.job_env() if self._run_as else inherited_env()
+        if self._run_as is None and os.geteuid() == 0:
+            log.warning(
+                "process backend runs jobs as root: every job can read and change anything on this host",
+                hint="set executor.process.runAsUser to an unprivileged user (docs/security.md)",
+            )
         self._node_name = settings.node_name or socket.gethostname()
         capacity = host_capacity()
         self._node = NodeReport(
@@ -145,7 +154,8 @@ class ProcessBackend(LocalCordons):
         run = LocalRun(lease=lease, dir=run_dir)
         self._runs[lease.run_id] = run
         container = first_container(lease.pod_spec)
-        run_dir.create(lease, own_work="workingDir" not in container)
+        owner = (self._run_as.uid, self._run_as.gid) if self._run_as else None
+        run_dir.create(lease, own_work="workingDir" not in container, owner=owner)
         name = pod_name(lease.job_id)
         env = container_env(container, lease, pod_name=name, node=self._node_name)
         argv = [expand_refs(word, env) for word in container_argv(lease.pod_spec)]
@@ -186,13 +196,21 @@ class ProcessBackend(LocalCordons):
 
     async def _spawn(self, run_dir: RunDir, argv: list[str], cwd: str, env: dict[str, str]) -> Child:
         """Start the wrapper shell in its own session, its output (both streams) into a pipe
-        to the log stamper."""
+        to the log stamper. With ``runAsUser`` the wrapper (root) gets an empty environment
+        and drops to the user for the command alone, its environment passed on a descriptor."""
         if not os.path.isdir(cwd):  # noqa: ASYNC240 - one stat, cheaper than the spawn it spares
             raise FileNotFoundError(errno.ENOENT, "no such working directory", cwd)
         output = await self._output.open(run_dir.path.name, run_dir.output, self._settings.log_max_bytes)
+        env = {**self._env, "RANDOM": str(random.randrange(32768)), **env}
+        wrapper = ["/bin/sh", "-c", _WRAPPER, "armada-run", str(run_dir.record), cwd]
         try:
-            wrapper = ["/bin/sh", "-c", _WRAPPER, "armada-run", str(run_dir.record), cwd, *(argv or ["true"])]
-            return spawn(wrapper, {**self._env, "RANDOM": str(random.randrange(32768)), **env}, output)
+            if self._run_as is None:
+                return spawn([*wrapper, *(argv or ["true"])], env, output)
+            env_fd = env_descriptor(env)
+            try:
+                return spawn([*wrapper, *self._run_as.helper_argv(), *(argv or ["true"])], {}, output, env_fd)
+            finally:
+                os.close(env_fd)
         finally:
             os.close(output)
 
@@ -208,11 +226,12 @@ class ProcessBackend(LocalCordons):
         name = first_container(lease.pod_spec).get("name", "")
         if order.container and order.container != name:
             raise LogMissing(f"the process backend runs only the first container, {name!r}")
-        text = await asyncio.to_thread(run_dir.log_text, self._settings.log_max_bytes)
-        return select(parse(text), order)
+        window = min(newest_needed(order) or self._settings.log_max_bytes, self._settings.log_max_bytes)
+        return await asyncio.to_thread(_selected_lines, run_dir, window, order)
 
     async def kill(self, run_id: str) -> None:
-        """Kill the run's process group (TERM, then KILL after the grace period)."""
+        """Kill the run's process group (TERM, then KILL after the grace period), then
+        remove its directory once the stamper is done with it."""
         run = self._runs.pop(run_id, None)
         if run is not None:
             if run.watcher is not None:
@@ -226,6 +245,10 @@ class ProcessBackend(LocalCordons):
                 _signal_group(run.pid, signal.SIGKILL)
                 await self._wait_exit(run)
                 await self._wait_group_gone(run.pid)
+            # The stamper may not have taken the run's pipe yet: when it does, it creates the
+            # run's output, which, landing while the directory was being removed, left it
+            # "not empty". Its answer (pipe and output closed) means it is done with it.
+            await self._output.drained(run.dir.path.name, _DRAIN_SECONDS)
             run.dir.remove()
         else:
             run_dir = RunDir.of(self._root, run_id)
@@ -350,3 +373,9 @@ def _group_exists(pgid: int) -> bool:
 def _signal_group(pid: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signum)
+
+
+def _selected_lines(run_dir: RunDir, window: int, order: LogOrder) -> list[LogLine]:
+    """Read, parse and select off the event loop: a megabyte of log takes tens of
+    milliseconds, which every other request would otherwise wait for."""
+    return select(parse(run_dir.log_text(window)), order)

@@ -9,7 +9,9 @@ recycled pid is never mistaken for the run) and ``exit <code>``, appended by the
 wrapper shell (so it is there even if the executor was dead when the run ended). Once the
 result was delivered the record is renamed ``released``, its modification time the moment
 of delivery.
-A restarted executor rebuilds its view of its runs from these directories.
+A restarted executor rebuilds its view of its runs from these directories. Only the
+executor's user reads them: records and output are 0600, the state directory 0700 (0711
+when jobs run as another user, whose ``work`` is then theirs).
 
 Why one record and not a file per fact: on this kind of host (ext4 on a virtual disk)
 creating a file costs 10 µs to 1 ms of CPU, appending to one or renaming it ~10 µs;
@@ -23,6 +25,7 @@ import contextlib
 import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +33,7 @@ from pathlib import Path
 import msgspec
 
 from armada.executor.log_lines import parse
+from armada.executor.settings import ProcessSettings
 from armada.model.leases import LOG_TAIL_BYTES, Lease, tail_text
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -75,10 +79,17 @@ class RunDir:
     def work(self) -> Path:
         return self.path / "work"
 
-    def create(self, lease: Lease, own_work: bool = True) -> None:
-        """Make the run's directory and record (and ``work``, unless the pod has its own)."""
-        (self.work if own_work else self.path).mkdir(parents=True, exist_ok=True)
-        self.record.write_bytes(msgspec.json.encode(lease) + b"\n")
+    def create(self, lease: Lease, own_work: bool = True, owner: tuple[int, int] | None = None) -> None:
+        """Make the run's directory and record (and ``work``, unless the pod has its own, owned
+        by ``owner``'s uid and gid when jobs run as another user). Only ``work`` is theirs:
+        the record and the output stay the executor's, readable by it alone."""
+        self.path.mkdir(mode=0o711, parents=True, exist_ok=True)
+        if own_work:
+            self.work.mkdir(mode=0o700, exist_ok=True)
+            if owner is not None:
+                os.chown(self.work, *owner)
+        with open(self.record, "wb", opener=_private) as record:
+            record.write(msgspec.json.encode(lease) + b"\n")
 
     def lease(self) -> Lease | None:
         lines = self._lines()
@@ -188,6 +199,45 @@ class RunDir:
     def remove(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.path)
+
+
+def _private(path: str, flags: int) -> int:
+    """Files the executor's user alone reads: a lease holds the job's environment."""
+    return os.open(path, flags, 0o600)
+
+
+def state_root(settings: ProcessSettings, cluster_id: str) -> Path:
+    """The state directory: ``process.stateDir``, else one per cluster id in the temp directory."""
+    return Path(settings.state_dir or Path(tempfile.gettempdir()) / f"armada-executor-{cluster_id}")
+
+
+def foreign_state(root: Path) -> list[str]:
+    """Why the state directory must not be used: it, or its ``runs``, or a link to either,
+    belongs to another user (``/tmp`` is anyone's: another user could have made it first)."""
+    return [
+        f"{place} belongs to another user: choose another executor.process.stateDir"
+        for place in (root, root / "runs")
+        if os.path.lexists(place) and {place.lstat().st_uid, _owner(place)} != {os.geteuid()}
+    ]
+
+
+def _owner(place: Path) -> int | None:
+    with contextlib.suppress(OSError):
+        return place.stat().st_uid
+    return None
+
+
+def prepare_root(root: Path, shared: bool) -> None:
+    """Make the state directory and its ``runs`` this user's alone (0700), or, when jobs run as
+    another user (``shared``), passable but not listable (0711), so that a job reaches its
+    own working directory and nothing else. One of another user (:func:`foreign_state`) is
+    refused, never used."""
+    mode = 0o711 if shared else 0o700
+    for place in (root, root / "runs"):
+        place.mkdir(mode=mode, parents=True, exist_ok=True)
+        if refusals := foreign_state(root):
+            raise PermissionError(refusals[0])
+        place.chmod(mode)
 
 
 def run_dirs(root: Path) -> list[RunDir]:

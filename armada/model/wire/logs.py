@@ -61,3 +61,20 @@ class LogLine(Response):
 
 class LogResponse(Response):
     log: list[LogLine] = []
+
+
+_encode_line = msgspec.json.Encoder().encode
+
+
+def newest_within(lines: list[LogLine], max_bytes: int) -> list[LogLine]:
+    """The newest of ``lines`` whose JSON encoding (``[line,line,…]``) fits in ``max_bytes``.
+
+    Counted in encoded bytes, not characters: a line of control characters or of multi-byte
+    characters takes up to six times its length on the wire, and the cap bounds the answer
+    each side holds and sends."""
+    total = 1
+    for index in range(len(lines) - 1, -1, -1):
+        total += len(_encode_line(lines[index])) + 1
+        if total > max_bytes:
+            return lines[index + 1 :]
+    return lines

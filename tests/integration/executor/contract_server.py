@@ -14,7 +14,15 @@ from typing import Any
 import msgspec
 import uvicorn
 
-from armada.model.leases import Lease, LeaseRequest, LeaseResponse, RunEvent, RunEventBatch
+from armada.model.leases import (
+    Lease,
+    LeaseRequest,
+    LeaseResponse,
+    LogAnswer,
+    LogOrder,
+    RunEvent,
+    RunEventBatch,
+)
 from armada.services.held_runs import HeldRunReports
 
 Scope = dict[str, Any]
@@ -60,6 +68,9 @@ class ContractServer:
         self.sent: dict[str, Lease] = {}
         #: Nodes operators cordoned (node → reason), sent on every lease response.
         self.cordons: dict[str, str] = {}
+        #: Log requests handed out with the next lease call, and the answers posted back.
+        self.log_orders: list[LogOrder] = []
+        self.log_answers: dict[str, LogAnswer] = {}
         self._changed = asyncio.Condition()
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -135,7 +146,12 @@ class ContractServer:
             cancel_runs=sorted(r for r in held if r in self.cancel or r not in self.active),
             preempt_runs=sorted(r for r in held if r in self.preempt),
             cordon_nodes=dict(self.cordons),
+            log_requests=self._take_log_orders(),
         )
+
+    def _take_log_orders(self) -> list[LogOrder]:
+        orders, self.log_orders = self.log_orders, []
+        return orders
 
     async def _events(self, batch: RunEventBatch) -> None:
         self.deliveries += 1
@@ -171,5 +187,9 @@ class ContractServer:
             if self.fail_events_after > 0:
                 self.fail_events_after -= 1
                 return 503, b"{}"
+            return 200, b"{}"
+        if path == "/v1/executor/logs":
+            answer = msgspec.json.decode(body, type=LogAnswer)
+            self.log_answers[answer.request_id] = answer
             return 200, b"{}"
         return 404, b"{}"

@@ -15,6 +15,8 @@ from armada.executor.backends.fake import FakeBackend
 from armada.executor.backends.process_state import RunDir
 from armada.executor.runner import run_executor
 from armada.executor.settings import FakeSettings, ProcessSettings
+from armada.model.leases import LogOrder
+from armada.model.wire.logs import LogLine
 from tests.integration.executor.conftest import RunningExecutor, fast_settings, lease
 from tests.integration.executor.contract_server import ContractServer
 
@@ -254,3 +256,41 @@ async def test_on_synced_is_called_once_when_the_cluster_is_first_loaded(server:
         agent.stop()
         await running
     assert calls == [0], "once, before the first lease call"
+
+
+class SlowLogs(FakeBackend):
+    """Log reads that wait until the test lets them finish, counting how many run at once."""
+
+    def __init__(self) -> None:
+        super().__init__(FakeSettings(nodes=1), "test-cluster")
+        self.release = asyncio.Event()
+        self.reading = 0
+        self.most_reading = 0
+
+    async def read_log(self, order: LogOrder) -> list[LogLine]:
+        self.reading += 1
+        self.most_reading = max(self.most_reading, self.reading)
+        try:
+            await self.release.wait()
+        finally:
+            self.reading -= 1
+        return [LogLine(line=order.request_id)]
+
+
+async def test_log_reads_past_the_limit_are_answered_busy_at_once(
+    server: ContractServer, executor: RunningExecutor
+) -> None:
+    """Eight log requests in one lease answer, ``maxLogReads`` 3: three are read (at most
+    three at once), five are answered busy without reading, before any read finishes."""
+    backend = SlowLogs()
+    server.log_orders = [LogOrder(request_id=f"q{i}", run_id="r1", job_id="j1") for i in range(8)]
+    async with executor(cluster=backend, max_log_reads=3):
+        await server.wait_for(lambda: len(server.log_answers) == 5)
+        assert all(answer.busy and not answer.lines for answer in server.log_answers.values())
+        assert backend.reading == 3
+        backend.release.set()
+        await server.wait_for(lambda: len(server.log_answers) == 8)
+    read = {r: a for r, a in server.log_answers.items() if not a.busy}
+    assert sorted(read) == ["q0", "q1", "q2"]
+    assert [a.lines for a in read.values()] == [[LogLine(line=r)] for r in read]
+    assert backend.most_reading == 3

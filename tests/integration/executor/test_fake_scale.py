@@ -10,6 +10,7 @@ import msgspec
 from armada.executor.backends.fake import FakeBackend, load_node_templates, make_nodes
 from armada.executor.settings import FakeSettings, IngressSettings
 from armada.model.ingress import IngressConfig, ServiceConfig
+from armada.model.ingress_policy import IngressPolicy
 from armada.model.leases import Lease
 from tests.integration.executor.conftest import RunningExecutor, lease
 from tests.integration.executor.contract_server import ContractServer
@@ -44,7 +45,14 @@ async def test_ten_thousand_nodes_and_thousands_of_concurrent_runs(
             for i in range(RUNS)
         )
     )
-    async with executor(cluster=backend, cluster_id="big", max_new_leases=1000, event_batch_size=1000):
+    nodeports = IngressPolicy(allowed_service_types=["NodePort"])
+    async with executor(
+        cluster=backend,
+        cluster_id="big",
+        max_new_leases=1000,
+        event_batch_size=1000,
+        ingress_policy=nodeports,
+    ):
         await server.wait_for(
             lambda: sum(e.kind in ("succeeded", "failed") for e in server.events.values()) == RUNS
         )

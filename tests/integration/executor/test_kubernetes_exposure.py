@@ -1,6 +1,7 @@
 """Services and Ingresses of jobs that expose ports, against the Kubernetes API double: named
-as upstream names them, labelled, owned by the pod, removed with it by the garbage collector,
-and read back into the run's ``ingressInfo``."""
+as upstream names them (a named Service under the job's own prefix), labelled, owned by the
+pod, removed with it by the garbage collector, and read back into the run's ``ingressInfo``;
+an object of the same name not created for the run is never deleted or replaced."""
 
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ async def test_objects_are_named_labelled_owned_and_give_the_addresses(cluster: 
         "name": "armada-j1-0-ingress",
         "port": {"number": 9090},
     }
-    assert routed["metadata"]["annotations"]["x"] == "job"  # the job's annotation wins
+    assert routed["metadata"]["annotations"]["x"] == "site"  # the operator's annotation wins
 
     assert "ingressInfo" not in recorder.kinds("r1")  # not before the pod runs
     double.run("armada-j1-0", host_ip="10.0.0.7")
@@ -130,31 +131,72 @@ async def test_objects_are_named_labelled_owned_and_give_the_addresses(cluster: 
             await asyncio.sleep(0.05)
 
 
-async def test_a_name_left_by_an_earlier_run_is_taken_over(cluster: Cluster) -> None:
+async def service_named(api: client.ApiClient, name: str, labels: dict[str, str] | None = None) -> str:
+    """Create a Service as someone else would (not for run ``r1``); return its uid."""
+    body = {"metadata": {"name": name, "labels": labels or {}}, "spec": {"ports": [{"port": 443}]}}
+    created = await client.CoreV1Api(api).create_namespaced_service("default", body)
+    return str(created.metadata.uid)
+
+
+async def test_another_service_of_the_name_is_left_alone_and_the_run_fails(cluster: Cluster) -> None:
     double, api, backend, recorder = cluster
-    stale = {
-        "metadata": {
-            "name": "armada-j1-0-nodeport",
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "old", "uid": "gone"}],
-        },
-        "spec": {"ports": [{"port": 1}]},
-    }
-    await client.CoreV1Api(api).create_namespaced_service("default", stale)
+    uid = await service_named(api, "armada-j1-0-nodeport")
     recorder.held.add("r1")
-    await backend.launch(exposing("r1", "j1", services=[ServiceConfig(ports=[8080, 9090], name="")]))
+    await backend.launch(exposing("r1", "j1", services=[ServiceConfig(ports=[8080])]))
+
     service = (await objects(api))["armada-j1-0-nodeport"]
-    assert service["metadata"]["ownerReferences"][0]["uid"] == double.pod("armada-j1-0")["metadata"]["uid"]
-    assert [p["port"] for p in service["spec"]["ports"]] == [8080, 9090]
+    assert service["metadata"]["uid"] == uid  # neither deleted nor replaced
+    assert [p["port"] for p in service["spec"]["ports"]] == [443]
+    [failed] = [s for s in recorder.statuses if s.run_id == "r1" and s.kind != "pending"]
+    assert (failed.kind, failed.retryable) == ("failed", False)
+    assert "Service default/armada-j1-0-nodeport already exists and was not created for this run" in (
+        failed.reason
+    )
+    assert double.store.get("pods", "default", "armada-j1-0") is None  # the run's own pod is deleted
 
 
-async def test_named_service_and_a_job_exposing_nothing(cluster: Cluster) -> None:
+async def test_an_earlier_runs_leftover_is_left_alone_and_the_lease_returned(cluster: Cluster) -> None:
+    double, api, backend, recorder = cluster
+    uid = await service_named(api, "armada-j1-0-nodeport", {**LABELS, "armada_job_run_id": "r0"})
+    recorder.held.add("r1")
+    await backend.launch(exposing("r1", "j1", services=[ServiceConfig(ports=[8080])]))
+
+    assert (await objects(api))["armada-j1-0-nodeport"]["metadata"]["uid"] == uid
+    [returned] = [s for s in recorder.statuses if s.run_id == "r1" and s.kind != "pending"]
+    assert (returned.kind, returned.retryable) == ("leaseReturned", True)
+    assert "run r0 of this job left it" in returned.reason
+    assert double.store.get("pods", "default", "armada-j1-0") is None
+
+
+async def test_the_runs_own_object_of_the_name_is_kept(cluster: Cluster) -> None:
+    """A create that landed though its answer was lost: labelled for this very run."""
     _, api, backend, recorder = cluster
+    uid = await service_named(api, "armada-j1-0-nodeport", LABELS)
+    recorder.held.add("r1")
+    await backend.launch(exposing("r1", "j1", services=[ServiceConfig(ports=[8080])]))
+    assert set(recorder.kinds("r1")) == {"pending"}
+    assert (await objects(api))["armada-j1-0-nodeport"]["metadata"]["uid"] == uid
+
+
+async def test_a_named_service_is_named_under_the_jobs_prefix(cluster: Cluster) -> None:
+    """The review's repro: a Headless service named ``kubernetes`` in ``default`` would have
+    deleted the API server's Service and selected the job's pod instead."""
+    _, api, backend, recorder = cluster
+    uid = await service_named(api, "kubernetes")
     recorder.held |= {"r1", "r2"}
     await backend.launch(
-        exposing("r1", "j1", services=[ServiceConfig(type="Headless", ports=[7000], name="peers")])
+        exposing("r1", "j1", services=[ServiceConfig(type="Headless", ports=[7000], name="kubernetes")])
     )
     await backend.launch(exposing("r2", "j2"))
-    assert set(await objects(api)) == {"peers"}
+    found = await objects(api)
+    assert set(found) == {"kubernetes", "armada-j1-0-kubernetes"}
+    assert found["kubernetes"]["metadata"]["uid"] == uid
+    assert "selector" not in found["kubernetes"]["spec"]
+    assert found["armada-j1-0-kubernetes"]["spec"]["selector"] == {
+        "armada_job_id": "j1",
+        "armada_job_run_id": "r1",
+    }
+    assert set(recorder.kinds("r1")) == {"pending"}
 
 
 async def test_a_restarted_executor_reports_the_addresses_of_the_runs_it_adopts(cluster: Cluster) -> None:

@@ -11,11 +11,13 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from armada.executor.backends.output_pipes import OutputPipes
 from armada.executor.backends.process import ProcessBackend
-from armada.executor.log_lines import LogMissing, parse
+from armada.executor.backends.process_state import RunDir
+from armada.executor.log_lines import LogMissing, cap, parse, select
 from armada.model.leases import LogOrder
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.recorder import Recorder
@@ -212,3 +214,32 @@ async def test_runs_that_end_together_while_the_executor_is_busy_are_all_told(tm
     assert not pipes._pipes, "runs whose end the stamper never told"
     assert all(lines_of(tmp_path / run) == ["last words"] for run in runs)
     await pipes.close()
+
+
+async def test_a_read_parses_only_the_newest_bytes_its_answer_can_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chatty run's log is far bigger than an answer: a read without ``limitBytes`` reads
+    only the newest ``maxBytes`` of it (a line takes no fewer bytes encoded than stamped),
+    and answers the same lines as reading it all would."""
+    backend, recorder = make_backend(tmp_path), Recorder()
+    await backend.start(recorder)
+    script = "i=0; while [ $i -lt 3000 ]; do echo line-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; i=$((i+1)); done"
+    await backend.launch(lease("r1", argv=["sh", "-c", script]))
+    await recorder.wait_for(lambda: recorder.finished("r1"), within=30)
+    windows: list[int] = []
+    log_text = RunDir.log_text
+
+    def recorded(run_dir: RunDir, limit: int) -> str:
+        windows.append(limit)
+        return log_text(run_dir, limit)
+
+    monkeypatch.setattr(RunDir, "log_text", recorded)
+    lines = await backend.read_log(order(max_bytes=16 * 1024, tail_lines=10_000))
+    assert windows == [16 * 1024]
+    everything = select(parse(log_text(RunDir.of(tmp_path, "r1"), 10**9)), order(tail_lines=3000))
+    assert lines == cap(everything, 16 * 1024) and lines[-1].line.startswith("line-2999-")
+    assert 16 * 1024 // 2 < len(msgspec.json.encode(lines)) <= 16 * 1024
+    await backend.read_log(order(max_bytes=16 * 1024, limit_bytes=100))  # the first bytes: all of it
+    assert windows[-1] == backend._settings.log_max_bytes
+    await backend.close()

@@ -119,6 +119,23 @@ def test_non_preemptible_jobs_are_never_preempted() -> None:
     assert not result.leases and not result.preemptions
 
 
+def test_fair_share_reclaims_only_preemptible_jobs_of_a_queue_over_its_share() -> None:
+    """B holds the whole cluster, half of it in ``armada-default`` (not preemptible) and
+    younger than its preemptible half: A (weight 2) may take back only the preemptible half,
+    even though B stays over its fair share of a third."""
+    sim = gpu_cluster()
+    sim.submit(gpu_job(f"bp{i}", "B", i) for i in range(50))  # type: ignore[misc]
+    sim.submit(job(f"bd{i}", "B", extra={GPU: 1}, submitted=100 + i) for i in range(50))
+    sim.cycle()
+    assert sim.running("B") == 100
+    sim.submit(gpu_job(f"a{i}", "A", 1000 + i) for i in range(300))  # type: ignore[misc]
+    result = sim.cycle()
+    assert sorted(p.job_id for p in result.preemptions) == sorted(f"bp{i}" for i in range(50))
+    assert all(sim.db.state(f"bd{i}") == RUNNING for i in range(50))
+    assert (sim.running("A"), sim.running("B")) == (50, 50)
+    assert not sim.cycle().preemptions
+
+
 def test_gang_members_are_preempted_together() -> None:
     config = unlimited(
         priority_classes={"low": {"priority": 100, "preemptible": True}, "high": {"priority": 1000}},

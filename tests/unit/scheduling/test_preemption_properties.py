@@ -17,26 +17,43 @@ CLASSES = {
 }
 
 
+def draw_batch(draw: st.DrawFn, queues: list[str], units: int, first: int) -> list[JobRequirements]:
+    """``units`` jobs or gangs of ``queues``, numbered (and submitted) from ``first``."""
+    batch: list[JobRequirements] = []
+    for n in range(first, first + units):
+        size = draw(st.sampled_from([1, 1, 1, 2]))
+        common = {
+            "queue": draw(st.sampled_from(queues)),
+            "requests": {"cpu": draw(st.sampled_from([1000, 2000, 3000])), "memory": GI},
+            "priority_class_name": draw(st.sampled_from(["low", "low", "mid", "high"])),
+            "gang_id": f"g{n}" if size > 1 else "",
+            "gang_cardinality": size,
+            "submitted": float(n),
+        }
+        batch.extend(JobRequirements(id=f"j{n}-{m}", **common) for m in range(size))  # type: ignore[arg-type]
+    return batch
+
+
 @st.composite
 def rounds(draw: st.DrawFn) -> list[list[JobRequirements]]:
     out = []
     n = 0
     for _ in range(draw(st.integers(1, 4))):
-        batch: list[JobRequirements] = []
-        for _ in range(draw(st.integers(0, 25))):
-            size = draw(st.sampled_from([1, 1, 1, 2]))
-            common = {
-                "queue": draw(st.sampled_from(["qa", "qb", "qc"])),
-                "requests": {"cpu": draw(st.sampled_from([1000, 2000, 3000])), "memory": GI},
-                "priority_class_name": draw(st.sampled_from(["low", "low", "mid", "high"])),
-                "gang_id": f"g{n}" if size > 1 else "",
-                "gang_cardinality": size,
-                "submitted": float(n),
-            }
-            batch.extend(JobRequirements(id=f"j{n}-{m}", **common) for m in range(size))  # type: ignore[arg-type]
-            n += 1
-        out.append(batch)
+        units = draw(st.integers(0, 25))
+        out.append(draw_batch(draw, ["qa", "qb", "qc"], units, n))
+        n += units
     return out
+
+
+@st.composite
+def burst_then_reclaim(draw: st.DrawFn) -> list[list[JobRequirements]]:
+    """``qa`` alone fills the cluster with jobs of every class, then the others come for
+    their share: the shape in which fair share evicts."""
+    burst = draw(st.integers(1, 25))
+    return [
+        draw_batch(draw, ["qa"], burst, 0),
+        draw_batch(draw, ["qb", "qc"], draw(st.integers(1, 25)), burst),
+    ]
 
 
 def check_cluster(sim: Sim, cluster: list[NodeSpec]) -> None:
@@ -58,11 +75,8 @@ def check_cluster(sim: Sim, cluster: list[NodeSpec]) -> None:
         assert count == cardinality
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rounds(), st.integers(1, 4), st.sampled_from([0.5, 1.0, 2.0]))
-def test_preemption_keeps_cluster_consistent(
-    batches: list[list[JobRequirements]], nodes: int, protected: float
-) -> None:
+def three_queues(nodes: int, protected: float) -> tuple[list[NodeSpec], Sim]:
+    """``nodes`` 4-CPU nodes and queues qa, qb (weight 2) and qc, every class preemptible or not."""
     cluster = [NodeSpec(id=f"n{i}", allocatable={"cpu": 4000, "memory": 16 * GI}) for i in range(nodes)]
     config = unlimited(
         priority_classes=CLASSES,
@@ -72,6 +86,15 @@ def test_preemption_keeps_cluster_consistent(
     sim = Sim(config, nodes=cluster)
     for name, factor in (("qa", 1.0), ("qb", 2.0), ("qc", 1.0)):
         sim.queue(name, factor)
+    return cluster, sim
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rounds(), st.integers(1, 4), st.sampled_from([0.5, 1.0, 2.0]))
+def test_preemption_keeps_cluster_consistent(
+    batches: list[list[JobRequirements]], nodes: int, protected: float
+) -> None:
+    cluster, sim = three_queues(nodes, protected)
     for batch in [*batches, []]:
         sim.submit(batch)
         before = {j: sim.db.state(j) for j in sim.db.ids if j is not None}
@@ -82,3 +105,18 @@ def test_preemption_keeps_cluster_consistent(
             # no thrash: a job only loses its place to a job that was leased instead
             assert p.preempted_by in leased, p
         check_cluster(sim, cluster)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(burst_then_reclaim(), st.integers(1, 4), st.sampled_from([0.5, 1.0]))
+def test_a_non_preemptible_job_is_never_evicted_by_fair_share(
+    batches: list[list[JobRequirements]], nodes: int, protected: float
+) -> None:
+    _, sim = three_queues(nodes, protected)
+    fixed = {j.id for batch in batches for j in batch if not CLASSES[j.priority_class_name]["preemptible"]}
+    for batch in [*batches, []]:
+        sim.submit(batch)
+        running = {j for j in sim.db.ids if j in fixed and sim.db.state(j) == RUNNING}
+        result = sim.cycle()
+        assert not fixed & {p.job_id for p in result.preemptions}
+        assert all(sim.db.state(j) == RUNNING for j in running)

@@ -4,16 +4,16 @@ Updates and TRUNCATE stay refused, and so does a DELETE unless the deleting tran
 holds a row of ``log_pruning`` (retention inserts and removes it around its deletes of
 expired jobs: :mod:`armada.eventstore.retention`).
 
-Revision ID: 0009_retention
-Revises: 0008_job_set_by_submission
+Revision ID: 0010_retention
+Revises: 0009_scheduler_reports
 Create Date: 2026-11-27
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0009_retention"
-down_revision = "0008_job_set_by_submission"
+revision = "0010_retention"
+down_revision = "0009_scheduler_reports"
 branch_labels = None
 depends_on = None
 
