@@ -264,3 +264,19 @@ async def test_only_the_leader_prunes_and_every_replica_measures(database: Datab
     await leader.stop()
     assert leader.pruned_jobs == 1 and leader.oldest_retained is None
     assert len(await log_rows(database)) == 1
+
+
+async def test_admin_check_is_clean_while_pruning_runs(database: Database) -> None:
+    stream = list(RandomHistory(seed=9).events(2000))
+    await append_in_batches(database, stream, random.Random(9))
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    pruning = pruner(database, stream[-1].created + timedelta(hours=1), batch_size=3)
+    running = asyncio.create_task(pruning.prune_once())
+    reports = []
+    while not running.done():
+        before = pruning.pruned_jobs
+        reports.append(await check(database.store))
+        # Then let a batch through (back to back checks would starve SQLite's other writer).
+        await wait_until(lambda before=before: pruning.pruned_jobs > before or running.done())
+    assert await running > 50
+    assert len(reports) > 10 and all(report.ok for report in reports), [r.violations for r in reports]
