@@ -65,6 +65,7 @@ from armada.services.leases import LeaseService
 from armada.services.logs import LogService
 from armada.services.quarantine import Quarantine
 from armada.services.queued_cap import QueuedCap
+from armada.services.retention import Pruner
 from armada.services.retry_policies import missing_default_policy
 from armada.services.run_events import RunEventIntake
 from armada.services.scheduler import SchedulerService
@@ -155,6 +156,11 @@ def create_app(settings: Settings) -> Litestar:
             if settings.scheduler.enabled:
                 scheduler.start()
                 stack.push_async_callback(scheduler.stop)
+            # Only the leader prunes: pruning stops when another replica takes over.
+            pruner = Pruner(database.store, settings.retention, is_leader=lambda: scheduler.leader.is_leader)
+            metrics.attach_retention(pruner)
+            pruner.start()
+            stack.push_async_callback(pruner.stop)
             mailbox = LogMailbox(database.engine, database.signals)
             services = Services(
                 database=database,

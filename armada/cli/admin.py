@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING
 import typer
 
 from armada.cli.options import ConfigOption, DatabaseUrlOption, settings_or_exit
+from armada.cli.retention import archive_app, prune_command
 
 if TYPE_CHECKING:
     from armada.services.invariants import Report
 
 app = typer.Typer(help="Operator commands that work on the database directly.", no_args_is_help=True)
+app.command("prune")(prune_command)
+app.add_typer(archive_app, name="archive")
 
 
 @app.command("rebuild-views")

@@ -239,3 +239,12 @@ schema_compatibility = Table(
     Column("contract_steps", Integer, nullable=False),
     Column("revision", String(64), nullable=False),
 )
+
+#: Retention's permit to delete from the append-only ``events``: the guard (a trigger) lets a
+#: DELETE through only while this table has a row, and retention inserts its row and deletes it
+#: again inside its own transaction, so no other transaction ever sees one (migration 0010).
+log_pruning = Table(
+    "log_pruning",
+    metadata,
+    Column("pruning", Boolean, primary_key=True),
+)

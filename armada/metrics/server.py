@@ -14,11 +14,13 @@ from armada.metrics.http import HttpMetrics
 from armada.metrics.jobs import JobTimings
 from armada.metrics.nodes import NodeCollector
 from armada.metrics.records import UnreadableRecordsCollector
+from armada.metrics.retention import RetentionCollector
 from armada.metrics.retries import RetryCounters
 from armada.metrics.scheduler import CycleCounters, ShareCollector
 from armada.metrics.states import JobStateMetrics
 from armada.model.events import Event
 from armada.services.follower import LogFollower
+from armada.services.retention import Pruner
 from armada.services.scheduler import SchedulerService
 
 
@@ -44,6 +46,9 @@ class ServerMetrics:
         self.registry.register(ShareCollector(scheduler.history))
         self.registry.register(UnreadableRecordsCollector(store.unreadable))
         self.registry.register(AppendCollector(store))
+
+    def attach_retention(self, pruner: Pruner) -> None:
+        self.registry.register(RetentionCollector(pruner, pruner.clock))
 
     def _count_appended(self, events: Sequence[Event]) -> None:
         # One increment per type and append (a group's append holds thousands of events).

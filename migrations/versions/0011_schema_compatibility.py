@@ -6,7 +6,7 @@ its own head has removed what it uses (docs/development.md, "Schema changes").
 ``armada.eventstore.migrate`` writes the row after every upgrade and downgrade.
 
 Revision ID: 0011_schema_compatibility
-Revises: 0009_scheduler_reports
+Revises: 0010_retention
 Create Date: 2026-11-27
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011_schema_compatibility"
-down_revision = "0009_scheduler_reports"
+down_revision = "0010_retention"
 branch_labels = None
 depends_on = None
 #: ``expand``: adds only; the version before this one runs on the result unchanged.

@@ -108,3 +108,16 @@ def test_a_variable_naming_no_area_is_warned_about_by_the_commands() -> None:
     assert "ARMADA_TOKEN" not in result.stderr and "ARMADA_JOB_ID" not in result.stderr
     assert "ARMADA_TEST" not in result.stderr
     assert "port: 9001" in result.stdout
+
+
+def test_retention_defaults_environment_and_off() -> None:
+    default = load_settings(env={}).retention
+    assert (default.expire_after_seconds, default.interval_seconds) == (336 * 3600, 600)
+    assert default.archive_dir == ""
+    env = {"ARMADA_RETENTION_EXPIRE_AFTER": "72h", "ARMADA_RETENTION_INTERVAL": "30s"}
+    assert load_settings(env=env).retention.expire_after_seconds == 72 * 3600
+    assert load_settings(env=env).retention.interval_seconds == 30
+    for off in ("0", "off"):
+        assert load_settings(env={"ARMADA_RETENTION_EXPIRE_AFTER": off}).retention.expire_after_seconds == 0
+    with pytest.raises(SettingsError, match=r"retention\.expireAfter"):
+        load_settings(env={"ARMADA_RETENTION_EXPIRE_AFTER": "two weeks"})

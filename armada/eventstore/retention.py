@@ -1,0 +1,241 @@
+"""Retention's reads and deletes: which finished jobs expired, what they hold, removing them.
+
+A job is removed whole: its events from the log and its rows from every view keyed by it
+(``jobs``, ``job_states``, ``runs``), so replaying what the log still holds gives the views
+that remain (:mod:`.rebuild`). Nothing else is keyed by a job: queues, retry policies and
+the fleet's rows are never touched. The policy (when, how many, the archive) belongs to
+:mod:`armada.services.retention`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from armada.eventstore import dialects, schema
+from armada.eventstore.views import utc
+from armada.model.states import TERMINAL_JOB_STATES
+
+_TERMINAL = sorted(state.value for state in TERMINAL_JOB_STATES)
+#: The tables holding rows of a job, children first (none has a foreign key; order is tidiness).
+JOB_TABLES: tuple[Table, ...] = (schema.events, schema.runs, schema.job_states, schema.jobs)
+
+
+def _expired(cutoff: datetime) -> Any:
+    states = schema.job_states
+    return (states.c.state.in_(_TERMINAL)) & (states.c.last_transition < cutoff)
+
+
+async def expired_jobs(conn: AsyncConnection, cutoff: datetime, limit: int) -> list[str]:
+    """Up to ``limit`` ids of finished jobs whose last transition is before ``cutoff``, sorted.
+
+    Read from ``job_states`` by its (state, last transition) index; no order is asked for,
+    so a backlog of millions is never sorted to take a batch of it. Later reads of the
+    caller's transaction (:func:`job_records`) use the job indexes, whatever PostgreSQL's
+    statistics say.
+    """
+    query = select(schema.job_states.c.job_id).where(_expired(cutoff)).limit(limit)
+    found = sorted(await conn.scalars(query))
+    await _planner(conn, "enable_seqscan", "off")  # what follows reads these jobs' rows by index
+    return found
+
+
+async def still_expired(conn: AsyncConnection, job_ids: Collection[str], cutoff: datetime) -> set[str]:
+    """Those of ``job_ids`` that are still finished and older than ``cutoff``, less the one
+    holding the log's newest event: the head's sequence number is never taken away, so it
+    is never given out again (message ids stay unique)."""
+    states = schema.job_states
+    # By primary key only (SQLite would otherwise walk every expired job by the state index).
+    query = select(states.c.job_id, states.c.state, states.c.last_transition).where(
+        states.c.job_id.in_(job_ids)
+    )
+    found = {
+        job_id
+        for job_id, state, moved in await conn.execute(query)
+        if state in _TERMINAL and utc(moved) < cutoff
+    }
+    head = await dialects.log_head(conn)
+    holder = await conn.scalar(select(schema.events.c.job_id).where(schema.events.c.seq == head))
+    found.discard(holder or "")
+    return found
+
+
+async def delete_jobs(conn: AsyncConnection, job_ids: Collection[str]) -> None:
+    """Remove ``job_ids`` from the log and every view, inside the caller's transaction."""
+    if not job_ids:
+        return
+    ids = list(job_ids)
+    permit = schema.log_pruning
+    await conn.execute(insert(permit).values(pruning=True))
+    # By the job indexes, whatever the statistics say: a table not yet analysed (a new
+    # database, a burst of jobs) was read whole, 67 ms for 100,000 events, under the lock.
+    seqscan = await _planner(conn, "enable_seqscan", "off")
+    for table in JOB_TABLES:
+        await conn.execute(delete(table).where(table.c.job_id.in_(ids)))
+    await _planner(conn, "enable_seqscan", seqscan)
+    await conn.execute(delete(permit))
+
+
+async def _planner(conn: AsyncConnection, name: str, value: str) -> str:
+    """PostgreSQL: set a planner setting for the rest of the transaction; return its former value.
+    (The transaction is an append group's: the setting is put back for the writers after.)"""
+    if not dialects.is_postgres(conn):
+        return value
+    former = str(await conn.scalar(select(func.current_setting(name))))
+    await conn.execute(select(func.set_config(name, value, True)))
+    return former
+
+
+#: Free pages handed back to the file system per write (SQLite: 4 KiB each): a write that
+#: moves pages holds SQLite's write lock, so it is cut short and repeated.
+RELEASE_PAGES = 1024
+#: SQLite's ``auto_vacuum`` value for incremental.
+INCREMENTAL = 2
+
+
+async def release_space(engine: AsyncEngine) -> None:
+    """SQLite: shrink the file by its free pages, if it was created with incremental
+    auto-vacuum (armada's are; older files keep their free pages and reuse them, so their
+    size still plateaus). PostgreSQL's autovacuum makes the space reusable.
+
+    In writes of their own, after the pruning's: the pragma frees a page per step, and only
+    a script is stepped to the end by Python's driver."""
+    if dialects.is_postgres(engine):
+        return
+    async with engine.connect() as conn:
+        driver = await dialects.driver_connection(conn)  # (no transaction: SQLAlchemy's would end)
+
+        async def pragma(name: str) -> int:
+            async with driver.execute(f"PRAGMA {name}") as cursor:
+                return int((await cursor.fetchone())[0])
+
+        if await pragma("auto_vacuum") != INCREMENTAL:
+            return  # a file made before: its free pages stay in it, for reuse
+        while await pragma("freelist_count"):
+            await driver.executescript(f"PRAGMA incremental_vacuum({RELEASE_PAGES});")
+
+
+class ArchivedEvent(msgspec.Struct, rename="camel"):
+    seq: int
+    event: msgspec.Raw
+
+
+class ArchivedJob(msgspec.Struct, rename="camel"):
+    """One pruned job as its archive line holds it: the view rows and every event."""
+
+    job_id: str
+    queue: str
+    job_set_id: str
+    state: str
+    last_transition: datetime
+    #: The ``jobs`` row, its ``spec`` decoded (the job as submitted, or as last mutated).
+    job: dict[str, Any]
+    runs: list[dict[str, Any]]
+    events: list[ArchivedEvent]
+    #: Per resource, the amount requested times the seconds its runs held a node.
+    resource_seconds: dict[str, float]
+
+
+async def job_records(conn: AsyncConnection, job_ids: Sequence[str]) -> list[ArchivedJob]:
+    """Everything stored of ``job_ids``, for the archive, in job id order."""
+    jobs, runs, events = schema.jobs, schema.runs, schema.events
+    job_rows = {
+        row.job_id: _aware(row._asdict())
+        for row in await conn.execute(select(jobs).where(jobs.c.job_id.in_(job_ids)))
+    }
+    run_rows: dict[str, list[dict[str, Any]]] = {}
+    query = select(runs).where(runs.c.job_id.in_(job_ids)).order_by(runs.c.leased)
+    for run in await conn.execute(query):
+        run_rows.setdefault(run.job_id, []).append(_aware(run._asdict()))
+    event_rows: dict[str, list[ArchivedEvent]] = {}
+    query = select(events.c.job_id, events.c.seq, events.c.payload).where(events.c.job_id.in_(job_ids))
+    for job_id, seq, payload in await conn.execute(query.order_by(events.c.seq)):
+        event_rows.setdefault(job_id, []).append(ArchivedEvent(seq, msgspec.Raw(bytes(payload))))
+    records = []
+    for job_id in sorted(job_rows):
+        row: dict[str, Any] = job_rows[job_id]
+        row["spec"] = msgspec.Raw(bytes(row["spec"]))
+        job_runs = run_rows.get(job_id, [])
+        records.append(
+            ArchivedJob(
+                job_id=job_id,
+                queue=row["queue"],
+                job_set_id=row["job_set_id"],
+                state=row["state"],
+                last_transition=row["last_transition"],
+                job=row,
+                runs=job_runs,
+                events=event_rows.get(job_id, []),
+                resource_seconds=_resource_seconds(row, job_runs),
+            )
+        )
+    return records
+
+
+def _aware(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its times in UTC (SQLite hands them back naive)."""
+    return {key: utc(value) if isinstance(value, datetime) else value for key, value in row.items()}
+
+
+def _resource_seconds(job: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, float]:
+    held = sum(
+        (run["finished"] - run["started"]).total_seconds()
+        for run in runs
+        if run["started"] and run["finished"]
+    )
+    return {
+        "cpu": job["cpu_millis"] / 1000 * held,
+        "memory": float(job["memory_bytes"]) * held,
+        "nvidia.com/gpu": float(job["gpu"]) * held,
+    }
+
+
+class Backlog(msgspec.Struct, rename="camel"):
+    """What a prune would remove now (``armada admin prune --dry-run``)."""
+
+    jobs: int
+    events: int
+    #: Bytes of the expired jobs' events and specs as stored (indexes and row overhead not counted).
+    bytes: int
+
+
+async def backlog(conn: AsyncConnection, cutoff: datetime) -> Backlog:
+    """Count the expired jobs, their events and their stored bytes."""
+    states, jobs, events = schema.job_states, schema.jobs, schema.events
+    expired = select(states.c.job_id).where(_expired(cutoff)).scalar_subquery()
+    job_count, spec_bytes = (
+        await conn.execute(
+            select(func.count(), func.coalesce(func.sum(func.length(jobs.c.spec)), 0)).where(
+                jobs.c.job_id.in_(expired)
+            )
+        )
+    ).one()
+    event_count, payload_bytes = (
+        await conn.execute(
+            select(func.count(), func.coalesce(func.sum(func.length(events.c.payload)), 0)).where(
+                events.c.job_id.in_(expired)
+            )
+        )
+    ).one()
+    return Backlog(jobs=int(job_count), events=int(event_count), bytes=int(spec_bytes) + int(payload_bytes))
+
+
+async def oldest_retained(conn: AsyncConnection) -> datetime | None:
+    """The earliest last transition of a finished job still kept (None: none kept)."""
+    states = schema.job_states
+    query = select(func.min(states.c.last_transition)).where(states.c.state.in_(_TERMINAL))
+    return utc(await conn.scalar(query))
+
+
+async def database_size(conn: AsyncConnection) -> int:
+    """Bytes the database takes: PostgreSQL's whole database, SQLite's file (its log aside)."""
+    if dialects.is_postgres(conn):
+        return int(await conn.scalar(select(func.pg_database_size(func.current_database()))) or 0)
+    pages = int((await conn.exec_driver_sql("PRAGMA page_count")).scalar() or 0)
+    size = int((await conn.exec_driver_sql("PRAGMA page_size")).scalar() or 0)
+    return pages * size

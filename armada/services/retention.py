@@ -1,0 +1,137 @@
+"""Retention: the leader prunes finished jobs older than ``retention.expireAfter``.
+
+Each batch is chosen on a plain connection (and archived, if asked, before anything is
+deleted), then deleted inside one append: holding the append lock, so the log and the
+views change together and a rebuild or check sees a batch wholly or not at all, but only
+for the few deletes of one small batch. A job that changed since it was chosen is left for
+a later round. Pruning appends no event, so the scheduler's state (which holds no finished
+job) and its usage history (kept in memory from the runs it sees) are untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import NamedTuple
+
+import structlog
+
+from armada.eventstore import dialects, retention
+from armada.eventstore.store import EventStore
+from armada.services import archive
+from armada.settings import RetentionSettings
+from armada.tasks import cancel_and_wait
+
+log = structlog.get_logger(__name__)
+
+#: After each batch the pruner rests this many times as long as the batch took, so that it
+#: takes at most a fifth of the append lock's time, less when writers queue for it (their
+#: wait lengthens the batch): under load a batch of 25 held it ~35 ms, not its idle ~5 ms,
+#: and back to back batches took the submissions' p99 from 240 to 380 ms on SQLite.
+PAUSE = 4.0
+
+
+class Batch(NamedTuple):
+    chosen: int
+    pruned: int
+
+
+class Pruner:
+    """Prunes expired jobs; its figures (totals, oldest kept, database size) feed metrics."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        settings: RetentionSettings,
+        *,
+        is_leader: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.is_leader = is_leader
+        self.clock = clock
+        #: Jobs this process pruned since it started.
+        self.pruned_jobs = 0
+        #: Earliest last transition of a finished job kept, as of the last look (None: none).
+        self.oldest_retained: datetime | None = None
+        #: Bytes the database took at the last look.
+        self.database_bytes = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def cutoff(self) -> datetime | None:
+        """Jobs whose last transition is before this have expired (None: retention is off)."""
+        keep = self.settings.expire_after_seconds
+        if not keep:
+            return None
+        return datetime.fromtimestamp(self.clock(), UTC) - timedelta(seconds=keep)
+
+    async def prune_once(self, cutoff: datetime | None = None) -> int:
+        """Prune every job expired now (or finished before ``cutoff``), a batch at a time;
+        return how many were pruned."""
+        cutoff = cutoff or self.cutoff()
+        if cutoff is None:
+            return 0
+        pruned = sum([batch.pruned async for batch in self.batches(cutoff)])
+        if pruned:
+            await retention.release_space(self.store.engine)
+            log.info("pruned expired jobs", jobs=pruned, cutoff=cutoff.isoformat())
+        return pruned
+
+    async def batches(self, cutoff: datetime) -> AsyncIterator[Batch]:
+        """Prune the jobs finished before ``cutoff`` batch after batch, resting between them
+        (:data:`PAUSE`), until none is left, a batch prunes nothing (jobs that changed, the
+        newest event's: the next round tries again) or this replica no longer leads."""
+        while True:
+            started = time.monotonic()
+            batch = await self.prune_batch(cutoff)
+            yield batch
+            if batch.chosen < self.settings.batch_size or not batch.pruned or not self.is_leader():
+                return  # (two replicas pruning would be safe, each batch being re-checked: only wasteful)
+            await asyncio.sleep((time.monotonic() - started) * PAUSE)
+
+    async def prune_batch(self, cutoff: datetime) -> Batch:
+        """Choose (and archive) a batch outside the append lock, then delete it inside."""
+        async with self.store.engine.connect() as conn:
+            seen = await dialects.log_head(conn)
+            job_ids = await retention.expired_jobs(conn, cutoff, self.settings.batch_size)
+            if not job_ids:
+                return Batch(0, 0)
+            records = await retention.job_records(conn, job_ids) if self.settings.archive_dir else []
+        if records:
+            await asyncio.to_thread(archive.write_batch, Path(self.settings.archive_dir), records)
+        async with self.store.transaction() as tx:
+            unchanged = set(job_ids) - await tx.jobs_changed_since(seen, job_ids)
+            conn = await tx.views()
+            doomed = await retention.still_expired(conn, unchanged, cutoff)
+            await retention.delete_jobs(conn, doomed)
+        self.pruned_jobs += len(doomed)
+        return Batch(len(job_ids), len(doomed))
+
+    async def measure(self) -> None:
+        """Refresh the figures metrics show."""
+        async with self.store.engine.connect() as conn:
+            self.oldest_retained = await retention.oldest_retained(conn)
+            self.database_bytes = await retention.database_size(conn)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="retention")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await cancel_and_wait(self._task)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                if self.is_leader():
+                    await self.prune_once()
+                await self.measure()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the database may be down: the next round tries again
+                log.warning("pruning expired jobs failed", error=str(exc))
+            await asyncio.sleep(self.settings.interval_seconds)

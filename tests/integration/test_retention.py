@@ -1,0 +1,282 @@
+"""Retention on SQLite and PostgreSQL: expired jobs leave the log and every view, nothing else does."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from sqlalchemy import select
+
+from armada.eventstore import audit, retention, schema
+from armada.eventstore.database import Database
+from armada.eventstore.rebuild import rebuild_views
+from armada.eventstore.views import utc
+from armada.model import events as ev
+from armada.services import archive
+from armada.services.invariants import check
+from armada.services.retention import Pruner
+from armada.services.streams import flatten, job_set_pages
+from armada.settings import RetentionSettings
+from tests.factories import RandomHistory, make_job, submission
+
+#: Jobs' rows in the views; the other views (queues, fleet, retry policies) are never pruned.
+JOB_VIEWS = {"jobs", "job_states", "runs"}
+
+
+async def view_rows(db: Database) -> dict[str, list[tuple[Any, ...]]]:
+    async with db.engine.connect() as conn:
+        return await audit.view_rows(conn)
+
+
+async def log_rows(db: Database) -> list[tuple[int, str]]:
+    async with db.engine.connect() as conn:
+        return [tuple(row) for row in await conn.execute(select(schema.events.c.seq, schema.events.c.job_id))]  # type: ignore[misc]
+
+
+def pruner(db: Database, now: datetime, **settings: Any) -> Pruner:
+    """A pruner whose clock reads ``now``, keeping finished jobs for an hour."""
+    retention_settings = RetentionSettings(**{"expire_after": "1h", **settings})
+    return Pruner(db.store, retention_settings, clock=now.timestamp)
+
+
+async def append_in_batches(db: Database, stream: list[ev.Event], rng: random.Random) -> None:
+    position = 0
+    while position < len(stream):
+        size = rng.randint(1, 40)
+        await db.store.append(stream[position : position + size])
+        position += size
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+async def test_after_pruning_a_rebuild_gives_the_live_views_and_only_expired_jobs_went(
+    database: Database, seed: int
+) -> None:
+    rng = random.Random(seed)
+    history = RandomHistory(seed=seed)
+    stream = list(history.events(2500))
+    await append_in_batches(database, stream, rng)
+    before = await view_rows(database)
+    log_before = await log_rows(database)
+    # Two prunes at random cut-offs, in random batch sizes: the second takes jobs the first kept.
+    first, last = stream[0].created, stream[-1].created
+    cutoffs = sorted(first + (last - first) * rng.random() for _ in range(2))
+    for cutoff in cutoffs:
+        await pruner(database, cutoff + timedelta(hours=1), batch_size=rng.randint(1, 50)).prune_once()
+    cutoff = cutoffs[-1]
+
+    states = {row[0]: (row[2], utc(row[3])) for row in before["job_states"]}
+    expired = {job for job, (state, moved) in states.items() if state in _TERMINAL and moved < cutoff}
+    head_holder = max(log_before)[1]
+    expired.discard(head_holder)  # the newest event is kept (its seq is the log's head)
+    assert len(expired) > 50
+    live = await view_rows(database)
+    for name, rows in before.items():
+        if name in JOB_VIEWS:
+            key = 0 if name != "runs" else 1
+            assert live[name] == [row for row in rows if row[key] not in expired], name
+        else:
+            assert live[name] == rows, name  # configuration history is never pruned
+    assert await log_rows(database) == [row for row in log_before if row[1] not in expired]
+
+    assert (await check(database.store)).ok
+    await rebuild_views(database.store)
+    assert await view_rows(database) == live
+
+
+_TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "PREEMPTED"}
+
+
+def finished(job_id: str, when: datetime) -> list[ev.Event]:
+    job = make_job(job_id=job_id)
+    env = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id, "created": when}
+    return [*submission(job, when), ev.JobCancelled(**env, reason="stop", requestor="alice")]
+
+
+async def test_retention_off_keeps_everything(database: Database) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    await database.store.append(finished("01J00000000000000000000001", old))
+    await database.store.append(finished("01J00000000000000000000002", old))
+    assert await pruner(database, old + timedelta(days=3650), expire_after="off").prune_once() == 0
+    assert await pruner(database, old + timedelta(days=3650), expire_after="0").prune_once() == 0
+    assert len(await log_rows(database)) == 6
+
+
+async def test_the_job_holding_the_newest_event_waits_so_no_message_id_is_given_twice(
+    database: Database,
+) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    await database.store.append(finished("01J00000000000000000000001", old))
+    await database.store.append(finished("01J00000000000000000000002", old))
+    now = old + timedelta(days=1)
+    assert await pruner(database, now).prune_once() == 1
+    assert await database.store.head() == 6
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    assert await database.store.head() == 7
+    assert await pruner(database, now).prune_once() == 1
+    assert await log_rows(database) == [(7, "")]
+
+
+async def test_a_stream_resumed_from_a_pruned_message_id_continues_with_the_next_event(
+    database: Database,
+) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    gone, kept = make_job(), make_job()
+    await database.store.append(finished(gone.id, old))  # seqs 1-3, all pruned
+    await database.store.append(submission(kept))  # seqs 4-5, kept (queued)
+    assert await pruner(database, old + timedelta(days=1)).prune_once() == 1
+    streamed = [
+        stored async for stored in flatten(job_set_pages(database.store, "queue-a", "set-1", after=2))
+    ]
+    assert [(stored.seq, stored.event.job_id) for stored in streamed] == [(4, kept.id), (5, kept.id)]
+    # A job set wholly pruned ends at once, without error.
+    wholly = [stored async for stored in flatten(job_set_pages(database.store, "queue-b", "set-1"))]
+    assert wholly == []
+
+
+async def test_pruned_batches_are_archived_in_full_before_they_are_deleted(
+    database: Database, tmp_path: Path
+) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    ids = [make_job().id for _ in range(5)]
+    for job_id in ids:
+        await database.store.append(finished(job_id, old))
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    async with database.engine.connect() as conn:
+        expected = await retention.job_records(conn, ids)
+    assert [len(job.events) for job in expected] == [3] * 5
+
+    pruning = pruner(database, old + timedelta(days=1), batch_size=2, archive_dir=str(tmp_path / "archive"))
+    assert await pruning.prune_once() == 5
+    files = sorted((tmp_path / "archive").iterdir())
+    assert {file.stat().st_mode & 0o777 for file in files} == {0o600}  # specs are private
+    assert [file.name for file in files] == sorted(archive.file_name(ids[i : i + 2]) for i in range(0, 5, 2))
+    archived = sorted((job for file in files for job in archive.read_batch(file)), key=lambda job: job.job_id)
+    assert msgspec.json.encode(archived) == msgspec.json.encode(expected)
+    assert archived[0].state == "CANCELLED"
+    assert [e.event for e in archived[0].events][2]  # the payloads, verbatim
+    decoded = ev.decode_event(bytes(archived[0].events[2].event))
+    assert isinstance(decoded, ev.JobCancelled)
+
+
+async def test_a_crash_between_archiving_and_deleting_archives_the_batch_again(
+    database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    ids = [make_job().id for _ in range(3)]
+    for job_id in ids:
+        await database.store.append(finished(job_id, old))
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    directory = tmp_path / "archive"
+    pruning = pruner(database, old + timedelta(days=1), archive_dir=str(directory))
+
+    async def crash(*_: object) -> None:
+        raise RuntimeError("power cut")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(retention, "delete_jobs", crash)
+        with pytest.raises(RuntimeError):
+            await pruning.prune_once()
+    assert len(await log_rows(database)) == 10  # nothing deleted
+    (written,) = directory.iterdir()
+    first = written.read_bytes()
+    assert await pruning.prune_once() == 3
+    (again,) = directory.iterdir()
+    assert again == written and again.read_bytes() == first
+    assert [job.job_id for job in archive.read_batch(again)] == sorted(ids)
+    assert await log_rows(database) == [(10, "")]
+
+
+async def test_measures_the_oldest_finished_job_kept_and_the_database_size(database: Database) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    await database.store.append(finished(make_job().id, old))
+    pruning = pruner(database, old)
+    await pruning.measure()
+    assert pruning.oldest_retained is not None and pruning.oldest_retained.timestamp() == old.timestamp()
+    assert pruning.database_bytes > 0
+    async with database.engine.connect() as conn:
+        backlog = await retention.backlog(conn, old + timedelta(seconds=1))
+    assert (backlog.jobs, backlog.events) == (1, 3)
+    assert backlog.bytes > 100
+
+
+async def test_sqlite_gives_the_pages_pruning_freed_back_to_the_file_system(database: Database) -> None:
+    if database.is_postgres:
+        pytest.skip("PostgreSQL's autovacuum makes freed space reusable; the files keep their size")
+    async with database.engine.connect() as conn:
+        assert (await conn.exec_driver_sql("PRAGMA auto_vacuum")).scalar() == 2  # incremental
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    for _ in range(20):
+        await database.store.append([e for _ in range(50) for e in finished(make_job().id, old)])
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    pruning = pruner(database, old + timedelta(days=1), batch_size=200)
+    await pruning.measure()
+    full = pruning.database_bytes
+    assert await pruning.prune_once() == 1000
+    await pruning.measure()
+    assert pruning.database_bytes < full / 2
+
+
+async def test_appends_and_prunes_interleaved_still_rebuild_to_the_live_views(database: Database) -> None:
+    rng = random.Random(5)
+    stream = list(RandomHistory(seed=5).events(3000))
+    position = 0
+    while position < len(stream):
+        size = rng.randint(100, 600)
+        await append_in_batches(database, stream[position : position + size], rng)
+        position += size
+        now = stream[min(position, len(stream)) - 1].created
+        await pruner(
+            database, now + timedelta(minutes=rng.randint(50, 59)), batch_size=rng.randint(1, 30)
+        ).prune_once()
+    live = await view_rows(database)
+    assert len(live["jobs"]) < len({event.job_id for event in stream if event.job_id})  # some were pruned
+    assert (await check(database.store)).ok
+    await rebuild_views(database.store)
+    assert await view_rows(database) == live
+
+
+async def wait_until(check: Callable[[], bool]) -> None:
+    while not check():  # noqa: ASYNC110 - the pruner marks no round
+        await asyncio.sleep(0.01)
+
+
+async def test_only_the_leader_prunes_and_every_replica_measures(database: Database) -> None:
+    old = datetime(2020, 1, 1, tzinfo=UTC)
+    await database.store.append(finished(make_job().id, old))
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    settings = RetentionSettings(expire_after="1h", interval="1h")
+    follower = Pruner(database.store, settings, is_leader=lambda: False)
+    follower.start()
+    await asyncio.wait_for(wait_until(lambda: follower.database_bytes > 0), 30)
+    await follower.stop()
+    assert follower.pruned_jobs == 0 and len(await log_rows(database)) == 4
+    assert follower.oldest_retained == old
+
+    leader = Pruner(database.store, settings)
+    leader.start()
+    await asyncio.wait_for(wait_until(lambda: leader.database_bytes > 0), 30)
+    await leader.stop()
+    assert leader.pruned_jobs == 1 and leader.oldest_retained is None
+    assert len(await log_rows(database)) == 1
+
+
+async def test_admin_check_is_clean_while_pruning_runs(database: Database) -> None:
+    stream = list(RandomHistory(seed=9).events(2000))
+    await append_in_batches(database, stream, random.Random(9))
+    await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
+    pruning = pruner(database, stream[-1].created + timedelta(hours=1), batch_size=3)
+    running = asyncio.create_task(pruning.prune_once())
+    reports = []
+    while not running.done():
+        before = pruning.pruned_jobs
+        reports.append(await check(database.store))
+        # Then let a batch through (back to back checks would starve SQLite's other writer).
+        await wait_until(lambda before=before: pruning.pruned_jobs > before or running.done())
+    assert await running > 50
+    assert len(reports) > 10 and all(report.ok for report in reports), [r.violations for r in reports]
