@@ -18,6 +18,7 @@ import msgspec.inspect as mi
 import pytest
 
 import armada.model.wire
+from armada.client import calls
 from armada.lookout import wire as lookout_wire
 from armada.model import leases
 from armada.model.queues import Queue
@@ -74,3 +75,11 @@ def test_the_walk_covers_every_family_of_input() -> None:
 def test_every_number_in_a_request_is_bounded(struct: Any) -> None:
     unbounded = list(_unbounded_numbers(mi.type_info(struct), struct.__name__, set()))
     assert not unbounded, f"use a type of armada.model.numbers for {unbounded}"
+
+
+def test_a_request_leaves_out_its_defaults_so_an_older_server_takes_it() -> None:
+    """A client one version ahead sends nothing an older server would refuse as unknown
+    unless it uses it: ``dryRun`` (added with forecasts) at its default is not sent, so a
+    0.9.0 server still takes this version's submissions during a rolling upgrade."""
+    body = msgspec.json.decode(msgspec.json.encode(calls.submit_jobs("q", "s", []).body))
+    assert body == {"queue": "q", "jobSetId": "s", "jobRequestItems": []}

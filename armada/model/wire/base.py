@@ -15,8 +15,10 @@ MAX_IDS_PER_REQUEST = 10_000
 IdList = Annotated[list[str], msgspec.Meta(max_length=MAX_IDS_PER_REQUEST)]
 
 
-class Request(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
-    """A request body: unknown fields are an error (400 naming the field)."""
+class Request(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """A request body: unknown fields are an error (400 naming the field). Default values are
+    left out when one is sent, so a client one version ahead still talks to an older server
+    as long as it uses nothing new (a new field at its default is not sent, and not refused)."""
 
 
 class Response(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
