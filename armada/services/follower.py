@@ -144,6 +144,7 @@ class LogFollower:
         )
         async with self._lock:
             self.store.rewind(head)
+            self.applied.rewind(head)  # long-polling lease calls wait for what comes next
             await self.load()
 
 

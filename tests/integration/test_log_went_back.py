@@ -59,6 +59,7 @@ async def test_the_follower_reloads_when_the_log_goes_back(database: Database) -
         assert follower.state.extras.keys() >= {kept.id, lost.id}
         await restore_to(database, backup_head)
         await eventually(lambda: follower.state.seq == backup_head, "the follower to reload")
+        assert follower.applied.head == backup_head
         assert kept.id in follower.state.extras and lost.id not in follower.state.extras
         head = await database.store.append(submission(later))  # reuses the lost job's numbers
         await eventually(lambda: follower.state.seq == head, "the follower to follow on")
