@@ -124,3 +124,38 @@ def test_restore_from_before_a_batch_started_converges_with_the_running_executor
         assert sorted(e.job_id for e in leased) == sorted(ids)  # one run each in the restored log
         check = admin_check(url)
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.postgres
+def test_restore_from_while_a_batch_ran_ends_its_runs_once_and_reruns_them(tmp_path: Path) -> None:
+    """The backup holds runs that have since finished and been forgotten by the executor: the
+    restored server ends each as lost once and the retry rules run the job again."""
+    args = ("--process-cpu", "4", "--process-state-dir", str(tmp_path / "state"))
+    port = free_port()
+    dump = tmp_path / "during.dump"
+    with postgres_database() as url:
+        with running_server(tmp_path, database_url=url, env=FAST_SERVER_ENV, port=port) as server:
+            client = ArmadaClient(server.url)
+            client.create_queue(Queue(name="q"))
+            with executor(tmp_path, server.url, "c1", backend="process", args=args):
+                ids = client.submit_jobs("q", "batch", [job("sleep 4") for _ in range(3)])
+                wait_for(states_are(client, ids, "RUNNING"), what="the batch running")
+                pg_dump(url, dump)  # the runs are active in the backup
+                wait_for(states_are(client, ids, "SUCCEEDED"), timeout=60, what="the batch done")
+                server.process.stop()
+                pg_restore(url, dump)
+                with running_server(tmp_path, database_url=url, env=FAST_SERVER_ENV, port=port):
+                    wait_for(states_are(client, ids, "SUCCEEDED"), timeout=90, what="the batch run again")
+                    events = [e.event for e in client.job_set_events("q", "batch")]
+        client.close()
+        for job_id in ids:
+            mine = [e for e in events if e.job_id == job_id]
+            runs = [e.run_id for e in mine if isinstance(e, ev.JobLeased)]
+            assert len(runs) == 2, [e.type for e in mine]  # the restored run, and its rerun
+            ended_first = [
+                e.type for e in mine if e.run_id == runs[0] and e.type not in ("leased", "pending", "running")
+            ]
+            assert len(ended_first) == 1, ended_first  # the restored run ended once, as lost
+            assert [e.type for e in mine if e.type == "succeeded"] == ["succeeded"]
+        check = admin_check(url)
+        assert check.returncode == 0, check.stdout + check.stderr
