@@ -3,7 +3,8 @@
 The event store is imported when a command runs, not when the CLI starts.
 """
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -101,3 +102,23 @@ def check_command(database_url: DatabaseUrlOption = None, config: ConfigOption =
     typer.echo(f"{verdict} ({report.events} events, {report.jobs} jobs, {report.runs} runs checked)")
     if not report.ok:
         raise typer.Exit(1)
+
+
+@app.command("backup")
+def backup_command(
+    file: Annotated[Path, typer.Argument(help="The new file to write the copy to.", dir_okay=False)],
+    database_url: DatabaseUrlOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Copy the SQLite database to FILE, consistent as of one commit, while servers keep
+    running (PostgreSQL: pg_dump or a base backup, see docs/operations.md)."""
+    from armada.eventstore.backup import backup_sqlite  # noqa: PLC0415 (start-up time)
+    from armada.model.errors import InvalidRequest  # noqa: PLC0415
+
+    settings = settings_or_exit(config, {"database": {"url": database_url}})
+    try:
+        size = backup_sqlite(settings.database.url, file)
+    except InvalidRequest as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(f"backed up to {file} ({size} bytes); serve it with --database-url sqlite:///{file.resolve()}")

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import msgspec
+from psycopg import conninfo
 from sqlalchemy import (
     JSON,
     Column,
@@ -204,8 +205,27 @@ def in_values(conn: AsyncConnection, column: Column[str], values: Sequence[str])
 
 
 def libpq_conninfo(url: str) -> str:
-    """A PostgreSQL URL as plain libpq understands it (for the LISTEN connection)."""
-    return normalise_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    """A PostgreSQL URL as plain libpq understands it (for the LISTEN connection).
+
+    Several hosts (SQLAlchemy's ``?host=a:5432&host=b:5432``, for a primary and its standbys)
+    become libpq's ``host=a,b port=5432,5432``, which tries them in turn; with
+    ``target_session_attrs=read-write`` it settles on the primary."""
+    parsed = normalise_url(url)
+    hosts = parsed.query.get("host")
+    if not isinstance(hosts, tuple):
+        return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+    names, ports = zip(
+        *(host.rpartition(":")[::2] if ":" in host else (host, "") for host in hosts), strict=True
+    )
+    options = {key: value for key, value in parsed.query.items() if key != "host" and isinstance(value, str)}
+    return conninfo.make_conninfo(
+        host=",".join(names),
+        port=",".join(ports),
+        dbname=parsed.database,
+        user=parsed.username,
+        password=parsed.password,
+        **options,
+    )
 
 
 # --- bulk writes: the append hot path ----------------------------------------------------

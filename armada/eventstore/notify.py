@@ -37,6 +37,8 @@ class ChangeNotifier:
         self._own_pending = 0
         #: The newest seq heard while it was withheld as this process's own.
         self._withheld = 0
+        #: How many times the log went back in time (:meth:`rewind`).
+        self.rewinds = 0
 
     @property
     def head(self) -> int:
@@ -69,11 +71,21 @@ class ChangeNotifier:
             changed, self._changed = self._changed, asyncio.Event()
             changed.set()
 
-    async def wait(self, after_seq: int, timeout: float | None = None) -> int:
-        """Wait until the head passes ``after_seq`` (or ``timeout``); return the head."""
+    def rewind(self, head: int) -> None:
+        """The log went back in time (the database was restored): its head is ``head`` now.
+        Waiters that passed :attr:`rewinds` wake, to look where the log is."""
+        self._head = min(self._head, head)
+        self._withheld = min(self._withheld, head)
+        self.rewinds += 1
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def wait(self, after_seq: int, timeout: float | None = None, *, rewinds: int | None = None) -> int:
+        """Wait until the head passes ``after_seq`` (or ``timeout``, or a rewind since the
+        count ``rewinds``, if given); return the head."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
-                while self._head <= after_seq:
+                while self._head <= after_seq and rewinds in (None, self.rewinds):
                     await self._changed.wait()
         return self._head
 

@@ -348,9 +348,18 @@ class EventStore:
             rows = (await conn.execute(query)).all()
             return await decode_log_rows(conn, rows, self.unreadable, decode)
 
-    async def wait_for_change(self, after_seq: int, timeout: float | None = None) -> int:
-        """Wait until an event after ``after_seq`` commits (or timeout); return the head."""
-        return await self.notifier.wait(after_seq, timeout)
+    def rewind(self, head: int) -> None:
+        """Forget what this process knew of the log past ``head``: the database went back in
+        time (a restore, or a failover to a standby that had not received the newest commits)."""
+        self.notifier.rewind(head)
+        self._recent = RecentEvents()
+
+    async def wait_for_change(
+        self, after_seq: int, timeout: float | None = None, *, rewinds: int | None = None
+    ) -> int:
+        """Wait until an event after ``after_seq`` commits (or timeout, or the log went back
+        since the notifier's count ``rewinds``); return the head."""
+        return await self.notifier.wait(after_seq, timeout, rewinds=rewinds)
 
 
 async def _abandon(begun: asyncio.Task[AppendGroup]) -> None:

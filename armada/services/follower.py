@@ -120,13 +120,32 @@ class LogFollower:
     async def _follow(self) -> None:
         while True:
             try:
-                await self.store.wait_for_change(self.state.seq, timeout=1.0)
-                await self.catch_up()
+                seq = self.state.seq
+                await self.store.wait_for_change(seq, timeout=1.0)
+                if await self.catch_up() == seq:  # nothing new: has the log gone back?
+                    await self._reload_if_log_went_back()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the database may be down: keep trying
                 log.warning("log follower cannot read the log", error=str(exc))
                 await asyncio.sleep(1.0)
+
+    async def _reload_if_log_went_back(self) -> None:
+        """A log whose head is behind the state (the database was restored from a backup, or
+        failed over to a standby that missed commits) holds none of what the state applied
+        past it, and its next events reuse those sequence numbers: load the state afresh."""
+        head = await self.store.head()
+        if head >= self.state.seq:
+            return
+        log.error(
+            "the event log went back in time (database restored?): reloading the state",
+            seq=self.state.seq,
+            head=head,
+        )
+        async with self._lock:
+            self.store.rewind(head)
+            self.applied.rewind(head)  # long-polling lease calls wait for what comes next
+            await self.load()
 
 
 def _convert(kind: type[T]) -> Callable[[Any], T]:

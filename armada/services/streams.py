@@ -17,11 +17,15 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
+import structlog
+
 from armada.eventstore.store import EventStore, StoredEvent
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest, NotFound, PermissionDenied
 from armada.model.events import EventDecoder, UnreadableEvent, decode_event
 from armada.services.queues import get_queue
+
+log = structlog.get_logger(__name__)
 
 PAGE = 1000
 
@@ -130,7 +134,9 @@ async def job_set_pages(
     :meth:`EventStore.read`'s. ``allowed`` is asked before each page is yielded: when it
     says no, :class:`PermissionDenied` ends the stream and the page is not sent.
     """
+    rewinds = store.notifier.rewinds  # before the head is read: a rewind after it is seen
     head = await store.head()
+    after = _resume_point(after, head, queue, job_set_id)
     while True:
         ahead: asyncio.Future[list[StoredEvent]] | None = asyncio.ensure_future(
             _page(store, queue, job_set_id, after, head, decode)
@@ -158,9 +164,29 @@ async def job_set_pages(
         after = max(after, head)
         if not watch:
             return
-        changed = await store.wait_for_change(head, timeout=IDLE_WAIT)
+        changed = await store.wait_for_change(head, timeout=IDLE_WAIT, rewinds=rewinds)
+        if store.notifier.rewinds != rewinds:  # the log went back in time: ask where it is
+            rewinds = store.notifier.rewinds
+            changed = 0
         # No wake-up: another process may have appended (SQLite has no NOTIFY); ask the log.
         head = changed if changed > head else await store.head()
+        after = _resume_point(after, head, queue, job_set_id)
+
+
+def _resume_point(after: int, head: int, queue: str, job_set_id: str) -> int:
+    """Where to go on from: ``after``, unless the log went back in time behind it (the database
+    was restored). The events past the restored head that the client saw are gone, and new
+    ones reuse their numbers: the stream goes on from the head, so that it delivers them."""
+    if after <= head:
+        return after
+    log.warning(
+        "stream position is ahead of the log (database restored?): resuming from the log's head",
+        queue=queue,
+        job_set_id=job_set_id,
+        message_id=after,
+        head=head,
+    )
+    return head
 
 
 async def _page(
