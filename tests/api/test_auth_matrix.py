@@ -52,6 +52,7 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("GET", "/health"): Public(),
     ("GET", "/version"): Public(),
     ("GET", "/v1/version"): Public(),
+    ("GET", "/v1/whoami"): Authenticated(),
     ("POST", "/v1/queue"): Requires(P.CREATE_QUEUE),
     ("PUT", "/v1/queue/{name:str}"): OwnerOr(P.CREATE_QUEUE, path="name"),
     ("DELETE", "/v1/queue/{name:str}"): Requires(P.DELETE_QUEUE),
