@@ -138,7 +138,7 @@ async def logout(request: Request[Any, Any, Any]) -> Response[SignedOut]:
     session_id = session_cookie(request)
     url = ""
     if sessions is not None and session_id:
-        url = await sessions.end(session_id, f"{str(request.base_url).rstrip('/')}/")
+        url = await sessions.end(session_id, f"{str(request.base_url).rstrip('/')}/?signedOut=1")
     gone = [_cookie(request, SESSION_COOKIE, "", 0)]
     return Response(SignedOut(end_session_url=url), cookies=gone, headers={"Cache-Control": "no-store"})
 
