@@ -107,11 +107,11 @@ class LookoutSignIn(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown
     #: browser used (set it behind a proxy that rewrites the host or scheme).
     redirect_url: str = ""
     #: Tokens are refreshed when a request finds them this close to expiry.
-    refresh_margin_seconds: float = 60.0
+    refresh_margin_seconds: Annotated[float, Meta(ge=0)] = 60.0
     #: A session ends this long after sign-in, however often it was refreshed.
-    session_max_age_seconds: float = 43200.0
+    session_max_age_seconds: Annotated[float, Meta(gt=0)] = 43200.0
     #: Signed-in browsers one server remembers at most (the oldest session ends first).
-    max_sessions: int = 10000
+    max_sessions: Annotated[int, Meta(ge=1)] = 10000
 
 
 class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
