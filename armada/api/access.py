@@ -47,6 +47,7 @@ from armada.auth.policy import (
     policy_of,
 )
 from armada.auth.queue_changes import owns
+from armada.auth.sessions import browser_sessions
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.auth.throttle import LoginThrottled
 from armada.eventstore.store import EventStore
@@ -59,6 +60,11 @@ log = structlog.get_logger(__name__)
 
 #: Scope key of the caller's identity.
 IDENTITY = "armada.identity"
+#: Cookies holding a Lookout session id: ``__Host-`` (Secure, whole host) except on loopback.
+SECURE_SESSION_COOKIE = "__Host-armada-session"
+SESSION_COOKIE = "armada-session"
+SESSION_SCHEME = "Session"
+SESSION_CHALLENGE = 'Session realm="lookout"'
 
 
 class AccessControl:
@@ -73,6 +79,7 @@ class AccessControl:
     ) -> None:
         self.settings = settings
         self.authentication = Authentication(settings, extra_tokens=extra_tokens)
+        self.sessions = browser_sessions(settings, self.authentication.local_names)
         grants = {p: [*settings.permission_group_mapping.get(p, [])] for p in GlobalPermission}
         for permission, groups in (extra_grants or {}).items():
             grants[permission] += groups
@@ -123,12 +130,13 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
     if isinstance(policy, Public) and not authorization:
         return
     try:
-        client = connection.client.host if connection.client else ""
-        identity = await control.authentication.identify(authorization, client=client)
+        identity = await _identify(control, connection, authorization)
     except Unauthenticated as exc:
-        raise NotAuthorizedException(
-            detail=exc.detail, headers={"WWW-Authenticate": control.authentication.challenge(exc)}
-        ) from None
+        # An ended session is not challenged with Basic: a browser would prompt for a password.
+        challenge = (
+            SESSION_CHALLENGE if exc.scheme == SESSION_SCHEME else control.authentication.challenge(exc)
+        )
+        raise NotAuthorizedException(detail=exc.detail, headers={"WWW-Authenticate": challenge}) from None
     except LoginThrottled as exc:
         raise TooManyRequestsException(
             detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
@@ -138,6 +146,25 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
         await reject_hostile_input(connection)  # before the policy reads queue names from it
     if not await _allowed(policy, identity, control, connection):
         raise PermissionDeniedException(detail=f"{identity.name} may not {_what(policy)}")
+
+
+async def _identify(
+    control: AccessControl, connection: ASGIConnection[Any, Any, Any, Any], authorization: str | None
+) -> Identity:
+    """The caller: by its ``Authorization`` header, else by its Lookout session cookie."""
+    session_id = session_cookie(connection) if not authorization and control.sessions else None
+    if control.sessions is not None and session_id:
+        identity = await control.sessions.identify(session_id)
+        if identity is None:
+            raise Unauthenticated("your Lookout session has ended: sign in again", scheme=SESSION_SCHEME)
+        return identity
+    client = connection.client.host if connection.client else ""
+    return await control.authentication.identify(authorization, client=client)
+
+
+def session_cookie(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    """The Lookout session id the browser sent, if any."""
+    return connection.cookies.get(SECURE_SESSION_COOKIE) or connection.cookies.get(SESSION_COOKIE) or ""
 
 
 def require_executor(connection: ASGIConnection[Any, Any, Any, Any], executor_id: str) -> None:

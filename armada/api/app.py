@@ -32,6 +32,7 @@ from armada.api import (
     queue_routes,
     report_routes,
     retry_routes,
+    sign_in_routes,
     system,
 )
 from armada.api.access import AccessControl, enforce_access
@@ -226,6 +227,7 @@ def create_app(settings: Settings) -> Litestar:
             *report_routes.ROUTES,
             *metrics_routes.ROUTES,
             *lookout_routes.ROUTES,
+            *sign_in_routes.ROUTES,
         ],
         middleware=[metrics.http, BrowserSafety(settings.server.cors_allow_origins)],
         dependencies=DEPENDENCIES,

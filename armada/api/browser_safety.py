@@ -1,7 +1,8 @@
 """What a browser must not be made to do: cross-site requests that change state, and
 framing or sniffing of our responses.
 
-A browser sends the user's credentials (a remembered basic-auth login) with requests that
+A browser sends the user's credentials (a remembered basic-auth login, or Lookout's
+session cookie where ``SameSite`` does not hold it back) with requests that
 *another* site's page makes, so without these checks any page a signed-in user visits could
 submit, cancel or delete on their behalf (CSRF). Requests that change state
 (``POST``/``PUT``/``PATCH``/``DELETE``) are therefore refused, before authentication or any

@@ -1,21 +1,24 @@
-"""Operational endpoints: liveness/readiness and the version (with the schema's, so that a
-rolling upgrade can be followed replica by replica)."""
+"""Operational endpoints: liveness/readiness, the version (with the schema's, so that a
+rolling upgrade can be followed replica by replica) and who the caller is."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import msgspec
-from litestar import Response, get
+from litestar import Request, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 
 import armada
+from armada.api.access import identity_of
 from armada.api.dependencies import DatabaseDep
 from armada.api.problems import problem
 from armada.api.responses import problems
-from armada.auth.policy import public
+from armada.auth.identity import ANONYMOUS
+from armada.auth.policy import authenticated, public
 from armada.eventstore import migrate
 from armada.model.leases import EXECUTOR_PROTOCOL
+from armada.model.wire.identity import WhoAmI
 from armada.model.wire.version import ServerVersion
 
 
@@ -54,4 +57,13 @@ async def server_version(database: DatabaseDep) -> ServerVersion:
     )
 
 
-ROUTES = [health, version, server_version]
+@get("/v1/whoami", summary="The caller's name and groups", tags=["system"], opt=authenticated())
+async def whoami(request: Request[Any, Any, Any]) -> WhoAmI:
+    """The name jobs are owned by: what ``--owner me`` and Lookout's header show."""
+    identity = identity_of(request)
+    if identity is None:
+        return WhoAmI(name=ANONYMOUS)
+    return WhoAmI(name=identity.name, groups=sorted(identity.groups))
+
+
+ROUTES = [health, version, server_version, whoami]

@@ -39,8 +39,9 @@ class Authentication:
         self._settings = settings
         self._users = settings.basic_users
         self._tokens = {token.token_hash: token for token in [*settings.tokens, *extra_tokens]}
-        local_names = {*self._users, *(token.user for token in self._tokens.values())}
-        self._oidc = OidcVerifier(settings.oidc, local_names=local_names) if settings.oidc else None
+        #: Names of local (basic and token) users: OIDC identities may never take one.
+        self.local_names = frozenset({*self._users, *(token.user for token in self._tokens.values())})
+        self._oidc = OidcVerifier(settings.oidc, local_names=self.local_names) if settings.oidc else None
         self._cache_key = secrets.token_bytes(32)
         self._basic_cache: dict[bytes, Identity] = {}
         # Unknown users cost as much as wrong passwords, so timing does not reveal names.

@@ -87,9 +87,13 @@ class OidcVerifier:
         return token.count(".") == 2
 
     async def verify(self, token: str) -> Identity:
+        return self.identity(await self.claims(token))
+
+    async def claims(self, token: str) -> dict[str, Any]:
+        """The token's claims once its signature, issuer, audience and times verify."""
         try:
             key = await self._signing_key(token)
-            claims = jwt.decode(
+            claims: dict[str, Any] = jwt.decode(
                 token,
                 key,
                 algorithms=self._settings.algorithms,
@@ -101,6 +105,10 @@ class OidcVerifier:
         except (jwt.PyJWTError, KeyError, ValueError) as exc:
             log.info("bearer token rejected", reason=f"{type(exc).__name__}: {exc}")
             raise InvalidToken from exc
+        return claims
+
+    def identity(self, claims: dict[str, Any]) -> Identity:
+        """The user (prefixed) and groups (reserved ones dropped) that verified claims name."""
         name = _claim(claims, self._settings.username_claim)
         if not isinstance(name, str) or not name:
             log.info("bearer token rejected", reason=f"no {self._settings.username_claim!r} claim")
@@ -119,6 +127,10 @@ class OidcVerifier:
     async def _signing_key(self, token: str) -> Any:
         if self._client is not None:
             # PyJWKClient fetches with blocking urllib: keep it off the event loop.
+            if jwt.get_unverified_header(token).get("kid") is None:  # a JWKS of one key needs no id
+                keys = await asyncio.to_thread(self._client.get_signing_keys)
+                if len(keys) == 1:
+                    return keys[0].key
             signing = await asyncio.to_thread(self._client.get_signing_key_from_jwt, token)
             return signing.key
         assert self._keys is not None

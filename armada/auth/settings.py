@@ -94,6 +94,26 @@ def _development_permissions() -> dict[GlobalPermission, list[str]]:
     }
 
 
+class LookoutSignIn(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
+    """Browser sign-in to Lookout with the ``auth.oidc`` issuer (authorization code + PKCE)."""
+
+    #: The client id registered with the issuer for Lookout (the ID token's audience).
+    client_id: str
+    #: The client's secret, for providers that treat Lookout as a confidential client.
+    client_secret: str = ""
+    #: Scopes asked for (``openid`` is required; ``offline_access`` where refresh tokens need it).
+    scopes: list[str] = msgspec.field(default_factory=lambda: ["openid", "profile", "email"])
+    #: The callback URL registered with the issuer; empty: ``/auth/callback`` on the URL the
+    #: browser used (set it behind a proxy that rewrites the host or scheme).
+    redirect_url: str = ""
+    #: Tokens are refreshed when a request finds them this close to expiry.
+    refresh_margin_seconds: Annotated[float, Meta(ge=0)] = 60.0
+    #: A session ends this long after sign-in, however often it was refreshed.
+    session_max_age_seconds: Annotated[float, Meta(gt=0)] = 43200.0
+    #: Signed-in browsers one server remembers at most (the oldest session ends first).
+    max_sessions: Annotated[int, Meta(ge=1)] = 10000
+
+
 class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True):
     """Authentication and authorisation. Authenticators are tried in order (basic users,
     static tokens, OIDC) and the first that accepts the credentials wins; requests with
@@ -121,6 +141,15 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
             "groupsClaim, algorithms, leewaySeconds, jwksCacheSeconds, jwksRefetchCooldownSeconds, "
             "jwksMaxStaleSeconds (3600: cached keys used while the provider is down), usernamePrefix "
             "(`oidc:`, so tokens cannot act as local users)}`; algorithms must be asymmetric; null disables."
+        ),
+    ] = None
+    lookout_sign_in: Annotated[
+        LookoutSignIn | None,
+        Meta(
+            description="Sign browsers in to Lookout with the `oidc` issuer: `{clientId, clientSecret, "
+            "scopes (openid, profile, email), redirectUrl (default: /auth/callback where the browser "
+            "came from), refreshMarginSeconds (60), sessionMaxAgeSeconds (43200), maxSessions (10000)}`; "
+            "needs `oidc`. Sessions live in the server's memory, in an HttpOnly cookie; null disables."
         ),
     ] = None
     permission_group_mapping: Annotated[
@@ -190,6 +219,8 @@ class AuthSettings(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_
                 raise ValueError(f"auth.{where}: {exc}") from exc
         if self.oidc is not None and bool(self.oidc.jwks_url) == bool(self.oidc.jwks_file):
             raise ValueError("auth.oidc: set exactly one of jwksUrl and jwksFile")
+        if self.lookout_sign_in is not None and self.oidc is None:
+            raise ValueError("auth.lookoutSignIn: needs auth.oidc (its issuer signs the browser in)")
         executors = set(self.permission_group_mapping.get(GlobalPermission.EXECUTE_JOBS, []))
         if ANONYMOUS in executors or (self.anonymous and EVERYONE in executors):
             raise ValueError(

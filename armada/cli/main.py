@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "reprioritize": ("armada.cli.jobs", "reprioritize_app", True),
     "preempt": ("armada.cli.jobs", "preempt_app", True),
     "job": ("armada.cli.jobs", "job_app", True),
+    "jobs": ("armada.cli.job_list", "jobs", False),
     "report": ("armada.cli.report", "app", True),
     "testsuite": ("armada.cli.testsuite", "app", True),
 }

@@ -12,9 +12,11 @@ from armada.client import calls
 from armada.client.calls import Call, StreamedEvent
 from armada.client.config import ClientConfig
 from armada.client.transport import client_transport
+from armada.lookout.wire import JobsRequest, JobsResponse
 from armada.model.queues import Queue
 from armada.model.wire import jobs, logs, queries
 from armada.model.wire.forecasts import JobForecastInfo
+from armada.model.wire.identity import WhoAmI
 from armada.model.wire.queues import BatchQueueResponse
 from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
@@ -64,6 +66,10 @@ class AsyncArmadaClient:
 
     async def health(self) -> bool:
         return (await self._http.get("/health")).status_code == 204
+
+    async def whoami(self) -> WhoAmI:
+        """The caller's name (the owner of the jobs it submits) and groups."""
+        return await self.send(calls.whoami())
 
     # --- queues -----------------------------------------------------------------------
 
@@ -162,6 +168,10 @@ class AsyncArmadaClient:
         return self.stream(
             calls.job_set_events(queue, job_set_id, watch=watch, from_message_id=from_message_id)
         )
+
+    async def list_jobs(self, request: JobsRequest) -> JobsResponse:
+        """A filtered, sorted page of the jobs the caller may read (Lookout's query)."""
+        return await self.send(calls.lookout_jobs(request))
 
     # --- scheduling reports -----------------------------------------------------------
 

@@ -14,6 +14,7 @@ import httpx
 import msgspec
 
 from armada.client.errors import ArmadaApiError
+from armada.lookout.wire import JobsRequest, JobsResponse
 from armada.model.events import AnyEvent
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
@@ -27,6 +28,7 @@ from armada.model.wire.fleet import (
     NodeJobsRequest,
 )
 from armada.model.wire.forecasts import JobForecastRequest, JobForecastResponse
+from armada.model.wire.identity import WhoAmI
 from armada.model.wire.jobs import (
     CancellationResult,
     JobCancelRequest,
@@ -163,6 +165,24 @@ def executor_settings(name: str, cordoned: bool, reason: str) -> Call[Empty]:
 
 def delete_executor_settings(name: str) -> Call[Empty]:
     return Call("DELETE", f"/v1/executor_settings/{_segment(name)}", None, Empty)
+
+
+def whoami() -> Call[WhoAmI]:
+    return Call("GET", "/v1/whoami", None, WhoAmI)
+
+
+def lookout_jobs(request: JobsRequest) -> Call[JobsResponse]:
+    """A page of Lookout's jobs table: the one query path of job listings."""
+    return Call("POST", "/api/v1/jobs", request, JobsResponse)
+
+
+def _sse_line(line: str) -> str:
+    return line
+
+
+def lookout_changes() -> Call[str]:
+    """Streamed (server-sent events, one raw line each): the log's head whenever it moves."""
+    return Call("GET", "/api/v1/changes", None, str, _sse_line, follows=True)
 
 
 def server_version() -> Call[ServerVersion]:

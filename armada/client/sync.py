@@ -11,11 +11,13 @@ import httpx
 from armada.client import calls
 from armada.client.calls import Call, StreamedEvent
 from armada.client.config import ClientConfig
+from armada.lookout.wire import JobsRequest, JobsResponse
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
 from armada.model.wire import jobs, logs, queries
 from armada.model.wire.fleet import ExecutorSummary
 from armada.model.wire.forecasts import JobForecastInfo
+from armada.model.wire.identity import WhoAmI
 from armada.model.wire.queues import BatchQueueResponse
 from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
@@ -62,6 +64,10 @@ class ArmadaClient:
 
     def health(self) -> bool:
         return self._http.get("/health").status_code == 204
+
+    def whoami(self) -> WhoAmI:
+        """The caller's name (the owner of the jobs it submits) and groups."""
+        return self.send(calls.whoami())
 
     # --- queues -----------------------------------------------------------------------
 
@@ -218,6 +224,16 @@ class ArmadaClient:
         return self.stream(
             calls.job_set_events(queue, job_set_id, watch=watch, from_message_id=from_message_id)
         )
+
+    def list_jobs(self, request: JobsRequest) -> JobsResponse:
+        """A filtered, sorted page of the jobs the caller may read (Lookout's query)."""
+        return self.send(calls.lookout_jobs(request))
+
+    def changes(self) -> Generator[int, None, None]:
+        """The log's head each time it moves (first: its head now), until closed."""
+        for line in self.stream(calls.lookout_changes()):
+            if line.startswith("data:"):
+                yield int(line.removeprefix("data:").strip())
 
     # --- scheduling reports -----------------------------------------------------------
 

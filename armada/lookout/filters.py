@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, true
 
 from armada.eventstore import schema
+from armada.lookout import matches
 from armada.lookout.wire import JobFilter
 from armada.model.errors import InvalidRequest
 
@@ -35,6 +36,7 @@ def needs_jobs(job_filter: JobFilter) -> bool:
         or job_filter.annotations
         or job_filter.submitted_from is not None
         or job_filter.submitted_to is not None
+        or job_filter.matches
     )
 
 
@@ -87,4 +89,5 @@ def conditions(
         parts.append(jobs.c.submitted >= job_filter.submitted_from)
     if job_filter.submitted_to is not None:
         parts.append(jobs.c.submitted < job_filter.submitted_to)
+    parts += [matches.condition(match, index) for index, match in enumerate(job_filter.matches)]
     return and_(true(), *parts)

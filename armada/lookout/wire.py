@@ -42,6 +42,28 @@ MAX_FILTER_TEXT = 1023
 FilterText = Annotated[str, Meta(max_length=MAX_FILTER_TEXT)]
 
 
+#: Columns a :class:`ColumnMatch` may test, by kind: text, number, time.
+TextColumn = Literal["queue", "jobSet", "owner", "namespace", "priorityClass", "cluster", "node", "reason"]
+NumberColumn = Literal["priority", "cpuMillis", "memoryBytes", "gpu", "exitCode"]
+TimeColumn = Literal["submitted", "lastTransition"]
+MatchType = Literal["exact", "startsWith", "contains", "anyOf", "exists", "greaterThan", "lessThan"]
+#: Most column matches one filter may hold, and most values one ``anyOf`` may list.
+MAX_MATCHES = 16
+MAX_ANY_OF = 100
+
+
+class ColumnMatch(Request):
+    """One column against a value, as upstream Lookout's filters: text columns take
+    ``exact``, ``startsWith``, ``contains`` (both ignore ASCII case), ``anyOf`` and
+    ``exists`` (set and not empty); number and time columns ``exact``, ``anyOf`` (numbers),
+    ``greaterThan`` and ``lessThan`` (``value``: a number, or an RFC 3339 time)."""
+
+    column: TextColumn | NumberColumn | TimeColumn
+    match: MatchType = "exact"
+    value: FilterText = ""
+    values: Annotated[list[FilterText], Meta(max_length=MAX_ANY_OF)] = []
+
+
 class JobFilter(Request):
     """Every field narrows the result; empty fields do not filter."""
 
@@ -55,6 +77,8 @@ class JobFilter(Request):
     annotations: Annotated[dict[FilterText, FilterText], Meta(max_length=MAX_ANNOTATION_FILTERS)] = {}
     submitted_from: datetime | None = None
     submitted_to: datetime | None = None
+    #: Further conditions on single columns, all of which must hold.
+    matches: Annotated[list[ColumnMatch], Meta(max_length=MAX_MATCHES)] = []
 
 
 class Order(Request):

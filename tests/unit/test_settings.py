@@ -51,6 +51,12 @@ def test_environment_names_follow_camel_case_fields() -> None:
         ("server:\n  prot: 1\n", "prot"),
         ("- just a list\n", "top level"),
         ("server: [\n", "cannot read"),
+        ("auth:\n  lookoutSignIn: {clientId: lookout}\n", "auth.lookoutSignIn: needs auth.oidc"),
+        (
+            "auth:\n  oidc: {issuer: https://sso, audience: a, jwksUrl: https://sso/k}\n"
+            "  lookoutSignIn: {clientId: lookout, maxSessions: 0}\n",
+            "auth.lookoutSignIn.maxSessions",
+        ),
     ],
 )
 def test_bad_configuration_names_the_key(tmp_path: Path, yaml_text: str, fragment: str) -> None:

@@ -7,6 +7,13 @@ export class ApiError extends Error {
   }
 }
 
+let unauthenticated = null;
+
+/** Run `handler` (e.g. sign in again) when the server says the caller is no longer signed in. */
+export function onUnauthenticated(handler) {
+  unauthenticated = handler;
+}
+
 async function call(method, path, body) {
   let response;
   try {
@@ -18,6 +25,7 @@ async function call(method, path, body) {
   } catch (error) {
     throw new ApiError(0, `cannot reach the server (${error.message})`);
   }
+  if (response.status === 401 && unauthenticated) return unauthenticated();
   const text = await response.text();
   const data = text ? safeJson(text) : {};
   if (!response.ok) {

@@ -11,6 +11,7 @@ import * as executors from "./pages/executors.js";
 import * as jobs from "./pages/jobs.js";
 import * as jobsets from "./pages/jobsets.js";
 import * as overview from "./pages/overview.js";
+import { startSession } from "./session.js";
 
 const PAGES = { "/": overview, "/jobs": jobs, "/jobsets": jobsets, "/executors": executors };
 
@@ -103,6 +104,7 @@ async function refreshAll() {
     refreshAll();
   }
 }
+await startSession(document.getElementById("user"), main);
 followChanges(refreshAll, (connected) => {
   live.textContent = connected ? "live" : "reconnecting…";
   live.className = connected ? "live on" : "live off";

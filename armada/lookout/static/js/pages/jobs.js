@@ -3,31 +3,10 @@
 
 import { api } from "../api.js";
 import { actionBar, jobActions } from "../actions.js";
-import {
-  errorText, expectedIn, fill, fmtBytes, fmtCount, fmtCpu, h, notice, runtime, stateBadge, stateBar, timeCell,
-} from "../dom.js";
+import { errorText, fill, fmtCount, h, notice, stateBar } from "../dom.js";
+import { column, columnsMenu, shownColumns } from "./jobs_columns.js";
 import { filterBar } from "./jobs_filters.js";
 import { GROUPS, apiFilter, readView, writeView } from "./jobs_url.js";
-
-const COLUMNS = [
-  ["Job id", (job, app) => h("a", { href: app.jobLink(job.jobId), class: "mono job-link", onclick: app.openJobClick(job.jobId) }, job.jobId)],
-  ["Queue", (job) => job.queue],
-  ["Job set", (job) => job.jobSet],
-  ["State", (job) => [stateBadge(job.state), job.cancelRequested && job.state !== "CANCELLED" ? h("span", { class: "hint" }, " cancelling") : ""]],
-  ["Priority", (job) => job.priority, "num"],
-  ["Class", (job) => job.priorityClass],
-  ["CPU", (job) => fmtCpu(job.cpuMillis), "num"],
-  ["Memory", (job) => fmtBytes(job.memoryBytes), "num"],
-  ["GPU", (job) => job.gpu || "", "num"],
-  ["Owner", (job) => job.owner],
-  ["Cluster", (job) => job.cluster],
-  ["Node", (job) => job.node],
-  ["Exit", (job) => job.exitCode ?? "", "num"],
-  ["Submitted", (job) => timeCell(job.submitted)],
-  ["Last transition", (job) => timeCell(job.lastTransition)],
-  ["Runtime", (job) => runtime(job), "num"],
-  ["Expected start", (job) => (job.state === "QUEUED" ? expectedIn(job.expectedStart) : ""), "num"],
-];
 
 export function mount(main, app) {
   let view = readView(new URLSearchParams(location.search));
@@ -36,7 +15,11 @@ export function mount(main, app) {
   const filtersSlot = h("div");
   const actionsSlot = h("div", { class: "toolbar" });
   const results = h("div", { class: "results", "aria-live": "polite" });
-  fill(main, h("h1", {}, "Jobs"), filtersSlot, actionsSlot, results);
+  let shownPage = null; // the page on screen, redrawn when the columns change
+  const columnsSlot = h("div", { class: "columns-slot" }, columnsMenu(() => {
+    if (shownPage && !view.groupBy) renderTable(shownPage);
+  }));
+  fill(main, h("h1", {}, "Jobs"), filtersSlot, h("div", { class: "toolbar-row" }, actionsSlot, columnsSlot), results);
 
   // Edits from the filter bar leave it alone (it already shows them, and may have focus).
   const change = (patch, { fromFilters = true } = {}) => {
@@ -68,7 +51,9 @@ export function mount(main, app) {
   };
 
   const renderTable = (page) => {
+    shownPage = page;
     const { jobs, hasMore } = page;
+    const columns = shownColumns().map(column);
     if (!jobs.length) {
       const filtered = location.search.replace(/[?&]job=[^&]*/, "") !== "";
       return fill(results, notice(filtered ? "No jobs match these filters." : "No jobs yet: submit some with `armada submit`."));
@@ -85,7 +70,7 @@ export function mount(main, app) {
     const first = (view.page - 1) * view.size + 1;
     fill(results,
       h("div", { class: "table-wrap" }, h("table", { class: "jobs" },
-        h("thead", {}, h("tr", {}, h("th", {}, all), COLUMNS.map(([title, , cls]) => h("th", { class: cls }, title)))),
+        h("thead", {}, h("tr", {}, h("th", {}, all), columns.map(([title, , cls]) => h("th", { class: cls }, title)))),
         h("tbody", {}, jobs.map((job) => h("tr", { dataset: { jobId: job.jobId, state: job.state } },
           h("td", {}, h("input", {
             type: "checkbox", "aria-label": `Select ${job.jobId}`, checked: selected.has(job.jobId),
@@ -94,7 +79,7 @@ export function mount(main, app) {
               renderActions();
             },
           })),
-          COLUMNS.map(([, cell, cls]) => h("td", { class: cls }, cell(job, app)))))))),
+          columns.map(([, cell, cls]) => h("td", { class: cls }, cell(job, app)))))))),
       h("nav", { class: "pager" },
         h("span", {}, `${fmtCount(first)}–${fmtCount(first + jobs.length - 1)} of `, total),
         h("button", { class: "button", disabled: view.page === 1, onclick: () => change({ page: view.page - 1 }, { fromFilters: false }) }, "Previous"),

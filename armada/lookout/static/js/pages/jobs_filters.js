@@ -1,6 +1,7 @@
 // The jobs page's filter bar: every control edits the view, which the page writes to the URL.
 
 import { h, STATES } from "../dom.js";
+import { matchFilters } from "./jobs_matches.js";
 import { GROUPS, SIZES, SORTS } from "./jobs_url.js";
 
 const TYPING_DELAY_MS = 350;
@@ -60,5 +61,6 @@ export function filterBar(view, queues, onChange) {
       select("sort", "Sort by", SORTS, view.sort),
       select("dir", "Order", { desc: "Descending", asc: "Ascending" }, view.dir),
       select("size", "Page size", Object.fromEntries(SIZES.map((n) => [n, String(n)])), String(view.size)),
-      h("a", { class: "button link", href: "/jobs" }, "Clear filters")));
+      h("a", { class: "button link", href: "/jobs" }, "Clear filters")),
+    matchFilters(view, onChange));
 }

@@ -2,6 +2,7 @@
 //
 //   /jobs?queue=Q&jobSet=S&state=RUNNING&state=QUEUED&jobId=01h&owner=me&annotation=k%3Dv
 //        &from=2026-11-22T06:00&to=...&sort=submitted&dir=desc&page=2&size=100&groupBy=queue&job=ID
+//        &match=node:startsWith:gpu-&match=priority:greaterThan:2   (column:match:value; anyOf: a,b,c)
 
 import { STATES } from "../dom.js";
 
@@ -17,6 +18,7 @@ export function readView(params) {
   view.states = params.getAll("state").flatMap((s) => s.split(",")).map((s) => s.toUpperCase())
     .filter((s) => STATES.includes(s));
   view.annotations = params.getAll("annotation").filter((a) => a.includes("="));
+  view.matches = params.getAll("match").map(parseMatch).filter(Boolean);
   if (params.get("sort") in SORTS) view.sort = params.get("sort");
   if (params.get("dir") === "asc") view.dir = "asc";
   if (params.get("groupBy") in GROUPS) view.groupBy = params.get("groupBy");
@@ -35,6 +37,7 @@ export function writeView(view, previous) {
   for (const name of TEXT) if (view[name]) params.set(name, view[name]);
   for (const state of view.states) params.append("state", state);
   for (const annotation of view.annotations) params.append("annotation", annotation);
+  for (const { column, match, value } of view.matches) params.append("match", `${column}:${match}:${value}`);
   if (view.from) params.set("from", view.from);
   if (view.to) params.set("to", view.to);
   if (view.sort !== "submitted") params.set("sort", view.sort);
@@ -44,6 +47,12 @@ export function writeView(view, previous) {
   if (view.groupBy) params.set("groupBy", view.groupBy);
   if (previous && previous.get("job")) params.set("job", previous.get("job"));
   return params;
+}
+
+/** `column:match:value` (the value may hold colons) as a match, or null. */
+function parseMatch(text) {
+  const [column, match, ...rest] = text.split(":");
+  return column && match ? { column, match, value: rest.join(":") } : null;
 }
 
 /** Local date-time input ("2026-11-22T06:00") as an ISO instant, or null. */
@@ -60,8 +69,12 @@ export function apiFilter(view) {
     const at = annotation.indexOf("=");
     annotations[annotation.slice(0, at).trim()] = annotation.slice(at + 1).trim();
   }
+  const matches = view.matches.map(({ column, match, value }) => match === "anyOf"
+    ? { column, match, values: value.split(",").map((v) => v.trim()).filter(Boolean) }
+    : { column, match, value });
   const filter = {
     queue: view.queue, jobSet: view.jobSet, states: view.states, jobId: view.jobId, owner: view.owner, annotations,
+    matches,
   };
   const from = instant(view.from);
   const to = instant(view.to);
