@@ -88,9 +88,13 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
-        # Only takes effect on a database yet without tables (a new one): retention then hands
-        # the pages it frees back to the file system (:func:`.retention.release_space`).
-        cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        # A new (empty) database gets incremental auto-vacuum: retention then hands the pages
+        # it frees back to the file system (:func:`.retention.release_space`). Only then: on a
+        # database with tables the pragma cannot take effect, yet it waits for the write lock,
+        # so a connection opened while another holds a write transaction would stall.
+        cursor.execute("PRAGMA page_count")
+        if cursor.fetchone()[0] == 0:
+            cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA wal_autocheckpoint=0")  # the store checkpoints: see .checkpoints
