@@ -9,7 +9,8 @@ the fleet's rows are never touched. The policy (when, how many, the archive) bel
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -70,14 +71,22 @@ async def delete_jobs(conn: AsyncConnection, job_ids: Collection[str]) -> None:
     if not job_ids:
         return
     ids = list(job_ids)
+    async with permit_pruning(conn):
+        # By the job indexes, whatever the statistics say: a table not yet analysed (a new
+        # database, a burst of jobs) was read whole, 67 ms for 100,000 events, under the lock.
+        seqscan = await _planner(conn, "enable_seqscan", "off")
+        for table in JOB_TABLES:
+            await conn.execute(delete(table).where(table.c.job_id.in_(ids)))
+        await _planner(conn, "enable_seqscan", seqscan)
+
+
+@asynccontextmanager
+async def permit_pruning(conn: AsyncConnection) -> AsyncIterator[None]:
+    """Let the caller's transaction delete from the log: only one holding a ``log_pruning``
+    row may (migration 0010), so no other code path can take history away by mistake."""
     permit = schema.log_pruning
     await conn.execute(insert(permit).values(pruning=True))
-    # By the job indexes, whatever the statistics say: a table not yet analysed (a new
-    # database, a burst of jobs) was read whole, 67 ms for 100,000 events, under the lock.
-    seqscan = await _planner(conn, "enable_seqscan", "off")
-    for table in JOB_TABLES:
-        await conn.execute(delete(table).where(table.c.job_id.in_(ids)))
-    await _planner(conn, "enable_seqscan", seqscan)
+    yield
     await conn.execute(delete(permit))
 
 

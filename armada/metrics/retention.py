@@ -1,4 +1,4 @@
-"""Retention's figures: jobs pruned, how old the oldest finished job kept is, the database's size."""
+"""Retention's figures: jobs pruned, fleet history compacted, the oldest job kept, database size."""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ class RetentionCollector(Collector):
             "armada_retention_pruned_jobs",
             "Expired jobs this process pruned (their events and view rows deleted).",
             value=pruner.pruned_jobs,
+        )
+        yield CounterMetricFamily(
+            "armada_retention_compacted_fleet_events",
+            "Executor heartbeats and node reports older than retention.expireAfter that this "
+            "process removed from the log (what the views need of them is kept).",
+            value=pruner.compacted_fleet_events,
         )
         oldest = pruner.oldest_retained
         yield GaugeMetricFamily(

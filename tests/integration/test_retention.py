@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from sqlalchemy import select
 
-from armada.eventstore import audit, retention, schema
+from armada.eventstore import audit, fleet_history, retention, schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
 from armada.eventstore.views import utc
@@ -37,6 +37,14 @@ async def view_rows(db: Database) -> dict[str, list[tuple[Any, ...]]]:
 async def log_rows(db: Database) -> list[tuple[int, str]]:
     async with db.engine.connect() as conn:
         return [tuple(row) for row in await conn.execute(select(schema.events.c.seq, schema.events.c.job_id))]  # type: ignore[misc]
+
+
+async def fleet_history_seqs(db: Database) -> set[int]:
+    """What ``log_rows`` held of heartbeats and node reports (compacted by the same rounds)."""
+    events = schema.events
+    kinds = [fleet_history.HEARTBEAT, fleet_history.REPORT]
+    async with db.engine.connect() as conn:
+        return set(await conn.scalars(select(events.c.seq).where(events.c.type.in_(kinds))))
 
 
 def pruner(db: Database, now: datetime, **settings: Any) -> Pruner:
@@ -63,6 +71,7 @@ async def test_after_pruning_a_rebuild_gives_the_live_views_and_only_expired_job
     await append_in_batches(database, stream, rng)
     before = await view_rows(database)
     log_before = await log_rows(database)
+    fleet_before = await fleet_history_seqs(database)
     # Two prunes at random cut-offs, in random batch sizes: the second takes jobs the first kept.
     first, last = stream[0].created, stream[-1].created
     cutoffs = sorted(first + (last - first) * rng.random() for _ in range(2))
@@ -82,7 +91,12 @@ async def test_after_pruning_a_rebuild_gives_the_live_views_and_only_expired_job
             assert live[name] == [row for row in rows if row[key] not in expired], name
         else:
             assert live[name] == rows, name  # configuration history is never pruned
-    assert await log_rows(database) == [row for row in log_before if row[1] not in expired]
+    kept = {seq for seq, _ in await log_rows(database)}
+    compacted = {seq for seq, job in log_before if seq not in kept and job not in expired}
+    assert compacted <= fleet_before  # only old heartbeats and node reports went besides the jobs
+    assert await log_rows(database) == [
+        row for row in log_before if row[1] not in expired and row[0] not in compacted
+    ]
 
     assert (await check(database.store)).ok
     await rebuild_views(database.store)
