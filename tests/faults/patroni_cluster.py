@@ -1,7 +1,8 @@
 """A PostgreSQL HA cluster of the test's own: etcd and two Patroni-managed PostgreSQL
-instances on loopback ports, with synchronous replication, as docs/deployment.md describes.
+instances on loopback ports, with synchronous replication, and HAProxy routing to the
+primary by Patroni's health check, as docs/deployment.md describes.
 
-Debian's ``patroni`` and ``etcd-server`` packages (installed by ``.ci/run``). PostgreSQL
+Debian's ``patroni``, ``etcd-server`` and ``haproxy`` packages (installed by ``.ci/run``). PostgreSQL
 refuses to run as root, so as root Patroni runs as the ``postgres`` OS user. Patroni's
 ``ttl``/``loop_wait`` are short so that a failover fits a test.
 """
@@ -144,12 +145,42 @@ def _children(pid: int) -> list[int]:
 class PatroniCluster:
     def __init__(self, directory: Path, etcd: str) -> None:
         self.members = [Member(directory, "pg1", etcd), Member(directory, "pg2", etcd)]
+        #: HAProxy's port, routing to the member whose Patroni answers ``GET /primary`` 200.
+        self.proxy_port = free_port()
 
     @property
     def url(self) -> str:
         """Armada's multi-host URL: libpq tries each host and keeps the writable one."""
         hosts = "&".join(f"host=127.0.0.1:{m.port}" for m in self.members)
         return f"postgresql+psycopg://postgres:postgres@/postgres?{hosts}&target_session_attrs=read-write"
+
+    @property
+    def proxy_url(self) -> str:
+        """Armada's URL through HAProxy (the fencing docs/deployment.md describes)."""
+        return f"postgresql+psycopg://postgres:postgres@127.0.0.1:{self.proxy_port}/postgres"
+
+    def haproxy_config(self) -> str:
+        """HAProxy in front of the members, as docs/deployment.md's example: a member is
+        routed to only while its Patroni says it holds the leader key, and connections to a
+        member marked down are cut (a primary whose Patroni died is fenced off)."""
+        servers = "\n".join(
+            f"    server {m.name} 127.0.0.1:{m.port} check port {m.api_port}" for m in self.members
+        )
+        return f"""global
+    maxconn 1000
+defaults
+    mode tcp
+    timeout connect 2s
+    timeout client 30m
+    timeout server 30m
+    timeout check 1s
+listen armada-postgres
+    bind 127.0.0.1:{self.proxy_port}
+    option httpchk GET /primary
+    http-check expect status 200
+    default-server inter 500ms fall 2 rise 2 on-marked-down shutdown-sessions
+{servers}
+"""
 
     def primary(self) -> Member | None:
         for member in self.members:
@@ -204,13 +235,24 @@ def patroni_cluster() -> Iterator[PatroniCluster]:
         stderr=subprocess.STDOUT,
     )
     cluster = PatroniCluster(directory, f"127.0.0.1:{client_port}")
+    haproxy: subprocess.Popen[bytes] | None = None
     try:
         cluster.members[0].start()
         time.sleep(1)  # the first one bootstraps; the other then clones it
         cluster.members[1].start()
+        if shutil.which("haproxy") is not None:
+            (directory / "haproxy.cfg").write_text(cluster.haproxy_config())
+            haproxy = subprocess.Popen(
+                ["haproxy", "-db", "-f", str(directory / "haproxy.cfg")],
+                stdout=etcd_log,
+                stderr=subprocess.STDOUT,
+            )
         cluster.wait_healthy()
         yield cluster
     finally:
+        if haproxy is not None:
+            haproxy.terminate()
+            haproxy.wait(30)
         for member in cluster.members:
             member.stop()
         etcd.terminate()

@@ -5,6 +5,7 @@ successful submit is printed (docs/deployment.md, "High availability")."""
 
 from __future__ import annotations
 
+import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -44,10 +45,13 @@ def ha_cluster() -> Iterator[PatroniCluster]:
         yield cluster
 
 
-def fresh_database(cluster: PatroniCluster) -> str:
+def fresh_database(cluster: PatroniCluster, *, proxied: bool) -> str:
+    """A new database's URL: through HAProxy, or the members' multi-host URL."""
     name = f"armada_ha_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(libpq_conninfo(cluster.url), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
+    if proxied:
+        return cluster.proxy_url.removesuffix("/postgres") + f"/{name}"
     return cluster.url.replace("@/postgres?", f"@/{name}?")
 
 
@@ -64,16 +68,20 @@ def first_submit_after(url: str, since: float) -> float:
                 time.sleep(0.1)
 
 
-@pytest.mark.parametrize("fault", ["postgres", "node"])
+@pytest.mark.parametrize("fault", ["postgres", "node", "patroni"])
 def test_primary_fails_under_load_and_nothing_is_lost(
     ha_cluster: PatroniCluster, fault: str, tmp_path: Path
 ) -> None:
     """``postgres``: SIGKILL of the primary's postmaster (Patroni restarts it or fails over);
     ``node``: SIGKILL of its Patroni and postmaster together (a lost machine: the standby is
-    promoted once the leader key expires)."""
+    promoted once the leader key expires); ``patroni``: SIGKILL of its Patroni alone, armada
+    behind HAProxy — the old primary keeps running, writable, and must be fenced off (with
+    the multi-host URL armada would stay on it, its synchronous commits waiting forever)."""
+    if fault == "patroni" and shutil.which("haproxy") is None:
+        pytest.skip("HAProxy is not installed (apt-get install haproxy)")
     ha_cluster.restart_stopped()
     primary = ha_cluster.wait_healthy()
-    url = fresh_database(ha_cluster)
+    url = fresh_database(ha_cluster, proxied=fault == "patroni")
     with (
         running_server(tmp_path, database_url=url, env=LOAD_SERVER_ENV) as first,
         running_server(tmp_path, database_url=url, env=LOAD_SERVER_ENV) as second,
@@ -85,9 +93,10 @@ def test_primary_fails_under_load_and_nothing_is_lost(
         submitter.start()
         wait_for(lambda: "RUNNING" in job_states(url).values(), what="jobs running")
         killed = time.monotonic()
-        if fault == "node":
+        if fault in ("node", "patroni"):
             primary.kill_patroni()
-        primary.kill_postgres()
+        if fault in ("node", "postgres"):
+            primary.kill_postgres()
         recovery = first_submit_after(first.url, killed)
         if fault == "postgres":  # Patroni restarts it in place (it still holds the leader key)
             now_primary = ha_cluster.wait_healthy()
