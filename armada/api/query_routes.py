@@ -21,10 +21,11 @@ from armada.api.responses import ndjson_stream, problems
 from armada.api.services import services_of
 from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.policy import on_queue, watching
-from armada.model.errors import InvalidRequest, PermissionDenied
+from armada.model.errors import HistoryRewound, InvalidRequest, PermissionDenied
 from armada.model.queues import QueueVerb
 from armada.model.states import JobState
 from armada.model.wire.events import (
+    ABORTED,
     PERMISSION_DENIED,
     EventStreamLine,
     JobSetRequest,
@@ -163,6 +164,8 @@ async def job_set_events(
                 yield encode_stream_line(stored.seq, stored.event)
         except PermissionDenied as exc:  # the 200 is sent: the stream ends with an error line
             yield encode_stream_error(PERMISSION_DENIED, exc.detail)
+        except HistoryRewound as exc:
+            yield encode_stream_error(ABORTED, exc.detail)
 
     return ndjson(quota.open(request, lines()))
 

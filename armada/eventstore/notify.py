@@ -39,10 +39,16 @@ class ChangeNotifier:
         self._withheld = 0
         #: How many times the log went back in time (:meth:`rewind`).
         self.rewinds = 0
+        #: The head each of those went back to, in order.
+        self.rewound_to: list[int] = []
 
     @property
     def head(self) -> int:
         return self._head
+
+    def lowest_since(self, rewinds: int) -> int | None:
+        """The lowest head the log went back to since the count was ``rewinds`` (None: it did not)."""
+        return min(self.rewound_to[rewinds:], default=None)
 
     def committing(self, last: int) -> None:
         """This process is committing a group whose last event is ``last``."""
@@ -77,6 +83,7 @@ class ChangeNotifier:
         self._head = min(self._head, head)
         self._withheld = min(self._withheld, head)
         self.rewinds += 1
+        self.rewound_to.append(head)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 

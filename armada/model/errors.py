@@ -47,6 +47,12 @@ class Conflict(ArmadaError):
     """The request clashes with the current state, e.g. a cordoned queue."""
 
 
+class HistoryRewound(Conflict):
+    """The event log went back in time behind the caller's position (the database was
+    restored, or failed over to a standby that missed commits): the message ids after its
+    head that the caller saw are gone and are being given to new events."""
+
+
 class LimitExceeded(ArmadaError):
     """A quota is used up: too many queued jobs in a queue, open streams, failed logins.
 

@@ -21,7 +21,7 @@ import structlog
 
 from armada.eventstore.store import EventStore, StoredEvent
 from armada.model import events as ev
-from armada.model.errors import InvalidRequest, NotFound, PermissionDenied
+from armada.model.errors import HistoryRewound, InvalidRequest, NotFound, PermissionDenied
 from armada.model.events import EventDecoder, UnreadableEvent, decode_event
 from armada.services.queues import get_queue
 
@@ -137,6 +137,7 @@ async def job_set_pages(
     rewinds = store.notifier.rewinds  # before the head is read: a rewind after it is seen
     head = await store.head()
     after = _resume_point(after, head, queue, job_set_id)
+    delivered = after  # the client's position: the last message id it was given
     while True:
         ahead: asyncio.Future[list[StoredEvent]] | None = asyncio.ensure_future(
             _page(store, queue, job_set_id, after, head, decode)
@@ -156,6 +157,7 @@ async def job_set_pages(
                         raise PermissionDenied(
                             f"the caller may no longer watch queue {queue!r}; the stream ends", field="queue"
                         )
+                    delivered = events[-1].seq
                     yield events
         finally:
             if ahead is not None:  # the caller stopped reading: drop the page being read
@@ -165,18 +167,26 @@ async def job_set_pages(
         if not watch:
             return
         changed = await store.wait_for_change(head, timeout=IDLE_WAIT, rewinds=rewinds)
-        if store.notifier.rewinds != rewinds:  # the log went back in time: ask where it is
-            rewinds = store.notifier.rewinds
-            changed = 0
+        rewound_to, rewinds = store.notifier.lowest_since(rewinds), store.notifier.rewinds
+        if rewound_to is not None:  # the log went back in time (new events may follow already)
+            if delivered > rewound_to:  # behind ids this stream gave out: they are being reused
+                raise HistoryRewound(
+                    f"the event log went back in time to message id {rewound_to} (the database "
+                    f"was restored): ids after it that this stream delivered are being given to "
+                    f"new events; resume from {rewound_to}",
+                    field="fromMessageId",
+                )
+            after = min(after, rewound_to)  # what it scanned past there held none of its events
         # No wake-up: another process may have appended (SQLite has no NOTIFY); ask the log.
-        head = changed if changed > head else await store.head()
-        after = _resume_point(after, head, queue, job_set_id)
+        head = changed if changed > head and rewound_to is None else await store.head()
 
 
 def _resume_point(after: int, head: int, queue: str, job_set_id: str) -> int:
-    """Where to go on from: ``after``, unless the log went back in time behind it (the database
-    was restored). The events past the restored head that the client saw are gone, and new
-    ones reuse their numbers: the stream goes on from the head, so that it delivers them."""
+    """Where a new stream starts: ``after``, unless the log went back in time behind it (the
+    database was restored). The events past the restored head that the client saw are gone,
+    and new ones reuse their numbers: the stream starts from the head, so that it delivers
+    them. (A stream already open when that happens ends with :class:`HistoryRewound`, so that
+    its client knows; it then resumes here.)"""
     if after <= head:
         return after
     log.warning(

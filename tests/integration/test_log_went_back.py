@@ -1,19 +1,22 @@
 """The log going back in time (the database restored under a running server, or a failover
 to a standby that missed commits), on SQLite and PostgreSQL: the scheduler's log follower
 reloads its state from the restored views and follows the log on from there; a job-set
-stream whose position is past the restored head goes on from the head, so that the events
-appended after the restore reach it."""
+stream opened past the restored head goes on from the head, so that the events appended
+after the restore reach it; a watching stream that had delivered events past it ends with
+a clear error (their message ids are being reused), one behind it goes on."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 
+import pytest
 from sqlalchemy import delete
 
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import replay_into
+from armada.model.errors import HistoryRewound
 from armada.scheduling import SchedulingConfig
 from armada.services import streams
 from armada.services.follower import LogFollower
@@ -83,18 +86,41 @@ async def test_a_stream_past_the_restored_head_goes_on_from_it(database: Databas
     await pages.aclose()
 
 
-async def test_a_watching_stream_goes_on_when_the_log_goes_back_under_it(database: Database) -> None:
+async def test_a_watching_stream_past_the_restored_head_ends_telling_its_client_where_to_resume(
+    database: Database,
+) -> None:
     kept, lost, later = make_job(), make_job(), make_job()
     backup_head = await database.store.append(submission(kept))
     pages = streams.job_set_pages(database.store, kept.queue, kept.job_set_id, watch=True)
     assert [s.event.job_id for s in await anext(pages)] == [kept.id, kept.id]
     await database.store.append(submission(lost))
-    assert [s.event.job_id for s in await anext(pages)] == [lost.id, lost.id]
+    delivered = await anext(pages)
+    assert [s.event.job_id for s in delivered] == [lost.id, lost.id]
+    waiting = asyncio.ensure_future(anext(pages))
     await restore_to(database, backup_head)
     database.store.rewind(backup_head)  # what the log follower does when it sees it
+    # The ids it delivered are about to be reused: the stream says so and ends.
+    with pytest.raises(HistoryRewound, match=f"went back in time to message id {backup_head}"):
+        await asyncio.wait_for(waiting, 30)
+    head = await database.store.append(submission(later))
+    # Its last id now names one of the new events: the client resumes where it was told.
+    assert delivered[-1].seq == head
+    resumed = streams.job_set_pages(database.store, kept.queue, kept.job_set_id, after=backup_head)
+    assert [(s.seq, s.event.job_id) for s in await anext(resumed)] == [(head - 1, later.id), (head, later.id)]
+    await resumed.aclose()
+
+
+async def test_a_watching_stream_behind_the_restored_head_goes_on(database: Database) -> None:
+    kept, lost, later = make_job(), make_job(), make_job(job_set_id="another")
+    backup_head = await database.store.append(submission(kept))
+    pages = streams.job_set_pages(database.store, kept.queue, kept.job_set_id, watch=True)
+    assert [s.event.job_id for s in await anext(pages)] == [kept.id, kept.id]
+    await database.store.append(submission(later))  # another job set's: this stream delivered none
     waiting = asyncio.ensure_future(anext(pages))
     await asyncio.sleep(0.1)
-    await database.store.append(submission(later))
+    await restore_to(database, backup_head)
+    database.store.rewind(backup_head)
+    await database.store.append(submission(lost))
     page = await asyncio.wait_for(waiting, 30)
-    assert [s.event.job_id for s in page] == [later.id, later.id]
+    assert [s.event.job_id for s in page] == [lost.id, lost.id]
     await pages.aclose()

@@ -2,7 +2,8 @@
 
 Keyed on the error *classes*, never on their HTTP status, so that the two transports agree
 on meaning and each chooses its own codes. A queue that already exists is ALREADY_EXISTS
-(upstream's answer); other conflicts are FAILED_PRECONDITION. Only real bugs become
+(upstream's answer); a stream behind which the log went back in time is ABORTED (its
+client should resume: from the restored head); other conflicts are FAILED_PRECONDITION. Only real bugs become
 INTERNAL.
 """
 
@@ -26,6 +27,7 @@ _CODES: list[tuple[type[errors.ArmadaError], grpc.StatusCode]] = [
     (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
     (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
     (errors.NotFound, grpc.StatusCode.NOT_FOUND),
+    (errors.HistoryRewound, grpc.StatusCode.ABORTED),
     (errors.Conflict, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (errors.InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),

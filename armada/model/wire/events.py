@@ -37,6 +37,8 @@ def encode_stream_line(message_id: int, event: Event) -> bytes:
 
 #: gRPC status code of a stream ended because its caller may no longer watch the queue.
 PERMISSION_DENIED = 7
+#: gRPC status code of a stream ended because the log went back in time behind it.
+ABORTED = 10
 
 
 class StreamError(ValueError):

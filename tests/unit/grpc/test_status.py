@@ -16,6 +16,7 @@ from armada.model import errors
         (errors.Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
         (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
         (errors.NotFound, grpc.StatusCode.NOT_FOUND),
+        (errors.HistoryRewound, grpc.StatusCode.ABORTED),
         (errors.Conflict, grpc.StatusCode.FAILED_PRECONDITION),
         (errors.LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
         (errors.ArmadaError, grpc.StatusCode.INVALID_ARGUMENT),
