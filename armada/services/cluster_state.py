@@ -367,7 +367,7 @@ def requirements(job: Job, *, submitted: float) -> JobRequirements:
 def _node_spec(executor: str, pool: str, node: ev.ExecutorNode, cordoned: bool) -> NodeSpec:
     return NodeSpec(
         id=node_key(executor, node.name),
-        pool=pool,
+        pool=node.pool or pool,
         executor=executor,
         # Every node carries its name label, as Kubernetes nodes do (retries avoid nodes by it).
         labels={NODE_NAME_LABEL: node.name, **node.labels},

@@ -61,6 +61,7 @@ def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
                 allocated_non_armada=non_armada,
                 unschedulable=report.unschedulable,
                 ready=report.ready,
+                pool=report.pool,
             )
         )
     return nodes

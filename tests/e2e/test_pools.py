@@ -1,0 +1,86 @@
+"""Pools from node labels, end to end: ``armada serve`` and two fake executors whose nodes
+carry ``armadaproject.io/pool`` labels. Cluster c1 serves two pools (its labelled GPU nodes
+and its unlabelled CPU nodes, which take the executor's ``pool``); pool ``gpu`` spans c1 and
+c2. Jobs that select the pool's label run on that pool's nodes in both clusters, and the
+scheduling report accounts for each pool on its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from armada.client import ArmadaClient
+from armada.model.queues import Queue
+from armada.model.wire.jobs import JobSubmitRequestItem
+from tests.e2e.cluster import FAST_SERVER_ENV, executor, job, states_are, wait_for
+from tests.e2e.test_fleet import runs_on
+from tests.processes import running_server
+
+POOL_LABEL = "armadaproject.io/pool"
+
+
+def nodes_file(path: Path, templates: list[dict[str, object]]) -> tuple[str, ...]:
+    path.write_text(yaml.safe_dump({"nodeTemplates": templates}))
+    return ("--fake-nodes-file", str(path))
+
+
+def gpu_job(command: str) -> JobSubmitRequestItem:
+    item = job(command)
+    assert item.pod_spec is not None
+    item.pod_spec["nodeSelector"] = {POOL_LABEL: "gpu"}
+    return item
+
+
+def test_two_pools_in_one_cluster_and_one_pool_across_two(tmp_path: Path) -> None:
+    c1 = nodes_file(
+        tmp_path / "c1.yaml",
+        [
+            {
+                "count": 2,
+                "namePrefix": "c1-gpu",
+                "allocatable": {"cpu": "1", "memory": "8Gi"},
+                "labels": {POOL_LABEL: "gpu"},
+            },
+            {"count": 2, "namePrefix": "c1-cpu", "allocatable": {"cpu": "1", "memory": "8Gi"}},
+        ],
+    )
+    c2 = nodes_file(
+        tmp_path / "c2.yaml",
+        [
+            {
+                "count": 2,
+                "namePrefix": "c2-gpu",
+                "allocatable": {"cpu": "1", "memory": "8Gi"},
+                "labels": {POOL_LABEL: "gpu"},
+            }
+        ],
+    )
+    with (
+        running_server(tmp_path, env=FAST_SERVER_ENV) as server,
+        ArmadaClient(server.url) as client,
+        executor(tmp_path, server.url, "c1", pool="cpu", args=c1),
+        executor(tmp_path, server.url, "c2", pool="cpu", args=c2),
+    ):
+        client.create_queue(Queue(name="q"))
+        wait_for(lambda: len(client.list_executors()) == 2, what="both executors")
+        gpu = client.submit_jobs("q", "gpu", [gpu_job("sleep 30") for _ in range(4)])
+        cpu = client.submit_jobs("q", "cpu", [job("sleep 30") for _ in range(6)])
+        wait_for(states_are(client, gpu, "RUNNING"), what="the GPU jobs to run")
+        placed = runs_on(client, gpu)
+        assert {node.rsplit("-", 1)[0] for _, node in placed.values()} == {"c1-gpu", "c2-gpu"}
+        assert {cluster for cluster, _ in placed.values()} == {"c1", "c2"}
+        # The rest of the fleet is c1's two CPU nodes: two CPU jobs run there, four wait.
+        wait_for(lambda: sum(s == "RUNNING" for s in client.job_status(cpu).values()) == 2, what="cpu jobs")
+        assert {node.rsplit("-", 1)[0] for _, node in runs_on(client, cpu).values()} == {"c1-cpu"}
+        assert client.active_queues() == {"cpu": ["q"], "gpu": ["q"]}
+
+        def pools_reported() -> dict[str, float] | None:
+            for cycle in client.scheduling_report().cycles:
+                if {"cpu", "gpu"} <= set(cycle.pools):
+                    return {pool: c.queues["q"].actual_share for pool, c in cycle.pools.items()}
+            return None
+
+        shares = wait_for(pools_reported, what="a cycle over both pools")
+        assert shares == {"cpu": 1.0, "gpu": 1.0}
