@@ -54,10 +54,13 @@ class Eviction:
         config = self.ctx.config
         if not config.enable_fair_share_preemption or not self.preemptible_classes:
             return
+        if self.state.policy.disable_fairshare_scheduling or self.state.policy.disable_home_scheduling:
+            return
         if not self.state.alloc_by_class[:, self.preemptible_classes].any():
             return
         actual = dominant_shares(self.state.alloc, self.state.scale)
-        over = np.flatnonzero(actual > config.protected_fraction_of_fair_share * self.state.adjusted + 1e-12)
+        protected = config.protected_fraction(self.state.pool)
+        over = np.flatnonzero(actual > protected * self.state.adjusted + 1e-12)
         if not len(over):
             return
         db, n = self.db, len(self.db.ids)
@@ -315,7 +318,7 @@ class Eviction:
             name = self.state.queues[qi].name
             reason = (
                 f"preempted to restore fair share in pool {self.state.pool}: queue {name} was above "
-                f"{self.ctx.config.protected_fraction_of_fair_share:g}x its fair share"
+                f"{self.ctx.config.protected_fraction(self.state.pool):g}x its fair share"
             )
             self.preempt(rows[is_lost], by[is_lost], reason)
 

@@ -42,14 +42,18 @@ class PoolState:
             self.schedulable = self.schedulable & ~ctx.paused_nodes[node_rows]
         self.totals: IntArray = allocatable.sum(axis=0)
         self.names = db.resources.names
-        self.scale = drf_scale(
-            self.totals, self.names, config.dominant_resource_fairness_resources_to_consider
-        )
+        self.policy = config.pool_config(pool)
+        self.scale = drf_scale(self.totals, self.names, config.drf_multipliers(pool))
         self.local_node = np.full(nodes.size, -1, dtype=np.int64)
         self.local_node[node_rows] = np.arange(len(node_rows))
         self.key_requests = db.keys.requests()
         infos = db.keys.infos
         self.key_usable = ctx.key_ok & np.array([i.allows_pool(pool) for i in infos], dtype=bool)
+        if self.policy.disable_home_scheduling:
+            self.key_usable[:] = False
+        for resource in self.policy.experimental_unscheduled_resources:
+            if resource in db.resources:
+                self.key_usable &= self.key_requests[:, db.resources.column(resource)] == 0
         self.cardinality = np.array([max(1, i.gang_cardinality) for i in infos], dtype=np.int64)
         self.key_class = np.array([db.pc_index(i.index) for i in infos], dtype=np.int64)
         self.uniform = np.array([bool(i.uniformity_label) for i in infos], dtype=bool)
@@ -102,9 +106,7 @@ class PoolState:
         self.limits = np.full((count, n_classes, width), UNLIMITED, dtype=np.int64)
         for qi, spec in enumerate(active):
             for ci, class_name in enumerate(db.priority_class_names):
-                fractions = dict(
-                    self.ctx.config.priority_classes[class_name].maximum_resource_fraction_per_queue
-                )
+                fractions = dict(self.ctx.config.priority_classes[class_name].fractions_in(pool))
                 for resource, fraction in spec.resource_limits_by_priority_class_name.get(
                     class_name, {}
                 ).items():
@@ -127,7 +129,8 @@ class PoolState:
         mask = self._masks.get(key)
         if mask is None:
             info = self.db.keys.infos[key]
-            full = self.db.nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
+            tolerations = info.tolerations + self.policy.default_tolerations
+            full = self.db.nodes.constraint_mask(info.node_selector, tolerations, info.affinity)
             mask = self._masks[key] = full[self.node_rows] & self.schedulable
         return mask
 

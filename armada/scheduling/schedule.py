@@ -27,6 +27,7 @@ from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.placement import explain_misfit
 from armada.scheduling.pool import PoolCycle
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.requirements import Toleration
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState, TokenBucket, tokens_now
 from armada.scheduling.unique_rows import unique_rows
@@ -60,7 +61,8 @@ def schedule(
     deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
     pools = db.nodes.pool_rows()
     usage = state.usage.decayed(now, config.usage_half_life)
-    key_ok, rejected, waiting = _rejected_keys(db, pools)
+    pool_tolerations = {p: t for p in pools if (t := config.pool_config(p).default_tolerations)}
+    key_ok, rejected, waiting = _rejected_keys(db, pools, pool_tolerations)
     bucket = tokens_now(
         state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
     )
@@ -137,12 +139,13 @@ def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
 
 
 def _rejected_keys(
-    db: JobDb, pools: dict[str, npt.NDArray[np.int64]]
+    db: JobDb, pools: dict[str, npt.NDArray[np.int64]], pool_tolerations: dict[str, tuple[Toleration, ...]]
 ) -> tuple[BoolArray, dict[int, str], dict[int, str]]:
     """Keys that cannot be scheduled this cycle: ``(key_ok, rejected, waiting)``.
 
     *Rejected*: no live node shape (allocatable less non-Armada use, ignoring current use)
-    with matching labels and taints could ever hold the job. *Waiting*: the job's pools
+    with matching labels and taints (tolerated by the job, or by its pool's
+    ``jobDefaults.tolerations``) could ever hold the job. *Waiting*: the job's pools
     have no nodes right now (their executors may be down), which is not final.
     """
     key_ok = np.ones(len(db.keys), dtype=bool)
@@ -171,6 +174,12 @@ def _rejected_keys(
             in_pools[np.concatenate([pools[p] for p in allowed])] = True
             mask &= in_pools
         constraints = nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
+        for pool in allowed:
+            if pool in pool_tolerations:
+                tolerations = info.tolerations + pool_tolerations[pool]
+                in_pool = nodes.constraint_mask(info.node_selector, tolerations, info.affinity).copy()
+                in_pool[np.setdiff1d(np.arange(nodes.size), pools[pool])] = False
+                constraints = constraints | in_pool
         if not (mask & constraints).any():
             key_ok[key] = False
             candidates = np.zeros(nodes.size, dtype=bool)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence, Set
 from datetime import UTC, datetime
 from typing import Literal
 
+import msgspec
 import structlog
 
 import armada
@@ -90,6 +91,7 @@ class LeaseService:
         clock: Callable[[], float] = time.time,
         *,
         priority_class_name_override: str | None = None,
+        pool_tolerations: dict[str, list[dict[str, str]]] | None = None,
         mailbox: LogMailbox | None = None,
     ) -> None:
         self.store = store
@@ -100,6 +102,8 @@ class LeaseService:
         self.clock = clock
         #: ``scheduling.priorityClassNameOverride``: the Kubernetes priority class of every pod.
         self.priority_class_name_override = priority_class_name_override
+        #: Pool -> tolerations its pods get (``scheduling.pools[].jobDefaults.tolerations``).
+        self.pool_tolerations = pool_tolerations or {}
         self._heartbeat_recorded: dict[str, float] = {}
         self._held_reports = HeldRunReports()
         #: Each executor's version, as its last call said (logged when it changes).
@@ -336,11 +340,23 @@ class LeaseService:
         async with self.store.engine.connect() as conn:
             # An unreadable job is left out: Quarantine fails it, it is never leased.
             specs = await views.job_specs(conn, [run.job_id for run in runs], self.store.unreadable)
-        return [
-            _lease(run, specs[run.job_id], executor.nodes.get(run.node), self.priority_class_name_override)
-            for run in runs
-            if run.job_id in specs
-        ]
+        leases = []
+        for run in runs:
+            if run.job_id in specs:
+                node = executor.nodes.get(run.node)
+                pool = (node.pool if node is not None else "") or executor.pool
+                job = _with_tolerations(specs[run.job_id], self.pool_tolerations.get(pool, []))
+                leases.append(_lease(run, job, node, self.priority_class_name_override))
+        return leases
+
+
+def _with_tolerations(job: Job, tolerations: list[dict[str, str]]) -> Job:
+    """``job`` whose pod also tolerates ``tolerations`` (its pool's job defaults)."""
+    if not tolerations:
+        return job
+    own = job.pod_spec.get("tolerations") or []
+    added = [t for t in tolerations if t not in own]
+    return msgspec.structs.replace(job, pod_spec={**job.pod_spec, "tolerations": [*own, *added]})
 
 
 def _lease(run: RunInfo, job: Job, node: ev.ExecutorNode | None, override: str | None) -> Lease:
