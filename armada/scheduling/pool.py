@@ -404,5 +404,7 @@ class PoolCycle:
         )
         if info.gang_cardinality:
             reason = f"gang of {info.gang_cardinality} does not fit: {reason}"
+        if self.eviction.rate_limited:
+            reason = f"pool {self.state.pool}: fair-share preemption rate limit reached; {reason}"
         known = self.ctx.reasons.by_key.get(key)
         self.ctx.reasons.by_key[key] = reason if known is None else f"{known}; {reason}"

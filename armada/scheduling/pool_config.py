@@ -102,7 +102,6 @@ class PoolConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fie
         for key, value in (
             ("awayPools", self.away_pools),
             ("shortJobPenaltyCutoff", self.short_job_penalty_cutoff),
-            ("fairsharePreemptionRateLimit", self.fairshare_preemption_rate_limit),
         ):
             if value:
                 raise ValueError(f"pools[{self.name}].{key}: not implemented yet by this scheduler")
@@ -111,6 +110,9 @@ class PoolConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fie
                 parse_duration(self.short_job_penalty_cutoff)
             except ValueError as exc:
                 raise ValueError(f"pools[{self.name}].shortJobPenaltyCutoff: {exc}") from None
+        limit = self.fairshare_preemption_rate_limit
+        if limit is not None and (limit.maximum_rate < 0 or limit.maximum_burst < 0):
+            raise ValueError(f"pools[{self.name}].fairsharePreemptionRateLimit must be >= 0")
         if self.protected_fraction_of_fair_share is not None and self.protected_fraction_of_fair_share < 0:
             raise ValueError(f"pools[{self.name}].protectedFractionOfFairShare must be >= 0")
 

@@ -85,6 +85,11 @@ def schedule(
         taken=np.zeros(len(db.ids), dtype=bool),
         key_ok=key_ok,
         paused_nodes=db.nodes.executor_mask(paused_executors) if paused_executors else None,
+        preemption_tokens={
+            pool: tokens_now(state.preemption_buckets.get(pool), now, limit.maximum_rate, limit.maximum_burst)
+            for pool in pools
+            if (limit := config.pool_config(pool).fairshare_preemption_rate_limit) is not None
+        },
     )
     ctx.reasons.by_key.update(rejected)
     ctx.reasons.by_key.update(waiting)
@@ -120,6 +125,9 @@ def schedule(
             global_bucket=TokenBucket(max(0.0, bucket - (granted - ctx.global_tokens)), now),
             queue_buckets={
                 name: TokenBucket(max(0.0, tokens), now) for name, tokens in ctx.queue_tokens.items()
+            },
+            preemption_buckets={
+                pool: TokenBucket(max(0.0, tokens), now) for pool, tokens in ctx.preemption_tokens.items()
             },
             usage=usage.holding(
                 {pool: {q: s.actual_share for q, s in by_queue.items()} for pool, by_queue in shares.items()}

@@ -84,3 +84,30 @@ def test_two_pools_in_one_cluster_and_one_pool_across_two(tmp_path: Path) -> Non
 
         shares = wait_for(pools_reported, what="a cycle over both pools")
         assert shares == {"cpu": 1.0, "gpu": 1.0}
+
+
+def test_the_documented_gpu_fleet_runs(tmp_path: Path) -> None:
+    """``docs/examples/fleet.yaml`` under ``serve --dev`` with the fake cluster the docs name:
+    a GPU job that selects the H100 pool runs on an H100 node (it tolerates their taint by
+    the pool's job defaults), and every pool of the fleet is known."""
+    docs = Path(__file__).parents[2] / "docs" / "examples"
+    nodes = ("--fake-nodes-file", str(docs / "fleet-nodes.yaml"))
+    with (
+        running_server(
+            tmp_path, "--dev", "--config", str(docs / "fleet.yaml"), env=FAST_SERVER_ENV
+        ) as server,
+        ArmadaClient(server.url) as client,
+        executor(tmp_path, server.url, "gpu-east", pool="cpu", args=nodes),
+    ):
+        client.create_queue(Queue(name="q"))
+        wait_for(lambda: len(client.list_executors()) == 2, what="the dev and the fake executor")
+        item = job("sleep 30", priority_class="research")
+        assert item.pod_spec is not None
+        container = item.pod_spec["containers"][0]
+        for bound in ("requests", "limits"):
+            container["resources"][bound]["nvidia.com/gpu"] = "1"
+        item.pod_spec["nodeSelector"] = {POOL_LABEL: "gpu-h100"}
+        [gpu] = client.submit_jobs("q", "gpu", [item])
+        wait_for(states_are(client, [gpu], "RUNNING"), what="the GPU job to run")
+        assert runs_on(client, [gpu])[gpu][1].startswith("h100-")
+        assert client.active_queues() == {"gpu-h100": ["q"]}

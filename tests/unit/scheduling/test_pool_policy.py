@@ -161,9 +161,27 @@ def test_disabled_fair_share_and_urgency_preemption_hold_in_their_pool() -> None
     [
         ("awayPools", ["cpu"]),
         ("shortJobPenaltyCutoff", "5m"),
-        ("fairsharePreemptionRateLimit", {"maximumRate": 1}),
     ],
 )
 def test_a_pool_key_not_implemented_yet_is_refused_naming_it(key: str, value: object) -> None:
     with pytest.raises(msgspec.ValidationError, match=f"pools\\[gpu\\].{key}: not implemented yet"):
         pools({"name": "gpu", key: value})
+
+
+def test_the_fair_share_preemption_rate_limit_bounds_preemptions_per_cycle_in_its_pool() -> None:
+    limit = {"maximumRate": 1.0, "maximumBurst": 2}
+    config = pools({"name": "a", "fairsharePreemptionRateLimit": limit})
+    preempted: dict[str, list[int]] = {}
+    for pool in ("a", "b"):
+        sim = Sim(config, [node(f"{pool}1", cpu=10, memory_gi=64, pool=pool)])
+        sim.queue("A")
+        sim.queue("B")
+        sim.submit(job(f"a{i}", "A", priority_class_name="armada-preemptible") for i in range(10))
+        sim.cycle()
+        sim.submit(job(f"b{i}", "B", priority_class_name="armada-preemptible") for i in range(10))
+        results = [sim.cycle(advance=1.0) for _ in range(4)]
+        preempted[pool] = [len(result.preemptions) for result in results]
+        limited = any("preemption rate limit reached" in r for r in results[0].queue_summary.get("B", {}))
+        assert limited == (pool == "a")
+    # Unlimited: fair share (5 each) is restored at once. Limited: the burst of 2, then 1 a second.
+    assert preempted == {"a": [2, 1, 1, 1], "b": [5, 0, 0, 0]}
