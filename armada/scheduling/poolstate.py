@@ -81,17 +81,20 @@ class PoolState:
         active: list[QueueSpec] = []
         demands: list[IntArray] = []
         allocs: list[IntArray] = []
+        penalties: list[IntArray] = []
         for name in sorted(specs):
             index = db.queue_index(name)
             alloc = db.queue_allocation(index, pool)[:, :width]
+            charged = db.penalties.allocation(index, pool, self.ctx.now, width)
             demand = np.zeros(width, dtype=np.int64)
             for key, count in db.queued_counts[index].items():
                 if self.key_usable[key]:
                     demand += count * self.key_requests[key]
-            if demand.any() or alloc.any():
+            if demand.any() or alloc.any() or charged.any():
                 active.append(specs[name])
                 demands.append(demand)
                 allocs.append(alloc)
+                penalties.append(charged)
         self.queues = active
         self.db_queue = np.array([db.queue_index(q.name) for q in active], dtype=np.int64)
         #: db queue index -> index among this pool's active queues (-1 = not active)
@@ -99,7 +102,8 @@ class PoolState:
         self.queue_of[self.db_queue] = np.arange(len(self.db_queue))
         count = len(active)
         self.alloc_by_class: IntArray = np.array(allocs).reshape(count, n_classes, width).copy()
-        self.alloc: IntArray = self.alloc_by_class.sum(axis=1)
+        #: what each queue is charged for in fair share: its allocation plus short-job penalties
+        self.alloc: IntArray = self.alloc_by_class.sum(axis=1) + np.array(penalties).reshape(count, width)
         self.demand: IntArray = np.array(demands).reshape(count, width)
         self.weights = np.array([q.priority_factor for q in active], dtype=np.float64)
         self.usage = np.array([usage.of(pool, q.name) for q in active], dtype=np.float64)

@@ -85,6 +85,7 @@ def schedule(
         taken=np.zeros(len(db.ids), dtype=bool),
         key_ok=key_ok,
         paused_nodes=db.nodes.executor_mask(paused_executors) if paused_executors else None,
+        now=now,
         preemption_tokens={
             pool: tokens_now(state.preemption_buckets.get(pool), now, limit.maximum_rate, limit.maximum_burst)
             for pool in pools

@@ -4,8 +4,9 @@ One unit (job or whole gang) at a time: pick the queue whose cost after its next
 lowest, place each member on the best-fit node, remember keys that did not fit. Keys that
 fit on no node when the pool's turn starts are skipped up front. No preemption and no rate
 limits: tests using it configure those away. Per-pool policy (``scheduling.pools``): DRF
-multipliers, ``disableHomeScheduling``, ``experimentalUnscheduledResources`` and the pool's
-default tolerations.
+multipliers, ``disableHomeScheduling``, ``experimentalUnscheduledResources``, the pool's
+default tolerations, and short-job penalties (``charged``: what each queue is still charged
+for in a pool, counted in its allocation from the start).
 """
 
 from __future__ import annotations
@@ -168,7 +169,11 @@ class _Pool:
 
 
 def reference_schedule(
-    nodes: list[NodeSpec], jobs: list[JobRequirements], queues: list[QueueSpec], config: SchedulingConfig
+    nodes: list[NodeSpec],
+    jobs: list[JobRequirements],
+    queues: list[QueueSpec],
+    config: SchedulingConfig,
+    charged: dict[tuple[str, str], dict[str, int]] | None = None,
 ) -> tuple[dict[str, str], set[str]]:
     """(job id -> node id leases, rejected job ids) for an empty cluster."""
     names = ["cpu", "memory"]
@@ -195,7 +200,10 @@ def reference_schedule(
             continue
         unscheduled = policy.experimental_unscheduled_resources
         excluded |= {j.id for j in jobs if any(j.requests.get(r, 0) > 0 for r in unscheduled)}
-        state = [_Queue(q, _units(q, jobs, pool, excluded, config)) for q in queues]
+        state = [
+            _Queue(q, _units(q, jobs, pool, excluded, config), dict((charged or {}).get((q.name, pool), {})))
+            for q in queues
+        ]
         leases.update(_Pool([n for n in nodes if n.pool == pool], names, config, pool).run(state, default))
     return leases, rejected
 

@@ -147,13 +147,35 @@ def pool_policies(draw: st.DrawFn) -> SchedulingConfig:
     return msgspec.convert({**msgspec.to_builtins(unlimited()), "pools": entries}, SchedulingConfig)
 
 
+#: Short-job penalties a queue may still be charged: (queue, pool, millicores).
+CHARGES = st.lists(
+    st.tuples(
+        st.sampled_from(["qa", "qb", "qc"]), st.sampled_from(["p1", "p2"]), st.sampled_from([500, 4000])
+    ),
+    max_size=3,
+)
+
+
 @SETTINGS
-@given(nodes(), workloads(), pool_policies())
+@given(nodes(), workloads(), pool_policies(), CHARGES)
 def test_matches_reference_with_pool_policies(
-    cluster: list[NodeSpec], jobs: list[JobRequirements], config: SchedulingConfig
+    cluster: list[NodeSpec],
+    jobs: list[JobRequirements],
+    config: SchedulingConfig,
+    charges: list[tuple[str, str, int]],
 ) -> None:
-    _, result = run(cluster, jobs, config=config)
-    expected, rejected = reference_schedule(cluster, jobs, QUEUES, config)
+    sim = Sim(config, nodes=cluster)
+    for q in QUEUES:
+        sim.queue(q.name, q.priority_factor)
+    sim.submit(jobs)
+    charged: dict[tuple[str, str], dict[str, int]] = {}
+    for queue, pool, cpu in charges:
+        request = sim.db.resources.vector({"cpu": cpu})
+        sim.db.penalties.charge(sim.db.queue_index(queue), pool, request, until=10.0)
+        total = charged.setdefault((queue, pool), {})
+        total["cpu"] = total.get("cpu", 0) + cpu
+    result = sim.cycle(apply=False)
+    expected, rejected = reference_schedule(cluster, jobs, QUEUES, config, charged)
     assert dict(zip(result.leases.job_ids, result.leases.node_ids, strict=True)) == expected
     assert {r.job_id for r in result.rejections} == rejected
 
