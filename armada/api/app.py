@@ -184,6 +184,7 @@ def create_app(settings: Settings) -> Litestar:
                         for pool in settings.scheduling.pools
                         if pool.default_tolerations
                     },
+                    floating_resources=frozenset(f.name for f in settings.scheduling.floating_resources),
                     mailbox=mailbox,
                 ),
                 run_events=RunEventIntake(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from armada.model.retry_engine import RetryEngineSettings
+from armada.scheduling.floating import FloatingResource
 from armada.scheduling.pool_config import DrfEntry, PoolConfig, drf_multipliers
 
 DEFAULT_PRIORITY_CLASS = "armada-default"
@@ -99,6 +100,9 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     #: Per-pool policy (upstream's ``pools``): each entry overrides the settings above for one
     #: pool; see docs/scheduling.md, "Pools".
     pools: list[PoolConfig] = msgspec.field(default_factory=list)
+    #: Resources bound to no node (licences, connections) with a quantity per pool: jobs request
+    #: them like any resource; see docs/scheduling.md, "Floating resources".
+    floating_resources: list[FloatingResource] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.default_priority_class_name not in self.priority_classes:
@@ -114,6 +118,11 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
         names = [p.name for p in self.pools]
         if len(set(names)) < len(names):
             raise ValueError("pools: a pool is configured twice")
+
+    def floating_in(self, pool: str) -> dict[str, int]:
+        """Floating resource -> units ``pool`` has of it (resources it has none of left out)."""
+        quantities = {f.name: f.quantity_in(pool) for f in self.floating_resources}
+        return {name: units for name, units in quantities.items() if units is not None}
 
     def pool_config(self, pool: str) -> PoolConfig:
         """The policy of ``pool`` (its ``pools`` entry, else all defaults)."""

@@ -70,6 +70,24 @@ class PoolState:
             ]
         )
         self.scheduled_new = np.zeros(len(self.names), dtype=np.int64)
+        self._setup_floating()
+
+    def _setup_floating(self) -> None:
+        """Floating resources: no node limits them (their node columns are made unlimited);
+        ``floating_left`` is what the pool has left of each (UNLIMITED elsewhere)."""
+        resources = self.db.resources
+        self.floating_left = np.full(len(self.names), UNLIMITED, dtype=np.int64)
+        quantities = self.ctx.config.floating_in(self.pool)
+        columns = [resources.column(name) for name in quantities if name in resources]
+        self.floating_cols = np.array(columns, dtype=np.int64)
+        if not columns:
+            return
+        held = self.alloc_by_class.sum(axis=(0, 1)) if len(self.queues) else np.zeros(len(self.names))
+        for name in quantities:
+            if name in resources:
+                column = resources.column(name)
+                self.floating_left[column] = quantities[name] - int(held[column])
+        self.free[:, self.floating_cols] = UNLIMITED >> 8
 
     def _setup_queues(self, queues: list[QueueSpec], usage: UsageHistory) -> None:
         db, pool = self.db, self.pool

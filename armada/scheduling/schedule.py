@@ -62,7 +62,8 @@ def schedule(
     pools = db.nodes.pool_rows()
     usage = state.usage.decayed(now, config.usage_half_life)
     pool_tolerations = {p: t for p in pools if (t := config.pool_config(p).default_tolerations)}
-    key_ok, rejected, waiting = _rejected_keys(db, pools, pool_tolerations)
+    floating = {p: config.floating_in(p) for p in pools} if config.floating_resources else {}
+    key_ok, rejected, waiting = _rejected_keys(db, pools, pool_tolerations, floating)
     bucket = tokens_now(
         state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
     )
@@ -148,13 +149,17 @@ def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
 
 
 def _rejected_keys(
-    db: JobDb, pools: dict[str, npt.NDArray[np.int64]], pool_tolerations: dict[str, tuple[Toleration, ...]]
+    db: JobDb,
+    pools: dict[str, npt.NDArray[np.int64]],
+    pool_tolerations: dict[str, tuple[Toleration, ...]],
+    floating: dict[str, dict[str, int]],
 ) -> tuple[BoolArray, dict[int, str], dict[int, str]]:
     """Keys that cannot be scheduled this cycle: ``(key_ok, rejected, waiting)``.
 
     *Rejected*: no live node shape (allocatable less non-Armada use, ignoring current use)
     with matching labels and taints (tolerated by the job, or by its pool's
-    ``jobDefaults.tolerations``) could ever hold the job. *Waiting*: the job's pools
+    ``jobDefaults.tolerations``) could ever hold the job; a node counts as having what its
+    pool has of each floating resource. *Waiting*: the job's pools
     have no nodes right now (their executors may be down), which is not final.
     """
     key_ok = np.ones(len(db.keys), dtype=bool)
@@ -164,6 +169,10 @@ def _rejected_keys(
         return key_ok, rejected, waiting
     nodes = db.nodes
     shape = nodes.allocatable() - nodes.non_armada()
+    for pool, quantities in floating.items():  # a node "has" what its pool has of a floating resource
+        for resource, units in quantities.items():
+            if resource in db.resources:
+                shape[pools[pool], db.resources.column(resource)] = units
     live = np.concatenate(list(pools.values()))
     shapes, inverse, _ = unique_rows(shape[live])
     queued = set().union(*(counts.keys() for counts in db.queued_counts))

@@ -15,7 +15,7 @@ import itertools
 import time
 from collections.abc import Callable, Sequence, Set
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 import structlog
@@ -92,6 +92,7 @@ class LeaseService:
         *,
         priority_class_name_override: str | None = None,
         pool_tolerations: dict[str, list[dict[str, str]]] | None = None,
+        floating_resources: frozenset[str] = frozenset(),
         mailbox: LogMailbox | None = None,
     ) -> None:
         self.store = store
@@ -104,6 +105,8 @@ class LeaseService:
         self.priority_class_name_override = priority_class_name_override
         #: Pool -> tolerations its pods get (``scheduling.pools[].jobDefaults.tolerations``).
         self.pool_tolerations = pool_tolerations or {}
+        #: ``scheduling.floatingResources``: left out of pods (no node has them).
+        self.floating_resources = floating_resources
         self._heartbeat_recorded: dict[str, float] = {}
         self._held_reports = HeldRunReports()
         #: Each executor's version, as its last call said (logged when it changes).
@@ -345,18 +348,37 @@ class LeaseService:
             if run.job_id in specs:
                 node = executor.nodes.get(run.node)
                 pool = (node.pool if node is not None else "") or executor.pool
-                job = _with_tolerations(specs[run.job_id], self.pool_tolerations.get(pool, []))
+                job = _pod_for_pool(
+                    specs[run.job_id], self.pool_tolerations.get(pool, []), self.floating_resources
+                )
                 leases.append(_lease(run, job, node, self.priority_class_name_override))
         return leases
 
 
-def _with_tolerations(job: Job, tolerations: list[dict[str, str]]) -> Job:
-    """``job`` whose pod also tolerates ``tolerations`` (its pool's job defaults)."""
-    if not tolerations:
-        return job
-    own = job.pod_spec.get("tolerations") or []
-    added = [t for t in tolerations if t not in own]
-    return msgspec.structs.replace(job, pod_spec={**job.pod_spec, "tolerations": [*own, *added]})
+def _pod_for_pool(job: Job, tolerations: list[dict[str, str]], floating: frozenset[str]) -> Job:
+    """``job`` as its pod is made in its pool: tolerating ``tolerations`` (the pool's job
+    defaults) and requesting no ``floating`` resource (the scheduler accounted for them)."""
+    pod_spec = job.pod_spec
+    if tolerations:
+        own = pod_spec.get("tolerations") or []
+        pod_spec = {**pod_spec, "tolerations": [*own, *(t for t in tolerations if t not in own)]}
+    if floating:
+        pod_spec = {
+            **pod_spec,
+            "containers": [_without(c, floating) for c in pod_spec.get("containers") or []],
+        }
+    return job if pod_spec is job.pod_spec else msgspec.structs.replace(job, pod_spec=pod_spec)
+
+
+def _without(container: dict[str, Any], floating: frozenset[str]) -> dict[str, Any]:
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return container
+    trimmed = {
+        bound: {k: v for k, v in values.items() if k not in floating} if isinstance(values, dict) else values
+        for bound, values in resources.items()
+    }
+    return {**container, "resources": trimmed}
 
 
 def _lease(run: RunInfo, job: Job, node: ev.ExecutorNode | None, override: str | None) -> Lease:

@@ -14,7 +14,7 @@ import yaml
 from armada.client import ArmadaClient
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
-from tests.e2e.cluster import FAST_SERVER_ENV, executor, job, states_are, wait_for
+from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, states_are, wait_for
 from tests.e2e.test_fleet import runs_on
 from tests.processes import running_server
 
@@ -111,3 +111,47 @@ def test_the_documented_gpu_fleet_runs(tmp_path: Path) -> None:
         wait_for(states_are(client, [gpu], "RUNNING"), what="the GPU job to run")
         assert runs_on(client, [gpu])[gpu][1].startswith("h100-")
         assert client.active_queues() == {"gpu-h100": ["q"]}
+
+
+def test_a_floating_licence_limit_holds_across_two_clusters(tmp_path: Path) -> None:
+    config = tmp_path / "floating.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "scheduling": {
+                    "floatingResources": [
+                        {
+                            "name": "example.com/licence",
+                            "resolution": "1",
+                            "pools": [{"name": "cpu", "quantity": 3}],
+                        }
+                    ]
+                }
+            }
+        )
+    )
+    with (
+        running_server(tmp_path, "--config", str(config), env=FAST_SERVER_ENV) as server,
+        ArmadaClient(server.url) as client,
+        executor(tmp_path, server.url, "c1", pool="cpu", args=fake_nodes(2, cpu="4")),
+        executor(tmp_path, server.url, "c2", pool="cpu", args=fake_nodes(2, cpu="4")),
+    ):
+        client.create_queue(Queue(name="q"))
+        wait_for(lambda: len(client.list_executors()) == 2, what="both executors")
+        items = [job("sleep 30") for _ in range(5)]
+        for item in items:
+            assert item.pod_spec is not None
+            for bound in ("requests", "limits"):
+                item.pod_spec["containers"][0]["resources"][bound]["example.com/licence"] = "1"
+        licensed = client.submit_jobs("q", "licensed", items)
+        plain = client.submit_jobs("q", "plain", [job("sleep 30") for _ in range(4)])
+        wait_for(states_are(client, plain, "RUNNING"), what="the jobs without a licence")
+
+        def running() -> list[str]:
+            return [j for j, state in client.job_status(licensed).items() if state == "RUNNING"]
+
+        wait_for(lambda: len(running()) == 3, what="three licensed jobs")
+        # The two clusters (one pool) have room for all of them: the pool's licences hold the rest.
+        report = client.queue_report("q").report
+        assert "floating resource example.com/licence exhausted" in report, report
+        assert len(running()) == 3

@@ -205,3 +205,26 @@ def test_a_short_job_is_charged_to_its_queue_until_the_cutoff(
     sim.submit(job(f"b{i}", "B") for i in range(8))
     sim.cycle()
     assert (sim.running("A"), sim.running("B")) == split
+
+
+def test_a_floating_resource_is_bound_to_no_node_and_never_over_committed_in_its_pool() -> None:
+    licence = "example.com/licence"
+    base = msgspec.to_builtins(unlimited())
+    floating = [{"name": licence, "resolution": "1", "pools": [{"name": "a", "quantity": 3}]}]
+    config = msgspec.convert({**base, "floatingResources": floating}, SchedulingConfig)
+    # Two clusters' nodes in pool a, none of which has the resource; pool b has none of it.
+    sim = Sim(config, [node("x1", pool="a"), node("y1", pool="a"), node("b1", pool="b")])
+    sim.queue("q")
+    sim.submit(job(f"l{i}", "q", extra={licence: 1}, pools=("a",)) for i in range(5))
+    sim.submit([job("big", "q", extra={licence: 4}), job("plain", "q")])
+    first = sim.cycle()
+    licensed = sorted(lease.job_id for lease in first.leases if lease.job_id.startswith("l"))
+    assert licensed == ["l0", "l1", "l2"]
+    assert {lease.node_id for lease in first.leases if lease.job_id.startswith("l")} <= {"x1", "y1"}
+    assert "plain" in first.leases.job_ids
+    assert [r.job_id for r in first.rejections] == ["big"]  # more than any pool has
+    waiting = first.queue_summary["q"]
+    assert any("floating resource example.com/licence exhausted" in reason for reason in waiting)
+    assert len(sim.cycle().leases) == 0  # still held by the running jobs
+    sim.db.remove("l0")
+    assert [lease.job_id for lease in sim.cycle().leases] == ["l3"]
