@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import yaml
 
 from armada.client import ArmadaClient
@@ -84,6 +85,12 @@ def test_two_pools_in_one_cluster_and_one_pool_across_two(tmp_path: Path) -> Non
 
         shares = wait_for(pools_reported, what="a cycle over both pools")
         assert shares == {"cpu": 1.0, "gpu": 1.0}
+
+        # Lookout's overview: pools by their nodes, executors with the pools they serve.
+        overview = httpx.get(f"{server.url}/api/v1/overview").json()
+        pools = {p["name"]: (p["executors"], p["nodes"], p["used"]["cpuMillis"]) for p in overview["pools"]}
+        assert pools == {"cpu": (1, 2, 2000), "gpu": (2, 4, 4000)}
+        assert {e["executorId"]: e["pool"] for e in overview["executors"]} == {"c1": "cpu, gpu", "c2": "gpu"}
 
 
 def test_the_documented_gpu_fleet_runs(tmp_path: Path) -> None:
