@@ -162,3 +162,39 @@ def test_a_floating_licence_limit_holds_across_two_clusters(tmp_path: Path) -> N
         report = client.queue_report("q").report
         assert "floating resource example.com/licence exhausted" in report, report
         assert len(running()) == 3
+
+
+def test_the_fair_share_preemption_rate_limit_bounds_preemptions(tmp_path: Path) -> None:
+    """Pool ``cpu`` may preempt one job for fair share, then one per 1000 s: when queue B
+    arrives on a cluster queue A fills, one of A's jobs gives way and B's others wait."""
+    config = tmp_path / "limited.yaml"
+    limit = {"maximumRate": 0.001, "maximumBurst": 1}
+    config.write_text(
+        yaml.safe_dump({"scheduling": {"pools": [{"name": "cpu", "fairsharePreemptionRateLimit": limit}]}})
+    )
+    with (
+        running_server(tmp_path, "--config", str(config), env=FAST_SERVER_ENV) as server,
+        ArmadaClient(server.url) as client,
+        executor(tmp_path, server.url, "c1", pool="cpu", args=fake_nodes(4)),
+    ):
+        client.create_queue(Queue(name="a"))
+        client.create_queue(Queue(name="b"))
+        wait_for(lambda: len(client.list_executors()) == 1, what="the executor")
+        first = client.submit_jobs("a", "a", [job("sleep 120", priority_class="armada-preemptible")] * 4)
+        wait_for(states_are(client, first, "RUNNING"), what="queue a's jobs")
+        later = client.submit_jobs("b", "b", [job("sleep 120", priority_class="armada-preemptible")] * 4)
+
+        def states() -> tuple[list[str], list[str]]:
+            return sorted(client.job_status(first).values()), sorted(client.job_status(later).values())
+
+        wait_for(lambda: states()[1].count("RUNNING") == 1, what="one of queue b's jobs to run")
+
+        def limited_report() -> str | None:
+            text = client.queue_report("b").report
+            return text if "rate limit reached" in text else None
+
+        report = wait_for(limited_report, what="b's report to name the limit")
+        assert "pool cpu: fair-share preemption rate limit reached" in report
+        a_states, b_states = states()
+        assert a_states.count("RUNNING") == 3 and b_states.count("RUNNING") == 1, (a_states, b_states)
+        assert b_states.count("QUEUED") == 3
