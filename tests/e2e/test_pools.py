@@ -27,6 +27,11 @@ def nodes_file(path: Path, templates: list[dict[str, object]]) -> tuple[str, ...
     return ("--fake-nodes-file", str(path))
 
 
+def two_nodes(prefix: str, labels: dict[str, str]) -> dict[str, object]:
+    """A node template: two 1-CPU nodes named ``<prefix>-<n>`` with ``labels``."""
+    return {"count": 2, "namePrefix": prefix, "allocatable": {"cpu": "1", "memory": "8Gi"}, "labels": labels}
+
+
 def gpu_job(command: str) -> JobSubmitRequestItem:
     item = job(command)
     assert item.pod_spec is not None
@@ -35,29 +40,8 @@ def gpu_job(command: str) -> JobSubmitRequestItem:
 
 
 def test_two_pools_in_one_cluster_and_one_pool_across_two(tmp_path: Path) -> None:
-    c1 = nodes_file(
-        tmp_path / "c1.yaml",
-        [
-            {
-                "count": 2,
-                "namePrefix": "c1-gpu",
-                "allocatable": {"cpu": "1", "memory": "8Gi"},
-                "labels": {POOL_LABEL: "gpu"},
-            },
-            {"count": 2, "namePrefix": "c1-cpu", "allocatable": {"cpu": "1", "memory": "8Gi"}},
-        ],
-    )
-    c2 = nodes_file(
-        tmp_path / "c2.yaml",
-        [
-            {
-                "count": 2,
-                "namePrefix": "c2-gpu",
-                "allocatable": {"cpu": "1", "memory": "8Gi"},
-                "labels": {POOL_LABEL: "gpu"},
-            }
-        ],
-    )
+    c1 = nodes_file(tmp_path / "c1.yaml", [two_nodes("c1-gpu", {POOL_LABEL: "gpu"}), two_nodes("c1-cpu", {})])
+    c2 = nodes_file(tmp_path / "c2.yaml", [two_nodes("c2-gpu", {POOL_LABEL: "gpu"})])
     with (
         running_server(tmp_path, env=FAST_SERVER_ENV) as server,
         ArmadaClient(server.url) as client,
