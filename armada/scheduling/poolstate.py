@@ -49,11 +49,7 @@ class PoolState:
         self.key_requests = db.keys.requests()
         infos = db.keys.infos
         self.key_usable = ctx.key_ok & np.array([i.allows_pool(pool) for i in infos], dtype=bool)
-        if self.policy.disable_home_scheduling:
-            self.key_usable[:] = False
-        for resource in self.policy.experimental_unscheduled_resources:
-            if resource in db.resources:
-                self.key_usable &= self.key_requests[:, db.resources.column(resource)] == 0
+        self._apply_key_policy()
         self.cardinality = np.array([max(1, i.gang_cardinality) for i in infos], dtype=np.int64)
         self.key_class = np.array([db.pc_index(i.index) for i in infos], dtype=np.int64)
         self.uniform = np.array([bool(i.uniformity_label) for i in infos], dtype=bool)
@@ -71,6 +67,26 @@ class PoolState:
         )
         self.scheduled_new = np.zeros(len(self.names), dtype=np.int64)
         self._setup_floating()
+
+    def _apply_key_policy(self) -> None:
+        """Keys the pool's policy keeps out (``disableHomeScheduling``,
+        ``experimentalUnscheduledResources``), with the reason their waiting jobs give."""
+        policy, resources = self.policy, self.db.resources
+        allowed = self.key_usable.copy()
+        if policy.disable_home_scheduling:
+            self.key_usable[:] = False
+        for name in policy.experimental_unscheduled_resources:
+            if name in resources:
+                self.key_usable &= self.key_requests[:, resources.column(name)] == 0
+        why = (
+            "home scheduling disabled"
+            if policy.disable_home_scheduling
+            else "requests an unscheduled resource"
+        )
+        by_key = self.ctx.reasons.by_key
+        for key in np.flatnonzero(allowed & ~self.key_usable).tolist():
+            reason = f"pool {self.pool}: {why}"
+            by_key[key] = f"{by_key[key]}; {reason}" if key in by_key else reason
 
     def _setup_floating(self) -> None:
         """Floating resources: no node limits them (their node columns are made unlimited);

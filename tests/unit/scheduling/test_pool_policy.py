@@ -120,6 +120,8 @@ def test_disabled_home_scheduling_and_unscheduled_resources_keep_jobs_out_of_a_p
     result = sim.cycle()
     assert {lease.job_id: lease.pool for lease in result.leases} == {"plain": "b"}
     assert "licensed" not in {r.job_id for r in result.rejections}
+    reason = result.reasons.for_job(sim.db, "licensed")
+    assert "pool a: home scheduling disabled" in reason and "pool b" in reason, reason
 
 
 def test_a_pools_default_tolerations_admit_its_tainted_nodes() -> None:
