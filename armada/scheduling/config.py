@@ -11,6 +11,7 @@ import msgspec
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling.floating import FloatingResource
 from armada.scheduling.pool_config import DrfEntry, PoolConfig, drf_multipliers
+from armada.scheduling.requirements import Toleration
 
 DEFAULT_PRIORITY_CLASS = "armada-default"
 PREEMPTIBLE_PRIORITY_CLASS = "armada-preemptible"
@@ -118,6 +119,15 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
         names = [p.name for p in self.pools]
         if len(set(names)) < len(names):
             raise ValueError("pools: a pool is configured twice")
+
+    def default_tolerations_by_pool(self) -> dict[str, tuple[Toleration, ...]]:
+        """Pool -> the tolerations its jobs are given (pools that give some)."""
+        return {p.name: p.default_tolerations for p in self.pools if p.default_tolerations}
+
+    def floating_by_pool(self) -> dict[str, dict[str, int]]:
+        """Pool -> floating resource -> units (pools with some floating resource)."""
+        pools = {entry.name for f in self.floating_resources for entry in f.pools}
+        return {pool: self.floating_in(pool) for pool in sorted(pools)}
 
     def floating_in(self, pool: str) -> dict[str, int]:
         """Floating resource -> units ``pool`` has of it (resources it has none of left out)."""

@@ -6,7 +6,7 @@ import math
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -61,9 +61,9 @@ def schedule(
     deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
     pools = db.nodes.pool_rows()
     usage = state.usage.decayed(now, config.usage_half_life)
-    pool_tolerations = {p: t for p in pools if (t := config.pool_config(p).default_tolerations)}
-    floating = {p: config.floating_in(p) for p in pools} if config.floating_resources else {}
-    key_ok, rejected, waiting = _rejected_keys(db, pools, pool_tolerations, floating)
+    key_ok, rejected, waiting = _rejected_keys(
+        db, pools, config.default_tolerations_by_pool(), config.floating_by_pool()
+    )
     bucket = tokens_now(
         state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
     )
@@ -151,8 +151,8 @@ def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
 def _rejected_keys(
     db: JobDb,
     pools: dict[str, npt.NDArray[np.int64]],
-    pool_tolerations: dict[str, tuple[Toleration, ...]],
-    floating: dict[str, dict[str, int]],
+    pool_tolerations: Mapping[str, tuple[Toleration, ...]],
+    floating: Mapping[str, Mapping[str, int]],
 ) -> tuple[BoolArray, dict[int, str], dict[int, str]]:
     """Keys that cannot be scheduled this cycle: ``(key_ok, rejected, waiting)``.
 
@@ -168,11 +168,7 @@ def _rejected_keys(
     if not pools:
         return key_ok, rejected, waiting
     nodes = db.nodes
-    shape = nodes.allocatable() - nodes.non_armada()
-    for pool, quantities in floating.items():  # a node "has" what its pool has of a floating resource
-        for resource, units in quantities.items():
-            if resource in db.resources:
-                shape[pools[pool], db.resources.column(resource)] = units
+    shape = nodes.shapes(floating)
     live = np.concatenate(list(pools.values()))
     shapes, inverse, _ = unique_rows(shape[live])
     queued = set().union(*(counts.keys() for counts in db.queued_counts))
@@ -191,13 +187,7 @@ def _rejected_keys(
             in_pools = np.zeros(nodes.size, dtype=bool)
             in_pools[np.concatenate([pools[p] for p in allowed])] = True
             mask &= in_pools
-        constraints = nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
-        for pool in allowed:
-            if pool in pool_tolerations:
-                tolerations = info.tolerations + pool_tolerations[pool]
-                in_pool = nodes.constraint_mask(info.node_selector, tolerations, info.affinity).copy()
-                in_pool[np.setdiff1d(np.arange(nodes.size), pools[pool])] = False
-                constraints = constraints | in_pool
+        constraints = nodes.admitting(info.node_selector, info.tolerations, info.affinity, pool_tolerations)
         if not (mask & constraints).any():
             key_ok[key] = False
             candidates = np.zeros(nodes.size, dtype=bool)
