@@ -4,6 +4,8 @@ Builds nodes and a job database (not timed as the cycle), runs one full cycle an
 human summary followed, as the last line, by a JSON object with ``cycle_seconds``,
 ``scheduled``, ``preempted`` and ``rss_mb``. Rate limits are configured off so that the
 cycle is bounded by capacity, not by the (upstream default 100/s) token buckets.
+``--pools N --clusters M`` builds a fleet: node ``i`` is in pool ``pool-(i % N)`` (each pool
+with its own policy entry) of cluster ``cluster-(i % M)``, so every pool spans clusters.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada.model.resources import ResourceIndex, to_units
 from armada.scheduling import JobDb, JobRequirements, NodeDb, NodeSpec, QueueSpec, SchedulerState, schedule
 from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.pool_config import PoolConfig
 
 
 def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingConfig]:
@@ -32,6 +35,9 @@ def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingC
         maximum_per_queue_scheduling_rate=1e12,
         maximum_per_queue_scheduling_burst=10**12,
         max_scheduling_duration=args.budget,
+        pools=[
+            PoolConfig(name=_pool(p, args), protected_fraction_of_fair_share=1.0) for p in range(args.pools)
+        ],
     )
     nodes = NodeDb(ResourceIndex())
     node_cpu, node_mem = to_units("cpu", args.node_cpu), to_units("memory", args.node_memory)
@@ -39,8 +45,8 @@ def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingC
         nodes.upsert(
             NodeSpec(
                 id=f"node-{i:06d}",
-                pool="default",
-                executor=f"cluster-{i % 4}",
+                pool=_pool(i % args.pools, args),
+                executor=f"cluster-{i % args.clusters}",
                 labels={"kubernetes.io/hostname": f"node-{i:06d}", "rack": f"rack-{i // 40}"},
                 allocatable={"cpu": node_cpu, "memory": node_mem},
             )
@@ -76,6 +82,10 @@ def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingC
     return db, queues, config
 
 
+def _pool(index: int, args: argparse.Namespace) -> str:
+    return f"pool-{index}" if args.pools > 1 else "default"
+
+
 def _fill(db: JobDb, args: argparse.Namespace, requests: dict[str, int], cpu: int, mem: int) -> None:
     """Running jobs filling ``running_fraction`` of every node: spread evenly over the queues,
     or all from one extra queue that burst into an idle cluster (``--burst``)."""
@@ -89,7 +99,8 @@ def _fill(db: JobDb, args: argparse.Namespace, requests: dict[str, int], cpu: in
         for k in range(total)
     )
     for k in range(total):
-        db.lease(f"run-{k}", f"node-{k // running:06d}", "default")
+        node = k // running
+        db.lease(f"run-{k}", f"node-{node:06d}", _pool(node % args.pools, args))
 
 
 def main() -> None:
@@ -106,6 +117,10 @@ def main() -> None:
     parser.add_argument("--running-fraction", type=float, default=0.0)
     parser.add_argument("--priority-class", default="", help="of all jobs, e.g. armada-preemptible")
     parser.add_argument("--burst", action="store_true", help="running jobs all belong to one other queue")
+    parser.add_argument("--pools", type=int, default=1, help="pools the nodes are spread over")
+    parser.add_argument(
+        "--clusters", type=int, default=4, help="clusters (executors) the nodes are spread over"
+    )
     parser.add_argument("--budget", type=float, default=30.0, help="maxSchedulingDuration (s)")
     parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the cycle")
     args = parser.parse_args()

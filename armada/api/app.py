@@ -179,6 +179,12 @@ def create_app(settings: Settings) -> Litestar:
                     follower,
                     settings.scheduler,
                     priority_class_name_override=settings.scheduling.priority_class_name_override,
+                    pool_tolerations={
+                        pool.name: [msgspec.to_builtins(t) for t in pool.default_tolerations]
+                        for pool in settings.scheduling.pools
+                        if pool.default_tolerations
+                    },
+                    floating_resources=frozenset(f.name for f in settings.scheduling.floating_resources),
                     mailbox=mailbox,
                 ),
                 run_events=RunEventIntake(

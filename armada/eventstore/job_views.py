@@ -89,8 +89,9 @@ async def job_reasons(conn: AsyncConnection, job_ids: Collection[str]) -> list[R
 
 
 async def executor_pools(conn: AsyncConnection) -> set[str]:
-    """The pools of the executors known."""
-    return set(await conn.scalars(select(schema.executors.c.pool).distinct()))
+    """The pools of the executors known and of their nodes (a node label may name another)."""
+    pools = set(await conn.scalars(select(schema.executors.c.pool).distinct()))
+    return pools | set(await conn.scalars(select(schema.nodes.c.pool).distinct()))
 
 
 async def queues_with_queued_jobs(conn: AsyncConnection) -> set[str]:

@@ -389,7 +389,7 @@ def _node_row(event: ev.ExecutorReported, node: ev.ExecutorNode) -> Row:
     return {
         "executor_id": event.executor_id,
         "name": node.name,
-        "pool": event.pool,
+        "pool": node.pool or event.pool,
         "spec": msgspec.to_builtins(node),
         "unschedulable": node.unschedulable,
         "ready": node.ready,

@@ -16,6 +16,7 @@ from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
 from armada.executor.categories import Classifier
 from armada.executor.log_lines import LogMissing
+from armada.executor.node_pools import with_pools
 from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
 from armada.executor.tracker import KillReason, RunTracker
@@ -138,7 +139,12 @@ class ExecutorAgent:
         while True:
             started = time.monotonic()
             try:
-                nodes = await self._backend.nodes()
+                nodes = with_pools(
+                    await self._backend.nodes(),
+                    default_pool=self._settings.pool,
+                    label=self._settings.node_pool_label,
+                    reserved_suffix=self._settings.reserved_node_pool_suffix,
+                )
                 if self._on_synced is not None:
                     self._on_synced()
                     self._on_synced = None

@@ -173,8 +173,14 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     #: letters, digits, '-', '_' or '.', starting and ending with a letter or digit): every pod
     #: carries it as one, and every list of the executor's pods selects on it.
     cluster_id: str = "local"
-    #: Pool this cluster's nodes belong to.
+    #: Pool of this cluster's nodes that carry no ``nodePoolLabel`` label.
     pool: str = "default"
+    #: Node label naming a node's pool, so one cluster can serve several pools (A100 and H100
+    #: nodes, a CPU farm) and one pool can span clusters; empty: every node is in ``pool``.
+    node_pool_label: str = "armadaproject.io/pool"
+    #: Nodes with the ``armadaproject.io/reservation`` taint go to the reserved sub-pool
+    #: ``<pool><suffix>`` (e.g. ``gpu-reserved``); empty: reserved nodes stay in their pool.
+    reserved_node_pool_suffix: str = "-reserved"
     #: Bearer token sent to the server; empty sends none.
     token: str = ""
     #: CA bundle to verify the server's TLS certificate; empty uses the system store.

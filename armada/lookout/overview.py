@@ -60,17 +60,22 @@ async def overview(
             await conn.execute(
                 select(
                     jobs.c.cluster,
+                    jobs.c.node,
                     func.sum(jobs.c.cpu_millis),
                     func.sum(jobs.c.memory_bytes),
                     func.sum(jobs.c.gpu),
                 )
                 .select_from(schema.jobs_and_states)
                 .where(states.c.state.in_(_ACTIVE))
-                .group_by(jobs.c.cluster)
+                .group_by(jobs.c.cluster, jobs.c.node)
             )
         ).all()
         executor_rows = (await conn.execute(select(executors).order_by(executors.c.executor_id))).all()
-        node_rows = (await conn.execute(select(nodes.c.executor_id, nodes.c.spec, nodes.c.ready))).all()
+        node_rows = (
+            await conn.execute(
+                select(nodes.c.executor_id, nodes.c.name, nodes.c.pool, nodes.c.spec, nodes.c.ready)
+            )
+        ).all()
         cordons = (await fleet_views.cordons(conn)).executors
     by_queue: dict[str, dict[str, int]] = defaultdict(dict)
     for queue, state, count in counts:
@@ -95,26 +100,30 @@ async def overview(
         for row in queue_rows
     ]
     used = {
-        cluster: Resources(cpu_millis=int(cpu or 0), memory_bytes=int(memory or 0), gpu=int(gpu or 0))
-        for cluster, cpu, memory, gpu in used_rows
+        (cluster, node or ""): Resources(
+            cpu_millis=int(cpu or 0), memory_bytes=int(memory or 0), gpu=int(gpu or 0)
+        )
+        for cluster, node, cpu, memory, gpu in used_rows
         if cluster
     }
     summaries = _executors(executor_rows, node_rows, used, now=now, executor_timeout=executor_timeout)
+    pools = _pools(executor_rows, node_rows, used)
     for summary in summaries:
         setting = cordons.get(summary.executor_id)
         if setting is not None and setting.cordoned:
             summary.cordoned, summary.cordon_reason = True, setting.reason
-    return Overview(queues=queues, pools=_pools(summaries), executors=summaries)
+    return Overview(queues=queues, pools=pools, executors=summaries)
 
 
 def _executors(
     executor_rows: Sequence[Row[Any]],
-    node_rows: Sequence[Row[Any, Any, Any]],
-    used: dict[str, Resources],
+    node_rows: Sequence[Row[Any, Any, Any, Any, Any]],
+    used: dict[tuple[str, str], Resources],
     *,
     now: datetime,
     executor_timeout: float,
 ) -> list[ExecutorSummary]:
+    """One summary per executor; ``pool`` lists the pools of its nodes (its own if it has none)."""
     summaries = {
         row.executor_id: ExecutorSummary(
             executor_id=row.executor_id,
@@ -124,31 +133,59 @@ def _executors(
             nodes=0,
             ready_nodes=0,
             capacity=Resources(),
-            used=used.get(row.executor_id, Resources()),
+            used=Resources(),
         )
         for row in executor_rows
     }
-    for executor_id, spec, ready in node_rows:
+    for (cluster, _), resources in used.items():
+        if cluster in summaries:
+            _add(summaries[cluster].used, resources)
+    node_pools: dict[str, set[str]] = defaultdict(set)
+    for executor_id, _, pool, spec, ready in node_rows:
         summary = summaries.get(executor_id)
         if summary is None:
             continue
+        node_pools[executor_id].add(pool)
         summary.nodes += 1
         if ready:
             summary.ready_nodes += 1
             _add(summary.capacity, _allocatable(spec))
+    for executor_id, pools in node_pools.items():
+        summaries[executor_id].pool = ", ".join(sorted(pools))
     return list(summaries.values())
 
 
-def _pools(executors: list[ExecutorSummary]) -> list[PoolSummary]:
+def _pools(
+    executor_rows: Sequence[Row[Any]],
+    node_rows: Sequence[Row[Any, Any, Any, Any, Any]],
+    used: dict[tuple[str, str], Resources],
+) -> list[PoolSummary]:
+    """Pools by their nodes (one executor may serve several, one pool span executors); an
+    executor without nodes counts in its own pool. Use is summed over each pool's nodes."""
     pools: dict[str, PoolSummary] = {}
-    for executor in executors:
-        pool = pools.get(executor.pool)
-        if pool is None:
-            pool = pools[executor.pool] = PoolSummary(
-                name=executor.pool, executors=0, nodes=0, capacity=Resources(), used=Resources()
-            )
-        pool.executors += 1
-        pool.nodes += executor.nodes
-        _add(pool.capacity, executor.capacity)
-        _add(pool.used, executor.used)
+    members: dict[str, set[str]] = defaultdict(set)
+
+    def pool_named(name: str) -> PoolSummary:
+        if name not in pools:
+            pools[name] = PoolSummary(name=name, executors=0, nodes=0, capacity=Resources(), used=Resources())
+        return pools[name]
+
+    pool_of_node: dict[tuple[str, str], str] = {}
+    for executor_id, name, pool, spec, ready in node_rows:
+        summary = pool_named(pool)
+        members[pool].add(executor_id)
+        pool_of_node[(executor_id, name)] = pool
+        summary.nodes += 1
+        if ready:
+            _add(summary.capacity, _allocatable(spec))
+    for row in executor_rows:
+        if not any(row.executor_id in executors for executors in members.values()):
+            members[row.pool].add(row.executor_id)
+            pool_named(row.pool)
+    for name, executors in members.items():
+        pools[name].executors = len(executors)
+    for key, resources in used.items():
+        pool = pool_of_node.get(key)
+        if pool is not None:
+            _add(pools[pool].used, resources)
     return sorted(pools.values(), key=lambda p: p.name)

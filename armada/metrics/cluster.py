@@ -37,7 +37,8 @@ class ClusterCollector(Collector):
 
     def _queues(self, state: ClusterState, names: list[str], scale: Vector) -> Iterator[Metric]:
         db = state.jobs
-        pools = sorted({info.pool for info in state.executors.values()} | set(db.pool_names)) or ["default"]
+        known = {info.pool for info in state.executors.values()} | set(state.nodes.pool_rows())
+        pools = sorted(known | set(db.pool_names)) or ["default"]
         size = GaugeMetricFamily(
             "armada_queue_queued_jobs",
             "Queued jobs; a job that may run in several pools counts in each.",

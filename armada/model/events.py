@@ -246,6 +246,8 @@ class ExecutorNode(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=T
     allocated_non_armada: dict[str, int] = {}
     unschedulable: bool = False
     ready: bool = True
+    #: The node's pool when it is not the executor's (the executor's ``nodePoolLabel``).
+    pool: str = ""
 
 
 class ExecutorReported(Event, tag="executorReported"):

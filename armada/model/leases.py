@@ -74,6 +74,8 @@ class NodeReport(_Strict, kw_only=True):
     allocated_non_armada: dict[str, str] = {}
     unschedulable: bool = False
     ready: bool = True
+    #: The node's pool (from the executor's ``nodePoolLabel``); empty: the executor's ``pool``.
+    pool: Name = ""
 
 
 #: Longest long poll a lease call may ask for.

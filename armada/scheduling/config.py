@@ -9,6 +9,9 @@ from __future__ import annotations
 import msgspec
 
 from armada.model.retry_engine import RetryEngineSettings
+from armada.scheduling.floating import FloatingResource
+from armada.scheduling.pool_config import DrfEntry, PoolConfig, drf_multipliers
+from armada.scheduling.requirements import Toleration
 
 DEFAULT_PRIORITY_CLASS = "armada-default"
 PREEMPTIBLE_PRIORITY_CLASS = "armada-preemptible"
@@ -23,6 +26,16 @@ class PriorityClass(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_
     preemptible: bool = False
     #: Cap on the fraction of each pool resource one queue may hold in this class (missing = 1.0).
     maximum_resource_fraction_per_queue: dict[str, float] = msgspec.field(default_factory=dict)
+    #: Per-pool replacement of ``maximumResourceFractionPerQueue``: pool -> resource -> fraction.
+    maximum_resource_fraction_per_queue_by_pool: dict[str, dict[str, float]] = msgspec.field(
+        default_factory=dict
+    )
+
+    def fractions_in(self, pool: str) -> dict[str, float]:
+        """The per-queue resource caps of this class in ``pool``."""
+        return self.maximum_resource_fraction_per_queue_by_pool.get(
+            pool, self.maximum_resource_fraction_per_queue
+        )
 
 
 def _default_priority_classes() -> dict[str, PriorityClass]:
@@ -51,8 +64,9 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     #: Half-life in seconds of the decayed past usage added to a queue's cost ("fair share over
     #: time"). ``0`` disables history: plain instantaneous dominant resource fairness.
     usage_half_life: float = 0.0
-    #: Resources whose share counts towards a queue's dominant share (others are ignored).
-    dominant_resource_fairness_resources_to_consider: list[str] = msgspec.field(
+    #: Resources whose share counts towards a queue's dominant share (others are ignored); an
+    #: entry ``{name, multiplier}`` multiplies that resource's share (e.g. a GPU counts 8x).
+    dominant_resource_fairness_resources_to_consider: list[DrfEntry] = msgspec.field(
         default_factory=lambda: ["cpu", "memory", "nvidia.com/gpu", "ephemeral-storage"]
     )
     #: Global token bucket: jobs per second scheduled over all queues and pools.
@@ -84,6 +98,12 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     forecast_max_jobs: int = 200_000
     #: The retry engine: retry policies decide failed runs (see docs/retries.md).
     retry_policy: RetryEngineSettings = msgspec.field(default_factory=RetryEngineSettings)
+    #: Per-pool policy (upstream's ``pools``): each entry overrides the settings above for one
+    #: pool; see docs/scheduling.md, "Pools".
+    pools: list[PoolConfig] = msgspec.field(default_factory=list)
+    #: Resources bound to no node (licences, connections) with a quantity per pool: jobs request
+    #: them like any resource; see docs/scheduling.md, "Floating resources".
+    floating_resources: list[FloatingResource] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.default_priority_class_name not in self.priority_classes:
@@ -96,6 +116,39 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
             raise ValueError("forecastInterval must be >= 0, forecastHorizon and forecastDefaultRuntime > 0")
         if self.forecast_max_jobs < 0:
             raise ValueError("forecastMaxJobs must be >= 0")
+        names = [p.name for p in self.pools]
+        if len(set(names)) < len(names):
+            raise ValueError("pools: a pool is configured twice")
+
+    def default_tolerations_by_pool(self) -> dict[str, tuple[Toleration, ...]]:
+        """Pool -> the tolerations its jobs are given (pools that give some)."""
+        return {p.name: p.default_tolerations for p in self.pools if p.default_tolerations}
+
+    def floating_by_pool(self) -> dict[str, dict[str, int]]:
+        """Pool -> floating resource -> units (pools with some floating resource)."""
+        pools = {entry.name for f in self.floating_resources for entry in f.pools}
+        return {pool: self.floating_in(pool) for pool in sorted(pools)}
+
+    def floating_in(self, pool: str) -> dict[str, int]:
+        """Floating resource -> units ``pool`` has of it (resources it has none of left out)."""
+        quantities = {f.name: f.quantity_in(pool) for f in self.floating_resources}
+        return {name: units for name, units in quantities.items() if units is not None}
+
+    def pool_config(self, pool: str) -> PoolConfig:
+        """The policy of ``pool`` (its ``pools`` entry, else all defaults)."""
+        for config in self.pools:
+            if config.name == pool:
+                return config
+        return PoolConfig(name=pool)
+
+    def drf_multipliers(self, pool: str) -> dict[str, float]:
+        """DRF resource -> share multiplier in ``pool``."""
+        own = self.pool_config(pool).dominant_resource_fairness_resources_to_consider
+        return drf_multipliers(self.dominant_resource_fairness_resources_to_consider if own is None else own)
+
+    def protected_fraction(self, pool: str) -> float:
+        own = self.pool_config(pool).protected_fraction_of_fair_share
+        return self.protected_fraction_of_fair_share if own is None else own
 
     def priority_class(self, name: str) -> PriorityClass:
         """The class called ``name``, or the default class for an empty name."""

@@ -31,6 +31,10 @@ class CycleContext:
     key_ok: BoolArray
     #: per node row: takes no new jobs this cycle (its executor is behind); running jobs stay
     paused_nodes: BoolArray | None = None
+    #: the cycle's time (seconds): short-job penalties held until later still count
+    now: float = 0.0
+    #: fair-share preemptions each rate-limited pool may still make this cycle
+    preemption_tokens: dict[str, float] = field(default_factory=dict)
     reasons: Reasons = field(default_factory=Reasons)
     lease_rows: list[IntArray] = field(default_factory=list)
     lease_nodes: list[IntArray] = field(default_factory=list)

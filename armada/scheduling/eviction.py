@@ -11,6 +11,8 @@ the rest are preempted, each naming the first new job leased on its node.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -47,6 +49,12 @@ class Eviction:
         self._round_units = empty_units()
         self._claims: IntArray | None = None
         self._claim_at = 0
+        #: The pool's ``fairsharePreemptionRateLimit`` tokens: evicted jobs new ones may displace.
+        tokens = self.ctx.preemption_tokens.get(state.pool)
+        self.claim_budget = math.inf if tokens is None else math.floor(tokens)
+        self.claimed_rows = 0
+        #: A displacement was refused for want of tokens (the waiting jobs' reason says so).
+        self.rate_limited = False
 
     # -- evicting ------------------------------------------------------------------------
 
@@ -54,10 +62,13 @@ class Eviction:
         config = self.ctx.config
         if not config.enable_fair_share_preemption or not self.preemptible_classes:
             return
+        if self.state.policy.disable_fairshare_scheduling or self.state.policy.disable_home_scheduling:
+            return
         if not self.state.alloc_by_class[:, self.preemptible_classes].any():
             return
         actual = dominant_shares(self.state.alloc, self.state.scale)
-        over = np.flatnonzero(actual > config.protected_fraction_of_fair_share * self.state.adjusted + 1e-12)
+        protected = config.protected_fraction(self.state.pool)
+        over = np.flatnonzero(actual > protected * self.state.adjusted + 1e-12)
         if not len(over):
             return
         db, n = self.db, len(self.db.ids)
@@ -185,6 +196,9 @@ class Eviction:
             nodes = self.ev_node[rows]
             if not any(mask[n] and (strict[n] + self.held[n] >= request).all() for n in nodes.tolist()):
                 continue
+            if self.claimed_rows + len(rows) > self.claim_budget:
+                self.rate_limited = True
+                break
             self._claim(rows, strict, +1)
             claimed.append(rows)
             for node in dict.fromkeys(nodes.tolist()):
@@ -219,32 +233,38 @@ class Eviction:
             alike = (requests == request).all(axis=1)
             differs = np.flatnonzero(usable & ~alike)
             end = int(differs[0]) if len(differs) else len(window)
-            chosen = np.flatnonzero(usable[:end] & alike[:end])[: count - len(placed)]
+            chosen = np.flatnonzero(usable[:end] & alike[:end])
+            room = self.claim_budget - self.claimed_rows
+            if len(chosen) > room and len(placed) + room < count:
+                self.rate_limited = True
+            chosen = chosen[: int(min(count - len(placed), room))]
+            self.claimed_rows += len(chosen)
             rows = window[chosen]
             self.ev_state[rows] = LOST
             np.subtract.at(self.held, nodes[chosen], requests[chosen])
             self.lost_to[rows] = nodes[chosen]
             placed += nodes[chosen].tolist()
-            if len(differs):
+            if len(differs) or self.rate_limited:
                 break
             start += len(window)
         return placed
 
-    def save_claims(self) -> tuple[IntArray, npt.NDArray[np.int8], IntArray, int] | None:
+    def save_claims(self) -> tuple[IntArray, npt.NDArray[np.int8], IntArray, int, int] | None:
         """Snapshot of the displacement state, to undo a tentative :meth:`displace` (None = no evictions)."""
         if not self.held.any():
             return None
-        return self.held.copy(), self.ev_state.copy(), self.lost_to.copy(), self._claim_at
+        return self.held.copy(), self.ev_state.copy(), self.lost_to.copy(), self._claim_at, self.claimed_rows
 
-    def restore_claims(self, saved: tuple[IntArray, npt.NDArray[np.int8], IntArray, int] | None) -> None:
+    def restore_claims(self, saved: tuple[IntArray, npt.NDArray[np.int8], IntArray, int, int] | None) -> None:
         if saved is not None:
-            self.held, self.ev_state, self.lost_to, self._claim_at = saved
+            self.held, self.ev_state, self.lost_to, self._claim_at, self.claimed_rows = saved
 
     def _claim(self, rows: IntArray, strict: IntArray, sign: int) -> None:
         """Give up (``+1``) or take back (``-1``) the held space of pending evicted ``rows``."""
         nodes = self.ev_node[rows]
         requests = self.state.key_requests[self.db.cols["key"][rows].astype(np.int64)] * sign
         self.ev_state[rows] = LOST if sign > 0 else PENDING
+        self.claimed_rows += sign * len(rows)
         np.subtract.at(self.held, nodes, requests)
         np.add.at(strict, nodes, requests)
 
@@ -315,9 +335,11 @@ class Eviction:
             name = self.state.queues[qi].name
             reason = (
                 f"preempted to restore fair share in pool {self.state.pool}: queue {name} was above "
-                f"{self.ctx.config.protected_fraction_of_fair_share:g}x its fair share"
+                f"{self.ctx.config.protected_fraction(self.state.pool):g}x its fair share"
             )
             self.preempt(rows[is_lost], by[is_lost], reason)
+            if self.state.pool in self.ctx.preemption_tokens:
+                self.ctx.preemption_tokens[self.state.pool] -= int(is_lost.sum())
 
     def preempt(self, rows: IntArray, by: IntArray, reason: str) -> None:
         """Record preemptions of ``rows``, each caused by job row ``by`` (-1 = unknown)."""

@@ -1,11 +1,14 @@
 """Weighted dominant resource fairness: shares, demand-capped fair shares and queue cost.
 
-A queue's *dominant share* is ``max_r allocated[r] / total[r]`` over the configured DRF
-resources of a pool. Its *cost* is ``(dominant share + decayed past usage) / weight``; the
-next job always goes to the queue whose cost after taking it is lowest.
+A queue's *dominant share* is ``max_r multiplier[r] * allocated[r] / total[r]`` over the
+configured DRF resources of a pool (multipliers default to 1). Its *cost* is
+``(dominant share + decayed past usage) / weight``; the next job always goes to the queue
+whose cost after taking it is lowest.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -14,12 +17,13 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-def drf_scale(totals: IntArray, names: list[str], considered: list[str]) -> FloatArray:
-    """``1 / total`` for DRF resources present in the pool, 0 elsewhere (so they never dominate)."""
+def drf_scale(totals: IntArray, names: list[str], multipliers: Mapping[str, float]) -> FloatArray:
+    """``multiplier / total`` for DRF resources present in the pool, 0 elsewhere (so they never
+    dominate); ``multipliers`` maps each considered resource to its multiplier (usually 1)."""
     scale = np.zeros(len(totals), dtype=np.float64)
     for column, name in enumerate(names):
-        if name in considered and totals[column] > 0:
-            scale[column] = 1.0 / float(totals[column])
+        if name in multipliers and totals[column] > 0:
+            scale[column] = multipliers[name] / float(totals[column])
     return scale
 
 

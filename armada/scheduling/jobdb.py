@@ -22,6 +22,7 @@ from armada.model.resources import ResourceVector
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.keys import KeyTable
 from armada.scheduling.nodes import NodeDb
+from armada.scheduling.penalties import ShortJobPenalties
 from armada.scheduling.queueorder import QueueOrder
 from armada.scheduling.requirements import JobRequirements
 
@@ -40,6 +41,8 @@ _COLUMNS: dict[str, tuple[type[np.generic], object]] = {
     "gang": (np.int64, -1),
     "pool": (np.int32, -1),
     "run_seq": (np.int64, 0),
+    #: when the job's current run started running (NaN: not known to have started)
+    "started": (np.float64, np.nan),
 }
 
 
@@ -90,6 +93,7 @@ class JobDb:
         self._queue_alloc: dict[tuple[int, str], npt.NDArray[np.int64]] = {}
         self._seq = 0
         self._run_seq = 0
+        self.penalties = ShortJobPenalties()
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -182,6 +186,7 @@ class JobDb:
         cols["node"][row] = node
         cols["pool"][row] = self.pool_index(pool)
         cols["run_seq"][row] = self._run_seq
+        cols["started"][row] = np.nan
         self._run_seq += 1
         self._node_jobs.setdefault(node, set()).add(row)
         self._account(row, +1)
@@ -202,10 +207,22 @@ class JobDb:
         order.pending.append(row)
         order.dirty = True
 
-    def remove(self, job_id: str) -> None:
-        """A job left the scheduler's view: finished, cancelled, rejected or preempted."""
+    def started(self, job_id: str, at: float) -> None:
+        """The leased job's run started running at ``at`` (seconds, the cycles' epoch)."""
+        row = self._row_of.get(job_id)
+        if row is not None and self.cols["state"][row] == RUNNING:
+            self.cols["started"][row] = at
+
+    def remove(self, job_id: str, finished: float | None = None) -> None:
+        """A job left the scheduler's view: finished, cancelled, rejected or preempted.
+
+        ``finished`` (the time its run ended; not for preemptions) charges a run shorter than
+        its pool's ``shortJobPenaltyCutoff`` to its queue until the cutoff (:mod:`.penalties`).
+        """
         row = self._row_of.pop(job_id)
         state = self.cols["state"][row]
+        if finished is not None and state == RUNNING:
+            self._charge_short_run(row, finished)
         if state == QUEUED:
             self._dequeue(row)
         elif state == RUNNING:
@@ -226,6 +243,14 @@ class JobDb:
                 self.gang_mixed[gang] = bool((keys != info.key).any())
         self.cols["state"][row] = FREE
         self.ids[row] = None
+
+    def _charge_short_run(self, row: int, finished: float) -> None:
+        pool = self.pool_names[int(self.cols["pool"][row])]
+        cutoff = self.config.pool_config(pool).short_job_penalty_seconds
+        started = float(self.cols["started"][row])
+        if cutoff > 0 and finished - started < cutoff:  # False for NaN: never seen running
+            request = self.keys.request(int(self.cols["key"][row]))
+            self.penalties.charge(int(self.cols["queue"][row]), pool, request, started + cutoff)
 
     def reprioritize(self, job_id: str, priority: float) -> None:
         """Change a job's priority; a queued job moves within its queue next cycle."""
@@ -293,6 +318,7 @@ class JobDb:
         clone._node_jobs = {node: set(rows) for node, rows in self._node_jobs.items()}
         clone._node_alloc = self._node_alloc.copy()
         clone._queue_alloc = {key: alloc.copy() for key, alloc in self._queue_alloc.items()}
+        clone.penalties = self.penalties.copy()
         return clone
 
     # -- internals -----------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import operator
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Literal, TypeVar
 
 import msgspec
@@ -263,19 +263,56 @@ class NodeDb:
             }
         return self._pool_rows
 
-    def could_hold(self, job: JobRequirements) -> bool:
-        """Whether some live node could ever hold ``job``: its shape (allocatable less non-Armada
-        use, ignoring current use) fits the requests and its labels and taints admit the job
-        (the test the cycle rejects jobs by, for one job; upstream's submit check)."""
+    def could_hold(
+        self,
+        job: JobRequirements,
+        pool_tolerations: Mapping[str, tuple[Toleration, ...]] | None = None,
+        floating: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> bool:
+        """Whether some live node could ever hold ``job``: its shape (:meth:`shapes`) fits the
+        requests and its labels and taints admit the job (:meth:`admitting`): the test the
+        cycle rejects jobs by, for one job; upstream's submit check."""
         request = self.resources.vector(job.requests)
-        shape = self.allocatable() - self.non_armada()
+        shape = self.shapes(floating or {})
         selector = tuple(sorted(job.node_selector.items()))
-        mask = self.constraint_mask(selector, job.tolerations, job.affinity, cache=False)
+        mask = self.admitting(selector, job.tolerations, job.affinity, pool_tolerations or {}, cache=False)
         mask = mask & (shape >= request).all(axis=1)
         if job.pools:
             in_pools = [spec is not None and spec.pool in job.pools for spec in self.specs]
             mask &= np.array(in_pools, dtype=bool)
         return bool(mask.any())
+
+    def shapes(self, floating: Mapping[str, Mapping[str, int]]) -> IntArray:
+        """Per row, allocatable less non-Armada use (ignoring current use); a floating resource
+        counts as what the node's pool has of it (``floating``: pool -> resource -> units)."""
+        shape = self.allocatable() - self.non_armada()
+        rows = self.pool_rows()
+        for pool, quantities in floating.items():
+            for resource, units in quantities.items():
+                if resource in self.resources and pool in rows:
+                    shape[rows[pool], self.resources.column(resource)] = units
+        return shape
+
+    def admitting(
+        self,
+        selector: tuple[tuple[str, str], ...],
+        tolerations: tuple[Toleration, ...],
+        affinity: tuple[NodeSelectorTerm, ...],
+        pool_tolerations: Mapping[str, tuple[Toleration, ...]],
+        *,
+        cache: bool = True,
+    ) -> BoolArray:
+        """:meth:`constraint_mask`, the nodes of each pool in ``pool_tolerations`` also
+        tolerating what that pool's jobs are given (``jobDefaults.tolerations``)."""
+        mask = self.constraint_mask(selector, tolerations, affinity, cache=cache)
+        rows = self.pool_rows()
+        for pool, extra in pool_tolerations.items():
+            if pool in rows and extra:
+                in_pool = np.zeros(self.size, dtype=bool)
+                in_pool[rows[pool]] = True
+                wider = self.constraint_mask(selector, tolerations + extra, affinity, cache=cache)
+                mask = mask | (wider & in_pool)
+        return mask
 
     def label_values(self, key: str) -> tuple[IntArray, list[str]]:
         """Per-row code of label ``key`` (-1 = absent) and the values by code."""

@@ -62,6 +62,7 @@ class PoolCycle:
         self.eviction = Eviction(self.state)
         self.urgency = Urgency(self.state, self.eviction, self)
         self.seg_len = FUSE_MIN
+        self._floating_blocked: int | None = None
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -84,6 +85,9 @@ class PoolCycle:
                 end = min(end, int(at[-1]))
             done, failed = self._process(units, end)
             self._advance(units, done)
+            if done == end and self._floating_blocked is not None:
+                self._fail(self._floating_blocked)
+                failed = True
             if failed:
                 continue
             if done == 0 or capped or boundary is None:
@@ -200,12 +204,14 @@ class PoolCycle:
         return units if keep.all() else units.take(np.flatnonzero(keep))
 
     def _global_cut(self, units: Units) -> tuple[int, bool]:
-        """Prefix of the merged order within the global rate limit and the pool's budget."""
+        """Prefix of the merged order within the global rate limit, the pool's floating
+        resources and its budget."""
         new = ~units.evicted
         jobs = np.cumsum(units.counts * new)
         end = int(np.searchsorted(jobs, math.floor(self.ctx.global_tokens), side="right"))
         if end < len(units):
             self.ctx.reasons.cycle = GLOBAL_RATE_LIMITED
+        end = self._floating_cut(units, new, end)
         if (self.state.budget >= UNLIMITED).all():
             return end, end < len(units)
         requests = (units.counts * new)[:, None] * self.state.key_requests[units.keys]
@@ -214,6 +220,20 @@ class PoolCycle:
             end = over
             self.ctx.reasons.cycle = f"pool {self.state.pool}: maximumResourceFractionToSchedule reached"
         return end, end < len(units)
+
+    def _floating_cut(self, units: Units, new: BoolArray, end: int) -> int:
+        """Shorten the prefix to what the pool's floating resources can hold; the key of the
+        first unit that does not fit fails once the prefix is placed (``_floating_blocked``)."""
+        self._floating_blocked = None
+        columns = self.state.floating_cols
+        if not len(columns):
+            return end
+        requests = (units.counts * new)[:, None] * self.state.key_requests[units.keys][:, columns]
+        over = first_violation(np.cumsum(requests, axis=0), self.state.floating_left[columns])
+        if over < end:
+            self._floating_blocked = int(units.keys[over])
+            return over
+        return end
 
     def _advance(self, units: Units, done: int) -> None:
         head = units.take(slice(0, done))
@@ -381,6 +401,7 @@ class PoolCycle:
         state.alloc += added
         state.alloc_by_class[:, state.key_class[key]] += added
         state.scheduled_new += len(rows) * request
+        state.floating_left -= len(rows) * request
         self.ctx.global_tokens -= len(rows)
         for qi in np.flatnonzero(per_queue).tolist():
             name = state.queues[qi].name
@@ -404,5 +425,15 @@ class PoolCycle:
         )
         if info.gang_cardinality:
             reason = f"gang of {info.gang_cardinality} does not fit: {reason}"
+        left = self.state.floating_left
+        short = [
+            self.state.names[c]
+            for c in self.state.floating_cols.tolist()
+            if self.state.key_requests[key, c] > left[c]
+        ]
+        if short:
+            reason = f"pool {self.state.pool}: floating resource {', '.join(short)} exhausted"
+        if self.eviction.rate_limited:
+            reason = f"pool {self.state.pool}: fair-share preemption rate limit reached; {reason}"
         known = self.ctx.reasons.by_key.get(key)
         self.ctx.reasons.by_key[key] = reason if known is None else f"{known}; {reason}"

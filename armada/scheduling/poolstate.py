@@ -42,14 +42,14 @@ class PoolState:
             self.schedulable = self.schedulable & ~ctx.paused_nodes[node_rows]
         self.totals: IntArray = allocatable.sum(axis=0)
         self.names = db.resources.names
-        self.scale = drf_scale(
-            self.totals, self.names, config.dominant_resource_fairness_resources_to_consider
-        )
+        self.policy = config.pool_config(pool)
+        self.scale = drf_scale(self.totals, self.names, config.drf_multipliers(pool))
         self.local_node = np.full(nodes.size, -1, dtype=np.int64)
         self.local_node[node_rows] = np.arange(len(node_rows))
         self.key_requests = db.keys.requests()
         infos = db.keys.infos
         self.key_usable = ctx.key_ok & np.array([i.allows_pool(pool) for i in infos], dtype=bool)
+        self._apply_key_policy()
         self.cardinality = np.array([max(1, i.gang_cardinality) for i in infos], dtype=np.int64)
         self.key_class = np.array([db.pc_index(i.index) for i in infos], dtype=np.int64)
         self.uniform = np.array([bool(i.uniformity_label) for i in infos], dtype=bool)
@@ -66,6 +66,44 @@ class PoolState:
             ]
         )
         self.scheduled_new = np.zeros(len(self.names), dtype=np.int64)
+        self._setup_floating()
+
+    def _apply_key_policy(self) -> None:
+        """Keys the pool's policy keeps out (``disableHomeScheduling``,
+        ``experimentalUnscheduledResources``), with the reason their waiting jobs give."""
+        policy, resources = self.policy, self.db.resources
+        allowed = self.key_usable.copy()
+        if policy.disable_home_scheduling:
+            self.key_usable[:] = False
+        for name in policy.experimental_unscheduled_resources:
+            if name in resources:
+                self.key_usable &= self.key_requests[:, resources.column(name)] == 0
+        why = (
+            "home scheduling disabled"
+            if policy.disable_home_scheduling
+            else "requests an unscheduled resource"
+        )
+        by_key = self.ctx.reasons.by_key
+        for key in np.flatnonzero(allowed & ~self.key_usable).tolist():
+            reason = f"pool {self.pool}: {why}"
+            by_key[key] = f"{by_key[key]}; {reason}" if key in by_key else reason
+
+    def _setup_floating(self) -> None:
+        """Floating resources: no node limits them (their node columns are made unlimited);
+        ``floating_left`` is what the pool has left of each (UNLIMITED elsewhere)."""
+        resources = self.db.resources
+        self.floating_left = np.full(len(self.names), UNLIMITED, dtype=np.int64)
+        quantities = self.ctx.config.floating_in(self.pool)
+        columns = [resources.column(name) for name in quantities if name in resources]
+        self.floating_cols = np.array(columns, dtype=np.int64)
+        if not columns:
+            return
+        held = self.alloc_by_class.sum(axis=(0, 1)) if len(self.queues) else np.zeros(len(self.names))
+        for name in quantities:
+            if name in resources:
+                column = resources.column(name)
+                self.floating_left[column] = quantities[name] - int(held[column])
+        self.free[:, self.floating_cols] = UNLIMITED >> 8
 
     def _setup_queues(self, queues: list[QueueSpec], usage: UsageHistory) -> None:
         db, pool = self.db, self.pool
@@ -77,17 +115,20 @@ class PoolState:
         active: list[QueueSpec] = []
         demands: list[IntArray] = []
         allocs: list[IntArray] = []
+        penalties: list[IntArray] = []
         for name in sorted(specs):
             index = db.queue_index(name)
             alloc = db.queue_allocation(index, pool)[:, :width]
+            charged = db.penalties.allocation(index, pool, self.ctx.now, width)
             demand = np.zeros(width, dtype=np.int64)
             for key, count in db.queued_counts[index].items():
                 if self.key_usable[key]:
                     demand += count * self.key_requests[key]
-            if demand.any() or alloc.any():
+            if demand.any() or alloc.any() or charged.any():
                 active.append(specs[name])
                 demands.append(demand)
                 allocs.append(alloc)
+                penalties.append(charged)
         self.queues = active
         self.db_queue = np.array([db.queue_index(q.name) for q in active], dtype=np.int64)
         #: db queue index -> index among this pool's active queues (-1 = not active)
@@ -95,16 +136,15 @@ class PoolState:
         self.queue_of[self.db_queue] = np.arange(len(self.db_queue))
         count = len(active)
         self.alloc_by_class: IntArray = np.array(allocs).reshape(count, n_classes, width).copy()
-        self.alloc: IntArray = self.alloc_by_class.sum(axis=1)
+        #: what each queue is charged for in fair share: its allocation plus short-job penalties
+        self.alloc: IntArray = self.alloc_by_class.sum(axis=1) + np.array(penalties).reshape(count, width)
         self.demand: IntArray = np.array(demands).reshape(count, width)
         self.weights = np.array([q.priority_factor for q in active], dtype=np.float64)
         self.usage = np.array([usage.of(pool, q.name) for q in active], dtype=np.float64)
         self.limits = np.full((count, n_classes, width), UNLIMITED, dtype=np.int64)
         for qi, spec in enumerate(active):
             for ci, class_name in enumerate(db.priority_class_names):
-                fractions = dict(
-                    self.ctx.config.priority_classes[class_name].maximum_resource_fraction_per_queue
-                )
+                fractions = dict(self.ctx.config.priority_classes[class_name].fractions_in(pool))
                 for resource, fraction in spec.resource_limits_by_priority_class_name.get(
                     class_name, {}
                 ).items():
@@ -127,7 +167,8 @@ class PoolState:
         mask = self._masks.get(key)
         if mask is None:
             info = self.db.keys.infos[key]
-            full = self.db.nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
+            tolerations = info.tolerations + self.policy.default_tolerations
+            full = self.db.nodes.constraint_mask(info.node_selector, tolerations, info.affinity)
             mask = self._masks[key] = full[self.node_rows] & self.schedulable
         return mask
 

@@ -6,7 +6,7 @@ import math
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,7 @@ from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.placement import explain_misfit
 from armada.scheduling.pool import PoolCycle
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.requirements import Toleration
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState, TokenBucket, tokens_now
 from armada.scheduling.unique_rows import unique_rows
@@ -60,7 +61,9 @@ def schedule(
     deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
     pools = db.nodes.pool_rows()
     usage = state.usage.decayed(now, config.usage_half_life)
-    key_ok, rejected, waiting = _rejected_keys(db, pools)
+    key_ok, rejected, waiting = _rejected_keys(
+        db, pools, config.default_tolerations_by_pool(), config.floating_by_pool()
+    )
     bucket = tokens_now(
         state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
     )
@@ -83,6 +86,12 @@ def schedule(
         taken=np.zeros(len(db.ids), dtype=bool),
         key_ok=key_ok,
         paused_nodes=db.nodes.executor_mask(paused_executors) if paused_executors else None,
+        now=now,
+        preemption_tokens={
+            pool: tokens_now(state.preemption_buckets.get(pool), now, limit.maximum_rate, limit.maximum_burst)
+            for pool in pools
+            if (limit := config.pool_config(pool).fairshare_preemption_rate_limit) is not None
+        },
     )
     ctx.reasons.by_key.update(rejected)
     ctx.reasons.by_key.update(waiting)
@@ -119,6 +128,9 @@ def schedule(
             queue_buckets={
                 name: TokenBucket(max(0.0, tokens), now) for name, tokens in ctx.queue_tokens.items()
             },
+            preemption_buckets={
+                pool: TokenBucket(max(0.0, tokens), now) for pool, tokens in ctx.preemption_tokens.items()
+            },
             usage=usage.holding(
                 {pool: {q: s.actual_share for q, s in by_queue.items()} for pool, by_queue in shares.items()}
             )
@@ -137,12 +149,17 @@ def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
 
 
 def _rejected_keys(
-    db: JobDb, pools: dict[str, npt.NDArray[np.int64]]
+    db: JobDb,
+    pools: dict[str, npt.NDArray[np.int64]],
+    pool_tolerations: Mapping[str, tuple[Toleration, ...]],
+    floating: Mapping[str, Mapping[str, int]],
 ) -> tuple[BoolArray, dict[int, str], dict[int, str]]:
     """Keys that cannot be scheduled this cycle: ``(key_ok, rejected, waiting)``.
 
     *Rejected*: no live node shape (allocatable less non-Armada use, ignoring current use)
-    with matching labels and taints could ever hold the job. *Waiting*: the job's pools
+    with matching labels and taints (tolerated by the job, or by its pool's
+    ``jobDefaults.tolerations``) could ever hold the job; a node counts as having what its
+    pool has of each floating resource. *Waiting*: the job's pools
     have no nodes right now (their executors may be down), which is not final.
     """
     key_ok = np.ones(len(db.keys), dtype=bool)
@@ -151,7 +168,7 @@ def _rejected_keys(
     if not pools:
         return key_ok, rejected, waiting
     nodes = db.nodes
-    shape = nodes.allocatable() - nodes.non_armada()
+    shape = nodes.shapes(floating)
     live = np.concatenate(list(pools.values()))
     shapes, inverse, _ = unique_rows(shape[live])
     queued = set().union(*(counts.keys() for counts in db.queued_counts))
@@ -170,7 +187,7 @@ def _rejected_keys(
             in_pools = np.zeros(nodes.size, dtype=bool)
             in_pools[np.concatenate([pools[p] for p in allowed])] = True
             mask &= in_pools
-        constraints = nodes.constraint_mask(info.node_selector, info.tolerations, info.affinity)
+        constraints = nodes.admitting(info.node_selector, info.tolerations, info.affinity, pool_tolerations)
         if not (mask & constraints).any():
             key_ok[key] = False
             candidates = np.zeros(nodes.size, dtype=bool)

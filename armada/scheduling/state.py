@@ -69,4 +69,6 @@ class SchedulerState(msgspec.Struct, frozen=True):
 
     global_bucket: TokenBucket | None = None
     queue_buckets: dict[str, TokenBucket] = msgspec.field(default_factory=dict)
+    #: pool -> its ``fairsharePreemptionRateLimit`` bucket (rate-limited pools only)
+    preemption_buckets: dict[str, TokenBucket] = msgspec.field(default_factory=dict)
     usage: UsageHistory = msgspec.field(default_factory=UsageHistory)

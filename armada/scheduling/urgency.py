@@ -50,7 +50,10 @@ class Urgency:
         self.eviction, self.placer = eviction, placer
 
     def lower_classes(self, priority: int) -> list[int]:
-        """Preemptible priority classes a job of ``priority`` may urgency-preempt."""
+        """Preemptible priority classes a job of ``priority`` may urgency-preempt (none in a pool
+        with ``disableUrgencyScheduling``)."""
+        if self.state.policy.disable_urgency_scheduling:
+            return []
         classes = self.ctx.config.priority_classes
         names = self.db.priority_class_names
         return [i for i, n in enumerate(names) if classes[n].preemptible and classes[n].priority < priority]

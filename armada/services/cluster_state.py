@@ -305,6 +305,8 @@ class ClusterState:
         run = self.runs.get(event.run_id)
         if run is not None:
             run.state = RunState.PENDING if isinstance(event, ev.JobPending) else RunState.RUNNING
+            if isinstance(event, ev.JobRunning) and event.job_id in self.jobs:
+                self.jobs.started(event.job_id, event.created.timestamp())
             executor = self.executors.get(run.executor)
             if executor is not None:
                 executor.unacknowledged.pop(run.run_id, None)
@@ -319,7 +321,9 @@ class ClusterState:
         if extras is not None and extras.run_id:
             self._drop_run(extras.run_id)
         if event.job_id in self.jobs:
-            self.jobs.remove(event.job_id)
+            # A run that ended on its own (not preempted) may be charged as a short job.
+            ended = None if isinstance(event, ev.JobPreempted) else event.created.timestamp()
+            self.jobs.remove(event.job_id, finished=ended)
 
     def _cancelling(self, event: ev.JobCancelling) -> None:
         extras = self.extras.get(event.job_id)
@@ -367,7 +371,7 @@ def requirements(job: Job, *, submitted: float) -> JobRequirements:
 def _node_spec(executor: str, pool: str, node: ev.ExecutorNode, cordoned: bool) -> NodeSpec:
     return NodeSpec(
         id=node_key(executor, node.name),
-        pool=pool,
+        pool=node.pool or pool,
         executor=executor,
         # Every node carries its name label, as Kubernetes nodes do (retries avoid nodes by it).
         labels={NODE_NAME_LABEL: node.name, **node.labels},

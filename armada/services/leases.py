@@ -15,8 +15,9 @@ import itertools
 import time
 from collections.abc import Callable, Sequence, Set
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
+import msgspec
 import structlog
 
 import armada
@@ -61,6 +62,7 @@ def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
                 allocated_non_armada=non_armada,
                 unschedulable=report.unschedulable,
                 ready=report.ready,
+                pool=report.pool,
             )
         )
     return nodes
@@ -89,6 +91,8 @@ class LeaseService:
         clock: Callable[[], float] = time.time,
         *,
         priority_class_name_override: str | None = None,
+        pool_tolerations: dict[str, list[dict[str, str]]] | None = None,
+        floating_resources: frozenset[str] = frozenset(),
         mailbox: LogMailbox | None = None,
     ) -> None:
         self.store = store
@@ -99,6 +103,10 @@ class LeaseService:
         self.clock = clock
         #: ``scheduling.priorityClassNameOverride``: the Kubernetes priority class of every pod.
         self.priority_class_name_override = priority_class_name_override
+        #: Pool -> tolerations its pods get (``scheduling.pools[].jobDefaults.tolerations``).
+        self.pool_tolerations = pool_tolerations or {}
+        #: ``scheduling.floatingResources``: left out of pods (no node has them).
+        self.floating_resources = floating_resources
         self._heartbeat_recorded: dict[str, float] = {}
         self._held_reports = HeldRunReports()
         #: Each executor's version, as its last call said (logged when it changes).
@@ -335,11 +343,42 @@ class LeaseService:
         async with self.store.engine.connect() as conn:
             # An unreadable job is left out: Quarantine fails it, it is never leased.
             specs = await views.job_specs(conn, [run.job_id for run in runs], self.store.unreadable)
-        return [
-            _lease(run, specs[run.job_id], executor.nodes.get(run.node), self.priority_class_name_override)
-            for run in runs
-            if run.job_id in specs
-        ]
+        leases = []
+        for run in runs:
+            if run.job_id in specs:
+                node = executor.nodes.get(run.node)
+                pool = (node.pool if node is not None else "") or executor.pool
+                job = _pod_for_pool(
+                    specs[run.job_id], self.pool_tolerations.get(pool, []), self.floating_resources
+                )
+                leases.append(_lease(run, job, node, self.priority_class_name_override))
+        return leases
+
+
+def _pod_for_pool(job: Job, tolerations: list[dict[str, str]], floating: frozenset[str]) -> Job:
+    """``job`` as its pod is made in its pool: tolerating ``tolerations`` (the pool's job
+    defaults) and requesting no ``floating`` resource (the scheduler accounted for them)."""
+    pod_spec = job.pod_spec
+    if tolerations:
+        own = pod_spec.get("tolerations") or []
+        pod_spec = {**pod_spec, "tolerations": [*own, *(t for t in tolerations if t not in own)]}
+    if floating:
+        pod_spec = {
+            **pod_spec,
+            "containers": [_without(c, floating) for c in pod_spec.get("containers") or []],
+        }
+    return job if pod_spec is job.pod_spec else msgspec.structs.replace(job, pod_spec=pod_spec)
+
+
+def _without(container: dict[str, Any], floating: frozenset[str]) -> dict[str, Any]:
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return container
+    trimmed = {
+        bound: {k: v for k, v in values.items() if k not in floating} if isinstance(values, dict) else values
+        for bound, values in resources.items()
+    }
+    return {**container, "resources": trimmed}
 
 
 def _lease(run: RunInfo, job: Job, node: ev.ExecutorNode | None, override: str | None) -> Lease:

@@ -63,6 +63,9 @@ async def avoiding_jobs(
 
 def _could_run(state: ClusterState, job: Job) -> bool:
     try:
-        return state.nodes.could_hold(requirements(job, submitted=0.0))
+        config = state.config
+        return state.nodes.could_hold(
+            requirements(job, submitted=0.0), config.default_tolerations_by_pool(), config.floating_by_pool()
+        )
     except (RequirementsError, ValueError):
         return False

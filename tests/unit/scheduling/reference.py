@@ -3,16 +3,21 @@
 One unit (job or whole gang) at a time: pick the queue whose cost after its next unit is
 lowest, place each member on the best-fit node, remember keys that did not fit. Keys that
 fit on no node when the pool's turn starts are skipped up front. No preemption and no rate
-limits: tests using it configure those away.
+limits: tests using it configure those away. Per-pool policy (``scheduling.pools``): DRF
+multipliers, ``disableHomeScheduling``, ``experimentalUnscheduledResources``, the pool's
+default tolerations, and short-job penalties (``charged``: what each queue is still charged
+for in a pool, counted in its allocation from the start).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import msgspec
+
 from armada.scheduling import JobRequirements, NodeSpec, QueueSpec, SchedulingConfig
 from armada.scheduling.nodes import tolerates
-from armada.scheduling.requirements import NodeSelectorRequirement
+from armada.scheduling.requirements import NodeSelectorRequirement, Toleration
 
 Free = dict[str, dict[str, int]]
 
@@ -49,6 +54,10 @@ def admits(node: NodeSpec, job: JobRequirements) -> bool:
     return not job.pools or node.pool in job.pools
 
 
+def with_tolerations(job: JobRequirements, tolerations: tuple[Toleration, ...]) -> JobRequirements:
+    return msgspec.structs.replace(job, tolerations=job.tolerations + tolerations) if tolerations else job
+
+
 def _shape_fits(node: NodeSpec, job: JobRequirements) -> bool:
     return all(
         node.allocatable.get(r, 0) - node.non_armada_allocated.get(r, 0) >= units
@@ -66,12 +75,13 @@ class _Queue:
 class _Pool:
     """One pool's cycle, one unit at a time."""
 
-    def __init__(self, nodes: list[NodeSpec], names: list[str], config: SchedulingConfig) -> None:
+    def __init__(self, nodes: list[NodeSpec], names: list[str], config: SchedulingConfig, pool: str) -> None:
         self.nodes = sorted(nodes, key=lambda n: n.id)
         self.names = names
         totals = {r: sum(n.allocatable.get(r, 0) for n in self.nodes) for r in names}
-        considered = config.dominant_resource_fairness_resources_to_consider
-        self.scale = {r: 1.0 / totals[r] if r in considered and totals[r] > 0 else 0.0 for r in names}
+        weight = config.drf_multipliers(pool)
+        self.scale = {r: weight[r] / totals[r] if r in weight and totals[r] > 0 else 0.0 for r in names}
+        self.tolerations = config.pool_config(pool).default_tolerations
         self.free: Free = {
             n.id: {r: n.allocatable.get(r, 0) - n.non_armada_allocated.get(r, 0) for r in names}
             for n in self.nodes
@@ -87,6 +97,7 @@ class _Pool:
         return self.names[weighted.index(max(weighted))]
 
     def usable(self, job: JobRequirements, nodes: list[NodeSpec]) -> list[NodeSpec]:
+        job = with_tolerations(job, self.tolerations)
         return [n for n in nodes if n.ready and not n.unschedulable and admits(n, job)]
 
     def best_node(self, job: JobRequirements, free: Free, nodes: list[NodeSpec]) -> str | None:
@@ -158,7 +169,11 @@ class _Pool:
 
 
 def reference_schedule(
-    nodes: list[NodeSpec], jobs: list[JobRequirements], queues: list[QueueSpec], config: SchedulingConfig
+    nodes: list[NodeSpec],
+    jobs: list[JobRequirements],
+    queues: list[QueueSpec],
+    config: SchedulingConfig,
+    charged: dict[tuple[str, str], dict[str, int]] | None = None,
 ) -> tuple[dict[str, str], set[str]]:
     """(job id -> node id leases, rejected job ids) for an empty cluster."""
     names = ["cpu", "memory"]
@@ -170,14 +185,26 @@ def reference_schedule(
         for j in jobs
         if nodes
         and (not j.pools or pools_with_nodes & set(j.pools))
-        and not any(admits(n, j) and _shape_fits(n, j) for n in nodes)
+        and not any(
+            admits(n, with_tolerations(j, config.pool_config(n.pool).default_tolerations))
+            and _shape_fits(n, j)
+            for n in nodes
+        )
     }
     leases: dict[str, str] = {}
     default = config.default_priority_class_name
     for pool in sorted(pools_with_nodes):
         excluded = rejected | set(leases)
-        state = [_Queue(q, _units(q, jobs, pool, excluded, config)) for q in queues]
-        leases.update(_Pool([n for n in nodes if n.pool == pool], names, config).run(state, default))
+        policy = config.pool_config(pool)
+        if policy.disable_home_scheduling:
+            continue
+        unscheduled = policy.experimental_unscheduled_resources
+        excluded |= {j.id for j in jobs if any(j.requests.get(r, 0) > 0 for r in unscheduled)}
+        state = [
+            _Queue(q, _units(q, jobs, pool, excluded, config), dict((charged or {}).get((q.name, pool), {})))
+            for q in queues
+        ]
+        leases.update(_Pool([n for n in nodes if n.pool == pool], names, config, pool).run(state, default))
     return leases, rejected
 
 

@@ -17,7 +17,7 @@ def test_water_fill_caps_demand_and_reshares() -> None:
 
 
 def test_dominant_share_only_counts_configured_resources() -> None:
-    scale = drf_scale(np.array([100, 1000, 8]), ["cpu", "memory", "custom"], ["cpu", "memory"])
+    scale = drf_scale(np.array([100, 1000, 8]), ["cpu", "memory", "custom"], {"cpu": 1.0, "memory": 1.0})
     assert dominant_shares(np.array([[50, 100, 8], [10, 900, 0]]), scale).tolist() == pytest.approx(
         [0.5, 0.9]
     )

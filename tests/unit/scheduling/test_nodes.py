@@ -130,3 +130,18 @@ def test_could_hold_is_the_ever_fits_test_for_one_job() -> None:
     assert nodes.could_hold(
         JobRequirements(id="j", queue="q", requests={"nvidia.com/gpu": 1}, tolerations=gpu)
     )
+
+
+def test_could_hold_counts_pool_tolerations_and_floating_resources() -> None:
+    """A pool's default tolerations admit its tainted nodes (and only its own); a floating
+    resource fits the nodes of a pool that has enough of it."""
+    nodes = db()
+    gpu_job = JobRequirements(id="j", queue="q", requests={"nvidia.com/gpu": 1})
+    tolerate = (Toleration("gpu", "Exists", "", ""),)
+    assert not nodes.could_hold(gpu_job)
+    assert nodes.could_hold(gpu_job, pool_tolerations={"q": tolerate})
+    assert not nodes.could_hold(gpu_job, pool_tolerations={"p": tolerate})
+    licensed = JobRequirements(id="l", queue="q", requests={"cpu": 1000, "licence": 2})
+    assert not nodes.could_hold(licensed)
+    assert nodes.could_hold(licensed, floating={"p": {"licence": 2}})
+    assert not nodes.could_hold(licensed, floating={"p": {"licence": 1}})

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from typing import Any
 
+import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +16,7 @@ from armada.scheduling import (
     NodeSelectorTerm,
     NodeSpec,
     QueueSpec,
+    SchedulingConfig,
     SchedulingResult,
     Taint,
     Toleration,
@@ -102,9 +105,12 @@ QUEUES = [QueueSpec("qa", 1.0), QueueSpec("qb", 2.0), QueueSpec("qc", 3.0)]
 
 
 def run(
-    cluster: list[NodeSpec], jobs: list[JobRequirements], max_leases: int | None = None
+    cluster: list[NodeSpec],
+    jobs: list[JobRequirements],
+    max_leases: int | None = None,
+    config: SchedulingConfig | None = None,
 ) -> tuple[Sim, SchedulingResult]:
-    sim = Sim(unlimited(), nodes=cluster)
+    sim = Sim(config or unlimited(), nodes=cluster)
     for q in QUEUES:
         sim.queue(q.name, q.priority_factor)
     sim.submit(jobs)
@@ -116,6 +122,60 @@ def run(
 def test_matches_reference_implementation(cluster: list[NodeSpec], jobs: list[JobRequirements]) -> None:
     _, result = run(cluster, jobs)
     expected, rejected = reference_schedule(cluster, jobs, QUEUES, unlimited())
+    assert dict(zip(result.leases.job_ids, result.leases.node_ids, strict=True)) == expected
+    assert {r.job_id for r in result.rejections} == rejected
+
+
+@st.composite
+def pool_policies(draw: st.DrawFn) -> SchedulingConfig:
+    """Random ``scheduling.pools`` entries for the pools of :func:`nodes`."""
+    entries = []
+    for name in ("p1", "p2"):
+        entry: dict[str, Any] = {"name": name}
+        if draw(st.booleans()):
+            entry["dominantResourceFairnessResourcesToConsider"] = [
+                {"name": "cpu", "multiplier": draw(st.sampled_from([1, 3]))},
+                {"name": "memory", "multiplier": draw(st.sampled_from([1, 2]))},
+                {"name": "nvidia.com/gpu", "multiplier": draw(st.sampled_from([1, 8]))},
+            ]
+        entry["disableHomeScheduling"] = draw(st.sampled_from([False, False, False, True]))
+        if draw(st.integers(0, 3)) == 0:
+            entry["experimentalUnscheduledResources"] = ["nvidia.com/gpu"]
+        if draw(st.integers(0, 2)) == 0:
+            entry["jobDefaults"] = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+        entries.append(entry)
+    return msgspec.convert({**msgspec.to_builtins(unlimited()), "pools": entries}, SchedulingConfig)
+
+
+#: Short-job penalties a queue may still be charged: (queue, pool, millicores).
+CHARGES = st.lists(
+    st.tuples(
+        st.sampled_from(["qa", "qb", "qc"]), st.sampled_from(["p1", "p2"]), st.sampled_from([500, 4000])
+    ),
+    max_size=3,
+)
+
+
+@SETTINGS
+@given(nodes(), workloads(), pool_policies(), CHARGES)
+def test_matches_reference_with_pool_policies(
+    cluster: list[NodeSpec],
+    jobs: list[JobRequirements],
+    config: SchedulingConfig,
+    charges: list[tuple[str, str, int]],
+) -> None:
+    sim = Sim(config, nodes=cluster)
+    for q in QUEUES:
+        sim.queue(q.name, q.priority_factor)
+    sim.submit(jobs)
+    charged: dict[tuple[str, str], dict[str, int]] = {}
+    for queue, pool, cpu in charges:
+        request = sim.db.resources.vector({"cpu": cpu})
+        sim.db.penalties.charge(sim.db.queue_index(queue), pool, request, until=10.0)
+        total = charged.setdefault((queue, pool), {})
+        total["cpu"] = total.get("cpu", 0) + cpu
+    result = sim.cycle(apply=False)
+    expected, rejected = reference_schedule(cluster, jobs, QUEUES, config, charged)
     assert dict(zip(result.leases.job_ids, result.leases.node_ids, strict=True)) == expected
     assert {r.job_id for r in result.rejections} == rejected
 
