@@ -20,7 +20,7 @@ import httpx
 
 from armada.client import ArmadaApiError, ArmadaClient, StreamedEvent
 from armada.model import events as ev
-from armada.model.states import STATE_AFTER, JobState
+from armada.model.lifecycle import JOB_STATE_AFTER, JobState
 from armada.model.wire.base import MAX_IDS_PER_REQUEST
 from armada.model.wire.events import encode_stream_line
 from armada.model.wire.forecasts import span
@@ -47,7 +47,7 @@ class JobSetSummary:
     def apply(self, event: ev.Event) -> None:
         if isinstance(event, ev.JobFailed) and event.retryable:
             return  # a retried run: the job goes on (``queued`` follows)
-        state = STATE_AFTER.get(event.type)
+        state = JOB_STATE_AFTER.get(event.type)
         if state is not None and event.job_id:
             self.states[event.job_id] = state
 

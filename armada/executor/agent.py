@@ -16,6 +16,7 @@ from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
 from armada.executor.categories import Classifier
 from armada.executor.log_lines import LogMissing
+from armada.executor.observer import TrackingObserver
 from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
 from armada.executor.tracker import KillReason, RunTracker
@@ -68,11 +69,13 @@ class ExecutorAgent:
             batch_size=settings.event_batch_size,
             max_buffered=settings.max_buffered_events,
         )
-        self.tracker = RunTracker(
-            self.reporter.put,
-            backend.release,
-            Classifier(settings.error_categories),
+        self.tracker = RunTracker(Classifier(settings.error_categories))
+        self.observer = TrackingObserver(
+            self.tracker,
+            put=self.reporter.put,
             offer=self.reporter.offer,
+            clean_up=backend.release,
+            kill=self._start_kill,
         )
         self._tasks: dict[str, asyncio.Task[None]] = {}
         #: Log reads under way (at most ``maxLogReads``), and "busy" answers being posted.
@@ -102,7 +105,7 @@ class ExecutorAgent:
         self.tracker.adopt(found)
         if found:
             self._log.info("adopted runs from an earlier executor", runs=len(found))
-        await self._backend.start(self.tracker)
+        await self._backend.start(self.observer)
         reporter = asyncio.create_task(self.reporter.run(), name="event-reporter")
         leasing = asyncio.create_task(self._lease_loop(), name="lease-loop")
         stopping = asyncio.create_task(self._stopping.wait(), name="stop-signal")
@@ -121,7 +124,7 @@ class ExecutorAgent:
     async def _shutdown(self, reporter: asyncio.Task[None]) -> None:
         if self._settings.kill_runs_on_shutdown:
             for run_id in self.tracker.reports():
-                self._kill(run_id, "shutdown")
+                await self._kill(run_id, "shutdown")
         pending = list(self._tasks.values())
         if pending:
             await asyncio.wait(pending, timeout=self._settings.shutdown_flush_seconds)
@@ -208,10 +211,10 @@ class ExecutorAgent:
         them again later: the executor's memory stays bounded whatever the server does.
         """
         for run_id in response.cancel_runs:
-            self._kill(run_id, "cancel")
+            await self._kill(run_id, "cancel")
         for run_id in response.preempt_runs:
-            self._kill(run_id, "preempt")
-        await self.tracker.confirm_all()
+            await self._kill(run_id, "preempt")
+        await self.observer.execute(self.tracker.confirm_all())
         for lease in response.leases:
             if self.tracker.holds(lease.run_id):
                 continue
@@ -286,9 +289,11 @@ class ExecutorAgent:
         )
         self._spawn(lease.run_id, self._launch_or_return(lease))
 
-    def _kill(self, run_id: str, why: KillReason) -> None:
-        if not self.tracker.start_kill(run_id, why):
-            return
+    async def _kill(self, run_id: str, why: KillReason) -> None:
+        await self.observer.execute(self.tracker.kill(run_id, why))
+
+    def _start_kill(self, run_id: str, why: KillReason) -> None:
+        """Kill the run's workload in the background (the tracker has marked it)."""
         self._log.info("killing run", run_id=run_id, why=why)
         launching = self._tasks.get(run_id)
 
@@ -320,7 +325,7 @@ class ExecutorAgent:
         task.add_done_callback(done)
 
     async def _delivered(self, events: list[RunEvent]) -> None:
-        await self.tracker.delivered(events)
+        await self.observer.execute(self.tracker.delivered(events))
 
     async def _launch_or_return(self, lease: Lease) -> None:
         """A launch the backend could not handle gives the lease back rather than hang.
@@ -331,7 +336,7 @@ class ExecutorAgent:
         refusal = self._admission.refusal(lease)
         if refusal is not None:
             self._log.warning("lease refused", run_id=lease.run_id, job_id=lease.job_id, reason=refusal)
-            await self.tracker.observe(RunStatus(run_id=lease.run_id, kind="failed", reason=refusal))
+            await self.observer.observe(RunStatus(run_id=lease.run_id, kind="failed", reason=refusal))
             return
         try:
             await self._backend.launch(lease)
@@ -340,4 +345,4 @@ class ExecutorAgent:
             status = RunStatus(
                 run_id=lease.run_id, kind="leaseReturned", reason=f"launch failed: {exc}", retryable=True
             )
-            await self.tracker.observe(status)
+            await self.observer.observe(status)

@@ -17,7 +17,7 @@ from armada.eventstore import fleet_views, schema
 from armada.eventstore.store import EventStore
 from armada.eventstore.views import utc
 from armada.lookout.wire import ExecutorSummary, Overview, PoolSummary, QueueSummary, Resources, Share
-from armada.model.states import UNFINISHED_JOB_STATES, JobState
+from armada.model.lifecycle import UNFINISHED_JOB_STATES, JobState
 from armada.scheduling import QueueShare
 
 _ACTIVE = [state.value for state in UNFINISHED_JOB_STATES if state is not JobState.QUEUED]

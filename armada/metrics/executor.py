@@ -15,7 +15,8 @@ from prometheus_client.registry import Collector
 
 from armada.client.executor_api import ExecutorApiClient, ExecutorApiError
 from armada.executor.tracker import RunTracker
-from armada.model.leases import LeaseRequest, LeaseResponse, RunEventBatch, RunPhase
+from armada.model.leases import LeaseRequest, LeaseResponse, RunEventBatch
+from armada.model.lifecycle import RunPhase
 
 
 class ExecutorMetrics(Collector):

@@ -17,9 +17,9 @@ from typing import Any, TypedDict
 import msgspec
 
 from armada.model.jobs import Job
+from armada.model.lifecycle import FailureCause
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
-from armada.model.states import FailureCause
 
 
 class Envelope(TypedDict, total=False):

@@ -19,12 +19,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from armada.model.ingress import IngressConfig, ServiceConfig
+from armada.model.lifecycle import RunPhase
 from armada.model.numbers import Count, ExitCode, Port
 from armada.model.wire.logs import LogLine
 
-#: What the executor knows of a run it holds. ``leased``: accepted, not yet created in the
-#: cluster; ``terminating``: a kill is in progress.
-RunPhase = Literal["leased", "pending", "running", "terminating"]
 #: Kinds of run events. ``leaseReturned``: the executor gives the run back without a
 #: result (could not start it, stuck pod); the server may lease the job again.
 #: ``ingressInfo``: where the running job's exposed ports are reached (no change of phase).

@@ -20,9 +20,9 @@ import structlog
 
 from armada.model import events as ev
 from armada.model.jobs import RETRY_ON_PREEMPTION_ANNOTATION, Job
+from armada.model.lifecycle import RUN_STATE_AFTER, RunState, run_moves
 from armada.model.resources import ResourceIndex
 from armada.model.retry_mutation import NODE_NAME_LABEL
-from armada.model.states import RunState
 from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig, Taint
 from armada.scheduling.requirements import JobRequirements, RequirementsError, requirements_from_pod_spec
 from armada.services.pending_leases import PendingLeases
@@ -304,7 +304,9 @@ class ClusterState:
     def _progress(self, event: ev.JobPending | ev.JobRunning) -> None:
         run = self.runs.get(event.run_id)
         if run is not None:
-            run.state = RunState.PENDING if isinstance(event, ev.JobPending) else RunState.RUNNING
+            to = RUN_STATE_AFTER[event.type]
+            if run_moves(run.state, to):
+                run.state = to
             executor = self.executors.get(run.executor)
             if executor is not None:
                 executor.unacknowledged.pop(run.run_id, None)
