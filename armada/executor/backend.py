@@ -18,6 +18,10 @@ from armada.model.lifecycle import RunPhase
 from armada.model.wire.logs import LogLine
 
 
+class BackendSetupError(Exception):
+    """The backend cannot start as configured (a kubeconfig it cannot load): one sentence."""
+
+
 class RunStatus(msgspec.Struct, kw_only=True):
     """One observation of a run in the cluster."""
 
