@@ -141,7 +141,7 @@ def executor(
 
     from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
 
-    from armada.client.executor_api import ExecutorRefused  # noqa: PLC0415
+    from armada.client.errors import AccessRefused  # noqa: PLC0415
     from armada.executor.agent import REFUSED_HINT  # noqa: PLC0415
     from armada.executor.backend import BackendSetupError  # noqa: PLC0415
     from armada.executor.runner import run_executor  # noqa: PLC0415
@@ -191,7 +191,7 @@ def executor(
                 raise listen_error("metrics", f"port {metrics_port}", exc, hint) from exc
         try:
             run_service(run_executor(settings, handle_signals=True, metrics=metrics), spawns_processes=spawns)
-        except ExecutorRefused as exc:
+        except AccessRefused as exc:
             why = f"the server refuses executor {settings.cluster_id!r}: {exc}; {REFUSED_HINT}"
             raise StartupError(why) from exc
         except BackendSetupError as exc:

@@ -10,7 +10,8 @@ from typing import Any
 import structlog
 
 import armada
-from armada.client.executor_api import ExecutorApiClient, ExecutorApiError, ExecutorRefused
+from armada.client.errors import AccessRefused, ArmadaClientError
+from armada.client.executor_api import ExecutorApiClient
 from armada.executor.admission import LeaseAdmission
 from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
@@ -98,7 +99,7 @@ class ExecutorAgent:
     async def run(self) -> None:
         """Adopt leftover runs, then lease and report until ``stop`` is called.
 
-        Raises :class:`ExecutorRefused` (after the same graceful shutdown) when the server
+        Raises :class:`AccessRefused` (after the same graceful shutdown) when the server
         refuses this executor's credential: retrying would spin for ever on a setup mistake.
         """
         found = await self._backend.discover()
@@ -117,7 +118,7 @@ class ExecutorAgent:
                 await cancel_and_wait(task)
             await self._shutdown(reporter)
         if crashed:
-            if isinstance(refused := crashed[0].exception(), ExecutorRefused):
+            if isinstance(refused := crashed[0].exception(), AccessRefused):
                 raise refused
             raise RuntimeError(f"executor task {crashed[0].get_name()} failed") from crashed[0].exception()
 
@@ -147,7 +148,7 @@ class ExecutorAgent:
                     self._on_synced = None
                 request = self._lease_request(nodes, await self._backend.cordoned_nodes())
                 response = await self._client.lease(request)
-            except ExecutorRefused as exc:
+            except AccessRefused as exc:
                 self._log.error(
                     "the server refuses this executor; stopping",
                     error=str(exc),
@@ -261,7 +262,7 @@ class ExecutorAgent:
     async def _post_log_answer(self, answer: LogAnswer) -> None:
         try:
             await self._client.answer_log(answer)
-        except ExecutorApiError as exc:
+        except ArmadaClientError as exc:
             self._log.info("log answer not delivered", request_id=answer.request_id, error=str(exc))
 
     async def _cordon(self, wanted: dict[str, str], held: list[str], nodes: list[NodeReport]) -> None:
