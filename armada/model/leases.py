@@ -21,6 +21,7 @@ import msgspec
 from armada.model.ingress import IngressConfig, ServiceConfig
 from armada.model.lifecycle import RunPhase
 from armada.model.numbers import Count, ExitCode, Port
+from armada.model.taints import Taint
 from armada.model.wire.logs import LogLine
 
 #: Kinds of run events. ``leaseReturned``: the executor gives the run back without a
@@ -51,14 +52,6 @@ class _Wire(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
 
 class _Strict(_Wire, forbid_unknown_fields=True):
     """Executor-sent input: unknown fields are rejected."""
-
-
-class Taint(_Strict, kw_only=True):
-    """A node taint, as in Kubernetes."""
-
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
 
 
 class NodeReport(_Strict, kw_only=True):

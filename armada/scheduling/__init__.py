@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 from armada.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from armada.model.taints import Taint
     from armada.scheduling.config import PriorityClass, SchedulingConfig
     from armada.scheduling.decisions import (
         CycleStats,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
         SchedulingResult,
     )
     from armada.scheduling.jobdb import QUEUED, RUNNING, JobDb
-    from armada.scheduling.nodes import NodeDb, NodeSpec, Taint
+    from armada.scheduling.nodes import NodeDb, NodeSpec
     from armada.scheduling.queues import QueueSpec
     from armada.scheduling.requirements import (
         JobRequirements,
@@ -122,7 +123,7 @@ __getattr__ = lazy_exports(
         "JobDb": "armada.scheduling.jobdb",
         "NodeDb": "armada.scheduling.nodes",
         "NodeSpec": "armada.scheduling.nodes",
-        "Taint": "armada.scheduling.nodes",
+        "Taint": "armada.model.taints",
         "QueueSpec": "armada.scheduling.queues",
         "JobRequirements": "armada.scheduling.requirements",
         "NodeSelectorRequirement": "armada.scheduling.requirements",

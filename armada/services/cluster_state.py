@@ -23,7 +23,7 @@ from armada.model.jobs import RETRY_ON_PREEMPTION_ANNOTATION, Job
 from armada.model.lifecycle import RUN_STATE_AFTER, RunState, run_moves
 from armada.model.resources import ResourceIndex
 from armada.model.retry_mutation import NODE_NAME_LABEL
-from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig, Taint
+from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig
 from armada.scheduling.requirements import JobRequirements, RequirementsError, requirements_from_pod_spec
 from armada.services.pending_leases import PendingLeases
 
@@ -373,7 +373,7 @@ def _node_spec(executor: str, pool: str, node: ev.ExecutorNode, cordoned: bool) 
         executor=executor,
         # Every node carries its name label, as Kubernetes nodes do (retries avoid nodes by it).
         labels={NODE_NAME_LABEL: node.name, **node.labels},
-        taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in node.taints),  # type: ignore[arg-type]
+        taints=tuple(node.taints),
         allocatable=dict(node.allocatable),
         non_armada_allocated=dict(node.allocated_non_armada),
         unschedulable=node.unschedulable or cordoned,

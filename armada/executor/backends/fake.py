@@ -24,7 +24,8 @@ from armada.executor.exposure import simulated_addresses
 from armada.executor.log_lines import LogMissing, select, stamp
 from armada.executor.podspec import pod_name
 from armada.executor.settings import FakeNodeTemplate, FakeSettings, IngressSettings
-from armada.model.leases import Lease, LogOrder, NodeReport, Taint
+from armada.model.leases import Lease, LogOrder, NodeReport
+from armada.model.taints import Taint
 from armada.model.wire.logs import LogLine
 
 log = structlog.get_logger(__name__)
