@@ -16,7 +16,7 @@ from sqlalchemy import Row, func, select
 from armada.eventstore import fleet_views, schema
 from armada.eventstore.store import EventStore
 from armada.eventstore.views import utc
-from armada.lookout.wire import ExecutorSummary, Overview, PoolSummary, QueueSummary, Resources, Share
+from armada.lookout.wire import ExecutorOverview, Overview, PoolSummary, QueueSummary, Resources, Share
 from armada.model.lifecycle import UNFINISHED_JOB_STATES, JobState
 from armada.scheduling import QueueShare
 
@@ -114,9 +114,9 @@ def _executors(
     *,
     now: datetime,
     executor_timeout: float,
-) -> list[ExecutorSummary]:
+) -> list[ExecutorOverview]:
     summaries = {
-        row.executor_id: ExecutorSummary(
+        row.executor_id: ExecutorOverview(
             executor_id=row.executor_id,
             pool=row.pool,
             last_seen=utc(row.last_seen),
@@ -139,7 +139,7 @@ def _executors(
     return list(summaries.values())
 
 
-def _pools(executors: list[ExecutorSummary]) -> list[PoolSummary]:
+def _pools(executors: list[ExecutorOverview]) -> list[PoolSummary]:
     pools: dict[str, PoolSummary] = {}
     for executor in executors:
         pool = pools.get(executor.pool)

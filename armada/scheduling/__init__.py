@@ -24,8 +24,8 @@ incrementally, and calls :func:`schedule` once per cycle::
 
     result = schedule(db, queues=[QueueSpec("q", priority_factor=1.0)], config=config,
                       state=state, now=now)
-    for lease in result.leases:          # columnar; iterating yields Lease structs
-        ...                              # append JobRunLeased(lease.job_id, lease.node_id, ...)
+    for lease in result.leases:          # columnar; iterating yields Placement structs
+        ...                              # append JobLeased(lease.job_id, lease.node_id, ...)
     for p in result.preemptions: ...     # p.job_id preempted by p.preempted_by, p.reason
     for r in result.rejections: ...      # fail r.job_id as Rejected with r.reason
     result.reasons.for_job(db, job_id)   # why one queued job is still waiting
@@ -51,8 +51,8 @@ if TYPE_CHECKING:
     from armada.scheduling.config import PriorityClass, SchedulingConfig
     from armada.scheduling.decisions import (
         CycleStats,
-        Lease,
         Leases,
+        Placement,
         Preemption,
         Reasons,
         Rejection,
@@ -79,12 +79,12 @@ __all__ = [
     "CycleStats",
     "JobDb",
     "JobRequirements",
-    "Lease",
     "Leases",
     "NodeDb",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "NodeSpec",
+    "Placement",
     "Preemption",
     "PriorityClass",
     "QueueShare",
@@ -111,7 +111,7 @@ __getattr__ = lazy_exports(
         "PriorityClass": "armada.scheduling.config",
         "SchedulingConfig": "armada.scheduling.config",
         "CycleStats": "armada.scheduling.decisions",
-        "Lease": "armada.scheduling.decisions",
+        "Placement": "armada.scheduling.decisions",
         "Leases": "armada.scheduling.decisions",
         "Preemption": "armada.scheduling.decisions",
         "QueueShare": "armada.scheduling.shares",
