@@ -70,11 +70,11 @@ def _serve(overrides: dict[str, dict[str, Any]], config: Path | None, database_u
     import structlog  # noqa: PLC0415
     from sqlalchemy.exc import DBAPIError  # noqa: PLC0415
 
-    from armada.auth.exposure import published_credentials, startup_refusals  # noqa: PLC0415
+    from armada.auth.bind_address import published_credentials, startup_refusals  # noqa: PLC0415
     from armada.cli.http_server import run_server, run_workers  # noqa: PLC0415
     from armada.eventstore import migrate  # noqa: PLC0415
     from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
-    from armada.logs import configure_logging  # noqa: PLC0415
+    from armada.logging_setup import configure_logging  # noqa: PLC0415
 
     log = structlog.get_logger(__name__)
     settings = settings_or_exit(config, overrides)

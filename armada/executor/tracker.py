@@ -25,7 +25,7 @@ import structlog
 
 from armada.executor.backend import FoundRun, RunStatus
 from armada.executor.categories import Classified, Classifier, ErrorCategoriesSettings, Failure
-from armada.executor.held_runs import HeldRuns
+from armada.executor.runs_report import HeldRuns
 from armada.model.leases import Lease, RunEvent
 from armada.model.lifecycle import PHASE_STATE, RUN_STATE_AFTER, RunPhase, RunState, run_moves
 
