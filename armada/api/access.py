@@ -1,7 +1,7 @@
 """Enforcing route access policies: the one guard every request passes.
 
 The guard authenticates the caller, stores its :class:`~armada.auth.identity.Identity` in
-the scope (where :mod:`armada.api.identity` reads it), then checks the route's declared
+the scope (where :mod:`armada.api.caller` reads it), then checks the route's declared
 policy (:mod:`armada.auth.policy`). Failures are 401 with a ``WWW-Authenticate`` challenge
 or 403, both RFC 9457 problems. A route without a policy is refused with 500, and a test
 walks the app's routes so that none ships without one.

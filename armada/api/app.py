@@ -46,7 +46,7 @@ from armada.api.problems import EXCEPTION_HANDLERS
 from armada.api.services import Services
 from armada.api.shutdown import ShutdownSignal
 from armada.api.stream_quota import StreamQuota
-from armada.auth.exposure import metrics_public
+from armada.auth.bind_address import metrics_public
 from armada.auth.permissions import GlobalPermission
 from armada.auth.policy import Authenticated, public_if
 from armada.auth.secrets import hash_token, new_token

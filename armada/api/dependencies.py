@@ -14,7 +14,7 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
 from armada.api.access import AccessControl, identity_of
-from armada.api.identity import caller_name, provide_lookout_reads, provide_reads, provide_user
+from armada.api.caller import caller_name, provide_lookout_reads, provide_reads, provide_user
 from armada.api.services import services_of
 from armada.api.shutdown import ShutdownSignal
 from armada.api.stream_quota import StreamQuota

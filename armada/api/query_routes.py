@@ -22,8 +22,8 @@ from armada.api.services import services_of
 from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.policy import on_queue, watching
 from armada.model.errors import HistoryRewound, InvalidRequest, PermissionDenied
+from armada.model.lifecycle import JobState
 from armada.model.queues import QueueVerb
-from armada.model.states import JobState
 from armada.model.wire.events import (
     ABORTED,
     PERMISSION_DENIED,

@@ -23,7 +23,7 @@ from typing import Any
 import jwt
 import structlog
 
-from armada.auth.exposure import oidc_refusals
+from armada.auth.bind_address import oidc_refusals
 from armada.auth.identity import ANONYMOUS, Identity
 from armada.auth.settings import OidcSettings
 

@@ -2,7 +2,7 @@
 
 ``examples/`` shows working configurations, so its password and token hashes (and the
 passwords and tokens written next to them) are known to everyone who has read it. A server
-reachable from the network must never accept them: :mod:`armada.auth.exposure` refuses to
+reachable from the network must never accept them: :mod:`armada.auth.bind_address` refuses to
 start one that is configured with any of these. A test keeps this list equal to what
 ``examples/`` contains, so an example added later cannot slip past it.
 """

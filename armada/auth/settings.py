@@ -4,7 +4,7 @@ The defaults suit development: anonymous callers are accepted and the ``anonymou
 holds every global permission but ``execute_jobs`` (an anonymous caller could otherwise
 lease other people's jobs and report them done). Anonymous access is refused at start on
 any address but loopback unless ``allowAnonymousOnNetwork`` says it is meant
-(:mod:`armada.auth.exposure`). A production configuration turns ``anonymous`` off and
+(:mod:`armada.auth.bind_address`). A production configuration turns ``anonymous`` off and
 maps permissions to its own groups (see ``examples/config/auth-basic.yaml``).
 """
 

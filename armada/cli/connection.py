@@ -42,9 +42,8 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 @contextmanager
 def connect(url: str | None, context: str | None) -> "Iterator[ArmadaClient]":
     """A client for the chosen server; API and connection errors become one-line exits."""
-    import httpx  # noqa: PLC0415 (start-up time: see the module's docstring)
-
     from armada.client import ArmadaApiError, ArmadaClient, ConfigError, load_config  # noqa: PLC0415
+    from armada.client.errors import ArmadaTransportError  # noqa: PLC0415 (start-up time)
 
     try:
         config = load_config(url, context, overrides=CONNECTION_OPTIONS.get({}))
@@ -55,7 +54,7 @@ def connect(url: str | None, context: str | None) -> "Iterator[ArmadaClient]":
             yield client
     except ArmadaApiError as exc:
         raise fail(str(exc)) from exc
-    except httpx.TransportError as exc:
+    except ArmadaTransportError as exc:
         raise fail(f"cannot reach {config.armada_url}: {exc}") from exc
 
 

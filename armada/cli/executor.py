@@ -13,6 +13,7 @@ import typer
 from armada.cli.fleet import forget_executor, list_executors
 from armada.cli.options import ConfigOption, settings_or_exit
 from armada.cli.secret_files import secret_from
+from armada.cli.startup import DebugOption, StartupError, check_ca_file, listen_error, startup_errors
 
 if TYPE_CHECKING:
     from armada.executor.settings import BackendName, ExecutorSettings
@@ -128,6 +129,7 @@ def executor(
     metrics_port: Annotated[
         int, typer.Option(help="Serve Prometheus metrics on this port at /metrics (0: off).")
     ] = 0,
+    debug: DebugOption = False,
 ) -> None:
     """Run the executor of one cluster: lease jobs from the server and run them.
 
@@ -139,10 +141,11 @@ def executor(
 
     from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
 
-    from armada.client.executor_api import ExecutorRefused  # noqa: PLC0415
+    from armada.client.errors import AccessRefused  # noqa: PLC0415
     from armada.executor.agent import REFUSED_HINT  # noqa: PLC0415
+    from armada.executor.backend import BackendSetupError  # noqa: PLC0415
     from armada.executor.runner import run_executor  # noqa: PLC0415
-    from armada.logs import configure_logging  # noqa: PLC0415
+    from armada.logging_setup import configure_logging  # noqa: PLC0415
     from armada.metrics.executor import ExecutorMetrics  # noqa: PLC0415
     from armada.runtime import run_service, tune_for_service  # noqa: PLC0415
 
@@ -175,20 +178,27 @@ def executor(
     tune_for_service()
     metrics_server = None
     metrics = None
-    if metrics_port:
-        registry = CollectorRegistry()
-        metrics = ExecutorMetrics(registry)
-        metrics_server, _ = start_http_server(metrics_port, registry=registry)
-    try:
-        run_service(run_executor(settings, handle_signals=True, metrics=metrics), spawns_processes=spawns)
-    except ExecutorRefused as exc:
-        typer.echo(
-            f"error: the server refuses executor {settings.cluster_id!r}: {exc}; {REFUSED_HINT}", err=True
-        )
-        raise typer.Exit(2) from None
-    finally:
-        if metrics_server is not None:
-            metrics_server.shutdown()
+    with startup_errors(debug):
+        if settings.ca_cert:
+            check_ca_file(settings.ca_cert)
+        if metrics_port:
+            registry = CollectorRegistry()
+            metrics = ExecutorMetrics(registry)
+            try:
+                metrics_server, _ = start_http_server(metrics_port, registry=registry)
+            except OSError as exc:
+                hint = ": pick another --metrics-port"
+                raise listen_error("metrics", f"port {metrics_port}", exc, hint) from exc
+        try:
+            run_service(run_executor(settings, handle_signals=True, metrics=metrics), spawns_processes=spawns)
+        except AccessRefused as exc:
+            why = f"the server refuses executor {settings.cluster_id!r}: {exc}; {REFUSED_HINT}"
+            raise StartupError(why) from exc
+        except BackendSetupError as exc:
+            raise StartupError(str(exc)) from exc
+        finally:
+            if metrics_server is not None:
+                metrics_server.shutdown()
 
 
 def _exit_on_bad_cluster_id(cluster_id: str) -> None:

@@ -16,11 +16,10 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-import httpx
-
-from armada.client import ArmadaApiError, ArmadaClient, StreamedEvent
+from armada.client import ArmadaClient, StreamedEvent
+from armada.client.errors import ArmadaClientError, ArmadaTransportError, ServerError
 from armada.model import events as ev
-from armada.model.states import STATE_AFTER, JobState
+from armada.model.lifecycle import JOB_STATE_AFTER, JobState
 from armada.model.wire.base import MAX_IDS_PER_REQUEST
 from armada.model.wire.events import encode_stream_line
 from armada.model.wire.forecasts import span
@@ -47,7 +46,7 @@ class JobSetSummary:
     def apply(self, event: ev.Event) -> None:
         if isinstance(event, ev.JobFailed) and event.retryable:
             return  # a retried run: the job goes on (``queued`` follows)
-        state = STATE_AFTER.get(event.type)
+        state = JOB_STATE_AFTER.get(event.type)
         if state is not None and event.job_id:
             self.states[event.job_id] = state
 
@@ -91,7 +90,7 @@ class Forecasts:
             return
         try:
             found = self.client.job_forecast(queued)
-        except (ArmadaApiError, httpx.TransportError):
+        except ArmadaClientError:
             return
         starts = [f.expected_start for f in found.values() if f.expected_start is not None]
         self.summary.next_start = min(starts, default=None)
@@ -178,7 +177,7 @@ def follow(
 
     ``notice`` hears once per outage that the connection was lost. A server error (5xx, as
     while a server restarts) is an outage; any other refusal (the queue was deleted, the
-    credentials were revoked) raises :class:`~armada.client.ArmadaApiError`.
+    credentials were revoked) raises its :class:`~armada.client.ArmadaApiError`.
     """
     delay = RECONNECT_DELAY
     connected = True
@@ -189,11 +188,9 @@ def follow(
                 if handle(streamed):
                     return
             why = "the server closed the stream"
-        except httpx.TransportError as exc:
-            why = str(exc) or type(exc).__name__
-        except ArmadaApiError as exc:
-            if exc.status < 500:
-                raise
+        except ArmadaTransportError as exc:
+            why = str(exc)
+        except ServerError as exc:
             why = str(exc)
         if connected:
             notice(f"connection to {client.config.armada_url} lost ({why}); reconnecting")

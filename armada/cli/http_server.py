@@ -23,7 +23,7 @@ from litestar import Litestar
 
 from armada.api.app import create_app
 from armada.api.services import Services
-from armada.logs import configure_logging
+from armada.logging_setup import configure_logging
 from armada.runtime import tune_for_service
 from armada.settings import Settings
 

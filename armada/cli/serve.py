@@ -5,14 +5,14 @@ imported when the command runs: every other command starts without them.
 """
 
 import os
-import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 import armada
 from armada.cli.options import ConfigOption, DatabaseUrlOption, settings_or_exit
+from armada.cli.startup import DebugOption, StartupError, check_port_free, check_tls_files, startup_errors
 
 if TYPE_CHECKING:
     from armada.settings import Settings
@@ -39,37 +39,45 @@ def serve(
         int | None,
         typer.Option(help="Server processes sharing the port, one per core (PostgreSQL only).", min=1),
     ] = None,
+    debug: DebugOption = False,
 ) -> None:
     """Serve the REST API, the event store and the scheduler."""
+    with startup_errors(debug):
+        _serve(
+            {
+                "server": {
+                    "host": host,
+                    "port": port,
+                    "grpcPort": grpc_port,
+                    "dev": dev,
+                    "tlsCert": str(tls_cert) if tls_cert else None,
+                    "tlsKey": str(tls_key) if tls_key else None,
+                    "workers": workers,
+                },
+                "database": {"url": database_url},
+            },
+            config,
+            database_url,
+        )
+
+
+def _serve(overrides: dict[str, dict[str, Any]], config: Path | None, database_url: str | None) -> None:
     # gRPC's core logs info lines in a format of its own (a fork_posix.cc line when the process
     # backend starts a job while gRPC is busy): its errors only, unless the operator asks.
     os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     import asyncio  # noqa: PLC0415 (start-up time: see the module's docstring)
 
     import structlog  # noqa: PLC0415
+    from sqlalchemy.exc import DBAPIError  # noqa: PLC0415
 
-    from armada.auth.exposure import published_credentials, startup_refusals  # noqa: PLC0415
+    from armada.auth.bind_address import published_credentials, startup_refusals  # noqa: PLC0415
     from armada.cli.http_server import run_server, run_workers  # noqa: PLC0415
     from armada.eventstore import migrate  # noqa: PLC0415
     from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
-    from armada.logs import configure_logging  # noqa: PLC0415
+    from armada.logging_setup import configure_logging  # noqa: PLC0415
 
     log = structlog.get_logger(__name__)
-    settings = settings_or_exit(
-        config,
-        {
-            "server": {
-                "host": host,
-                "port": port,
-                "grpcPort": grpc_port,
-                "dev": dev,
-                "tlsCert": str(tls_cert) if tls_cert else None,
-                "tlsKey": str(tls_key) if tls_key else None,
-                "workers": workers,
-            },
-            "database": {"url": database_url},
-        },
-    )
+    settings = settings_or_exit(config, overrides)
     configure_logging(settings.logging)
     refusals = startup_refusals(settings.auth, settings.server.host)
     if refusals := refusals + _dev_refusals(settings, config, database_url):
@@ -82,19 +90,15 @@ def serve(
         why = "SQLite replicas cannot see each other's writes; the dev executor runs in one process"
         typer.echo(f"error: --workers > 1 needs PostgreSQL and no --dev ({why})", err=True)
         raise typer.Exit(2)
-    if _grpc_port_taken(settings.server.host, settings.server.grpc_port, settings.server.workers):
-        address = f"{settings.server.host}:{settings.server.grpc_port}"
-        typer.echo(
-            f"error: cannot listen for gRPC on {address} (in use): give each replica on this machine "
-            "its own --grpc-port (server.grpcPort), or 0 to turn gRPC off",
-            err=True,
-        )
-        raise typer.Exit(3)
+    _check_listening(settings)
     try:
         asyncio.run(_prepare_database(settings))
     except migrate.SchemaTooNew as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise StartupError(str(exc)) from exc
+    except DBAPIError as exc:
+        where = normalise_url(settings.database.url).render_as_string(hide_password=True)
+        problem = str(exc.orig or exc).strip().splitlines()[0]
+        raise StartupError(f"cannot open the database {where}: {problem}") from exc
     log.info(
         "armada starting",
         version=armada.__version__,
@@ -151,17 +155,14 @@ async def _prepare_database(settings: "Settings") -> None:
         await database.close()
 
 
-def _grpc_port_taken(host: str, port: int, workers: int) -> bool:
-    """Whether another process listens on the gRPC port: checked before serving, so that a
-    second replica on one machine says so in one line, not in a start-up traceback (workers
-    share the port on purpose)."""
-    if not port or workers > 1:
-        return False
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds
-        try:
-            probe.bind(address)
-        except OSError:
-            return True
-    return False
+def _check_listening(settings: "Settings") -> None:
+    """The ports are free and the TLS files load (workers share the gRPC port on purpose)."""
+    server = settings.server
+    check_port_free(server.host, server.port, "HTTP", ": stop the process using it, or pick another --port")
+    if server.workers == 1:
+        hint = (
+            ": give each replica on this machine its own --grpc-port (server.grpcPort), or 0 to turn gRPC off"
+        )
+        check_port_free(server.host, server.grpc_port, "gRPC", hint)
+    if server.tls_cert:
+        check_tls_files(server.tls_cert, server.tls_key)

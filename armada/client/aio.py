@@ -47,18 +47,21 @@ class AsyncArmadaClient:
         await self._http.aclose()
 
     async def send(self, call: Call[T]) -> T:
-        return call.decode(await self._http.request(call.method, call.path, **call.request_options()))
+        with calls.transport_errors():
+            response = await self._http.request(call.method, call.path, **call.request_options())
+        return call.decode(response)
 
     async def stream(self, call: Call[T]) -> AsyncGenerator[T, None]:
         """Results of a streamed call, one per NDJSON line, as they arrive."""
         options = call.stream_options(self._http.timeout)
-        async with self._http.stream(call.method, call.path, **options) as response:
-            if response.is_error:
-                await response.aread()
-                calls.check(response)
-            async for line in response.aiter_lines():
-                if line.strip():
-                    yield call.decode_line(line)
+        with calls.transport_errors():
+            async with self._http.stream(call.method, call.path, **options) as response:
+                if response.is_error:
+                    await response.aread()
+                    calls.check(response)
+                async for line in response.aiter_lines():
+                    if line.strip():
+                        yield call.decode_line(line)
 
     async def server_version(self) -> ServerVersion:
         """The server's version and its database's schema revision."""

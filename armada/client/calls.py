@@ -6,14 +6,15 @@ so the mapping of operations to endpoints exists once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Generic, NamedTuple, TypeVar
 from urllib.parse import quote
 
 import httpx
 import msgspec
 
-from armada.client.errors import ArmadaApiError
+from armada.client.errors import ArmadaApiError, ArmadaTransportError, PermissionDenied, ServerError
 from armada.lookout.wire import JobsRequest, JobsResponse
 from armada.model.events import AnyEvent
 from armada.model.queues import Queue
@@ -106,6 +107,15 @@ class Call(NamedTuple, Generic[T]):
         if self.line_parser is not None:
             return self.line_parser(line)
         return msgspec.json.decode(line, type=self.result)
+
+
+@contextmanager
+def transport_errors() -> Iterator[None]:
+    """Raise an ``httpx.TransportError`` (no answer) as :class:`ArmadaTransportError`."""
+    try:
+        yield
+    except httpx.TransportError as exc:
+        raise ArmadaTransportError(str(exc) or type(exc).__name__) from exc
 
 
 def check(response: httpx.Response) -> None:
@@ -351,8 +361,8 @@ def _event_line(line: str) -> StreamedEvent:
     try:
         message_id, event = decode_stream_line(line)
     except StreamError as exc:  # the server ended the stream: say why, as a refusal would
-        status = 403 if exc.code == PERMISSION_DENIED else 500
-        raise ArmadaApiError(status, "Stream ended", exc.message) from None
+        error = PermissionDenied(403, "Stream ended", exc.message) if exc.code == PERMISSION_DENIED else None
+        raise error or ServerError(500, "Stream ended", exc.message) from None
     return StreamedEvent(message_id, event)
 
 

@@ -9,35 +9,19 @@ from typing import Self, TypeVar
 import httpx
 import msgspec
 
+from armada.client.errors import ArmadaApiError, ArmadaTransportError, UnexpectedResponse
 from armada.client.transport import client_transport
 from armada.model.leases import EventsAccepted, LeaseRequest, LeaseResponse, LogAnswer, RunEventBatch
 
 T = TypeVar("T")
 
-#: Status codes worth retrying: the request may succeed later unchanged.
-RETRYABLE_STATUS = frozenset({401, 403, 408, 425, 429, 500, 502, 503, 504})
-
-
-class ExecutorApiError(Exception):
-    """A call to the server failed; ``retryable`` says whether trying again may help."""
-
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = True) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retryable = retryable
-
-
-class ExecutorRefused(ExecutorApiError):
-    """The server refuses this executor's credential (401/403): waiting will not change that,
-    a token naming this cluster id in its ``executors`` (or a valid token at all) will."""
-
-
-#: Status codes that refuse the caller rather than the request.
-REFUSED_STATUS = frozenset({401, 403})
-
 
 class ExecutorApiClient:
-    """``POST /v1/executor/lease``, ``/events`` and ``/logs`` over one connection pool."""
+    """``POST /v1/executor/lease``, ``/events`` and ``/logs`` over one connection pool.
+
+    Calls raise the client's :class:`~armada.client.errors.ArmadaClientError` tree: a refused
+    credential is an :class:`~armada.client.errors.AccessRefused`.
+    """
 
     def __init__(
         self,
@@ -85,19 +69,16 @@ class ExecutorApiClient:
             response = await self._http.post(
                 path, content=msgspec.json.encode(body), timeout=limits or self._http.timeout
             )
+        except httpx.TransportError as exc:
+            raise ArmadaTransportError(f"{path}: {type(exc).__name__}: {exc}") from exc
         except httpx.HTTPError as exc:
-            raise ExecutorApiError(f"{path}: {type(exc).__name__}: {exc}") from exc
+            raise UnexpectedResponse(f"{path}: {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 300:
-            error = ExecutorRefused if response.status_code in REFUSED_STATUS else ExecutorApiError
-            raise error(
-                f"{path}: HTTP {response.status_code}: {response.text[:500]}",
-                status=response.status_code,
-                retryable=response.status_code in RETRYABLE_STATUS,
-            )
+            raise ArmadaApiError.from_response(response)
         try:
             return msgspec.json.decode(response.content or b"{}", type=response_type)
         except msgspec.DecodeError as exc:
-            raise ExecutorApiError(f"{path}: bad response: {exc}", status=response.status_code) from exc
+            raise UnexpectedResponse(f"{path}: bad response: {exc}") from exc
 
     async def aclose(self) -> None:
         """Close the connection pool."""

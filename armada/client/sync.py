@@ -45,12 +45,14 @@ class ArmadaClient:
         self._http.close()
 
     def send(self, call: Call[T]) -> T:
-        return call.decode(self._http.request(call.method, call.path, **call.request_options()))
+        with calls.transport_errors():
+            response = self._http.request(call.method, call.path, **call.request_options())
+        return call.decode(response)
 
     def stream(self, call: Call[T]) -> Generator[T, None, None]:
         """Results of a streamed call, one per NDJSON line, as they arrive."""
         options = call.stream_options(self._http.timeout)
-        with self._http.stream(call.method, call.path, **options) as response:
+        with calls.transport_errors(), self._http.stream(call.method, call.path, **options) as response:
             if response.is_error:
                 response.read()
                 calls.check(response)

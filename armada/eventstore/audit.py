@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.eventstore import schema
 from armada.eventstore.store import StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
-from armada.model.states import JobState, RunState
+from armada.model.lifecycle import JobState, RunState
 
 _ACTIVE_RUN_STATES = [state.value for state in RunState if state.active]
 _TERMINAL_JOB_STATES = [state.value for state in JobState if state.terminal]

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import schema
 from armada.eventstore.views import utc
-from armada.model.states import JobState
+from armada.model.lifecycle import JobState
 
 ACTIVE = [JobState.LEASED.value, JobState.PENDING.value, JobState.RUNNING.value]
 

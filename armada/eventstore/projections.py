@@ -20,9 +20,9 @@ from armada.eventstore import dialects, schema
 from armada.eventstore.cordons import apply_cordon_event
 from armada.eventstore.retry_policies import apply_retry_policy_event
 from armada.model import events as ev
+from armada.model.lifecycle import JOB_STATE_AFTER, RUN_STATE_AFTER, JobState
 from armada.model.queues import Queue
 from armada.model.resources import QuantityError, to_units
-from armada.model.states import RUN_STATE_AFTER, STATE_AFTER, JobState
 
 Row = dict[str, Any]
 
@@ -199,7 +199,7 @@ class _Effect(NamedTuple):
 
 def _effect(event_type: type[ev.Event]) -> _Effect:
     tag = str(event_type.__struct_config__.tag)
-    job_state = STATE_AFTER.get(tag)
+    job_state = JOB_STATE_AFTER.get(tag)
     run_state = RUN_STATE_AFTER.get(tag)
     return _Effect(
         job_state.value if job_state else None,

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import schema
 from armada.eventstore.views import rows_in
-from armada.model.states import UNFINISHED_JOB_STATES
+from armada.model.lifecycle import UNFINISHED_JOB_STATES
 
 #: Built once: every submission reads its queue (SQLAlchemy builds a query slower than SQLite runs it).
 _QUEUE_SPEC = select(schema.queues.c.spec).where(schema.queues.c.name == bindparam("name"))

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from armada.eventstore import dialects, schema
 from armada.eventstore.views import utc
-from armada.model.states import TERMINAL_JOB_STATES
+from armada.model.lifecycle import TERMINAL_JOB_STATES
 
 _TERMINAL = sorted(state.value for state in TERMINAL_JOB_STATES)
 #: The tables holding rows of a job, children first (none has a foreign key; order is tidiness).

@@ -24,7 +24,7 @@ from armada.eventstore import dialects, schema
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
 from armada.model.jobs import Job, decode_job
-from armada.model.states import JobState
+from armada.model.lifecycle import JobState
 
 E = TypeVar("E", bound=ev.Event)
 

@@ -10,13 +10,15 @@ from typing import Any
 import structlog
 
 import armada
-from armada.client.executor_api import ExecutorApiClient, ExecutorApiError, ExecutorRefused
+from armada.client.errors import AccessRefused, ArmadaClientError
+from armada.client.executor_api import ExecutorApiClient
 from armada.executor.admission import LeaseAdmission
 from armada.executor.backend import ClusterBackend, RunStatus
 from armada.executor.backoff import Backoff
 from armada.executor.categories import Classifier
 from armada.executor.log_lines import LogMissing
 from armada.executor.node_pools import with_pools
+from armada.executor.observer import TrackingObserver
 from armada.executor.reporter import EventReporter
 from armada.executor.settings import ExecutorSettings
 from armada.executor.tracker import KillReason, RunTracker
@@ -69,11 +71,13 @@ class ExecutorAgent:
             batch_size=settings.event_batch_size,
             max_buffered=settings.max_buffered_events,
         )
-        self.tracker = RunTracker(
-            self.reporter.put,
-            backend.release,
-            Classifier(settings.error_categories),
+        self.tracker = RunTracker(Classifier(settings.error_categories))
+        self.observer = TrackingObserver(
+            self.tracker,
+            put=self.reporter.put,
             offer=self.reporter.offer,
+            clean_up=backend.release,
+            kill=self._start_kill,
         )
         self._tasks: dict[str, asyncio.Task[None]] = {}
         #: Log reads under way (at most ``maxLogReads``), and "busy" answers being posted.
@@ -96,14 +100,14 @@ class ExecutorAgent:
     async def run(self) -> None:
         """Adopt leftover runs, then lease and report until ``stop`` is called.
 
-        Raises :class:`ExecutorRefused` (after the same graceful shutdown) when the server
+        Raises :class:`AccessRefused` (after the same graceful shutdown) when the server
         refuses this executor's credential: retrying would spin for ever on a setup mistake.
         """
         found = await self._backend.discover()
         self.tracker.adopt(found)
         if found:
             self._log.info("adopted runs from an earlier executor", runs=len(found))
-        await self._backend.start(self.tracker)
+        await self._backend.start(self.observer)
         reporter = asyncio.create_task(self.reporter.run(), name="event-reporter")
         leasing = asyncio.create_task(self._lease_loop(), name="lease-loop")
         stopping = asyncio.create_task(self._stopping.wait(), name="stop-signal")
@@ -115,14 +119,14 @@ class ExecutorAgent:
                 await cancel_and_wait(task)
             await self._shutdown(reporter)
         if crashed:
-            if isinstance(refused := crashed[0].exception(), ExecutorRefused):
+            if isinstance(refused := crashed[0].exception(), AccessRefused):
                 raise refused
             raise RuntimeError(f"executor task {crashed[0].get_name()} failed") from crashed[0].exception()
 
     async def _shutdown(self, reporter: asyncio.Task[None]) -> None:
         if self._settings.kill_runs_on_shutdown:
             for run_id in self.tracker.reports():
-                self._kill(run_id, "shutdown")
+                await self._kill(run_id, "shutdown")
         pending = list(self._tasks.values())
         if pending:
             await asyncio.wait(pending, timeout=self._settings.shutdown_flush_seconds)
@@ -150,7 +154,7 @@ class ExecutorAgent:
                     self._on_synced = None
                 request = self._lease_request(nodes, await self._backend.cordoned_nodes())
                 response = await self._client.lease(request)
-            except ExecutorRefused as exc:
+            except AccessRefused as exc:
                 self._log.error(
                     "the server refuses this executor; stopping",
                     error=str(exc),
@@ -214,10 +218,10 @@ class ExecutorAgent:
         them again later: the executor's memory stays bounded whatever the server does.
         """
         for run_id in response.cancel_runs:
-            self._kill(run_id, "cancel")
+            await self._kill(run_id, "cancel")
         for run_id in response.preempt_runs:
-            self._kill(run_id, "preempt")
-        await self.tracker.confirm_all()
+            await self._kill(run_id, "preempt")
+        await self.observer.execute(self.tracker.confirm_all())
         for lease in response.leases:
             if self.tracker.holds(lease.run_id):
                 continue
@@ -264,7 +268,7 @@ class ExecutorAgent:
     async def _post_log_answer(self, answer: LogAnswer) -> None:
         try:
             await self._client.answer_log(answer)
-        except ExecutorApiError as exc:
+        except ArmadaClientError as exc:
             self._log.info("log answer not delivered", request_id=answer.request_id, error=str(exc))
 
     async def _cordon(self, wanted: dict[str, str], held: list[str], nodes: list[NodeReport]) -> None:
@@ -292,9 +296,11 @@ class ExecutorAgent:
         )
         self._spawn(lease.run_id, self._launch_or_return(lease))
 
-    def _kill(self, run_id: str, why: KillReason) -> None:
-        if not self.tracker.start_kill(run_id, why):
-            return
+    async def _kill(self, run_id: str, why: KillReason) -> None:
+        await self.observer.execute(self.tracker.kill(run_id, why))
+
+    def _start_kill(self, run_id: str, why: KillReason) -> None:
+        """Kill the run's workload in the background (the tracker has marked it)."""
         self._log.info("killing run", run_id=run_id, why=why)
         launching = self._tasks.get(run_id)
 
@@ -326,7 +332,7 @@ class ExecutorAgent:
         task.add_done_callback(done)
 
     async def _delivered(self, events: list[RunEvent]) -> None:
-        await self.tracker.delivered(events)
+        await self.observer.execute(self.tracker.delivered(events))
 
     async def _launch_or_return(self, lease: Lease) -> None:
         """A launch the backend could not handle gives the lease back rather than hang.
@@ -337,7 +343,7 @@ class ExecutorAgent:
         refusal = self._admission.refusal(lease)
         if refusal is not None:
             self._log.warning("lease refused", run_id=lease.run_id, job_id=lease.job_id, reason=refusal)
-            await self.tracker.observe(RunStatus(run_id=lease.run_id, kind="failed", reason=refusal))
+            await self.observer.observe(RunStatus(run_id=lease.run_id, kind="failed", reason=refusal))
             return
         try:
             await self._backend.launch(lease)
@@ -346,4 +352,4 @@ class ExecutorAgent:
             status = RunStatus(
                 run_id=lease.run_id, kind="leaseReturned", reason=f"launch failed: {exc}", retryable=True
             )
-            await self.tracker.observe(status)
+            await self.observer.observe(status)

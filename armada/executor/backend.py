@@ -13,8 +13,13 @@ from typing import Protocol
 
 import msgspec
 
-from armada.model.leases import EventKind, FailureCause, Lease, LogOrder, NodeReport, RunPhase
+from armada.model.leases import EventKind, FailureCause, Lease, LogOrder, NodeReport
+from armada.model.lifecycle import RunPhase
 from armada.model.wire.logs import LogLine
+
+
+class BackendSetupError(Exception):
+    """The backend cannot start as configured (a kubeconfig it cannot load): one sentence."""
 
 
 class RunStatus(msgspec.Struct, kw_only=True):
@@ -46,7 +51,7 @@ class FoundRun(msgspec.Struct, kw_only=True):
 
 
 class RunObserver(Protocol):
-    """Receives what a backend observes (implemented by the run tracker)."""
+    """Receives what a backend observes (the run tracker, through ``executor/observer``)."""
 
     async def observe(self, status: RunStatus) -> None:
         """Record a run's state; may wait while the event buffer is full (back-pressure)."""

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import structlog
 
-from armada.client.executor_api import ExecutorApiError
+from armada.client.errors import ArmadaClientError
 from armada.executor.backoff import Backoff
 from armada.model.leases import RunEvent, RunEventBatch
 
@@ -103,7 +103,7 @@ class EventReporter:
         while True:
             try:
                 await self._sender.report_events(RunEventBatch(executor_id=self._executor_id, events=events))
-            except ExecutorApiError as exc:
+            except ArmadaClientError as exc:
                 if not exc.retryable:
                     await self._isolate_rejected(events, exc)
                     return
@@ -121,7 +121,7 @@ class EventReporter:
                 log.debug("events delivered", events=len(events))
                 return
 
-    async def _isolate_rejected(self, events: list[RunEvent], exc: ExecutorApiError) -> None:
+    async def _isolate_rejected(self, events: list[RunEvent], exc: ArmadaClientError) -> None:
         if len(events) == 1:
             event = events[0]
             log.error(

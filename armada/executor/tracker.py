@@ -1,8 +1,13 @@
 """The runs an executor holds, their phases, and which observations become events.
 
+A pure state machine, after dask's ``worker_state_machine``: each call changes the held
+runs at once and returns the :data:`Instruction` list that follows (report an event, kill
+a run, clean up a run's workload); the caller carries them out (``executor/observer``).
+Nothing here awaits, so no transition is ever left half done.
+
 A run is held from its lease until its final event has been *delivered*, so the lease
-call keeps reporting it through a server outage. Observations only move a run forward
-(leased → pending → running → terminal); repeats are dropped. Once a run is being
+call keeps reporting it through a server outage. Observations only move a run forward, as
+:data:`~armada.model.lifecycle.RUN_MOVES` allows; repeats are dropped. Once a run is being
 killed (cancel, preempt, or stale) nothing more is reported for it: the server learns it
 is gone when it disappears from the lease call's run list, and a killed run is never
 reported as succeeded. Runs found in the cluster at start-up are *unconfirmed*: their
@@ -11,9 +16,8 @@ events wait until a lease response shows the server still wants them.
 
 from __future__ import annotations
 
-import asyncio
 import operator
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -21,19 +25,41 @@ import structlog
 
 from armada.executor.backend import FoundRun, RunStatus
 from armada.executor.categories import Classified, Classifier, ErrorCategoriesSettings, Failure
-from armada.executor.held_runs import HeldRuns
-from armada.model.leases import TERMINAL_KINDS, EventKind, Lease, RunEvent, RunPhase
+from armada.executor.runs_report import HeldRuns
+from armada.model.leases import Lease, RunEvent
+from armada.model.lifecycle import PHASE_STATE, RUN_STATE_AFTER, RunPhase, RunState, run_moves
 
 #: Why a run is being killed: the server ordered a cancel or a preemption, or the executor stops.
 KillReason = Literal["cancel", "preempt", "shutdown"]
 
 log = structlog.get_logger(__name__)
 
-_RANK: dict[str, int] = {"leased": 0, "pending": 1, "running": 2, "terminal": 3}
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Hand ``event`` to the reporter for delivery."""
+
+    event: RunEvent
 
 
-def _rank(kind: EventKind | RunPhase) -> int:
-    return _RANK["terminal"] if kind in TERMINAL_KINDS else _RANK.get(kind, 0)
+@dataclass(frozen=True, slots=True)
+class Kill:
+    """Kill the run's workload (it is already marked as being killed)."""
+
+    run_id: str
+    why: KillReason
+
+
+@dataclass(frozen=True, slots=True)
+class CleanUp:
+    """The run is released: remove its workload (``discard``: now, not after retention)."""
+
+    run_id: str
+    discard: bool
+
+
+#: What the caller must do after a transition, in order.
+Instruction = Report | Kill | CleanUp
 
 
 @dataclass
@@ -60,22 +86,10 @@ class HeldRun:
 
 
 class RunTracker:
-    """Implements ``RunObserver`` for the backends; feeds the lease call and the reporter."""
+    """The held runs' state machine; feeds the lease call, and says what to report and kill."""
 
-    def __init__(
-        self,
-        publish: Callable[[RunEvent], Awaitable[None]],
-        on_released: Callable[[str, bool], Awaitable[None]],
-        classifier: Classifier | None = None,
-        *,
-        offer: Callable[[RunEvent], bool] | None = None,
-    ) -> None:
-        self._publish = publish
-        #: Hands an event over at once if that needs no waiting (False: it would wait), so
-        #: that most events skip the task ``asyncio.shield`` makes around ``publish``.
-        self._offer = offer
+    def __init__(self, classifier: Classifier | None = None) -> None:
         self._classifier = classifier or Classifier(ErrorCategoriesSettings())
-        self._on_released = on_released
         self._runs: dict[str, HeldRun] = {}
         #: Every held run's phase, kept as phases change, and what the lease call says of them.
         self.held = HeldRuns()
@@ -123,8 +137,9 @@ class RunTracker:
     def _set_phase(self, run: HeldRun, phase: RunPhase) -> None:
         run.phase = self.held.phases[run.run_id] = phase
 
-    async def confirm_all(self) -> None:
+    def confirm_all(self) -> list[Instruction]:
         """After a lease response: unconfirmed runs the server did not cancel are wanted."""
+        instructions: list[Instruction] = []
         for run_id in list(self._unconfirmed):  # in the order they were adopted
             run = self._runs.get(run_id)
             if run is None or run.confirmed:
@@ -133,36 +148,39 @@ class RunTracker:
                 del self._unconfirmed[run_id]
                 run.confirmed = True
                 withheld, run.withheld = run.withheld, []
-                for event in withheld:
-                    await self._publish(event)
+                instructions += [Report(event) for event in withheld]
+        return instructions
 
-    def start_kill(self, run_id: str, why: KillReason) -> bool:
-        """Mark a run as being killed; False if it was not held or already being killed."""
+    def kill(self, run_id: str, why: KillReason) -> list[Instruction]:
+        """Mark a run as being killed; nothing to do if it is not held or already being killed."""
         run = self._runs.get(run_id)
         if run is None or run.killing:
-            return False
+            return []
         run.killing = why
         self._set_phase(run, "terminating")
         run.undelivered -= len(run.withheld)
         run.withheld = []
-        return True
+        return [Kill(run_id, why)]
 
-    async def observe(self, status: RunStatus) -> None:
-        """Turn a backend observation into an event if it moves the run forward."""
+    def observe(self, status: RunStatus) -> list[Instruction]:
+        """Turn a backend observation into an event to report if it moves the run forward."""
         run = self._runs.get(status.run_id)
         if run is None or run.killing or run.finished:
-            return
+            return []
         if status.kind == "ingressInfo":
             # Once, while running: the addresses of a pod not yet running may not exist.
             if run.ingress_reported or run.phase != "running":
-                return
+                return []
             run.ingress_reported = True
-        elif _rank(status.kind) <= _rank(run.phase):
-            return
-        elif status.kind in TERMINAL_KINDS:
-            run.finished = True
         else:
-            self._set_phase(run, "pending" if status.kind == "pending" else "running")
+            to = RUN_STATE_AFTER[status.kind]
+            # An adopted run found terminating (not killed by this executor) moves as a leased one.
+            if not run_moves(PHASE_STATE.get(run.phase, RunState.LEASED), to):
+                return []
+            if to.active:
+                self._set_phase(run, "pending" if status.kind == "pending" else "running")
+            else:
+                run.finished = True
         named = self._categorise(status)
         run.discard = named.action == "Delete"
         event = RunEvent(
@@ -185,13 +203,9 @@ class RunTracker:
         log.debug("run event", run_id=run.run_id, job_id=run.job_id, kind=status.kind, reason=status.reason)
         run.undelivered += 1
         if run.confirmed:
-            if self._offer is not None and self._offer(event):
-                return
-            # Shielded: the run is already marked finished, so a caller cancelled here (a
-            # watch renewed, a shutdown) would otherwise lose its terminal event for ever.
-            await asyncio.shield(self._publish(event))
-        else:
-            run.withheld.append(event)
+            return [Report(event)]
+        run.withheld.append(event)
+        return []
 
     def _categorise(self, status: RunStatus) -> Classified:
         """The failure category of a failed run (nothing for other events)."""
@@ -206,13 +220,14 @@ class RunTracker:
         )
         return self._classifier.classify(failure)
 
-    async def gone(self, run_id: str) -> None:
+    def gone(self, run_id: str) -> list[Instruction]:
         """The run's workload vanished: finish a killed run, or return a lost one's lease."""
         run = self._runs.get(run_id)
         if run is None:
-            return
+            return []
+        instructions: list[Instruction] = []
         if not run.killing and not run.finished:
-            await self.observe(
+            instructions += self.observe(
                 RunStatus(
                     run_id=run_id,
                     kind="leaseReturned",
@@ -222,19 +237,22 @@ class RunTracker:
                 )
             )
         run.finished = True
-        await self._release_if_done(run)
+        return instructions + self._release_if_done(run)
 
-    async def delivered(self, events: list[RunEvent]) -> None:
+    def delivered(self, events: Iterable[RunEvent]) -> list[Instruction]:
         """The reporter delivered ``events``: release runs whose story is complete."""
+        instructions: list[Instruction] = []
         for event in events:
             run = self._runs.get(event.run_id)
             if run is not None:
                 run.undelivered -= 1
-                await self._release_if_done(run)
+                instructions += self._release_if_done(run)
+        return instructions
 
-    async def _release_if_done(self, run: HeldRun) -> None:
-        if run.finished and run.undelivered <= 0 and self._runs.get(run.run_id) is run:
-            del self._runs[run.run_id]
-            self.held.release(run.run_id)
-            log.debug("run released", run_id=run.run_id, job_id=run.job_id)
-            await self._on_released(run.run_id, run.discard)
+    def _release_if_done(self, run: HeldRun) -> list[Instruction]:
+        if not (run.finished and run.undelivered <= 0 and self._runs.get(run.run_id) is run):
+            return []
+        del self._runs[run.run_id]
+        self.held.release(run.run_id)
+        log.debug("run released", run_id=run.run_id, job_id=run.job_id)
+        return [CleanUp(run.run_id, run.discard)]

@@ -31,7 +31,7 @@ from armada.lookout.wire import (
     JobsResponse,
     Order,
 )
-from armada.model.states import JobState
+from armada.model.lifecycle import JobState
 
 COUNT_LIMIT = 10_000
 #: The queues a caller may read, or ``None`` for all of them.

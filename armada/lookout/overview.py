@@ -16,8 +16,8 @@ from sqlalchemy import Row, func, select
 from armada.eventstore import fleet_views, schema
 from armada.eventstore.store import EventStore
 from armada.eventstore.views import utc
-from armada.lookout.wire import ExecutorSummary, Overview, PoolSummary, QueueSummary, Resources, Share
-from armada.model.states import UNFINISHED_JOB_STATES, JobState
+from armada.lookout.wire import ExecutorOverview, Overview, PoolSummary, QueueSummary, Resources, Share
+from armada.model.lifecycle import UNFINISHED_JOB_STATES, JobState
 from armada.scheduling import QueueShare
 
 _ACTIVE = [state.value for state in UNFINISHED_JOB_STATES if state is not JobState.QUEUED]
@@ -122,10 +122,10 @@ def _executors(
     *,
     now: datetime,
     executor_timeout: float,
-) -> list[ExecutorSummary]:
+) -> list[ExecutorOverview]:
     """One summary per executor; ``pool`` lists the pools of its nodes (its own if it has none)."""
     summaries = {
-        row.executor_id: ExecutorSummary(
+        row.executor_id: ExecutorOverview(
             executor_id=row.executor_id,
             pool=row.pool,
             last_seen=utc(row.last_seen),

@@ -223,7 +223,9 @@ class QueueSummary(Response):
     shares: dict[str, Share] = {}
 
 
-class ExecutorSummary(Response):
+class ExecutorOverview(Response):
+    """One executor's line in the Lookout overview: its nodes, capacity and use."""
+
     executor_id: str
     pool: str
     last_seen: datetime
@@ -249,4 +251,4 @@ class PoolSummary(Response):
 class Overview(Response):
     queues: list[QueueSummary] = []
     pools: list[PoolSummary] = []
-    executors: list[ExecutorSummary] = []
+    executors: list[ExecutorOverview] = []

@@ -13,9 +13,11 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from armada.client.executor_api import ExecutorApiClient, ExecutorApiError
+from armada.client.errors import ArmadaClientError
+from armada.client.executor_api import ExecutorApiClient
 from armada.executor.tracker import RunTracker
-from armada.model.leases import LeaseRequest, LeaseResponse, RunEventBatch, RunPhase
+from armada.model.leases import LeaseRequest, LeaseResponse, RunEventBatch
+from armada.model.lifecycle import RunPhase
 
 
 class ExecutorMetrics(Collector):
@@ -65,7 +67,7 @@ class MeteredExecutorApiClient(ExecutorApiClient):
     async def lease(self, request: LeaseRequest) -> LeaseResponse:
         try:
             response = await super().lease(request)
-        except ExecutorApiError:
+        except ArmadaClientError:
             self._metrics.failures.labels(self._cluster, "lease").inc()
             raise
         self._metrics.leases.labels(self._cluster).inc(len(response.leases))
@@ -74,6 +76,6 @@ class MeteredExecutorApiClient(ExecutorApiClient):
     async def report_events(self, batch: RunEventBatch) -> None:
         try:
             await super().report_events(batch)
-        except ExecutorApiError:
+        except ArmadaClientError:
             self._metrics.failures.labels(self._cluster, "events").inc()
             raise

@@ -17,9 +17,10 @@ from typing import Any, TypedDict
 import msgspec
 
 from armada.model.jobs import Job
+from armada.model.lifecycle import FailureCause
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
-from armada.model.states import FailureCause
+from armada.model.taints import Taint
 
 
 class Envelope(TypedDict, total=False):
@@ -228,12 +229,6 @@ class RetryPolicyDeleted(Event, tag="retryPolicyDeleted"):
 
 
 # --- executors and their nodes -----------------------------------------------------------
-
-
-class Taint(msgspec.Struct, kw_only=True, omit_defaults=True):
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
 
 
 class ExecutorNode(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):

@@ -19,12 +19,11 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from armada.model.ingress import IngressConfig, ServiceConfig
+from armada.model.lifecycle import RunPhase
 from armada.model.numbers import Count, ExitCode, Port
+from armada.model.taints import Taint
 from armada.model.wire.logs import LogLine
 
-#: What the executor knows of a run it holds. ``leased``: accepted, not yet created in the
-#: cluster; ``terminating``: a kill is in progress.
-RunPhase = Literal["leased", "pending", "running", "terminating"]
 #: Kinds of run events. ``leaseReturned``: the executor gives the run back without a
 #: result (could not start it, stuck pod); the server may lease the job again.
 #: ``ingressInfo``: where the running job's exposed ports are reached (no change of phase).
@@ -53,14 +52,6 @@ class _Wire(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
 
 class _Strict(_Wire, forbid_unknown_fields=True):
     """Executor-sent input: unknown fields are rejected."""
-
-
-class Taint(_Strict, kw_only=True):
-    """A node taint, as in Kubernetes."""
-
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
 
 
 class NodeReport(_Strict, kw_only=True):

@@ -24,8 +24,8 @@ incrementally, and calls :func:`schedule` once per cycle::
 
     result = schedule(db, queues=[QueueSpec("q", priority_factor=1.0)], config=config,
                       state=state, now=now)
-    for lease in result.leases:          # columnar; iterating yields Lease structs
-        ...                              # append JobRunLeased(lease.job_id, lease.node_id, ...)
+    for lease in result.leases:          # columnar; iterating yields Placement structs
+        ...                              # append JobLeased(lease.job_id, lease.node_id, ...)
     for p in result.preemptions: ...     # p.job_id preempted by p.preempted_by, p.reason
     for r in result.rejections: ...      # fail r.job_id as Rejected with r.reason
     result.reasons.for_job(db, job_id)   # why one queued job is still waiting
@@ -47,18 +47,19 @@ from typing import TYPE_CHECKING
 from armada.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from armada.model.taints import Taint
     from armada.scheduling.config import PriorityClass, SchedulingConfig
     from armada.scheduling.decisions import (
         CycleStats,
-        Lease,
         Leases,
+        Placement,
         Preemption,
         Reasons,
         Rejection,
         SchedulingResult,
     )
     from armada.scheduling.jobdb import QUEUED, RUNNING, JobDb
-    from armada.scheduling.nodes import NodeDb, NodeSpec, Taint
+    from armada.scheduling.nodes import NodeDb, NodeSpec
     from armada.scheduling.queues import QueueSpec
     from armada.scheduling.requirements import (
         JobRequirements,
@@ -78,12 +79,12 @@ __all__ = [
     "CycleStats",
     "JobDb",
     "JobRequirements",
-    "Lease",
     "Leases",
     "NodeDb",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "NodeSpec",
+    "Placement",
     "Preemption",
     "PriorityClass",
     "QueueShare",
@@ -110,7 +111,7 @@ __getattr__ = lazy_exports(
         "PriorityClass": "armada.scheduling.config",
         "SchedulingConfig": "armada.scheduling.config",
         "CycleStats": "armada.scheduling.decisions",
-        "Lease": "armada.scheduling.decisions",
+        "Placement": "armada.scheduling.decisions",
         "Leases": "armada.scheduling.decisions",
         "Preemption": "armada.scheduling.decisions",
         "QueueShare": "armada.scheduling.shares",
@@ -122,7 +123,7 @@ __getattr__ = lazy_exports(
         "JobDb": "armada.scheduling.jobdb",
         "NodeDb": "armada.scheduling.nodes",
         "NodeSpec": "armada.scheduling.nodes",
-        "Taint": "armada.scheduling.nodes",
+        "Taint": "armada.model.taints",
         "QueueSpec": "armada.scheduling.queues",
         "JobRequirements": "armada.scheduling.requirements",
         "NodeSelectorRequirement": "armada.scheduling.requirements",

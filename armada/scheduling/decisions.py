@@ -26,7 +26,9 @@ OUT_OF_TIME = "scheduling cycle stopped: maxSchedulingDuration exhausted"
 NO_NODES = "no nodes reported by any executor"
 
 
-class Lease(msgspec.Struct, frozen=True):
+class Placement(msgspec.Struct, frozen=True):
+    """One job the cycle placed on a node of a pool (the service appends it as ``JobLeased``)."""
+
     job_id: str
     node_id: str
     pool: str
@@ -44,9 +46,9 @@ class Leases(msgspec.Struct):
     def __len__(self) -> int:
         return len(self.job_ids)
 
-    def __iter__(self) -> Iterator[Lease]:
+    def __iter__(self) -> Iterator[Placement]:
         for fields in zip(self.job_ids, self.node_ids, self.pools, self.executors, strict=True):
-            yield Lease(*fields)
+            yield Placement(*fields)
 
 
 class Preemption(msgspec.Struct, frozen=True):

@@ -12,13 +12,14 @@ import contextlib
 import functools
 import operator
 from collections.abc import Collection, Mapping
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from armada.model.resources import PODS, ResourceIndex
+from armada.model.taints import Taint
 from armada.scheduling.requirements import (
     JobRequirements,
     NodeSelectorRequirement,
@@ -33,14 +34,6 @@ _BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 #: The ``pods`` capacity of a node that reports none (process and fake backends): no limit,
 #: yet small enough that summing it over a million nodes cannot overflow int64.
 UNLIMITED_PODS = 2**31 - 1
-
-
-class Taint(msgspec.Struct, frozen=True):
-    """A Kubernetes node taint; ``PreferNoSchedule`` taints never block scheduling."""
-
-    key: str
-    value: str = ""
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
 class NodeSpec(msgspec.Struct, frozen=True, rename="camel"):

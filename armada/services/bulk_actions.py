@@ -16,7 +16,7 @@ from armada.eventstore.store import EventStore
 from armada.eventstore.views import JobSelector
 from armada.model.errors import NotFound
 from armada.model.events import JobPreempting
-from armada.model.states import UNFINISHED_JOB_STATES, JobState
+from armada.model.lifecycle import UNFINISHED_JOB_STATES, JobState
 from armada.model.wire.jobs import StateName
 from armada.scheduling.config import PriorityClass
 from armada.services.fleet import node_owner

@@ -20,10 +20,10 @@ import structlog
 
 from armada.model import events as ev
 from armada.model.jobs import RETRY_ON_PREEMPTION_ANNOTATION, Job
+from armada.model.lifecycle import RUN_STATE_AFTER, RunState, run_moves
 from armada.model.resources import ResourceIndex
 from armada.model.retry_mutation import NODE_NAME_LABEL
-from armada.model.states import RunState
-from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig, Taint
+from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig
 from armada.scheduling.requirements import JobRequirements, RequirementsError, requirements_from_pod_spec
 from armada.services.pending_leases import PendingLeases
 
@@ -304,9 +304,11 @@ class ClusterState:
     def _progress(self, event: ev.JobPending | ev.JobRunning) -> None:
         run = self.runs.get(event.run_id)
         if run is not None:
-            run.state = RunState.PENDING if isinstance(event, ev.JobPending) else RunState.RUNNING
-            if isinstance(event, ev.JobRunning) and event.job_id in self.jobs:
-                self.jobs.started(event.job_id, event.created.timestamp())
+            to = RUN_STATE_AFTER[event.type]
+            if run_moves(run.state, to):
+                run.state = to
+                if isinstance(event, ev.JobRunning) and event.job_id in self.jobs:
+                    self.jobs.started(event.job_id, event.created.timestamp())
             executor = self.executors.get(run.executor)
             if executor is not None:
                 executor.unacknowledged.pop(run.run_id, None)
@@ -375,7 +377,7 @@ def _node_spec(executor: str, pool: str, node: ev.ExecutorNode, cordoned: bool) 
         executor=executor,
         # Every node carries its name label, as Kubernetes nodes do (retries avoid nodes by it).
         labels={NODE_NAME_LABEL: node.name, **node.labels},
-        taints=tuple(Taint(key=t.key, value=t.value, effect=t.effect) for t in node.taints),  # type: ignore[arg-type]
+        taints=tuple(node.taints),
         allocatable=dict(node.allocatable),
         non_armada_allocated=dict(node.allocated_non_armada),
         unschedulable=node.unschedulable or cordoned,

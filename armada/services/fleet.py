@@ -14,7 +14,7 @@ from armada.eventstore import fleet_views
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.errors import Conflict, InvalidRequest, NotFound
-from armada.model.states import FailureCause
+from armada.model.lifecycle import FailureCause
 from armada.model.wire.fleet import ExecutorList, ExecutorSettingsUpsertRequest, ExecutorSummary, NodeSummary
 from armada.services.cluster_state import RunInfo
 from armada.services.lost_runs import LostRun

@@ -26,8 +26,8 @@ from armada.eventstore.store import EventStore
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
 from armada.model.jobs import decode_job
+from armada.model.lifecycle import RunState
 from armada.model.queues import Queue
-from armada.model.states import RunState
 from armada.scheduling import SchedulingConfig
 from armada.services.cluster_state import ClusterState
 

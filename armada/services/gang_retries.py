@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.eventstore.job_views import gang_rows
 from armada.model import events as ev
 from armada.model.jobs import Job
-from armada.model.states import JobState
+from armada.model.lifecycle import JobState
 
 GANG_MEMBER_FAILED = "gang-member-failed"
 

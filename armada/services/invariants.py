@@ -1,8 +1,9 @@
 """Invariants of the log and the views, checked by ``armada admin check`` and the fault tests.
 
 The log is the truth, so most rules are checked by folding it from the start: a job never
-has two active runs at once, every run event names a run that was leased, a job reaches at
-most one terminal state and keeps no active run after it. The views are then checked
+has two active runs at once, every run event names a run that was leased, a job moves only as
+``model/lifecycle``'s ``JOB_MOVES`` allows (so it reaches at most one terminal state) and
+keeps no active run after it. The views are then checked
 against the same rules and, row for row, against a replay of the log done inside a
 transaction that is rolled back, so the check changes nothing.
 """
@@ -22,9 +23,9 @@ from armada.eventstore.store import EventStore, StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model.events import ExecutorNode, UnreadableEvent
 from armada.model.jobs import decode_job
+from armada.model.lifecycle import JOB_STATE_AFTER, RUN_STATE_AFTER, JobState, job_moves
 from armada.model.metadata import as_label_value
 from armada.model.queues import QUEUE_NAME, Queue
-from armada.model.states import RUN_STATE_AFTER, STATE_AFTER, JobState
 
 READ_BATCH = 5000
 #: Stop listing violations after this many; one is enough to fail, thousands help nobody.
@@ -109,11 +110,12 @@ class LogAudit:
             job.active_runs.discard(run_id)
 
     def _job_event(self, seq: int, kind: str, job_id: str, job: _Job) -> None:
-        state = STATE_AFTER.get(kind)
+        state = JOB_STATE_AFTER.get(kind)
         if state is None:
             return
-        if job.state.terminal:
-            self.report.violation(f"seq {seq}: job {job_id} moved from terminal {job.state} to {state}")
+        if not job_moves(job.state, state):
+            was = f"terminal {job.state}" if job.state.terminal else job.state
+            self.report.violation(f"seq {seq}: job {job_id} moved from {was} to {state}")
         job.state = state
 
     def finish(self) -> None:

@@ -23,7 +23,7 @@ from armada.model.events import (
     JobReprioritized,
     JobReprioritizing,
 )
-from armada.model.states import TERMINAL_JOB_STATES, UNFINISHED_JOB_STATES, JobState
+from armada.model.lifecycle import TERMINAL_JOB_STATES, UNFINISHED_JOB_STATES, JobState
 from armada.model.wire.jobs import StateName
 from armada.scheduling.config import PriorityClass
 from armada.services.validation import check_job_set_id, check_reason

@@ -12,7 +12,7 @@ import structlog
 
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
-from armada.model.states import STATE_AFTER
+from armada.model.lifecycle import JOB_STATE_AFTER
 
 log = structlog.get_logger("armada.jobs")
 
@@ -25,7 +25,7 @@ IDLE_WAIT = 5.0
 def log_job_event(event: ev.Event) -> None:
     """One line if the event changes its job's state (a submission is logged as its first
     ``queued``, which follows in the same transaction)."""
-    state = STATE_AFTER.get(event.type)
+    state = JOB_STATE_AFTER.get(event.type)
     if state is None or not event.job_id or isinstance(event, ev.JobSubmitted):
         return
     fields: dict[str, object] = {"job_id": event.job_id, "queue": event.queue, "job_set": event.job_set_id}

@@ -57,7 +57,7 @@ def executor_nodes(reports: Sequence[NodeReport]) -> list[ev.ExecutorNode]:
             ev.ExecutorNode(
                 name=report.name,
                 labels=report.labels,
-                taints=[ev.Taint(key=t.key, value=t.value, effect=t.effect) for t in report.taints],
+                taints=report.taints,
                 allocatable=allocatable,
                 allocated_non_armada=non_armada,
                 unschedulable=report.unschedulable,

@@ -13,8 +13,8 @@ from armada.eventstore import views
 from armada.eventstore.store import Transaction
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
+from armada.model.lifecycle import FailureCause
 from armada.model.retry_engine import RetryEngineSettings
-from armada.model.states import FailureCause
 from armada.services.cluster_state import ClusterState, RunInfo
 from armada.services.retries import run_ended_without_result
 from armada.services.retry_avoidance import EndedRun, avoiding_jobs

@@ -15,7 +15,7 @@ from armada.eventstore.views import utc
 from armada.model import events as ev
 from armada.model.events import decode_event
 from armada.model.jobs import EXTERNAL_JOB_URI_ANNOTATION, decode_job
-from armada.model.states import JobState, RunState
+from armada.model.lifecycle import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
 from armada.model.wire.retry_history import RetryHistory
 from armada.services.retry_history import retry_histories

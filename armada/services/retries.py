@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from armada.model import events as ev
 from armada.model.jobs import Job
-from armada.model.states import FailureCause
+from armada.model.lifecycle import FailureCause
 
 
 def requeue_or_fail(

@@ -25,6 +25,7 @@ from armada.eventstore.job_views import job_queue_specs, queued_event_payloads
 from armada.eventstore.queue_views import queue_specs
 from armada.model import events as ev
 from armada.model.jobs import Job
+from armada.model.lifecycle import FailureCause
 from armada.model.retry import RetryPolicy
 from armada.model.retry_engine import (
     RetryEngineSettings,
@@ -35,7 +36,6 @@ from armada.model.retry_engine import (
     retries_granted,
 )
 from armada.model.retry_mutation import mutate_job
-from armada.model.states import FailureCause
 from armada.services.gang_retries import GangMember, fail_others, load_gangs, restart_others, restartable
 from armada.services.retry_policies import load_policies
 

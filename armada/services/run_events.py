@@ -2,7 +2,7 @@
 
 Executors retry event batches until delivered, so the same observation may arrive twice,
 and events of runs the server has since given up on may arrive late. Both are handled by
-the run's state machine, checked against the run and its job as this replica follows them
+the run lifecycle (``model/lifecycle``), checked against the run and its job as this replica follows them
 (or, for what it does not hold in memory, as the views hold them), and checked again inside
 the append if the job changed meanwhile: an event that would not move its run forward is
 dropped. A
@@ -23,8 +23,8 @@ from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.model.leases import RunEvent, RunEventBatch
+from armada.model.lifecycle import RUN_STATE_AFTER, FailureCause, JobState, RunState, run_moves
 from armada.model.retry_engine import RetryEngineSettings
-from armada.model.states import FailureCause, JobState, RunState
 from armada.services.follower import LogFollower
 from armada.services.retries import requeue_or_fail
 from armada.services.retry_avoidance import EndedRun, avoiding_jobs
@@ -33,7 +33,6 @@ from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
 
-_RANK = {RunState.LEASED: 0, RunState.PENDING: 1, RunState.RUNNING: 2}
 #: Event kinds whose translation reads more of the views than the run and its job (retry
 #: policies, node fencing, earlier ingress events): their batches are decided from the views.
 _READS_VIEWS = frozenset({"failed", "leaseReturned", "ingressInfo"})
@@ -233,8 +232,8 @@ class RunEventIntake:
         where = {"cluster_id": run.cluster, "node_name": event.node or run.node, "pod_name": event.pod_name}
         match event.kind:
             case "pending" | "running":
-                target = RunState.PENDING if event.kind == "pending" else RunState.RUNNING
-                if _RANK[run.run_state] >= _RANK[target]:
+                target = RUN_STATE_AFTER[event.kind]
+                if not run_moves(run.run_state, target):
                     return []
                 run.run_state = target
                 if target == RunState.PENDING:

@@ -34,7 +34,7 @@ from armada.eventstore.store import EventStore, Lane, Transaction
 from armada.eventstore.views import JobRow
 from armada.model import events as ev
 from armada.model.ids import new_run_id
-from armada.model.states import FailureCause, JobState
+from armada.model.lifecycle import FailureCause, JobState
 from armada.reports.history import CycleHistory
 from armada.reports.shared import HistoryPublisher, shared_history
 from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule

@@ -11,6 +11,7 @@ import httpx
 import msgspec
 
 from armada.client import ArmadaApiError, AsyncArmadaClient
+from armada.client.errors import ArmadaTransportError, NotFound
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
 from armada.tasks import cancel_and_wait
@@ -107,11 +108,10 @@ class JobCase:
         while True:
             try:
                 return await self.client.submit_jobs(self.case.queue, self.job_set, items)
-            except ArmadaApiError as exc:
-                if exc.status != 404:
-                    raise CaseFailed(f"submission refused: {exc}") from exc
-            except httpx.TransportError:
+            except (NotFound, ArmadaTransportError):
                 pass
+            except ArmadaApiError as exc:
+                raise CaseFailed(f"submission refused: {exc}") from exc
             await asyncio.sleep(RETRY_SECONDS)
 
     async def _watch(self) -> None:

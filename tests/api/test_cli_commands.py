@@ -9,7 +9,7 @@ from typer.testing import CliRunner, Result
 from armada.cli.main import app
 from armada.client import ArmadaClient
 from armada.model import events as ev
-from armada.model.states import FailureCause
+from armada.model.lifecycle import FailureCause
 from tests.api.jobs import item, pod_spec, start
 from tests.servers import ApiServer
 

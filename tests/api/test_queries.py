@@ -6,7 +6,7 @@ import httpx
 
 from armada.client import ArmadaClient
 from armada.model import events as ev
-from armada.model.states import FailureCause
+from armada.model.lifecycle import FailureCause
 from tests.api.jobs import item, start
 from tests.servers import ApiServer
 

@@ -8,7 +8,7 @@ import httpx
 import msgspec
 import pytest
 
-from armada.client import ArmadaApiError, ArmadaClient
+from armada.client import ArmadaApiError, ArmadaClient, Conflict, NotFound
 from armada.model.queues import Queue
 from tests.api.jobs import item
 from tests.servers import ApiServer
@@ -76,15 +76,15 @@ def test_invalid_queues_are_refused(
 
 
 def test_conflicts_and_missing_queues(client: ArmadaClient, queue: str) -> None:
-    with pytest.raises(ArmadaApiError) as duplicate:
+    with pytest.raises(Conflict) as duplicate:
         client.create_queue(Queue(name=queue))
-    assert duplicate.value.status == 409
+    assert duplicate.value.status == 409 and isinstance(duplicate.value, ArmadaApiError)
     for action in (
         lambda: client.update_queue(Queue(name=fresh_name())),
         lambda: client.delete_queue(fresh_name()),
         lambda: client.cordon_queue(fresh_name()),
     ):
-        with pytest.raises(ArmadaApiError) as missing:
+        with pytest.raises(NotFound) as missing:
             action()
         assert missing.value.status == 404
 

@@ -13,7 +13,7 @@ import pytest
 from armada.client import ArmadaClient, StreamedEvent
 from armada.model import events as ev
 from armada.model.ids import new_run_id
-from armada.model.states import FailureCause
+from armada.model.lifecycle import FailureCause
 from tests.api.jobs import item
 from tests.servers import ApiServer
 

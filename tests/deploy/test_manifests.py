@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from armada.auth.exposure import startup_refusals
+from armada.auth.bind_address import startup_refusals
 from armada.auth.published import PUBLISHED_HASHES
 from armada.auth.secrets import hash_password, hash_token, new_token
 from armada.model.podsecurity import PodPolicy, Profile, job_violation, profile_violation

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -78,22 +77,3 @@ def test_serve_refuses_a_database_two_contract_steps_ahead(tmp_path: Path) -> No
     migrate_command = armada_command("admin", "migrate", "--database-url", url)
     refused = subprocess.run(migrate_command, env=process_env(), capture_output=True, text=True, check=False)
     assert refused.returncode == 2 and "2 contract steps ahead" in refused.stderr, refused.stderr
-
-
-def test_a_second_replica_on_a_taken_grpc_port_says_so_in_one_line(tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        grpc_port = taken.getsockname()[1]
-        result = subprocess.run(
-            armada_command("serve", "--database-url", f"sqlite:///{tmp_path / 'armada.db'}", "--port", "0"),
-            env=process_env({"ARMADA_SERVER_GRPC_PORT": str(grpc_port)}),
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert result.returncode == 3
-    assert f"cannot listen for gRPC on 127.0.0.1:{grpc_port} (in use)" in result.stderr
-    assert "--grpc-port" in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr

@@ -18,7 +18,7 @@ from armada.eventstore.dialects import SMALL_INSERT_ROWS
 from armada.eventstore.rebuild import rebuild_views
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
-from armada.model.states import JobState
+from armada.model.lifecycle import JobState
 from tests.factories import RandomHistory, make_job, submission
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from armada.model.leases import LeaseRequest, LeaseResponse, NodeReport, RunPhase
+from armada.model.leases import LeaseRequest, LeaseResponse, NodeReport
+from armada.model.lifecycle import RunPhase
 from armada.services.leases import LeaseService
 from tests.integration.test_scheduler_service import Harness, harness, running, submit
 

@@ -14,7 +14,8 @@ from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.writelock import Lane
 from armada.model import events as ev
-from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEventBatch, RunPhase
+from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEventBatch
+from armada.model.lifecycle import RunPhase
 from armada.model.queues import Queue
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduling import SchedulingConfig

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from armada.model import events as ev
-from armada.model.states import STATE_AFTER, JobState
+from armada.model.lifecycle import JOB_STATE_AFTER, JobState
 from tests.factories import RandomHistory, make_job
 
 
@@ -45,7 +45,7 @@ def test_unknown_event_types_are_rejected_loudly() -> None:
 
 
 def test_job_states_follow_their_events() -> None:
-    assert STATE_AFTER["submitted"] is JobState.QUEUED
-    assert STATE_AFTER["leased"].active and not STATE_AFTER["queued"].active
-    assert all(STATE_AFTER[t].terminal for t in ("succeeded", "failed", "cancelled", "preempted"))
-    assert "cancelling" not in STATE_AFTER and "leaseReturned" not in STATE_AFTER
+    assert JOB_STATE_AFTER["submitted"] is JobState.QUEUED
+    assert JOB_STATE_AFTER["leased"].active and not JOB_STATE_AFTER["queued"].active
+    assert all(JOB_STATE_AFTER[t].terminal for t in ("succeeded", "failed", "cancelled", "preempted"))
+    assert "cancelling" not in JOB_STATE_AFTER and "leaseReturned" not in JOB_STATE_AFTER

@@ -1,4 +1,4 @@
-"""The lease call's report of held runs: the executor's journal (``armada.executor.held_runs``)
+"""The lease call's report of held runs: the executor's journal (``armada.executor.runs_report``)
 and the server's reports (``armada.services.held_runs``), alone and together."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from armada.executor.held_runs import FULL_REPORT_SECONDS, HeldRuns, RunsReport
+from armada.executor.runs_report import FULL_REPORT_SECONDS, HeldRuns, RunsReport
 from armada.model.leases import LeaseRequest
 from armada.services.held_runs import HeldRunReports
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from armada.logs import LevelCheckedLogger, configure_logging
+from armada.logging_setup import LevelCheckedLogger, configure_logging
 from armada.settings import LoggingSettings
 
 

@@ -10,6 +10,7 @@ from armada.cli.follow import JobSetSummary, notable
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
+from armada.model.lifecycle import JobState, RunState
 from armada.model.retry import RetryPolicy, RetryRule, matching_rule
 from armada.model.retry_engine import (
     RetryEngineSettings,
@@ -18,7 +19,6 @@ from armada.model.retry_engine import (
     policy_name_for,
     retries_granted,
 )
-from armada.model.states import JobState, RunState
 from armada.services.retries import run_ended_without_result
 from armada.services.retry_engine import RetryContext, _JobFacts, expiry_events
 from armada.services.run_events import RunEventIntake, _RunFacts

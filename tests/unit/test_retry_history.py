@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from armada.model import events as ev
+from armada.model.lifecycle import FailureCause
 from armada.model.retry import MemoryMutation, Mutation, ResourcesMutation
 from armada.model.retry_mutation import avoid_node_labels, mutate_job
-from armada.model.states import FailureCause
 from armada.model.wire.retry_history import history_lines
 from armada.services.retry_history import retry_history
 from tests.factories import make_job, submission

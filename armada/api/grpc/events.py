@@ -25,8 +25,8 @@ from armada.api.grpc.submit import SERVING
 from armada.eventstore.store import StoredEvent
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
+from armada.model.lifecycle import FailureCause
 from armada.model.queues import QueueVerb
-from armada.model.states import FailureCause
 from armada.services import streams
 
 _ONEOF = {field.json_name: field for field in event_pb2.EventMessage.DESCRIPTOR.fields}

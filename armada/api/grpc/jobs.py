@@ -14,8 +14,8 @@ from armada_client.armada import job_pb2, job_pb2_grpc, submit_pb2
 from armada.api.grpc import status
 from armada.api.grpc.convert import Context, GrpcServices, to_proto
 from armada.api.grpc.jobs_proto import job_to_proto
+from armada.model.lifecycle import JobState
 from armada.model.queues import QueueVerb
-from armada.model.states import JobState
 from armada.model.wire.queries import JobDetails, JobRunDetails
 from armada.services import queries
 

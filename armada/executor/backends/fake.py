@@ -19,12 +19,13 @@ import yaml
 
 from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStatus
 from armada.executor.commands import container_argv, fake_plan
-from armada.executor.cordons import LocalCordons
 from armada.executor.exposure import simulated_addresses
 from armada.executor.log_lines import LogMissing, select, stamp
 from armada.executor.podspec import pod_name
 from armada.executor.settings import FakeNodeTemplate, FakeSettings, IngressSettings
-from armada.model.leases import Lease, LogOrder, NodeReport, Taint
+from armada.executor.simulated_cordons import LocalCordons
+from armada.model.leases import Lease, LogOrder, NodeReport
+from armada.model.taints import Taint
 from armada.model.wire.logs import LogLine
 
 log = structlog.get_logger(__name__)

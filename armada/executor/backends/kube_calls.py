@@ -21,6 +21,7 @@ import msgspec
 import structlog
 from kubernetes_asyncio import client, config
 
+from armada.executor.backend import BackendSetupError
 from armada.executor.backends.kube_credentials import keep_fresh, load_kubeconfig, renewal
 from armada.executor.backoff import Backoff
 from armada.executor.settings import KubernetesSettings
@@ -96,14 +97,18 @@ async def api_client_from(settings: KubernetesSettings) -> client.ApiClient:
     configuration = client.Configuration()
     configuration.client_side_validation = False
     loader = None
-    if settings.kubeconfig:
-        loader = await load_kubeconfig(settings.kubeconfig, settings.context or None, configuration)
-    else:
-        try:
-            # Refreshes the projected service-account token itself (try_refresh_token).
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except config.ConfigException:
-            loader = await load_kubeconfig(None, settings.context or None, configuration)
+    try:
+        if settings.kubeconfig:
+            loader = await load_kubeconfig(settings.kubeconfig, settings.context or None, configuration)
+        else:
+            try:
+                # Refreshes the projected service-account token itself (try_refresh_token).
+                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except config.ConfigException:
+                loader = await load_kubeconfig(None, settings.context or None, configuration)
+    except (config.ConfigException, OSError) as exc:
+        where = settings.kubeconfig or "in-cluster or ~/.kube/config"
+        raise BackendSetupError(f"cannot load the Kubernetes configuration ({where}): {exc}") from exc
     api = client.ApiClient(configuration)
     api.rest_client.pool_manager._trust_env = False  # no public switch: see the docstring
     renew = renewal(loader) if loader is not None else None

@@ -24,8 +24,8 @@ import structlog
 from armada.executor.backends.kube_calls import Json, KubeCalls, after_watch_failure
 from armada.executor.backends.kube_nodes import node_report, pod_requests
 from armada.executor.backends.slices import Slices
-from armada.executor.cordons import CORDON_REASON_ANNOTATION
 from armada.executor.podspec import RUN_ID_LABEL
+from armada.executor.simulated_cordons import CORDON_REASON_ANNOTATION
 from armada.model.leases import NodeReport
 
 log = structlog.get_logger(__name__)

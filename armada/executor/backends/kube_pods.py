@@ -25,7 +25,8 @@ from msgspec.structs import replace
 
 from armada.executor.backend import RunStatus
 from armada.executor.podspec import JOB_ID_LABEL, RUN_ID_LABEL
-from armada.model.leases import FailureCause, RunPhase
+from armada.model.leases import FailureCause
+from armada.model.lifecycle import RunPhase
 
 Pod = dict[str, Any]
 

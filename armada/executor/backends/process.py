@@ -38,11 +38,11 @@ from armada.executor.backends.output_pipes import OutputPipes
 from armada.executor.backends.process_isolation import env_descriptor, resolve_run_as
 from armada.executor.backends.process_state import RunDir, prepare_root, run_dirs, state_root
 from armada.executor.commands import container_argv, first_container
-from armada.executor.cordons import LocalCordons
 from armada.executor.env import container_env, expand_refs
 from armada.executor.log_lines import LogMissing, newest_needed, parse, select
 from armada.executor.podspec import pod_name
 from armada.executor.settings import ProcessSettings
+from armada.executor.simulated_cordons import LocalCordons
 from armada.model.ingress import exposed_ports
 from armada.model.leases import FailureCause, Lease, LogOrder, NodeReport
 from armada.model.wire.logs import LogLine

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from armada.auth.exposure import is_loopback
+from armada.auth.bind_address import is_loopback
 from armada.executor.backends.process_state import foreign_state, state_root
 from armada.executor.settings import ProcessSettings
 

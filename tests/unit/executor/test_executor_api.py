@@ -6,7 +6,8 @@ import httpx
 import msgspec
 import pytest
 
-from armada.client.executor_api import ExecutorApiClient, ExecutorApiError
+from armada.client.errors import ArmadaClientError, ArmadaTransportError, ServerError, Unauthenticated
+from armada.client.executor_api import ExecutorApiClient
 from armada.model.leases import LeaseRequest, LeaseResponse, RunEvent, RunEventBatch
 
 
@@ -38,7 +39,7 @@ async def test_lease_sends_the_request_and_stretches_the_read_timeout() -> None:
 async def test_errors_say_whether_to_retry(status: int, retryable: bool) -> None:
     transport = httpx.MockTransport(lambda _: httpx.Response(status, text="nope"))
     async with client_for(transport) as api:
-        with pytest.raises(ExecutorApiError) as caught:
+        with pytest.raises(ArmadaClientError) as caught:
             await api.report_events(
                 RunEventBatch(executor_id="c1", events=[RunEvent(run_id="r", job_id="j", kind="running")])
             )
@@ -50,9 +51,20 @@ async def test_connection_errors_are_retryable() -> None:
         raise httpx.ConnectError("refused", request=request)
 
     async with client_for(httpx.MockTransport(refuse)) as api:
-        with pytest.raises(ExecutorApiError) as caught:
+        with pytest.raises(ArmadaClientError) as caught:
             await api.lease(LeaseRequest(executor_id="c1", pool="p"))
     assert caught.value.retryable and caught.value.status is None
+    assert isinstance(caught.value, ArmadaTransportError)
+
+
+@pytest.mark.parametrize(("status", "kind"), [(401, Unauthenticated), (503, ServerError)])
+async def test_errors_are_of_the_client_error_tree(status: int, kind: type[ArmadaClientError]) -> None:
+    problem = {"title": "no", "detail": "the token is not valid"}
+    transport = httpx.MockTransport(lambda _: httpx.Response(status, json=problem))
+    async with client_for(transport) as api:
+        with pytest.raises(kind) as caught:
+            await api.lease(LeaseRequest(executor_id="c1", pool="p"))
+    assert str(caught.value) == "the token is not valid"
 
 
 def test_requests_reject_unknown_fields_but_responses_tolerate_them() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from armada.client.executor_api import ExecutorApiError
+from armada.client.errors import BadRequest, ServerError
 from armada.executor.backoff import Backoff
 from armada.executor.reporter import EventReporter
 from armada.model.leases import RunEvent, RunEventBatch
@@ -20,10 +20,10 @@ class FlakyServer:
     async def report_events(self, batch: RunEventBatch) -> None:
         self.calls += 1
         if any(e.run_id == "bad" for e in batch.events):
-            raise ExecutorApiError("400", status=400, retryable=False)
+            raise BadRequest(400, "Bad Request", "400")
         if self.failures > 0:
             self.failures -= 1
-            raise ExecutorApiError("503", status=503)
+            raise ServerError(503, "Service Unavailable", "503")
         for event in batch.events:
             self.received.setdefault(event.event_id, event)
 

@@ -16,7 +16,7 @@ from armada.api.grpc.events import encode_message
 from armada.api.grpc.jobs_proto import job_to_proto, timestamp_field
 from armada.api.grpc.stored import decode_for_stream
 from armada.model import events as ev
-from armada.model.states import FailureCause
+from armada.model.lifecycle import FailureCause
 from tests.factories import RandomHistory, make_job
 
 WHEN = datetime(2026, 11, 24, 3, 4, 5, 678_901, tzinfo=UTC)

@@ -1,10 +1,10 @@
-"""What a server refuses to start with, by bind address (armada.auth.exposure)."""
+"""What a server refuses to start with, by bind address (armada.auth.bind_address)."""
 
 from __future__ import annotations
 
 import pytest
 
-from armada.auth.exposure import is_loopback, startup_refusals
+from armada.auth.bind_address import is_loopback, startup_refusals
 from armada.auth.published import PUBLISHED_HASHES
 from armada.auth.secrets import hash_password, hash_token
 from armada.auth.settings import AuthSettings, BasicUser, OidcSettings, StaticToken

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from armada.model.leases import RunPhase
+from armada.model.lifecycle import RunPhase
 
 #: Longest time between two reports of every held run.
 FULL_REPORT_SECONDS = 60.0
