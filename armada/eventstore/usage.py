@@ -1,0 +1,145 @@
+"""Usage accounting's write side: the daily rollups, kept as runs end and as jobs are pruned.
+
+The ``log`` part of :data:`schema.usage` and :data:`schema.usage_waits` is a view: each
+append adds what its events' runs used (:func:`count`), and a rebuild empties that part and
+replays it. When retention removes a job, its figures move from the ``log`` part to the
+``pruned`` part (:func:`settle`), which a rebuild keeps as it is. So the sum of both parts
+never goes down, and a rebuild after pruning gives the figures before it.
+
+A row exists only while its figure is not zero (figures only grow, and a move deletes the
+rows it empties), so the live rows and a rebuild's are the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+from sqlalchemy import Table, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import dialects, schema
+from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
+from armada.eventstore.usage_fold import Deltas, JobFacts, RunFacts, UsageFold, requests_of
+from armada.eventstore.views import rows_in, utc
+from armada.model import events as ev
+from armada.model.jobs import decode_job
+from armada.model.states import JobState
+
+LOG, PRUNED = "log", "pruned"
+_CELL = ("day", "queue", "owner", "pool", "priority_class")
+_RUN_ENDS = (
+    ev.JobSucceeded,
+    ev.JobFailed,
+    ev.JobCancelled,
+    ev.JobPreempted,
+    ev.JobLeaseReturned,
+    ev.JobLeaseExpired,
+)
+_COUNTED = (ev.JobSubmitted, ev.JobQueued, ev.JobLeased, ev.JobRunning, *_RUN_ENDS)
+
+
+def counted(events: Iterable[ev.Event]) -> list[ev.Event]:
+    """The events usage accounting folds (kept by a batch until it is written)."""
+    return [event for event in events if isinstance(event, _COUNTED)]
+
+
+async def count(conn: AsyncConnection, events: Sequence[ev.Event]) -> Deltas:
+    """What ``events`` add to the rollups, read against the views as they are before the
+    events are applied (call it before writing their view changes)."""
+    if not events:
+        return Deltas()
+    fold = await _start(conn, events)
+    for event in events:
+        fold.add(event)
+    return fold.deltas
+
+
+async def _start(conn: AsyncConnection, events: Sequence[ev.Event]) -> UsageFold:
+    """A fold knowing the jobs and runs ``events`` name but do not introduce."""
+    submitted = {event.job_id for event in events if isinstance(event, ev.JobSubmitted)}
+    leased = {event.run_id for event in events if isinstance(event, ev.JobLeased)}
+    ending = {event.job_id for event in events if isinstance(event, _RUN_ENDS) and event.run_id}
+    needed = {
+        event.job_id for event in events if isinstance(event, (ev.JobLeased, *_RUN_ENDS))
+    } - submitted
+    run_ids = {event.run_id for event in events if isinstance(event, (ev.JobRunning, *_RUN_ENDS))} - leased
+    jobs, runs = schema.jobs, schema.runs
+    facts: dict[str, JobFacts] = {}
+    columns = (jobs.c.job_id, jobs.c.queue, jobs.c.owner, jobs.c.priority_class, jobs.c.state, jobs.c.last_transition)
+    for row in await rows_in(conn, select(*columns), jobs.c.job_id, needed - ending):
+        facts[row.job_id] = _job_facts(row, None)
+    for row in await rows_in(conn, select(*columns, jobs.c.spec), jobs.c.job_id, needed & ending):
+        facts[row.job_id] = _job_facts(row, _requests(row.spec))
+    run_query = select(runs.c.run_id, runs.c.pool, runs.c.started)
+    run_facts = {
+        row.run_id: RunFacts(row.pool, utc(row.started)) for row in await rows_in(conn, run_query, runs.c.run_id, run_ids)
+    }
+    return UsageFold(facts, run_facts)
+
+
+def _requests(spec: bytes) -> dict[str, int]:
+    """The requests of a stored spec (one that cannot be decoded counts nothing: the admin
+    check reports it)."""
+    try:
+        return requests_of(decode_job(bytes(spec)))
+    except msgspec.DecodeError:
+        return {}
+
+
+def _job_facts(row: Any, requests: dict[str, int] | None) -> JobFacts:
+    queued = utc(row.last_transition) if row.state == JobState.QUEUED.value else None
+    return JobFacts(row.queue, row.owner, row.priority_class or "", requests, queued)
+
+
+async def add(conn: AsyncConnection, deltas: Deltas, part: str = LOG, sign: int = 1) -> None:
+    """Add ``deltas`` (times ``sign``) to ``part`` of the rollups."""
+    usage_rows = [
+        {"part": part, **cell._asdict(), "outcome": outcome, "resource": resource, "amount": sign * amount}
+        for (cell, outcome, resource), amount in sorted(deltas.usage.items())
+    ]
+    wait_rows = [
+        {"part": part, **cell._asdict(), "bucket": bucket, "leases": sign * leases, "waited": sign * waited}
+        for (cell, bucket), (leases, waited) in sorted(deltas.waits.items())
+    ]
+    await _upsert_add(conn, schema.usage, ("amount",), usage_rows)
+    await _upsert_add(conn, schema.usage_waits, ("leases", "waited"), wait_rows)
+
+
+async def _upsert_add(conn: AsyncConnection, table: Table, figures: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    insert = postgresql.insert(table) if dialects.is_postgres(conn) else sqlite.insert(table)
+    keys = [column.name for column in table.primary_key.columns]
+    statement = insert.on_conflict_do_update(
+        index_elements=keys, set_={name: table.c[name] + insert.excluded[name] for name in figures}
+    )
+    await conn.execute(statement, rows)
+
+
+async def settle(conn: AsyncConnection, job_ids: Sequence[str], records: UnreadableRecords) -> None:
+    """Move the figures of ``job_ids`` (about to be pruned) from the ``log`` part to the
+    ``pruned`` part, inside the pruning's transaction: their whole histories are folded
+    from nothing, as a replay would."""
+    events = schema.events
+    query = select(events.c.seq, events.c.payload).order_by(events.c.seq)
+    rows = sorted(await rows_in(conn, query, events.c.job_id, job_ids))
+    stored = await decode_log_rows(conn, [(row.seq, row.payload) for row in rows], records)
+    fold = UsageFold()
+    for _seq, event in stored:
+        fold.add(event)
+    if not fold.deltas:
+        return
+    await add(conn, fold.deltas, LOG, -1)
+    await add(conn, fold.deltas, PRUNED)
+    await conn.execute(delete(schema.usage).where((schema.usage.c.part == LOG) & (schema.usage.c.amount == 0)))
+    waits = schema.usage_waits
+    await conn.execute(delete(waits).where((waits.c.part == LOG) & (waits.c.leases == 0)))
+
+
+async def forget_log_part(conn: AsyncConnection) -> None:
+    """Empty the ``log`` part (a rebuild replays it); the ``pruned`` part stays."""
+    for table in schema.ROLLUPS:
+        await conn.execute(delete(table).where(table.c.part == LOG))
