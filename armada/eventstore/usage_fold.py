@@ -21,18 +21,19 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import NamedTuple
 
 from armada.model import events as ev
 from armada.model.jobs import Job
-from armada.model.resources import QuantityError, to_units
+from armada.model.resources import QuantityError, resolution_of, to_units
 
 #: How a run ended, by the event that ended it (``leaseReturned`` is ``retried`` when the
 #: run had started and failed, and the job was queued again).
 OUTCOMES = ("succeeded", "failed", "cancelled", "preempted", "retried", "returned", "expired")
 #: The outcomes whose work is lost: the job has to run again, or never finishes.
 LOST_OUTCOMES = frozenset({"preempted", "retried", "returned", "expired"})
-#: The pseudo-resource counting one per run.
+#: The pseudo-resource counting one per run (in thousandths: :func:`resolution`).
 JOBS = "jobs"
 _MICROSECOND = timedelta(microseconds=1)
 _MILLISECOND = timedelta(milliseconds=1)
@@ -86,6 +87,11 @@ def requests_of(job: Job) -> dict[str, int]:
         except QuantityError:
             continue
     return units
+
+
+def resolution(resource: str) -> Decimal:
+    """The size of one unit of ``resource`` in the rollups."""
+    return Decimal("0.001") if resource == JOBS else resolution_of(resource)
 
 
 def day_of(moment: datetime) -> str:
@@ -168,7 +174,7 @@ class UsageFold:
         if micros <= 0:
             return
         cell = Cell(day_of(event.created), facts.queue, facts.owner, run.pool, facts.priority_class)
-        for resource, units in {**(facts.requests or {}), JOBS: 1}.items():
+        for resource, units in {**(facts.requests or {}), JOBS: 1000}.items():
             amount = units * micros // 1_000_000
             if amount:
                 self.deltas.usage[cell, outcome, resource] += amount
