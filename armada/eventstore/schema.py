@@ -212,7 +212,7 @@ Amount = Numeric(38, 0).with_variant(BigInteger(), "sqlite")
 
 
 def _rollup(name: str, *columns: Column[Any]) -> Table:
-    """A usage rollup: figures per part × day × queue × owner × pool × priority class × ``columns``.
+    """A usage rollup: figures per part x day x queue x owner x pool x priority class x ``columns``.
 
     ``part`` is ``log`` for the figures of jobs the log still holds (rebuilt by replay) and
     ``pruned`` for those of jobs retention removed (moved there as they are pruned, never

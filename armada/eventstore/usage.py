@@ -13,10 +13,10 @@ rows it empties), so the live rows and a rebuild's are the same rows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
-from sqlalchemy import Table, delete, select
+from sqlalchemy import Row, Table, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -62,20 +62,26 @@ async def _start(conn: AsyncConnection, events: Sequence[ev.Event]) -> UsageFold
     submitted = {event.job_id for event in events if isinstance(event, ev.JobSubmitted)}
     leased = {event.run_id for event in events if isinstance(event, ev.JobLeased)}
     ending = {event.job_id for event in events if isinstance(event, _RUN_ENDS) and event.run_id}
-    needed = {
-        event.job_id for event in events if isinstance(event, (ev.JobLeased, *_RUN_ENDS))
-    } - submitted
+    needed = {event.job_id for event in events if isinstance(event, (ev.JobLeased, *_RUN_ENDS))} - submitted
     run_ids = {event.run_id for event in events if isinstance(event, (ev.JobRunning, *_RUN_ENDS))} - leased
     jobs, runs = schema.jobs, schema.runs
     facts: dict[str, JobFacts] = {}
-    columns = (jobs.c.job_id, jobs.c.queue, jobs.c.owner, jobs.c.priority_class, jobs.c.state, jobs.c.last_transition)
+    columns = (
+        jobs.c.job_id,
+        jobs.c.queue,
+        jobs.c.owner,
+        jobs.c.priority_class,
+        jobs.c.state,
+        jobs.c.last_transition,
+    )
     for row in await rows_in(conn, select(*columns), jobs.c.job_id, needed - ending):
         facts[row.job_id] = _job_facts(row, None)
     for row in await rows_in(conn, select(*columns, jobs.c.spec), jobs.c.job_id, needed & ending):
         facts[row.job_id] = _job_facts(row, _requests(row.spec))
     run_query = select(runs.c.run_id, runs.c.pool, runs.c.started)
     run_facts = {
-        row.run_id: RunFacts(row.pool, utc(row.started)) for row in await rows_in(conn, run_query, runs.c.run_id, run_ids)
+        row.run_id: RunFacts(row.pool, utc(row.started))
+        for row in await rows_in(conn, run_query, runs.c.run_id, run_ids)
     }
     return UsageFold(facts, run_facts)
 
@@ -108,7 +114,9 @@ async def add(conn: AsyncConnection, deltas: Deltas, part: str = LOG, sign: int 
     await _upsert_add(conn, schema.usage_waits, ("leases", "waited"), wait_rows)
 
 
-async def _upsert_add(conn: AsyncConnection, table: Table, figures: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+async def _upsert_add(
+    conn: AsyncConnection, table: Table, figures: tuple[str, ...], rows: list[dict[str, Any]]
+) -> None:
     if not rows:
         return
     insert = postgresql.insert(table) if dialects.is_postgres(conn) else sqlite.insert(table)
@@ -125,8 +133,8 @@ async def settle(conn: AsyncConnection, job_ids: Sequence[str], records: Unreada
     from nothing, as a replay would."""
     events = schema.events
     query = select(events.c.seq, events.c.payload).order_by(events.c.seq)
-    rows = sorted(await rows_in(conn, query, events.c.job_id, job_ids))
-    stored = await decode_log_rows(conn, [(row.seq, row.payload) for row in rows], records)
+    rows = sorted(await rows_in(conn, query, events.c.job_id, job_ids), key=lambda row: int(row.seq))
+    stored = await decode_log_rows(conn, cast("list[Row[int, bytes]]", rows), records)
     fold = UsageFold()
     for _seq, event in stored:
         fold.add(event)
@@ -134,7 +142,9 @@ async def settle(conn: AsyncConnection, job_ids: Sequence[str], records: Unreada
         return
     await add(conn, fold.deltas, LOG, -1)
     await add(conn, fold.deltas, PRUNED)
-    await conn.execute(delete(schema.usage).where((schema.usage.c.part == LOG) & (schema.usage.c.amount == 0)))
+    await conn.execute(
+        delete(schema.usage).where((schema.usage.c.part == LOG) & (schema.usage.c.amount == 0))
+    )
     waits = schema.usage_waits
     await conn.execute(delete(waits).where((waits.c.part == LOG) & (waits.c.leases == 0)))
 

@@ -42,7 +42,7 @@ WAIT_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200,
 
 
 class Cell(NamedTuple):
-    """Where a figure is rolled up: day (``YYYY-MM-DD``, UTC) × queue × owner × pool × priority class."""
+    """Where a figure is rolled up: day (``YYYY-MM-DD``, UTC) x queue x owner x pool x priority class."""
 
     day: str
     queue: str
@@ -125,7 +125,9 @@ class UsageFold:
     known before the first event (a run ending with its job's requests unknown counts
     only its ``jobs`` figure)."""
 
-    def __init__(self, jobs: dict[str, JobFacts] | None = None, runs: dict[str, RunFacts] | None = None) -> None:
+    def __init__(
+        self, jobs: dict[str, JobFacts] | None = None, runs: dict[str, RunFacts] | None = None
+    ) -> None:
         self.jobs = jobs or {}
         self.runs = runs or {}
         self.deltas = Deltas()
@@ -178,4 +180,3 @@ class UsageFold:
             amount = units * micros // 1_000_000
             if amount:
                 self.deltas.usage[cell, outcome, resource] += amount
-

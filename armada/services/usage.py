@@ -10,15 +10,21 @@ from datetime import UTC, date, datetime, timedelta
 
 from armada.eventstore.store import EventStore
 from armada.eventstore.usage_fold import LOST_OUTCOMES, WAIT_BUCKETS, resolution
-from armada.eventstore.usage_views import DIMENSIONS, UsageFigure, WaitFigure, usage_figures, wait_figures
+from armada.eventstore.usage_views import UsageFigure, WaitFigure, usage_figures, wait_figures
 from armada.model.durations import parse_duration
 from armada.model.errors import InvalidRequest
 from armada.model.wire.usage import UsageResponse, UsageRow, WaitFigures
 from armada.services.queues import list_queues
 from armada.services.visibility import ReadScope
 
-#: The ``by`` names of :data:`DIMENSIONS`, as the API spells them.
-BY_NAMES = {"day": "day", "queue": "queue", "owner": "owner", "pool": "pool", "priorityClass": "priority_class"}
+#: The API's names of the rollups' dimensions (``by``), and their columns.
+BY_NAMES = {
+    "day": "day",
+    "queue": "queue",
+    "owner": "owner",
+    "pool": "pool",
+    "priorityClass": "priority_class",
+}
 #: The longest period one request may cover.
 MAX_DAYS = 3660
 DEFAULT_DAYS = 30
@@ -41,7 +47,8 @@ def parse_day(text: str, field: str, today: date) -> date:
         return today - timedelta(seconds=parse_duration(text))
     except (ValueError, OverflowError):
         raise InvalidRequest(
-            f"{field}: {text!r} is neither a day (2026-11-01), a time (2026-11-01T12:00:00Z) nor an age (30d, 72h)",
+            f"{field}: {text!r} is neither a day (2026-11-01), a time (2026-11-01T12:00:00Z) "
+            "nor an age (30d, 72h)",
             field=field,
         ) from None
 
@@ -141,7 +148,9 @@ def wait_summary(figures: Sequence[WaitFigure]) -> WaitFigures:
         return float(WAIT_BUCKETS[-1])  # pragma: no cover - the loop reaches every lease
 
     mean = sum(figure.waited_ms for figure in figures) / leases / 1000
-    return WaitFigures(leases=leases, mean=mean, p50=percentile(0.5), p90=percentile(0.9), p99=percentile(0.99))
+    return WaitFigures(
+        leases=leases, mean=mean, p50=percentile(0.5), p90=percentile(0.9), p99=percentile(0.99)
+    )
 
 
 def _context(by: Sequence[str], row: UsageRow) -> tuple[str, ...]:
@@ -156,7 +165,9 @@ def _shares(by: Sequence[str], rows: list[UsageRow]) -> None:
             _add(totals[_context(by, row)], resource, seconds)
     for row in rows:
         total = totals[_context(by, row)]
-        row.share = {resource: seconds / total[resource] for resource, seconds in row.used.items() if total[resource]}
+        row.share = {
+            resource: seconds / total[resource] for resource, seconds in row.used.items() if total[resource]
+        }
 
 
 def _fair_shares(by: Sequence[str], rows: list[UsageRow], weights: dict[str, float]) -> None:

@@ -1,6 +1,6 @@
 """``usage`` and ``usage_waits``: usage accounting's daily rollups (expand).
 
-Figures per day × queue × owner × pool × priority class, in two parts: ``log`` (jobs the
+Figures per day x queue x owner x pool x priority class, in two parts: ``log`` (jobs the
 log holds; rebuilt by replay) and ``pruned`` (jobs retention removed). The tables start
 empty: ``armada admin rebuild-views`` fills the ``log`` part from the log after upgrading,
 and runs ending from then on are counted as they end.

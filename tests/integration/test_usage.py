@@ -17,12 +17,19 @@ from armada.services.usage import UsageQuery, usage_report
 from armada.services.visibility import ReadScope
 from tests.factories import RandomHistory
 
-RUN_ENDS = (ev.JobSucceeded, ev.JobFailed, ev.JobCancelled, ev.JobPreempted, ev.JobLeaseReturned, ev.JobLeaseExpired)
+RUN_ENDS = (
+    ev.JobSucceeded,
+    ev.JobFailed,
+    ev.JobCancelled,
+    ev.JobPreempted,
+    ev.JobLeaseReturned,
+    ev.JobLeaseExpired,
+)
 LOST = (ev.JobPreempted, ev.JobLeaseReturned, ev.JobLeaseExpired)
 
 
 def expected_seconds(stream: list[ev.Event]) -> dict[tuple[str, str, str], float]:
-    """Per (queue, resource, "used"|"lost"|"preempted"): the sum over runs of (end - start) × request."""
+    """Per (queue, resource, "used"|"lost"|"preempted"): the sum over runs of (end - start) x request."""
     requests: dict[str, dict[str, Decimal]] = {}
     started: dict[str, ev.Event] = {}
     totals: dict[tuple[str, str, str], float] = defaultdict(float)
@@ -44,7 +51,9 @@ def expected_seconds(stream: list[ev.Event]) -> dict[tuple[str, str, str], float
 
 async def reported(database: Database) -> dict[tuple[str, str, str], float]:
     query = UsageQuery("2025-12-01", "2026-02-01", "queue", "", date(2026, 2, 1))
-    report = await usage_report(database.store, ReadScope(database.store, lambda _q: True, everything=True), query)
+    report = await usage_report(
+        database.store, ReadScope(database.store, lambda _q: True, everything=True), query
+    )
     figures: dict[tuple[str, str, str], float] = {}
     for row in report.rows:
         for kind, values in (("used", row.used), ("lost", row.lost), ("preempted", row.preempted)):

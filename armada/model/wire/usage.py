@@ -5,7 +5,7 @@ from __future__ import annotations
 from armada.model.wire.base import Response
 
 
-class WaitFigures(Response, frozen=True):
+class WaitFigures(Response):
     """Waits of the runs leased in the period: how many, the mean, and percentiles (the
     upper bound of the bucket each falls in, seconds; see docs/accounting.md)."""
 
@@ -35,11 +35,12 @@ class UsageRow(Response):
     #: With ``by`` holding ``queue``: the queue's fair share in its pool among the queues
     #: that used it then (weight 1/priorityFactor over the sum of theirs).
     fair_share: float | None = None
-    waits: WaitFigures = WaitFigures()
+    #: Waits of the runs leased in the period (none leased: absent).
+    waits: WaitFigures | None = None
 
 
 class UsageResponse(Response):
     since: str
     until: str
     by: list[str]
-    rows: list[UsageRow] = []
+    rows: list[UsageRow]
