@@ -107,7 +107,8 @@ def _rows(by: Sequence[str], used: list[UsageFigure], waits: list[WaitFigure]) -
 
     def row(key: tuple[str, ...]) -> UsageRow:
         if key not in rows:
-            rows[key] = UsageRow(key={names[column]: value for column, value in zip(by, key, strict=True)})
+            named = {names[column]: value for column, value in zip(by, key, strict=True)}
+            rows[key] = UsageRow(key=named, used={}, lost={}, preempted={}, by_outcome={}, share={})
         return rows[key]
 
     for figure in used:

@@ -59,6 +59,19 @@ def test_usage_shows_the_runs_to_the_queues_watchers_only(server: ApiServer, que
     assert row["byOutcome"]["succeeded"]["cpu"] == pytest.approx(3600, rel=0.01)
     assert row["waits"]["leases"] == 2
     assert row["fairShare"] == 1.0 and row["share"]["cpu"] == 1.0
+    other = f"a-{uuid.uuid4().hex[:8]}"  # a job leased, not ended: a wait, no usage yet
+    with as_user(server, "admin") as admin:
+        admin.create_queue(Queue(name=other, group_owners=["team-a"]))
+    with as_user(server, "alice") as alice_client:
+        [running] = alice_client.submit_jobs(other, "set-2", [item()])
+    start(server, other, "set-2", running)
+    with http_as(server, "alice") as alice:
+        answer = alice.get("/v1/usage", params={"since": "1d", "until": UNTIL, "by": "queue"})
+    [waiting] = [row for row in answer.json()["rows"] if row["key"]["queue"] == other]
+    assert waiting["waits"]["leases"] == 1
+    assert {
+        name: waiting[name] for name in ("used", "lost", "preempted", "byOutcome", "share")
+    } == dict.fromkeys(("used", "lost", "preempted", "byOutcome", "share"), {})
     with http_as(server, "bob") as bob:  # team-b may not watch team-a's queue
         hidden = bob.get("/v1/usage", params={"since": "1d", "until": UNTIL, "by": "queue"})
     assert hidden.status_code == 200
@@ -93,7 +106,12 @@ def test_report_usage_prints_a_table_csv_and_json(server: ApiServer, queue: str)
     assert queue in table.output and "cpu-h" in table.output
     as_csv = CliRunner().invoke(app, [*base, "--csv"], env=env)
     [row] = [row for row in csv.DictReader(io.StringIO(as_csv.output)) if row["queue"] == queue]
-    assert (row["owner"], row["cpu-h"], row["cpu-h-preempted"], row["leases"]) == ("alice", "1.50", "0.50", "2")
+    assert (row["owner"], row["cpu-h"], row["cpu-h-preempted"], row["leases"]) == (
+        "alice",
+        "1.50",
+        "0.50",
+        "2",
+    )
     as_json = CliRunner().invoke(app, [*base, "--json"], env=env)
     assert f'"queue": "{queue}"' in as_json.output
     refused = CliRunner().invoke(app, ["report", "usage", "--by", "colour"], env=env)

@@ -34,7 +34,7 @@ function round(value) {
 }
 
 /**
- * A time chart: `days` (YYYY-MM-DD) on x, one line per `series` ({label, values, dash?}).
+ * A time chart: `days` (YYYY-MM-DD) on x, one line per `series` ({label, values, dash?, colour?}).
  * `stacked` draws each series on top of the ones before (filled). Returns a <figure>.
  */
 export function timeChart({ name, title, unit, days, series, stacked = false }) {
@@ -64,10 +64,10 @@ export function timeChart({ name, title, unit, days, series, stacked = false }) 
     scales: { x: { time: true } },
     series: [{}, ...series.map((s, i) => ({
       label: s.label,
-      stroke: colour(i),
+      stroke: s.colour || colour(i),
       width: 2,
       dash: s.dash,
-      fill: stacked ? `${colour(i)}55` : undefined,
+      fill: stacked ? `${s.colour || colour(i)}55` : undefined,
       points: { show: days.length < 40 },
     }))],
     axes: [{}, { label: unit, size: 60 }],

@@ -4,7 +4,7 @@
 // be read as a table and downloaded as CSV.
 
 import { api } from "../api.js";
-import { timeChart } from "../charts.js";
+import { colour, timeChart } from "../charts.js";
 import { errorText, fill, h, notice } from "../dom.js";
 
 const DAY = 86400;
@@ -100,9 +100,9 @@ async function charts(state) {
     const fair = perKey(rows, days, "queue", (row) => row.fairShare || 0);
     figures.push(timeChart({
       name: `share-${pool}`, title: `Actual vs fair share of pool ${pool} (${resource.label})`, unit: "share", days,
-      series: Object.keys(actual).flatMap((queue) => [
-        { label: `${queue} actual`, values: actual[queue] },
-        { label: `${queue} fair`, values: fair[queue], dash: [6, 4] },
+      series: Object.keys(actual).flatMap((queue, i) => [
+        { label: `${queue} actual`, values: actual[queue], colour: colour(i) },
+        { label: `${queue} fair`, values: fair[queue], dash: [6, 4], colour: colour(i) },
       ]),
     }));
   }
