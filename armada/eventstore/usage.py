@@ -25,7 +25,7 @@ from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.usage_fold import Deltas, JobFacts, RunFacts, UsageFold, requests_of
 from armada.eventstore.views import rows_in, utc
 from armada.model import events as ev
-from armada.model.jobs import decode_job
+from armada.model.jobs import ResourceRequirements
 from armada.model.states import JobState
 
 LOG, PRUNED = "log", "pruned"
@@ -86,11 +86,22 @@ async def _start(conn: AsyncConnection, events: Sequence[ev.Event]) -> UsageFold
     return UsageFold(facts, run_facts)
 
 
+class _Requests(msgspec.Struct, rename="camel"):
+    """The part of a stored job spec usage needs (the rest is skipped, not decoded)."""
+
+    scheduling_resource_requirements: ResourceRequirements = msgspec.field(
+        default_factory=ResourceRequirements
+    )
+
+
+_decode_requests = msgspec.json.Decoder(_Requests).decode
+
+
 def _requests(spec: bytes) -> dict[str, int]:
     """The requests of a stored spec (one that cannot be decoded counts nothing: the admin
     check reports it)."""
     try:
-        return requests_of(decode_job(bytes(spec)))
+        return requests_of(_decode_requests(spec))
     except msgspec.DecodeError:
         return {}
 

@@ -22,10 +22,10 @@ from bisect import bisect_left
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from armada.model import events as ev
-from armada.model.jobs import Job
+from armada.model.jobs import ResourceRequirements
 from armada.model.resources import QuantityError, resolution_of, to_units
 
 #: How a run ended, by the event that ended it (``leaseReturned`` is ``retried`` when the
@@ -78,7 +78,12 @@ class Deltas:
         return bool(self.usage or self.waits)
 
 
-def requests_of(job: Job) -> dict[str, int]:
+class _HasRequests(Protocol):
+    @property
+    def scheduling_resource_requirements(self) -> ResourceRequirements: ...
+
+
+def requests_of(job: _HasRequests) -> dict[str, int]:
     """Units requested per resource (a quantity that cannot be read counts nothing)."""
     units: dict[str, int] = {}
     for resource, quantity in job.scheduling_resource_requirements.requests.items():

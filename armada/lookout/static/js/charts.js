@@ -1,8 +1,22 @@
 // Charts drawn with uPlot (brought in at install time: static/vendor/uplot, MIT licence),
 // each with its data as a table and as a CSV download, so what is drawn can be read too.
+// uPlot is loaded when a chart is first drawn: an installation without it loses the
+// charts (with a message saying why), not the rest of Lookout.
 
-import uPlot from "/static/vendor/uplot/uPlot.esm.js";
 import { h } from "./dom.js";
+
+let uPlot = null;
+
+/** Load uPlot (once); a failure names what is missing. */
+export async function loadCharts() {
+  if (!uPlot) {
+    try {
+      uPlot = (await import("/static/vendor/uplot/uPlot.esm.js")).default;
+    } catch (error) {
+      throw new Error(`the charting library (uPlot) is not installed: run make (${error.message})`);
+    }
+  }
+}
 
 const COLOURS = ["#2f5fd0", "#2e9d57", "#d9a400", "#b35fc7", "#d0393e", "#3aa6b9", "#8a8f9c", "#e07b39"];
 

@@ -4,7 +4,7 @@
 // be read as a table and downloaded as CSV.
 
 import { api } from "../api.js";
-import { colour, timeChart } from "../charts.js";
+import { colour, loadCharts, timeChart } from "../charts.js";
 import { errorText, fill, h, notice } from "../dom.js";
 
 const DAY = 86400;
@@ -80,6 +80,7 @@ function picker(state, app) {
 async function charts(state) {
   const range = { since: state.since, until: state.until };
   const resource = RESOURCES[state.resource] || RESOURCES.cpu;
+  await loadCharts();
   const [byQueue, byPool, byDay] = await Promise.all([
     api.usage({ ...range, by: "day,queue" }),
     api.usage({ ...range, by: "day,pool,queue", resource: state.resource }),
