@@ -160,6 +160,24 @@ async def settle(conn: AsyncConnection, job_ids: Sequence[str], records: Unreada
     await conn.execute(delete(waits).where((waits.c.part == LOG) & (waits.c.leases == 0)))
 
 
+async def count_log(conn: AsyncConnection, *, batch: int = 5000) -> None:
+    """Fill the ``log`` part from the whole log, under the append lock (when the rollups are
+    created on a database that already has history: the log holds whole jobs, so folding
+    it from nothing counts what a rebuild would)."""
+    head = await dialects.lock_log(conn)
+    events = schema.events
+    fold, after = UsageFold(), 0
+    while after < head:
+        query = select(events.c.seq, events.c.payload).where(events.c.seq > after).order_by(events.c.seq)
+        rows = (await conn.execute(query.limit(batch))).all()
+        for _seq, event in await decode_log_rows(
+            conn, cast("list[Row[int, bytes]]", rows), UnreadableRecords()
+        ):
+            fold.add(event)
+        after = rows[-1][0]
+    await add(conn, fold.deltas)
+
+
 async def forget_log_part(conn: AsyncConnection) -> None:
     """Empty the ``log`` part (a rebuild replays it); the ``pruned`` part stays."""
     for table in schema.ROLLUPS:

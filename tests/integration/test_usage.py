@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 
+from armada.eventstore import audit, migrate, schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
 from armada.model import events as ev
@@ -84,3 +85,20 @@ async def test_usage_agrees_with_the_runs_within_one_percent_and_a_rebuild_gives
 
     await rebuild_views(database.store)
     assert await reported(database) == figures
+
+
+async def test_upgrading_a_database_with_history_counts_its_log(database: Database) -> None:
+    stream = list(RandomHistory(seed=23).events(1500))
+    for position in range(0, len(stream), 100):
+        await database.store.append(stream[position : position + 100])
+    counted = await rollup_rows(database)
+    assert counted["usage"] and counted["usage_waits"]
+    await migrate.downgrade(database.engine, "0011_schema_compatibility")  # a database of 0.9.x
+    await migrate.upgrade(database.engine)
+    assert await rollup_rows(database) == counted
+
+
+async def rollup_rows(database: Database) -> dict[str, list[tuple[object, ...]]]:
+    async with database.engine.connect() as conn:
+        rows = await audit.view_rows(conn)
+    return {table.name: rows[table.name] for table in schema.ROLLUPS}
