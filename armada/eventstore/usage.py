@@ -58,32 +58,44 @@ async def count(conn: AsyncConnection, events: Sequence[ev.Event]) -> Deltas:
 
 
 async def _start(conn: AsyncConnection, events: Sequence[ev.Event]) -> UsageFold:
-    """A fold knowing the jobs and runs ``events`` name but do not introduce."""
-    submitted = {event.job_id for event in events if isinstance(event, ev.JobSubmitted)}
-    leased = {event.run_id for event in events if isinstance(event, ev.JobLeased)}
-    ending = {event.job_id for event in events if isinstance(event, _RUN_ENDS) and event.run_id}
-    needed = {event.job_id for event in events if isinstance(event, (ev.JobLeased, *_RUN_ENDS))} - submitted
-    run_ids = {event.run_id for event in events if isinstance(event, (ev.JobRunning, *_RUN_ENDS))} - leased
+    """A fold knowing the jobs and runs ``events`` name but do not introduce: for a run
+    ending here, its run and job rows (one read); for a lease, its job's row."""
+    submitted: set[str] = set()
+    leased: dict[str, str] = {}  # run id -> job id
+    ended: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, ev.JobSubmitted):
+            submitted.add(event.job_id)
+        elif isinstance(event, ev.JobLeased):
+            leased[event.run_id] = event.job_id
+        elif isinstance(event, _RUN_ENDS) and event.run_id:
+            ended[event.run_id] = event.job_id
+    fold = UsageFold()
     jobs, runs = schema.jobs, schema.runs
-    facts: dict[str, JobFacts] = {}
-    columns = (
-        jobs.c.job_id,
-        jobs.c.queue,
-        jobs.c.owner,
-        jobs.c.priority_class,
-        jobs.c.state,
-        jobs.c.last_transition,
-    )
-    for row in await rows_in(conn, select(*columns), jobs.c.job_id, needed - ending):
-        facts[row.job_id] = _job_facts(row, None)
-    for row in await rows_in(conn, select(*columns, jobs.c.spec), jobs.c.job_id, needed & ending):
-        facts[row.job_id] = _job_facts(row, _requests(row.spec))
-    run_query = select(runs.c.run_id, runs.c.pool, runs.c.started)
-    run_facts = {
-        row.run_id: RunFacts(row.pool, utc(row.started))
-        for row in await rows_in(conn, run_query, runs.c.run_id, run_ids)
-    }
-    return UsageFold(facts, run_facts)
+    earlier = [run_id for run_id in ended if run_id not in leased]
+    query = select(runs.c.run_id, runs.c.pool, runs.c.started, *_JOB_COLUMNS, jobs.c.spec)
+    query = query.join_from(runs, jobs, runs.c.job_id == jobs.c.job_id)
+    for row in await rows_in(conn, query, runs.c.run_id, earlier):
+        fold.runs[row.run_id] = RunFacts(row.pool, utc(row.started))
+        fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
+    # Runs leased and ended here need their job's requests; leases only its queueing.
+    with_spec = {ended[run_id] for run_id in ended if run_id in leased} - submitted - fold.jobs.keys()
+    without = set(leased.values()) - submitted - with_spec - fold.jobs.keys()
+    for row in await rows_in(conn, select(*_JOB_COLUMNS, jobs.c.spec), jobs.c.job_id, with_spec):
+        fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
+    for row in await rows_in(conn, select(*_JOB_COLUMNS), jobs.c.job_id, without):
+        fold.jobs[row.job_id] = _job_facts(row, None)
+    return fold
+
+
+_JOB_COLUMNS = (
+    schema.jobs.c.job_id,
+    schema.jobs.c.queue,
+    schema.jobs.c.owner,
+    schema.jobs.c.priority_class,
+    schema.jobs.c.state,
+    schema.jobs.c.last_transition,
+)
 
 
 class _Requests(msgspec.Struct, rename="camel"):
