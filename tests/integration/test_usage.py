@@ -8,12 +8,14 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from sqlalchemy import delete
 
 from armada.eventstore import audit, migrate, schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
 from armada.model import events as ev
 from armada.model.resources import parse_quantity
+from armada.services.invariants import check
 from armada.services.usage import UsageQuery, usage_report
 from armada.services.visibility import ReadScope
 from tests.factories import RandomHistory
@@ -102,3 +104,18 @@ async def rollup_rows(database: Database) -> dict[str, list[tuple[object, ...]]]
     async with database.engine.connect() as conn:
         rows = await audit.view_rows(conn)
     return {table.name: rows[table.name] for table in schema.ROLLUPS}
+
+
+async def test_check_warns_of_rollups_behind_the_log_and_a_rebuild_counts_them(database: Database) -> None:
+    stream = list(RandomHistory(seed=29).events(600))
+    for position in range(0, len(stream), 100):
+        await database.store.append(stream[position : position + 100])
+    counted = await rollup_rows(database)
+    async with database.engine.begin() as conn:  # as if an older replica had appended the log
+        for table in schema.ROLLUPS:
+            await conn.execute(delete(table))
+    report = await check(database.store)
+    assert report.ok and any("usage rollup" in warning for warning in report.warnings), report
+    await rebuild_views(database.store)
+    assert await rollup_rows(database) == counted
+    assert not [warning for warning in (await check(database.store)).warnings if "usage rollup" in warning]
