@@ -26,19 +26,23 @@ from armada.eventstore.usage_fold import Deltas, JobFacts, RunFacts, UsageFold, 
 from armada.eventstore.views import rows_in, utc
 from armada.model import events as ev
 from armada.model.jobs import ResourceRequirements
-from armada.model.states import JobState
+from armada.model.states import RUN_STATE_AFTER, JobState
 
 LOG, PRUNED = "log", "pruned"
 _CELL = ("day", "queue", "owner", "pool", "priority_class")
-_RUN_ENDS = (
-    ev.JobSucceeded,
-    ev.JobFailed,
-    ev.JobCancelled,
-    ev.JobPreempted,
-    ev.JobLeaseReturned,
-    ev.JobLeaseExpired,
+#: The events that end a run, from the run lifecycle's table.
+_RUN_ENDS: tuple[type[ev.Event], ...] = tuple(
+    cls
+    for cls in ev.AnyEvent.__args__
+    if (state := RUN_STATE_AFTER.get(str(cls.__struct_config__.tag))) is not None and not state.active
 )
-_COUNTED = (ev.JobSubmitted, ev.JobQueued, ev.JobLeased, ev.JobRunning, *_RUN_ENDS)
+_COUNTED: tuple[type[ev.Event], ...] = (
+    ev.JobSubmitted,
+    ev.JobQueued,
+    ev.JobLeased,
+    ev.JobRunning,
+    *_RUN_ENDS,
+)
 
 
 def counted(events: Iterable[ev.Event]) -> list[ev.Event]:
