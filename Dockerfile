@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Armada: one image for the server (`armada serve`) and the executors (`armada executor`).
 #
-#   docker build -t armada:dev .
+#   make .venv/.installed && docker build -t armada:dev .   # make brings in Lookout's uPlot
 #   docker run --rm -p 8080:8080 armada:dev                      # SQLite in the container
 #   docker run --rm -p 8080:8080 -e ARMADA_DATABASE_URL=postgresql+psycopg://armada:pw@db:5432/armada \
 #       -v $PWD/examples/config:/etc/armada:ro armada:dev serve --config /etc/armada/auth-basic.yaml
@@ -16,6 +16,10 @@ RUN pip install "build>=1.2"
 COPY pyproject.toml README.md LICENSE ./
 COPY armada ./armada
 COPY migrations ./migrations
+# Lookout's uPlot is brought in by `make` before the build (deploy/vendor-uplot.sh: the npm
+# registry, pinned and checksummed), and copied with armada/ (it is not in git).
+RUN test -f armada/lookout/static/vendor/uplot/uPlot.esm.js \
+    || { echo "armada/lookout/static/vendor/uplot is missing: run make (or bash deploy/vendor-uplot.sh) first" >&2; exit 1; }
 # The sdist, then the wheel from the sdist; then the wheels of its dependencies beside it.
 RUN python -m build --outdir /dist . \
     && pip wheel --wheel-dir /wheels /dist/*.whl

@@ -6,11 +6,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck check bench clean
 
-$(STAMP): pyproject.toml
+UPLOT := armada/lookout/static/vendor/uplot/VERSION
+
+$(STAMP): pyproject.toml $(UPLOT)
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+## Lookout's charting library (uPlot), pinned and checksummed, from the npm registry
+$(UPLOT): deploy/vendor-uplot.sh
+	bash deploy/vendor-uplot.sh
 
 ## Run the server in development mode on ./armada.db (SQLite) at http://127.0.0.1:8080,
 ## with an in-process executor that runs jobs as local processes

@@ -34,6 +34,7 @@ from armada.api import (
     retry_routes,
     sign_in_routes,
     system,
+    usage_routes,
 )
 from armada.api.access import AccessControl, enforce_access
 from armada.api.browser_safety import BrowserSafety
@@ -226,6 +227,7 @@ def create_app(settings: Settings) -> Litestar:
             *retry_routes.ROUTES,
             *job_routes.ROUTES,
             *forecast_routes.ROUTES,
+            *usage_routes.ROUTES,
             *query_routes.ROUTES,
             *executor_routes.ROUTES,
             *log_routes.ROUTES,

@@ -44,7 +44,7 @@ TAGS = ["lookout"]
 CHANGE_THROTTLE = 1.0
 #: Seconds of silence after which a keep-alive comment is sent (and other replicas' appends noticed).
 KEEPALIVE = 15.0
-PAGES = ["/", "/jobs", "/jobsets", "/executors"]
+PAGES = ["/", "/jobs", "/jobsets", "/executors", "/usage"]
 
 
 @post("/api/v1/jobs", status_code=200, tags=TAGS, summary="A filtered, sorted page of jobs", opt=watching())

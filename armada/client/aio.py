@@ -18,6 +18,7 @@ from armada.model.wire import jobs, logs, queries
 from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.identity import WhoAmI
 from armada.model.wire.queues import BatchQueueResponse
+from armada.model.wire.usage import UsageResponse
 from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
@@ -185,6 +186,12 @@ class AsyncArmadaClient:
     async def queue_report(self, name: str) -> QueueReport:
         """A queue's shares, limits and why each of its scheduling keys waits."""
         return await self.send(calls.queue_report(name))
+
+    async def usage(
+        self, since: str = "", until: str = "", by: str = "", resource: str = ""
+    ) -> UsageResponse:
+        """Resource-seconds used and lost, shares and waits per group (``GET /v1/usage``)."""
+        return await self.send(calls.usage(since, until, by, resource))
 
     async def job_report(self, job_id: str) -> JobReport:
         """Why one job waits, or where and when it was leased."""

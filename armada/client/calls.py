@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic, NamedTuple, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import msgspec
@@ -65,6 +65,7 @@ from armada.model.wire.queues import (
     StreamingQueueLine,
 )
 from armada.model.wire.retry import RetryPolicyList
+from armada.model.wire.usage import UsageResponse
 from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
@@ -346,6 +347,12 @@ def scheduling_report() -> Call[SchedulingReport]:
 
 def queue_report(name: str) -> Call[QueueReport]:
     return Call("GET", f"/v1/queue/{_segment(name)}/scheduler-report", None, QueueReport)
+
+
+def usage(since: str = "", until: str = "", by: str = "", resource: str = "") -> Call[UsageResponse]:
+    given = {"since": since, "until": until, "by": by, "resource": resource}
+    query = urlencode({name: value for name, value in given.items() if value})
+    return Call("GET", "/v1/usage" + (f"?{query}" if query else ""), None, UsageResponse)
 
 
 def job_report(job_id: str) -> Call[JobReport]:

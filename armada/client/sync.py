@@ -19,6 +19,7 @@ from armada.model.wire.fleet import ExecutorSummary
 from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.identity import WhoAmI
 from armada.model.wire.queues import BatchQueueResponse
+from armada.model.wire.usage import UsageResponse
 from armada.model.wire.version import ServerVersion
 from armada.reports.wire import JobReport, QueueReport, SchedulingReport
 
@@ -246,6 +247,10 @@ class ArmadaClient:
     def queue_report(self, name: str) -> QueueReport:
         """A queue's shares, limits and why each of its scheduling keys waits."""
         return self.send(calls.queue_report(name))
+
+    def usage(self, since: str = "", until: str = "", by: str = "", resource: str = "") -> UsageResponse:
+        """Resource-seconds used and lost, shares and waits per group (``GET /v1/usage``)."""
+        return self.send(calls.usage(since, until, by, resource))
 
     def job_report(self, job_id: str) -> JobReport:
         """Why one job waits, or where and when it was leased."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects, projections, schema
+from armada.eventstore import dialects, projections, schema, usage
 from armada.model.events import Event, encode_event
 
 
@@ -59,6 +59,7 @@ async def write(conn: AsyncConnection, batch: PreparedEvents, head: int, *, noti
         for seq, (event, payload) in enumerate(zip(batch.events, batch.payloads, strict=True), start=head + 1)
     ]
     last = head + len(rows)
+    counted = await usage.count(conn, usage.counted(batch.events))  # (the views before the batch)
 
     async def inserts() -> None:
         await dialects.insert_rows(conn, schema.events, rows)
@@ -80,4 +81,5 @@ async def write(conn: AsyncConnection, batch: PreparedEvents, head: int, *, noti
             await inserts()
         await updates()
     await projections.apply_ordered(conn, batch.changes)
+    await usage.add(conn, counted)
     return last

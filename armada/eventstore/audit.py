@@ -72,9 +72,9 @@ async def terminal_jobs_among(conn: AsyncConnection, job_ids: list[str]) -> Sequ
 
 
 async def view_rows(conn: AsyncConnection) -> dict[str, list[tuple[Any, ...]]]:
-    """Every view's rows in primary-key order, for exact comparison."""
+    """Every view's rows (and the usage rollups') in primary-key order, for exact comparison."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
-    for table in schema.VIEWS:
+    for table in (*schema.VIEWS, *schema.ROLLUPS):
         result = await conn.execute(select(table).order_by(*table.primary_key.columns))
         rows[table.name] = [tuple(row) for row in result]
     return rows

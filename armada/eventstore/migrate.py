@@ -24,7 +24,7 @@ from sqlalchemy import Connection, insert, inspect, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import armada
-from armada.eventstore import schema
+from armada.eventstore import schema, usage
 
 log = structlog.get_logger(__name__)
 #: A version runs on a database up to this many contract steps ahead of its own head.
@@ -135,11 +135,14 @@ def _record_steps(connection: Connection) -> None:
         connection.execute(update(table).values(**row))
 
 
-def _upgrade(connection: Connection, revision: str) -> None:
+def _upgrade(connection: Connection, revision: str) -> bool:
+    """Migrate; return whether this created the usage rollups (the log must be counted into them)."""
     if _newer_but_compatible(_status(connection)):
-        return
+        return False
+    had_rollups = inspect(connection).has_table(schema.usage.name)
     command.upgrade(alembic_config(connection), revision)
     _record_steps(connection)
+    return not had_rollups and inspect(connection).has_table(schema.usage.name)
 
 
 def _downgrade(connection: Connection, revision: str) -> None:
@@ -151,7 +154,8 @@ async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     """Migrate to ``revision``; on a newer database, check that it still serves this version
     and leave it as it is (raises :class:`SchemaTooNew` if it does not)."""
     async with engine.begin() as conn:
-        await conn.run_sync(_upgrade, revision)
+        if await conn.run_sync(_upgrade, revision):
+            await usage.count_log(conn)
 
 
 async def downgrade(engine: AsyncEngine, revision: str) -> None:

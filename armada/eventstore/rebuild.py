@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import dialects, projections, schema
+from armada.eventstore import dialects, projections, schema, usage
 from armada.eventstore.store import EventStore
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.model.events import UnreadableEvent
@@ -27,6 +27,7 @@ async def replay_into(conn: AsyncConnection, records: UnreadableRecords, *, batc
     """
     for table in reversed(schema.VIEWS):
         await conn.execute(delete(table))
+    await usage.forget_log_part(conn)  # (the figures of pruned jobs stay)
     head = await dialects.log_head(conn)
     after = replayed = 0
     while after < head:
@@ -38,10 +39,10 @@ async def replay_into(conn: AsyncConnection, records: UnreadableRecords, *, batc
         )
         rows = result.all()
         stored = await decode_log_rows(conn, rows, records)
-        changes = projections.ViewChanges().add_all(
-            event for _seq, event in stored if not isinstance(event, UnreadableEvent)
-        )
-        await projections.apply(conn, changes)
+        readable = [event for _seq, event in stored if not isinstance(event, UnreadableEvent)]
+        counted = await usage.count(conn, usage.counted(readable))  # (before the batch's changes)
+        await projections.apply(conn, projections.ViewChanges().add_all(readable))
+        await usage.add(conn, counted)
         after = rows[-1][0]
         replayed += len(rows)
     return replayed

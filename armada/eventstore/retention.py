@@ -3,7 +3,8 @@
 A job is removed whole: its events from the log and its rows from every view keyed by it
 (``jobs``, ``job_states``, ``runs``), so replaying what the log still holds gives the views
 that remain (:mod:`.rebuild`). Nothing else is keyed by a job: queues, retry policies and
-the fleet's rows are never touched. The policy (when, how many, the archive) belongs to
+the fleet's rows are never touched, and the job's usage figures move to the rollups' ``pruned``
+part (:mod:`.usage`), which outlives it. The policy (when, how many, the archive) belongs to
 :mod:`armada.services.retention`.
 """
 
@@ -18,7 +19,8 @@ import msgspec
 from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from armada.eventstore import dialects, schema
+from armada.eventstore import dialects, schema, usage
+from armada.eventstore.unreadable import UnreadableRecords
 from armada.eventstore.views import utc
 from armada.model.lifecycle import TERMINAL_JOB_STATES
 
@@ -66,8 +68,10 @@ async def still_expired(conn: AsyncConnection, job_ids: Collection[str], cutoff:
     return found
 
 
-async def delete_jobs(conn: AsyncConnection, job_ids: Collection[str]) -> None:
-    """Remove ``job_ids`` from the log and every view, inside the caller's transaction."""
+async def delete_jobs(conn: AsyncConnection, job_ids: Collection[str], records: UnreadableRecords) -> None:
+    """Remove ``job_ids`` from the log and every view, inside the caller's transaction; their
+    usage figures move to the rollups' ``pruned`` part (an unreadable event is reported to
+    ``records``)."""
     if not job_ids:
         return
     ids = list(job_ids)
@@ -75,6 +79,7 @@ async def delete_jobs(conn: AsyncConnection, job_ids: Collection[str]) -> None:
         # By the job indexes, whatever the statistics say: a table not yet analysed (a new
         # database, a burst of jobs) was read whole, 67 ms for 100,000 events, under the lock.
         seqscan = await _planner(conn, "enable_seqscan", "off")
+        await usage.settle(conn, ids, records)
         for table in JOB_TABLES:
             await conn.execute(delete(table).where(table.c.job_id.in_(ids)))
         await _planner(conn, "enable_seqscan", seqscan)

@@ -11,6 +11,8 @@ ordering by ``job_id`` is ordering by submission time without an index on ``subm
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -22,6 +24,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    Numeric,
     String,
     Table,
     text,
@@ -202,6 +205,49 @@ node_cordons = Table(
 )
 
 VIEWS = (queues, jobs, job_states, runs, executors, nodes, retry_policies, executor_settings, node_cordons)
+
+#: Usage figures: integers that outgrow 64 bits are exact on PostgreSQL (NUMERIC); SQLite
+#: turns an INTEGER past 2**63 into REAL.
+Amount = Numeric(38, 0).with_variant(BigInteger(), "sqlite")
+
+
+def _rollup(name: str, *columns: Column[Any]) -> Table:
+    """A usage rollup: figures per part x day x queue x owner x pool x priority class x ``columns``.
+
+    ``part`` is ``log`` for the figures of jobs the log still holds (rebuilt by replay) and
+    ``pruned`` for those of jobs retention removed (moved there as they are pruned, never
+    rebuilt): the sum of both parts is the figure (:mod:`armada.eventstore.usage`).
+    """
+    return Table(
+        name,
+        metadata,
+        Column("part", String(8), primary_key=True),
+        Column("day", String(10), primary_key=True),
+        Column("queue", String(63), primary_key=True),
+        Column("owner", String(256), primary_key=True),
+        Column("pool", String(256), primary_key=True),
+        Column("priority_class", String(256), primary_key=True),
+        *columns,
+    )
+
+
+#: Resource-seconds per run outcome (``armada.eventstore.usage_fold``).
+usage = _rollup(
+    "usage",
+    Column("outcome", String(16), primary_key=True),
+    Column("resource", String(256), primary_key=True),
+    Column("amount", Amount, nullable=False),
+)
+
+#: Leases and the milliseconds their jobs waited, per wait bucket.
+usage_waits = _rollup(
+    "usage_waits",
+    Column("bucket", Integer, primary_key=True, autoincrement=False),
+    Column("leases", BigInteger, nullable=False),
+    Column("waited", Amount, nullable=False),
+)
+
+ROLLUPS = (usage, usage_waits)
 
 #: Log requests in flight between the replica a user asked and the one an executor polls
 #: (``armada.eventstore.log_mailbox``). Not a view and not state: transient messages, never

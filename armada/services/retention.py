@@ -141,7 +141,7 @@ class Pruner:
             unchanged = set(job_ids) - await tx.jobs_changed_since(seen, job_ids)
             conn = await tx.views()
             doomed = await retention.still_expired(conn, unchanged, cutoff)
-            await retention.delete_jobs(conn, doomed)
+            await retention.delete_jobs(conn, doomed, self.store.unreadable)
         self.pruned_jobs += len(doomed)
         return Batch(len(job_ids), len(doomed))
 

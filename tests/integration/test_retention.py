@@ -89,6 +89,9 @@ async def test_after_pruning_a_rebuild_gives_the_live_views_and_only_expired_job
         if name in JOB_VIEWS:
             key = 0 if name != "runs" else 1
             assert live[name] == [row for row in rows if row[key] not in expired], name
+        elif name in ROLLUPS:  # pruning moves figures to the "pruned" part, never loses any
+            assert rollup_totals(name, live[name]) == rollup_totals(name, rows), name
+            assert {row[0] for row in live[name]} == {"log", "pruned"}, name
         else:
             assert live[name] == rows, name  # configuration history is never pruned
     kept = {seq for seq, _ in await log_rows(database)}
@@ -104,6 +107,18 @@ async def test_after_pruning_a_rebuild_gives_the_live_views_and_only_expired_job
 
 
 _TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "PREEMPTED"}
+ROLLUPS = {table.name for table in schema.ROLLUPS}
+
+
+def rollup_totals(name: str, rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], tuple[int, ...]]:
+    """A usage rollup's figures per key, its two parts (log, pruned) added up."""
+    keys = len(schema.metadata.tables[name].primary_key.columns)
+    totals: dict[tuple[Any, ...], tuple[int, ...]] = {}
+    for row in rows:
+        key, figures = row[1:keys], tuple(int(figure) for figure in row[keys:])
+        former = totals.get(key, (0,) * len(figures))
+        totals[key] = tuple(a + b for a, b in zip(former, figures, strict=True))
+    return totals
 
 
 def finished(job_id: str, when: datetime) -> list[ev.Event]:

@@ -59,6 +59,8 @@ export const api = {
   reprioritizeJobSet: (queue, jobSetId, newPriority) =>
     call("POST", "/v1/job/reprioritize", { queue, jobSetId, newPriority }),
   executors: () => call("GET", "/v1/executors"),
+  /** GET /v1/usage with `params` ({since, until, by, resource}). */
+  usage: (params) => call("GET", `/v1/usage?${new URLSearchParams(Object.entries(params).filter(([, v]) => v))}`),
   cordonExecutor: (name, cordoned, cordonReason) =>
     call("PUT", `/v1/executor_settings/${encodeURIComponent(name)}`, { name, cordoned, cordonReason }),
   cordonNode: (nodeName, executor, cordoned, reason) =>

@@ -11,9 +11,10 @@ import * as executors from "./pages/executors.js";
 import * as jobs from "./pages/jobs.js";
 import * as jobsets from "./pages/jobsets.js";
 import * as overview from "./pages/overview.js";
+import * as usage from "./pages/usage.js";
 import { startSession } from "./session.js";
 
-const PAGES = { "/": overview, "/jobs": jobs, "/jobsets": jobsets, "/executors": executors };
+const PAGES = { "/": overview, "/jobs": jobs, "/jobsets": jobsets, "/executors": executors, "/usage": usage };
 
 const main = document.getElementById("main");
 const toasts = document.getElementById("toasts");

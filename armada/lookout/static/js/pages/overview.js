@@ -37,7 +37,8 @@ function queuesTable(queues) {
       h("td", { class: "wide" }, Object.keys(queue.shares).length
         ? Object.entries(queue.shares).map(([pool, share]) => shareBar(pool, share))
         : h("span", { class: "hint" }, "no share yet (no scheduling cycle on this server, or no demand)")),
-      h("td", {}, h("a", { href: `/jobsets?queue=${encodeURIComponent(queue.name)}` }, "job sets")))))));
+      h("td", {}, h("a", { href: `/jobsets?queue=${encodeURIComponent(queue.name)}` }, "job sets"), " ",
+        h("a", { href: `/usage?queue=${encodeURIComponent(queue.name)}` }, "usage")))))));
 }
 
 function resources(capacity, used) {

@@ -1,0 +1,200 @@
+"""Usage accounting's write side: the daily rollups, kept as runs end and as jobs are pruned.
+
+The ``log`` part of :data:`schema.usage` and :data:`schema.usage_waits` is a view: each
+append adds what its events' runs used (:func:`count`), and a rebuild empties that part and
+replays it. When retention removes a job, its figures move from the ``log`` part to the
+``pruned`` part (:func:`settle`), which a rebuild keeps as it is. So the sum of both parts
+never goes down, and a rebuild after pruning gives the figures before it.
+
+A row exists only while its figure is not zero (figures only grow, and a move deletes the
+rows it empties), so the live rows and a rebuild's are the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+import msgspec
+from sqlalchemy import Row, Table, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from armada.eventstore import dialects, schema
+from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
+from armada.eventstore.usage_fold import Deltas, JobFacts, RunFacts, UsageFold, requests_of
+from armada.eventstore.views import rows_in, utc
+from armada.model import events as ev
+from armada.model.jobs import ResourceRequirements
+from armada.model.lifecycle import RUN_STATE_AFTER, JobState
+
+LOG, PRUNED = "log", "pruned"
+_CELL = ("day", "queue", "owner", "pool", "priority_class")
+#: The events that end a run, from the run lifecycle's table.
+_RUN_ENDS: tuple[type[ev.Event], ...] = tuple(
+    cls
+    for cls in ev.AnyEvent.__args__
+    if (state := RUN_STATE_AFTER.get(str(cls.__struct_config__.tag))) is not None and not state.active
+)
+_COUNTED: tuple[type[ev.Event], ...] = (
+    ev.JobSubmitted,
+    ev.JobQueued,
+    ev.JobLeased,
+    ev.JobRunning,
+    *_RUN_ENDS,
+)
+
+
+def counted(events: Iterable[ev.Event]) -> list[ev.Event]:
+    """The events usage accounting folds (kept by a batch until it is written)."""
+    return [event for event in events if isinstance(event, _COUNTED)]
+
+
+async def count(conn: AsyncConnection, events: Sequence[ev.Event]) -> Deltas:
+    """What ``events`` add to the rollups, read against the views as they are before the
+    events are applied (call it before writing their view changes)."""
+    if not events:
+        return Deltas()
+    fold = await _start(conn, events)
+    for event in events:
+        fold.add(event)
+    return fold.deltas
+
+
+async def _start(conn: AsyncConnection, events: Sequence[ev.Event]) -> UsageFold:
+    """A fold knowing the jobs and runs ``events`` name but do not introduce: for a run
+    ending here, its run and job rows (one read); for a lease, its job's row."""
+    submitted: set[str] = set()
+    leased: dict[str, str] = {}  # run id -> job id
+    ended: dict[str, str] = {}
+    for event in events:
+        if isinstance(event, ev.JobSubmitted):
+            submitted.add(event.job_id)
+        elif isinstance(event, ev.JobLeased):
+            leased[event.run_id] = event.job_id
+        elif isinstance(event, _RUN_ENDS) and event.run_id:
+            ended[event.run_id] = event.job_id
+    fold = UsageFold()
+    jobs, runs = schema.jobs, schema.runs
+    earlier = [run_id for run_id in ended if run_id not in leased]
+    query = select(runs.c.run_id, runs.c.pool, runs.c.started, *_JOB_COLUMNS, jobs.c.spec)
+    query = query.join_from(runs, jobs, runs.c.job_id == jobs.c.job_id)
+    for row in await rows_in(conn, query, runs.c.run_id, earlier):
+        fold.runs[row.run_id] = RunFacts(row.pool, utc(row.started))
+        fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
+    # Runs leased and ended here need their job's requests; leases only its queueing.
+    with_spec = {ended[run_id] for run_id in ended if run_id in leased} - submitted - fold.jobs.keys()
+    without = set(leased.values()) - submitted - with_spec - fold.jobs.keys()
+    for row in await rows_in(conn, select(*_JOB_COLUMNS, jobs.c.spec), jobs.c.job_id, with_spec):
+        fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
+    for row in await rows_in(conn, select(*_JOB_COLUMNS), jobs.c.job_id, without):
+        fold.jobs[row.job_id] = _job_facts(row, None)
+    return fold
+
+
+_JOB_COLUMNS = (
+    schema.jobs.c.job_id,
+    schema.jobs.c.queue,
+    schema.jobs.c.owner,
+    schema.jobs.c.priority_class,
+    schema.jobs.c.state,
+    schema.jobs.c.last_transition,
+)
+
+
+class _Requests(msgspec.Struct, rename="camel"):
+    """The part of a stored job spec usage needs (the rest is skipped, not decoded)."""
+
+    scheduling_resource_requirements: ResourceRequirements = msgspec.field(
+        default_factory=ResourceRequirements
+    )
+
+
+_decode_requests = msgspec.json.Decoder(_Requests).decode
+
+
+def _requests(spec: bytes) -> dict[str, int]:
+    """The requests of a stored spec (one that cannot be decoded counts nothing: the admin
+    check reports it)."""
+    try:
+        return requests_of(_decode_requests(spec))
+    except msgspec.DecodeError:
+        return {}
+
+
+def _job_facts(row: Any, requests: dict[str, int] | None) -> JobFacts:
+    queued = utc(row.last_transition) if row.state == JobState.QUEUED.value else None
+    return JobFacts(row.queue, row.owner, row.priority_class or "", requests, queued)
+
+
+async def add(conn: AsyncConnection, deltas: Deltas, part: str = LOG, sign: int = 1) -> None:
+    """Add ``deltas`` (times ``sign``) to ``part`` of the rollups."""
+    usage_rows = [
+        {"part": part, **cell._asdict(), "outcome": outcome, "resource": resource, "amount": sign * amount}
+        for (cell, outcome, resource), amount in sorted(deltas.usage.items())
+    ]
+    wait_rows = [
+        {"part": part, **cell._asdict(), "bucket": bucket, "leases": sign * leases, "waited": sign * waited}
+        for (cell, bucket), (leases, waited) in sorted(deltas.waits.items())
+    ]
+    await _upsert_add(conn, schema.usage, ("amount",), usage_rows)
+    await _upsert_add(conn, schema.usage_waits, ("leases", "waited"), wait_rows)
+
+
+async def _upsert_add(
+    conn: AsyncConnection, table: Table, figures: tuple[str, ...], rows: list[dict[str, Any]]
+) -> None:
+    if not rows:
+        return
+    insert = postgresql.insert(table) if dialects.is_postgres(conn) else sqlite.insert(table)
+    keys = [column.name for column in table.primary_key.columns]
+    statement = insert.on_conflict_do_update(
+        index_elements=keys, set_={name: table.c[name] + insert.excluded[name] for name in figures}
+    )
+    await conn.execute(statement, rows)
+
+
+async def settle(conn: AsyncConnection, job_ids: Sequence[str], records: UnreadableRecords) -> None:
+    """Move the figures of ``job_ids`` (about to be pruned) from the ``log`` part to the
+    ``pruned`` part, inside the pruning's transaction: their whole histories are folded
+    from nothing, as a replay would."""
+    events = schema.events
+    query = select(events.c.seq, events.c.payload).order_by(events.c.seq)
+    rows = sorted(await rows_in(conn, query, events.c.job_id, job_ids), key=lambda row: int(row.seq))
+    stored = await decode_log_rows(conn, cast("list[Row[int, bytes]]", rows), records)
+    fold = UsageFold()
+    for _seq, event in stored:
+        fold.add(event)
+    if not fold.deltas:
+        return
+    await add(conn, fold.deltas, LOG, -1)
+    await add(conn, fold.deltas, PRUNED)
+    await conn.execute(
+        delete(schema.usage).where((schema.usage.c.part == LOG) & (schema.usage.c.amount == 0))
+    )
+    waits = schema.usage_waits
+    await conn.execute(delete(waits).where((waits.c.part == LOG) & (waits.c.leases == 0)))
+
+
+async def count_log(conn: AsyncConnection, *, batch: int = 5000) -> None:
+    """Fill the ``log`` part from the whole log, under the append lock (when the rollups are
+    created on a database that already has history: the log holds whole jobs, so folding
+    it from nothing counts what a rebuild would)."""
+    head = await dialects.lock_log(conn)
+    events = schema.events
+    fold, after = UsageFold(), 0
+    while after < head:
+        query = select(events.c.seq, events.c.payload).where(events.c.seq > after).order_by(events.c.seq)
+        rows = (await conn.execute(query.limit(batch))).all()
+        for _seq, event in await decode_log_rows(
+            conn, cast("list[Row[int, bytes]]", rows), UnreadableRecords()
+        ):
+            fold.add(event)
+        after = rows[-1][0]
+    await add(conn, fold.deltas)
+
+
+async def forget_log_part(conn: AsyncConnection) -> None:
+    """Empty the ``log`` part (a rebuild replays it); the ``pruned`` part stays."""
+    for table in schema.ROLLUPS:
+        await conn.execute(delete(table).where(table.c.part == LOG))
