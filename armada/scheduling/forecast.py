@@ -33,8 +33,8 @@ from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
 from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.queues import QueueSpec
-from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.replay import Forward, run_forward
+from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.scheduling.state import SchedulerState
 
