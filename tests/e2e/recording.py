@@ -74,12 +74,12 @@ def record(workdir: Path, database_url: str, workload: Workload, timeout: float 
         return start - 1.0, time.time() + 1.0
 
 
-def fairness(seed: int = 1, scale: int = 1) -> Workload:
-    """Three queues of weights 1, 2 and 0.5 competing for 8 * ``scale`` one-core slots: waves of
-    jobs (2-8 s) arrive over 40 s, more than the cluster can run at once."""
+def fairness(seed: int = 1, scale: int = 1, waves: int = 5) -> Workload:
+    """Three queues of weights 1, 2 and 0.5 competing for 8 * ``scale`` one-core slots: a wave of
+    jobs (2-8 s) every 8 s, more than the cluster can run at once."""
     rng = random.Random(seed)
     submissions = []
-    for wave in range(5):
+    for wave in range(waves):
         for queue in ("team-a", "team-b", "team-c"):
             seconds = [rng.choice((2, 3, 4, 6, 8)) for _ in range(6 * scale)]
             items = [job(f"sleep {s}") for s in seconds]
