@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from armada.scheduling.decisions import SchedulingResult
@@ -31,7 +32,7 @@ class Log:
 
 
 def run(
-    timeline: list[tuple[float, TimelineItem]], runtimes: dict[str, float], queues: dict[str, float]
+    timeline: list[tuple[float, TimelineItem]], runtimes: Mapping[str, float], queues: Mapping[str, float]
 ) -> Log:
     sim = Sim(config=unlimited())
     for name, weight in queues.items():
