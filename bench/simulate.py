@@ -203,11 +203,11 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         print(f"synthetic log written in {written:.0f}s", flush=True)
         results = []
         for _ in range(args.runs):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             comparison = asyncio.run(_compare(url, since, until, SchedulingConfig(), args.cycle_period))
-            total = time.perf_counter() - started
+            total, cpu = time.perf_counter() - started, time.process_time() - cpu
             current = comparison.scenarios[1]
-            results.append((total, comparison.read_seconds, current.seconds, current.cycles))
+            results.append((total, comparison.read_seconds, current.seconds, current.cycles, cpu))
             print(
                 {
                     "total": round(total, 1),
@@ -225,6 +225,7 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         "cyclePeriod": args.cycle_period,
         "runs": args.runs,
         "seconds": {"median": round(statistics.median(r[0] for r in results), 1)},
+        "cpuSeconds": {"median": round(statistics.median(r[4] for r in results), 1)},
         "readSeconds": {"median": round(statistics.median(r[1] for r in results), 1)},
         "replaySeconds": {"median": round(statistics.median(r[2] for r in results), 1)},
         "cycles": results[0][3],

@@ -58,6 +58,15 @@ def simulate(
     ] = None,
     database_url: DatabaseUrlOption = None,
     as_json: JsonOption = False,
+    step: Annotated[
+        float | None,
+        typer.Option(
+            "--step",
+            min=0.01,
+            help="Shortest simulated step between cycles, seconds (default: scheduler.cyclePeriod); "
+            "coarser is faster, and rounds waits up to it.",
+        ),
+    ] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the comparison as a chart page.")
     ] = None,
@@ -92,7 +101,12 @@ def simulate(
         database = await Database(settings.database.url).open(migrate_schema=False, listen=False)
         try:
             return await compare(
-                database.engine, start, end, settings.scheduling, settings.scheduler.cycle_period, wanted
+                database.engine,
+                start,
+                end,
+                settings.scheduling,
+                step or settings.scheduler.cycle_period,
+                wanted,
             )
         finally:
             await database.close()
