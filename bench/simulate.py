@@ -217,6 +217,8 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
                 },
                 flush=True,
             )
+    queues = comparison.scenarios[1].figures.queues.values()
+    waits = sum(q.mean_wait * q.jobs for q in queues) / max(1, sum(q.jobs for q in queues))
     return {
         "benchmark": "simulate-speed",
         "jobs": args.jobs,
@@ -229,6 +231,9 @@ def speed(args: argparse.Namespace) -> dict[str, Any]:
         "readSeconds": {"median": round(statistics.median(r[1] for r in results), 1)},
         "replaySeconds": {"median": round(statistics.median(r[2] for r in results), 1)},
         "cycles": results[0][3],
+        # To compare steps: the replay's mean wait over all jobs and its CPU utilisation.
+        "meanWait": round(waits, 1),
+        "cpuUtilisation": round(comparison.scenarios[1].figures.pools["default"].utilisation["cpu"], 4),
         "rssMb": round(rss_mb()),
     }
 

@@ -52,6 +52,8 @@ READ_TYPES = tuple(
         ev.JobLeaseExpired,
     )
 )
+#: Events fetched from the database at a time.
+READ_CHUNK = 10_000
 
 
 @dataclass(slots=True)
@@ -114,15 +116,16 @@ async def _events(engine: AsyncEngine, until: float) -> AsyncIterator[tuple[floa
         .order_by(events.c.seq)
     )
     async with engine.connect() as conn:
-        result = await conn.stream(query.execution_options(yield_per=10_000))
-        async for created, payload in result:
-            try:
-                event = ev.decode_event(payload)
-            except ValueError as exc:  # an unreadable record is left out, not fatal
-                log.warning("simulate: event skipped", error=str(exc))
-                continue
-            stamp = created if created.tzinfo else created.replace(tzinfo=UTC)
-            yield stamp.timestamp(), event
+        result = await conn.stream(query.execution_options(yield_per=READ_CHUNK))
+        async for rows in result.partitions(READ_CHUNK):  # a chunk at a time: far cheaper than a row
+            for created, payload in rows:
+                try:
+                    event = ev.decode_event(payload)
+                except ValueError as exc:  # an unreadable record is left out, not fatal
+                    log.warning("simulate: event skipped", error=str(exc))
+                    continue
+                stamp = created if created.tzinfo else created.replace(tzinfo=UTC)
+                yield stamp.timestamp(), event
 
 
 class _Reader:
