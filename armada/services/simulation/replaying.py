@@ -59,6 +59,9 @@ class _Watcher:
     outcomes: dict[str, Outcome] = field(init=False)
     _share_seconds: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     _last: tuple[float, dict[str, dict[str, float]]] | None = None
+    #: Whether the last cycle left some job waiting, and for how long cycles did.
+    _contested: bool = False
+    _contested_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         self.outcomes = {
@@ -68,6 +71,7 @@ class _Watcher:
 
     def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
         self._weigh(t)
+        self._contested = bool(result.queue_summary)
         self._last = (
             t,
             {
@@ -94,8 +98,9 @@ class _Watcher:
         return False
 
     def mean_fair_share(self, until: float) -> dict[str, dict[str, float]]:
+        """Over the cycles that left some job waiting (as the figures' shares)."""
         self._weigh(until)
-        span = max(1e-9, until - self.recorded.since)
+        span = max(1e-9, self._contested_seconds)
         return {
             pool: {q: s / span for q, s in by_queue.items()} for pool, by_queue in self._share_seconds.items()
         }
@@ -104,11 +109,14 @@ class _Watcher:
         if self._last is None:
             return
         at, shares = self._last
+        self._last = (t, shares)
+        if not self._contested:
+            return
+        self._contested_seconds += t - at
         for pool, by_queue in shares.items():
             seconds = self._share_seconds[pool]
             for queue, share in by_queue.items():
                 seconds[queue] = seconds.get(queue, 0.0) + share * (t - at)
-        self._last = (t, shares)
 
     @staticmethod
     def _end(outcome: Outcome, t: float, *, lost: bool) -> None:

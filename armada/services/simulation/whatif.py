@@ -9,7 +9,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from armada.scheduling import QueueSpec, SchedulingConfig
-from armada.services.simulation.figures import Figures, capacity_seconds, figures
+from armada.services.simulation.figures import Figures, figures
 from armada.services.simulation.recorded import RecordedLog, read_recorded
 from armada.services.simulation.replaying import replay
 
@@ -92,7 +92,7 @@ def compare_recorded(
     settings = [("current", config, queues)]
     if candidate is not None:
         settings.append(("candidate", *candidate_settings(candidate, config, queues)))
-    capacity = capacity_seconds(recorded.timeline, recorded.since, recorded.until)
+    window = (recorded.since, recorded.until)
     dominant = config.dominant_resource_fairness_resources_to_consider
     scenarios = []
     current_fair_share: dict[str, dict[str, float]] = {}
@@ -102,12 +102,12 @@ def compare_recorded(
         seconds = time.perf_counter() - started
         if name == "current":
             current_fair_share = replayed.fair_share
-        found = figures(replayed.outcomes, capacity, replayed.fair_share, dominant, recorded.until)
+        found = figures(replayed.outcomes, recorded.timeline, replayed.fair_share, dominant, window)
         scenarios.append(Scenario(name, found, replayed.cycles, seconds))
     scenarios.insert(
         0,
         Scenario(
-            "recorded", figures(recorded.outcomes, capacity, current_fair_share, dominant, recorded.until)
+            "recorded", figures(recorded.outcomes, recorded.timeline, current_fair_share, dominant, window)
         ),
     )
     return Comparison(recorded.since, recorded.until, len(recorded.jobs), scenarios, read_seconds)
