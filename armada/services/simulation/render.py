@@ -72,9 +72,11 @@ def render_text(comparison: Comparison) -> str:
 def render_html(comparison: Comparison) -> str:
     """A standalone page: the text table and one bar chart per figure (inline SVG, no scripts)."""
     queues = sorted({q for s in comparison.scenarios for q in s.figures.queues})
+    longest = max((q.p90_wait for s in comparison.scenarios for q in s.figures.queues.values()), default=0.0)
+    unit, size = ("minutes", 60.0) if longest >= 120 else ("seconds", 1.0)
     charts = [
-        _bars(comparison, queues, "Mean wait (minutes)", lambda q: q.mean_wait / 60),
-        _bars(comparison, queues, "p90 wait (minutes)", lambda q: q.p90_wait / 60),
+        _bars(comparison, queues, f"Mean wait ({unit})", lambda q: q.mean_wait / size),
+        _bars(comparison, queues, f"p90 wait ({unit})", lambda q: q.p90_wait / size),
         _bars(comparison, queues, "Preemptions", lambda q: float(q.preemptions)),
     ]
     pools = sorted({p for s in comparison.scenarios for q in s.figures.queues.values() for p in q.share})
