@@ -6,21 +6,26 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.databases import database_url_for
 from tests.e2e.cluster import FAST_SERVER_ENV
 from tests.e2e.recording import fairness, record
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, float, float]:
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def recorded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, float, float]]:
+    """The fairness scenario recorded by a real server, on each database."""
     workdir = tmp_path_factory.mktemp("simulate")
-    url = f"sqlite:///{workdir / 'armada.db'}"
-    since, until = record(workdir, url, fairness(waves=3))
-    return url, since, until
+    with database_url_for(request.param, workdir) as url:
+        since, until = record(workdir, url, fairness(waves=3))
+        yield url, since, until
 
 
 def simulate(url: str, since: float, until: float, *args: str) -> subprocess.CompletedProcess[str]:
