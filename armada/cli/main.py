@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "job": ("armada.cli.jobs", "job_app", True),
     "jobs": ("armada.cli.job_list", "jobs", False),
     "report": ("armada.cli.report", "app", True),
+    "simulate": ("armada.cli.simulate", "simulate", False),
     "testsuite": ("armada.cli.testsuite", "app", True),
 }
 

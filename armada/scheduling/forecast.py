@@ -1,7 +1,8 @@
 """Forecasts: when queued jobs will start, by running the real scheduling core forward.
 
-Not a second scheduler: :func:`simulate` copies the job db and calls :func:`schedule` cycle
-after cycle on the copy, applying each cycle's decisions with :func:`apply_decisions`.
+Not a second scheduler: :func:`simulate` copies the job db and runs the loop every
+simulation shares (:func:`armada.scheduling.replay.run_forward`: the real ``schedule()`` and
+``apply_decisions()`` cycle after cycle) on the copy, watching when each queued job starts.
 Between cycles simulated time jumps to the next event, the expected end of a running job
 (or one cycle period on, while a cycle is still placing jobs: rate limits, lease caps),
 and the jobs due by then are removed from the copy. Fair share evolves as it does live:
@@ -20,8 +21,6 @@ and reports for each queued job the expected start and the ``[low, high]`` range
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import math
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,11 +30,12 @@ import numpy as np
 
 from armada.scheduling.arrivals import original_id
 from armada.scheduling.config import SchedulingConfig
-from armada.scheduling.jobdb import QUEUED, RUNNING, JobDb
+from armada.scheduling.decisions import SchedulingResult
+from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.replay import Forward, run_forward
 from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.runtimes import RuntimeEstimate
-from armada.scheduling.schedule import apply_decisions, schedule
 from armada.scheduling.state import SchedulerState
 
 #: Default horizon: seven days. Jobs not started by then are "not within the horizon".
@@ -110,66 +110,61 @@ def simulate(
     db = snapshot.db.copy()
     if snapshot.extra_jobs:
         db.add_many(snapshot.extra_jobs)
-    # No time budget (the forecast is off the critical path) and a frozen clock: deterministic.
-    config = msgspec.structs.replace(snapshot.config, max_scheduling_duration=0.0)
-    now, end = snapshot.now, snapshot.now + horizon
-    ends: list[tuple[float, int, str, str]] = []
     n = len(db.ids)
-    rows = np.flatnonzero(db.cols["state"][:n] == RUNNING).tolist()
-    for row in rows:
-        job_id = db.ids[row]
-        assert job_id is not None
-        left, basis = runtime(job_id)
-        ends.append((now + max(0.0, left), row, job_id, basis))
-    heapq.heapify(ends)
     waiting = {db.ids[r] for r in np.flatnonzero(db.cols["state"][:n] == QUEUED).tolist()}
     waiting |= {job.id for job in snapshot.extra_jobs}
-    result = Simulation()
-    state, t = snapshot.state, now
-    freed_by = _end_due(db, ends, t) or ROOM_NOW
-    arrivals, arrived = snapshot.arrivals, 0
-    while waiting and t <= end:
-        due = arrived
-        while due < len(arrivals) and arrivals[due][0] <= t:
-            due += 1
-        if due > arrived:
-            db.add_many(job for _, job in arrivals[arrived:due])
-            arrived = due
-        cycle = schedule(
-            db,
-            queues=snapshot.queues,
-            config=config,
-            state=state,
-            now=t,
-            clock=_frozen,
-            paused_executors=snapshot.paused_executors,
-        )
-        result.cycles += 1
-        state = cycle.state
-        for lease in cycle.leases:
-            job_id = lease.job_id
+    watcher = _StartWatcher(waiting)  # type: ignore[arg-type]  # queued rows always have ids
+    forward = Forward(
+        db=db,
+        queues=snapshot.queues,
+        config=snapshot.config,
+        state=snapshot.state,
+        runtime=runtime,
+        timeline=snapshot.arrivals,
+        paused_executors=snapshot.paused_executors,
+        cycle_period=snapshot.cycle_period,
+        coarsening=snapshot.coarsening,
+    )
+    watcher.result.cycles = run_forward(forward, snapshot.now, snapshot.now + horizon, watcher)
+    return watcher.result
+
+
+class _StartWatcher:
+    """Records when each waiting job starts, and the basis of the ends that made room for it."""
+
+    def __init__(self, waiting: set[str]) -> None:
+        self.waiting = waiting
+        self.result = Simulation()
+        self.freed_by = ROOM_NOW
+        self._bases: Counter[str] = Counter()
+        self._at: float | None = None
+
+    def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
+        if self._bases and self._at == t:
+            self.freed_by = self._bases.most_common(1)[0][0]
+        self._bases.clear()
+        waiting, starts, basis = self.waiting, self.result.starts, self.result.basis
+        for job_id in result.leases.job_ids:
             if job_id in waiting:
                 waiting.discard(job_id)
-                result.starts[job_id] = t
-                result.basis[job_id] = freed_by
-            left, basis = runtime(job_id)
-            heapq.heappush(ends, (t + max(0.0, left), db.row(job_id), job_id, basis))
-        for rejection in cycle.rejections:
+                starts[job_id] = t
+                basis[job_id] = self.freed_by
+        for rejection in result.rejections:
             if rejection.job_id in waiting:
                 waiting.discard(rejection.job_id)
-                result.rejected[rejection.job_id] = rejection.reason
-        apply_decisions(db, cycle)
-        step = max(snapshot.cycle_period, (t - now) * snapshot.coarsening)
-        following = t + step if len(cycle.leases) else math.inf
-        if ends:
-            following = min(following, max(ends[0][0], t + step))
-        if math.isinf(following):
-            break  # nothing runs and nothing was placed: nothing will change
-        if arrived < len(arrivals):
-            following = min(following, max(arrivals[arrived][0], t + step))
-        t = following
-        freed_by = _end_due(db, ends, t) or freed_by
-    return result
+                self.result.rejected[rejection.job_id] = rejection.reason
+
+    def ended(self, t: float, job_id: str, basis: str) -> None:
+        if self._at != t:
+            self._bases.clear()
+            self._at = t
+        self._bases[basis] += 1
+
+    def left(self, t: float, job_id: str, running: bool, why: str) -> None:
+        """Forecasts have no cancellations or node changes in their timeline."""
+
+    def done(self) -> bool:
+        return not self.waiting
 
 
 def forecast(
@@ -215,19 +210,3 @@ def forecast(
         basis = expected.basis.get(job_id, "not within the horizon")
         out[job_id] = JobForecast(start, low, high, basis)
     return out
-
-
-def _end_due(db: JobDb, ends: list[tuple[float, int, str, str]], t: float) -> str:
-    """Remove the runs that end by ``t``; the most common basis of their runtimes ("" if none)."""
-    bases: Counter[str] = Counter()
-    while ends and ends[0][0] <= t:
-        _, row, job_id, basis = heapq.heappop(ends)
-        # A preempted job left the copy already (and a row may since hold another job).
-        if job_id in db and db.row(job_id) == row and db.state(job_id) == RUNNING:
-            db.remove(job_id)
-            bases[basis] += 1
-    return bases.most_common(1)[0][0] if bases else ""
-
-
-def _frozen() -> float:
-    return 0.0

@@ -1,0 +1,193 @@
+"""The forward loop every simulation shares: the real scheduling core run in simulated time.
+
+Not a second scheduler: :func:`run_forward` calls :func:`schedule` cycle after cycle on the
+job db it is given and applies each cycle's decisions with :func:`apply_decisions`. Between
+cycles simulated time jumps to the next event: the end of a running job, the next item of
+the timeline (a job arriving, an executor's nodes changing, a cancellation), or one cycle
+period on while a cycle is still placing jobs (rate limits). Fair share evolves as it does
+live: the usage history is carried from cycle to cycle at simulated time.
+
+Start-time forecasts (:mod:`.forecast`) and what-if replays of the recorded log
+(``armada simulate``) are both this loop with a different :class:`Observer`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import msgspec
+import numpy as np
+
+from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.decisions import SchedulingResult
+from armada.scheduling.jobdb import RUNNING, JobDb
+from armada.scheduling.nodes import NodeSpec
+from armada.scheduling.queues import QueueSpec
+from armada.scheduling.requirements import JobRequirements
+from armada.scheduling.schedule import apply_decisions, schedule
+from armada.scheduling.state import SchedulerState
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """An executor's nodes from this time on (none: the executor left). Jobs running on a
+    node that is gone return to their queue, as lost runs do live."""
+
+    executor: str
+    nodes: tuple[NodeSpec, ...]
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """A job cancelled at this time: it leaves the queue, or ends if running."""
+
+    job_id: str
+
+
+#: What happens at a given time whatever the scheduler decides.
+TimelineItem = JobRequirements | NodeChange | Cancel
+
+
+class Observer(Protocol):
+    """What a simulation records as the loop runs."""
+
+    def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
+        """After a cycle at ``t``, before its decisions are applied to ``db``."""
+
+    def ended(self, t: float, job_id: str, basis: str) -> None:
+        """A running job reached its end (``basis`` is its runtime's)."""
+
+    def left(self, t: float, job_id: str, running: bool, why: str) -> None:
+        """A job cancelled (``why`` = "cancelled") or lost with its node (``"lost"``, requeued)."""
+
+    def done(self) -> bool:
+        """True once nothing more needs simulating."""
+
+
+@dataclass
+class Forward:
+    """The loop's inputs. ``db`` is changed in place: pass a copy."""
+
+    db: JobDb
+    queues: Sequence[QueueSpec]
+    config: SchedulingConfig
+    state: SchedulerState
+    #: Seconds a job runs from ``t`` (a running job at the start: the seconds *left*), and the basis.
+    runtime: Callable[[str], tuple[float, str]]
+    #: ``(time, item)`` in time order.
+    timeline: Sequence[tuple[float, TimelineItem]] = ()
+    paused_executors: Collection[str] = ()
+    #: Seconds between cycles: the shortest simulated step.
+    cycle_period: float = 1.0
+    #: Events closer than this fraction of the time already simulated share one step.
+    coarsening: float = 0.0
+    #: Nodes of each executor as the timeline last set them (filled as it goes).
+    executor_nodes: dict[str, set[str]] = field(default_factory=dict)
+
+
+def run_forward(forward: Forward, start: float, end: float, observer: Observer) -> int:
+    """Simulate from ``start`` until ``end``, ``observer.done()``, or nothing can change; the
+    number of cycles run."""
+    db = forward.db
+    # No time budget (simulations are off the critical path) and a frozen clock: deterministic.
+    config = msgspec.structs.replace(forward.config, max_scheduling_duration=0.0)
+    ends: list[tuple[float, int, str, str]] = []
+    n = len(db.ids)
+    for row in np.flatnonzero(db.cols["state"][:n] == RUNNING).tolist():
+        job_id = db.ids[row]
+        assert job_id is not None
+        left, basis = forward.runtime(job_id)
+        ends.append((start + max(0.0, left), int(db.cols["run_seq"][row]), job_id, basis))
+    heapq.heapify(ends)
+    timeline, next_item = forward.timeline, 0
+    state, t, cycles = forward.state, start, 0
+    _end_due(db, ends, t, observer)
+    while t <= end and not observer.done():
+        next_item = _apply_due(forward, next_item, t, observer)
+        cycle = schedule(
+            db,
+            queues=forward.queues,
+            config=config,
+            state=state,
+            now=t,
+            clock=_frozen,
+            paused_executors=forward.paused_executors,
+        )
+        cycles += 1
+        state = cycle.state
+        observer.cycle(t, cycle, db)
+        apply_decisions(db, cycle)
+        for lease in cycle.leases:
+            left, basis = forward.runtime(lease.job_id)
+            run = int(db.cols["run_seq"][db.row(lease.job_id)])
+            heapq.heappush(ends, (t + max(0.0, left), run, lease.job_id, basis))
+        step = max(forward.cycle_period, (t - start) * forward.coarsening)
+        following = t + step if len(cycle.leases) else math.inf
+        if ends:
+            following = min(following, max(ends[0][0], t + step))
+        if next_item < len(timeline):
+            following = min(following, max(timeline[next_item][0], t + step))
+        if math.isinf(following):
+            break  # nothing runs, nothing was placed, nothing is to come: nothing will change
+        t = following
+        _end_due(db, ends, t, observer)
+    return cycles
+
+
+def _apply_due(forward: Forward, next_item: int, t: float, observer: Observer) -> int:
+    """Apply the timeline's items due by ``t`` in order (arrivals in bulk); the next item's index."""
+    db, timeline = forward.db, forward.timeline
+    arrivals: list[JobRequirements] = []
+    while next_item < len(timeline) and timeline[next_item][0] <= t:
+        item = timeline[next_item][1]
+        next_item += 1
+        if isinstance(item, JobRequirements):
+            arrivals.append(item)
+            continue
+        if arrivals:
+            db.add_many(arrivals)
+            arrivals = []
+        if isinstance(item, Cancel):
+            if item.job_id in db:
+                running = db.state(item.job_id) == RUNNING
+                db.remove(item.job_id)
+                observer.left(t, item.job_id, running, "cancelled")
+        else:
+            _change_nodes(forward, item, t, observer)
+    if arrivals:
+        db.add_many(arrivals)
+    return next_item
+
+
+def _change_nodes(forward: Forward, change: NodeChange, t: float, observer: Observer) -> None:
+    db = forward.db
+    now = {node.id for node in change.nodes}
+    for node_id in forward.executor_nodes.get(change.executor, set()) - now:
+        row = db.nodes.row(node_id)
+        if row is not None:
+            for job_row in sorted(db.jobs_on_node(row)):
+                job_id = db.ids[job_row]
+                if job_id is not None and db.state(job_id) == RUNNING:
+                    db.requeue(job_id)
+                    observer.left(t, job_id, True, "lost")
+        db.nodes.remove(node_id)
+    for node in change.nodes:
+        db.nodes.upsert(node)
+    forward.executor_nodes[change.executor] = now
+
+
+def _end_due(db: JobDb, ends: list[tuple[float, int, str, str]], t: float, observer: Observer) -> None:
+    """End the runs due by ``t`` (a run preempted, cancelled or lost since has left already)."""
+    while ends and ends[0][0] <= t:
+        _, run, job_id, basis = heapq.heappop(ends)
+        if job_id in db and db.state(job_id) == RUNNING and int(db.cols["run_seq"][db.row(job_id)]) == run:
+            db.remove(job_id)
+            observer.ended(t, job_id, basis)
+
+
+def _frozen() -> float:
+    return 0.0

@@ -1,0 +1,1 @@
+"""What-if replays of the recorded log through the real scheduling core (``armada simulate``)."""

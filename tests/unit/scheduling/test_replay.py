@@ -1,0 +1,90 @@
+"""The shared forward loop with a timeline: arrivals, node changes and cancellations, by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from armada.scheduling.decisions import SchedulingResult
+from armada.scheduling.jobdb import JobDb
+from armada.scheduling.replay import Cancel, Forward, NodeChange, TimelineItem, run_forward
+from tests.unit.scheduling.helpers import Sim, job, node, unlimited
+
+
+@dataclass
+class Log:
+    """Every start, end and departure the loop reports, as ``(time, what, job)``."""
+
+    seen: list[tuple[float, str, str]] = field(default_factory=list)
+
+    def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
+        self.seen += [(t, "start", job_id) for job_id in result.leases.job_ids]
+        self.seen += [(t, "preempted", p.job_id) for p in result.preemptions]
+
+    def ended(self, t: float, job_id: str, basis: str) -> None:
+        self.seen.append((t, "end", job_id))
+
+    def left(self, t: float, job_id: str, running: bool, why: str) -> None:
+        self.seen.append((t, f"{why}{' running' if running else ''}", job_id))
+
+    def done(self) -> bool:
+        return False
+
+
+def run(
+    timeline: list[tuple[float, TimelineItem]], runtimes: Mapping[str, float], queues: Mapping[str, float]
+) -> Log:
+    sim = Sim(config=unlimited())
+    for name, weight in queues.items():
+        sim.queue(name, weight)
+    log = Log()
+    forward = Forward(
+        db=sim.db,
+        queues=list(sim.queues.values()),
+        config=sim.config,
+        state=sim.state,
+        runtime=lambda job_id: (runtimes[job_id], ""),
+        timeline=timeline,
+    )
+    run_forward(forward, 0.0, 1000.0, log)
+    return log
+
+
+def test_arrivals_wait_for_room_and_a_lost_node_requeues_its_job() -> None:
+    one_slot = NodeChange("ex", (node("n1", cpu=1),))
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, one_slot),
+        (0.0, job("a", "q", submitted=0)),
+        (2.0, job("b", "q", submitted=2)),
+        (5.0, NodeChange("ex", ())),  # the executor goes away: a is lost and requeued
+        (7.0, one_slot),  # and comes back: a starts again (it queued first)
+        (30.0, job("c", "q", submitted=30)),
+        (31.0, Cancel("c")),  # cancelled while b runs: c never starts
+    ]
+    log = run(timeline, {"a": 10, "b": 20, "c": 5}, {"q": 1})
+    assert log.seen == [
+        (0.0, "start", "a"),
+        (5.0, "lost running", "a"),
+        (7.0, "start", "a"),
+        (17.0, "end", "a"),
+        (17.0, "start", "b"),
+        (31.0, "cancelled", "c"),
+        (37.0, "end", "b"),
+    ]
+
+
+def test_the_freed_slot_goes_to_the_queue_furthest_below_its_weighted_share() -> None:
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, NodeChange("ex", (node("n1", cpu=4),))),
+        *((0.0, job(j, "light", submitted=0)) for j in ("l1", "l2")),
+        *((0.0, job(j, "heavy", submitted=0)) for j in ("h1", "h2")),
+        (1.0, job("x", "light", submitted=1)),
+        (2.0, job("y", "heavy", submitted=2)),
+    ]
+    runtimes = {"l1": 100, "l2": 10, "h1": 100, "h2": 100, "x": 50, "y": 50}
+    # At 10 l2 ends: light holds 1 slot of 4, heavy 2. Equal weights: light is further below.
+    equal = run(timeline, runtimes, {"light": 1, "heavy": 1})
+    assert (10.0, "start", "x") in equal.seen and (10.0, "start", "y") not in equal.seen
+    # Weight 3 for heavy: 2/4 over 3 is less than 1/4 over 1, so heavy's y goes first.
+    weighted = run(timeline, runtimes, {"light": 1, "heavy": 3})
+    assert (10.0, "start", "y") in weighted.seen and (10.0, "start", "x") not in weighted.seen
