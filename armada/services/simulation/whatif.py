@@ -9,6 +9,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from armada.scheduling import QueueSpec, SchedulingConfig
+from armada.scheduling.pool_config import drf_multipliers
 from armada.services.simulation.figures import Figures, figures
 from armada.services.simulation.recorded import RecordedLog, read_recorded
 from armada.services.simulation.replaying import replay
@@ -93,7 +94,7 @@ def compare_recorded(
     if candidate is not None:
         settings.append(("candidate", *candidate_settings(candidate, config, queues)))
     window = (recorded.since, recorded.until)
-    dominant = config.dominant_resource_fairness_resources_to_consider
+    dominant = list(drf_multipliers(config.dominant_resource_fairness_resources_to_consider))
     scenarios = []
     current_fair_share: dict[str, dict[str, float]] = {}
     for name, scenario_config, scenario_queues in settings:
