@@ -1,8 +1,11 @@
 """Litestar dependencies shared by the route modules: the services, the caller, its reads.
 
 Each service of :class:`~armada.api.services.Services` is provided by name with its type,
-so a handler declares exactly what it uses (``scheduler: Scheduler``) and nothing reaches
-into ``app.state``.
+so a handler declares exactly what it uses (``scheduler: Scheduler``). Besides the
+providers here and the request guards (:mod:`.access`, :mod:`.identity`), three route
+modules read the access control from ``app.state`` themselves: ``queue_routes`` (who may
+change a queue's definition), ``query_routes`` (a watched stream re-checks its caller's
+access before each page) and ``sign_in_routes`` (the browser sessions).
 """
 
 from __future__ import annotations
