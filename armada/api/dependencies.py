@@ -87,7 +87,7 @@ async def provide_metrics(state: State) -> ServerMetrics:
 async def provide_submitter(request: Request[Any, Any, Any]) -> Submitter:
     """The services a submission uses and the caller, as one dependency: Litestar resolves a
     route's two or more dependencies in an anyio task group per request, which cost 14% of a
-    one-job submission's server CPU (docs/performance.md, "One job per call")."""
+    one-job submission's server CPU (docs/performance-notes.md, "Submission")."""
     services = services_of(request.app.state)
     user = caller_name(request)
     return Submitter(services.store, services.submission_rules, user, services.queued_cap, services.forecasts)
