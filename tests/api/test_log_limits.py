@@ -20,6 +20,7 @@ from armada.auth.secrets import hash_token
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.cli.main import app
 from armada.eventstore.schema import log_requests
+from armada.scheduling.config import SchedulingConfig
 from armada.settings import SchedulerServiceSettings, ServerSettings, Settings
 from tests.api.log_reads import Executor, Running, answer, lease_call, run_a_job
 from tests.processes import free_port
@@ -40,7 +41,10 @@ def user(name: str) -> StaticToken:
 
 @pytest.fixture(scope="module")
 def settings() -> Settings:
+    # No periodic forecasts: the in-process server's debug line about them would land in the
+    # stdout that ``CliRunner`` captures from ``armada logs``.
     return Settings(
+        scheduling=SchedulingConfig(forecast_interval=0),
         server=ServerSettings(grpc_port=free_port()),
         auth=AuthSettings(tokens=[user("alice"), user("bob"), user("carol")]),
         scheduler=SchedulerServiceSettings(
