@@ -34,7 +34,7 @@ def tune_for_service() -> None:
 def run_service(main: Coroutine[Any, Any, T], *, spawns_processes: bool = False) -> T:
     """Run a service's main coroutine on uvloop when it is installed, as uvicorn runs the
     server's: a fake executor holding thousands of run timers spent a seventh of its CPU in
-    the pure-Python loop (docs/performance.md, "CPU per job on the executor path").
+    the pure-Python loop (docs/performance-notes.md, "The executor path").
 
     Not when the service ``spawns_processes`` (the process backend): uvloop's spawn forks
     the whole process where asyncio's uses vfork, and starting ``date`` took twice as long
@@ -53,7 +53,7 @@ def run_service(main: Coroutine[Any, Any, T], *, spawns_processes: bool = False)
 def _wait_for_children_with_pidfds() -> None:
     """Wait for child processes through the event loop, one pidfd each, as Python 3.12 does
     by default: 3.11 starts a thread per child to wait for it, which was a quarter of the
-    process backend's CPU at ~300 runs/s (docs/performance.md, "Side by side with Slurm")."""
+    process backend's CPU at ~300 runs/s (docs/performance-notes.md, "The process backend")."""
     if sys.version_info >= (3, 12):
         return
     try:

@@ -4,7 +4,7 @@
 
 The goal benchmarks run at the pace of one core of Python and of PostgreSQL, and hosts of
 the same kind have differed by up to 2x in CPU per job for the same code
-(docs/performance.md, "Issue #22: where each goal stands"). Run this next to a goal
+(docs/performance.md, "How to read these figures"). Run this next to a goal
 benchmark and quote both: ``python_loop_s`` is the CPU time of a fixed pure-Python loop,
 ``json_decode_mb_per_s`` msgspec's rate on a lease call's body (10,000 held runs), and with a
 PostgreSQL URL ``postgres_series_s`` the wall time of a CPU-bound query (a sum over 5,000,000

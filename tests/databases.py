@@ -11,10 +11,13 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+from armada.eventstore import audit
+from armada.eventstore.database import Database
 from armada.eventstore.dialects import libpq_conninfo, normalise_url
 
 PG_ADMIN_URL = os.environ.get("ARMADA_TEST_DATABASE_URL", "")
@@ -47,3 +50,9 @@ def database_url_for(kind: str, directory: Path) -> Iterator[str]:
     else:
         with postgres_database() as url:
             yield url
+
+
+async def view_rows(db: Database) -> dict[str, list[tuple[Any, ...]]]:
+    """Every view's rows, in primary-key order, for exact comparison (as ``admin check`` reads them)."""
+    async with db.engine.connect() as conn:
+        return await audit.view_rows(conn)

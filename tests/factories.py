@@ -256,3 +256,9 @@ class RandomHistory:
         if roll < 0.7:
             return [ev.JobSucceeded(**env, cluster_id="cluster-1", node_name="node-1")]
         return [ev.JobFailed(**env, reason="exit 3", exit_code=3, log_tail="boom")]
+
+
+def finished(job_id: str, when: datetime) -> list[ev.Event]:
+    job = make_job(job_id=job_id)
+    env = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id, "created": when}
+    return [*submission(job, when), ev.JobCancelled(**env, reason="stop", requestor="alice")]

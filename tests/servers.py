@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import httpx
 import msgspec
+import pytest
 import uvicorn
 from litestar import Litestar
 
@@ -38,6 +39,9 @@ _EXECUTOR_TOKEN = StaticToken(
 )
 
 T = TypeVar("T")
+
+#: A module mark: its ``server`` (tests/api/conftest.py) runs on SQLite only.
+SQLITE_ONLY = pytest.mark.parametrize("server", ["sqlite"], indirect=True)
 
 
 class ApiServer:

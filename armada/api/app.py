@@ -1,8 +1,10 @@
 """The Litestar application: routes, error handling, and the server's lifespan.
 
 The lifespan opens the database (migrating it), loads the scheduler's in-memory state and
-follows the log, starts the scheduler loop (which only acts while this replica leads), and
-in development mode an in-process executor; all are stopped in reverse on shutdown.
+follows the log, starts the scheduler loop (which only acts while this replica leads), the
+forecasts, the retention pruner (which only prunes while this replica leads), the gRPC
+server when ``server.grpcPort`` is set, and in development mode an in-process executor; all
+are stopped in reverse on shutdown.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Litestar dependencies shared by the route modules: the services, the caller, its reads.
 
 Each service of :class:`~armada.api.services.Services` is provided by name with its type,
-so a handler declares exactly what it uses (``scheduler: Scheduler``) and nothing reaches
-into ``app.state``.
+so a handler declares exactly what it uses (``scheduler: Scheduler``). Besides the
+providers here and the request guards (:mod:`.access`, :mod:`.identity`), three route
+modules read the access control from ``app.state`` themselves: ``queue_routes`` (who may
+change a queue's definition), ``query_routes`` (a watched stream re-checks its caller's
+access before each page) and ``sign_in_routes`` (the browser sessions).
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ async def provide_metrics(state: State) -> ServerMetrics:
 async def provide_submitter(request: Request[Any, Any, Any]) -> Submitter:
     """The services a submission uses and the caller, as one dependency: Litestar resolves a
     route's two or more dependencies in an anyio task group per request, which cost 14% of a
-    one-job submission's server CPU (docs/performance.md, "One job per call")."""
+    one-job submission's server CPU (docs/performance-notes.md, "Submission")."""
     services = services_of(request.app.state)
     user = caller_name(request)
     return Submitter(services.store, services.submission_rules, user, services.queued_cap, services.forecasts)

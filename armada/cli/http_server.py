@@ -42,10 +42,10 @@ def uvicorn_config(settings: Settings, app: Litestar | None) -> uvicorn.Config:
         log_config=None,
         lifespan="on",
         # uvloop (a dependency) when installed; REST, gRPC, the scheduler and the in-process
-        # executor all run on it (docs/performance.md, gRPC: ~13% less CPU per stream message).
+        # executor all run on it (~13% less CPU per stream message: docs/performance-notes.md, gRPC).
         loop="auto",
         # httptools (a dependency) parses HTTP/1.1 in C: ~14% less server CPU than h11 per
-        # one-job submission (docs/performance.md, "One job per call: the HTTP parser").
+        # one-job submission (docs/performance-notes.md, "Submission").
         http="httptools",
         timeout_graceful_shutdown=server.shutdown_timeout,
         timeout_keep_alive=server.keep_alive_timeout,

@@ -243,7 +243,7 @@ def libpq_conninfo(url: str) -> str:
 #: rather than a COPY: a COPY costs two round trips of its own and cannot join a pipeline,
 #: and a small write (one submitted job, one run report) is mostly round trips. Per row an
 #: INSERT costs PostgreSQL ~3x a COPY's; measured on this machine, the two break even at
-#: ~4-5 rows (docs/performance.md, "Submission").
+#: ~4-5 rows (docs/performance-notes.md, "The event store").
 SMALL_INSERT_ROWS = 4
 
 

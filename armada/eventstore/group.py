@@ -5,8 +5,8 @@ lock, the head read, the bulk statements' round trips, the commit), not per row.
 lock's holder, when it is done, hands its turn to the next queued writer *inside the same
 transaction*; when nobody is queued (or the group is large, or a writer somebody waits on
 has had its turn and no other such writer is queued: see the lanes of
-:mod:`.writelock`), the group is written — one COPY per table, one round of view
-updates, one NOTIFY — and committed once.
+:mod:`.writelock`), the group is written — one COPY per table (pipelined INSERTs for a
+few rows: :mod:`.appending`), one round of view updates, one NOTIFY — and committed once.
 
 Each writer still runs its own reads and checks, and a writer that fails with a domain
 error (bad input, a conflict) leaves nothing in the group and fails alone. A writer that

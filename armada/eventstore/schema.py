@@ -1,9 +1,11 @@
-"""Tables: the append-only ``events`` log and the views projected from it.
+"""Tables: the append-only ``events`` log, the views projected from it, and a few that are not.
 
-The views (``queues``, ``jobs``, ``runs``, ``executors``, ``nodes``, the operators' cordons)
-hold nothing that is not derivable from the log; ``armada admin rebuild-views`` recreates
-them by replay. They carry no foreign keys, so a batch of projections can be applied in any
-grouping.
+The views (:data:`VIEWS`: ``queues``, ``jobs``, ``job_states``, ``runs``, ``executors``,
+``nodes``, ``retry_policies``, the operators' settings and cordons) hold nothing that is not
+derivable from the log; ``armada admin rebuild-views`` recreates them by replay. They carry
+no foreign keys, so a batch of projections can be applied in any grouping. The other tables
+are not replayed: log requests in flight, the leader's latest scheduling reports, the
+schema's compatibility step, and retention's permit to delete.
 
 Indexes cost every append, so only those a query needs exist. Job ids are ULIDs, so
 ordering by ``job_id`` is ordering by submission time without an index on ``submitted``.

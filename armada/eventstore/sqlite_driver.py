@@ -7,7 +7,7 @@ statement costs SQLite microseconds: a one-job submission's append made ~20 such
 spent most of its time switching. So a connection can be told to run its calls
 :attr:`~SqliteConnection.on_loop` instead. The append group does this for what it knows is
 small; reads of job views and big writes stay on the connection's thread, where they do not
-stall the loop (docs/performance.md, "One job per call: statements on the loop's thread").
+stall the loop (docs/performance-notes.md, "The event store").
 """
 
 from __future__ import annotations

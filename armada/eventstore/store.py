@@ -4,7 +4,8 @@ Each write is all or nothing: its events and every view change they imply commit
 nothing of it does. Appends are serialised (in-process lock plus a database lock), so
 sequence numbers are dense and readers never see a later seq before an earlier one; the
 writers queued at the lock share one transaction (group commit, :mod:`.group`), each with
-its own checks and answer. The log is only ever inserted into.
+its own checks and answer. The log is only ever inserted into, except by retention, which
+deletes a whole expired job at a time (:mod:`.retention`).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ of its time. Three lanes say who goes first when the lock (or a group's turn, se
 :mod:`.group`) is handed on:
 
 - ``URGENT``: the scheduler's decisions, which every queued job is waiting for;
-- ``PROMPT``: writes a client is waiting on (submissions), which overtake
-- ``BULK``: everything else (run reports, expiry, ...).
+- ``PROMPT``: small writes a client is waiting on (submissions of at most 100 jobs), which
+  overtake
+- ``BULK``: everything else (run reports, expiry, bigger submissions, queue changes, ...).
 
 Within a group the next turn goes to the first lane, of those the group still takes, that
 has a waiter (see :meth:`.group.AppendGroup.narrow`). A new group (the

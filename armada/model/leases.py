@@ -4,9 +4,10 @@ One executor serves one cluster. It calls ``POST /v1/executor/lease`` as its hea
 reports the runs it still holds (all of them, or the change since a report the server
 answered) and its nodes when they changed, and gets back new leases, the runs it must kill
 and the nodes operators cordoned. Run state changes travel
-separately, batched, on ``POST /v1/executor/events``; each event carries an ``eventId`` that
-stays the same across retries so the server can deduplicate and every event takes effect
-exactly once.
+separately, batched, on ``POST /v1/executor/events``, retried until delivered; the server
+takes each event once because an event that would not move its run forward (a repeat, or
+one for a run it has given up on) is dropped. Each carries an ``eventId``, the same across
+retries, that names it in logs.
 """
 
 from __future__ import annotations
@@ -216,7 +217,8 @@ os.register_at_fork(after_in_child=_new_event_id_prefix)
 class RunEvent(_Strict, kw_only=True):
     """A change of a run's state, observed in the cluster."""
 
-    #: Unique per event and stable across retries: the server deduplicates by it.
+    #: Unique per event and stable across retries: it names the event in logs (the server
+    #: drops a repeat by the run's state, not by this id).
     event_id: str = msgspec.field(default_factory=new_event_id)
     run_id: str
     job_id: str

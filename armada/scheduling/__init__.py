@@ -1,8 +1,9 @@
 """Armada's scheduling core: pure, deterministic, numpy-vectorised.
 
-No I/O and no imports of ``api``/``eventstore``/``services``. The scheduler service keeps
-one :class:`NodeDb` and one :class:`JobDb` in memory, applies the event log to them
-incrementally, and calls :func:`schedule` once per cycle::
+No I/O and no imports of ``api``/``eventstore``/``services``. The scheduler's in-memory
+state (``armada/services/cluster_state.py``) keeps one :class:`NodeDb` and one :class:`JobDb`,
+applies the event log to them incrementally, and the scheduler service calls
+:func:`schedule` once per cycle::
 
     from armada.model.resources import ResourceIndex
     from armada.scheduling import (
@@ -25,7 +26,7 @@ incrementally, and calls :func:`schedule` once per cycle::
     result = schedule(db, queues=[QueueSpec("q", priority_factor=1.0)], config=config,
                       state=state, now=now)
     for lease in result.leases:          # columnar; iterating yields Placement structs
-        ...                              # append JobLeased(lease.job_id, lease.node_id, ...)
+        ...                              # append a JobLeased event (a new run on lease.node_id)
     for p in result.preemptions: ...     # p.job_id preempted by p.preempted_by, p.reason
     for r in result.rejections: ...      # fail r.job_id as Rejected with r.reason
     result.reasons.for_job(db, job_id)   # why one queued job is still waiting

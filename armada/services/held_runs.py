@@ -2,7 +2,7 @@
 
 A busy executor holds tens of thousands of runs and calls about once a second; sending and
 parsing every held run on every call was more than half of the bytes the server parsed in
-the end-to-end benchmark (docs/performance.md). A call names its report (``reportId``); a
+the end-to-end benchmark (docs/performance-notes.md). A call names its report (``reportId``); a
 later call may send only the runs added since a report the server answered (``runsBase``)
 and those gone (``runsGone``). Each replica keeps, per executor, the report a call built on
 and the one it made, in memory: after an answer that was lost the executor builds on the

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.wire.jobs import JobSubmitRequestItem
@@ -42,3 +44,20 @@ def start(
         ]
     )
     return run_id
+
+
+def ported_spec(*containers: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """A pod spec whose containers declare ``ports``."""
+    spec = pod_spec()
+    template = spec["containers"][0]
+    spec["containers"] = [{**template, "name": name, "ports": ports} for name, ports in containers]
+    return spec
+
+
+WEB = ported_spec(("web", [{"containerPort": 8080}, {"containerPort": 9090, "protocol": "UDP"}]))
+
+
+def submit(server: ApiServer, queue: str, **fields: Any) -> httpx.Response:
+    body = {"queue": queue, "jobSetId": "set", "jobRequestItems": [raw_item(**fields)]}
+    with httpx.Client(base_url=server.url) as http:
+        return http.post("/v1/job/submit", json=body)

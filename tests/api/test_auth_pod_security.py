@@ -4,37 +4,30 @@ or service accounts (that would make ``create_queue`` a cluster-admin permission
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import msgspec
 import pytest
 
 from armada.auth.permissions import GlobalPermission
-from armada.client import ArmadaApiError, ArmadaClient
-from armada.client.config import ClientConfig
+from armada.client import ArmadaApiError
 from armada.model.podsecurity import Profile
 from armada.model.queues import Queue
-from armada.settings import load_settings
+from armada.settings import Settings, load_settings
+from tests.api.accounts import as_user
 from tests.api.jobs import item, pod_spec
-from tests.databases import sqlite_url
 from tests.processes import ROOT
-from tests.servers import ApiServer, serving
+from tests.servers import SQLITE_ONLY, ApiServer
+
+pytestmark = SQLITE_ONLY
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+def settings() -> Settings:
     settings = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={})
     mapping = dict(settings.auth.permission_group_mapping)
     mapping[GlobalPermission.CREATE_QUEUE] = ["admins", "team-a"]  # alice may create queues...
     assert mapping[GlobalPermission.ADMINISTER_QUEUE_SECURITY] == ["admins"]  # ...but not this
     auth = msgspec.structs.replace(settings.auth, permission_group_mapping=mapping)
-    settings = msgspec.structs.replace(settings, auth=auth)
-    with serving(sqlite_url(tmp_path_factory.mktemp("podsec")), settings) as running:
-        yield running
-
-
-def as_user(server: ApiServer, user: str) -> ArmadaClient:
-    return ArmadaClient(ClientConfig(armada_url=server.url, username=user, password=f"{user}-pass"))
+    return msgspec.structs.replace(settings, auth=auth)
 
 
 def _forbidden(caught: pytest.ExceptionInfo[ArmadaApiError], field: str) -> None:

@@ -19,14 +19,13 @@ from armada_client.armada import event_pb2, event_pb2_grpc, submit_pb2, submit_p
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.secrets import hash_password
 from armada.auth.settings import BasicUser
-from armada.client import ArmadaApiError, ArmadaClient
-from armada.client.config import ClientConfig
+from armada.client import ArmadaApiError
 from armada.model.events import JobSubmitted
 from armada.model.queues import Queue
-from armada.settings import load_settings
+from armada.settings import Settings, load_settings
+from tests.api.accounts import as_user
 from tests.api.jobs import item
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for, sqlite_url
+from tests.databases import sqlite_url
 from tests.processes import ROOT, free_port
 from tests.servers import ApiServer, serving
 
@@ -36,23 +35,12 @@ def grpc_port() -> int:
     return free_port()
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, grpc_port: int
-) -> Iterator[ApiServer]:
+@pytest.fixture(scope="module")
+def settings(grpc_port: int) -> Settings:
     settings = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={})
-    settings = msgspec.structs.replace(
+    return msgspec.structs.replace(
         settings, server=msgspec.structs.replace(settings.server, grpc_port=grpc_port)
     )
-    with (
-        database_url_for(request.param, tmp_path_factory.mktemp("owners")) as url,
-        serving(url, settings) as running,
-    ):
-        yield running
-
-
-def as_user(server: ApiServer, user: str) -> ArmadaClient:
-    return ArmadaClient(ClientConfig(armada_url=server.url, username=user, password=f"{user}-pass"))
 
 
 @pytest.fixture(scope="module")

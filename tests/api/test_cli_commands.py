@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner, Result
-
-from armada.cli.main import app
 from armada.client import ArmadaClient
 from armada.model import events as ev
 from armada.model.lifecycle import FailureCause
+from tests.api.cli import armada
 from tests.api.jobs import item, pod_spec, start
 from tests.servers import ApiServer
-
-
-def armada(server: ApiServer, *args: str) -> Result:
-    return CliRunner().invoke(app, ["--help"] if not args else list(args), env={"ARMADA_URL": server.url})
 
 
 def test_reprioritize_preempt_cancel_and_details(server: ApiServer, client: ArmadaClient, queue: str) -> None:

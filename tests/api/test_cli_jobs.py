@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
 
 import msgspec
 import pytest
@@ -20,21 +19,18 @@ from typer.testing import CliRunner, Result
 
 from armada.cli.main import app
 from armada.model.queues import Queue
+from armada.settings import Settings
+from tests.api.accounts import as_user, example_settings
 from tests.api.jobs import item, start
-from tests.api.test_read_access import as_user, example_settings
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
 from tests.processes import ROOT
-from tests.servers import ApiServer, serving
+from tests.servers import ApiServer
 
 LONG_SET = "a-job-set-with-a-name-far-longer-than-any-terminal-column-should-be-" + "x" * 40
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    directory = tmp_path_factory.mktemp("cli-jobs")
-    with database_url_for(request.param, directory) as url, serving(url, example_settings()) as running:
-        yield running
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return example_settings()
 
 
 class Planted(msgspec.Struct, frozen=True):

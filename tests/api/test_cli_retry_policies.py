@@ -6,7 +6,7 @@ import uuid
 from pathlib import Path
 
 from armada.client import ArmadaClient
-from tests.api.test_cli_commands import armada
+from tests.api.cli import armada
 from tests.servers import ApiServer
 
 POLICY = """\

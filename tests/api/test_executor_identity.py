@@ -3,7 +3,6 @@ from cluster ``east`` cannot lease or report as ``west``. Over real HTTP, both d
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,10 +13,8 @@ from armada.auth.permissions import GlobalPermission as P
 from armada.auth.secrets import hash_token
 from armada.auth.settings import AuthSettings, BasicUser, StaticToken
 from armada.settings import Settings, load_settings
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
 from tests.processes import ROOT, ArmadaProcess
-from tests.servers import ApiServer, serving
+from tests.servers import ApiServer
 
 ADMIN_HASH = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={}).auth.basic_users["admin"]
 
@@ -46,13 +43,9 @@ def auth() -> AuthSettings:
     )
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    with (
-        database_url_for(request.param, tmp_path_factory.mktemp("executors")) as url,
-        serving(url, Settings(auth=auth())) as running,
-    ):
-        yield running
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return Settings(auth=auth())
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -7,30 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 
 from armada.client import ArmadaClient
 from armada.model.ingress import ServiceConfig
-from tests.api.jobs import pod_spec, raw_item
+from tests.api.jobs import WEB, ported_spec, submit
 from tests.servers import ApiServer
-
-
-def ported_spec(*containers: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """A pod spec whose containers declare ``ports``."""
-    spec = pod_spec()
-    template = spec["containers"][0]
-    spec["containers"] = [{**template, "name": name, "ports": ports} for name, ports in containers]
-    return spec
-
-
-WEB = ported_spec(("web", [{"containerPort": 8080}, {"containerPort": 9090, "protocol": "UDP"}]))
-
-
-def submit(server: ApiServer, queue: str, **fields: Any) -> httpx.Response:
-    body = {"queue": queue, "jobSetId": "set", "jobRequestItems": [raw_item(**fields)]}
-    with httpx.Client(base_url=server.url) as http:
-        return http.post("/v1/job/submit", json=body)
 
 
 def test_a_named_service_is_kept_and_confined_to_the_jobs_own_names(

@@ -4,18 +4,14 @@ The module's ``server`` runs with guardrail settings; ``client`` and ``queue`` c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from armada.client import ArmadaClient
 from armada.client.errors import ArmadaApiError
 from armada.model.jobs import GANG_CARDINALITY_ANNOTATION, GANG_ID_ANNOTATION, GANG_NODE_UNIFORMITY_ANNOTATION
-from armada.settings import load_settings
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
+from armada.settings import Settings, load_settings
 from tests.e2e.cluster import job
-from tests.servers import ApiServer, serving
+from tests.servers import ApiServer
 
 TOLERATION = {"key": "example.com/default", "operator": "Exists", "value": "", "effect": "NoSchedule"}
 SUBMISSION = {
@@ -27,14 +23,9 @@ SUBMISSION = {
 }
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    settings = load_settings(env={}, overrides={"submission": SUBMISSION})
-    with (
-        database_url_for(request.param, tmp_path_factory.mktemp("guardrails")) as url,
-        serving(url, settings) as up,
-    ):
-        yield up
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return load_settings(env={}, overrides={"submission": SUBMISSION})
 
 
 def test_defaults_are_stored_with_the_job(client: ArmadaClient, queue: str) -> None:

@@ -4,18 +4,14 @@ refused naming the field. The default policy's refusals: ``test_exposed_ports.py
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from armada.client import ArmadaClient
 from armada.model.ingress import IngressConfig, ServiceConfig
 from armada.model.ingress_policy import IngressPolicy
 from armada.settings import Settings, SubmissionSettings
-from tests.api.test_exposed_ports import WEB, submit
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
-from tests.servers import ApiServer, serving
+from tests.api.jobs import WEB, submit
+from tests.servers import ApiServer
 
 BODY_SIZE = "nginx.ingress.kubernetes.io/proxy-body-size"
 POLICY = IngressPolicy(
@@ -25,14 +21,9 @@ POLICY = IngressPolicy(
 )
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    settings = Settings(submission=SubmissionSettings(ingress_policy=POLICY, allow_wildcard_tolerations=True))
-    with (
-        database_url_for(request.param, tmp_path_factory.mktemp("api")) as url,
-        serving(url, settings) as running,
-    ):
-        yield running
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return Settings(submission=SubmissionSettings(ingress_policy=POLICY, allow_wildcard_tolerations=True))
 
 
 def test_what_the_policy_allows_is_kept_with_the_job(

@@ -6,7 +6,6 @@ Against a real server on both databases, the test standing in for the executor o
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -21,12 +20,11 @@ from armada.auth.secrets import hash_token
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.cli.main import app
 from armada.eventstore.schema import log_requests
+from armada.scheduling.config import SchedulingConfig
 from armada.settings import SchedulerServiceSettings, ServerSettings, Settings
-from tests.api.test_logs import Executor, Running, answer, lease_call, run_a_job
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
+from tests.api.log_reads import Executor, Running, answer, lease_call, run_a_job
 from tests.processes import free_port
-from tests.servers import ApiServer, serving
+from tests.servers import ApiServer
 
 MAX_BYTES = 4096
 MAX_LINES = 100
@@ -36,20 +34,18 @@ LOG_WAIT = 60.0
 CHATTY = [{"timestamp": f"2026-11-24T03:00:00.{i:09d}Z", "line": f"{i} " + "y" * 120} for i in range(250)]
 
 
-#: Each server's gRPC port, by its URL.
-GRPC_PORTS: dict[str, int] = {}
-
-
 def user(name: str) -> StaticToken:
     """A token ``<name>-token`` with every permission anonymous callers have (watch included)."""
     return StaticToken(user=name, token_hash=hash_token(f"{name}-token"), groups=[ANONYMOUS])
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    grpc_port = free_port()
-    settings = Settings(
-        server=ServerSettings(grpc_port=grpc_port),
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    # No periodic forecasts: the in-process server's debug line about them would land in the
+    # stdout that ``CliRunner`` captures from ``armada logs``.
+    return Settings(
+        scheduling=SchedulingConfig(forecast_interval=0),
+        server=ServerSettings(grpc_port=free_port()),
         auth=AuthSettings(tokens=[user("alice"), user("bob"), user("carol")]),
         scheduler=SchedulerServiceSettings(
             log_wait_seconds=LOG_WAIT,
@@ -59,12 +55,6 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             max_log_lines=MAX_LINES,
         ),
     )
-    with (
-        database_url_for(request.param, tmp_path_factory.mktemp("log-limits")) as url,
-        serving(url, settings) as running,
-    ):
-        GRPC_PORTS[running.url] = grpc_port
-        yield running
 
 
 @pytest.fixture
@@ -106,7 +96,9 @@ def mailbox_rows(server: ApiServer) -> int:
     return server.run(count())
 
 
-def test_reads_past_the_caps_are_429_and_answers_are_bounded(server: ApiServer, running: Running) -> None:
+def test_reads_past_the_caps_are_429_and_answers_are_bounded(
+    server: ApiServer, running: Running, settings: Settings
+) -> None:
     """Ten concurrent reads of a chatty job (the review's repro), against caps of 2 per caller
     and 3 per executor: the extras are refused at once (over gRPC too), what is answered holds at most
     ``maxLogBytes``, and the mailbox is empty afterwards."""
@@ -119,7 +111,7 @@ def test_reads_past_the_caps_are_429_and_answers_are_bounded(server: ApiServer, 
     assert refused.status_code == 429, refused.text
     assert refused.headers["Retry-After"] == "2"
     assert "scheduler.maxLogReadsPerCaller" in refused.json()["detail"]
-    with grpc.insecure_channel(f"127.0.0.1:{GRPC_PORTS[server.url]}") as channel:
+    with grpc.insecure_channel(f"127.0.0.1:{settings.server.grpc_port}") as channel:
         stub = binoculars_pb2_grpc.BinocularsStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.RpcError) as caught:
             stub.Logs(

@@ -5,42 +5,28 @@ to ``/v1/executor/logs`` is what the user gets; silence is a bounded 503.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import msgspec
 import pytest
 
 from armada.client import ArmadaClient
 from armada.model.queues import Queue
 from armada.settings import SchedulerServiceSettings, Settings
-from tests.api.jobs import item, start
-from tests.conftest import DATABASE_KINDS
+from tests.api.jobs import item
+from tests.api.log_reads import Executor, Running, answer, lease_call, run_a_job
 from tests.databases import database_url_for
-from tests.servers import EXECUTOR_HEADERS, ApiServer, serving
+from tests.servers import ApiServer, serving
 
 #: Short enough for a test to see the timeout; the lease long-poll outlasts it, so only a
 #: long-poll woken by the request can deliver it in time.
 LOG_WAIT = 3.0
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    settings = Settings(scheduler=SchedulerServiceSettings(log_wait_seconds=LOG_WAIT))
-    with (
-        database_url_for(request.param, tmp_path_factory.mktemp("logs")) as url,
-        serving(url, settings) as running,
-    ):
-        yield running
-
-
-class Running(msgspec.Struct):
-    queue: str
-    job_id: str
-    run_id: str
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return Settings(scheduler=SchedulerServiceSettings(log_wait_seconds=LOG_WAIT))
 
 
 @pytest.fixture
@@ -49,50 +35,8 @@ def running(server: ApiServer) -> Running:
     return run_a_job(server, server)
 
 
-def run_a_job(server: ApiServer, executor_calls: ApiServer) -> Running:
-    queue = f"q-{uuid.uuid4().hex[:12]}"
-    with ArmadaClient(server.url) as client:
-        client.create_queue(Queue(name=queue))
-        [job_id] = client.submit_jobs(queue, "set", [item()])
-    run_id = start(server, queue, "set", job_id)
-    lease_call(executor_calls, {run_id: "running"}, wait_millis=0)
-    return Running(queue, job_id, run_id)
-
-
-def lease_call(server: ApiServer, runs: dict[str, str], wait_millis: int) -> dict[str, Any]:
-    nodes = [{"name": "node-1", "allocatable": {"cpu": "8", "memory": "8Gi"}}]
-    body = {"executorId": "cluster-1", "pool": "gpu", "nodes": nodes, "runs": runs, "waitMillis": wait_millis}
-    response = httpx.post(f"{server.url}/v1/executor/lease", json=body, headers=EXECUTOR_HEADERS, timeout=30)
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
-
-
 def read_log(server: ApiServer, body: dict[str, Any]) -> httpx.Response:
     return httpx.post(f"{server.url}/v1/binoculars/log", json=body, timeout=30)
-
-
-def answer(server: ApiServer, body: dict[str, Any]) -> httpx.Response:
-    body = {"executorId": "cluster-1", **body}
-    return httpx.post(f"{server.url}/v1/executor/logs", json=body, headers=EXECUTOR_HEADERS, timeout=30)
-
-
-class Executor(threading.Thread):
-    """One long-poll lease call (10 s: longer than the log wait), then the given answer."""
-
-    def __init__(self, server: ApiServer, run_id: str, reply: dict[str, Any]) -> None:
-        super().__init__(daemon=True)
-        self.server, self.run_id, self.reply = server, run_id, reply
-        self.orders: list[dict[str, Any]] = []
-        self.polling = threading.Event()
-
-    def run(self) -> None:
-        self.polling.set()
-        self.orders = lease_call(self.server, {self.run_id: "running"}, wait_millis=10_000).get(
-            "logRequests", []
-        )
-        for order in self.orders:
-            assert answer(self.server, {"requestId": order["requestId"], **self.reply}).status_code == 200
 
 
 def test_a_log_request_wakes_the_long_poll_and_gets_the_executors_answer(

@@ -12,12 +12,11 @@ import msgspec
 import pytest
 
 from armada.model.queues import Queue
+from armada.settings import Settings
+from tests.api.accounts import as_user, example_settings
 from tests.api.jobs import item
-from tests.api.test_read_access import as_user, example_settings
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
 from tests.oidc_provider import oidc_provider, revoke_tokens, sign_in, with_sign_in
-from tests.servers import ApiServer, serving
+from tests.servers import ApiServer
 
 
 class Signed(msgspec.Struct, frozen=True):
@@ -31,17 +30,10 @@ def issuer() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, issuer: str
-) -> Iterator[ApiServer]:
+@pytest.fixture(scope="module")
+def settings(issuer: str) -> Settings:
     # Tokens last an hour (the provider's default): a margin of two refreshes them on every request.
-    settings = with_sign_in(example_settings(), issuer, refresh_margin_seconds=7200)
-    with (
-        database_url_for(request.param, tmp_path_factory.mktemp("sso")) as url,
-        serving(url, settings) as running,
-    ):
-        yield running
+    return with_sign_in(example_settings(), issuer, refresh_margin_seconds=7200)
 
 
 class Teams(msgspec.Struct, frozen=True):

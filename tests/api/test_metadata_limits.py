@@ -22,10 +22,8 @@ from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.metadata import MAX_ANNOTATIONS_BYTES
 from armada.settings import ServerSettings, Settings
 from tests.api.jobs import raw_item
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
 from tests.processes import free_port
-from tests.servers import ApiServer, serving
+from tests.servers import ApiServer
 
 MIB = 1024 * 1024
 #: Right-to-left override, next line (C1), zero-width space.
@@ -37,16 +35,9 @@ def grpc_port() -> int:
     return free_port()
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, grpc_port: int
-) -> Iterator[ApiServer]:
-    settings = Settings(server=ServerSettings(grpc_port=grpc_port))
-    with (
-        database_url_for(request.param, tmp_path_factory.mktemp("meta")) as url,
-        serving(url, settings) as running,
-    ):
-        yield running
+@pytest.fixture(scope="module")
+def settings(grpc_port: int) -> Settings:
+    return Settings(server=ServerSettings(grpc_port=grpc_port))
 
 
 @pytest.fixture

@@ -8,45 +8,25 @@ that the reports' own filtering is what refuses him) on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import msgspec
 import pytest
 
-from armada.auth.permissions import GlobalPermission as P
-from armada.client import ArmadaApiError, ArmadaClient
-from armada.client.config import ClientConfig
+from armada.client import ArmadaApiError
 from armada.model.queues import Queue
-from armada.settings import Settings, load_settings
+from armada.settings import Settings
+from tests.api.accounts import as_user, example_settings
 from tests.api.jobs import item, start
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for, sqlite_url
-from tests.processes import ROOT
+from tests.databases import sqlite_url
 from tests.servers import ApiServer, serving
 
 NEVER_SUBMITTED = "01hzzzzzzzzzzzzzzzzzzzzzzz"
 
 
-def example_settings(*, open_lookout: bool = False) -> Settings:
-    settings = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={})
-    mapping = {**settings.auth.permission_group_mapping, P.VIEW_REPORTS: ["admins", "team-b"]}
-    changes: dict[str, object] = {"permission_group_mapping": mapping}
-    if open_lookout:  # (named only when set, so that this module also runs against older servers)
-        changes["open_lookout"] = True
-    auth = msgspec.structs.replace(settings.auth, **changes)
-    return msgspec.structs.replace(settings, auth=auth)
-
-
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
-    directory = tmp_path_factory.mktemp("reads")
-    with database_url_for(request.param, directory) as url, serving(url, example_settings()) as running:
-        yield running
-
-
-def as_user(server: ApiServer, user: str) -> ArmadaClient:
-    return ArmadaClient(ClientConfig(armada_url=server.url, username=user, password=f"{user}-pass"))
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    return example_settings()
 
 
 def http_as(server: ApiServer, user: str) -> httpx.Client:

@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 
 import httpx
 import msgspec
 import pytest
 
-from armada.settings import load_settings
-from tests.databases import sqlite_url
+from armada.settings import Settings, load_settings
 from tests.processes import ROOT
-from tests.servers import ApiServer, serving
+from tests.servers import SQLITE_ONLY, ApiServer
 
 UI = "https://ui.example.com"
 ADMIN = {"Authorization": "Basic " + base64.b64encode(b"admin:admin-pass").decode()}
 
 
+pytestmark = SQLITE_ONLY
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+def settings() -> Settings:
     settings = load_settings(ROOT / "examples" / "config" / "auth-basic.yaml", env={})
     server_settings = msgspec.structs.replace(
         settings.server, max_request_bytes=64 * 1024, cors_allow_origins=[UI]
     )
-    settings = msgspec.structs.replace(settings, server=server_settings)
-    with serving(sqlite_url(tmp_path_factory.mktemp("transport")), settings) as running:
-        yield running
+    return msgspec.structs.replace(settings, server=server_settings)
 
 
 @pytest.mark.parametrize("headers", [ADMIN, {}], ids=["authorised", "anonymous"])

@@ -10,7 +10,7 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from armada.client import ArmadaClient
-from tests.browser.test_lookout_ui import shell_job
+from tests.browser.jobs import shell_job
 
 
 def headers(page: Page) -> list[str]:

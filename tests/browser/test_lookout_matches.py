@@ -8,7 +8,7 @@ import re
 from playwright.sync_api import Page, expect
 
 from armada.client import ArmadaClient
-from tests.browser.test_lookout_ui import shell_job
+from tests.browser.jobs import shell_job
 
 
 def test_column_filters_narrow_the_table_and_live_in_the_url(

@@ -14,26 +14,8 @@ from armada.client import ArmadaClient
 from armada.model.ingress import ServiceConfig
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy, RetryRule
-from tests.api.jobs import item
+from tests.browser.jobs import shell_job
 from tests.processes import Server, free_port
-
-
-def shell_job(script: str, cpu: str = "100m") -> Any:
-    resources = {"cpu": cpu, "memory": "32Mi"}
-    return item(
-        pod_spec={
-            "restartPolicy": "Never",
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "alpine",
-                    "command": ["sh", "-c", script],
-                    "resources": {"requests": resources, "limits": resources},
-                }
-            ],
-        }
-    )
 
 
 def row(page: Page, job_id: str) -> Any:

@@ -25,7 +25,7 @@ import httpx
 import pytest
 import trustme
 
-from tests.e2e.test_grpc import serve_with_grpc
+from tests.e2e.grpc_servers import serve_with_grpc
 from tests.installed import Installed
 
 #: The operator's version under test.

@@ -11,16 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from armada.cli.main import app
+from tests.e2e.cli import armada
 from tests.processes import ROOT, armada_command, process_env, running_server
 
 EXAMPLE = ROOT / "examples" / "example-job.yaml"
-
-
-def armada(url: str, *args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(app, list(args), env={"ARMADA_URL": url, **(env or {})})
 
 
 def test_create_queue_submit_watch(tmp_path: Path, database_url: str) -> None:

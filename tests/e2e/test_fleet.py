@@ -12,8 +12,8 @@ from pathlib import Path
 
 from armada.client import ArmadaClient
 from armada.model.queues import Queue
+from tests.e2e.cli import armada
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, states_are, wait_for
-from tests.e2e.test_cli import armada
 from tests.processes import running_server
 
 #: Executors are only forgotten on purpose here: no expiry during the test.

@@ -12,12 +12,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
-import json
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, cast
 
 import grpc
 import httpx
@@ -26,50 +23,22 @@ import trustme
 from armada_client.armada import event_pb2, job_pb2, submit_pb2, submit_pb2_grpc
 from armada_client.asyncio_client import ArmadaAsyncIOClient
 from armada_client.client import ArmadaClient
-from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
-from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
 from armada_client.typings import JobState
 
 from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
 from tests.databases import database_url_for
-from tests.processes import ROOT, ArmadaProcess, free_port, wait_until_healthy
-
-AUTH = str(ROOT / "examples" / "config" / "auth-basic.yaml")
-MAX_REQUEST_BYTES = 1024 * 1024
-#: The dev server's one node offers this much CPU: a job asking for all of it stays QUEUED
-#: while another job runs (and is not rejected: it fits the node when empty).
-NODE_CPU = "2"
-C = TypeVar("C")
-
-
-def public_methods(kind: type) -> set[str]:
-    """Every public method of an armada-client class, helpers that make no call included."""
-    return {name for name in dir(kind) if not name.startswith("_") and callable(getattr(kind, name))}
-
-
-class _Recorded:
-    """A client whose public method calls are noted in ``called``."""
-
-    def __init__(self, client: object, called: set[str]) -> None:
-        self._client, self._called = client, called
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._client, name)
-        if name.startswith("_") or not callable(value):
-            return value
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._called.add(name)
-            return value(*args, **kwargs)
-
-        return call
-
-
-def recorded(client: C, called: set[str]) -> C:
-    """``client``, noting each public method called in ``called``: a test that ends with
-    ``assert called == public_methods(...)`` calls every client method, and a method a
-    new armada-client adds fails it until a test calls it too."""
-    return cast(C, _Recorded(client, called))
+from tests.e2e.grpc_servers import (
+    MAX_REQUEST_BYTES,
+    NODE_CPU,
+    GrpcServer,
+    basic,
+    grpc_server,
+    metadata_channel,
+    pod,
+    public_methods,
+    recorded,
+    serve_with_grpc,
+)
 
 
 class BasicAuth(grpc.AuthMetadataPlugin):
@@ -80,107 +49,12 @@ class BasicAuth(grpc.AuthMetadataPlugin):
         callback((("authorization", self.value),), None)
 
 
-def metadata_channel(address: str, authorization: str) -> grpc.Channel:
-    """An insecure channel that sends ``authorization`` (how armadactl sends credentials)."""
-    interceptor = _HeaderInterceptor(authorization)
-    return grpc.intercept_channel(grpc.insecure_channel(address), interceptor)
-
-
-class _HeaderInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
-    def __init__(self, authorization: str) -> None:
-        self.authorization = authorization
-
-    def _details(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
-        metadata = [*(details.metadata or []), ("authorization", self.authorization)]
-        return _Details(details.method, details.timeout, metadata, details.credentials)
-
-    def intercept_unary_unary(self, continuation, details, request):  # type: ignore[no-untyped-def]
-        return continuation(self._details(details), request)
-
-    def intercept_unary_stream(self, continuation, details, request):  # type: ignore[no-untyped-def]
-        return continuation(self._details(details), request)
-
-
-class _Details(grpc.ClientCallDetails):
-    def __init__(self, method, timeout, metadata, credentials):  # type: ignore[no-untyped-def]
-        self.method, self.timeout, self.metadata, self.credentials = method, timeout, metadata, credentials
-        self.wait_for_ready = None
-        self.compression = None
-
-
-class GrpcServer:
-    def __init__(self, url: str, address: str, process: ArmadaProcess) -> None:
-        self.kind = ""
-        self.url = url
-        self.address = address
-        self.process = process
-
-    def client(self, user: str, called: set[str] | None = None) -> ArmadaClient:
-        client = ArmadaClient(metadata_channel(self.address, _basic(user)))
-        return client if called is None else recorded(client, called)
-
-
-def _basic(user: str) -> str:
-    return "Basic " + base64.b64encode(f"{user}:{user}-pass".encode()).decode()
-
-
-def serve_with_grpc(
-    workdir: Path,
-    database_url: str,
-    *args: str,
-    config: str | None = AUTH,
-    env: dict[str, str] | None = None,
-    program: Path | None = None,
-) -> tuple[ArmadaProcess, int, int]:
-    """``armada serve`` (this work tree's, or an installed ``program``) with the example users
-    (or another ``config``, or none) and gRPC on a free port: the process, the REST port and
-    the gRPC port."""
-    port, grpc_port = free_port(), free_port()
-    command = ["serve", "--port", str(port), "--grpc-port", str(grpc_port), "--database-url", database_url]
-    if config is not None:
-        command += ["--config", config]
-    process = ArmadaProcess(
-        [*command, *args], cwd=workdir, log_path=workdir / f"serve-{port}.log", env=env, program=program
-    )
-    return process, port, grpc_port
-
-
-@contextmanager
-def grpc_server(workdir: Path, database_url: str, *args: str) -> Iterator[GrpcServer]:
-    env = {
-        "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs"), "cpu": NODE_CPU}),
-        "ARMADA_SERVER_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
-    }
-    process, port, grpc_port = serve_with_grpc(workdir, database_url, *args, env=env)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_healthy(url, process)
-        yield GrpcServer(url, f"127.0.0.1:{grpc_port}", process)
-    finally:
-        process.stop()
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], scope="module")
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcServer]:
     workdir = tmp_path_factory.mktemp(f"grpc-{request.param}")
     with database_url_for(request.param, workdir) as url, grpc_server(workdir, url, "--dev") as server:
         server.kind = request.param
         yield server
-
-
-def pod(*args: str, cpu: str = "100m") -> core_v1.PodSpec:
-    quantity = {"cpu": resource.Quantity(string=cpu), "memory": resource.Quantity(string="64Mi")}
-    return core_v1.PodSpec(
-        containers=[
-            core_v1.Container(
-                name="main",
-                image="alpine",
-                args=list(args),
-                resources=core_v1.ResourceRequirements(requests=quantity, limits=quantity),
-            )
-        ],
-        restartPolicy="Never",
-    )
 
 
 def wait_for(client: ArmadaClient, job_id: str, state: int, timeout: float = 60) -> None:
@@ -346,8 +220,8 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
 
 def test_retry_policies(server: GrpcServer) -> None:
     """``api.RetryPolicyService`` through upstream's generated stub (armada-client has no helper)."""
-    admin = submit_pb2_grpc.RetryPolicyServiceStub(metadata_channel(server.address, _basic("admin")))
-    alice = submit_pb2_grpc.RetryPolicyServiceStub(metadata_channel(server.address, _basic("alice")))
+    admin = submit_pb2_grpc.RetryPolicyServiceStub(metadata_channel(server.address, basic("admin")))
+    alice = submit_pb2_grpc.RetryPolicyServiceStub(metadata_channel(server.address, basic("alice")))
     rule = submit_pb2.RetryRule(action=submit_pb2.RETRY_ACTION_RETRY, on_category="transient")
     policy = submit_pb2.RetryPolicy(
         name=f"transient-{server.kind}",
@@ -404,7 +278,7 @@ def test_airflow_operator_pattern_and_every_asyncio_client_method(server: GrpcSe
     called: set[str] = set()
 
     async def scenario() -> None:
-        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(_basic("admin")))
+        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(basic("admin")))
         client = recorded(ArmadaAsyncIOClient(channel), called)
         assert (await client.submit_health()).status == 1 and (await client.event_health()).status == 1
         await client.create_queue(client.create_queue_request("airflow", 1.0))
@@ -511,7 +385,7 @@ def test_watching_stream_survives_a_minute_of_silence(server: GrpcServer) -> Non
         pytest.skip("the transport is the same for both databases: once is enough")
 
     async def scenario() -> None:
-        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(_basic("admin")))
+        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(basic("admin")))
         client = ArmadaAsyncIOClient(channel)
         await client.create_queue(client.create_queue_request("quiet", 1.0))
         stream = client.event_stub.GetJobSetEvents(event_pb2.JobSetRequest(id="s", queue="quiet", watch=True))

@@ -13,7 +13,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from armada.api.grpc.server import SERVED
-from tests.e2e.test_grpc import serve_with_grpc
+from tests.e2e.grpc_servers import serve_with_grpc
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

@@ -17,7 +17,7 @@ from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
 from tests.databases import database_url_for
-from tests.e2e.test_grpc import GrpcServer, grpc_server, pod
+from tests.e2e.grpc_servers import GrpcServer, grpc_server, pod
 from tests.processes import free_port
 
 

@@ -22,7 +22,7 @@ from armada.executor.backends.process_state import run_dirs
 from armada.model.queues import Queue
 from armada.model.wire.logs import LogRequest
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, job, states_are, wait_for
-from tests.e2e.test_grpc import _basic, metadata_channel, serve_with_grpc
+from tests.e2e.grpc_servers import basic, metadata_channel, serve_with_grpc
 from tests.processes import ROOT, ArmadaProcess, armada_command, process_env, wait_until_healthy
 
 LOG_WAIT = 3
@@ -115,11 +115,11 @@ def test_a_finished_jobs_log_over_the_cli_and_grpc(system: System) -> None:
     stamp, _, line = tail.strip().partition(" ")
     assert line == "three" and stamp.endswith("Z"), tail
 
-    channel = metadata_channel(system.grpc_address, _basic("alice"))
+    channel = metadata_channel(system.grpc_address, basic("alice"))
     answer = BinocularsClient(channel).logs(job_id, since_time="")
     assert [line.line for line in answer.log] == ["one", "two", "three"]
     assert all(line.timestamp for line in answer.log)
-    bob = BinocularsClient(metadata_channel(system.grpc_address, _basic("bob")))
+    bob = BinocularsClient(metadata_channel(system.grpc_address, basic("bob")))
     with pytest.raises(grpc.RpcError) as refused:
         bob.logs(job_id, since_time="")
     assert refused.value.code() == grpc.StatusCode.NOT_FOUND
@@ -138,11 +138,11 @@ def test_binoculars_cordon_over_grpc(system: System) -> None:
     does: the executor reports it unschedulable; it needs ``cordon_nodes``."""
     with system.client("admin") as admin:
         [node] = [n.name for e in admin.list_executors() for n in e.nodes]
-        alice = BinocularsClient(metadata_channel(system.grpc_address, _basic("alice")))
+        alice = BinocularsClient(metadata_channel(system.grpc_address, basic("alice")))
         with pytest.raises(grpc.RpcError) as refused:
             alice.cordon(node)
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        operator = BinocularsClient(metadata_channel(system.grpc_address, _basic("admin")))
+        operator = BinocularsClient(metadata_channel(system.grpc_address, basic("admin")))
         with pytest.raises(grpc.RpcError) as unknown:
             operator.cordon("no-such-node")
         assert unknown.value.code() == grpc.StatusCode.NOT_FOUND

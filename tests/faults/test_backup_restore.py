@@ -15,7 +15,7 @@ from armada.model import events as ev
 from armada.model.queues import Queue
 from tests.databases import postgres_database, sqlite_url
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, states_are, wait_for
-from tests.faults.test_executor_return import alive, process_groups
+from tests.faults.process_groups import alive, process_groups
 from tests.faults.workload import LOAD_EXECUTOR_ENV, LOAD_SERVER_ENV, Submitter, admin_check
 from tests.processes import armada_command, free_port, process_env, running_server
 

@@ -3,33 +3,19 @@ processes of its expired runs are killed and their results never count."""
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
 import pytest
 
 from armada.client import ArmadaClient
-from armada.executor.backends.process_state import run_dirs
 from armada.model import events as ev
 from armada.model.queues import Queue
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, job, states_are, wait_for
+from tests.faults.process_groups import alive, process_groups
 from tests.processes import running_server
 
 pytestmark = pytest.mark.slow
-
-
-def process_groups(state_dir: Path) -> list[int]:
-    """Process ids the process backend recorded for its (still running) runs."""
-    return [pid for run in run_dirs(state_dir) if (pid := run.live_pid()) is not None]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.killpg(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_returning_executor_kills_its_expired_runs_and_never_reports_them(tmp_path: Path) -> None:

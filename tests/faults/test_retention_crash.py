@@ -18,9 +18,8 @@ from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.services.archive import read_batch
 from tests.e2e.cluster import wait_for
-from tests.factories import RandomHistory, make_job
+from tests.factories import RandomHistory, finished, make_job
 from tests.faults.workload import assert_invariants_hold, fault_seed
-from tests.integration.test_retention import finished
 from tests.processes import running_server
 
 pytestmark = pytest.mark.slow

@@ -12,20 +12,15 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from armada.eventstore import audit, schema
+from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.dialects import SMALL_INSERT_ROWS
 from armada.eventstore.rebuild import rebuild_views
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.lifecycle import JobState
+from tests.databases import view_rows
 from tests.factories import RandomHistory, make_job, submission
-
-
-async def view_rows(db: Database) -> dict[str, list[tuple[Any, ...]]]:
-    """Every view's rows, in primary-key order, for exact comparison (as ``admin check`` reads them)."""
-    async with db.engine.connect() as conn:
-        return await audit.view_rows(conn)
 
 
 async def count(db: Database, table: Any) -> int:

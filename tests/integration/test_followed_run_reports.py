@@ -8,9 +8,7 @@ import pytest
 from armada.model import events as ev
 from armada.model.leases import Lease, RunEvent, RunEventBatch
 from armada.services import run_events
-from tests.integration.test_scheduler_service import Harness, harness, scheduled, submit
-
-__all__ = ["harness"]  # the fixture, shared with the lease protocol's other tests
+from tests.harness import Harness, scheduled, submit
 
 
 def views_read_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

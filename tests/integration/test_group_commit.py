@@ -29,8 +29,8 @@ from armada.services.submission import PROMPT_JOBS, submit_jobs
 from armada.services.validation import SubmissionRules
 from armada.settings import Settings
 from tests.api.jobs import item
+from tests.databases import view_rows
 from tests.factories import RandomHistory, make_job, submission
-from tests.integration.test_eventstore import view_rows
 
 RULES = SubmissionRules.from_settings(Settings())
 GATE = QueueSecurityGate(may_administer=True, reserved_namespaces=frozenset())

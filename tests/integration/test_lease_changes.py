@@ -5,9 +5,7 @@ from __future__ import annotations
 from armada.model.leases import LeaseRequest, LeaseResponse, NodeReport
 from armada.model.lifecycle import RunPhase
 from armada.services.leases import LeaseService
-from tests.integration.test_scheduler_service import Harness, harness, running, submit
-
-__all__ = ["harness"]  # the fixture, shared with the lease protocol's other tests
+from tests.harness import Harness, running, submit
 
 NODES = [NodeReport(name="n0", allocatable={"cpu": "4", "memory": "16Gi"})]
 

@@ -10,7 +10,6 @@ import pytest
 from armada.eventstore.database import Database
 from armada.eventstore.views import job_specs
 from armada.executor.podspec import build_pod
-from armada.model import events as ev
 from armada.model.jobs import (
     GANG_CARDINALITY_ANNOTATION,
     GANG_ID_ANNOTATION,
@@ -18,24 +17,14 @@ from armada.model.jobs import (
     Job,
 )
 from armada.model.leases import Lease, LeaseRequest, NodeReport
-from armada.model.queues import Queue
-from armada.services.leases import LeaseService
 from tests.factories import make_job, submission
-from tests.integration.test_scheduler_service import Harness
+from tests.harness import Harness, started
 
 
 @pytest.fixture
 async def harness(database: Database) -> AsyncIterator[Harness]:
-    h = Harness(database)
-    h.leases = LeaseService(
-        database.store, h.follower, h.settings, clock=h.clock, priority_class_name_override="k8s-batch"
-    )
-    await h.follower.load()
-    h.follower.start()
-    await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
-    yield h
-    await h.follower.stop()
-    await h.scheduler.leader.release()
+    async with started(Harness(database, priority_class_name_override="k8s-batch")) as h:
+        yield h
 
 
 async def lease(h: Harness) -> list[Lease]:

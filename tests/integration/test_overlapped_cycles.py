@@ -17,13 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.eventstore.database import Database
 from armada.eventstore.store import DraftT, EventStore, Lane
 from armada.model import events as ev
-from armada.model.queues import Queue
 from armada.reports.build import job_report
 from armada.reports.history import CycleRecord
 from armada.scheduling import QUEUED, RUNNING
 from armada.services.job_actions import cancel_jobs
 from tests.factories import make_job, submission
-from tests.integration.test_scheduler_service import Harness, submit
+from tests.harness import Harness, started, submit
 
 
 class AppendFailed(Exception):
@@ -71,14 +70,9 @@ class Gate:
 
 @pytest.fixture
 async def harness(database: Database) -> AsyncIterator[Harness]:
-    h = Harness(database)
-    await h.follower.load()
-    h.follower.start()
-    await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
-    await h.lease(nodes=1)  # one node, 4 cpu
-    yield h
-    await h.follower.stop()
-    await h.scheduler.leader.release()
+    async with started(Harness(database)) as h:
+        await h.lease(nodes=1)  # one node, 4 cpu
+        yield h
 
 
 @pytest.fixture

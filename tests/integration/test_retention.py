@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from sqlalchemy import select
 
-from armada.eventstore import audit, fleet_history, retention, schema
+from armada.eventstore import fleet_history, retention, schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
 from armada.eventstore.views import utc
@@ -23,15 +23,11 @@ from armada.services.invariants import check
 from armada.services.retention import Pruner
 from armada.services.streams import flatten, job_set_pages
 from armada.settings import RetentionSettings
-from tests.factories import RandomHistory, make_job, submission
+from tests.databases import view_rows
+from tests.factories import RandomHistory, finished, make_job, submission
 
 #: Jobs' rows in the views; the other views (queues, fleet, retry policies) are never pruned.
 JOB_VIEWS = {"jobs", "job_states", "runs"}
-
-
-async def view_rows(db: Database) -> dict[str, list[tuple[Any, ...]]]:
-    async with db.engine.connect() as conn:
-        return await audit.view_rows(conn)
 
 
 async def log_rows(db: Database) -> list[tuple[int, str]]:
@@ -119,12 +115,6 @@ def rollup_totals(name: str, rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...
         former = totals.get(key, (0,) * len(figures))
         totals[key] = tuple(a + b for a, b in zip(former, figures, strict=True))
     return totals
-
-
-def finished(job_id: str, when: datetime) -> list[ev.Event]:
-    job = make_job(job_id=job_id)
-    env = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id, "created": when}
-    return [*submission(job, when), ev.JobCancelled(**env, reason="stop", requestor="alice")]
 
 
 async def test_retention_off_keeps_everything(database: Database) -> None:

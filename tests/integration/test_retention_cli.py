@@ -12,8 +12,7 @@ from typer.testing import CliRunner, Result
 from armada.cli.main import app
 from armada.eventstore.database import Database
 from armada.model import events as ev
-from tests.factories import make_job, submission
-from tests.integration.test_retention import finished
+from tests.factories import finished, make_job, submission
 
 OLD = datetime(2020, 1, 1, tzinfo=UTC)
 

@@ -9,9 +9,7 @@ import msgspec
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.services.retention import Pruner
 from armada.settings import RetentionSettings
-from tests.integration.test_scheduler_service import Harness, harness, report, submit
-
-__all__ = ["harness"]  # the fixture, shared
+from tests.harness import Harness, report, submit
 
 
 async def test_pruning_changes_neither_the_job_db_nor_the_usage_history(harness: Harness) -> None:

@@ -10,35 +10,25 @@ import pytest
 
 from armada.eventstore.database import Database
 from armada.eventstore.views import job_specs
-from armada.model import events as ev
 from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEventBatch
-from armada.model.queues import Queue
 from armada.model.retry_mutation import NODE_NAME_LABEL
-from armada.services.run_events import RunEventIntake
 from tests.factories import make_job, submission
-from tests.integration.test_scheduler_service import Harness
+from tests.harness import HARNESS_SETTINGS, Harness, started
 
 #: Two racks of one node each, and a third node on rack r1.
 NODES = [("a", "r1"), ("b", "r2"), ("c", "r1")]
 
 
-async def started(database: Database, labels: list[str]) -> Harness:
-    h = Harness(database)
-    h.settings = msgspec.structs.replace(h.settings, avoid_node_labels_on_retry=labels)
-    h.scheduler.settings = h.leases.settings = h.settings
-    h.intake = RunEventIntake(database.store, h.settings, follower=h.follower)
-    await h.follower.load()
-    h.follower.start()
-    await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
-    return h
+def avoiding(database: Database, labels: list[str]) -> Harness:
+    """A harness whose retries avoid the nodes sharing ``labels`` with the failed run's."""
+    settings = msgspec.structs.replace(HARNESS_SETTINGS, avoid_node_labels_on_retry=labels)
+    return Harness(database, settings=settings)
 
 
 @pytest.fixture
 async def harness(database: Database) -> AsyncIterator[Harness]:
-    h = await started(database, [NODE_NAME_LABEL])
-    yield h
-    await h.follower.stop()
-    await h.scheduler.leader.release()
+    async with started(avoiding(database, [NODE_NAME_LABEL])) as h:
+        yield h
 
 
 async def lease(
@@ -134,8 +124,7 @@ async def test_an_expired_lease_fences_the_node(harness: Harness) -> None:
 
 
 async def test_other_labels_fence_the_whole_rack(database: Database) -> None:
-    h = await started(database, ["rack"])
-    try:
+    async with started(avoiding(database, ["rack"])) as h:
         job = make_job(queue="q", cpu="1", memory="1Gi")
         await h.database.store.append(submission(job))
         await lease(h)
@@ -146,6 +135,3 @@ async def test_other_labels_fence_the_whole_rack(database: Database) -> None:
         await h.scheduler.cycle()
         (again,) = await lease(h)
         assert dict(NODES)[again.node] != rack
-    finally:
-        await h.follower.stop()
-        await h.scheduler.leader.release()

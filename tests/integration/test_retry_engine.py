@@ -25,7 +25,7 @@ from armada.model.retry_engine import RetryEngineSettings
 from armada.services import queries
 from armada.services.retry_engine import RetryContext
 from tests.factories import make_job, submission
-from tests.integration.test_scheduler_service import Harness, report, submit
+from tests.harness import Harness, report, started, submit
 
 POLICY = RetryPolicy(
     name="p",
@@ -65,17 +65,12 @@ async def _engine(
     database: Database, global_max_retries: int, *, retry_gangs: bool = True
 ) -> AsyncIterator[EngineHarness]:
     h = EngineHarness(database, global_max_retries, retry_gangs=retry_gangs)
-    await h.follower.load()
-    h.follower.start()
-    await database.store.append(
-        [
-            ev.RetryPolicyCreated(spec=POLICY),
-            ev.QueueCreated(queue="q", spec=Queue(name="q", retry_policies=["p"])),
-        ]
-    )
-    yield h
-    await h.follower.stop()
-    await h.scheduler.leader.release()
+    first = [
+        ev.RetryPolicyCreated(spec=POLICY),
+        ev.QueueCreated(queue="q", spec=Queue(name="q", retry_policies=["p"])),
+    ]
+    async with started(h, first):
+        yield h
 
 
 @pytest.fixture

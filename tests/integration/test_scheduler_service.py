@@ -3,128 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
-from sqlalchemy import select
 
-from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.writelock import Lane
 from armada.model import events as ev
-from armada.model.leases import Lease, LeaseRequest, NodeReport, RunEvent, RunEventBatch
-from armada.model.lifecycle import RunPhase
+from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch
 from armada.model.queues import Queue
-from armada.model.retry_engine import RetryEngineSettings
-from armada.scheduling import SchedulingConfig
 from armada.scheduling.decisions import CYCLE_LEASE_CAP
 from armada.services import follower as follower_module
 from armada.services import queries
 from armada.services.follower import LogFollower
 from armada.services.leader import LeaderElection
-from armada.services.leases import LeaseService
-from armada.services.run_events import RunEventIntake
-from armada.services.scheduler import SchedulerService
-from armada.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()  # event timestamps use the wall clock
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Harness:
-    """Server-side services wired as ``armada serve`` wires them, with a controllable clock."""
-
-    def __init__(self, database: Database, retry: RetryEngineSettings | None = None) -> None:
-        self.database = database
-        self.clock = Clock()
-        self.settings = SchedulerServiceSettings(executor_timeout=60, max_retries=1)
-        config = SchedulingConfig(
-            maximum_scheduling_rate=1e9,
-            maximum_per_queue_scheduling_rate=1e9,
-            retry_policy=retry or RetryEngineSettings(),
-        )
-        self.follower = LogFollower(database.store, config)
-        self.scheduler = SchedulerService(
-            database.store,
-            self.follower,
-            LeaderElection(database.url),
-            self.settings,
-            config,
-            clock=self.clock,
-        )
-        self.leases = LeaseService(database.store, self.follower, self.settings, clock=self.clock)
-        self.intake = RunEventIntake(database.store, self.settings, retry, self.follower)
-
-    async def lease(
-        self, executor: str = "c1", runs: list[tuple[str, RunPhase]] | None = None, nodes: int = 2
-    ):
-        node_reports = [
-            NodeReport(name=f"n{i}", allocatable={"cpu": "4", "memory": "16Gi"}) for i in range(nodes)
-        ]
-        return await self.leases.lease(
-            LeaseRequest(
-                executor_id=executor,
-                pool="default",
-                nodes=node_reports,
-                runs=dict(runs or []),
-                max_new_leases=100,
-            )
-        )
-
-    async def job_states(self) -> dict[str, str]:
-        async with self.database.engine.connect() as conn:
-            return dict((await conn.execute(select(schema.jobs.c.job_id, schema.jobs.c.state))).all())
-
-    async def event_types(self, job_id: str) -> list[str]:
-        return [s.event.type for s in await self.database.store.read(0, job_id=job_id)]
-
-
-@pytest.fixture
-async def harness(database: Database) -> AsyncIterator[Harness]:
-    h = Harness(database)
-    await h.follower.load()
-    h.follower.start()  # as in the server: follow the log in the background
-    await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
-    yield h
-    await h.follower.stop()
-    await h.scheduler.leader.release()
-
-
-async def submit(h: Harness, count: int, cpu: str = "1") -> list[str]:
-    jobs = [make_job(queue="q", cpu=cpu, memory="1Gi") for _ in range(count)]
-    await h.database.store.append([e for job in jobs for e in submission(job)])
-    return [job.id for job in jobs]
-
-
-async def scheduled(h: Harness) -> list[Lease]:
-    """The leases of the queued jobs, once the executor's nodes are known and a cycle ran."""
-    await h.lease()
-    await h.scheduler.cycle()
-    return (await h.lease()).leases
-
-
-def report(run_id: str, job_id: str, phase: RunPhase = "running") -> tuple[str, RunPhase]:
-    """A held run as the executor reports it (the job id only documents the call)."""
-    return run_id, phase
-
-
-async def running(h: Harness) -> tuple[str, Lease, list[tuple[str, RunPhase]]]:
-    """One job leased to the known executor and reported running: its id, lease and held runs."""
-    await h.lease()
-    [job_id] = await submit(h, 1)
-    await h.scheduler.cycle()
-    [lease] = (await h.lease()).leases
-    held = [report(lease.run_id, job_id)]
-    await h.lease(runs=held)
-    return job_id, lease, held
+from tests.harness import Harness, report, running, scheduled, submit
 
 
 async def test_jobs_flow_from_queued_to_succeeded(harness: Harness) -> None:

@@ -19,7 +19,7 @@ from armada.model.queues import Queue
 from armada.services.follower import LogFollower
 from armada.services.invariants import check
 from armada.services.quarantine import Quarantine
-from tests.integration.test_scheduler_service import Harness, report, submit
+from tests.harness import Harness, report, started, submit
 from tests.planting import (
     damage_job_spec,
     plant_future_event,
@@ -33,13 +33,9 @@ from tests.planting import (
 async def harness(database: Database) -> AsyncIterator[Harness]:
     h = Harness(database)
     quarantine = Quarantine(database.store)
-    await h.follower.load()
-    h.follower.start()
-    await database.store.append([ev.QueueCreated(queue="q", spec=Queue(name="q"))])
-    yield h
-    await quarantine.stop()
-    await h.follower.stop()
-    await h.scheduler.leader.release()
+    async with started(h):
+        yield h
+        await quarantine.stop()
 
 
 async def _state_of(h: Harness, job_id: str, wanted: str) -> str:

@@ -9,26 +9,11 @@ import pytest
 
 from armada.executor.backends.process import ProcessBackend
 from armada.executor.backends.process_state import RunDir
-from armada.executor.settings import ProcessSettings
 from armada.model.ingress import ServiceConfig
 from armada.model.leases import LOG_TAIL_BYTES, Lease
+from tests.integration.executor.backends import make_backend
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.recorder import Recorder
-
-
-def make_backend(
-    state: Path, retention: float = 300.0, *, log_retention: float = 3600.0, log_max_bytes: int = 1 << 20
-) -> ProcessBackend:
-    settings = ProcessSettings(
-        state_dir=str(state),
-        node_name="local",
-        cpu="4",
-        memory="8Gi",
-        kill_grace_seconds=5,
-        log_retention_seconds=log_retention,
-        log_max_bytes=log_max_bytes,
-    )
-    return ProcessBackend(settings, "test", retention)
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from armada.executor.backends.process import ProcessBackend
 from armada.executor.backends.process_state import RunDir
 from armada.executor.log_lines import LogMissing, cap, parse, select
 from armada.model.leases import LogOrder
+from tests.integration.executor.backends import make_backend
 from tests.integration.executor.conftest import lease
 from tests.integration.executor.recorder import Recorder
-from tests.integration.executor.test_process_backend import make_backend
 
 
 def alive(pid: int) -> bool:
