@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import msgspec
 
 from armada.auth.permissions import GlobalPermission as P
@@ -24,3 +25,7 @@ def example_settings(*, open_lookout: bool = False) -> Settings:
 
 def as_user(server: ApiServer, user: str) -> ArmadaClient:
     return ArmadaClient(ClientConfig(armada_url=server.url, username=user, password=f"{user}-pass"))
+
+
+def http_as(server: ApiServer, user: str) -> httpx.Client:
+    return httpx.Client(base_url=server.url, auth=(user, f"{user}-pass"), timeout=30)

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import uuid
 
-import httpx
 import msgspec
 import pytest
 
 from armada.client import ArmadaApiError
 from armada.model.queues import Queue
 from armada.settings import Settings
-from tests.api.accounts import as_user, example_settings
+from tests.api.accounts import as_user, example_settings, http_as
 from tests.api.jobs import item, start
 from tests.databases import sqlite_url
 from tests.servers import ApiServer, serving
@@ -27,10 +26,6 @@ NEVER_SUBMITTED = "01hzzzzzzzzzzzzzzzzzzzzzzz"
 @pytest.fixture(scope="module")
 def settings() -> Settings:
     return example_settings()
-
-
-def http_as(server: ApiServer, user: str) -> httpx.Client:
-    return httpx.Client(base_url=server.url, auth=(user, f"{user}-pass"), timeout=30)
 
 
 class Alices(msgspec.Struct, frozen=True):

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from armada.cli.main import app
 from armada.model import events as ev
 from armada.model.queues import Queue
+from tests.api.accounts import as_user, example_settings, http_as
 from tests.api.jobs import item, start
-from tests.api.test_read_access import as_user, example_settings, http_as
 from tests.conftest import DATABASE_KINDS
 from tests.databases import database_url_for
 from tests.servers import ApiServer, serving

@@ -14,7 +14,7 @@ import httpx
 from playwright.sync_api import Page, expect
 
 from armada.client import ArmadaClient
-from tests.browser.test_lookout_ui import shell_job
+from tests.browser.jobs import shell_job
 from tests.processes import Server
 
 

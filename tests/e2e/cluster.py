@@ -119,3 +119,10 @@ def states_are(client: ArmadaClient, job_ids: list[str], *wanted: str) -> Callab
 
 def event_types(client: ArmadaClient, queue: str, job_set_id: str, job_id: str) -> list[str]:
     return [e.event.type for e in client.job_set_events(queue, job_set_id) if e.event.job_id == job_id]
+
+
+def runs_on(client: ArmadaClient, job_ids: list[str]) -> dict[str, tuple[str, str]]:
+    details = client.job_details(job_ids, expand_runs=True)
+    return {
+        job_id: (d.job_runs[-1].cluster, d.job_runs[-1].node) for job_id, d in details.items() if d.job_runs
+    }

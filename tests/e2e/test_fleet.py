@@ -13,7 +13,7 @@ from pathlib import Path
 from armada.client import ArmadaClient
 from armada.model.queues import Queue
 from tests.e2e.cli import armada
-from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, states_are, wait_for
+from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, runs_on, states_are, wait_for
 from tests.processes import running_server
 
 #: Executors are only forgotten on purpose here: no expiry during the test.
@@ -24,13 +24,6 @@ def cli_ok(url: str, *args: str) -> str:
     result = armada(url, *args)
     assert result.exit_code == 0, result.output
     return result.stdout
-
-
-def runs_on(client: ArmadaClient, job_ids: list[str]) -> dict[str, tuple[str, str]]:
-    details = client.job_details(job_ids, expand_runs=True)
-    return {
-        job_id: (d.job_runs[-1].cluster, d.job_runs[-1].node) for job_id, d in details.items() if d.job_runs
-    }
 
 
 def test_cordon_drain_preempt_and_forget(tmp_path: Path) -> None:

@@ -15,8 +15,7 @@ import yaml
 from armada.client import ArmadaClient
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
-from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, states_are, wait_for
-from tests.e2e.test_fleet import runs_on
+from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, runs_on, states_are, wait_for
 from tests.processes import running_server
 
 POOL_LABEL = "armadaproject.io/pool"
