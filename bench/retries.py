@@ -27,7 +27,7 @@ from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy, RetryRule
 from armada.model.retry_engine import RetryEngineSettings
-from armada.services.run_events import RunEventIntake
+from armada.scheduler.run_events import RunEventIntake
 from armada.settings import SchedulerServiceSettings
 from bench.common import database_arguments, report, rss_mb
 from tests.factories import make_job, submission

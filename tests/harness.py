@@ -15,12 +15,12 @@ from armada.model import events as ev
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport, RunPhase
 from armada.model.queues import Queue
 from armada.model.retry_engine import RetryEngineSettings
+from armada.scheduler.follower import LogFollower
+from armada.scheduler.leader import LeaderElection
+from armada.scheduler.leases import LeaseService
+from armada.scheduler.loop import SchedulerService
+from armada.scheduler.run_events import RunEventIntake
 from armada.scheduling import SchedulingConfig
-from armada.services.follower import LogFollower
-from armada.services.leader import LeaderElection
-from armada.services.leases import LeaseService
-from armada.services.run_events import RunEventIntake
-from armada.services.scheduler import SchedulerService
 from armada.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
 

@@ -25,13 +25,13 @@ from armada.auth.permissions import GlobalPermission
 from armada.eventstore.database import Database
 from armada.eventstore.store import EventStore
 from armada.metrics.server import ServerMetrics
+from armada.scheduler.leases import LeaseService
+from armada.scheduler.loop import SchedulerService
+from armada.scheduler.run_events import RunEventIntake
 from armada.scheduling.config import SchedulingConfig
 from armada.services.forecasts import ForecastService
-from armada.services.leases import LeaseService
 from armada.services.logs import LogService
 from armada.services.pod_policy import QueueSecurityGate
-from armada.services.run_events import RunEventIntake
-from armada.services.scheduler import SchedulerService
 from armada.services.submission import Submitter
 from armada.services.visibility import ReadScope
 

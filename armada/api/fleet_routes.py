@@ -20,6 +20,8 @@ from armada.api.responses import problems
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import authenticated, requires
 from armada.eventstore.store import EventStore
+from armada.fleet import bulk_actions
+from armada.fleet import controls as fleet
 from armada.model.wire.base import Empty
 from armada.model.wire.fleet import (
     ExecutorJobsRequest,
@@ -30,7 +32,6 @@ from armada.model.wire.fleet import (
 )
 from armada.model.wire.jobs import CancellationResult, JobPreemptResponse
 from armada.scheduling.config import SchedulingConfig
-from armada.services import bulk_actions, fleet
 
 TAGS = ["executors"]
 

@@ -24,6 +24,8 @@ from armada.auth.identity import ANONYMOUS_IDENTITY
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import authenticated, on_queue, owner_or, requires, watching
 from armada.auth.queue_changes import check_queue_change
+from armada.fleet import bulk_actions
+from armada.fleet import controls as fleet
 from armada.model.numbers import MAX_COUNT
 from armada.model.queues import Queue, QueueVerb
 from armada.model.wire.base import Empty
@@ -40,7 +42,7 @@ from armada.model.wire.queues import (
     StreamingQueueLine,
     StreamingQueueMessage,
 )
-from armada.services import bulk_actions, fleet, queries, queues
+from armada.services import queries, queues
 from armada.services.queues import Authorize
 
 TAGS = ["queues"]

@@ -17,7 +17,7 @@ from armada.auth.policy import authenticated, requires
 from armada.model.retry import RetryPolicy
 from armada.model.wire.base import Empty
 from armada.model.wire.retry import RetryPolicyList
-from armada.services import retry_policies
+from armada.retries import policies as retry_policies
 
 TAGS = ["retry policies"]
 

@@ -19,14 +19,14 @@ if TYPE_CHECKING:  # annotations only: the guard (access.py) reads the services 
     from armada.eventstore.database import Database
     from armada.eventstore.store import EventStore
     from armada.metrics.server import ServerMetrics
+    from armada.scheduler.follower import LogFollower
+    from armada.scheduler.leases import LeaseService
+    from armada.scheduler.loop import SchedulerService
+    from armada.scheduler.run_events import RunEventIntake
     from armada.scheduling.config import SchedulingConfig
-    from armada.services.follower import LogFollower
     from armada.services.forecasts import ForecastService
-    from armada.services.leases import LeaseService
     from armada.services.logs import LogService
     from armada.services.queued_cap import QueuedCap
-    from armada.services.run_events import RunEventIntake
-    from armada.services.scheduler import SchedulerService
     from armada.services.validation import SubmissionRules
 
 

@@ -78,8 +78,8 @@ def check_command(database_url: DatabaseUrlOption = None, config: ConfigOption =
     import asyncio  # noqa: PLC0415 (start-up time)
 
     from armada.eventstore.database import Database  # noqa: PLC0415
+    from armada.retries.policies import missing_default_policy  # noqa: PLC0415
     from armada.services.invariants import check  # noqa: PLC0415
-    from armada.services.retry_policies import missing_default_policy  # noqa: PLC0415
 
     settings = settings_or_exit(config, {"database": {"url": database_url}})
 

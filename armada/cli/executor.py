@@ -144,9 +144,9 @@ def executor(
     from armada.client.errors import AccessRefused  # noqa: PLC0415
     from armada.executor.agent import REFUSED_HINT  # noqa: PLC0415
     from armada.executor.backend import BackendSetupError  # noqa: PLC0415
+    from armada.executor.metrics import ExecutorMetrics  # noqa: PLC0415
     from armada.executor.runner import run_executor  # noqa: PLC0415
     from armada.logging_setup import configure_logging  # noqa: PLC0415
-    from armada.metrics.executor import ExecutorMetrics  # noqa: PLC0415
     from armada.runtime import run_service, tune_for_service  # noqa: PLC0415
 
     loaded = settings_or_exit(config, {})

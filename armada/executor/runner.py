@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 from armada.executor.agent import ExecutorAgent
 from armada.executor.backend import ClusterBackend
 from armada.executor.backends import make_backend
+from armada.executor.metrics import ExecutorMetrics, MeteredExecutorApiClient
 from armada.executor.settings import ExecutorSettings, check_cluster_id
-from armada.metrics.executor import ExecutorMetrics, MeteredExecutorApiClient
 
 log = structlog.get_logger(__name__)
 

@@ -20,7 +20,7 @@ from armada.lookout.jobs import job_row, rows_query
 from armada.lookout.wire import JobDetail, RunView, TimelineEvent
 from armada.model import events as ev
 from armada.model.errors import NotFound
-from armada.services.retry_history import retry_history
+from armada.retries.history import retry_history
 
 #: Most events shown for one job (a job that was requeued a hundred times has ~600).
 MAX_EVENTS = 2000

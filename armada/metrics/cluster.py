@@ -15,9 +15,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from armada.model.resources import PODS, resolution_of
+from armada.scheduler.cluster_state import ClusterState
 from armada.scheduling import JobDb
 from armada.scheduling.jobdb import RUNNING
-from armada.services.cluster_state import ClusterState
 
 Vector = npt.NDArray[np.float64]
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 from prometheus_client import CollectorRegistry, Histogram
 
 from armada.model import events as ev
-from armada.services.cluster_state import ClusterState
+from armada.scheduler.cluster_state import ClusterState
 
 BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600)
 

@@ -14,7 +14,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from armada.model.resources import PODS, resolution_of
-from armada.services.cluster_state import ClusterState, split_node_key
+from armada.scheduler.cluster_state import ClusterState, split_node_key
 
 NODE_LABELS = [
     "pool",

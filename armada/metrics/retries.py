@@ -11,7 +11,7 @@ from typing import ClassVar
 from prometheus_client import CollectorRegistry, Counter
 
 from armada.model import events as ev
-from armada.services.cluster_state import ClusterState
+from armada.scheduler.cluster_state import ClusterState
 
 
 class RetryCounters:

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from armada.reports.history import CycleHistory, CycleRecord
+from armada.scheduler.history import CycleHistory, CycleRecord
 
 _SHARES = (
     (

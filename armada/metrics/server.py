@@ -19,9 +19,9 @@ from armada.metrics.retries import RetryCounters
 from armada.metrics.scheduler import CycleCounters, ShareCollector
 from armada.metrics.states import JobStateMetrics
 from armada.model.events import Event
-from armada.services.follower import LogFollower
+from armada.scheduler.follower import LogFollower
+from armada.scheduler.loop import SchedulerService
 from armada.services.retention import Pruner
-from armada.services.scheduler import SchedulerService
 
 
 class ServerMetrics:

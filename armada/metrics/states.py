@@ -20,8 +20,8 @@ from prometheus_client.registry import Collector
 
 from armada.model import events as ev
 from armada.model.resources import resolution_of
+from armada.scheduler.cluster_state import ClusterState
 from armada.scheduling.keys import KeyTable
-from armada.services.cluster_state import ClusterState
 
 #: Events that end a job's run, and the state upstream gives them (``None``: back to queued,
 #: which upstream does not count as a transition).

@@ -14,7 +14,6 @@ from armada.model.lifecycle import JobState
 from armada.model.resources import format_units
 from armada.model.wire.forecasts import JobForecastInfo
 from armada.reports import render
-from armada.reports.history import CycleHistory, CycleRecord
 from armada.reports.wire import (
     CycleReport,
     JobReport,
@@ -26,9 +25,10 @@ from armada.reports.wire import (
     ReasonCount,
     SchedulingReport,
 )
+from armada.scheduler.cluster_state import ClusterState
+from armada.scheduler.history import CycleHistory, CycleRecord
 from armada.scheduling import QUEUED, JobDb
 from armada.services import queries
-from armada.services.cluster_state import ClusterState
 
 NO_CYCLE = "no scheduling cycle recorded yet (is a scheduler running?)"
 NEXT_CYCLE = "submitted after the last cycle: waiting for the next one"

@@ -1,7 +1,7 @@
 """Armada's scheduling core: pure, deterministic, numpy-vectorised.
 
 No I/O and no imports of ``api``/``eventstore``/``services``. The scheduler's in-memory
-state (``armada/services/cluster_state.py``) keeps one :class:`NodeDb` and one :class:`JobDb`,
+state (``armada/scheduler/cluster_state.py``) keeps one :class:`NodeDb` and one :class:`JobDb`,
 applies the event log to them incrementally, and the scheduler service calls
 :func:`schedule` once per cycle::
 

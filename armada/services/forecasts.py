@@ -23,16 +23,16 @@ import structlog
 
 from armada.model.jobs import Job
 from armada.model.wire.forecasts import ForecastOutcome, JobForecastInfo
+from armada.scheduler.cluster_state import requirements
+from armada.scheduler.follower import LogFollower
+from armada.scheduler.loop import SchedulerService
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.forecast import ForecastSnapshot, JobForecast, forecast
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.probes import typical_jobs
 from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.runtimes import RuntimeEstimate
-from armada.services.cluster_state import requirements
-from armada.services.follower import LogFollower
 from armada.services.runtime_learning import RuntimeLearner, job_facts
-from armada.services.scheduler import SchedulerService
 
 log = structlog.get_logger(__name__)
 

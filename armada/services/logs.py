@@ -28,7 +28,7 @@ from armada.eventstore.store import EventStore
 from armada.model.errors import InvalidRequest, LimitExceeded, NotFound, Unavailable
 from armada.model.leases import LogAnswer, LogOrder
 from armada.model.wire.logs import LogOptions, LogRequest, LogResponse, newest_within
-from armada.services.follower import LogFollower
+from armada.scheduler.follower import LogFollower
 from armada.services.log_quota import RETRY_AFTER, InFlight, Rate
 from armada.services.visibility import ReadScope
 from armada.settings import SchedulerServiceSettings

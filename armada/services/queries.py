@@ -18,7 +18,7 @@ from armada.model.jobs import EXTERNAL_JOB_URI_ANNOTATION, decode_job
 from armada.model.lifecycle import JobState, RunState
 from armada.model.wire.queries import JobDetails, JobRunDetails
 from armada.model.wire.retry_history import RetryHistory
-from armada.services.retry_history import retry_histories
+from armada.retries.history import retry_histories
 
 #: Run states by upstream's ``apiJobRunState`` names (including its "RUNS_" spelling).
 UPSTREAM_RUN_STATES = {

@@ -22,8 +22,8 @@ from armada.model.events import QueueCreated, QueueDeleted, QueueUpdated
 from armada.model.metadata import check_labels, check_printable, check_printable_names
 from armada.model.queues import QUEUE_NAME, Queue
 from armada.model.wire.queues import QueueFailure
+from armada.retries.policies import check_queue_policies
 from armada.services.pod_policy import QueueSecurityGate
-from armada.services.retry_policies import check_queue_policies
 
 
 def check_queue(queue: Queue) -> None:

@@ -16,8 +16,8 @@ from typing import ClassVar
 
 from armada.model import events as ev
 from armada.model.jobs import Job
+from armada.scheduler.cluster_state import ClusterState
 from armada.scheduling.runtimes import RuntimeEstimate, RuntimeHistory, choose_estimate, runtime_hint
-from armada.services.cluster_state import ClusterState
 
 Shape = tuple[str, tuple[tuple[str, str], ...]]
 

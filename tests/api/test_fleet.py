@@ -18,7 +18,7 @@ from armada.cli.main import build
 from armada.client import ArmadaApiError, ArmadaClient
 from armada.eventstore.rebuild import rebuild_views
 from armada.model.leases import LeaseRequest, LeaseResponse, NodeReport
-from armada.services.follower import LogFollower
+from armada.scheduler.follower import LogFollower
 from tests.api.jobs import item, pod_spec, start
 from tests.servers import ApiServer
 

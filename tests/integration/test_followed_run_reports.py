@@ -7,7 +7,7 @@ import pytest
 
 from armada.model import events as ev
 from armada.model.leases import Lease, RunEvent, RunEventBatch
-from armada.services import run_events
+from armada.scheduler import run_events
 from tests.harness import Harness, scheduled, submit
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from armada.model.leases import LeaseRequest, LeaseResponse, NodeReport
 from armada.model.lifecycle import RunPhase
-from armada.services.leases import LeaseService
+from armada.scheduler.leases import LeaseService
 from tests.harness import Harness, running, submit
 
 NODES = [NodeReport(name="n0", allocatable={"cpu": "4", "memory": "16Gi"})]

@@ -17,9 +17,9 @@ from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import replay_into
 from armada.model.errors import HistoryRewound
+from armada.scheduler.follower import LogFollower
 from armada.scheduling import SchedulingConfig
 from armada.services import streams
-from armada.services.follower import LogFollower
 from tests.factories import make_job, submission
 
 SQLITE_GUARD = (

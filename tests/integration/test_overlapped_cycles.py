@@ -18,7 +18,7 @@ from armada.eventstore.database import Database
 from armada.eventstore.store import DraftT, EventStore, Lane
 from armada.model import events as ev
 from armada.reports.build import job_report
-from armada.reports.history import CycleRecord
+from armada.scheduler.history import CycleRecord
 from armada.scheduling import QUEUED, RUNNING
 from armada.services.job_actions import cancel_jobs
 from tests.factories import make_job, submission

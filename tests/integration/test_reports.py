@@ -17,11 +17,11 @@ from armada.model import events as ev
 from armada.model.leases import LeaseRequest, NodeReport
 from armada.model.queues import PriorityClassLimits, Queue
 from armada.reports import build
+from armada.scheduler.follower import LogFollower
+from armada.scheduler.leader import LeaderElection
+from armada.scheduler.leases import LeaseService
+from armada.scheduler.loop import SchedulerService
 from armada.scheduling import SchedulingConfig
-from armada.services.follower import LogFollower
-from armada.services.leader import LeaderElection
-from armada.services.leases import LeaseService
-from armada.services.scheduler import SchedulerService
 from armada.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
 

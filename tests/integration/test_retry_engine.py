@@ -22,8 +22,8 @@ from armada.model.retry import (
     RetryRule,
 )
 from armada.model.retry_engine import RetryEngineSettings
+from armada.retries.engine import RetryContext
 from armada.services import queries
-from armada.services.retry_engine import RetryContext
 from tests.factories import make_job, submission
 from tests.harness import Harness, report, started, submit
 

@@ -12,11 +12,11 @@ from armada.eventstore.writelock import Lane
 from armada.model import events as ev
 from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch
 from armada.model.queues import Queue
+from armada.scheduler import follower as follower_module
+from armada.scheduler.follower import LogFollower
+from armada.scheduler.leader import LeaderElection
 from armada.scheduling.decisions import CYCLE_LEASE_CAP
-from armada.services import follower as follower_module
 from armada.services import queries
-from armada.services.follower import LogFollower
-from armada.services.leader import LeaderElection
 from tests.factories import make_job, submission
 from tests.harness import Harness, report, running, scheduled, submit
 

@@ -16,7 +16,7 @@ from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.queues import Queue
-from armada.services.follower import LogFollower
+from armada.scheduler.follower import LogFollower
 from armada.services.invariants import check
 from armada.services.quarantine import Quarantine
 from tests.harness import Harness, report, started, submit

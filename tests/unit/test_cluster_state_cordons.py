@@ -4,8 +4,8 @@ executors' node reports, and undone by uncordon, settings deletion or forgetting
 from __future__ import annotations
 
 from armada.model import events as ev
+from armada.scheduler.cluster_state import ClusterState, node_key
 from armada.scheduling import SchedulingConfig
-from armada.services.cluster_state import ClusterState, node_key
 
 
 def schedulable(state: ClusterState, executor: str, node: str) -> bool:

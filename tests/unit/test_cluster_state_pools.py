@@ -9,8 +9,8 @@ import msgspec
 import pytest
 
 from armada.model import events as ev
+from armada.scheduler.cluster_state import ClusterState, node_key
 from armada.scheduling import SchedulingConfig
-from armada.services.cluster_state import ClusterState, node_key
 from tests.factories import make_job, submission
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,5 +1,5 @@
 """The lease call's report of held runs: the executor's journal (``armada.executor.runs_report``)
-and the server's reports (``armada.services.held_runs``), alone and together."""
+and the server's reports (``armada.scheduler.held_runs``), alone and together."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from msgspec.structs import replace
 
 from armada.executor.runs_report import FULL_REPORT_SECONDS, HeldRuns, RunsReport
 from armada.model.leases import LeaseRequest
-from armada.services.held_runs import HeldRunReports
+from armada.scheduler.held_runs import HeldRunReports
 
 
 class Clock:

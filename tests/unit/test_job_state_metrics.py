@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from armada.metrics.states import JobStateMetrics
 from armada.model import events as ev
 from armada.model.queues import Queue
+from armada.scheduler.cluster_state import ClusterState
 from armada.scheduling import SchedulingConfig
-from armada.services.cluster_state import ClusterState
 from tests.factories import make_job, submission
 from tests.metrics import Samples, parse_samples, value
 

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from armada.model.resources import ResourceIndex
+from armada.scheduler.pending_leases import PendingLeases
 from armada.scheduling import QUEUED, RUNNING, JobDb, Leases, NodeDb, NodeSpec
-from armada.services.pending_leases import PendingLeases
 from tests.unit.scheduling.helpers import job, unlimited
 
 JOBS = [f"j{i}" for i in range(8)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from armada.services.leases import _pod_for_pool
+from armada.scheduler.leases import _pod_for_pool
 from tests.factories import make_job, pod_spec
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from armada.reports.history import CycleHistory, CycleRecord
+from armada.scheduler.history import CycleHistory, CycleRecord
 from tests.unit.scheduling.helpers import Sim, job, node
 
 

@@ -19,9 +19,9 @@ from armada.model.retry_engine import (
     policy_name_for,
     retries_granted,
 )
-from armada.services.retries import run_ended_without_result
-from armada.services.retry_engine import RetryContext, _JobFacts, expiry_events
-from armada.services.run_events import RunEventIntake, _RunFacts
+from armada.retries.attempts import run_ended_without_result
+from armada.retries.engine import RetryContext, _JobFacts, expiry_events
+from armada.scheduler.run_events import RunEventIntake, _RunFacts
 from armada.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
 

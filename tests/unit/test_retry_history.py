@@ -7,7 +7,7 @@ from armada.model.lifecycle import FailureCause
 from armada.model.retry import MemoryMutation, Mutation, ResourcesMutation
 from armada.model.retry_mutation import avoid_node_labels, mutate_job
 from armada.model.wire.retry_history import history_lines
-from armada.services.retry_history import retry_history
+from armada.retries.history import retry_history
 from tests.factories import make_job, submission
 
 JOB = make_job(queue="q", job_set_id="s", memory="1Gi")

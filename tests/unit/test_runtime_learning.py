@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 from armada.model import events as ev
 from armada.model.jobs import Job
+from armada.scheduler.cluster_state import ClusterState
 from armada.scheduling import SchedulingConfig
 from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION
-from armada.services.cluster_state import ClusterState
 from armada.services.runtime_learning import RuntimeLearner
 from tests.factories import pod_spec
 

@@ -13,8 +13,8 @@ from google.protobuf import empty_pb2
 from armada.api.grpc import status
 from armada.api.grpc.convert import Context, GrpcServices, wire
 from armada.auth.permissions import GlobalPermission
+from armada.fleet import controls as fleet
 from armada.model.wire.logs import LogRequest
-from armada.services import fleet
 
 #: ``PodLogOptions`` fields that are optional numbers (proto2: unset is not 0).
 _OPTIONAL_NUMBERS: tuple[Literal["tailLines", "sinceSeconds", "limitBytes"], ...] = (

@@ -13,10 +13,11 @@ from armada.api.grpc import status
 from armada.api.grpc.convert import Context, GrpcServices, to_dict, to_proto, wire
 from armada.auth.identity import Identity
 from armada.auth.permissions import GlobalPermission as P
+from armada.fleet import bulk_actions
 from armada.model.errors import Conflict, InvalidRequest, NotFound
 from armada.model.queues import Queue, QueueVerb
 from armada.model.wire.queues import QueueFailure
-from armada.services import bulk_actions, queues
+from armada.services import queues
 from armada.services.pod_policy import QueueSecurityGate
 
 EMPTY = empty_pb2.Empty()

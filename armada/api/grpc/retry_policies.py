@@ -1,4 +1,4 @@
-"""``api.RetryPolicyService`` over :mod:`armada.services.retry_policies`, as the REST routes.
+"""``api.RetryPolicyService`` over :mod:`armada.retries.policies`, as the REST routes.
 
 Upstream's protobuf spells actions as enum names (``RETRY_ACTION_RETRY``); our policies,
 like upstream's policy files, say ``Retry`` / ``Fail``. Requests are translated and then
@@ -20,7 +20,7 @@ from armada.api.grpc.convert import Context, GrpcServices, to_dict, to_proto, wi
 from armada.auth.permissions import GlobalPermission as P
 from armada.model.errors import Conflict, InvalidRequest
 from armada.model.retry import RetryPolicy
-from armada.services import retry_policies
+from armada.retries import policies as retry_policies
 
 EMPTY = empty_pb2.Empty()
 _FROM_ENUM = {"RETRY_ACTION_RETRY": "Retry", "RETRY_ACTION_FAIL": "Fail"}

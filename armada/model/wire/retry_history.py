@@ -3,7 +3,7 @@ report, Lookout's job drawer and ``armada job details``.
 
 One entry per run (an *attempt*): how it ended, the failure's category, and what decided
 what came next — a retry policy's ``Retry`` or ``Fail`` (with the rule), or the legacy
-path. Built from the job's events by :mod:`armada.services.retry_history`; the text lines
+path. Built from the job's events by :mod:`armada.retries.history`; the text lines
 here are shared by the CLI and the report so they read the same.
 """
 

@@ -27,10 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from armada.eventstore import schema
 from armada.model import events as ev
+from armada.scheduler.cluster_state import ClusterState, node_key, requirements
 from armada.scheduling import QueueSpec, SchedulingConfig
 from armada.scheduling.replay import Cancel, NodeChange, TimelineItem
 from armada.scheduling.requirements import JobRequirements, RequirementsError
-from armada.services.cluster_state import ClusterState, node_key, requirements
 
 log = structlog.get_logger(__name__)
 

@@ -23,7 +23,7 @@ from armada.model.leases import (
     RunEvent,
     RunEventBatch,
 )
-from armada.services.held_runs import HeldRunReports
+from armada.scheduler.held_runs import HeldRunReports
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -36,8 +36,8 @@ from armada.model.retry_engine import (
     retries_granted,
 )
 from armada.model.retry_mutation import mutate_job
-from armada.services.gang_retries import GangMember, fail_others, load_gangs, restart_others, restartable
-from armada.services.retry_policies import load_policies
+from armada.retries.gangs import GangMember, fail_others, load_gangs, restart_others, restartable
+from armada.retries.policies import load_policies
 
 _job_decoder = msgspec.json.Decoder(Job)
 _queued_decoder = msgspec.json.Decoder(ev.JobQueued)

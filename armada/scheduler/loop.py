@@ -35,14 +35,14 @@ from armada.eventstore.views import JobRow
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.lifecycle import FailureCause, JobState
-from armada.reports.history import CycleHistory
-from armada.reports.shared import HistoryPublisher, shared_history
+from armada.retries.attempts import run_ended_without_result
+from armada.scheduler.cluster_state import ClusterState, split_node_key
+from armada.scheduler.follower import LogFollower
+from armada.scheduler.history import CycleHistory
+from armada.scheduler.leader import LeaderElection
+from armada.scheduler.lost_runs import LostRun, end_lost_runs
+from armada.scheduler.shared_history import HistoryPublisher, shared_history
 from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
-from armada.services.cluster_state import ClusterState, split_node_key
-from armada.services.follower import LogFollower
-from armada.services.leader import LeaderElection
-from armada.services.lost_runs import LostRun, end_lost_runs
-from armada.services.retries import run_ended_without_result
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)

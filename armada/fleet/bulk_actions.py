@@ -14,12 +14,12 @@ from typing import Literal
 from armada.eventstore import fleet_views, views
 from armada.eventstore.store import EventStore
 from armada.eventstore.views import JobSelector
+from armada.fleet.controls import node_owner
 from armada.model.errors import NotFound
 from armada.model.events import JobPreempting
 from armada.model.lifecycle import UNFINISHED_JOB_STATES, JobState
 from armada.model.wire.jobs import StateName
 from armada.scheduling.config import PriorityClass
-from armada.services.fleet import node_owner
 from armada.services.job_actions import cancel_events, parse_state
 from armada.services.queues import get_queue
 

@@ -28,8 +28,8 @@ from armada.model import events as ev
 from armada.model.jobs import decode_job
 from armada.model.lifecycle import RunState
 from armada.model.queues import Queue
+from armada.scheduler.cluster_state import ClusterState
 from armada.scheduling import SchedulingConfig
-from armada.services.cluster_state import ClusterState
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")

@@ -3,7 +3,7 @@ vanished executor, and the executor list.
 
 Every change is one event (applied by every replica's log follower, so the scheduler and
 the lease service of every replica see it at once). Preempt and cancel on an executor or a
-node are bulk commands: :mod:`armada.services.bulk_actions`.
+node are bulk commands: :mod:`armada.fleet.bulk_actions`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from armada.model import events as ev
 from armada.model.errors import Conflict, InvalidRequest, NotFound
 from armada.model.lifecycle import FailureCause
 from armada.model.wire.fleet import ExecutorList, ExecutorSettingsUpsertRequest, ExecutorSummary, NodeSummary
-from armada.services.cluster_state import RunInfo
-from armada.services.lost_runs import LostRun
-from armada.services.scheduler import SchedulerService
+from armada.scheduler.cluster_state import RunInfo
+from armada.scheduler.loop import SchedulerService
+from armada.scheduler.lost_runs import LostRun
 
 FORGOTTEN = "executor forgotten by an operator"
 

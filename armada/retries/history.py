@@ -23,7 +23,7 @@ from armada.model.resources import format_units, to_units
 from armada.model.retry_engine import retries_granted
 from armada.model.retry_mutation import avoided_nodes
 from armada.model.wire.retry_history import RetryAttempt, RetryHistory
-from armada.services.retry_engine import LEASE_EXPIRED
+from armada.retries.engine import LEASE_EXPIRED
 
 #: The event types the history is folded from (the rest of a job's events say nothing of it).
 #: ``submitted`` (the whole job) is read only for jobs a retry changed: what it changed is

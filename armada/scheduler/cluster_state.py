@@ -23,9 +23,9 @@ from armada.model.jobs import RETRY_ON_PREEMPTION_ANNOTATION, Job
 from armada.model.lifecycle import RUN_STATE_AFTER, RunState, run_moves
 from armada.model.resources import ResourceIndex
 from armada.model.retry_mutation import NODE_NAME_LABEL
+from armada.scheduler.pending_leases import PendingLeases
 from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig
 from armada.scheduling.requirements import JobRequirements, RequirementsError, requirements_from_pod_spec
-from armada.services.pending_leases import PendingLeases
 
 log = structlog.get_logger(__name__)
 

@@ -19,7 +19,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from armada.eventstore.shared_reports import load_report, save_report
-from armada.reports.history import CYCLES_KEPT, CycleHistory, CycleRecord, JobCounts
+from armada.scheduler.history import CYCLES_KEPT, CycleHistory, CycleRecord, JobCounts
 from armada.scheduling import CycleStats, JobDb, QueueShare, Reasons
 from armada.scheduling.keys import KeyInfo
 
@@ -145,7 +145,7 @@ class HistoryPublisher:
         self._task: asyncio.Task[None] | None = None
 
     def recorded(self, record: CycleRecord) -> None:
-        """A :data:`~armada.reports.history.CycleListener`: keep ``record`` and schedule a write."""
+        """A :data:`~armada.scheduler.history.CycleListener`: keep ``record`` and schedule a write."""
         if record.repeats > 1 and self._cycles:
             self._cycles.pop()  # the history folded it into the idle entry before
         self._cycles.append(_stored(record, self._jobs().keys.infos))

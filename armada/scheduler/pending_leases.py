@@ -1,6 +1,6 @@
 """Leases decided by the leader and not yet in the log: held in the job db until they are.
 
-Scheduling cycles overlap (see :mod:`armada.services.scheduler`): cycle N+1 is computed
+Scheduling cycles overlap (see :mod:`armada.scheduler.loop`): cycle N+1 is computed
 while cycle N's decisions are being appended. So that N+1 neither leases N's jobs again nor
 places work on the capacity N just took, N's leases are *held* in the job db as soon as N
 has decided: each job runs on its node there (its resources counted on the node and its
@@ -11,7 +11,7 @@ lease that might never commit.
 A held lease ends in one of three ways:
 
 - its ``leased`` event comes back through the log (:meth:`PendingLeases.confirm`, called by
-  :class:`~armada.services.cluster_state.ClusterState`): the job db already holds it, only the
+  :class:`~armada.scheduler.cluster_state.ClusterState`): the job db already holds it, only the
   run is added;
 - the job finishes meanwhile (cancelled, say): it leaves the job db as any running job does;
 - the append ends without it (it failed, or the optimistic re-check dropped the lease):

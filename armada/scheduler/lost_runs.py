@@ -1,7 +1,7 @@
 """Runs lost without a result: their executor went silent or was forgotten, or their node
 was lost. Each ends once (checked against the views in the caller's transaction) and its
 job is requeued or failed: by the retry engine for an expiry it decides, else by
-``maxRetries`` (:func:`armada.services.retries.run_ended_without_result`), fenced off the
+``maxRetries`` (:func:`armada.retries.attempts.run_ended_without_result`), fenced off the
 node it was lost on as ``avoid_node_labels`` says (:mod:`.retry_avoidance`)."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
 from armada.model.lifecycle import FailureCause
 from armada.model.retry_engine import RetryEngineSettings
-from armada.services.cluster_state import ClusterState, RunInfo
-from armada.services.retries import run_ended_without_result
-from armada.services.retry_avoidance import EndedRun, avoiding_jobs
-from armada.services.retry_engine import RetryContext, expiry_events
+from armada.retries.attempts import run_ended_without_result
+from armada.retries.avoidance import EndedRun, avoiding_jobs
+from armada.retries.engine import RetryContext, expiry_events
+from armada.scheduler.cluster_state import ClusterState, RunInfo
 
 
 class LostRun(NamedTuple):

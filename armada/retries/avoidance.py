@@ -21,8 +21,8 @@ from armada.eventstore import views
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model.jobs import Job
 from armada.model.retry_mutation import NODE_NAME_LABEL, avoid_node_labels
+from armada.scheduler.cluster_state import ClusterState, requirements
 from armada.scheduling.requirements import RequirementsError
-from armada.services.cluster_state import ClusterState, requirements
 
 
 class EndedRun(NamedTuple):

@@ -30,11 +30,11 @@ from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION, Job
 from armada.model.leases import EXECUTOR_PROTOCOL, Lease, LeaseRequest, LeaseResponse, LogOrder, NodeReport
 from armada.model.resources import QuantityError, to_units
 from armada.model.retry_mutation import NODE_NAME_LABEL
-from armada.services.cluster_state import ClusterState, ExecutorInfo, RunInfo
-from armada.services.follower import LogFollower
-from armada.services.held_runs import HeldRunReports
-from armada.services.retries import run_ended_without_result
-from armada.services.retry_avoidance import EndedRun, avoiding_jobs
+from armada.retries.attempts import run_ended_without_result
+from armada.retries.avoidance import EndedRun, avoiding_jobs
+from armada.scheduler.cluster_state import ClusterState, ExecutorInfo, RunInfo
+from armada.scheduler.follower import LogFollower
+from armada.scheduler.held_runs import HeldRunReports
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)

@@ -25,7 +25,7 @@ def requeue_or_fail(
 
     ``envelope`` holds the job's ``queue``, ``job_set_id`` and ``job_id``; ``job`` is the job
     as it runs from now on when the requeue changes it (nodes to avoid, see
-    :mod:`armada.services.retry_avoidance`).
+    :mod:`armada.retries.avoidance`).
     """
     if attempts >= max_retries:
         return [

@@ -25,10 +25,10 @@ from armada.model.jobs import Job
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.lifecycle import RUN_STATE_AFTER, FailureCause, JobState, RunState, run_moves
 from armada.model.retry_engine import RetryEngineSettings
-from armada.services.follower import LogFollower
-from armada.services.retries import requeue_or_fail
-from armada.services.retry_avoidance import EndedRun, avoiding_jobs
-from armada.services.retry_engine import RetryContext, verdict_events
+from armada.retries.attempts import requeue_or_fail
+from armada.retries.avoidance import EndedRun, avoiding_jobs
+from armada.retries.engine import RetryContext, verdict_events
+from armada.scheduler.follower import LogFollower
 from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
