@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import structlog
+from msgspec import Meta
 
-from armada.settings import LoggingSettings
+from armada.model.settings_area import SettingsArea
+
+
+class LoggingSettings(SettingsArea):
+    format: Annotated[
+        Literal["auto", "console", "json"],
+        Meta(description="Log format: console for people, json for machines, auto picks by terminal."),
+    ] = "auto"
+    level: Annotated[
+        Literal["debug", "info", "warning", "error"], Meta(description="Lowest level logged.")
+    ] = "info"
 
 
 def configure_logging(settings: LoggingSettings, *, worker: int | None = None) -> None:

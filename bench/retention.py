@@ -36,7 +36,7 @@ from armada.eventstore.store import Lane, PreparedEvents
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.services.retention import Pruner
-from armada.settings import RetentionSettings
+from armada.services.settings import RetentionSettings
 from bench.common import database_arguments, report
 from tests.factories import make_job, submission
 

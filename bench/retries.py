@@ -28,7 +28,7 @@ from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy, RetryRule
 from armada.model.retry_engine import RetryEngineSettings
 from armada.scheduler.run_events import RunEventIntake
-from armada.settings import SchedulerServiceSettings
+from armada.scheduler.settings import SchedulerServiceSettings
 from bench.common import database_arguments, report, rss_mb
 from tests.factories import make_job, submission
 

@@ -20,8 +20,8 @@ from armada.scheduler.leader import LeaderElection
 from armada.scheduler.leases import LeaseService
 from armada.scheduler.loop import SchedulerService
 from armada.scheduler.run_events import RunEventIntake
+from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduling import SchedulingConfig
-from armada.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
 
 #: Executors time out after a minute of silence; a job is retried once.

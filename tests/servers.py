@@ -21,12 +21,14 @@ import uvicorn
 from litestar import Litestar
 
 from armada.api.app import create_app
+from armada.api.settings import ServerSettings
 from armada.auth.identity import ANY_EXECUTOR
 from armada.auth.secrets import hash_token
 from armada.auth.settings import EXECUTORS, StaticToken
+from armada.eventstore.settings import DatabaseSettings
 from armada.eventstore.store import EventStore
 from armada.model.events import Event
-from armada.settings import DatabaseSettings, ServerSettings, Settings
+from armada.settings import Settings
 from tests.processes import TEST_EXECUTOR_TOKEN, free_port
 
 #: Anonymous callers may not execute jobs: executor calls send this header.

@@ -12,17 +12,46 @@ are left as they are: one member's fence would split the gang's scheduling key.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import views
 from armada.eventstore.unreadable import UnreadableRecords
+from armada.model.events import ExecutorNode
 from armada.model.jobs import Job
 from armada.model.retry_mutation import NODE_NAME_LABEL, avoid_node_labels
-from armada.scheduler.cluster_state import ClusterState, requirements
-from armada.scheduling.requirements import RequirementsError
+from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.requirements import JobRequirements, RequirementsError, Toleration, job_requirements
+
+
+class _Executor(Protocol):
+    @property
+    def nodes(self) -> Mapping[str, ExecutorNode]: ...
+
+
+class _Nodes(Protocol):
+    def could_hold(
+        self,
+        job: JobRequirements,
+        pool_tolerations: Mapping[str, tuple[Toleration, ...]] | None = None,
+        floating: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> bool: ...
+
+
+class KnownNodes(Protocol):
+    """What avoidance reads of the scheduler's cluster state: each executor's nodes, and
+    whether any node could hold a job."""
+
+    @property
+    def executors(self) -> Mapping[str, _Executor]: ...
+
+    @property
+    def nodes(self) -> _Nodes: ...
+
+    @property
+    def config(self) -> SchedulingConfig: ...
 
 
 class EndedRun(NamedTuple):
@@ -35,7 +64,7 @@ class EndedRun(NamedTuple):
 
 async def avoiding_jobs(
     conn: AsyncConnection,
-    state: ClusterState,
+    state: KnownNodes,
     unreadable: UnreadableRecords,
     ended: Sequence[EndedRun],
     labels: Sequence[str],
@@ -61,11 +90,13 @@ async def avoiding_jobs(
     return fenced
 
 
-def _could_run(state: ClusterState, job: Job) -> bool:
+def _could_run(state: KnownNodes, job: Job) -> bool:
     try:
         config = state.config
         return state.nodes.could_hold(
-            requirements(job, submitted=0.0), config.default_tolerations_by_pool(), config.floating_by_pool()
+            job_requirements(job, submitted=0.0),
+            config.default_tolerations_by_pool(),
+            config.floating_by_pool(),
         )
     except (RequirementsError, ValueError):
         return False

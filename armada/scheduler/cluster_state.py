@@ -25,7 +25,7 @@ from armada.model.resources import ResourceIndex
 from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.scheduler.pending_leases import PendingLeases
 from armada.scheduling import JobDb, NodeDb, NodeSpec, QueueSpec, SchedulingConfig
-from armada.scheduling.requirements import JobRequirements, RequirementsError, requirements_from_pod_spec
+from armada.scheduling.requirements import JobRequirements, RequirementsError, job_requirements
 
 log = structlog.get_logger(__name__)
 
@@ -246,7 +246,7 @@ class ClusterState:
     def _submitted(self, event: ev.JobSubmitted, buffer: list[JobRequirements]) -> None:
         job = event.job
         try:
-            buffer.append(requirements(job, submitted=event.created.timestamp()))
+            buffer.append(job_requirements(job, submitted=event.created.timestamp()))
         except (RequirementsError, ValueError) as exc:
             # Submission validated the job; this only guards against a log older than the rules.
             log.error("job cannot be scheduled", job_id=job.id, error=str(exc))
@@ -276,7 +276,7 @@ class ClusterState:
         submitted = float(self.jobs.cols["submitted"][self.jobs.row(job.id)])
         self.jobs.remove(job.id)
         try:
-            self.jobs.add(requirements(job, submitted=submitted))
+            self.jobs.add(job_requirements(job, submitted=submitted))
         except (RequirementsError, ValueError) as exc:
             log.error("mutated job cannot be scheduled", job_id=job.id, error=str(exc))
             self.extras.pop(job.id, None)
@@ -356,18 +356,6 @@ class ClusterState:
         extras = self.extras.get(run.job_id)
         if extras is not None and extras.run_id == run_id:
             extras.run_id = ""
-
-
-def requirements(job: Job, *, submitted: float) -> JobRequirements:
-    """The scheduling requirements of a submitted job."""
-    return requirements_from_pod_spec(
-        job_id=job.id,
-        queue=job.queue,
-        pod_spec=job.pod_spec,
-        annotations=job.annotations,
-        priority=job.priority,
-        submitted=submitted,
-    )
 
 
 def _node_spec(executor: str, pool: str, node: ev.ExecutorNode, cordoned: bool) -> NodeSpec:

@@ -35,7 +35,7 @@ from armada.retries.avoidance import EndedRun, avoiding_jobs
 from armada.scheduler.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.scheduler.follower import LogFollower
 from armada.scheduler.held_runs import HeldRunReports
-from armada.settings import SchedulerServiceSettings
+from armada.scheduler.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
 

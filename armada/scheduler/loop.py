@@ -41,9 +41,9 @@ from armada.scheduler.follower import LogFollower
 from armada.scheduler.history import CycleHistory
 from armada.scheduler.leader import LeaderElection
 from armada.scheduler.lost_runs import LostRun, end_lost_runs
+from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.shared_history import HistoryPublisher, shared_history
 from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
-from armada.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
 EXPIRY = FailureCause.LEASE_EXPIRED

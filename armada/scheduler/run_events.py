@@ -29,7 +29,7 @@ from armada.retries.attempts import requeue_or_fail
 from armada.retries.avoidance import EndedRun, avoiding_jobs
 from armada.retries.engine import RetryContext, verdict_events
 from armada.scheduler.follower import LogFollower
-from armada.settings import SchedulerServiceSettings
+from armada.scheduler.settings import SchedulerServiceSettings
 
 log = structlog.get_logger(__name__)
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from armada.model.jobs import Job
 from armada.model.resources import QuantityError, to_units
 
 GANG_ID_ANNOTATION = "armadaproject.io/gangId"
@@ -195,4 +196,16 @@ def requirements_from_pod_spec(
         gang_id=gang_id,
         gang_cardinality=cardinality,
         gang_node_uniformity_label=label,
+    )
+
+
+def job_requirements(job: Job, *, submitted: float) -> JobRequirements:
+    """The scheduling requirements of a submitted job."""
+    return requirements_from_pod_spec(
+        job_id=job.id,
+        queue=job.queue,
+        pod_spec=job.pod_spec,
+        annotations=job.annotations,
+        priority=job.priority,
+        submitted=submitted,
     )

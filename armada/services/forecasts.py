@@ -23,14 +23,13 @@ import structlog
 
 from armada.model.jobs import Job
 from armada.model.wire.forecasts import ForecastOutcome, JobForecastInfo
-from armada.scheduler.cluster_state import requirements
 from armada.scheduler.follower import LogFollower
 from armada.scheduler.loop import SchedulerService
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.forecast import ForecastSnapshot, JobForecast, forecast
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.probes import typical_jobs
-from armada.scheduling.requirements import JobRequirements
+from armada.scheduling.requirements import JobRequirements, job_requirements
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.services.runtime_learning import RuntimeLearner, job_facts
 
@@ -149,7 +148,7 @@ class ForecastService:
         if self.paused:
             return {}
         now = self.clock()
-        extra = [requirements(job, submitted=now) for job in jobs]
+        extra = [job_requirements(job, submitted=now) for job in jobs]
         known = {job.id: self.learner.estimate(job_facts(job), job.queue, job.job_set_id) for job in jobs}
         found = await self._forecast(extra, known)
         return {job.id: describe(found.jobs[job.id], found.as_of) for job in jobs}

@@ -22,7 +22,7 @@ from armada.model.durations import setting_seconds
 from armada.model.jobs import GANG_CARDINALITY_ANNOTATION, GANG_ID_ANNOTATION, GANG_NODE_UNIFORMITY_ANNOTATION
 
 if TYPE_CHECKING:
-    from armada.settings import SubmissionSettings
+    from armada.services.settings import SubmissionSettings
 
 #: Kubernetes holds both fields as int64.
 _MAX_SECONDS = 2**63 - 1

@@ -29,9 +29,9 @@ from armada.model.errors import InvalidRequest, LimitExceeded, NotFound, Unavail
 from armada.model.leases import LogAnswer, LogOrder
 from armada.model.wire.logs import LogOptions, LogRequest, LogResponse, newest_within
 from armada.scheduler.follower import LogFollower
+from armada.scheduler.settings import SchedulerServiceSettings
 from armada.services.log_quota import RETRY_AFTER, InFlight, Rate
 from armada.services.visibility import ReadScope
-from armada.settings import SchedulerServiceSettings
 
 #: Longest pause between two looks for an answer whose signal may have been lost
 #: (a ``LISTEN`` connection that reconnected).

@@ -22,7 +22,7 @@ import structlog
 from armada.eventstore import dialects, fleet_history, retention
 from armada.eventstore.store import EventStore
 from armada.services import archive
-from armada.settings import RetentionSettings
+from armada.services.settings import RetentionSettings
 from armada.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)

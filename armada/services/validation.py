@@ -9,7 +9,7 @@ and field; the caller rejects the whole request. Pod specs repeat a lot in real 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
@@ -29,11 +29,11 @@ from armada.model.metadata import check_annotations, check_dns_label, check_labe
 from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation, toleration_violation
 from armada.model.resources import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
-from armada.scheduling.config import PriorityClass
+from armada.scheduling.config import PriorityClass, SchedulingConfig
 from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION, runtime_hint
 from armada.services.guardrails import Guardrails
 from armada.services.ingress_rules import check_exposed_ports
-from armada.settings import Settings
+from armada.services.settings import SubmissionSettings
 
 MAX_JOB_SET_ID_LENGTH = 1023
 MAX_CLIENT_ID_LENGTH = 100
@@ -73,6 +73,16 @@ class ValidItem(NamedTuple):
     info: PodSpecInfo
 
 
+class SubmissionAreas(Protocol):
+    """The settings areas submission rules are built from (the root settings have them)."""
+
+    @property
+    def submission(self) -> SubmissionSettings: ...
+
+    @property
+    def scheduling(self) -> SchedulingConfig: ...
+
+
 class SubmissionRules:
     """The configured limits, plus a cache of pod specs already judged."""
 
@@ -97,7 +107,7 @@ class SubmissionRules:
         self._cache: dict[bytes, PodSpecInfo | PodSpecError] = {}
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SubmissionRules:
+    def from_settings(cls, settings: SubmissionAreas) -> SubmissionRules:
         return cls(
             settings.scheduling.priority_classes,
             settings.scheduling.default_priority_class_name,

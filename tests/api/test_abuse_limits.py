@@ -11,11 +11,13 @@ import httpx
 import msgspec
 import pytest
 
+from armada.api.settings import ServerSettings
 from armada.client import ArmadaClient
 from armada.lookout.wire import MAX_SKIP
 from armada.model.queues import Queue
 from armada.model.wire.base import MAX_IDS_PER_REQUEST
-from armada.settings import ServerSettings, Settings, SubmissionSettings, load_settings
+from armada.services.settings import SubmissionSettings
+from armada.settings import Settings, load_settings
 from tests.api.jobs import item, raw_item
 from tests.conftest import DATABASE_KINDS
 from tests.databases import database_url_for, sqlite_url

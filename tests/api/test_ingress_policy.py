@@ -9,7 +9,8 @@ import pytest
 from armada.client import ArmadaClient
 from armada.model.ingress import IngressConfig, ServiceConfig
 from armada.model.ingress_policy import IngressPolicy
-from armada.settings import Settings, SubmissionSettings
+from armada.services.settings import SubmissionSettings
+from armada.settings import Settings
 from tests.api.jobs import WEB, submit
 from tests.servers import ApiServer
 

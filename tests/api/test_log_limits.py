@@ -15,13 +15,15 @@ from armada_client.armada import binoculars_pb2, binoculars_pb2_grpc
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
+from armada.api.settings import ServerSettings
 from armada.auth.identity import ANONYMOUS
 from armada.auth.secrets import hash_token
 from armada.auth.settings import AuthSettings, StaticToken
 from armada.cli.main import app
 from armada.eventstore.schema import log_requests
+from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduling.config import SchedulingConfig
-from armada.settings import SchedulerServiceSettings, ServerSettings, Settings
+from armada.settings import Settings
 from tests.api.log_reads import Executor, Running, answer, lease_call, run_a_job
 from tests.processes import free_port
 from tests.servers import ApiServer

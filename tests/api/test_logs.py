@@ -13,7 +13,8 @@ import pytest
 
 from armada.client import ArmadaClient
 from armada.model.queues import Queue
-from armada.settings import SchedulerServiceSettings, Settings
+from armada.scheduler.settings import SchedulerServiceSettings
+from armada.settings import Settings
 from tests.api.jobs import item
 from tests.api.log_reads import Executor, Running, answer, lease_call, run_a_job
 from tests.databases import database_url_for

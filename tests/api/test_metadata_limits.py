@@ -16,11 +16,12 @@ from armada_client.armada import submit_pb2, submit_pb2_grpc
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
 
+from armada.api.settings import ServerSettings
 from armada.auth.identity import ANONYMOUS
 from armada.client import ArmadaClient
 from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.metadata import MAX_ANNOTATIONS_BYTES
-from armada.settings import ServerSettings, Settings
+from armada.settings import Settings
 from tests.api.jobs import raw_item
 from tests.processes import free_port
 from tests.servers import ApiServer

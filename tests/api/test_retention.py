@@ -11,7 +11,7 @@ from armada.client import ArmadaClient
 from armada.model import events as ev
 from armada.model.ids import new_job_id
 from armada.services.retention import Pruner
-from armada.settings import RetentionSettings
+from armada.services.settings import RetentionSettings
 from tests.api.jobs import item, start
 from tests.servers import ApiServer
 

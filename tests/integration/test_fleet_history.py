@@ -18,7 +18,7 @@ from armada.eventstore.views import utc
 from armada.model import events as ev
 from armada.services import retention as retention_service
 from armada.services.retention import Pruner
-from armada.settings import RetentionSettings
+from armada.services.settings import RetentionSettings
 from tests.factories import make_job, submission
 
 START = datetime(2026, 1, 1, tzinfo=UTC)

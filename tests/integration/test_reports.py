@@ -21,8 +21,8 @@ from armada.scheduler.follower import LogFollower
 from armada.scheduler.leader import LeaderElection
 from armada.scheduler.leases import LeaseService
 from armada.scheduler.loop import SchedulerService
+from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduling import SchedulingConfig
-from armada.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
 
 CAPPED = Queue(

@@ -21,8 +21,8 @@ from armada.model import events as ev
 from armada.services import archive
 from armada.services.invariants import check
 from armada.services.retention import Pruner
+from armada.services.settings import RetentionSettings
 from armada.services.streams import flatten, job_set_pages
-from armada.settings import RetentionSettings
 from tests.databases import view_rows
 from tests.factories import RandomHistory, finished, make_job, submission
 

@@ -8,7 +8,7 @@ import msgspec
 
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.services.retention import Pruner
-from armada.settings import RetentionSettings
+from armada.services.settings import RetentionSettings
 from tests.harness import Harness, report, submit
 
 

@@ -8,8 +8,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from armada.logging_setup import LevelCheckedLogger, configure_logging
-from armada.settings import LoggingSettings
+from armada.logging_setup import LevelCheckedLogger, LoggingSettings, configure_logging
 
 
 @pytest.fixture

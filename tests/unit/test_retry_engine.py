@@ -22,7 +22,7 @@ from armada.model.retry_engine import (
 from armada.retries.attempts import run_ended_without_result
 from armada.retries.engine import RetryContext, _JobFacts, expiry_events
 from armada.scheduler.run_events import RunEventIntake, _RunFacts
-from armada.settings import SchedulerServiceSettings
+from armada.scheduler.settings import SchedulerServiceSettings
 from tests.factories import make_job, submission
 
 POLICY = RetryPolicy(

@@ -32,7 +32,7 @@ from armada.api.grpc.jobs import JobsService
 from armada.api.grpc.queues import QueueService
 from armada.api.grpc.retry_policies import RetryPolicyService
 from armada.api.grpc.submit import SubmitService
-from armada.settings import ServerSettings
+from armada.api.settings import ServerSettings
 
 log = structlog.get_logger(__name__)
 

@@ -27,10 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from armada.eventstore import schema
 from armada.model import events as ev
-from armada.scheduler.cluster_state import ClusterState, node_key, requirements
+from armada.scheduler.cluster_state import ClusterState, node_key
 from armada.scheduling import QueueSpec, SchedulingConfig
 from armada.scheduling.replay import Cancel, NodeChange, TimelineItem
-from armada.scheduling.requirements import JobRequirements, RequirementsError
+from armada.scheduling.requirements import JobRequirements, RequirementsError, job_requirements
 
 log = structlog.get_logger(__name__)
 
@@ -164,7 +164,7 @@ class _Reader:
 
     def _submitted(self, t: float, event: ev.JobSubmitted) -> None:
         try:
-            job = requirements(event.job, submitted=t)
+            job = job_requirements(event.job, submitted=t)
         except (RequirementsError, ValueError) as exc:
             log.warning("simulate: job left out", job_id=event.job.id, error=str(exc))
             return
