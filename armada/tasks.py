@@ -1,4 +1,4 @@
-"""Stopping a background task: cancel it and wait until it has ended.
+"""Background work: the start/stop protocol of background services, and stopping a task.
 
 Long-running components (the change listener, the quarantine, the executor's loops, the
 server's lifespan) stop their tasks this way; the wait matters, since a task cancelled but
@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, Protocol
+
+
+class Background(Protocol):
+    """A service that works in the background: ``start`` creates its task (it returns at
+    once), ``stop`` ends it and waits. The server's lifespan lists them
+    (:func:`armada.api.lifespan.background`): started in order, stopped in reverse."""
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 async def cancel_and_wait(task: asyncio.Future[Any]) -> None:

@@ -23,6 +23,7 @@ from litestar import Litestar
 
 from armada.api.app import create_app
 from armada.api.services import Services
+from armada.cli.dev_executor import DevExecutor
 from armada.logging_setup import configure_logging
 from armada.runtime import tune_for_service
 from armada.settings import Settings
@@ -57,9 +58,16 @@ def uvicorn_config(settings: Settings, app: Litestar | None) -> uvicorn.Config:
     )
 
 
-def run_server(settings: Settings, sockets: list[socket.socket] | None = None) -> bool:
-    """Serve in this process until stopped; False if the server never started."""
-    app = create_app(settings)
+def run_server(
+    settings: Settings, sockets: list[socket.socket] | None = None, dev: DevExecutor | None = None
+) -> bool:
+    """Serve in this process (with ``dev``'s executor beside it) until stopped; False if the
+    server never started."""
+    app = (
+        create_app(settings)
+        if dev is None
+        else create_app(settings, internal=dev.token, companions=dev.companions)
+    )
     server = GracefulServer(app, uvicorn_config(settings, app))
     tune_for_service()
     server.run(sockets=sockets)

@@ -71,6 +71,7 @@ def _serve(overrides: dict[str, dict[str, Any]], config: Path | None, database_u
     from sqlalchemy.exc import DBAPIError  # noqa: PLC0415
 
     from armada.auth.bind_address import published_credentials, startup_refusals  # noqa: PLC0415
+    from armada.cli.dev_executor import dev_executor  # noqa: PLC0415
     from armada.cli.http_server import run_server, run_workers  # noqa: PLC0415
     from armada.eventstore import migrate  # noqa: PLC0415
     from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
@@ -117,7 +118,7 @@ def _serve(overrides: dict[str, dict[str, Any]], config: Path | None, database_u
     if settings.server.workers > 1:
         if not run_workers(settings):
             raise typer.Exit(1)
-    elif not run_server(settings):
+    elif not run_server(settings, dev=dev_executor(settings) if settings.server.dev else None):
         raise typer.Exit(1)
 
 
@@ -127,7 +128,7 @@ def _dev_refusals(settings: "Settings", config: Path | None, database_url: str |
     file, the database, the TLS key, nor a database password given on the command line."""
     if not settings.server.dev:
         return []
-    from armada.api.app import dev_executor_settings  # noqa: PLC0415
+    from armada.cli.dev_executor import dev_executor_settings  # noqa: PLC0415
     from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
     from armada.executor.backends.process_isolation import process_refusals  # noqa: PLC0415
 

@@ -36,7 +36,10 @@ class Quarantine:
         self.store = store
         self._reasons: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
-        store.unreadable.listeners.append(self._noticed)
+
+    def start(self) -> None:
+        """Listen from now on (before the first read, to hear every report)."""
+        self.store.unreadable.listeners.append(self._noticed)
 
     def _noticed(self, record: UnreadableRecord) -> None:
         if not record.job_id or record.newer:  # a newer replica's event: its job is fine

@@ -33,6 +33,7 @@ from tests.planting import (
 async def harness(database: Database) -> AsyncIterator[Harness]:
     h = Harness(database)
     quarantine = Quarantine(database.store)
+    quarantine.start()
     async with started(h):
         yield h
         await quarantine.stop()

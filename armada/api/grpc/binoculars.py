@@ -11,7 +11,9 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from google.protobuf import empty_pb2
 
 from armada.api.grpc import status
-from armada.api.grpc.convert import Context, GrpcServices, wire
+from armada.api.grpc.auth import Caller
+from armada.api.grpc.convert import Context, wire
+from armada.api.services import Services
 from armada.auth.permissions import GlobalPermission
 from armada.fleet import controls as fleet
 from armada.model.wire.logs import LogRequest
@@ -47,12 +49,13 @@ def log_request(message: binoculars_pb2.LogRequest) -> LogRequest:
 
 
 class BinocularsService(binoculars_pb2_grpc.BinocularsServicer):
-    def __init__(self, services: GrpcServices) -> None:
+    def __init__(self, services: Services) -> None:
         self.services = services
+        self.caller = Caller(services.access, services.store)
 
     @status.unary
     async def Logs(self, request: binoculars_pb2.LogRequest, context: Context) -> binoculars_pb2.LogResponse:
-        caller = self.services.caller
+        caller = self.caller
         identity = await caller.identify(context)
         reads = caller.access.read_scope(self.services.store, identity)
         answer = await self.services.logs.read(
@@ -66,6 +69,6 @@ class BinocularsService(binoculars_pb2_grpc.BinocularsServicer):
     async def Cordon(self, request: binoculars_pb2.CordonRequest, context: Context) -> empty_pb2.Empty:
         """Upstream's message names the node only: it must be one executor's (else
         FAILED_PRECONDITION, as REST's 409 naming ``executor``)."""
-        identity = await self.services.caller.requiring(context, GlobalPermission.CORDON_NODES)
+        identity = await self.caller.requiring(context, GlobalPermission.CORDON_NODES)
         await fleet.cordon_node(self.services.store, request.node_name, user=identity.name)
         return empty_pb2.Empty()

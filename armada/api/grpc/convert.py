@@ -7,50 +7,20 @@ so that every bound and rule applies to both transports alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
 import msgspec
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from armada.api.access import AccessControl
-from armada.api.grpc.auth import Caller
 from armada.api.grpc.guard import json_has_nul
-from armada.api.shutdown import ShutdownSignal
-from armada.api.stream_quota import StreamQuota
-from armada.eventstore.store import EventStore
 from armada.model.errors import InvalidRequest
-from armada.scheduling.config import SchedulingConfig
-from armada.services.logs import LogService
-from armada.services.queued_cap import QueuedCap
-from armada.services.validation import SubmissionRules
 
 _encode = msgspec.json.Encoder().encode
 #: grpc ships no type stubs, so a servicer's context is typed loosely.
 Context: TypeAlias = Any
 T = TypeVar("T")
 M = TypeVar("M", bound=Message)
-
-
-@dataclass(frozen=True)
-class GrpcServices:
-    """What the servicers call: the same objects the REST routes get."""
-
-    store: EventStore
-    access: AccessControl
-    rules: SubmissionRules
-    scheduling: SchedulingConfig
-    shutdown: ShutdownSignal
-    streams: StreamQuota
-    #: Log reads (``Binoculars/Logs``), the REST log route's service.
-    logs: LogService
-    #: ``submission.maxQueuedJobsPerQueue``, the REST submit route's (``None``: no cap).
-    queued_cap: QueuedCap | None = None
-
-    @property
-    def caller(self) -> Caller:
-        return Caller(self.access, self.store)
 
 
 def to_dict(message: Message) -> dict[str, Any]:

@@ -18,10 +18,12 @@ from google.protobuf import empty_pb2
 from google.protobuf.message_factory import GetMessageClass
 
 from armada.api.grpc import protowire, status
-from armada.api.grpc.convert import Context, GrpcServices
+from armada.api.grpc.auth import Caller
+from armada.api.grpc.convert import Context
 from armada.api.grpc.jobs_proto import job_to_bytes, timestamp_field
 from armada.api.grpc.stored import decode_for_stream
 from armada.api.grpc.submit import SERVING
+from armada.api.services import Services
 from armada.eventstore.store import StoredEvent
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
@@ -99,8 +101,9 @@ def encode_message(seq: int, event: ev.Event) -> bytes | None:
 class EventService(event_pb2_grpc.EventServicer):
     """Streams send pre-serialized ``EventStreamMessage`` bytes (see :func:`add_to_server`)."""
 
-    def __init__(self, services: GrpcServices) -> None:
+    def __init__(self, services: Services) -> None:
         self.services = services
+        self.caller = Caller(services.access, services.store)
 
     @status.streaming
     async def GetJobSetEvents(
@@ -125,7 +128,7 @@ class EventService(event_pb2_grpc.EventServicer):
         self, context: Context, queue: str, job_set_id: str, from_id: str, watch: bool, if_missing: bool
     ) -> AsyncIterator[list[bytes]]:
         store = self.services.store
-        caller = self.services.caller
+        caller = self.caller
         identity = await caller.on_queue(context, queue, QueueVerb.WATCH)
         if not queue or not job_set_id:
             raise InvalidRequest("name the queue and the job set", field="queue" if not queue else "id")

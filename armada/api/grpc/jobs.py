@@ -12,8 +12,10 @@ import msgspec
 from armada_client.armada import job_pb2, job_pb2_grpc, submit_pb2
 
 from armada.api.grpc import status
-from armada.api.grpc.convert import Context, GrpcServices, to_proto
+from armada.api.grpc.auth import Caller
+from armada.api.grpc.convert import Context, to_proto
 from armada.api.grpc.jobs_proto import job_to_proto
+from armada.api.services import Services
 from armada.model.lifecycle import JobState
 from armada.model.queues import QueueVerb
 from armada.model.wire.queries import JobDetails, JobRunDetails
@@ -47,14 +49,15 @@ def _plain(value: Any, *leave_out: str) -> dict[str, Any]:
 
 
 class JobsService(job_pb2_grpc.JobsServicer):
-    def __init__(self, services: GrpcServices) -> None:
+    def __init__(self, services: Services) -> None:
         self.services = services
+        self.caller = Caller(services.access, services.store)
 
     @status.unary
     async def GetJobStatus(
         self, request: job_pb2.JobStatusRequest, context: Context
     ) -> job_pb2.JobStatusResponse:
-        reads = await self.services.caller.reads(context)
+        reads = await self.caller.reads(context)
         job_ids = list(request.job_ids)
         found = await queries.job_states(self.services.store, await reads.jobs(job_ids))
         unknown = JobState.UNKNOWN.value
@@ -66,7 +69,7 @@ class JobsService(job_pb2_grpc.JobsServicer):
     async def GetJobStatusUsingExternalJobUri(
         self, request: job_pb2.JobStatusUsingExternalJobUriRequest, context: Context
     ) -> job_pb2.JobStatusResponse:
-        await self.services.caller.on_queue(context, request.queue, QueueVerb.WATCH)
+        await self.caller.on_queue(context, request.queue, QueueVerb.WATCH)
         store = self.services.store
         job_ids = await queries.jobs_by_external_uri(
             store, request.queue, request.jobset, request.external_job_uri
@@ -78,7 +81,7 @@ class JobsService(job_pb2_grpc.JobsServicer):
     async def GetJobDetails(
         self, request: job_pb2.JobDetailsRequest, context: Context
     ) -> job_pb2.JobDetailsResponse:
-        reads = await self.services.caller.reads(context)
+        reads = await self.caller.reads(context)
         details = await queries.job_details(
             self.services.store,
             await reads.jobs(list(request.job_ids)),
@@ -91,7 +94,7 @@ class JobsService(job_pb2_grpc.JobsServicer):
     async def GetJobErrors(
         self, request: job_pb2.JobErrorsRequest, context: Context
     ) -> job_pb2.JobErrorsResponse:
-        reads = await self.services.caller.reads(context)
+        reads = await self.caller.reads(context)
         errors = await queries.job_errors(self.services.store, await reads.jobs(list(request.job_ids)))
         return job_pb2.JobErrorsResponse(job_errors=errors)
 
@@ -99,7 +102,7 @@ class JobsService(job_pb2_grpc.JobsServicer):
     async def GetJobRunDetails(
         self, request: job_pb2.JobRunDetailsRequest, context: Context
     ) -> job_pb2.JobRunDetailsResponse:
-        reads = await self.services.caller.reads(context)
+        reads = await self.caller.reads(context)
         runs = await queries.run_details(self.services.store, await reads.runs(list(request.run_ids)))
         return job_pb2.JobRunDetailsResponse(job_run_details={i: _run(r) for i, r in runs.items()})
 
@@ -107,7 +110,7 @@ class JobsService(job_pb2_grpc.JobsServicer):
     async def GetActiveQueues(
         self, request: job_pb2.GetActiveQueuesRequest, context: Context
     ) -> job_pb2.GetActiveQueuesResponse:
-        reads = await self.services.caller.reads(context)
+        reads = await self.caller.reads(context)
         by_pool = await queries.active_queues(self.services.store)
         readable = await reads.readable({name for names in by_pool.values() for name in names})
         shown = {pool: [name for name in names if name in readable] for pool, names in by_pool.items()}

@@ -10,7 +10,9 @@ from armada_client.armada import submit_pb2, submit_pb2_grpc
 from google.protobuf import empty_pb2
 
 from armada.api.grpc import status
-from armada.api.grpc.convert import Context, GrpcServices, to_dict, to_proto, wire
+from armada.api.grpc.auth import Caller
+from armada.api.grpc.convert import Context, to_dict, to_proto, wire
+from armada.api.services import Services
 from armada.auth.identity import Identity
 from armada.auth.permissions import GlobalPermission as P
 from armada.fleet import bulk_actions
@@ -40,19 +42,20 @@ def queue_to_proto(queue: Queue) -> submit_pb2.Queue:
 
 
 class QueueMethods:
-    """The queue methods both services share; ``self.services`` is set by the subclass."""
+    """The queue methods both services share; the subclass sets ``services`` and ``caller``."""
 
-    services: GrpcServices
+    services: Services
+    caller: Caller
 
     def _gate(self, identity: Identity) -> QueueSecurityGate:
         return QueueSecurityGate(
-            may_administer=self.services.caller.may_administer_queue_security(identity),
-            reserved_namespaces=self.services.rules.pod_policy.reserved_namespaces,
+            may_administer=self.caller.may_administer_queue_security(identity),
+            reserved_namespaces=self.services.submission_rules.pod_policy.reserved_namespaces,
         )
 
     @status.unary
     async def CreateQueue(self, request: submit_pb2.Queue, context: Context) -> empty_pb2.Empty:
-        identity = await self.services.caller.requiring(context, P.CREATE_QUEUE)
+        identity = await self.caller.requiring(context, P.CREATE_QUEUE)
         queue = queue_from_proto(request)
         try:
             await queues.create_queue(self.services.store, queue, identity.name, self._gate(identity))
@@ -64,7 +67,7 @@ class QueueMethods:
     async def CreateQueues(
         self, request: submit_pb2.QueueList, context: Context
     ) -> submit_pb2.BatchQueueCreateResponse:
-        identity = await self.services.caller.requiring(context, P.CREATE_QUEUE)
+        identity = await self.caller.requiring(context, P.CREATE_QUEUE)
         given = [queue_from_proto(q, f"queues[{i}].") for i, q in enumerate(request.queues)]
         failed = await queues.create_queues(self.services.store, given, identity.name, self._gate(identity))
         return submit_pb2.BatchQueueCreateResponse(failed_queues=[_failure(f) for f in failed])
@@ -73,7 +76,7 @@ class QueueMethods:
     async def UpdateQueue(self, request: submit_pb2.Queue, context: Context) -> empty_pb2.Empty:
         """``create_queue`` holders or the queue's owners (REST's ``owner_or``); what each may
         change (owners: only labels) is judged by the same checker as REST's."""
-        caller = self.services.caller
+        caller = self.caller
         identity = await caller.identify(context)
         queue = await self._keeping_ours(queue_from_proto(request))
         await queues.update_queue(
@@ -90,7 +93,7 @@ class QueueMethods:
     async def UpdateQueues(
         self, request: submit_pb2.QueueList, context: Context
     ) -> submit_pb2.BatchQueueUpdateResponse:
-        caller = self.services.caller
+        caller = self.caller
         identity = await caller.identify(context)  # each queue's change is judged on its own
         given = [queue_from_proto(q, f"queues[{i}].") for i, q in enumerate(request.queues)]
         kept = [await self._keeping_ours(queue, missing_ok=True) for queue in given]
@@ -118,20 +121,20 @@ class QueueMethods:
 
     @status.unary
     async def DeleteQueue(self, request: submit_pb2.QueueDeleteRequest, context: Context) -> empty_pb2.Empty:
-        identity = await self.services.caller.requiring(context, P.DELETE_QUEUE)
+        identity = await self.caller.requiring(context, P.DELETE_QUEUE)
         await queues.delete_queue(self.services.store, request.name, identity.name)
         return EMPTY
 
     @status.unary
     async def GetQueue(self, request: submit_pb2.QueueGetRequest, context: Context) -> submit_pb2.Queue:
-        reads = await self.services.caller.reads(context)
+        reads = await self.caller.reads(context)
         return queue_to_proto(reads.shown(await queues.get_queue(self.services.store, request.name)))
 
     @status.streaming
     async def GetQueues(
         self, request: submit_pb2.StreamingQueueGetRequest, context: Context
     ) -> AsyncIterator[submit_pb2.StreamingQueueMessage]:
-        reads = await self.services.caller.reads(context)
+        reads = await self.caller.reads(context)
         for queue in await queues.list_queues(self.services.store, request.num or None):
             yield submit_pb2.StreamingQueueMessage(queue=queue_to_proto(reads.shown(queue)))
         yield submit_pb2.StreamingQueueMessage(end=submit_pb2.EndMarker())
@@ -144,12 +147,13 @@ def _failure(failure: QueueFailure) -> submit_pb2.QueueCreateResponse:
 class QueueService(QueueMethods, submit_pb2_grpc.QueueServiceServicer):
     """``api.QueueService``: queue CRUD plus cordon and queue-wide preempt and cancel."""
 
-    def __init__(self, services: GrpcServices) -> None:
+    def __init__(self, services: Services) -> None:
         self.services = services
+        self.caller = Caller(services.access, services.store)
 
     @status.unary
     async def CordonQueue(self, request: submit_pb2.QueueCordonRequest, context: Context) -> empty_pb2.Empty:
-        identity = await self.services.caller.requiring(context, P.CORDON_QUEUE)
+        identity = await self.caller.requiring(context, P.CORDON_QUEUE)
         await queues.set_cordoned(self.services.store, request.name, True, identity.name)
         return EMPTY
 
@@ -157,7 +161,7 @@ class QueueService(QueueMethods, submit_pb2_grpc.QueueServiceServicer):
     async def UncordonQueue(
         self, request: submit_pb2.QueueUncordonRequest, context: Context
     ) -> empty_pb2.Empty:
-        identity = await self.services.caller.requiring(context, P.CORDON_QUEUE)
+        identity = await self.caller.requiring(context, P.CORDON_QUEUE)
         await queues.set_cordoned(self.services.store, request.name, False, identity.name)
         return EMPTY
 
@@ -165,7 +169,7 @@ class QueueService(QueueMethods, submit_pb2_grpc.QueueServiceServicer):
     async def PreemptOnQueue(
         self, request: submit_pb2.QueuePreemptRequest, context: Context
     ) -> empty_pb2.Empty:
-        identity = await self.services.caller.on_queue(context, request.name, QueueVerb.PREEMPT)
+        identity = await self.caller.on_queue(context, request.name, QueueVerb.PREEMPT)
         await bulk_actions.preempt_on_queue(
             self.services.store,
             request.name,
@@ -180,7 +184,7 @@ class QueueService(QueueMethods, submit_pb2_grpc.QueueServiceServicer):
     async def CancelOnQueue(
         self, request: submit_pb2.QueueCancelRequest, context: Context
     ) -> empty_pb2.Empty:
-        identity = await self.services.caller.on_queue(context, request.name, QueueVerb.CANCEL)
+        identity = await self.caller.on_queue(context, request.name, QueueVerb.CANCEL)
         states = [submit_pb2.JobState.Name(state) for state in request.jobStates]
         await bulk_actions.cancel_on_queue(
             self.services.store,

@@ -16,7 +16,9 @@ from armada_client.armada import submit_pb2, submit_pb2_grpc
 from google.protobuf import empty_pb2
 
 from armada.api.grpc import status
-from armada.api.grpc.convert import Context, GrpcServices, to_dict, to_proto, wire
+from armada.api.grpc.auth import Caller
+from armada.api.grpc.convert import Context, to_dict, to_proto, wire
+from armada.api.services import Services
 from armada.auth.permissions import GlobalPermission as P
 from armada.model.errors import Conflict, InvalidRequest
 from armada.model.retry import RetryPolicy
@@ -55,12 +57,13 @@ def policy_to_proto(policy: RetryPolicy) -> submit_pb2.RetryPolicy:
 
 
 class RetryPolicyService(submit_pb2_grpc.RetryPolicyServiceServicer):
-    def __init__(self, services: GrpcServices) -> None:
+    def __init__(self, services: Services) -> None:
         self.services = services
+        self.caller = Caller(services.access, services.store)
 
     @status.unary
     async def CreateRetryPolicy(self, request: submit_pb2.RetryPolicy, context: Context) -> empty_pb2.Empty:
-        identity = await self.services.caller.requiring(context, P.CREATE_RETRY_POLICY)
+        identity = await self.caller.requiring(context, P.CREATE_RETRY_POLICY)
         try:
             await retry_policies.create_policy(self.services.store, policy_from_proto(request), identity.name)
         except Conflict as exc:  # as for queues: upstream answers ALREADY_EXISTS
@@ -69,7 +72,7 @@ class RetryPolicyService(submit_pb2_grpc.RetryPolicyServiceServicer):
 
     @status.unary
     async def UpdateRetryPolicy(self, request: submit_pb2.RetryPolicy, context: Context) -> empty_pb2.Empty:
-        identity = await self.services.caller.requiring(context, P.UPDATE_RETRY_POLICY)
+        identity = await self.caller.requiring(context, P.UPDATE_RETRY_POLICY)
         policy = policy_from_proto(request)
         await retry_policies.update_policy(self.services.store, policy.name, policy, identity.name)
         return EMPTY
@@ -78,7 +81,7 @@ class RetryPolicyService(submit_pb2_grpc.RetryPolicyServiceServicer):
     async def DeleteRetryPolicy(
         self, request: submit_pb2.RetryPolicyDeleteRequest, context: Context
     ) -> empty_pb2.Empty:
-        identity = await self.services.caller.requiring(context, P.DELETE_RETRY_POLICY)
+        identity = await self.caller.requiring(context, P.DELETE_RETRY_POLICY)
         await retry_policies.delete_policy(self.services.store, request.name, identity.name)
         return EMPTY
 
@@ -86,13 +89,13 @@ class RetryPolicyService(submit_pb2_grpc.RetryPolicyServiceServicer):
     async def GetRetryPolicy(
         self, request: submit_pb2.RetryPolicyGetRequest, context: Context
     ) -> submit_pb2.RetryPolicy:
-        await self.services.caller.identify(context)
+        await self.caller.identify(context)
         return policy_to_proto(await retry_policies.get_policy(self.services.store, request.name))
 
     @status.unary
     async def GetRetryPolicies(
         self, request: submit_pb2.RetryPolicyListRequest, context: Context
     ) -> submit_pb2.RetryPolicyList:
-        await self.services.caller.identify(context)
+        await self.caller.identify(context)
         policies = await retry_policies.list_policies(self.services.store)
         return submit_pb2.RetryPolicyList(retry_policies=[policy_to_proto(p) for p in policies])

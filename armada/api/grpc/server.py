@@ -24,7 +24,6 @@ from armada_client.armada import (
 )
 
 from armada.api.grpc.binoculars import BinocularsService
-from armada.api.grpc.convert import GrpcServices
 from armada.api.grpc.events import EventService
 from armada.api.grpc.events import add_to_server as add_event_service
 from armada.api.grpc.health import Health
@@ -32,6 +31,7 @@ from armada.api.grpc.jobs import JobsService
 from armada.api.grpc.queues import QueueService
 from armada.api.grpc.retry_policies import RetryPolicyService
 from armada.api.grpc.submit import SubmitService
+from armada.api.services import Services
 from armada.api.settings import ServerSettings
 
 log = structlog.get_logger(__name__)
@@ -55,7 +55,7 @@ class GrpcServer:
     health: Health
 
 
-async def start_grpc(settings: ServerSettings, services: GrpcServices) -> GrpcServer:
+async def start_grpc(settings: ServerSettings, services: Services) -> GrpcServer:
     """Bind and start; raises if the port cannot be bound."""
     limit = settings.max_request_bytes
     server = grpc.aio.server(

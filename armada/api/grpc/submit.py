@@ -11,9 +11,11 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core
 from google.protobuf import empty_pb2
 
 from armada.api.grpc import status
-from armada.api.grpc.convert import Context, GrpcServices, to_dict, wire
+from armada.api.grpc.auth import Caller
+from armada.api.grpc.convert import Context, to_dict, wire
 from armada.api.grpc.podspec import pod_spec_to_json
 from armada.api.grpc.queues import EMPTY, QueueMethods
+from armada.api.services import Services
 from armada.model.queues import QueueVerb
 from armada.model.wire.jobs import (
     JobCancelRequest,
@@ -75,19 +77,20 @@ def submit_request(message: submit_pb2.JobSubmitRequest) -> JobSubmitRequest:
 
 
 class SubmitService(QueueMethods, submit_pb2_grpc.SubmitServicer):
-    def __init__(self, services: GrpcServices) -> None:
+    def __init__(self, services: Services) -> None:
         self.services = services
+        self.caller = Caller(services.access, services.store)
 
     @status.unary
     async def SubmitJobs(
         self, request: submit_pb2.JobSubmitRequest, context: Context
     ) -> submit_pb2.JobSubmitResponse:
-        identity = await self.services.caller.on_queue(context, request.queue, QueueVerb.SUBMIT)
+        identity = await self.caller.on_queue(context, request.queue, QueueVerb.SUBMIT)
         body = submit_request(request)
         response = await submit_jobs(
             self.services.store,
             body,
-            self.services.rules,
+            self.services.submission_rules,
             identity.name,
             queued_cap=self.services.queued_cap,
         )
@@ -101,7 +104,7 @@ class SubmitService(QueueMethods, submit_pb2_grpc.SubmitServicer):
     async def CancelJobs(
         self, request: submit_pb2.JobCancelRequest, context: Context
     ) -> submit_pb2.CancellationResult:
-        identity = await self.services.caller.on_queue(context, request.queue, QueueVerb.CANCEL)
+        identity = await self.caller.on_queue(context, request.queue, QueueVerb.CANCEL)
         data = wire(to_dict(request), JobCancelRequest)
         job_ids = [data.job_id, *data.job_ids] if data.job_id else data.job_ids
         cancelled = await job_actions.cancel_jobs(
@@ -113,7 +116,7 @@ class SubmitService(QueueMethods, submit_pb2_grpc.SubmitServicer):
     async def CancelJobSet(
         self, request: submit_pb2.JobSetCancelRequest, context: Context
     ) -> empty_pb2.Empty:
-        identity = await self.services.caller.on_queue(context, request.queue, QueueVerb.CANCEL)
+        identity = await self.caller.on_queue(context, request.queue, QueueVerb.CANCEL)
         data = wire(to_dict(request), JobSetCancelRequest)
         states = data.filter.states if data.filter else []
         await job_actions.cancel_job_set(
@@ -125,7 +128,7 @@ class SubmitService(QueueMethods, submit_pb2_grpc.SubmitServicer):
     async def ReprioritizeJobs(
         self, request: submit_pb2.JobReprioritizeRequest, context: Context
     ) -> submit_pb2.JobReprioritizeResponse:
-        identity = await self.services.caller.on_queue(context, request.queue, QueueVerb.REPRIORITIZE)
+        identity = await self.caller.on_queue(context, request.queue, QueueVerb.REPRIORITIZE)
         data = wire({"newPriority": 0.0, **to_dict(request)}, JobReprioritizeRequest)
         results = await job_actions.reprioritize_jobs(
             self.services.store,
@@ -141,7 +144,7 @@ class SubmitService(QueueMethods, submit_pb2_grpc.SubmitServicer):
     async def PreemptJobs(
         self, request: submit_pb2.JobPreemptRequest, context: Context
     ) -> submit_pb2.PreemptionResult:
-        identity = await self.services.caller.on_queue(context, request.queue, QueueVerb.PREEMPT)
+        identity = await self.caller.on_queue(context, request.queue, QueueVerb.PREEMPT)
         data = wire({"jobIds": [], **to_dict(request)}, JobPreemptRequest)
         preempted = await job_actions.preempt_jobs(
             self.services.store,
