@@ -22,7 +22,8 @@ from pyinstrument import Profiler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from armada.model.resources import ResourceIndex, to_units
+from armada.model.quantities import to_units
+from armada.model.resources import ResourceIndex
 from armada.scheduling import JobDb, JobRequirements, NodeDb, NodeSpec, QueueSpec, SchedulerState, schedule
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.pool_config import PoolConfig

@@ -21,8 +21,8 @@ from armada.eventstore.cordons import apply_cordon_event
 from armada.eventstore.retry_policies import apply_retry_policy_event
 from armada.model import events as ev
 from armada.model.lifecycle import JOB_STATE_AFTER, RUN_STATE_AFTER, JobState
+from armada.model.quantities import QuantityError, to_units
 from armada.model.queues import Queue
-from armada.model.resources import QuantityError, to_units
 
 Row = dict[str, Any]
 

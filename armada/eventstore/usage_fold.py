@@ -26,7 +26,7 @@ from typing import NamedTuple, Protocol
 
 from armada.model import events as ev
 from armada.model.jobs import ResourceRequirements
-from armada.model.resources import QuantityError, resolution_of, to_units
+from armada.model.quantities import QuantityError, resolution_of, to_units
 
 #: How a run ended, by the event that ended it (``leaseReturned`` is ``retried`` when the
 #: run had started and failed, and the job was queued again).

@@ -14,7 +14,8 @@ import numpy.typing as npt
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from armada.model.resources import PODS, resolution_of
+from armada.model.quantities import resolution_of
+from armada.model.resources import PODS
 from armada.scheduler.cluster_state import ClusterState
 from armada.scheduling import JobDb
 from armada.scheduling.jobdb import RUNNING

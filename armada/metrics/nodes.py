@@ -13,7 +13,8 @@ import numpy as np
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from armada.model.resources import PODS, resolution_of
+from armada.model.quantities import resolution_of
+from armada.model.resources import PODS
 from armada.scheduler.cluster_state import ClusterState, split_node_key
 
 NODE_LABELS = [

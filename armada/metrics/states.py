@@ -19,7 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from armada.model import events as ev
-from armada.model.resources import resolution_of
+from armada.model.quantities import resolution_of
 from armada.scheduler.cluster_state import ClusterState
 from armada.scheduling.keys import KeyTable
 

@@ -16,6 +16,7 @@ import msgspec
 
 from armada.model.errors import InvalidRequest
 from armada.model.numbers import Count
+from armada.model.quantities import parse_quantity
 
 #: Policy names follow queue names: safe in URLs and metric labels.
 POLICY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -100,9 +101,6 @@ def _check_memory(memory: MemoryMutation, where: str) -> None:
     if (memory.factor is None) == (not memory.static):
         raise InvalidRequest("set exactly one of factor or static", field=where)
     if memory.static:
-        # Imported here: the client (and so the CLI's start-up) loads this module, not numpy.
-        from armada.model.resources import parse_quantity  # noqa: PLC0415
-
         try:
             amount = parse_quantity(memory.static)
         except ValueError as exc:

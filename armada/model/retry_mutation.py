@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from armada.model.jobs import Job, ResourceRequirements
+from armada.model.quantities import parse_quantity
 from armada.model.retry import MemoryMutation, Mutation
 
 #: Records which kind of memory bump (``factor`` or ``static``) a job has had.
@@ -104,8 +105,6 @@ def _avoid(pod_spec: dict[str, Any], label: str, value: str) -> bool:
 
 def _grow_memory(pod_spec: dict[str, Any], memory: MemoryMutation) -> int:
     """Grow every container's memory request and limit; the bytes added to the requests."""
-    from armada.model.resources import parse_quantity  # noqa: PLC0415 (numpy: not for the client)
-
     static = parse_quantity(memory.static) if memory.static else Decimal(0)
     added_requests = 0
     for container in pod_spec.get("containers") or []:
@@ -125,8 +124,6 @@ def _grow_memory(pod_spec: dict[str, Any], memory: MemoryMutation) -> int:
 
 
 def _add_request(requirements: ResourceRequirements, added: int) -> ResourceRequirements:
-    from armada.model.resources import parse_quantity  # noqa: PLC0415
-
     requests = dict(requirements.requests)
     before = math.ceil(parse_quantity(requests["memory"])) if "memory" in requests else 0
     requests["memory"] = str(before + added)

@@ -11,7 +11,7 @@ import numpy as np
 from armada.eventstore.store import EventStore
 from armada.model.errors import NotFound
 from armada.model.lifecycle import JobState
-from armada.model.resources import format_units
+from armada.model.quantities import format_units
 from armada.model.wire.forecasts import JobForecastInfo
 from armada.reports import render
 from armada.reports.wire import (

@@ -19,7 +19,7 @@ from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.model.lifecycle import FailureCause
-from armada.model.resources import format_units, to_units
+from armada.model.quantities import format_units, to_units
 from armada.model.retry_engine import retries_granted
 from armada.model.retry_mutation import avoided_nodes
 from armada.model.wire.retry_history import RetryAttempt, RetryHistory

@@ -28,7 +28,7 @@ from armada.model import events as ev
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION, Job
 from armada.model.leases import EXECUTOR_PROTOCOL, Lease, LeaseRequest, LeaseResponse, LogOrder, NodeReport
-from armada.model.resources import QuantityError, to_units
+from armada.model.quantities import QuantityError, to_units
 from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.retries.attempts import run_ended_without_result
 from armada.retries.avoidance import EndedRun, avoiding_jobs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from armada.model.resources import QuantityError, to_units
+from armada.model.quantities import QuantityError, to_units
 
 Quantity = str | int | float
 

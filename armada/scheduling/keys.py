@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from armada.model.resources import PODS, ResourceIndex, ResourceVector, format_units
+from armada.model.quantities import format_units
+from armada.model.resources import PODS, ResourceIndex, ResourceVector
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.requirements import NodeSelectorTerm, SchedulingKey, Toleration
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from armada.model.jobs import Job
-from armada.model.resources import QuantityError, to_units
+from armada.model.quantities import QuantityError, to_units
 
 GANG_ID_ANNOTATION = "armadaproject.io/gangId"
 GANG_CARDINALITY_ANNOTATION = "armadaproject.io/gangCardinality"

@@ -27,7 +27,7 @@ from armada.model.jobs import (
 )
 from armada.model.metadata import check_annotations, check_dns_label, check_labels, check_printable
 from armada.model.podsecurity import PodPolicy, Profile, Violation, profile_violation, toleration_violation
-from armada.model.resources import QuantityError, format_units, to_units
+from armada.model.quantities import QuantityError, format_units, to_units
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitRequestItem
 from armada.scheduling.config import PriorityClass, SchedulingConfig
 from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION, runtime_hint

@@ -14,7 +14,7 @@ from armada.eventstore import audit, migrate, schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import rebuild_views
 from armada.model import events as ev
-from armada.model.resources import parse_quantity
+from armada.model.quantities import parse_quantity
 from armada.services.invariants import check
 from armada.services.usage import UsageQuery, usage_report
 from armada.services.visibility import ReadScope

@@ -5,13 +5,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from armada.model.resources import (
-    QuantityError,
-    ResourceIndex,
-    format_units,
-    parse_quantity,
-    to_units,
-)
+from armada.model.quantities import QuantityError, format_units, parse_quantity, to_units
+from armada.model.resources import ResourceIndex
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from typing import Any
 
 from armada.executor.backends.kube_pods import is_finished, parse_time, run_id_of
 from armada.model.leases import NodeReport
-from armada.model.resources import QuantityError, format_units, to_units
+from armada.model.quantities import QuantityError, format_units, to_units
 from armada.model.taints import Taint
 
 Json = dict[str, Any]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import msgspec
 import numpy as np
 
-from armada.model.resources import resolution_of
+from armada.model.quantities import resolution_of
 from armada.scheduling.replay import NodeChange, TimelineItem
 from armada.services.simulation.recorded import Outcome
 

@@ -16,7 +16,7 @@ import msgspec
 import pytest
 import yaml
 
-from armada.model.resources import parse_resource_list
+from armada.model.quantities import parse_resource_list
 from armada.scheduling import JobRequirements, NodeSpec, SchedulingConfig, SchedulingResult, Taint, Toleration
 from tests.unit.scheduling.helpers import Sim, unlimited
 
