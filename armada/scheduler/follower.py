@@ -22,13 +22,13 @@ from armada.eventstore import dialects, fleet_views
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.queue_views import queue_specs
 from armada.eventstore.snapshot_views import active_job_pages, active_run_rows, executor_rows, node_specs
-from armada.eventstore.store import EventStore
 from armada.eventstore.unreadable import UnreadableRecords
 from armada.model import events as ev
 from armada.model.jobs import decode_job
 from armada.model.lifecycle import RunState
 from armada.model.queues import Queue
 from armada.scheduler.cluster_state import ClusterState
+from armada.scheduler.store import SchedulerStore
 from armada.scheduling import SchedulingConfig
 
 log = structlog.get_logger(__name__)
@@ -53,7 +53,7 @@ class FollowerListener(Protocol):
 class LogFollower:
     """Owns a :class:`ClusterState` and applies the log to it, one reader at a time."""
 
-    def __init__(self, store: EventStore, config: SchedulingConfig) -> None:
+    def __init__(self, store: SchedulerStore, config: SchedulingConfig) -> None:
         self.store = store
         self.state = ClusterState(config)
         #: Published with the state's sequence number after each batch is applied.

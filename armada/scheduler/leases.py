@@ -23,7 +23,6 @@ import structlog
 import armada
 from armada.eventstore import views
 from armada.eventstore.log_mailbox import LogMailbox, orders_topic
-from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
 from armada.model.jobs import GANG_NODE_UNIFORMITY_ANNOTATION, Job
@@ -36,6 +35,7 @@ from armada.scheduler.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.scheduler.follower import LogFollower
 from armada.scheduler.held_runs import HeldRunReports
 from armada.scheduler.settings import SchedulerServiceSettings
+from armada.scheduler.store import SchedulerStore
 
 log = structlog.get_logger(__name__)
 
@@ -85,7 +85,7 @@ def _quantities(resources: dict[str, str], where: str) -> dict[str, int]:
 class LeaseService:
     def __init__(
         self,
-        store: EventStore,
+        store: SchedulerStore,
         follower: LogFollower,
         settings: SchedulerServiceSettings,
         clock: Callable[[], float] = time.time,

@@ -30,7 +30,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, views
-from armada.eventstore.store import EventStore, Lane, Transaction
+from armada.eventstore.store import Lane, Transaction
 from armada.eventstore.views import JobRow
 from armada.model import events as ev
 from armada.model.ids import new_run_id
@@ -43,6 +43,7 @@ from armada.scheduler.leader import LeaderElection
 from armada.scheduler.lost_runs import LostRun, end_lost_runs
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.shared_history import HistoryPublisher, shared_history
+from armada.scheduler.store import SchedulerStore
 from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
 
 log = structlog.get_logger(__name__)
@@ -59,7 +60,7 @@ class _Decisions(NamedTuple):
 class SchedulerService:
     def __init__(
         self,
-        store: EventStore,
+        store: SchedulerStore,
         follower: LogFollower,
         leader: LeaderElection,
         settings: SchedulerServiceSettings,

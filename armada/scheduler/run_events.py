@@ -19,7 +19,6 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore.job_views import runs_with_ingress_info, runs_with_their_jobs
-from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.model.leases import RunEvent, RunEventBatch
@@ -30,6 +29,7 @@ from armada.retries.avoidance import EndedRun, avoiding_jobs
 from armada.retries.engine import RetryContext, verdict_events
 from armada.scheduler.follower import LogFollower
 from armada.scheduler.settings import SchedulerServiceSettings
+from armada.scheduler.store import SchedulerStore
 
 log = structlog.get_logger(__name__)
 
@@ -79,7 +79,7 @@ class _Translation:
 class RunEventIntake:
     def __init__(
         self,
-        store: EventStore,
+        store: SchedulerStore,
         settings: SchedulerServiceSettings,
         retry: RetryEngineSettings | None = None,
         follower: LogFollower | None = None,
