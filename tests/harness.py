@@ -15,7 +15,7 @@ from armada.model import events as ev
 from armada.model.leases import Lease, LeaseRequest, LeaseResponse, NodeReport, RunPhase
 from armada.model.queues import Queue
 from armada.model.retry_engine import RetryEngineSettings
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.leader import LeaderElection
 from armada.scheduler.leases import LeaseService
 from armada.scheduler.loop import SchedulerService
@@ -55,7 +55,7 @@ class Harness:
             maximum_per_queue_scheduling_rate=1e9,
             retry_policy=retry or RetryEngineSettings(),
         )
-        self.follower = LogFollower(database.store, config)
+        self.follower = EventLogFollower(database.store, config)
         self.scheduler = SchedulerService(
             database.store,
             self.follower,

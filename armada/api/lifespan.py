@@ -28,7 +28,7 @@ from armada.eventstore.log_mailbox import LogMailbox
 from armada.eventstore.store import EventStore
 from armada.metrics.server import ServerMetrics
 from armada.retries.policies import missing_default_policy
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.leader import LeaderElection
 from armada.scheduler.leases import LeaseService
 from armada.scheduler.loop import SchedulerService
@@ -79,7 +79,7 @@ def server_lifespan(
             if missing := await missing_default_policy(database.store, settings.scheduling.retry_policy):
                 log.warning("retry engine default policy missing", problem=missing)
             _run(stack, Quarantine(database.store))  # before the first read: it hears every report
-            follower = LogFollower(database.store, settings.scheduling)
+            follower = EventLogFollower(database.store, settings.scheduling)
             await follower.load()
             services = build_services(settings, database, access, metrics, follower)
             # Only the leader prunes: pruning stops when another replica takes over.
@@ -107,7 +107,7 @@ def build_services(
     database: Database,
     access: AccessControl,
     metrics: ServerMetrics,
-    follower: LogFollower,
+    follower: EventLogFollower,
 ) -> Services:
     """Every service the routes use, over one database and one log follower."""
     scheduler = SchedulerService(

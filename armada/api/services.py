@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # annotations only: the guard (access.py) reads the services 
     from armada.eventstore.database import Database
     from armada.eventstore.store import EventStore
     from armada.metrics.server import ServerMetrics
-    from armada.scheduler.follower import LogFollower
+    from armada.scheduler.follower import EventLogFollower
     from armada.scheduler.leases import LeaseService
     from armada.scheduler.loop import SchedulerService
     from armada.scheduler.run_events import RunEventIntake
@@ -41,7 +41,7 @@ class Services:
     scheduling: SchedulingConfig
     submission_rules: SubmissionRules
     queued_cap: QueuedCap
-    follower: LogFollower
+    follower: EventLogFollower
     scheduler: SchedulerService
     forecasts: ForecastService
     leases: LeaseService

@@ -19,7 +19,7 @@ from armada.metrics.retries import RetryCounters
 from armada.metrics.scheduler import CycleCounters, ShareCollector
 from armada.metrics.states import JobStateMetrics
 from armada.model.events import Event
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.loop import SchedulerService
 from armada.services.retention import Pruner
 
@@ -35,7 +35,7 @@ class ServerMetrics:
             "armada_events_appended", "Events appended to the log.", ["type"], registry=self.registry
         )
 
-    def attach(self, store: EventStore, follower: LogFollower, scheduler: SchedulerService) -> None:
+    def attach(self, store: EventStore, follower: EventLogFollower, scheduler: SchedulerService) -> None:
         store.listeners.append(self._count_appended)
         follower.listen(JobTimings(self.registry))
         follower.listen(RetryCounters(self.registry))

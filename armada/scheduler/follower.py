@@ -50,7 +50,7 @@ class FollowerListener(Protocol):
     def __call__(self, state: ClusterState, event: ev.Event) -> None: ...
 
 
-class LogFollower:
+class EventLogFollower:
     """Owns a :class:`ClusterState` and applies the log to it, one reader at a time."""
 
     def __init__(self, store: SchedulerStore, config: SchedulingConfig) -> None:

@@ -32,7 +32,7 @@ from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.retries.attempts import run_ended_without_result
 from armada.retries.avoidance import EndedRun, avoiding_jobs
 from armada.scheduler.cluster_state import ClusterState, ExecutorInfo, RunInfo
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.held_runs import HeldRunReports
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.store import SchedulerStore
@@ -86,7 +86,7 @@ class LeaseService:
     def __init__(
         self,
         store: SchedulerStore,
-        follower: LogFollower,
+        follower: EventLogFollower,
         settings: SchedulerServiceSettings,
         clock: Callable[[], float] = time.time,
         *,

@@ -37,7 +37,7 @@ from armada.model.ids import new_run_id
 from armada.model.lifecycle import FailureCause, JobState
 from armada.retries.attempts import run_ended_without_result
 from armada.scheduler.cluster_state import ClusterState, split_node_key
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.history import CycleHistory
 from armada.scheduler.leader import LeaderElection
 from armada.scheduler.lost_runs import LostRun, end_lost_runs
@@ -61,7 +61,7 @@ class SchedulerService:
     def __init__(
         self,
         store: SchedulerStore,
-        follower: LogFollower,
+        follower: EventLogFollower,
         leader: LeaderElection,
         settings: SchedulerServiceSettings,
         config: SchedulingConfig,

@@ -27,7 +27,7 @@ from armada.model.retry_engine import RetryEngineSettings
 from armada.retries.attempts import requeue_or_fail
 from armada.retries.avoidance import EndedRun, avoiding_jobs
 from armada.retries.engine import RetryContext, verdict_events
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.store import SchedulerStore
 
@@ -82,7 +82,7 @@ class RunEventIntake:
         store: SchedulerStore,
         settings: SchedulerServiceSettings,
         retry: RetryEngineSettings | None = None,
-        follower: LogFollower | None = None,
+        follower: EventLogFollower | None = None,
     ) -> None:
         self.store = store
         self.settings = settings

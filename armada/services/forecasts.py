@@ -23,7 +23,7 @@ import structlog
 
 from armada.model.jobs import Job
 from armada.model.wire.forecasts import ForecastOutcome, JobForecastInfo
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.loop import SchedulerService
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.forecast import ForecastSnapshot, JobForecast, forecast
@@ -55,7 +55,7 @@ class ForecastService:
 
     def __init__(
         self,
-        follower: LogFollower,
+        follower: EventLogFollower,
         scheduler: SchedulerService,
         config: SchedulingConfig,
         clock: Callable[[], float] = time.time,

@@ -28,7 +28,7 @@ from armada.eventstore.store import EventStore
 from armada.model.errors import InvalidRequest, LimitExceeded, NotFound, Unavailable
 from armada.model.leases import LogAnswer, LogOrder
 from armada.model.wire.logs import LogOptions, LogRequest, LogResponse, newest_within
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.services.log_quota import RETRY_AFTER, InFlight, Rate
 from armada.services.visibility import ReadScope
@@ -43,7 +43,7 @@ class LogService:
         self,
         store: EventStore,
         mailbox: LogMailbox,
-        follower: LogFollower,
+        follower: EventLogFollower,
         settings: SchedulerServiceSettings,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -18,7 +18,7 @@ from armada.cli.main import build
 from armada.client import ArmadaApiError, ArmadaClient
 from armada.eventstore.rebuild import rebuild_views
 from armada.model.leases import LeaseRequest, LeaseResponse, NodeReport
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from tests.api.jobs import item, pod_spec, start
 from tests.servers import ApiServer
 
@@ -134,8 +134,8 @@ def test_cordons_survive_a_restart_and_a_rebuild(
     client.cordon_node(node, reason="bad disk")
     services = server.app.state.services
 
-    async def reloaded() -> LogFollower:
-        follower = LogFollower(services.store, services.scheduling)
+    async def reloaded() -> EventLogFollower:
+        follower = EventLogFollower(services.store, services.scheduling)
         await follower.load()
         return follower
 

@@ -17,7 +17,7 @@ from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.rebuild import replay_into
 from armada.model.errors import HistoryRewound
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduling import SchedulingConfig
 from armada.services import streams
 from tests.factories import make_job, submission
@@ -55,7 +55,7 @@ async def test_the_follower_reloads_when_the_log_goes_back(database: Database) -
     kept, lost, later = make_job(), make_job(), make_job()
     backup_head = await database.store.append(submission(kept))
     await database.store.append(submission(lost))
-    follower = LogFollower(database.store, SchedulingConfig())
+    follower = EventLogFollower(database.store, SchedulingConfig())
     await follower.load()
     follower.start()
     try:

@@ -17,7 +17,7 @@ from armada.model import events as ev
 from armada.model.leases import LeaseRequest, NodeReport
 from armada.model.queues import PriorityClassLimits, Queue
 from armada.reports import build
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.leader import LeaderElection
 from armada.scheduler.leases import LeaseService
 from armada.scheduler.loop import SchedulerService
@@ -38,7 +38,7 @@ async def scheduler(database: Database) -> AsyncIterator[SchedulerService]:
     """A scheduler over two 4-CPU nodes, queues ``q`` and ``capped`` (at most 2 CPUs)."""
     config = SchedulingConfig(maximum_scheduling_rate=1e9, maximum_per_queue_scheduling_rate=1e9)
     settings = SchedulerServiceSettings()
-    follower = LogFollower(database.store, config)
+    follower = EventLogFollower(database.store, config)
     await follower.load()
     service = SchedulerService(database.store, follower, LeaderElection(database.url), settings, config)
     await database.store.append([ev.QueueCreated(queue=q.name, spec=q) for q in (Queue(name="q"), CAPPED)])

@@ -13,7 +13,7 @@ from armada.model import events as ev
 from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch
 from armada.model.queues import Queue
 from armada.scheduler import follower as follower_module
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.leader import LeaderElection
 from armada.scheduling.decisions import CYCLE_LEASE_CAP
 from armada.services import queries
@@ -269,7 +269,7 @@ async def test_restart_rebuilds_the_same_state_from_the_views(
     await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases])
     await h.follower.catch_up()
     live = h.follower.state
-    restarted = LogFollower(h.database.store, live.config)
+    restarted = EventLogFollower(h.database.store, live.config)
     await restarted.load()
     rebuilt = restarted.state
     assert rebuilt.seq == live.seq

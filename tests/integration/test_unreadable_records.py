@@ -16,7 +16,7 @@ from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.model.leases import RunEvent, RunEventBatch
 from armada.model.queues import Queue
-from armada.scheduler.follower import LogFollower
+from armada.scheduler.follower import EventLogFollower
 from armada.services.invariants import check
 from armada.services.quarantine import Quarantine
 from tests.harness import Harness, report, started, submit
@@ -66,7 +66,7 @@ async def test_an_unreadable_submission_is_failed_and_the_rest_is_scheduled(harn
     failed = [s.event for s in await store.read(0, job_id=bad.id) if isinstance(s.event, ev.JobFailed)]
     assert len(failed) == 1 and "cannot be read" in failed[0].reason and "seq" in failed[0].reason
     # A restart loads its state from the views and follows the log as before.
-    restarted = LogFollower(store, h.follower.state.config)
+    restarted = EventLogFollower(store, h.follower.state.config)
     await restarted.load()
     assert await restarted.catch_up() == await store.head()
     assert bad.id not in restarted.state.extras
@@ -93,7 +93,7 @@ async def test_a_leased_job_whose_spec_is_damaged_fails_and_leases_go_on(harness
     )
     await h.intake.report(batch)
     assert (await h.job_states())[healthy] == "SUCCEEDED"
-    restarted = LogFollower(store, h.follower.state.config)
+    restarted = EventLogFollower(store, h.follower.state.config)
     await restarted.load()  # the damaged row is skipped, not fatal
     report_ = await check(store)
     assert any(f"job {damaged} has an unreadable spec" in v for v in report_.violations)
@@ -106,7 +106,7 @@ async def test_an_unreadable_queue_is_left_out_and_can_be_replaced(harness: Harn
     await h.follower.catch_up()
     assert "broken" not in h.follower.state.queues
     assert "q" in h.follower.state.queues
-    restarted = LogFollower(store, h.follower.state.config)
+    restarted = EventLogFollower(store, h.follower.state.config)
     await restarted.load()
     assert "broken" not in restarted.state.queues
     assert store.unreadable.counts["queue"] == 1
@@ -128,7 +128,7 @@ async def test_an_event_of_a_newer_version_is_skipped_and_its_job_scheduled(harn
     await h.lease()
     assert (await h.scheduler.cycle()).stats.scheduled == 1
     assert [lease.job_id for lease in (await h.lease()).leases] == [job_id]
-    restarted = LogFollower(store, h.follower.state.config)
+    restarted = EventLogFollower(store, h.follower.state.config)
     await restarted.load()
     assert await restarted.catch_up() == await store.head()
     assert "failed" not in await h.event_types(job_id)
