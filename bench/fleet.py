@@ -45,7 +45,7 @@ from armada.client.transport import Http11Transport
 from armada.eventstore.dialects import normalise_url
 from armada.model import events as ev
 from armada.model.queues import Queue
-from bench.backlog import SERVER_LOG, cycles, quantiles
+from bench.backlog import cycles, quantiles, server_env
 from bench.common import cpu_seconds, database_arguments, report, workload_arguments
 from bench.e2e import (
     cluster_arguments,
@@ -161,7 +161,7 @@ def shaped(args: argparse.Namespace) -> argparse.Namespace:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     streams = args.watchers + args.pollers + 10
-    env = {**SERVER_LOG, "ARMADA_SERVER_MAX_STREAMS_PER_CALLER": str(max(100, streams))}
+    env = {"ARMADA_SERVER_MAX_STREAMS_PER_CALLER": str(max(100, streams)), **server_env(args)}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -247,6 +247,9 @@ def main() -> None:
     parser.add_argument("--pollers", type=int)
     parser.add_argument("--poll-interval", type=float, default=1.0)
     parser.add_argument("--submitters", type=int, default=4, help="submit calls in flight")
+    parser.add_argument(
+        "--server-env", action="append", default=[], metavar="ARMADA_X=VALUE", help="a server setting"
+    )
     parser.add_argument("--backend", default="fake", help=argparse.SUPPRESS)
     args = shaped(parser.parse_args())
     os.environ.setdefault("ARMADA_LOGGING_FORMAT", "json")
