@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
@@ -98,6 +99,7 @@ class Watchers:
         self.delays: list[float] = []
         self.refused = 0
         self._tasks: list[asyncio.Task[None]] = []
+        self._arrived = asyncio.Event()
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._watch(i, queue)) for i, queue in enumerate(self.sets)]
@@ -107,7 +109,8 @@ class Watchers:
             async for message in self._client.job_set_events(queue, "bench", watch=True):
                 self.delays.append(time.time() - message.event.created.timestamp())
                 self.received[index] += 1
-        except Exception:  # noqa: BLE001 (a refused or broken stream is counted, not fatal)
+                self._arrived.set()
+        except Exception:  # a refused or broken stream is counted, not fatal
             self.refused += 1
 
     def missing(self, events: list[ev.Event]) -> int:
@@ -118,8 +121,10 @@ class Watchers:
     async def settle(self, events: list[ev.Event], timeout: float) -> int:
         """Wait up to ``timeout`` s for the streams to catch up with the log; the events still missing."""
         deadline = time.monotonic() + timeout
-        while (missing := self.missing(events)) and time.monotonic() < deadline:
-            await asyncio.sleep(0.5)
+        while (missing := self.missing(events)) and (left := deadline - time.monotonic()) > 0:
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), left)
         return missing
 
     async def stop(self) -> None:
