@@ -1,7 +1,7 @@
 """Settings: one struct per area, from defaults, an optional YAML file, and ``ARMADA_*`` variables.
 
 Each area is declared beside the code that owns it (``database``: :mod:`armada.eventstore.settings`,
-``server``: :mod:`armada.api.settings`, ``logging``: :mod:`armada.logs`, ``scheduler``:
+``server``: :mod:`armada.api.settings`, ``logging``: :mod:`armada.logging_setup`, ``scheduler``:
 :mod:`armada.scheduler.settings`, ``scheduling``: :mod:`armada.scheduling.config`,
 ``submission`` and ``retention``: :mod:`armada.services.settings`, ``executor``:
 :mod:`armada.executor.settings`, ``auth``: :mod:`armada.auth.settings`); this module only

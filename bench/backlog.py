@@ -272,7 +272,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         drain_started = time.perf_counter()
         executors = start_executors(stack, args, workdir, base)
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as probe_client:
-            await wait_for_executors(url, args.executors)
+            await wait_for_executors(url, args.executors * args.clusters_per_executor)
             probe = Probe(probe_client, args.probe_batch, args.probe_interval)
             probe_stop = asyncio.Event()
             probing = asyncio.create_task(probe.run(probe_stop))

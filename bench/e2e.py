@@ -64,6 +64,10 @@ SERVER_ENV = {
 }
 
 
+#: Job ids per ``POST /v1/job/status`` call (the server's limit).
+STATUS_IDS = 10_000
+
+
 @contextmanager
 def database(url: str, workdir: Path) -> Iterator[str]:
     """A fresh database: a SQLite file in ``workdir`` or a new PostgreSQL database."""
@@ -106,7 +110,8 @@ def start_server(
 def start_executors(
     stack: ExitStack, args: argparse.Namespace, workdir: Path, base: str
 ) -> list[ArmadaProcess]:
-    """``--executors`` executors of ``--backend`` against the server at ``base``."""
+    """``--executors`` executor processes of ``--backend`` against the server at ``base``, each
+    serving ``--clusters-per-executor`` clusters (``cluster-<i>``, or ``cluster-<i>-<j>``)."""
     processes = []
     for index in range(args.executors):
         command = [
@@ -118,6 +123,8 @@ def start_executors(
             "--backend",
             args.backend,
         ]
+        if args.clusters_per_executor > 1:
+            command += ["--clusters", str(args.clusters_per_executor)]
         if args.backend == "fake":
             command += ["--fake-nodes", str(args.nodes_per_executor), "--fake-node-cpu", "64"]
             command += ["--fake-node-memory", "512Gi"]
@@ -160,16 +167,30 @@ def job_item(command: str) -> JobSubmitRequestItem:
     )
 
 
-async def submit_all(client: AsyncArmadaClient, args: argparse.Namespace) -> list[str]:
-    """Submit ``--jobs`` jobs in batches, spread over the queues, a few requests in flight."""
+async def submit_all(
+    client: AsyncArmadaClient,
+    args: argparse.Namespace,
+    in_flight: int = 4,
+    latencies: list[float] | None = None,
+    submitted: dict[str, list[str]] | None = None,
+) -> list[str]:
+    """Submit ``--jobs`` jobs in batches, spread over the queues, ``in_flight`` requests at a
+    time; each call's seconds are appended to ``latencies`` and its job ids to ``submitted``
+    (by queue) when given."""
     item = job_item(args.command)
     batches = [(f"queue-{i % args.queues}", "bench") for i in range(0, args.jobs, args.batch)]
-    semaphore = asyncio.Semaphore(4)
+    semaphore = asyncio.Semaphore(in_flight)
 
     async def one(index: int, queue: str, job_set: str) -> list[str]:
         size = min(args.batch, args.jobs - index * args.batch)
         async with semaphore:
-            return await client.submit_jobs(queue, job_set, [item] * size)
+            began = time.perf_counter()
+            ids = await client.submit_jobs(queue, job_set, [item] * size)
+        if latencies is not None:
+            latencies.append(time.perf_counter() - began)
+        if submitted is not None:
+            submitted.setdefault(queue, []).extend(ids)
+        return ids
 
     answers = await asyncio.gather(*(one(i, q, s) for i, (q, s) in enumerate(batches)))
     return [job_id for ids in answers for job_id in ids]
@@ -241,7 +262,9 @@ async def wait_succeeded_by_status(client: AsyncArmadaClient, job_ids: list[str]
     pending = list(job_ids)
     deadline = time.monotonic() + timeout
     while pending and time.monotonic() < deadline:
-        states = await client.job_status(pending)
+        states: dict[str, str] = {}
+        for start in range(0, len(pending), STATUS_IDS):  # the most one call may ask about
+            states |= await client.job_status(pending[start : start + STATUS_IDS])
         pending = [job_id for job_id in pending if states.get(job_id) != "SUCCEEDED"]
         if pending:
             await asyncio.sleep(0.5)
@@ -307,7 +330,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         usage = usage_of(processes[0], processes[1:], base, url)
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
-            await wait_for_executors(url, args.executors)
+            await wait_for_executors(url, args.executors * args.clusters_per_executor)
             before: Sample = usage.sample()
             started, started_wall = time.perf_counter(), time.time()
             job_ids = await submit_all(client, args)
@@ -341,8 +364,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def cluster_arguments(parser: argparse.ArgumentParser, timeout: float) -> None:
     """What :func:`start_server` and :func:`start_executors` read, and where their logs go."""
-    parser.add_argument("--executors", type=int, default=2)
-    parser.add_argument("--nodes-per-executor", type=int, default=2500)
+    parser.add_argument("--executors", type=int, default=2, help="executor processes")
+    parser.add_argument(
+        "--clusters-per-executor", type=int, default=1, help="clusters each executor process serves"
+    )
+    parser.add_argument("--nodes-per-executor", type=int, default=2500, help="nodes per cluster")
     parser.add_argument(
         "--server-workers", type=int, default=1, help="armada serve --workers (PostgreSQL only)"
     )

@@ -129,6 +129,14 @@ def executor(
     metrics_port: Annotated[
         int, typer.Option(help="Serve Prometheus metrics on this port at /metrics (0: off).")
     ] = 0,
+    clusters: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Serve this many clusters from one process, ids <cluster-id>-0 ... (benchmarks of a "
+            "fake fleet).",
+        ),
+    ] = 1,
     debug: DebugOption = False,
 ) -> None:
     """Run the executor of one cluster: lease jobs from the server and run them.
@@ -145,7 +153,7 @@ def executor(
     from armada.executor.agent import REFUSED_HINT  # noqa: PLC0415
     from armada.executor.backend import BackendSetupError  # noqa: PLC0415
     from armada.executor.metrics import ExecutorMetrics  # noqa: PLC0415
-    from armada.executor.runner import run_executor  # noqa: PLC0415
+    from armada.executor.runner import fleet_settings, run_executors  # noqa: PLC0415
     from armada.logging_setup import configure_logging  # noqa: PLC0415
     from armada.runtime import run_service, tune_for_service  # noqa: PLC0415
 
@@ -169,7 +177,9 @@ def executor(
         fake_nodes_file=fake_nodes_file,
         fake_speed=fake_speed,
     )
-    _exit_on_bad_cluster_id(settings.cluster_id)
+    fleet = fleet_settings(settings, clusters)
+    for each in fleet:
+        _exit_on_bad_cluster_id(each.cluster_id)
     spawns = settings.backend == "process"
     if spawns and (refusals := _process_refusals(ctx, settings, config, token_file)):
         for refusal in refusals:
@@ -190,7 +200,7 @@ def executor(
                 hint = ": pick another --metrics-port"
                 raise listen_error("metrics", f"port {metrics_port}", exc, hint) from exc
         try:
-            run_service(run_executor(settings, handle_signals=True, metrics=metrics), spawns_processes=spawns)
+            run_service(run_executors(fleet, handle_signals=True, metrics=metrics), spawns_processes=spawns)
         except AccessRefused as exc:
             why = f"the server refuses executor {settings.cluster_id!r}: {exc}; {REFUSED_HINT}"
             raise StartupError(why) from exc

@@ -124,6 +124,12 @@ class Signals:
         for event in self._waiting.get(topic, ()):
             event.set()
 
+    def publish_all(self) -> None:
+        """Wake every subscriber: signals may have been missed (the listener reconnected)."""
+        for waiting in self._waiting.values():
+            for event in waiting:
+                event.set()
+
 
 class PgListener:
     """Feeds PostgreSQL ``NOTIFY`` messages into a :class:`ChangeNotifier` (and
@@ -158,6 +164,8 @@ class PgListener:
                     cursor = await conn.execute("SELECT coalesce(max(seq), 0) FROM events")
                     row = await cursor.fetchone()
                     self._notifier.heard(int(row[0]) if row else 0)
+                    if self._signals is not None:
+                        self._signals.publish_all()  # and any signal sent meanwhile
                     self.connected.set()
                     backoff = 0.1
                     async for message in conn.notifies():

@@ -328,12 +328,17 @@ class EventStore:
 
         ``decode`` reads the payloads fetched from the database (a reader that only re-encodes
         events can skip building parts it copies verbatim); recent events kept in memory are
-        returned as decoded when appended."""
+        returned as decoded when appended (a job set's too, up to a given ``until_seq``: the
+        streams' reads)."""
+        known_head = self.notifier.head if until_seq is None else min(until_seq, self.notifier.head)
         if queue is None and job_set_id is None and job_id is None:
-            known_head = self.notifier.head if until_seq is None else min(until_seq, self.notifier.head)
             recent = self._recent.after(after_seq, known_head, limit)
             if recent is not None:
                 return [stored for stored in recent if until_seq is None or stored.seq <= until_seq]
+        elif queue is not None and job_set_id is not None and job_id is None and until_seq is not None:
+            held = self._recent.of_job_set(queue, job_set_id, after_seq, known_head, limit)
+            if held is not None:
+                return held
         events = schema.events
         query = select(events.c.seq, events.c.payload).where(events.c.seq > after_seq)
         if queue is not None:

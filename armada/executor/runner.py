@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+from collections.abc import Sequence
 
+import msgspec
 import structlog
 from prometheus_client import CollectorRegistry
 
@@ -68,3 +70,43 @@ async def run_executor(
         finally:
             for signum in signals:
                 loop.remove_signal_handler(signum)
+
+
+def fleet_settings(settings: ExecutorSettings, clusters: int) -> list[ExecutorSettings]:
+    """``clusters`` copies of ``settings`` for one process, cluster ids ``<id>-0`` ... ``<id>-<n-1>``
+    (just ``settings`` for one)."""
+    if clusters == 1:
+        return [settings]
+    return [
+        msgspec.structs.replace(settings, cluster_id=f"{settings.cluster_id}-{i}") for i in range(clusters)
+    ]
+
+
+async def run_executors(
+    fleet: Sequence[ExecutorSettings], *, handle_signals: bool = False, metrics: ExecutorMetrics | None = None
+) -> None:
+    """Serve several clusters from one event loop, as :func:`run_executor` serves one; SIGTERM
+    or SIGINT (with ``handle_signals``) shuts each down gracefully.
+
+    A fake fleet of tens of clusters then costs one interpreter, not tens, so a benchmark on
+    a small machine measures the server rather than the executors' processes.
+    """
+    if len(fleet) == 1:
+        await run_executor(fleet[0], handle_signals=handle_signals, metrics=metrics)
+        return
+    metrics = metrics or ExecutorMetrics(CollectorRegistry())
+    tasks = [asyncio.create_task(run_executor(each, metrics=metrics)) for each in fleet]
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT) if handle_signals else ()
+    for signum in signals:
+        loop.add_signal_handler(signum, lambda: [task.cancel() for task in tasks])
+    if handle_signals:
+        gc.freeze()  # as run_executor does in its own process
+    try:
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            raise result

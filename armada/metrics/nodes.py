@@ -32,11 +32,25 @@ NODE_LABELS = [
 ]
 
 
+#: What :class:`NodeCollector` exposes.
+FAMILIES = (
+    "armada_scheduler_node_allocatable_resource",
+    "armada_scheduler_node_allocated_resource",
+    "armada_scheduler_node_pool_size",
+    "armada_executor_last_heartbeat_timestamp_seconds",
+)
+
+
 class NodeCollector(Collector):
     """``armada_scheduler_node_*`` and ``armada_executor_last_heartbeat_timestamp_seconds``."""
 
     def __init__(self, state: Callable[[], ClusterState]) -> None:
         self._state = state
+
+    def describe(self) -> Iterator[Metric]:
+        """The families' names, so that a request for other series (``?name[]=``) skips the nodes."""
+        for name in FAMILIES:
+            yield GaugeMetricFamily(name, "")
 
     def collect(self) -> Iterator[Metric]:
         state = self._state()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client.metrics_core import Metric
 
 from armada.eventstore.store import EventStore
 from armada.metrics.appends import AppendCollector
@@ -29,7 +31,8 @@ class ServerMetrics:
 
     def __init__(self) -> None:
         #: Not the global registry: several apps (tests) may live in one process.
-        self.registry = CollectorRegistry()
+        # Collectors without describe() still answer a request for their series (?name[]=).
+        self.registry = CollectorRegistry(support_collectors_without_names=True)
         self.http = HttpMetrics(self.registry)
         self._appended = Counter(
             "armada_events_appended", "Events appended to the log.", ["type"], registry=self.registry
@@ -55,5 +58,23 @@ class ServerMetrics:
         for kind, count in collections.Counter(event.type for event in events).items():
             self._appended.labels(kind).inc(count)
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+    async def exposition(self, names: Sequence[str] = ()) -> bytes:
+        """The text exposition; with ``names`` (Prometheus's ``name[]``) only those series.
+
+        Collected on the event loop, where the collectors may read the live state; formatted
+        in a worker thread: the series of tens of thousands of nodes take seconds to format,
+        which would otherwise stall every lease call and stream for as long.
+        """
+        registry = self.registry.restricted_registry(names) if names else self.registry
+        return await asyncio.to_thread(generate_latest, _Collected(list(registry.collect())))
+
+
+class _Collected(CollectorRegistry):
+    """Metric families already collected (snapshots), to be formatted in another thread."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        super().__init__(auto_describe=False)
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._families

@@ -111,6 +111,8 @@ class LeaseService:
         self._held_reports = HeldRunReports()
         #: Each executor's version, as its last call said (logged when it changes).
         self._executor_versions: dict[str, str] = {}
+        #: Each executor's log-request signal (:meth:`_order_signal`).
+        self._orders: dict[str, asyncio.Event] = {}
 
     @property
     def state(self) -> ClusterState:
@@ -140,14 +142,23 @@ class LeaseService:
         await self._record_executor(request, nodes)
         if reported is None:
             return LeaseResponse(runs_wanted=True)
+        return await self._long_poll(request, reported, self._order_signal(request.executor_id))
+
+    def _order_signal(self, executor_id: str) -> asyncio.Event | None:
+        """Set when a log request for ``executor_id`` may be waiting (none: no mailbox).
+
+        The subscription outlives the call, so that a request posted between two calls is
+        not missed; the mailbox is then read only when one was posted, rather than with a
+        write on every lease call of every executor. A new subscription starts set: what was
+        posted before it is looked for once.
+        """
         if self.mailbox is None:
-            return await self._long_poll(request, reported, None)
-        topic = orders_topic(request.executor_id)
-        orders = self.mailbox.signals.subscribe(topic)
-        try:
-            return await self._long_poll(request, reported, orders)
-        finally:
-            self.mailbox.signals.unsubscribe(topic, orders)
+            return None
+        orders = self._orders.get(executor_id)
+        if orders is None:
+            orders = self._orders[executor_id] = self.mailbox.signals.subscribe(orders_topic(executor_id))
+            orders.set()
+        return orders
 
     async def _long_poll(
         self, request: LeaseRequest, reported: Set[str], orders: asyncio.Event | None
@@ -160,7 +171,7 @@ class LeaseService:
         """
         response = await self._respond(request, reported)
         answered = self._news_marker(request.executor_id)
-        response.log_requests = await self._log_orders(request.executor_id)
+        response.log_requests = await self._log_orders(request.executor_id, orders)
         deadline = time.monotonic() + request.wait_millis / 1000
         # Long poll: wait for news for this executor; other events (heartbeats, submissions
         # the scheduler has not placed yet) wake us but do not end the wait.
@@ -183,9 +194,8 @@ class LeaseService:
                 if not moved or self._news_marker(request.executor_id) != answered:
                     response = await self._respond(request, reported)
                     answered = self._news_marker(request.executor_id)
-            if orders is not None and posted:
-                orders.clear()
-                response.log_requests = await self._log_orders(request.executor_id)
+            if posted:
+                response.log_requests = await self._log_orders(request.executor_id, orders)
         return response
 
     def _news_marker(self, executor_id: str) -> tuple[int, int, int]:
@@ -209,8 +219,12 @@ class LeaseService:
             for wait in waits:
                 wait.cancel()
 
-    async def _log_orders(self, executor_id: str) -> list[LogOrder]:
-        return await self.mailbox.take(executor_id, self.clock()) if self.mailbox is not None else []
+    async def _log_orders(self, executor_id: str, orders: asyncio.Event | None) -> list[LogOrder]:
+        """The log requests waiting for ``executor_id``, if one was signalled since the last look."""
+        if self.mailbox is None or orders is None or not orders.is_set():
+            return []
+        orders.clear()  # before looking: a request posted while we look sets it again
+        return await self.mailbox.take(executor_id, self.clock())
 
     def _knows_nodes(self, request: LeaseRequest) -> bool:
         """Whether nodes on record can stand for a call that leaves them out.

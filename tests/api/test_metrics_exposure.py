@@ -64,3 +64,19 @@ def test_the_default_is_decided_by_the_bind_address() -> None:
     assert Settings().auth.public_metrics is None
     env = load_settings(env={"ARMADA_AUTH_PUBLIC_METRICS": "true"})
     assert env.auth.public_metrics is True
+
+
+def test_name_parameters_select_the_series(tmp_path: Path) -> None:
+    """``?name[]=`` (repeatable, as Prometheus federation asks) answers only those series."""
+    with server_on(tmp_path, "127.0.0.1") as server:
+        wanted = [
+            "armada_eventstore_append_lock_busy_seconds_total",
+            "armada_executor_last_heartbeat_timestamp_seconds",
+        ]
+        response = httpx.get(f"{server.url}/metrics", params={"name[]": wanted}, timeout=30)
+        assert response.status_code == 200, response.text
+        series = {
+            line.split("{")[0].split()[0] for line in response.text.splitlines() if not line.startswith("#")
+        }
+        assert series == {wanted[0]}  # no executor has called in: the other has no series
+        assert "armada_eventstore_append_groups_total" in scrape(server).text

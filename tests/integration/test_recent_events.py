@@ -8,7 +8,7 @@ import pytest
 
 from armada.eventstore.database import Database
 from armada.eventstore.group import AppendGroup
-from armada.eventstore.recent import StoredEvent
+from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from tests.factories import make_job, submission
@@ -82,3 +82,42 @@ async def _listening(database: Database) -> None:
     listener = database._listener
     assert listener is not None
     await listener.connected.wait()
+
+
+async def test_job_set_reads_up_to_a_head_equal_database_reads(database: Database) -> None:
+    """The streams' reads (one job set, up to the head they know) are served from memory,
+    by job set, and equal the database's answer."""
+    store = database.store
+    sets = [("q1", "a"), ("q1", "b"), ("q2", "a")]
+    appended = []
+    for round_ in range(4):
+        for queue, job_set in sets[: round_ + 1 if round_ < 3 else 3]:
+            events = [e for _ in range(2) for e in submission(make_job(queue=queue, job_set_id=job_set))]
+            await store.append(events)
+            appended += events
+    head = store.notifier.head
+    from_database = EventStore(database.engine)
+    for queue, job_set in [*sets, ("q3", "none")]:
+        for after in range(0, head + 1, 3):
+            for until in (after, after + 5, head):
+                for limit in (1, 3, 1000):
+                    expected = await from_database.read(
+                        after, queue=queue, job_set_id=job_set, until_seq=until, limit=limit
+                    )
+                    got = await store.read(
+                        after, queue=queue, job_set_id=job_set, until_seq=until, limit=limit
+                    )
+                    assert got == expected, (queue, job_set, after, until, limit)
+    [first] = await store.read(0, queue="q1", job_set_id="a", until_seq=head, limit=1)
+    assert first.event is appended[0]  # from memory: the object appended
+
+
+def test_a_trimmed_job_set_index_sends_older_reads_to_the_database() -> None:
+    recent = RecentEvents(capacity=3)
+    events = [ev.JobQueued(queue="q", job_set_id=f"s{i % 2}", job_id=str(i)) for i in range(8)]
+    for seq, event in enumerate(events, start=1):
+        recent.add(seq, [event])  # trimmed to the newest 3 once 7 are held
+    assert [s.seq for s in recent.of_job_set("q", "s0", 4, 8, 10)] == [5, 7]
+    assert [s.seq for s in recent.of_job_set("q", "s1", 5, 8, 10)] == [6, 8]
+    assert recent.of_job_set("q", "s0", 0, 8, 10) is None  # seqs 1-3 are no longer held
+    assert recent.of_job_set("q", "s0", 6, 9, 10) is None  # seq 9 is not held yet

@@ -125,7 +125,7 @@ async def test_fair_share_preemption_is_reported_and_counted(
     await cycle(scheduler)
     [latest, *_] = build.scheduling_report(scheduler.history).cycles
     assert latest.preempted == latest.pools["default"].preempted > 0
-    text = metrics.exposition().decode()
+    text = (await metrics.exposition()).decode()
     preempted = (
         'armada_scheduler_preempted_jobs_total{pool="default",priorityClass="armada-preemptible",queue="q"}'
     )

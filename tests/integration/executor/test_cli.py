@@ -55,6 +55,23 @@ async def test_executor_process_leases_and_stops_on_sigterm(server: ContractServ
     assert "Bearer t0k" in server.auth_headers
 
 
+async def test_one_process_serves_several_clusters_and_stops_them_all_on_sigterm(
+    server: ContractServer,
+) -> None:
+    options = ["--backend", "fake", "--fake-nodes", "2", "--clusters", "3"]
+    process = await start_executor(server, "fleet", *options, output=asyncio.subprocess.PIPE)
+    expected = {"fleet-0", "fleet-1", "fleet-2"}
+    try:
+        await server.wait_for(lambda: {r.executor_id for r in server.lease_requests} >= expected, within=60)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = await process.communicate()
+    assert process.returncode == 0, output.decode()
+    assert output.count(b"executor stopped") == 3
+    assert {r.executor_id for r in server.lease_requests} == expected
+    assert {len(r.nodes) for r in server.lease_requests if r.nodes is not None} == {2}
+
+
 async def test_a_cluster_id_kubernetes_refuses_as_a_label_value_stops_the_executor(
     server: ContractServer,
 ) -> None:

@@ -1,0 +1,265 @@
+"""Fleet scale: many clusters, queues, watchers and status pollers against one server.
+
+    python bench/fleet.py --database-url postgresql://postgres@127.0.0.1:5432/postgres --shape tidy
+    python bench/fleet.py --database-url ... --shape realistic     # 20 clusters x 500 queues x 200 watchers
+    python bench/fleet.py --database-url ... --shape big-cluster   # one cluster of 2,500 nodes
+    python bench/fleet.py --database-url ... --shape realistic --watchers 1000 --pollers 1000
+
+A shape sets the defaults (``--shape`` list below); any option given overrides it. The fake
+clusters run in one executor process (``armada executor --clusters``) unless
+``--executors`` says otherwise, so the benchmark measures the server, not tens of
+interpreters. Every watcher follows one job set (``queue-<i>``, ``bench``) over HTTP from
+before the first submit; every poller calls ``POST /v1/job/status`` once per
+``--poll-interval`` with the ids of its queue's jobs, as Airflow's sensors do, while jobs flow.
+
+Figures: ``client_jobs_per_second`` is jobs / (first submit call -> every job SUCCEEDED by
+``POST /v1/job/status``); lease latency (``leased`` - ``submitted``) from the log; each submit
+call's latency; a watcher's delivery delay is its receipt time - the event's ``created``
+stamp (taken before the append is committed, so it overstates the delay slightly); the events
+every watcher missed (0 when all were delivered); the status calls' latency; the server's
+and PostgreSQL's CPU per 1,000 jobs; the server's peak RSS; the scheduling cycles it logged.
+The benchmark's own client shares the machine: its CPU seconds are reported too. The
+50,000-node, 1,000,000-queued shape is ``bench/backlog.py --executors 1
+--clusters-per-executor 20 --nodes-per-executor 2500 --jobs 1000000``. The last line is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+
+from armada.client import AsyncArmadaClient, ClientConfig
+from armada.client.transport import Http11Transport
+from armada.eventstore.dialects import normalise_url
+from armada.model import events as ev
+from armada.model.queues import Queue
+from bench.backlog import cycles, quantiles, server_env
+from bench.common import cpu_seconds, database_arguments, report, workload_arguments
+from bench.e2e import (
+    cluster_arguments,
+    database,
+    read_log,
+    start_executors,
+    start_server,
+    submit_all,
+    throughput,
+    usage_of,
+    wait_finished,
+    wait_for_executors,
+    wait_succeeded_by_status,
+)
+from bench.usage import Usage, tree_rss_mb
+
+#: The issue's shapes: 10,000 fake nodes and 40,000 five-second jobs unless said otherwise.
+SHAPES: dict[str, dict[str, Any]] = {
+    "tidy": {"clusters": 2, "queues": 10, "batch": 500, "watchers": 10},
+    "clusters": {"clusters": 20, "queues": 10, "batch": 500, "watchers": 10},
+    "queues": {"clusters": 2, "queues": 500, "batch": 80, "watchers": 10},
+    "realistic": {"clusters": 20, "queues": 500, "batch": 80, "watchers": 200},
+    "big-cluster": {"clusters": 1, "nodes": 2500, "jobs": 20_000, "command": "sleep 1", "watchers": 0},
+}
+DEFAULTS: dict[str, Any] = {
+    "nodes": 10_000,
+    "jobs": 40_000,
+    "command": "sleep 5",
+    "queues": 10,
+    "batch": 500,
+    "pollers": 0,
+}
+
+
+def unlimited_client(base: str) -> AsyncArmadaClient:
+    """A client with no bound on its open connections (one per stream or call in flight)."""
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=30)
+    return AsyncArmadaClient(
+        ClientConfig(armada_url=base, timeout=300), transport=Http11Transport(limits=limits)
+    )
+
+
+class Watchers:
+    """``count`` streams, each following one queue's job set, counting what arrives and when."""
+
+    def __init__(self, client: AsyncArmadaClient, count: int, queues: int) -> None:
+        self._client = client
+        self.sets = [f"queue-{i % queues}" for i in range(count)]
+        self.received: Counter[int] = Counter()
+        self.delays: list[float] = []
+        self.refused = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._arrived = asyncio.Event()
+
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._watch(i, queue)) for i, queue in enumerate(self.sets)]
+
+    async def _watch(self, index: int, queue: str) -> None:
+        try:
+            async for message in self._client.job_set_events(queue, "bench", watch=True):
+                self.delays.append(time.time() - message.event.created.timestamp())
+                self.received[index] += 1
+                self._arrived.set()
+        except Exception:  # a refused or broken stream is counted, not fatal
+            self.refused += 1
+
+    def missing(self, events: list[ev.Event]) -> int:
+        """Events of the watched job sets that their watchers have not received."""
+        logged = Counter(e.queue for e in events if e.job_set_id == "bench")
+        return sum(max(0, logged[queue] - self.received[i]) for i, queue in enumerate(self.sets))
+
+    async def settle(self, events: list[ev.Event], timeout: float) -> int:
+        """Wait up to ``timeout`` s for the streams to catch up with the log; the events still missing."""
+        deadline = time.monotonic() + timeout
+        while (missing := self.missing(events)) and (left := deadline - time.monotonic()) > 0:
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), left)
+        return missing
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def poll_status(
+    client: AsyncArmadaClient,
+    queue: str,
+    submitted: dict[str, list[str]],
+    interval: float,
+    latencies: list[float],
+) -> None:
+    """One status call a ``interval`` with the ids submitted to ``queue`` (open loop), timed."""
+    await asyncio.sleep(interval * (hash(queue) % 1000) / 1000)  # spread over the interval
+    while True:
+        ids = submitted.get(queue, [])[:500]
+        if ids:
+            began = time.perf_counter()
+            await client.job_status(ids)
+            latencies.append(time.perf_counter() - began)
+        await asyncio.sleep(interval)
+
+
+def shaped(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill the options not given from ``--shape`` and :data:`DEFAULTS`; one executor process
+    serves every cluster unless ``--executors`` is given."""
+    for name, value in (DEFAULTS | SHAPES[args.shape]).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.executors is None:
+        args.executors = 1
+    args.clusters_per_executor = -(-args.clusters // args.executors)
+    args.nodes_per_executor = args.nodes // args.clusters
+    return args
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    streams = args.watchers + args.pollers + 10
+    env = {"ARMADA_SERVER_MAX_STREAMS_PER_CALLER": str(max(100, streams)), **server_env(args)}
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        workdir = Path(args.workdir) if args.workdir else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        url = stack.enter_context(database(args.database_url, workdir))
+        base, server = start_server(stack, args, workdir, url, env=env)
+        executors = start_executors(stack, args, workdir, base)
+        usage = usage_of(server, executors, base, url)
+        async with unlimited_client(base) as client:
+            await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
+            await wait_for_executors(url, args.executors * args.clusters_per_executor)
+            watchers = Watchers(client, args.watchers, args.queues)
+            watchers.start()
+            await asyncio.sleep(1 + args.watchers / 200)  # the streams open before the first submit
+            submitted: dict[str, list[str]] = {}
+            submit_latencies: list[float] = []
+            status_latencies: list[float] = []
+            pollers = [
+                asyncio.create_task(
+                    poll_status(
+                        client, f"queue-{i % args.queues}", submitted, args.poll_interval, status_latencies
+                    )
+                )
+                for i in range(args.pollers)
+            ]
+            before, own_before = usage.sample(), cpu_seconds()
+            started = time.perf_counter()
+            job_ids = await submit_all(client, args, args.submitters, submit_latencies, submitted)
+            submit_seconds = time.perf_counter() - started
+            await wait_succeeded_by_status(client, job_ids, args.timeout)
+            wall = time.perf_counter() - started
+            for task in pollers:
+                task.cancel()
+            await wait_finished(url, args.jobs, args.timeout, [server, *executors])
+            after, own_after = usage.sample(), cpu_seconds()
+            events = await read_log(url)
+            missing = await watchers.settle(events, timeout=30)
+            await watchers.stop()
+            delivered = sum(watchers.received.values())
+            return {
+                "benchmark": "fleet",
+                "shape": args.shape,
+                "database": normalise_url(url).get_backend_name(),
+                "clusters": args.clusters,
+                "nodes": args.nodes,
+                "queues": args.queues,
+                "batch": args.batch,
+                "jobs": args.jobs,
+                "watchers": args.watchers,
+                "pollers": args.pollers,
+                "client_wall_s": round(wall, 2),
+                "client_jobs_per_second": round(args.jobs / wall, 1),
+                "submit_seconds": round(submit_seconds, 2),
+                **quantiles(submit_latencies, "submit_latency_s"),
+                **throughput(events),
+                "watch_events_delivered": delivered,
+                "watch_events_missing": missing,
+                "watch_streams_refused": watchers.refused,
+                **quantiles(watchers.delays, "watch_delay_s"),
+                "status_calls": len(status_latencies),
+                **quantiles(status_latencies, "status_latency_ms", scale=1000, digits=1),
+                **Usage.figures(before, after, args.jobs),
+                "server_cpu_ms_per_delivered_event": round(
+                    1000 * (after.server_cpu - before.server_cpu) / delivered, 3
+                )
+                if delivered
+                else 0.0,
+                "client_cpu_s": round(own_after - own_before, 1),
+                "server_rss_peak_mb": round(tree_rss_mb(server.process.pid, "VmHWM"), 1),
+                **cycles(workdir / "serve.log"),
+            }
+
+
+def main() -> None:
+    parser = database_arguments(__doc__, "sqlite")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="tidy")
+    workload_arguments(parser, jobs=0, batch=0)
+    cluster_arguments(parser, timeout=1800)
+    parser.set_defaults(jobs=None, queues=None, batch=None, executors=None)
+    parser.add_argument("--clusters", type=int)
+    parser.add_argument("--nodes", type=int, help="fake nodes over all clusters")
+    parser.add_argument("--command", help="the jobs' command line (the fake backend sleeps)")
+    parser.add_argument("--watchers", type=int)
+    parser.add_argument("--pollers", type=int)
+    parser.add_argument("--poll-interval", type=float, default=1.0)
+    parser.add_argument("--submitters", type=int, default=4, help="submit calls in flight")
+    parser.add_argument(
+        "--server-env", action="append", default=[], metavar="ARMADA_X=VALUE", help="a server setting"
+    )
+    parser.add_argument("--backend", default="fake", help=argparse.SUPPRESS)
+    args = shaped(parser.parse_args())
+    os.environ.setdefault("ARMADA_LOGGING_FORMAT", "json")
+    report(asyncio.run(run(args)))
+
+
+if __name__ == "__main__":
+    main()
