@@ -13,38 +13,37 @@ and retries (a preempted job leaves), executors joining or leaving. Far ahead, e
 merged into steps of :data:`COARSENING` of the time already simulated, so a week-long
 forecast costs tens of cycles, not one per job end.
 
-:func:`forecast` runs three simulations, with every job's expected, low and high runtime,
-and reports for each queued job the expected start and the ``[low, high]`` range.
+:func:`forecast` runs one simulation with every job's expected runtime and reports for
+each queued job the simulated start corrected, and given a ``[low, high]`` range, by a
+:class:`~armada.scheduling.calibration.Calibration` learned from past forecasts.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
 import math
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from armada.scheduling.arrivals import original_id
+from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import SchedulingConfig
-from armada.scheduling.jobdb import QUEUED, RUNNING, JobDb
+from armada.scheduling.jobdb import FREE, QUEUED, RUNNING, JobDb
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.scheduling.schedule import apply_decisions, schedule
 from armada.scheduling.state import SchedulerState
 
+IntArray = npt.NDArray[np.int64]
+
 #: Default horizon: seven days. Jobs not started by then are "not within the horizon".
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 #: Events closer than this fraction of the time already simulated are merged into one step.
 COARSENING = 0.02
-#: The range's simulations merge events this many times more coarsely (a range needs less
-#: precision than the expected start; it halves their cost).
-RANGE_COARSENING = 3.0
 #: The basis of a job that starts in the first simulated cycle.
 ROOM_NOW = "room now"
 
@@ -83,6 +82,8 @@ class JobForecast(msgspec.Struct, frozen=True):
     basis: str
     #: Why the job will never start (``fits no node shape``), else empty.
     rejected: str = ""
+    #: The simulation's start, before calibration (what :meth:`Calibration.observe` learns from).
+    simulated: float | None = None
 
 
 @dataclass
@@ -99,13 +100,15 @@ def simulate(
     snapshot: ForecastSnapshot,
     runtime: Callable[[str], tuple[float, str]],
     horizon: float = DEFAULT_HORIZON,
+    *,
+    waiting_for: Collection[str] | None = None,
 ) -> Simulation:
-    """Run the scheduling core forward from ``snapshot`` until every queued job has started
-    or ``horizon`` seconds have passed.
+    """Run the scheduling core forward from ``snapshot`` until every queued job (or every
+    one of ``waiting_for``) has started or ``horizon`` seconds have passed.
 
     ``runtime(job_id)`` gives the seconds a job runs (for a running job: the seconds *left*
     from ``snapshot.now``) and the basis of that figure, reported for the jobs that start
-    when it ends.
+    when it ends. It is asked once per job, when the job enters the simulation.
     """
     db = snapshot.db.copy()
     if snapshot.extra_jobs:
@@ -113,27 +116,31 @@ def simulate(
     # No time budget (the forecast is off the critical path) and a frozen clock: deterministic.
     config = msgspec.structs.replace(snapshot.config, max_scheduling_duration=0.0)
     now, end = snapshot.now, snapshot.now + horizon
-    ends: list[tuple[float, int, str, str]] = []
+    jobs = _Jobs(runtime)
     n = len(db.ids)
-    rows = np.flatnonzero(db.cols["state"][:n] == RUNNING).tolist()
-    for row in rows:
-        job_id = db.ids[row]
-        assert job_id is not None
-        left, basis = runtime(job_id)
-        ends.append((now + max(0.0, left), row, job_id, basis))
-    heapq.heapify(ends)
-    waiting = {db.ids[r] for r in np.flatnonzero(db.cols["state"][:n] == QUEUED).tolist()}
-    waiting |= {job.id for job in snapshot.extra_jobs}
+    states = db.cols["state"][:n]
+    live = [db.ids[r] for r in np.flatnonzero(states != FREE).tolist()]
+    jobs.add(live)
+    running = jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()])
+    jobs.end_at[running] = now + np.maximum(0.0, jobs.left[running])
+    if waiting_for is None:
+        waiting_for = [db.ids[r] for r in np.flatnonzero(states == QUEUED).tolist()]
+    waiting = np.zeros(len(jobs.ids), dtype=bool)
+    waiting[jobs.index(waiting_for)] = True
+    remaining = int(waiting.sum())
+    start_at = np.full(len(jobs.ids), math.nan)
+    freed_at = np.zeros(len(jobs.ids), dtype=np.int64)
     result = Simulation()
     state, t = snapshot.state, now
-    freed_by = _end_due(db, ends, t) or ROOM_NOW
+    freed_by = _end_due(db, jobs, t) or 0  # 0: jobs.bases[0], room now
     arrivals, arrived = snapshot.arrivals, 0
-    while waiting and t <= end:
+    while remaining and t <= end:
         due = arrived
         while due < len(arrivals) and arrivals[due][0] <= t:
             due += 1
         if due > arrived:
             db.add_many(job for _, job in arrivals[arrived:due])
+            jobs.add([job.id for _, job in arrivals[arrived:due]])
             arrived = due
         cycle = schedule(
             db,
@@ -146,30 +153,74 @@ def simulate(
         )
         result.cycles += 1
         state = cycle.state
-        for lease in cycle.leases:
-            job_id = lease.job_id
-            if job_id in waiting:
-                waiting.discard(job_id)
-                result.starts[job_id] = t
-                result.basis[job_id] = freed_by
-            left, basis = runtime(job_id)
-            heapq.heappush(ends, (t + max(0.0, left), db.row(job_id), job_id, basis))
+        leased = jobs.index(cycle.leases.job_ids)
+        jobs.end_at[leased] = t + np.maximum(0.0, jobs.left[leased])
+        reported = leased[leased < len(waiting)]  # arrivals are simulated, never reported
+        started = reported[waiting[reported]]
+        waiting[started] = False
+        start_at[started] = t
+        freed_at[started] = freed_by
+        remaining -= len(started)
         for rejection in cycle.rejections:
-            if rejection.job_id in waiting:
-                waiting.discard(rejection.job_id)
+            i = jobs.position.get(rejection.job_id)
+            if i is not None and i < len(waiting) and waiting[i]:
+                waiting[i] = False
+                remaining -= 1
                 result.rejected[rejection.job_id] = rejection.reason
         apply_decisions(db, cycle)
         step = max(snapshot.cycle_period, (t - now) * snapshot.coarsening)
         following = t + step if len(cycle.leases) else math.inf
-        if ends:
-            following = min(following, max(ends[0][0], t + step))
+        next_end = float(jobs.end_at.min()) if len(jobs.end_at) else math.inf
+        if not math.isinf(next_end):
+            following = min(following, max(next_end, t + step))
         if math.isinf(following):
             break  # nothing runs and nothing was placed: nothing will change
         if arrived < len(arrivals):
             following = min(following, max(arrivals[arrived][0], t + step))
         t = following
-        freed_by = _end_due(db, ends, t) or freed_by
+        ended = _end_due(db, jobs, t)
+        freed_by = freed_by if ended is None else ended
+    for i in np.flatnonzero(~np.isnan(start_at)).tolist():
+        job_id = jobs.ids[i]
+        result.starts[job_id] = float(start_at[i])
+        result.basis[job_id] = jobs.bases[int(freed_at[i])]
     return result
+
+
+class _Jobs:
+    """The simulation's jobs by position: runtimes asked once, expected ends as an array."""
+
+    def __init__(self, runtime: Callable[[str], tuple[float, str]]) -> None:
+        self.runtime = runtime
+        self.ids: list[str] = []
+        self.position: dict[str, int] = {}
+        #: Seconds each job runs (a running job: left from the snapshot's ``now``).
+        self.left = np.zeros(0)
+        #: Index in :attr:`bases` of each job's runtime basis.
+        self.basis = np.zeros(0, dtype=np.int64)
+        #: When each running job ends (``inf``: not running).
+        self.end_at = np.zeros(0)
+        self.bases: list[str] = [ROOM_NOW]
+        self._basis_index = {ROOM_NOW: 0}
+
+    def add(self, job_ids: Sequence[str | None]) -> None:
+        left, basis = [], []
+        for job_id in job_ids:
+            assert job_id is not None
+            self.position[job_id] = len(self.ids)
+            self.ids.append(job_id)
+            seconds, why = self.runtime(job_id)
+            left.append(seconds)
+            basis.append(self._basis_index.setdefault(why, len(self.bases)))
+            if len(self.bases) < len(self._basis_index):
+                self.bases.append(why)
+        self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
+        self.basis = np.concatenate([self.basis, np.asarray(basis, dtype=np.int64)])
+        self.end_at = np.concatenate([self.end_at, np.full(len(left), math.inf)])
+
+    def index(self, job_ids: Sequence[str | None]) -> IntArray:
+        position = self.position
+        return np.fromiter((position[j] for j in job_ids if j is not None), dtype=np.int64)
 
 
 def forecast(
@@ -177,56 +228,69 @@ def forecast(
     estimates: Mapping[str, RuntimeEstimate],
     default: RuntimeEstimate,
     horizon: float = DEFAULT_HORIZON,
+    *,
+    calibration: Calibration | None = None,
+    extra_only: bool = False,
 ) -> dict[str, JobForecast]:
     """Expected start and ``[low, high]`` range of every queued job (and ``extra_jobs``).
 
     ``estimates`` holds each job's total runtime; running jobs' remaining time is derived
     from their elapsed time (:meth:`RuntimeEstimate.remaining`). Extrapolated arrivals
-    take their original's; jobs without one get ``default``. The range comes from
-    simulating with every runtime at its low and at its high value.
+    take their original's; jobs without one get ``default``. One simulation with the
+    expected runtimes gives each job's simulated start; ``calibration`` (its prior
+    factors if ``None``) turns it into the expected start and the range. With
+    ``extra_only``, only ``extra_jobs`` are forecast (the simulation ends once they start).
     """
 
-    def runtimes(pick: Callable[[RuntimeEstimate], float]) -> Callable[[str], tuple[float, str]]:
-        def runtime(job_id: str) -> tuple[float, str]:
-            estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
-            started = snapshot.started.get(job_id)
-            if started is not None:
-                estimate = estimate.remaining(snapshot.now - started)
-            return pick(estimate), estimate.basis
+    def runtime(job_id: str) -> tuple[float, str]:
+        estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
+        started = snapshot.started.get(job_id)
+        if started is not None:
+            estimate = estimate.remaining(snapshot.now - started)
+        return estimate.expected, estimate.basis
 
-        return runtime
-
-    expected = simulate(snapshot, runtimes(lambda e: e.expected), horizon)
-    coarser = dataclasses.replace(snapshot, coarsening=snapshot.coarsening * RANGE_COARSENING)
-    early = simulate(coarser, runtimes(lambda e: e.low), horizon)
-    late = simulate(coarser, runtimes(lambda e: e.high), horizon)
-    n = len(snapshot.db.ids)
-    queued = [snapshot.db.ids[r] for r in np.flatnonzero(snapshot.db.cols["state"][:n] == QUEUED).tolist()]
+    extra = [job.id for job in snapshot.extra_jobs]
+    if extra_only:
+        wanted = extra
+    else:
+        n = len(snapshot.db.ids)
+        wanted = [snapshot.db.ids[r] for r in np.flatnonzero(snapshot.db.cols["state"][:n] == QUEUED).tolist()]
+        wanted += extra
+    simulated = simulate(snapshot, runtime, horizon, waiting_for=wanted if extra_only else None)
+    calibration = calibration or Calibration()
+    now = snapshot.now
     out: dict[str, JobForecast] = {}
-    for job_id in [*queued, *(job.id for job in snapshot.extra_jobs)]:
+    for job_id in wanted:
         assert job_id is not None
-        if job_id in expected.rejected:
-            out[job_id] = JobForecast(None, None, None, "never", rejected=expected.rejected[job_id])
+        if job_id in simulated.rejected:
+            out[job_id] = JobForecast(None, None, None, "never", rejected=simulated.rejected[job_id])
             continue
-        start = expected.starts.get(job_id)
-        found = [s for s in (start, early.starts.get(job_id), late.starts.get(job_id)) if s is not None]
-        low = min(found, default=None)
-        high = None if late.starts.get(job_id) is None or start is None else max(found)
-        basis = expected.basis.get(job_id, "not within the horizon")
-        out[job_id] = JobForecast(start, low, high, basis)
+        start = simulated.starts.get(job_id)
+        if start is None:
+            out[job_id] = JobForecast(None, None, None, "not within the horizon")
+            continue
+        expected, low, high = calibration.apply(now, start)
+        out[job_id] = JobForecast(expected, low, high, simulated.basis[job_id], simulated=start)
     return out
 
 
-def _end_due(db: JobDb, ends: list[tuple[float, int, str, str]], t: float) -> str:
-    """Remove the runs that end by ``t``; the most common basis of their runtimes ("" if none)."""
-    bases: Counter[str] = Counter()
-    while ends and ends[0][0] <= t:
-        _, row, job_id, basis = heapq.heappop(ends)
-        # A preempted job left the copy already (and a row may since hold another job).
-        if job_id in db and db.row(job_id) == row and db.state(job_id) == RUNNING:
+def _end_due(db: JobDb, jobs: _Jobs, t: float) -> int | None:
+    """Remove the runs that end by ``t``; the index of their runtimes' most common basis
+    (``None`` if none ended)."""
+    due = np.flatnonzero(jobs.end_at <= t)
+    if not len(due):
+        return None
+    jobs.end_at[due] = math.inf
+    ended = []
+    for i in due.tolist():
+        job_id = jobs.ids[i]
+        # A preempted job left the copy already.
+        if job_id in db and db.state(job_id) == RUNNING:
             db.remove(job_id)
-            bases[basis] += 1
-    return bases.most_common(1)[0][0] if bases else ""
+            ended.append(i)
+    if not ended:
+        return None
+    return int(np.bincount(jobs.basis[ended]).argmax())
 
 
 def _frozen() -> float:
