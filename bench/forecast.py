@@ -63,7 +63,7 @@ from armada.scheduling import (
 from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
-from armada.scheduling.forecast import ForecastSnapshot, forecast
+from armada.scheduling.forecast import COARSENING, ForecastSnapshot, forecast
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.probes import typical_jobs
 from armada.scheduling.runtimes import RuntimeEstimate, RuntimeHistory, choose_estimate
@@ -204,7 +204,7 @@ class Replay:
                 job = self.jobs[lease.job_id]
                 self.started[lease.job_id] = t
                 for made, simulated in self.pending.pop(lease.job_id, ()):
-                    self.calibration.observe(simulated - made, t - made)
+                    self.calibration.observe(simulated - made, t - made, job.requirements.queue)
                 self.starts_by_queue[job.requirements.queue].append(t)
                 heapq.heappush(ends, (t + job.runtime, lease.job_id))
             apply_decisions(self.db, result)
@@ -256,6 +256,7 @@ class Replay:
             started=running,
             cycle_period=1.0,
             arrivals=arrivals,
+            coarsening=self.args.coarsening,
         )
         clock = time.process_time()
         default = RuntimeEstimate(3600, 900, 14400, "default")
@@ -416,6 +417,9 @@ def main() -> None:
         help="extrapolate this many seconds of arrivals (0: none)",
     )
     parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")
+    parser.add_argument(
+        "--coarsening", type=float, default=COARSENING, help="the engine's step, share of time simulated"
+    )
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument(
         "--oracle",

@@ -21,7 +21,7 @@ each queued job the simulated start corrected, and given a ``[low, high]`` range
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -101,7 +101,7 @@ def simulate(
     runtime: Callable[[str], tuple[float, str]],
     horizon: float = DEFAULT_HORIZON,
     *,
-    waiting_for: Collection[str] | None = None,
+    waiting_for: Collection[str | None] | None = None,
 ) -> Simulation:
     """Run the scheduling core forward from ``snapshot`` until every queued job (or every
     one of ``waiting_for``) has started or ``horizon`` seconds have passed.
@@ -124,7 +124,7 @@ def simulate(
     running = jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()])
     jobs.end_at[running] = now + np.maximum(0.0, jobs.left[running])
     if waiting_for is None:
-        waiting_for = [db.ids[r] for r in np.flatnonzero(states == QUEUED).tolist()]
+        waiting_for = [job_id for r in np.flatnonzero(states == QUEUED).tolist() if (job_id := db.ids[r])]
     waiting = np.zeros(len(jobs.ids), dtype=bool)
     waiting[jobs.index(waiting_for)] = True
     remaining = int(waiting.sum())
@@ -218,7 +218,7 @@ class _Jobs:
         self.basis = np.concatenate([self.basis, np.asarray(basis, dtype=np.int64)])
         self.end_at = np.concatenate([self.end_at, np.full(len(left), math.inf)])
 
-    def index(self, job_ids: Sequence[str | None]) -> IntArray:
+    def index(self, job_ids: Iterable[str | None]) -> IntArray:
         position = self.position
         return np.fromiter((position[j] for j in job_ids if j is not None), dtype=np.int64)
 
@@ -249,28 +249,34 @@ def forecast(
             estimate = estimate.remaining(snapshot.now - started)
         return estimate.expected, estimate.basis
 
-    extra = [job.id for job in snapshot.extra_jobs]
-    if extra_only:
-        wanted = extra
-    else:
-        n = len(snapshot.db.ids)
-        wanted = [snapshot.db.ids[r] for r in np.flatnonzero(snapshot.db.cols["state"][:n] == QUEUED).tolist()]
-        wanted += extra
-    simulated = simulate(snapshot, runtime, horizon, waiting_for=wanted if extra_only else None)
+    db = snapshot.db
+    wanted: list[tuple[str | None, str]] = [(job.id, job.queue) for job in snapshot.extra_jobs]
+    if not extra_only:
+        rows = np.flatnonzero(db.cols["state"][: len(db.ids)] == QUEUED)
+        names = db.queue_names
+        queued = zip(rows.tolist(), db.cols["queue"][rows].tolist(), strict=True)
+        wanted = [(db.ids[row], names[queue]) for row, queue in queued] + wanted
+    waiting_for = [job_id for job_id, _ in wanted] if extra_only else None
+    simulated = simulate(snapshot, runtime, horizon, waiting_for=waiting_for)
     calibration = calibration or Calibration()
-    now = snapshot.now
+    by_queue: dict[str, list[str]] = {}
     out: dict[str, JobForecast] = {}
-    for job_id in wanted:
+    for job_id, queue in wanted:
         assert job_id is not None
         if job_id in simulated.rejected:
             out[job_id] = JobForecast(None, None, None, "never", rejected=simulated.rejected[job_id])
-            continue
-        start = simulated.starts.get(job_id)
-        if start is None:
+        elif job_id not in simulated.starts:
             out[job_id] = JobForecast(None, None, None, "not within the horizon")
-            continue
-        expected, low, high = calibration.apply(now, start)
-        out[job_id] = JobForecast(expected, low, high, simulated.basis[job_id], simulated=start)
+        else:
+            by_queue.setdefault(queue, []).append(job_id)
+    for queue, job_ids in by_queue.items():
+        starts = [simulated.starts[job_id] for job_id in job_ids]
+        expected, low, high = calibration.apply(snapshot.now, np.asarray(starts), queue)
+        basis = simulated.basis
+        for job_id, start, e, lo, hi in zip(
+            job_ids, starts, expected.tolist(), low.tolist(), high.tolist(), strict=True
+        ):
+            out[job_id] = JobForecast(e, lo, hi, basis[job_id], simulated=start)
     return out
 
 
