@@ -6,11 +6,11 @@ from past forecasts: for each forecast made at ``made`` with simulated start ``s
 job that later started at ``a``, the ratio ``(a - made) / (s - made)`` of the real lead
 to the simulated lead, kept per band of simulated lead (a bounded window of recent
 ratios), for the job's queue and for all queues. A new forecast's lead is multiplied by
-the band's best factor for the expected start, and by its ratios' 10th and 90th
-percentile for the ``[low, high]`` range, so that about 80% of starts fall inside it
-whatever the workload. A queue's own band is used once it has :data:`MIN_RATIOS` ratios
-(queues are overtaken by later arrivals to different degrees: their fair share differs),
-else the band of all queues, else the :data:`PRIOR` factors.
+the band's best factor for the expected start, and by its ratios' 5th and 95th percentile
+for the ``[low, high]`` range (wider than the 80% a steady workload would need: the ratios
+lag a backlog that grows). A queue's own band is used once it has :data:`MIN_RATIOS`
+ratios (queues are overtaken by later arrivals to different degrees: their fair share
+differs), else the band of all queues, else the :data:`PRIOR` factors.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Upper bounds (seconds of simulated lead) of the bands ratios are kept per.
 BANDS = (300.0, 1200.0, 3600.0, 4 * 3600.0, float("inf"))
-#: The range's quantiles of the ratios: about 80% of starts inside it.
-RANGE_QUANTILES = (0.1, 0.9)
+#: The range's quantiles of the ratios (at least 80% of starts inside it while the workload drifts).
+RANGE_QUANTILES = (0.05, 0.95)
 #: Ratios a band needs before its own factors replace :data:`PRIOR`.
 MIN_RATIOS = 30
 #: Ratios kept per band (the most recent).
-WINDOW = 1000
+WINDOW = 500
 #: Leads shorter than this (seconds) count as this: the next cycle is not instantaneous.
 MIN_LEAD = 30.0
 #: ``(expected, low, high)`` factors before a band has learned its own.
