@@ -76,6 +76,10 @@ class Calibration:
             self._add((queue, band), ratio)
         self._add((ALL, band), ratio)
 
+    def observed(self, queue: str = ALL) -> int:
+        """Ratios kept for ``queue`` (all queues by default), over every band."""
+        return sum(len(ratios) for (group, _), ratios in self._ratios.items() if group == queue)
+
     def _add(self, group: tuple[str, int], ratio: float) -> None:
         self._ratios.setdefault(group, deque(maxlen=self.window)).append(ratio)
         self._factors.pop(group, None)

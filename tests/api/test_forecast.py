@@ -137,6 +137,20 @@ def test_bad_bodies_are_400_naming_the_field(server: ApiServer, body: bytes) -> 
     assert response.json()["field"]
 
 
+def test_a_forecast_that_came_true_calibrates_the_next_ones(
+    server: ApiServer, client: ArmadaClient, queue: str
+) -> None:
+    spec = pod_spec(nodeSelector=one_node(server, queue))
+    [job] = client.submit_jobs(queue, "set", [item(pod_spec=spec, annotations={HINT: "1m"})])
+    service = forecasts_of(server)
+    server.run(service.refresh())
+    assert service.latest.jobs[job].simulated is not None
+    assert service.calibration.observed(queue) == 0
+    run_since(server, queue, job, datetime.now(UTC))
+    server.run(service.refresh())
+    assert service.calibration.observed(queue) == 1
+
+
 def test_openapi_lists_the_route(server: ApiServer) -> None:
     schema = httpx.get(f"{server.url}/schema/openapi.json").json()
     assert "/v1/job/forecast" in schema["paths"]
