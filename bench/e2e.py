@@ -145,7 +145,8 @@ def start_executors(
 def start_system(
     stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str
 ) -> tuple[str, list[ArmadaProcess]]:
-    base, server = start_server(stack, args, workdir, url)
+    env = dict(setting.split("=", 1) for setting in args.server_env)
+    base, server = start_server(stack, args, workdir, url, env)
     return base, [server, *start_executors(stack, args, workdir, base)]
 
 
@@ -384,6 +385,13 @@ def main() -> None:
     parser.add_argument("--process-cpu", type=int, default=256)
     parser.add_argument("--command", default="sleep 1", help="the jobs' command line (args)")
     parser.add_argument("--idle-jobs", type=int, default=0)
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting (e.g. ARMADA_SCHEDULING_FORECAST_INTERVAL=0); repeatable",
+    )
     parser.add_argument(
         "--client-wall",
         action="store_true",

@@ -26,13 +26,15 @@ Forecasts cannot know jobs that have not arrived yet, and the workload keeps arr
 is part of the measured error (``--oracle`` forecasts with the true runtimes, leaving only
 it; ``--arrival-window S`` adds the engine's extrapolated arrivals: the last S seconds of
 submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
-``--cost-*`` times one forecast (three simulations) of a synthetic backlog, in CPU seconds.
+``--cost-*`` times one refresh of a synthetic backlog as the server makes it (the queued
+jobs' forecast, then the per-queue probes'), in CPU seconds.
 The last line is JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import heapq
 import json
 import math
@@ -59,9 +61,11 @@ from armada.scheduling import (
     schedule,
 )
 from armada.scheduling.arrivals import extrapolate
+from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
-from armada.scheduling.forecast import ForecastSnapshot, forecast
+from armada.scheduling.forecast import COARSENING, ForecastSnapshot, forecast
 from armada.scheduling.jobdb import QUEUED
+from armada.scheduling.probes import typical_jobs
 from armada.scheduling.runtimes import RuntimeEstimate, RuntimeHistory, choose_estimate
 
 GI = 2**30
@@ -92,6 +96,8 @@ class Record:
     low: float | None
     high: float | None
     naive: float | None
+    #: The engine's start before calibration.
+    simulated: float | None
 
 
 @dataclass
@@ -109,6 +115,9 @@ class Replay:
     starts_by_queue: dict[str, deque[float]] = field(default_factory=lambda: defaultdict(deque))
     forecast_seconds: list[float] = field(default_factory=list)
     submitted: deque[JobRequirements] = field(default_factory=deque)
+    calibration: Calibration = field(default_factory=Calibration)
+    #: Job -> (time made, simulated start) of its forecasts, until it starts.
+    pending: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))
 
     def __post_init__(self) -> None:
         self.nodes = NodeDb(ResourceIndex())
@@ -194,6 +203,8 @@ class Replay:
             for lease in result.leases:
                 job = self.jobs[lease.job_id]
                 self.started[lease.job_id] = t
+                for made, simulated in self.pending.pop(lease.job_id, ()):
+                    self.calibration.observe(simulated - made, t - made, job.requirements.queue)
                 self.starts_by_queue[job.requirements.queue].append(t)
                 heapq.heappush(ends, (t + job.runtime, lease.job_id))
             apply_decisions(self.db, result)
@@ -245,13 +256,19 @@ class Replay:
             started=running,
             cycle_period=1.0,
             arrivals=arrivals,
+            coarsening=self.args.coarsening,
         )
         clock = time.process_time()
-        found = forecast(snapshot, estimates, RuntimeEstimate(3600, 900, 14400, "default"))
+        default = RuntimeEstimate(3600, 900, 14400, "default")
+        found = forecast(snapshot, estimates, default, calibration=self.calibration)
         self.forecast_seconds.append(time.process_time() - clock)
         naive = self._naive(t)
         for job_id, f in found.items():
-            self.records[job_id].append(Record(t, f.expected_start, f.low, f.high, naive.get(job_id)))
+            self.records[job_id].append(
+                Record(t, f.expected_start, f.low, f.high, naive.get(job_id), f.simulated)
+            )
+            if f.simulated is not None:
+                self.pending[job_id].append((t, f.simulated))
 
     def _naive(self, t: float) -> dict[str, float]:
         """Position in the queue over the queue's start rate in the last ``--rate-window``."""
@@ -294,6 +311,8 @@ def errors(replays: list[Replay]) -> dict[str, dict[str, float | int | None]]:
                     into["inside"].append(1.0 if low - 1.0 <= actual <= high + 1.0 else 0.0)
                     if r.naive is not None:
                         into["naive"].append(abs(r.naive - actual) / lead)
+                    simulated = r.simulated if r.simulated is not None else math.inf
+                    into["simulated"].append(abs(simulated - actual) / lead)
     return {name: _summary(values) for name, values in buckets.items()}
 
 
@@ -314,11 +333,14 @@ def _summary(values: dict[str, list[float]]) -> dict[str, float | int | None]:
         "coverage": round(sum(inside) / len(inside), 3) if inside else None,
         "naive_median": q(values["naive"], 0.5),
         "naive_p90": q(values["naive"], 0.9),
+        #: the engine's start before calibration
+        "simulated_median": q(values["simulated"], 0.5),
     }
 
 
-def cost(nodes: int, queued: int) -> float:
-    """CPU seconds of one forecast of ``queued`` jobs on ``nodes`` 32-cpu nodes, half of them busy."""
+def cost_snapshot(nodes: int, queued: int) -> tuple[ForecastSnapshot, dict[str, RuntimeEstimate]]:
+    """A synthetic backlog: ``queued`` jobs of 10 queues on ``nodes`` 32-cpu nodes, half of
+    them busy; the snapshot and every job's runtime estimate."""
     rng = random.Random(0)
     config = CONFIG
     node_db = NodeDb(ResourceIndex())
@@ -352,8 +374,18 @@ def cost(nodes: int, queued: int) -> float:
         e = (300, 1800, 3600)[i % 3]
         estimates[f"j{i}"] = RuntimeEstimate(e, e / 2, e * 2, "hint")
     snapshot = ForecastSnapshot(db=db, queues=queues, config=config, state=SchedulerState(), now=0.0)
+    return snapshot, estimates
+
+
+def cost(nodes: int, queued: int) -> float:
+    """CPU seconds of one refresh of :func:`cost_snapshot`'s backlog, as the server makes it."""
+    snapshot, estimates = cost_snapshot(nodes, queued)
+    default = RuntimeEstimate(3600, 900, 14400, "default")
     clock = time.process_time()
-    forecast(snapshot, estimates, RuntimeEstimate(3600, 900, 14400, "default"))
+    forecast(snapshot, estimates, default)
+    # The server's second pass: one probe job per queue, for the reports' "new job" forecasts.
+    probes = [probe.job for probe in typical_jobs(snapshot.db, 0.0).values()]
+    forecast(dataclasses.replace(snapshot, extra_jobs=probes), estimates, default, extra_only=True)
     return time.process_time() - clock
 
 
@@ -385,6 +417,9 @@ def main() -> None:
         help="extrapolate this many seconds of arrivals (0: none)",
     )
     parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")
+    parser.add_argument(
+        "--coarsening", type=float, default=COARSENING, help="the engine's step, share of time simulated"
+    )
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument(
         "--oracle",
@@ -409,7 +444,16 @@ def main() -> None:
         for name in [*(label for *_, label in HORIZONS), "all"]:
             by_horizon[name] = {
                 key: _median([seed[name][key] for seed in per_seed])
-                for key in ("forecasts", "median", "p90", "bias", "coverage", "naive_median", "naive_p90")
+                for key in (
+                    "forecasts",
+                    "median",
+                    "p90",
+                    "bias",
+                    "coverage",
+                    "naive_median",
+                    "naive_p90",
+                    "simulated_median",
+                )
             }
             print(f"{name:>7}: {json.dumps(by_horizon[name])}")
         summary["by_horizon"] = by_horizon

@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             backend="process",
             process_cpu=4,
             nodes_per_executor=0,
+            server_env=[],
         )
         base, _ = start_system(stack, system, workdir, url)
         client = stack.enter_context(ArmadaClient(ClientConfig(armada_url=base)))

@@ -14,13 +14,13 @@ and retries (a preempted job leaves), executors joining or leaving. Far ahead, e
 merged into steps of :data:`COARSENING` of the time already simulated, so a week-long
 forecast costs tens of cycles, not one per job end.
 
-:func:`forecast` runs three simulations, with every job's expected, low and high runtime,
-and reports for each queued job the expected start and the ``[low, high]`` range.
+:func:`forecast` runs one simulation with every job's expected runtime and reports for
+each queued job the simulated start corrected, and given a ``[low, high]`` range, by a
+:class:`~armada.scheduling.calibration.Calibration` learned from past forecasts.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +29,7 @@ import msgspec
 import numpy as np
 
 from armada.scheduling.arrivals import original_id
+from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
 from armada.scheduling.jobdb import QUEUED, JobDb
@@ -42,9 +43,6 @@ from armada.scheduling.state import SchedulerState
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 #: Events closer than this fraction of the time already simulated are merged into one step.
 COARSENING = 0.02
-#: The range's simulations merge events this many times more coarsely (a range needs less
-#: precision than the expected start; it halves their cost).
-RANGE_COARSENING = 3.0
 #: The basis of a job that starts in the first simulated cycle.
 ROOM_NOW = "room now"
 
@@ -83,6 +81,8 @@ class JobForecast(msgspec.Struct, frozen=True):
     basis: str
     #: Why the job will never start (``fits no node shape``), else empty.
     rejected: str = ""
+    #: The simulation's start, before calibration (what :meth:`Calibration.observe` learns from).
+    simulated: float | None = None
 
 
 @dataclass
@@ -99,21 +99,23 @@ def simulate(
     snapshot: ForecastSnapshot,
     runtime: Callable[[str], tuple[float, str]],
     horizon: float = DEFAULT_HORIZON,
+    *,
+    waiting_for: Collection[str | None] | None = None,
 ) -> Simulation:
-    """Run the scheduling core forward from ``snapshot`` until every queued job has started
-    or ``horizon`` seconds have passed.
+    """Run the scheduling core forward from ``snapshot`` until every queued job (or every
+    one of ``waiting_for``) has started or ``horizon`` seconds have passed.
 
     ``runtime(job_id)`` gives the seconds a job runs (for a running job: the seconds *left*
     from ``snapshot.now``) and the basis of that figure, reported for the jobs that start
-    when it ends.
+    when it ends. It is asked once per job, when the job enters the simulation.
     """
     db = snapshot.db.copy()
     if snapshot.extra_jobs:
         db.add_many(snapshot.extra_jobs)
-    n = len(db.ids)
-    waiting = {db.ids[r] for r in np.flatnonzero(db.cols["state"][:n] == QUEUED).tolist()}
-    waiting |= {job.id for job in snapshot.extra_jobs}
-    watcher = _StartWatcher(waiting)  # type: ignore[arg-type]  # queued rows always have ids
+    if waiting_for is None:
+        n = len(db.ids)
+        waiting_for = [db.ids[r] for r in np.flatnonzero(db.cols["state"][:n] == QUEUED).tolist()]
+    watcher = _StartWatcher({job_id for job_id in waiting_for if job_id is not None})
     forward = Forward(
         db=db,
         queues=snapshot.queues,
@@ -172,41 +174,53 @@ def forecast(
     estimates: Mapping[str, RuntimeEstimate],
     default: RuntimeEstimate,
     horizon: float = DEFAULT_HORIZON,
+    *,
+    calibration: Calibration | None = None,
+    extra_only: bool = False,
 ) -> dict[str, JobForecast]:
     """Expected start and ``[low, high]`` range of every queued job (and ``extra_jobs``).
 
     ``estimates`` holds each job's total runtime; running jobs' remaining time is derived
     from their elapsed time (:meth:`RuntimeEstimate.remaining`). Extrapolated arrivals
-    take their original's; jobs without one get ``default``. The range comes from
-    simulating with every runtime at its low and at its high value.
+    take their original's; jobs without one get ``default``. One simulation with the
+    expected runtimes gives each job's simulated start; ``calibration`` (its prior
+    factors if ``None``) turns it into the expected start and the range. With
+    ``extra_only``, only ``extra_jobs`` are forecast (the simulation ends once they start).
     """
 
-    def runtimes(pick: Callable[[RuntimeEstimate], float]) -> Callable[[str], tuple[float, str]]:
-        def runtime(job_id: str) -> tuple[float, str]:
-            estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
-            started = snapshot.started.get(job_id)
-            if started is not None:
-                estimate = estimate.remaining(snapshot.now - started)
-            return pick(estimate), estimate.basis
+    def runtime(job_id: str) -> tuple[float, str]:
+        estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
+        started = snapshot.started.get(job_id)
+        if started is not None:
+            estimate = estimate.remaining(snapshot.now - started)
+        return estimate.expected, estimate.basis
 
-        return runtime
-
-    expected = simulate(snapshot, runtimes(lambda e: e.expected), horizon)
-    coarser = dataclasses.replace(snapshot, coarsening=snapshot.coarsening * RANGE_COARSENING)
-    early = simulate(coarser, runtimes(lambda e: e.low), horizon)
-    late = simulate(coarser, runtimes(lambda e: e.high), horizon)
-    n = len(snapshot.db.ids)
-    queued = [snapshot.db.ids[r] for r in np.flatnonzero(snapshot.db.cols["state"][:n] == QUEUED).tolist()]
+    db = snapshot.db
+    wanted: list[tuple[str | None, str]] = [(job.id, job.queue) for job in snapshot.extra_jobs]
+    if not extra_only:
+        rows = np.flatnonzero(db.cols["state"][: len(db.ids)] == QUEUED)
+        names = db.queue_names
+        queued = zip(rows.tolist(), db.cols["queue"][rows].tolist(), strict=True)
+        wanted = [(db.ids[row], names[queue]) for row, queue in queued] + wanted
+    waiting_for = [job_id for job_id, _ in wanted] if extra_only else None
+    simulated = simulate(snapshot, runtime, horizon, waiting_for=waiting_for)
+    calibration = calibration or Calibration()
+    by_queue: dict[str, list[str]] = {}
     out: dict[str, JobForecast] = {}
-    for job_id in [*queued, *(job.id for job in snapshot.extra_jobs)]:
+    for job_id, queue in wanted:
         assert job_id is not None
-        if job_id in expected.rejected:
-            out[job_id] = JobForecast(None, None, None, "never", rejected=expected.rejected[job_id])
-            continue
-        start = expected.starts.get(job_id)
-        found = [s for s in (start, early.starts.get(job_id), late.starts.get(job_id)) if s is not None]
-        low = min(found, default=None)
-        high = None if late.starts.get(job_id) is None or start is None else max(found)
-        basis = expected.basis.get(job_id, "not within the horizon")
-        out[job_id] = JobForecast(start, low, high, basis)
+        if job_id in simulated.rejected:
+            out[job_id] = JobForecast(None, None, None, "never", rejected=simulated.rejected[job_id])
+        elif job_id not in simulated.starts:
+            out[job_id] = JobForecast(None, None, None, "not within the horizon")
+        else:
+            by_queue.setdefault(queue, []).append(job_id)
+    for queue, job_ids in by_queue.items():
+        starts = [simulated.starts[job_id] for job_id in job_ids]
+        expected, low, high = calibration.apply(snapshot.now, np.asarray(starts), queue)
+        basis = simulated.basis
+        for job_id, start, e, lo, hi in zip(
+            job_ids, starts, expected.tolist(), low.tolist(), high.tolist(), strict=True
+        ):
+            out[job_id] = JobForecast(e, lo, hi, basis[job_id], simulated=start)
     return out

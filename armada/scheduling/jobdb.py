@@ -109,6 +109,9 @@ class JobDb:
     def state(self, job_id: str) -> int:
         return int(self.cols["state"][self._row_of[job_id]])
 
+    def queue_of(self, job_id: str) -> str:
+        return self.queue_names[int(self.cols["queue"][self._row_of[job_id]])]
+
     def node_of(self, job_id: str) -> str | None:
         node = int(self.cols["node"][self._row_of[job_id]])
         return self.nodes.ids[node] if node >= 0 else None

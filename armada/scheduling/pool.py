@@ -394,7 +394,10 @@ class PoolCycle:
         state, key = self.state, int(units.keys[chosen[0]])
         request = state.key_requests[key]
         rows = self.members(units, chosen)
-        state.free -= np.bincount(nodes, minlength=len(state.free))[:, None] * request
+        if 8 * len(nodes) < len(state.free):  # a few nodes of many: touch only those
+            np.subtract.at(state.free, nodes, request)
+        else:
+            state.free -= np.bincount(nodes, minlength=len(state.free))[:, None] * request
         queues = units.queue[chosen]
         per_queue = np.bincount(queues, weights=units.counts[chosen], minlength=len(state.queues))
         added = per_queue.astype(np.int64)[:, None] * request

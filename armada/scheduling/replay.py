@@ -13,23 +13,25 @@ Start-time forecasts (:mod:`.forecast`) and what-if replays of the recorded log
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
-from armada.scheduling.jobdb import RUNNING, JobDb
+from armada.scheduling.jobdb import FREE, RUNNING, JobDb
 from armada.scheduling.nodes import NodeSpec
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.schedule import apply_decisions, schedule
 from armada.scheduling.state import SchedulerState
+
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -95,19 +97,16 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     db = forward.db
     # No time budget (simulations are off the critical path) and a frozen clock: deterministic.
     config = msgspec.structs.replace(forward.config, max_scheduling_duration=0.0)
-    ends: list[tuple[float, int, str, str]] = []
-    n = len(db.ids)
-    for row in np.flatnonzero(db.cols["state"][:n] == RUNNING).tolist():
-        job_id = db.ids[row]
-        assert job_id is not None
-        left, basis = forward.runtime(job_id)
-        ends.append((start + max(0.0, left), int(db.cols["run_seq"][row]), job_id, basis))
-    heapq.heapify(ends)
+    jobs = _Jobs(forward.runtime)
+    states = db.cols["state"][: len(db.ids)]
+    jobs.add([db.ids[r] for r in np.flatnonzero(states != FREE).tolist()])
+    running = jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()])
+    jobs.end_at[running] = start + np.maximum(0.0, jobs.left[running])
     timeline, next_item = forward.timeline, 0
     state, t, cycles = forward.state, start, 0
-    _end_due(db, ends, t, observer)
+    _end_due(db, jobs, t, observer)
     while t <= end and not observer.done():
-        next_item = _apply_due(forward, next_item, t, observer)
+        next_item = _apply_due(forward, jobs, next_item, t, observer)
         cycle = schedule(
             db,
             queues=forward.queues,
@@ -121,24 +120,53 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
         state = cycle.state
         observer.cycle(t, cycle, db)
         apply_decisions(db, cycle)
-        for lease in cycle.leases:
-            left, basis = forward.runtime(lease.job_id)
-            run = int(db.cols["run_seq"][db.row(lease.job_id)])
-            heapq.heappush(ends, (t + max(0.0, left), run, lease.job_id, basis))
+        # A lease sets the run's end: an earlier run of the same job (preempted, lost) never ends it.
+        leased = jobs.index(cycle.leases.job_ids)
+        jobs.end_at[leased] = t + np.maximum(0.0, jobs.left[leased])
         step = max(forward.cycle_period, (t - start) * forward.coarsening)
         following = t + step if len(cycle.leases) else math.inf
-        if ends:
-            following = min(following, max(ends[0][0], t + step))
+        if len(jobs.end_at):
+            following = min(following, max(float(jobs.end_at.min()), t + step))
         if next_item < len(timeline):
             following = min(following, max(timeline[next_item][0], t + step))
         if math.isinf(following):
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
         t = following
-        _end_due(db, ends, t, observer)
+        _end_due(db, jobs, t, observer)
     return cycles
 
 
-def _apply_due(forward: Forward, next_item: int, t: float, observer: Observer) -> int:
+class _Jobs:
+    """The simulation's jobs by position: runtimes asked once, when a job enters; run ends as an array."""
+
+    def __init__(self, runtime: Callable[[str], tuple[float, str]]) -> None:
+        self.runtime = runtime
+        self.ids: list[str] = []
+        self.position: dict[str, int] = {}
+        #: Seconds each job runs (a job running at the start: the seconds left).
+        self.left = np.zeros(0)
+        self.basis: list[str] = []
+        #: When each running job's run ends (``inf``: not running).
+        self.end_at = np.zeros(0)
+
+    def add(self, job_ids: Sequence[str | None]) -> None:
+        left = []
+        for job_id in job_ids:
+            assert job_id is not None
+            self.position[job_id] = len(self.ids)
+            self.ids.append(job_id)
+            seconds, basis = self.runtime(job_id)
+            left.append(seconds)
+            self.basis.append(basis)
+        self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
+        self.end_at = np.concatenate([self.end_at, np.full(len(left), math.inf)])
+
+    def index(self, job_ids: Iterable[str | None]) -> IntArray:
+        position = self.position
+        return np.fromiter((position[j] for j in job_ids if j is not None), dtype=np.int64)
+
+
+def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer: Observer) -> int:
     """Apply the timeline's items due by ``t`` in order (arrivals in bulk); the next item's index."""
     db, timeline = forward.db, forward.timeline
     arrivals: list[JobRequirements] = []
@@ -149,7 +177,7 @@ def _apply_due(forward: Forward, next_item: int, t: float, observer: Observer) -
             arrivals.append(item)
             continue
         if arrivals:
-            db.add_many(arrivals)
+            _arrive(db, jobs, arrivals)
             arrivals = []
         if isinstance(item, Cancel):
             if item.job_id in db:
@@ -159,8 +187,13 @@ def _apply_due(forward: Forward, next_item: int, t: float, observer: Observer) -
         else:
             _change_nodes(forward, item, t, observer)
     if arrivals:
-        db.add_many(arrivals)
+        _arrive(db, jobs, arrivals)
     return next_item
+
+
+def _arrive(db: JobDb, jobs: _Jobs, arrivals: list[JobRequirements]) -> None:
+    db.add_many(arrivals)
+    jobs.add([job.id for job in arrivals])
 
 
 def _change_nodes(forward: Forward, change: NodeChange, t: float, observer: Observer) -> None:
@@ -180,13 +213,17 @@ def _change_nodes(forward: Forward, change: NodeChange, t: float, observer: Obse
     forward.executor_nodes[change.executor] = now
 
 
-def _end_due(db: JobDb, ends: list[tuple[float, int, str, str]], t: float, observer: Observer) -> None:
+def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     """End the runs due by ``t`` (a run preempted, cancelled or lost since has left already)."""
-    while ends and ends[0][0] <= t:
-        _, run, job_id, basis = heapq.heappop(ends)
-        if job_id in db and db.state(job_id) == RUNNING and int(db.cols["run_seq"][db.row(job_id)]) == run:
+    due = np.flatnonzero(jobs.end_at <= t)
+    if not len(due):
+        return
+    jobs.end_at[due] = math.inf
+    for i in due.tolist():
+        job_id = jobs.ids[i]
+        if job_id in db and db.state(job_id) == RUNNING:
             db.remove(job_id)
-            observer.ended(t, job_id, basis)
+            observer.ended(t, job_id, jobs.basis[i])
 
 
 def _frozen() -> float:

@@ -7,6 +7,10 @@ runs on the copy in a worker thread: never inside a scheduling cycle. A refresh 
 ``d`` seconds is followed by a pause of at least ``2 d``, so forecasting holds at most a
 third of the process's time however large the backlog. Readers get the last finished
 refresh; jobs submitted since read as not yet forecast.
+
+Each refresh's simulated starts are calibrated (:mod:`armada.scheduling.calibration`)
+against how a sample of earlier forecasts came true: the jobs forecast then that have
+started since.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from armada.model.jobs import Job
 from armada.model.wire.forecasts import ForecastOutcome, JobForecastInfo
 from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.loop import SchedulerService
+from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.forecast import ForecastSnapshot, JobForecast, forecast
 from armada.scheduling.jobdb import QUEUED
@@ -34,6 +39,11 @@ from armada.scheduling.runtimes import RuntimeEstimate
 from armada.services.runtime_learning import RuntimeLearner, job_facts
 
 log = structlog.get_logger(__name__)
+
+#: Forecasts per refresh kept to learn the calibration from once their jobs start.
+CALIBRATION_SAMPLE = 200
+#: At most this many such forecasts wait for their job to start.
+CALIBRATION_PENDING = 20_000
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,9 @@ class ForecastService:
         self.learner = RuntimeLearner(config.forecast_default_runtime)
         follower.listen(self.learner)
         self.latest = Forecasts()
+        self.calibration = Calibration()
+        #: Job -> (when forecast, simulated start, queue): forecasts waiting for their job to start.
+        self._pending: dict[str, tuple[float, float, str]] = {}
         self._task: asyncio.Task[None] | None = None
         #: One simulation at a time (refreshes and dry runs): bounded CPU.
         self._busy = asyncio.Lock()
@@ -103,9 +116,35 @@ class ForecastService:
             self.latest = Forecasts(as_of=self.clock())
             log.info("forecasts paused", jobs=len(self.follower.state.jobs))
             return self.latest
+        self._learn()
         self.latest = await self._forecast(probes=True)
+        self._remember(self.latest)
         log.debug("forecasts refreshed", jobs=len(self.latest.jobs), seconds=round(self.latest.duration, 3))
         return self.latest
+
+    def _learn(self) -> None:
+        """Calibrate with the remembered forecasts whose jobs have started since."""
+        started, jobs = self.learner.started, self.follower.state.jobs
+        for job_id, (made, simulated, queue) in list(self._pending.items()):
+            if job_id in started:
+                self.calibration.observe(simulated - made, started[job_id] - made, queue)
+                del self._pending[job_id]
+            elif job_id not in jobs:  # cancelled, or started and ended between refreshes
+                del self._pending[job_id]
+
+    def _remember(self, found: Forecasts) -> None:
+        """Keep an evenly spread sample of ``found``'s forecasts to calibrate with."""
+        fresh = [
+            (job_id, f.simulated)
+            for job_id, f in found.jobs.items()
+            if f.simulated is not None and job_id not in self._pending
+        ]
+        room = max(0, CALIBRATION_PENDING - len(self._pending))
+        every = max(1, len(fresh) // CALIBRATION_SAMPLE)
+        jobs = self.follower.state.jobs
+        for job_id, simulated in fresh[::every][: min(room, CALIBRATION_SAMPLE)]:
+            if job_id in jobs:
+                self._pending[job_id] = (found.as_of, simulated, jobs.queue_of(job_id))
 
     def view(self, visible: Sequence[str], asked: Sequence[str]) -> dict[str, JobForecastInfo]:
         """The forecast of each ``asked`` id; ids not in ``visible`` (that the caller may not
@@ -177,7 +216,9 @@ class ForecastService:
             estimates = {**self.learner.estimates(state), **(known or {})}
             default = self.learner.estimate(None, "", "")
             horizon = self.config.forecast_horizon
-            found = await asyncio.to_thread(_simulate, snapshot, estimates, default, horizon, probes)
+            found = await asyncio.to_thread(
+                _simulate, snapshot, estimates, default, horizon, self.calibration, probes
+            )
             return dataclasses.replace(found, duration=time.monotonic() - started)
 
 
@@ -186,16 +227,18 @@ def _simulate(
     estimates: Mapping[str, RuntimeEstimate],
     default: RuntimeEstimate,
     horizon: float,
+    calibration: Calibration,
     probes: bool,
 ) -> Forecasts:
     """The queued jobs' forecasts and, with ``probes``, each queue's for a new job of its
-    typical shape (a second pass: probes must not delay the real jobs' forecasts)."""
-    jobs = forecast(snapshot, estimates, default, horizon)
+    typical shape (a second pass, ending once the probes start: probes must not delay the
+    real jobs' forecasts)."""
+    jobs = forecast(snapshot, estimates, default, horizon, calibration=calibration)
     if not probes:
         return Forecasts(snapshot.now, jobs)
     typical = typical_jobs(snapshot.db, snapshot.now)
     with_probes = dataclasses.replace(snapshot, extra_jobs=[probe.job for probe in typical.values()])
-    found = forecast(with_probes, estimates, default, horizon)
+    found = forecast(with_probes, estimates, default, horizon, calibration=calibration, extra_only=True)
     return Forecasts(
         snapshot.now,
         jobs,

@@ -22,6 +22,7 @@ from armada.client import ArmadaApiError, ArmadaClient
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.wire.forecasts import ForecastOutcome as Outcome
+from armada.scheduling.calibration import PRIOR
 from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION as HINT
 from armada.services.forecasts import ForecastService
 from tests.api.jobs import item, pod_spec, raw_item
@@ -79,16 +80,17 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
 
     found = client.job_forecast([*queued, running, huge, late, NEVER_SUBMITTED])
     first, second = found[queued[0]], found[queued[1]]
-    # The running job ends 100 s after it started (hints spread to 75..150 s): the first
-    # queued job starts then, the second 60 s (45..90 s) after that.
+    # The running job ends 100 s after it started: the first queued job starts then, the
+    # second 60 s after that. Nothing is calibrated yet: the range is the prior's.
     assert first.outcome is Outcome.FORECAST and first.basis == "hint"
     assert close(first.expected_start, since + timedelta(seconds=100))
-    assert close(first.low, since + timedelta(seconds=75))
-    assert close(first.high, since + timedelta(seconds=150))
     assert close(second.expected_start, since + timedelta(seconds=160))
-    assert close(second.low, since + timedelta(seconds=120))
-    assert close(second.high, since + timedelta(seconds=240))
     assert first.as_of is not None and first.as_of >= since + timedelta(seconds=40)
+    for each in (first, second):
+        assert each.as_of is not None and each.expected_start is not None
+        lead = each.expected_start - each.as_of
+        assert close(each.low, each.as_of + PRIOR[1] * lead)
+        assert close(each.high, each.as_of + PRIOR[2] * lead)
     assert found[running].outcome is Outcome.STARTED
     assert found[huge].outcome is Outcome.NEVER and "fits no node shape" in found[huge].basis
     assert found[late].outcome is Outcome.NOT_YET_FORECAST
@@ -133,6 +135,20 @@ def test_bad_bodies_are_400_naming_the_field(server: ApiServer, body: bytes) -> 
     assert response.status_code == 400, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.json()["field"]
+
+
+def test_a_forecast_that_came_true_calibrates_the_next_ones(
+    server: ApiServer, client: ArmadaClient, queue: str
+) -> None:
+    spec = pod_spec(nodeSelector=one_node(server, queue))
+    [job] = client.submit_jobs(queue, "set", [item(pod_spec=spec, annotations={HINT: "1m"})])
+    service = forecasts_of(server)
+    server.run(service.refresh())
+    assert service.latest.jobs[job].simulated is not None
+    assert service.calibration.observed(queue) == 0
+    run_since(server, queue, job, datetime.now(UTC))
+    server.run(service.refresh())
+    assert service.calibration.observed(queue) == 1
 
 
 def test_openapi_lists_the_route(server: ApiServer) -> None:

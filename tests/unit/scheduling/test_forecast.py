@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from armada.scheduling.arrivals import extrapolate
+from armada.scheduling.calibration import Calibration
 from armada.scheduling.forecast import ROOM_NOW, ForecastSnapshot, forecast, simulate
 from armada.scheduling.probes import typical_jobs
 from armada.scheduling.runtimes import RuntimeEstimate
@@ -42,7 +43,9 @@ def test_single_queue_is_first_in_first_out_as_running_jobs_end() -> None:
     result = forecast(snapshot(sim, coarsening=0.0), estimates, default=exact(1))
     assert {j: result[j].expected_start for j in "abc"} == {"a": NOW + 100, "b": NOW + 150, "c": NOW + 160}
     assert (result["a"].basis, result["b"].basis) == ("hint", "learned")
-    assert all(result[j].low == result[j].expected_start == result[j].high for j in "abc")
+    assert all(result[j].simulated == result[j].expected_start for j in "abc")
+    # Uncalibrated, the range is the prior's: half to three times the lead.
+    assert (result["a"].low, result["a"].high) == (NOW + 50, NOW + 300)
     # The engine worked on a copy: the live db still has a, b and c queued.
     assert sim.db.state("a") == 1 and sim.db.node_of("r1") is not None
 
@@ -58,18 +61,24 @@ def test_elapsed_time_counts_and_an_overdue_job_is_re_estimated() -> None:
     # Running for 200 s, past its 100 s estimate: expected 1.5 x 200 in all, so 100 s more.
     overdue = forecast(snapshot(sim, started={"r": NOW - 200}), estimates, default=exact(1))
     assert overdue["a"].expected_start == NOW + 100
-    assert overdue["a"].low == NOW + 0.0  # at least its elapsed time: it may end at once
-    assert overdue["a"].high == NOW + 400  # 3 x 200 in all
     assert "re-estimated" in overdue["a"].basis
 
 
-def test_range_comes_from_low_and_high_runtimes() -> None:
+def test_expected_start_and_range_come_from_the_calibration() -> None:
     sim = Sim(nodes=[node("n1", cpu=1)])
     sim.queue("q")
     running(sim, ("r", "q"))
     sim.submit([job("a", "q")])
-    result = forecast(snapshot(sim), {"r": RuntimeEstimate(100, 50, 300, "hint")}, default=exact(1))
-    assert (result["a"].low, result["a"].expected_start, result["a"].high) == (NOW + 50, NOW + 100, NOW + 300)
+    calibration = Calibration()
+    for ratio in range(1, 101):  # past forecasts 100 s ahead came true 101 to 200 s after
+        calibration.observe(100, 100 + ratio)
+    result = forecast(snapshot(sim), {"r": exact(100)}, default=exact(1), calibration=calibration)
+    found = result["a"]
+    assert found.simulated == NOW + 100
+    # The factor minimising the median relative error |m - r| / r: above the median ratio.
+    assert NOW + 150 < found.expected_start < NOW + 180
+    # The range: the 5th and 95th percentile ratios.
+    assert (NOW + 104 < found.low < NOW + 108) and (NOW + 193 < found.high < NOW + 197)
 
 
 def test_weighted_fair_share_changes_as_jobs_end() -> None:
