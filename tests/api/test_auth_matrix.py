@@ -83,6 +83,7 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("POST", "/v1/job/statusUsingExternalJobUri"): OnQueue(V.WATCH, body="queue"),
     ("POST", "/v1/job/details"): Watching(),
     ("POST", "/v1/job/forecast"): Watching(),
+    ("GET", "/v1/usage"): Watching(),
     ("POST", "/v1/run/details"): Watching(),
     ("POST", "/v1/job/errors"): Watching(),
     ("POST", "/v1/job-set/{queue:str}/{job_set_id:str}"): OnQueue(V.WATCH, path="queue"),
@@ -116,6 +117,7 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("GET", "/jobs"): Public(),
     ("GET", "/jobsets"): Public(),
     ("GET", "/executors"): Public(),
+    ("GET", "/usage"): Public(),
     ("GET", "/static/{file_path:path}"): Public(),
     ("HEAD", "/static/{file_path:path}"): Public(),
 }
@@ -403,6 +405,12 @@ def read_checks(t: ReadTarget) -> dict[tuple[str, str], ReadCheck]:
             "/v1/job/forecast",
             jobs,
             lambda r: r.json()["forecasts"][t.job_id]["outcome"] != "UNKNOWN",
+        ),
+        # The job was leased: its wait is counted for its queue (usage itself as runs end).
+        ("GET", "/v1/usage"): (
+            "/v1/usage?by=queue",
+            None,
+            lambda r: READ_QUEUE in r.text,
         ),
         ("POST", "/v1/job/errors"): (
             "/v1/job/errors",
