@@ -354,6 +354,11 @@ class EventStore:
             rows = (await conn.execute(query)).all()
             return await decode_log_rows(conn, rows, self.unreadable, decode)
 
+    def forget_recent(self) -> None:
+        """Drop the events kept in memory for readers: retention deleted some from the log,
+        and a stream must not be served what the database no longer holds."""
+        self._recent = RecentEvents()
+
     def rewind(self, head: int) -> None:
         """Forget what this process knew of the log past ``head``: the database went back in
         time (a restore, or a failover to a standby that had not received the newest commits)."""

@@ -141,6 +141,8 @@ class Pruner:
             unchanged = set(job_ids) - await tx.jobs_changed_since(seen, job_ids)
             conn = await tx.views()
             doomed = await retention.still_expired(conn, unchanged, cutoff)
+            if doomed:  # (in the lock: no append refills it before the delete commits)
+                self.store.forget_recent()
             await retention.delete_jobs(conn, doomed, self.store.unreadable)
         self.pruned_jobs += len(doomed)
         return Batch(len(job_ids), len(doomed))
