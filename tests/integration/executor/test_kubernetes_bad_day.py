@@ -116,7 +116,8 @@ async def unreachable_seen(cluster: Cluster) -> None:
     async with asyncio.timeout(HANG):
         while True:
             reports = {n.name: n for n in await cluster.backend.nodes()}
-            if any(t.key == UNREACHABLE_TAINT for t in reports["node-1"].taints):
+            node = reports.get("node-1")  # (absent for a moment if the informer relists)
+            if node is not None and any(t.key == UNREACHABLE_TAINT for t in node.taints):
                 return
             await asyncio.sleep(0.01)
 
