@@ -171,6 +171,21 @@ class Watcher:
             time.sleep(0.1)
 
 
+def _checked_after_upgrade(url: str) -> subprocess.CompletedProcess[str]:
+    """``armada admin check`` after an upgrade, clean. Runs the old version ended were not
+    counted in the usage rollups (they predate them): the check says so, and one rebuild —
+    the upgrade note's last step — counts them."""
+    check = _admin(None, "check", "--database-url", url)
+    assert check.returncode == 0, check.stdout + check.stderr
+    if not check.stdout.startswith("ok"):
+        assert "usage rollup" in check.stdout and "rebuild-views" in check.stdout, check.stdout
+        rebuilt = _admin(None, "rebuild-views", "--database-url", url)
+        assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+        check = _admin(None, "check", "--database-url", url)
+        assert check.returncode == 0 and check.stdout.startswith("ok"), check.stdout + check.stderr
+    return check
+
+
 def _admin(previous: PreviousVersion | None, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         armada_command("admin", *args, program=previous.armada if previous else None),
@@ -245,16 +260,7 @@ def test_rolling_upgrade_from_the_previous_version(tmp_path: Path) -> None:
         ]
         replicas.close()
         executor_stack.close()
-        check = _admin(None, "check", "--database-url", url)
-        assert check.returncode == 0, check.stdout + check.stderr
-        # Runs the old replicas ended were not counted in the usage rollups (they predate
-        # them): the check says so, and one rebuild — the upgrade note's last step — counts them.
-        if not check.stdout.startswith("ok"):
-            assert "usage rollup" in check.stdout and "rebuild-views" in check.stdout, check.stdout
-            rebuilt = _admin(None, "rebuild-views", "--database-url", url)
-            assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
-            check = _admin(None, "check", "--database-url", url)
-            assert check.returncode == 0 and check.stdout.startswith("ok"), check.stdout + check.stderr
+        check = _checked_after_upgrade(url)
         # The previous version runs on, but cannot start again on, the database migrated past it.
         refused = _admin(previous, "migrate", "--database-url", url)
         assert refused.returncode != 0 and "newer than this armada" in refused.stderr, refused.stderr
@@ -297,13 +303,4 @@ def test_stopped_upgrade_with_admin_migrate(tmp_path: Path) -> None:
             with executor(tmp_path, new.url, "local", **process_backend(None)):
                 wait_for(lambda: client.job_status(waiting)[waiting[0]] == "SUCCEEDED", what="the queued job")
             assert client.job_status(done)[done[0]] == "SUCCEEDED"
-        check = _admin(None, "check", "--database-url", url)
-        assert check.returncode == 0, check.stdout + check.stderr
-        # Runs the old replicas ended were not counted in the usage rollups (they predate
-        # them): the check says so, and one rebuild — the upgrade note's last step — counts them.
-        if not check.stdout.startswith("ok"):
-            assert "usage rollup" in check.stdout and "rebuild-views" in check.stdout, check.stdout
-            rebuilt = _admin(None, "rebuild-views", "--database-url", url)
-            assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
-            check = _admin(None, "check", "--database-url", url)
-            assert check.returncode == 0 and check.stdout.startswith("ok"), check.stdout + check.stderr
+        _checked_after_upgrade(url)
