@@ -63,8 +63,8 @@ def simulate(
         typer.Option(
             "--step",
             min=0.01,
-            help="Shortest simulated step between cycles, seconds (default: scheduler.cyclePeriod); "
-            "coarser is faster, and rounds waits up to it.",
+            help="Shortest simulated step between cycles, seconds (default: cycles when the live "
+            "scheduler's did); coarser is faster, and rounds waits up to it.",
         ),
     ] = None,
     html: Annotated[
@@ -107,6 +107,7 @@ def simulate(
                 settings.scheduling,
                 step or settings.scheduler.cycle_period,
                 wanted,
+                recorded_cycles=step is None,
             )
         finally:
             await database.close()

@@ -13,6 +13,7 @@ Start-time forecasts (:mod:`.forecast`) and what-if replays of the recorded log
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +86,12 @@ class Forward:
     paused_executors: Collection[str] = ()
     #: Seconds between cycles: the shortest simulated step.
     cycle_period: float = 1.0
+    #: When the live scheduler decided (a replay of the log): cycles run at these instants,
+    #: or as something changes when no instant follows within ``cycle_period``.
+    cycle_instants: Sequence[float] = ()
+    #: Seconds from a cycle's decision until its leases are recorded (the live loop's compute
+    #: and append): a leased job starts, and holds its node, that much later.
+    lease_latency: float = 0.0
     #: Events closer than this fraction of the time already simulated share one step.
     coarsening: float = 0.0
     #: Nodes of each executor as the timeline last set them (filled as it goes).
@@ -102,7 +109,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     jobs.add([db.ids[r] for r in np.flatnonzero(states != FREE).tolist()])
     running = jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()])
     jobs.end_at[running] = start + np.maximum(0.0, jobs.left[running])
-    timeline, next_item = forward.timeline, 0
+    next_item = 0
     state, t, cycles = forward.state, start, 0
     _end_due(db, jobs, t, observer)
     while t <= end and not observer.done():
@@ -122,18 +129,34 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
         apply_decisions(db, cycle)
         # A lease sets the run's end: an earlier run of the same job (preempted, lost) never ends it.
         leased = jobs.index(cycle.leases.job_ids)
-        jobs.end_at[leased] = t + np.maximum(0.0, jobs.left[leased])
-        step = max(forward.cycle_period, (t - start) * forward.coarsening)
-        following = t + step if len(cycle.leases) else math.inf
-        if len(jobs.end_at):
-            following = min(following, max(float(jobs.end_at.min()), t + step))
-        if next_item < len(timeline):
-            following = min(following, max(timeline[next_item][0], t + step))
+        jobs.end_at[leased] = t + forward.lease_latency + np.maximum(0.0, jobs.left[leased])
+        following = _next_cycle(forward, jobs, next_item, t, start, placed=len(cycle.leases) > 0)
         if math.isinf(following):
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
         t = following
         _end_due(db, jobs, t, observer)
     return cycles
+
+
+def _next_cycle(
+    forward: Forward, jobs: _Jobs, next_item: int, t: float, start: float, *, placed: bool
+) -> float:
+    """When the next cycle runs: once something can change (an end, an arrival, or more to
+    place), one step on at the soonest; in a replay, at the next recorded cycle instant."""
+    instants, timeline = forward.cycle_instants, forward.timeline
+    step = 0.0 if instants else max(forward.cycle_period, (t - start) * forward.coarsening)
+    due = t + step if placed else math.inf
+    if len(jobs.end_at):
+        due = min(due, max(float(jobs.end_at.min()), t + step))
+    if next_item < len(timeline):
+        due = min(due, max(timeline[next_item][0], t + step))
+    if not instants or math.isinf(due):
+        return due
+    i = max(bisect.bisect_left(instants, due), bisect.bisect_right(instants, t))
+    recorded = instants[i] if i < len(instants) else math.inf
+    # A change no recorded cycle followed within a period: a cycle the live loop ran but
+    # that leased nothing, so it left no trace; run it when the change happens.
+    return recorded if recorded <= due + forward.cycle_period else max(due, math.nextafter(t, math.inf))
 
 
 class _Jobs:

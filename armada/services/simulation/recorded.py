@@ -98,6 +98,12 @@ class RecordedLog:
     timeline: list[tuple[float, TimelineItem]]
     #: What the recorded scheduler did with each job.
     outcomes: dict[str, Outcome]
+    #: When the live scheduler's cycles recorded leases, in order (one time per cycle): a
+    #: replay decides at these instants, so it sees the arrivals and ends each live cycle saw.
+    cycle_instants: tuple[float, ...] = ()
+    #: Median seconds from what woke a cycle (a submission, a run's end, a node change) to
+    #: the leases it recorded: how long before an instant the live cycle decided.
+    decision_latency: float = 0.0
 
 
 async def read_recorded(engine: AsyncEngine, since: float, until: float) -> RecordedLog:
@@ -140,8 +146,14 @@ class _Reader:
         self.finished: dict[str, float] = {}
         self.cancelled: dict[str, float] = {}
         self.timeline: list[tuple[float, TimelineItem]] = []
+        self.lease_times: list[float] = []
+        #: When the last event that wakes the scheduler was recorded, and each lease's delay after it.
+        self.woken: float | None = None
+        self.latencies: list[float] = []
 
     def apply(self, t: float, event: ev.AnyEvent) -> None:
+        if t >= self.since:
+            self._time_decisions(t, event)
         if isinstance(event, ev.QueueCreated | ev.QueueUpdated):
             self.cluster.apply(0, event)
         elif isinstance(event, ev.ExecutorReported | ev.ExecutorDeleted):
@@ -151,6 +163,12 @@ class _Reader:
                 self._submitted(t, event)
         elif (outcome := self.outcomes.get(event.job_id)) is not None:
             self._job_event(t, event, outcome)
+
+    def _time_decisions(self, t: float, event: ev.AnyEvent) -> None:
+        if not isinstance(event, ev.JobLeased):
+            self.woken = t
+        elif self.woken is not None:
+            self.latencies.append(t - self.woken)
 
     def _nodes(self, t: float, event: ev.ExecutorReported | ev.ExecutorDeleted) -> None:
         if isinstance(event, ev.ExecutorDeleted):
@@ -176,6 +194,7 @@ class _Reader:
         run = outcome.runs[-1] if outcome.runs and outcome.runs[-1].end is None else None
         if isinstance(event, ev.JobLeased):
             outcome.runs.append(Run(pool=event.pool, start=t))
+            self.lease_times.append(t)
             return
         if run is not None:
             run.end = t
@@ -212,4 +231,22 @@ class _Reader:
             runtimes=runtimes,
             timeline=self.timeline,
             outcomes=self.outcomes,
+            cycle_instants=_cycle_instants(self.lease_times),
+            decision_latency=statistics.median(self.latencies) if self.latencies else 0.0,
         )
+
+
+#: Leases recorded closer together than this came from one cycle (its events' times differ
+#: by the time it took to write them).
+ONE_CYCLE = 0.02
+
+
+def _cycle_instants(lease_times: list[float]) -> tuple[float, ...]:
+    """The first lease time of each cycle."""
+    instants: list[float] = []
+    last = -math.inf
+    for t in sorted(lease_times):
+        if t - last > ONE_CYCLE:
+            instants.append(t)
+        last = t
+    return tuple(instants)

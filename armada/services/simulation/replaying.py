@@ -32,11 +32,20 @@ class Replayed:
 
 
 def replay(
-    recorded: RecordedLog, queues: Sequence[QueueSpec], config: SchedulingConfig, cycle_period: float
+    recorded: RecordedLog,
+    queues: Sequence[QueueSpec],
+    config: SchedulingConfig,
+    cycle_period: float,
+    *,
+    recorded_cycles: bool = True,
 ) -> Replayed:
-    """Replay ``recorded`` with ``queues`` and ``config``; one cycle at most every ``cycle_period`` s."""
+    """Replay ``recorded`` with ``queues`` and ``config``. With ``recorded_cycles``, cycles run
+    when the live ones did (or as things change, if none followed within ``cycle_period``)
+    and leases take the live loop's latency; without, cycles are ``cycle_period`` s apart at
+    least (coarser and faster, for long windows)."""
     db = JobDb(config, NodeDb(ResourceIndex()))
-    watcher = _Watcher(recorded)
+    latency = recorded.decision_latency if recorded_cycles else 0.0
+    watcher = _Watcher(recorded, latency)
     runtimes = recorded.runtimes
     forward = Forward(
         db=db,
@@ -46,6 +55,8 @@ def replay(
         runtime=lambda job_id: (runtimes[job_id], ""),
         timeline=recorded.timeline,
         cycle_period=cycle_period,
+        cycle_instants=[c - latency for c in recorded.cycle_instants] if recorded_cycles else (),
+        lease_latency=latency,
     )
     cycles = run_forward(forward, recorded.since, recorded.until, watcher)
     return Replayed(watcher.outcomes, watcher.mean_fair_share(recorded.until), cycles)
@@ -56,6 +67,8 @@ class _Watcher:
     """Records each job's runs as the core decides them (an :class:`Observer`)."""
 
     recorded: RecordedLog
+    #: Seconds from a cycle's decision to its leases being recorded: when replayed runs start.
+    latency: float
     outcomes: dict[str, Outcome] = field(init=False)
     _share_seconds: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     _last: tuple[float, dict[str, dict[str, float]]] | None = None
@@ -81,7 +94,7 @@ class _Watcher:
         )
         outcomes = self.outcomes
         for job_id, pool in zip(result.leases.job_ids, result.leases.pools, strict=True):
-            outcomes[job_id].runs.append(Run(pool=pool, start=t))
+            outcomes[job_id].runs.append(Run(pool=pool, start=t + self.latency))
         for preemption in result.preemptions:
             outcome = outcomes[preemption.job_id]
             outcome.preempted = True

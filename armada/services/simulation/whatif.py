@@ -74,12 +74,17 @@ async def compare(
     config: SchedulingConfig,
     cycle_period: float,
     candidate: Candidate | None = None,
+    *,
+    recorded_cycles: bool = True,
 ) -> Comparison:
-    """Read the window and replay it with ``config`` (and the candidate's changes to it)."""
+    """Read the window and replay it with ``config`` (and the candidate's changes to it);
+    ``recorded_cycles`` and ``cycle_period`` as :func:`replay` takes them."""
     started = time.perf_counter()
     recorded = await read_recorded(engine, since, until)
     read_seconds = time.perf_counter() - started
-    return compare_recorded(recorded, config, cycle_period, candidate, read_seconds)
+    return compare_recorded(
+        recorded, config, cycle_period, candidate, read_seconds, recorded_cycles=recorded_cycles
+    )
 
 
 def compare_recorded(
@@ -88,6 +93,8 @@ def compare_recorded(
     cycle_period: float,
     candidate: Candidate | None = None,
     read_seconds: float = 0.0,
+    *,
+    recorded_cycles: bool = True,
 ) -> Comparison:
     queues = list(recorded.queues.values())
     settings = [("current", config, queues)]
@@ -99,7 +106,9 @@ def compare_recorded(
     current_fair_share: dict[str, dict[str, float]] = {}
     for name, scenario_config, scenario_queues in settings:
         started = time.perf_counter()
-        replayed = replay(recorded, scenario_queues, scenario_config, cycle_period)
+        replayed = replay(
+            recorded, scenario_queues, scenario_config, cycle_period, recorded_cycles=recorded_cycles
+        )
         seconds = time.perf_counter() - started
         if name == "current":
             current_fair_share = replayed.fair_share

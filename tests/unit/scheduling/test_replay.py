@@ -32,7 +32,11 @@ class Log:
 
 
 def run(
-    timeline: list[tuple[float, TimelineItem]], runtimes: Mapping[str, float], queues: Mapping[str, float]
+    timeline: list[tuple[float, TimelineItem]],
+    runtimes: Mapping[str, float],
+    queues: Mapping[str, float],
+    instants: tuple[float, ...] = (),
+    latency: float = 0.0,
 ) -> Log:
     sim = Sim(config=unlimited())
     for name, weight in queues.items():
@@ -45,6 +49,8 @@ def run(
         state=sim.state,
         runtime=lambda job_id: (runtimes[job_id], ""),
         timeline=timeline,
+        cycle_instants=instants,
+        lease_latency=latency,
     )
     run_forward(forward, 0.0, 1000.0, log)
     return log
@@ -88,3 +94,23 @@ def test_the_freed_slot_goes_to_the_queue_furthest_below_its_weighted_share() ->
     # Weight 3 for heavy: 2/4 over 3 is less than 1/4 over 1, so heavy's y goes first.
     weighted = run(timeline, runtimes, {"light": 1, "heavy": 3})
     assert (10.0, "start", "y") in weighted.seen and (10.0, "start", "x") not in weighted.seen
+
+
+def test_a_replay_decides_when_the_live_scheduler_did_and_sees_what_it_saw() -> None:
+    """Live, the cycle after ``a`` arrived ran only at 2.4, when ``b`` had arrived too: the
+    free slot went to ``b``'s queue (further below its share). Replayed at the recorded
+    instants the same happens; cycling every period on its own, the replay gives it to ``a``."""
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, NodeChange("ex", (node("n1", cpu=2),))),
+        (0.0, job("busy", "q1", submitted=0)),
+        (1.5, job("a", "q1", submitted=1.5)),
+        (2.2, job("b", "q2", submitted=2.2)),
+    ]
+    runtimes = {"busy": 100, "a": 10, "b": 10}
+    eager = run(timeline, runtimes, {"q1": 1, "q2": 1})
+    assert (2.0, "start", "a") in eager.seen  # a cycle period after the one at 1.0
+    # The live cycles decided at 0 and 2.4, each leasing 0.1 s later.
+    recorded = run(timeline, runtimes, {"q1": 1, "q2": 1}, instants=(0.0, 2.4), latency=0.1)
+    starts = [(t, j) for t, what, j in recorded.seen if what == "start"]
+    # A run holds its node from the decision until its recorded start plus its runtime.
+    assert starts == [(0.0, "busy"), (2.4, "b"), (12.5, "a")]
