@@ -4,10 +4,10 @@ Every generated request, valid or not, must get an answer below 500; every 4xx m
 RFC 9457 problem; a rejected request must leave the event log (hence every view) exactly
 as it was; and whatever is accepted must read back from the database. Each body with
 numbers is also sent again with every number spelt as the lenient decoder would take it:
-as a numeric string, as ``"NaN"``/``"Infinity"``/``"-Infinity"``/``"1e999"``, as the
-literal ``1e400`` and as a 40-digit integer. Runs on SQLite and PostgreSQL. Bounded for
-CI: ``ARMADA_FUZZ_EXAMPLES`` per operation (default 30, about 1,200 requests per
-database); raise it to fuzz harder.
+as a numeric string, and as one of ``"NaN"``/``"Infinity"``/``"-Infinity"``/``"1e999"``,
+the literal ``1e400`` and a 40-digit integer, in turn from one example to the next (so each
+operation gets every spelling several times). Runs on SQLite and PostgreSQL. Bounded for
+CI: ``ARMADA_FUZZ_EXAMPLES`` per operation (default 30); raise it to fuzz harder.
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ def fuzzed_server(
         yield server
 
 
-def check(case: schemathesis.Case, server: ApiServer) -> None:
-    """Send one generated request and hold the answer to the rules above."""
+def check(case: schemathesis.Case, server: ApiServer, example: int) -> None:
+    """Send one generated request (the operation's ``example``-th) and hold the answer to the
+    rules above."""
     if isinstance(case.body, dict) and case.body.get("watch"):
         case.body["watch"] = False  # a watched stream never ends by itself
     head = server.head()
@@ -60,7 +61,7 @@ def check(case: schemathesis.Case, server: ApiServer) -> None:
     response = case.call(base_url=server.url, timeout=30)
     request = f"{case.method} {case.formatted_path} query={case.query!r} body={case.body!r}"[:2000]
     _judge(server, head, request, response.status_code, response.headers, response.text)
-    for variant in _number_variants(case.body):
+    for variant in _number_variants(case.body, HOSTILE_NUMBERS[example % len(HOSTILE_NUMBERS)]):
         head = server.head()
         sent = httpx.request(
             case.method,
@@ -112,16 +113,18 @@ def _judge(server: ApiServer, head: int, request: str, status: int, headers: Any
         server.run(_assert_readable_since(server, head, request))
 
 
-def _number_variants(body: Any) -> list[bytes]:
-    """The body with each number as a numeric string, then as each hostile spelling in turn."""
+def _number_variants(body: Any, hostile: str) -> list[bytes]:
+    """The body with each number as a numeric string, then each number spelt ``hostile``."""
     if not isinstance(body, dict | list):
         return []
     numbers: list[int | float] = []
     template = json.dumps(_mark_numbers(body, numbers))
     if not numbers:
         return []
-    variants = [_fill(template, (json.dumps(str(n)) for n in numbers))]
-    variants += [_fill(template, itertools.repeat(hostile)) for hostile in HOSTILE_NUMBERS]
+    variants = [
+        _fill(template, (json.dumps(str(n)) for n in numbers)),
+        _fill(template, itertools.repeat(hostile)),
+    ]
     return [variant.encode() for variant in variants]
 
 
@@ -169,17 +172,23 @@ def test_no_request_breaks_the_server_or_half_writes(fuzzed_server: ApiServer) -
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) > 20
     for operation in operations:
+        _fuzz(operation, fuzzed_server)
 
-        @given(case=operation.as_strategy())
-        @settings(
-            max_examples=EXAMPLES,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-            derandomize=True,  # the same requests on every run: CI failures reproduce
-            database=None,
-            phases=[Phase.explicit, Phase.generate],  # no shrinking: the message names the request
-        )
-        def fuzz(case: schemathesis.Case) -> None:
-            check(case, fuzzed_server)
 
-        fuzz()
+def _fuzz(operation: Any, server: ApiServer) -> None:
+    """``EXAMPLES`` generated requests to one operation, each checked."""
+    examples = itertools.count()
+
+    @given(case=operation.as_strategy())
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,  # the same requests on every run: CI failures reproduce
+        database=None,
+        phases=[Phase.explicit, Phase.generate],  # no shrinking: the message names the request
+    )
+    def fuzz(case: schemathesis.Case) -> None:
+        check(case, server, next(examples))
+
+    fuzz()
