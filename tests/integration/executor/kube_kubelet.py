@@ -98,6 +98,20 @@ class KubeletScript:
         pod.setdefault("status", {})["conditions"] = conditions
         return self.store.put("pods", pod)
 
+    def nominate(self, name: str, node: str, namespace: str = "default") -> Obj:
+        """kube-scheduler preempted pods on ``node`` for this one: nominated, not yet bound
+        (it binds once the victims are gone)."""
+        pod = copy.deepcopy(self.pod(name, namespace))
+        waiting = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+            "1 No preemption victims found for incoming pod.",
+        }
+        pod.setdefault("status", {}).update(nominatedNodeName=node, conditions=[waiting])
+        return self.store.put("pods", pod)
+
     def run(
         self, name: str, namespace: str = "default", node: str = "node-1", host_ip: str = "10.0.0.1"
     ) -> Obj:

@@ -23,7 +23,14 @@ Key = tuple[str, str, str]  # (resource, namespace, name)
 
 #: Field labels the API server accepts in field selectors, per resource.
 FIELD_LABELS = {
-    "pods": {"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.schedulerName"},
+    "pods": {
+        "metadata.name",
+        "metadata.namespace",
+        "spec.nodeName",
+        "status.phase",
+        "spec.schedulerName",
+        "status.nominatedNodeName",
+    },
     "nodes": {"metadata.name", "spec.unschedulable"},
     "namespaces": {"metadata.name", "status.phase"},
     "priorityclasses": {"metadata.name"},
