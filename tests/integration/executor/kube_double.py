@@ -18,7 +18,8 @@ rebuilds), resets and ``ERROR`` events mid-stream, 422 Invalid with ``details.ca
 quota "status unknown" and webhook refusals (``kube_admission``), node loss, return and
 deletion, kubelet evictions, shutdowns, ``StartError`` and ``ContainerStatusUnknown``,
 Warning Events for pending reasons (``kube_kubelet``), a skewed server clock, paginated
-lists read from one snapshot, and the watch cache's bookmark timing.
+lists read from one snapshot, the watch cache's bookmark timing and its history window
+(75 s at least, ``kube_store``), measured by the double's own ``clock`` (``kube_clock``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import aiohttp.web
 from kubernetes_asyncio import client
 
 from tests.integration.executor.kube_admission import Admission
+from tests.integration.executor.kube_clock import Clock
 from tests.integration.executor.kube_kubelet import KubeletScript, merge
 from tests.integration.executor.kube_services import ServiceAllocator
 from tests.integration.executor.kube_store import (
@@ -180,6 +182,11 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.node_ports: set[int] = set()
         for name in ("default", "kube-system"):
             self.add_namespace(name)
+
+    @property
+    def clock(self) -> Clock:
+        """The double's time (watch-cache history, taint evictions): tests may ``advance`` it."""
+        return self.store.clock
 
     def hold(self, match: str) -> Hold:
         """Delay the answer to the next request matching ``match`` (a slow list on a big cluster)."""
@@ -350,7 +357,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         if query.get("continue"):
             token = json.loads(base64.b64decode(query["continue"]))
             snapshot = self._snapshots.get(token["snapshot"])
-            if token["rv"] < self.store.oldest or snapshot is None:
+            if token["rv"] < self.store.compacted or snapshot is None:
                 raise ApiError(
                     410,
                     "Expired",

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from kubernetes_asyncio import client
+from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, node, plain_pod
@@ -155,6 +155,36 @@ async def test_watches_replay_from_a_version_send_bookmarks_and_answer_410_when_
     double.store.compact()
     (error,) = await watch_lines(host, f"resourceVersion={version}", 1)
     assert (error["type"], error["object"]["code"]) == ("ERROR", 410)
+
+
+async def changes_since(core: client.CoreV1Api, version: str, count: int) -> int:
+    """How many changes a watch from ``version`` replays (the real client's watch; 410 raises)."""
+    pods = core.list_pod_for_all_namespaces
+    stream = watch.Watch().stream(pods, resource_version=version, timeout_seconds=5)
+    seen = 0
+    async with stream:
+        async for _ in stream:
+            seen += 1
+            if seen == count:
+                break
+    return seen
+
+
+async def test_the_watch_cache_keeps_75_seconds_of_history_not_a_count_of_changes(cluster: Any) -> None:
+    double, core, _ = cluster
+    await core.create_namespaced_pod("kube-system", plain_pod("a", "n1", "1", "1Gi"))
+    start = (await core.list_pod_for_all_namespaces()).metadata.resource_version
+    for n in range(300):  # a burst in a second: the ring grows to keep it all
+        double.set_pod("a", "kube-system", message=f"burst {n}")
+    assert await changes_since(core, start, 300) == 300
+    double.clock.advance(80)  # the burst is now older than the 75 s the cache must keep
+    recent = (await core.list_pod_for_all_namespaces()).metadata.resource_version
+    for n in range(150):  # the ring, full of stale changes, shrinks and drops them
+        double.set_pod("a", "kube-system", message=f"later {n}")
+    with pytest.raises(ApiException) as expired:
+        await changes_since(core, start, 1)
+    assert expired.value.status == 410 and "too old resource version" in expired.value.reason
+    assert await changes_since(core, recent, 150) == 150
 
 
 async def test_watches_end_after_their_timeout(cluster: Any) -> None:
