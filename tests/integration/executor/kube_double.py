@@ -7,7 +7,7 @@ permissive fake would hide: selectors evaluated server-side, ``resourceVersion``
 which ignores ``limit``), watches that end on their own and answer 410 when started too
 far back, objects entering or leaving a watch's selection as ADDED/DELETED, BOOKMARK
 events, graceful deletion (terminal phase first, removal after, finalizers kept),
-admission (namespace exists and is not terminating, PriorityClass exists, pod quota → 403
+admission (namespace exists and is not terminating, PriorityClass exists, quotas → 403
 with the API server's own message), and scriptable faults: latency, 429 with
 ``Retry-After``, 5xx, connection resets, and failures *after* the change was applied (the
 ambiguous create). Tests drive the kubelet's side with ``run``/``exit``/``disrupt``/
@@ -149,7 +149,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.unreachable: set[str] = set()
         #: Exit code a pod's containers give on SIGTERM (pod name → code; default 143).
         self.sigterm_exit: dict[str, int] = {}
-        #: Validation, quotas and webhooks of pod creates (``admission.pod_quota`` …).
+        #: Validation, quotas and webhooks of pod creates (``admission.add_quota`` …).
         self.admission = Admission(self.store)
         #: Container logs by (namespace, pod, container): plain text, served as it is.
         self.logs: dict[tuple[str, str, str], str] = {}

@@ -228,7 +228,7 @@ async def test_admission_and_injected_faults(cluster: Any) -> None:
     with pytest.raises(ApiException) as missing:
         await core.create_namespaced_pod("nowhere", pod)
     assert missing.value.status == 404
-    double.admission.pod_quota["kube-system"] = 0
+    double.admission.add_quota("kube-system", {"pods": "0"})
     with pytest.raises(ApiException) as quota:
         await core.create_namespaced_pod("kube-system", pod)
     assert quota.value.status == 403 and "exceeded quota" in json.loads(quota.value.body)["message"]

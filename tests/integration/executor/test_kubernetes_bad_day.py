@@ -55,14 +55,29 @@ async def test_a_webhook_refusal_is_the_jobs_failure_with_the_webhooks_message(c
     )
 
 
-async def test_a_quota_counts_only_unfinished_pods(cluster: Cluster) -> None:
-    cluster.double.admission.pod_quota["default"] = 1
-    await cluster.launch()
+def sized(cpu: str, memory: str) -> dict[str, Any]:
+    resources = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
+    return {"containers": [{"name": "main", "image": "busybox", "resources": resources}]}
+
+
+async def test_a_full_cpu_and_memory_quota_returns_the_lease_and_counts_only_unfinished_pods(
+    cluster: Cluster,
+) -> None:
+    # Upstream fails the job on any 403; a full quota is the cluster's state, not the job's.
+    cluster.double.admission.add_quota("default", {"requests.cpu": "2", "limits.memory": "4Gi"})
+    await cluster.launch(pod_spec=sized("1500m", "3Gi"))
+    await cluster.launch("r2", "j2", pod_spec=sized("1", "1Gi"))
+    status = await final(cluster, "r2")
+    assert (status.kind, status.retryable) == ("leaseReturned", True)
+    assert status.reason == (
+        'pod creation refused: pods "armada-j2-0" is forbidden: exceeded quota: compute-resources, '
+        "requested: requests.cpu=1, used: requests.cpu=1500m, limited: requests.cpu=2"
+    )
     cluster.double.run(POD)
     cluster.double.exit(POD, 0)
     await final(cluster)
-    await cluster.launch("r2", "j2")
-    assert cluster.recorder.kinds("r2") == ["pending"]
+    await cluster.launch("r3", "j3", pod_spec=sized("1", "1Gi"))
+    assert cluster.recorder.kinds("r3") == ["pending"]
 
 
 # --- lost nodes ----------------------------------------------------------------------------
