@@ -55,6 +55,7 @@ from tests.integration.executor.kube_store import (
     SelectorError,
     Store,
 )
+from tests.integration.executor.kube_taints import TaintManager, add_default_tolerations
 
 Web = aiohttp.web
 
@@ -151,6 +152,8 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.sigterm_exit: dict[str, int] = {}
         #: Validation, quotas and webhooks of pod creates (``admission.add_quota`` …).
         self.admission = Admission(self.store)
+        #: NoExecute taint evictions on lost nodes, when the pods' tolerations say.
+        self.taints = TaintManager(self.store, self._evict_for_taint, self._spawn)
         #: Container logs by (namespace, pod, container): plain text, served as it is.
         self.logs: dict[tuple[str, str, str], str] = {}
         #: Container logs as the kubelet keeps them, (time, line) each, for pods/log with
@@ -315,6 +318,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         body.setdefault("kind", _KINDS[res])
         body.setdefault("apiVersion", _API_VERSIONS.get(res, "v1"))
         if res == "pods":
+            add_default_tolerations(body)
             body["spec"].setdefault("terminationGracePeriodSeconds", 30)
             body.setdefault("status", {}).setdefault("phase", "Pending")
         return self.store.put(res, body)

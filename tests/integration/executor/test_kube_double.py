@@ -13,6 +13,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, node, plain_pod
 from tests.integration.executor.kube_store import Selector
+from tests.integration.executor.kube_taints import NOT_READY_TAINT, UNREACHABLE_TAINT
 
 
 @pytest.fixture
@@ -185,6 +186,34 @@ async def test_the_watch_cache_keeps_75_seconds_of_history_not_a_count_of_change
         await changes_since(core, start, 1)
     assert expired.value.status == 410 and "too old resource version" in expired.value.reason
     assert await changes_since(core, recent, 150) == 150
+
+
+async def test_noexecute_taints_evict_each_pod_when_its_toleration_runs_out(cluster: Any) -> None:
+    double, core, _ = cluster
+    await core.create_node(node("n1"))
+    forever = {"key": UNREACHABLE_TAINT, "operator": "Exists", "effect": "NoExecute"}
+    tolerating = {"default": [], "brief": [forever | {"tolerationSeconds": 60}], "on": [forever]}
+    for name, tolerations in tolerating.items():
+        pod = plain_pod(name, "n1", "1", "1Gi")
+        pod["spec"]["tolerations"] = tolerations
+        await core.create_namespaced_pod("kube-system", pod)
+    added = {
+        (t.key, t.toleration_seconds)
+        for t in (await core.read_namespaced_pod("default", "kube-system")).spec.tolerations
+    }
+    assert added == {(NOT_READY_TAINT, 300), (UNREACHABLE_TAINT, 300)}, "DefaultTolerationSeconds"
+    double.lose_node("n1")
+    taints = {(t.key, t.effect) for t in (await core.read_node("n1")).spec.taints}
+    assert taints == {(UNREACHABLE_TAINT, "NoSchedule"), (UNREACHABLE_TAINT, "NoExecute")}
+
+    async def evicted() -> list[str]:
+        pods = (await core.list_namespaced_pod("kube-system")).items
+        return sorted(p.metadata.name for p in pods if p.metadata.deletion_timestamp)
+
+    both = ["brief", "default"]
+    for seconds, expected in [(59, []), (1, ["brief"]), (240, both), (10**6, both)]:
+        double.pass_time(seconds)
+        assert await evicted() == expected
 
 
 async def test_watches_end_after_their_timeout(cluster: Any) -> None:
