@@ -29,7 +29,6 @@ import base64
 import copy
 import json
 import re
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
@@ -45,6 +44,7 @@ from kubernetes_asyncio import client
 from tests.integration.executor.kube_admission import Admission
 from tests.integration.executor.kube_clock import Clock
 from tests.integration.executor.kube_kubelet import KubeletScript, merge
+from tests.integration.executor.kube_podlogs import PodLogs, flag
 from tests.integration.executor.kube_services import ServiceAllocator
 from tests.integration.executor.kube_store import (
     ApiError,
@@ -58,18 +58,6 @@ from tests.integration.executor.kube_store import (
 from tests.integration.executor.kube_taints import TaintManager, add_default_tolerations
 
 Web = aiohttp.web
-
-
-def _flag(query: Any, name: str) -> bool:
-    """A boolean query parameter as the API server parses it (Go's ``ParseBool``)."""
-    return str(query.get(name, "")).lower() in ("1", "t", "true")
-
-
-def _rfc3339(at: float) -> str:
-    """As a kubelet stamps log lines: RFC 3339 with nanoseconds, trailing zeros dropped."""
-    whole = int(at)
-    fraction = f"{round((at - whole) * 1e9):09d}".rstrip("0")
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + (f".{fraction}" if fraction else "") + "Z"
 
 
 def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
@@ -131,7 +119,7 @@ _SNAPSHOTS = 64
 _API_VERSIONS = {"priorityclasses": "scheduling.k8s.io/v1", "ingresses": "networking.k8s.io/v1"}
 
 
-class KubeDouble(KubeletScript, ServiceAllocator):
+class KubeDouble(KubeletScript, ServiceAllocator, PodLogs):
     """The API server double; tests script the cluster through its methods."""
 
     def __init__(self) -> None:
@@ -228,7 +216,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             await asyncio.sleep(fault.delay)
             if not fault.after:
                 return self._fail(request, fault)
-        if not self.cache_ready and _flag(request.query, "watch"):
+        if not self.cache_ready and flag(request.query, "watch"):
             async with self._request_seen:
                 self.refused_watches.append(line)
                 self._request_seen.notify_all()
@@ -269,7 +257,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             match.group("sub"),
         )
         if sub == "log":
-            return self._log(ns, name or "", request.query)
+            return self.serve_log(ns, name or "", request.query)
         if request.method == "GET" and name is None:
             if request.query.get("watch") in ("true", "True", "1"):
                 return await self._watch(request, res, ns)
@@ -465,48 +453,6 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         """Wait until ``predicate`` holds, checked after every request and every watch opened."""
         async with self._request_seen:
             await self._request_seen.wait_for(predicate)
-
-    def write_log(
-        self, pod: str, line: str, *, at: float, container: str = "main", previous: bool = False
-    ) -> None:
-        """The kubelet records ``line`` of a container of ``pod`` (namespace ``default``)."""
-        (self.previous_logs if previous else self.log_lines)[("default", pod, container)].append((at, line))
-
-    def _log(self, ns: str, name: str, query: Any) -> Web.Response:
-        pod = self.store.get("pods", ns, name)
-        if pod is None:
-            raise ApiError(404, "NotFound", f'pods "{name}" not found')
-        containers = [c["name"] for c in pod["spec"].get("containers") or []]
-        container = query.get("container") or (containers[0] if len(containers) == 1 else "")
-        if not container:
-            choices = " ".join(containers)
-            raise ApiError(
-                400,
-                "BadRequest",
-                f"a container name must be specified for pod {name}, choose one of: [{choices}]",
-            )
-        if container not in containers:
-            raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
-        key = (ns, name, container)
-        if key in self.logs:
-            return Web.Response(text=self.logs[key])
-        entries = self.log_lines.get(key, [])
-        if _flag(query, "previous"):
-            entries = self.previous_logs.get(key, [])
-            if not entries:
-                message = f'previous terminated container "{container}" in pod "{name}" not found'
-                raise ApiError(400, "BadRequest", message)
-        if "sinceSeconds" in query and "sinceTime" in query:
-            raise ApiError(400, "BadRequest", "at most one of sinceTime or sinceSeconds may be specified")
-        if "sinceSeconds" in query:
-            entries = [(at, line) for at, line in entries if at >= time.time() - int(query["sinceSeconds"])]
-        if "tailLines" in query:
-            entries = entries[len(entries) - int(query["tailLines"]) :] if int(query["tailLines"]) else []
-        stamped = _flag(query, "timestamps")
-        text = "".join(f"{_rfc3339(at)} {line}\n" if stamped else f"{line}\n" for at, line in entries)
-        if "limitBytes" in query:
-            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
-        return Web.Response(text=text)
 
     async def close(self) -> None:
         self.end_watches()
