@@ -212,6 +212,16 @@ class KubeCalls:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
+    async def delete_pod(self, namespace: str, name: str, grace: int) -> bool:
+        """Delete a pod, giving it ``grace`` seconds to stop (retried); False if it was absent."""
+        try:
+            await self.retried(self._core.delete_namespaced_pod, name, namespace, grace_period_seconds=grace)
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
     async def pages(
         self, call: Callable[..., Awaitable[Any]], **selectors: Any
     ) -> AsyncIterator[tuple[list[Json], str]]:

@@ -5,8 +5,10 @@ own fault: the run fails and is not retried. A quota that is full (403 "exceeded
 is temporary, as is one whose usage the quota controller has not computed yet ("status
 unknown for quota", after a quota is created or the controller restarts); a missing
 PriorityClass, a missing or terminating namespace are the
-cluster's configuration, not the job's: those return the lease (retryable) so that the
-job runs elsewhere or later. Either way the reason is the API server's own message.
+cluster's configuration, not the job's: those return the lease (retryable, not counted as
+an attempt) so that the job runs elsewhere or later. Either way the reason is the API
+server's own message. (Upstream Armada fails the job on every 403 and 422, so a full quota
+fails every job sent to that namespace until it frees up.)
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 
 from armada.executor.backends.kube_calls import Json, KubeCalls, after_watch_failure
-from armada.executor.backends.kube_nodes import node_report, pod_requests
+from armada.executor.backends.kube_nodes import node_report, pod_node, pod_requests
 from armada.executor.backends.slices import Slices
 from armada.executor.podspec import RUN_ID_LABEL
 from armada.executor.simulated_cordons import CORDON_REASON_ANNOTATION
@@ -116,17 +116,18 @@ class Informer:
 
 SlimPod = tuple[str, tuple[tuple[str, int], ...]]
 
-#: Non-Armada pods that use a node's resources: bound to one (unscheduled pods use none),
-#: not terminal. Selected by the API server, so the rest never reaches the executor.
-OTHER_PODS_FIELDS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+#: Non-Armada pods that may use a node's resources: not terminal. Selected by the API
+#: server, so finished pods never reach the executor.
+OTHER_PODS_FIELDS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 def slim_pod(pod: Json) -> SlimPod:
-    """What the node report needs of a non-Armada pod: its node and its requests.
+    """What the node report needs of a non-Armada pod: its node (bound, else nominated by
+    preemption; '' if neither) and its requests.
 
     Tuples of strings and integers: the garbage collector stops tracking them.
     """
-    return (pod.get("spec") or {}).get("nodeName") or "", tuple(pod_requests(pod).items())
+    return pod_node(pod), tuple(pod_requests(pod).items())
 
 
 def slim_node(node: Json) -> Json:
@@ -197,7 +198,7 @@ class NodeView:
 
     def _pod_changed(self, key: str, old: SlimPod | None, new: SlimPod | None) -> None:
         for pod, sign in ((old, -1), (new, 1)):
-            if pod is None:
+            if pod is None or not pod[0]:  # no node: neither bound nor nominated
                 continue
             node, requests = pod
             used = self._usage[node]

@@ -38,6 +38,13 @@ def pod_requests(pod: Json) -> dict[str, int]:
     return dict(total)
 
 
+def pod_node(pod: Json) -> str:
+    """The node a pod uses: the one it is bound to or, before binding, the one kube-scheduler
+    nominated it for after preempting pods there (that room is promised to it); '' if neither."""
+    node = (pod.get("spec") or {}).get("nodeName") or (pod.get("status") or {}).get("nominatedNodeName")
+    return str(node or "")
+
+
 def _units(name: str, value: str | int | float) -> int:
     try:
         return to_units(name, value)
@@ -49,7 +56,7 @@ def non_armada_usage(pods: Iterable[Json]) -> dict[str, dict[str, int]]:
     """Requests of active non-Armada pods, per node name."""
     usage: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
+        node = pod_node(pod)
         if not node or run_id_of(pod) or is_finished(pod):
             continue
         for name, units in pod_requests(pod).items():

@@ -71,7 +71,9 @@ def lease(run: str, job: str | None = None, argv: list[str] | None = None, **fie
         job_set_id="set",
         owner="alice",
         node=fields.pop("node", "test-cluster-node-0"),
-        pod_spec={"containers": [{"name": "main", "image": "busybox", "args": argv or ["true"]}]},
+        pod_spec=fields.pop(
+            "pod_spec", {"containers": [{"name": "main", "image": "busybox", "args": argv or ["true"]}]}
+        ),
         **fields,
     )
 

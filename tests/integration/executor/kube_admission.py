@@ -1,10 +1,13 @@
 """Pod admission as kube-apiserver does it, for the API double.
 
 Validation refuses a pod whose name or labels break Kubernetes' rules with 422 Invalid and
-``details.causes`` (``pkg/apis/core/validation``); ResourceQuota counts only pods that have
-not finished and, until the quota controller has computed a quota's usage, refuses every
-create with "status unknown for quota" (``plugin/pkg/admission/resourcequota``); a validating
-webhook that denies a pod gives its own message.
+``details.causes`` (``pkg/apis/core/validation``); a ResourceQuota (``pods``, ``cpu``/
+``requests.cpu``, ``memory``/``requests.memory``, ``limits.*``) counts only pods that have
+not finished, refuses a pod that would take it over a hard limit with 403 "exceeded quota"
+naming what was requested, used and limited, and, until the quota controller has computed
+its usage, refuses every create with "status unknown for quota"
+(``plugin/pkg/admission/resourcequota``); a validating webhook that denies a pod gives its
+own message.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from armada.model.quantities import format_units, to_units
 from tests.integration.executor.kube_store import ApiError, Obj, Selector, Store
 
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -51,17 +55,54 @@ def _forbidden(name: str, why: str) -> ApiError:
     return ApiError(403, "Forbidden", f'pods "{name}" is forbidden: {why}')
 
 
+def pod_usage(pod: Obj) -> dict[str, int]:
+    """What a pod charges to each quota-able resource, in integer units, as the quota's pod
+    evaluator counts it: requests under their bare and ``requests.`` names, limits under
+    ``limits.``, and 1 for ``pods`` and ``count/pods``."""
+    spec = pod.get("spec") or {}
+    usage: dict[str, int] = {"pods": 1, "count/pods": 1}
+    for kind, prefixes in (("requests", ("", "requests.")), ("limits", ("limits.",))):
+        totals: dict[str, int] = {}
+        for container in spec.get("containers") or []:
+            for name, value in ((container.get("resources") or {}).get(kind) or {}).items():
+                totals[name] = totals.get(name, 0) + to_units(name, value)
+        for container in spec.get("initContainers") or []:
+            for name, value in ((container.get("resources") or {}).get(kind) or {}).items():
+                totals[name] = max(totals.get(name, 0), to_units(name, value))
+        usage |= {prefix + name: units for name, units in totals.items() for prefix in prefixes}
+    return usage
+
+
+def _resource(name: str) -> str:
+    """The resource a quota-able name is about (``requests.cpu`` → ``cpu``)."""
+    return name.removeprefix("requests.").removeprefix("limits.")
+
+
+def _quantity(name: str, units: int) -> str:
+    return format_units(_resource(name), units)
+
+
+def _listed(names: list[str], amounts: dict[str, int]) -> str:
+    """``prettyPrint``: ``name=quantity`` pairs, sorted, comma-joined."""
+    return ",".join(f"{name}={_quantity(name, amounts.get(name, 0))}" for name in sorted(names))
+
+
 @dataclass
 class Admission:
-    """What the double admits; tests set quotas, unknown quota status and a webhook."""
+    """What the double admits. Quotas are ResourceQuota objects in the store (``add_quota``)."""
 
     store: Store
-    #: Pods per namespace a quota allows (absent: no quota).
-    pod_quota: dict[str, int] = field(default_factory=dict)
-    #: Namespaces whose quota the quota controller has not computed yet.
-    quota_unknown: set[str] = field(default_factory=set)
     #: A validating webhook denying pods carrying this label key, with this message.
     webhook_denies: dict[str, str] = field(default_factory=dict)
+
+    def add_quota(
+        self, namespace: str, hard: dict[str, str], *, computed: bool = True, name: str = "compute-resources"
+    ) -> None:
+        """A ResourceQuota; until the quota controller has ``computed`` its usage (a new quota,
+        a restarted controller), it has no ``status.hard`` and every pod create is refused."""
+        status = {"hard": dict(hard)} if computed else {}
+        quota = {"metadata": {"name": name, "namespace": namespace}, "spec": {"hard": dict(hard)}}
+        self.store.put("resourcequotas", quota | {"status": status})
 
     def admit_pod(self, ns: str, name: str, pod: Obj) -> None:
         causes = _causes(pod)
@@ -74,20 +115,29 @@ class Admission:
             if key in labels:
                 webhook = 'admission webhook "policy.example.com"'
                 raise _forbidden(name, f"{webhook} denied the request: {message}")
-        if ns in self.quota_unknown:
-            raise _forbidden(name, "status unknown for quota: compute-resources, resources: pods")
-        limit = self.pod_quota.get(ns)
-        if limit is None:
-            return
-        # Quota counts pods that still hold resources: terminal ones are not charged.
-        used = sum(
-            1
-            for p in self.store.select(Selector("pods", ns))
-            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-        )
-        if used >= limit:
+        for quota in self.store.select(Selector("resourcequotas", ns)):
+            self._charge(name, quota, pod)
+
+    def _charge(self, name: str, quota: Obj, pod: Obj) -> None:
+        """Refuse the pod if it would take the quota over a hard limit on what it uses."""
+        quota_name = quota["metadata"]["name"]
+        hard = quota["spec"]["hard"]
+        computed = (quota.get("status") or {}).get("hard") or {}
+        unknown = sorted(set(hard) - set(computed))
+        if unknown:
+            raise _forbidden(name, f"status unknown for quota: {quota_name}, resources: {','.join(unknown)}")
+        requested = {k: v for k, v in pod_usage(pod).items() if k in hard}
+        used: dict[str, int] = {}
+        for other in self.store.select(Selector("pods", quota["metadata"]["namespace"])):
+            # Quota counts pods that still hold resources: terminal ones are not charged.
+            if (other.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                for key, units in pod_usage(other).items():
+                    used[key] = used.get(key, 0) + units
+        limits = {key: to_units(_resource(key), value) for key, value in hard.items()}
+        exceeded = [k for k, units in requested.items() if used.get(k, 0) + units > limits[k]]
+        if exceeded:
             raise _forbidden(
                 name,
-                f"exceeded quota: compute-resources, requested: pods=1, used: pods={used}, "
-                f"limited: pods={limit}",
+                f"exceeded quota: {quota_name}, requested: {_listed(exceeded, requested)}, "
+                f"used: {_listed(exceeded, used)}, limited: {_listed(exceeded, limits)}",
             )

@@ -7,7 +7,7 @@ permissive fake would hide: selectors evaluated server-side, ``resourceVersion``
 which ignores ``limit``), watches that end on their own and answer 410 when started too
 far back, objects entering or leaving a watch's selection as ADDED/DELETED, BOOKMARK
 events, graceful deletion (terminal phase first, removal after, finalizers kept),
-admission (namespace exists and is not terminating, PriorityClass exists, pod quota → 403
+admission (namespace exists and is not terminating, PriorityClass exists, quotas → 403
 with the API server's own message), and scriptable faults: latency, 429 with
 ``Retry-After``, 5xx, connection resets, and failures *after* the change was applied (the
 ambiguous create). Tests drive the kubelet's side with ``run``/``exit``/``disrupt``/
@@ -18,7 +18,8 @@ rebuilds), resets and ``ERROR`` events mid-stream, 422 Invalid with ``details.ca
 quota "status unknown" and webhook refusals (``kube_admission``), node loss, return and
 deletion, kubelet evictions, shutdowns, ``StartError`` and ``ContainerStatusUnknown``,
 Warning Events for pending reasons (``kube_kubelet``), a skewed server clock, paginated
-lists read from one snapshot, and the watch cache's bookmark timing.
+lists read from one snapshot, the watch cache's bookmark timing and its history window
+(75 s at least, ``kube_store``), measured by the double's own ``clock`` (``kube_clock``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import base64
 import copy
 import json
 import re
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
@@ -42,7 +42,9 @@ import aiohttp.web
 from kubernetes_asyncio import client
 
 from tests.integration.executor.kube_admission import Admission
+from tests.integration.executor.kube_clock import Clock
 from tests.integration.executor.kube_kubelet import KubeletScript, merge
+from tests.integration.executor.kube_podlogs import PodLogs, flag
 from tests.integration.executor.kube_services import ServiceAllocator
 from tests.integration.executor.kube_store import (
     ApiError,
@@ -53,20 +55,9 @@ from tests.integration.executor.kube_store import (
     SelectorError,
     Store,
 )
+from tests.integration.executor.kube_taints import TaintManager, add_default_tolerations
 
 Web = aiohttp.web
-
-
-def _flag(query: Any, name: str) -> bool:
-    """A boolean query parameter as the API server parses it (Go's ``ParseBool``)."""
-    return str(query.get(name, "")).lower() in ("1", "t", "true")
-
-
-def _rfc3339(at: float) -> str:
-    """As a kubelet stamps log lines: RFC 3339 with nanoseconds, trailing zeros dropped."""
-    whole = int(at)
-    fraction = f"{round((at - whole) * 1e9):09d}".rstrip("0")
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + (f".{fraction}" if fraction else "") + "Z"
 
 
 def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
@@ -128,7 +119,7 @@ _SNAPSHOTS = 64
 _API_VERSIONS = {"priorityclasses": "scheduling.k8s.io/v1", "ingresses": "networking.k8s.io/v1"}
 
 
-class KubeDouble(KubeletScript, ServiceAllocator):
+class KubeDouble(KubeletScript, ServiceAllocator, PodLogs):
     """The API server double; tests script the cluster through its methods."""
 
     def __init__(self) -> None:
@@ -147,8 +138,10 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.unreachable: set[str] = set()
         #: Exit code a pod's containers give on SIGTERM (pod name → code; default 143).
         self.sigterm_exit: dict[str, int] = {}
-        #: Validation, quotas and webhooks of pod creates (``admission.pod_quota`` …).
+        #: Validation, quotas and webhooks of pod creates (``admission.add_quota`` …).
         self.admission = Admission(self.store)
+        #: NoExecute taint evictions on lost nodes, when the pods' tolerations say.
+        self.taints = TaintManager(self.store, self._evict_for_taint, self._spawn)
         #: Container logs by (namespace, pod, container): plain text, served as it is.
         self.logs: dict[tuple[str, str, str], str] = {}
         #: Container logs as the kubelet keeps them, (time, line) each, for pods/log with
@@ -180,6 +173,11 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         self.node_ports: set[int] = set()
         for name in ("default", "kube-system"):
             self.add_namespace(name)
+
+    @property
+    def clock(self) -> Clock:
+        """The double's time (watch-cache history, taint evictions): tests may ``advance`` it."""
+        return self.store.clock
 
     def hold(self, match: str) -> Hold:
         """Delay the answer to the next request matching ``match`` (a slow list on a big cluster)."""
@@ -218,7 +216,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             await asyncio.sleep(fault.delay)
             if not fault.after:
                 return self._fail(request, fault)
-        if not self.cache_ready and _flag(request.query, "watch"):
+        if not self.cache_ready and flag(request.query, "watch"):
             async with self._request_seen:
                 self.refused_watches.append(line)
                 self._request_seen.notify_all()
@@ -259,7 +257,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
             match.group("sub"),
         )
         if sub == "log":
-            return self._log(ns, name or "", request.query)
+            return self.serve_log(ns, name or "", request.query)
         if request.method == "GET" and name is None:
             if request.query.get("watch") in ("true", "True", "1"):
                 return await self._watch(request, res, ns)
@@ -308,6 +306,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         body.setdefault("kind", _KINDS[res])
         body.setdefault("apiVersion", _API_VERSIONS.get(res, "v1"))
         if res == "pods":
+            add_default_tolerations(body)
             body["spec"].setdefault("terminationGracePeriodSeconds", 30)
             body.setdefault("status", {}).setdefault("phase", "Pending")
         return self.store.put(res, body)
@@ -350,7 +349,7 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         if query.get("continue"):
             token = json.loads(base64.b64decode(query["continue"]))
             snapshot = self._snapshots.get(token["snapshot"])
-            if token["rv"] < self.store.oldest or snapshot is None:
+            if token["rv"] < self.store.compacted or snapshot is None:
                 raise ApiError(
                     410,
                     "Expired",
@@ -454,48 +453,6 @@ class KubeDouble(KubeletScript, ServiceAllocator):
         """Wait until ``predicate`` holds, checked after every request and every watch opened."""
         async with self._request_seen:
             await self._request_seen.wait_for(predicate)
-
-    def write_log(
-        self, pod: str, line: str, *, at: float, container: str = "main", previous: bool = False
-    ) -> None:
-        """The kubelet records ``line`` of a container of ``pod`` (namespace ``default``)."""
-        (self.previous_logs if previous else self.log_lines)[("default", pod, container)].append((at, line))
-
-    def _log(self, ns: str, name: str, query: Any) -> Web.Response:
-        pod = self.store.get("pods", ns, name)
-        if pod is None:
-            raise ApiError(404, "NotFound", f'pods "{name}" not found')
-        containers = [c["name"] for c in pod["spec"].get("containers") or []]
-        container = query.get("container") or (containers[0] if len(containers) == 1 else "")
-        if not container:
-            choices = " ".join(containers)
-            raise ApiError(
-                400,
-                "BadRequest",
-                f"a container name must be specified for pod {name}, choose one of: [{choices}]",
-            )
-        if container not in containers:
-            raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
-        key = (ns, name, container)
-        if key in self.logs:
-            return Web.Response(text=self.logs[key])
-        entries = self.log_lines.get(key, [])
-        if _flag(query, "previous"):
-            entries = self.previous_logs.get(key, [])
-            if not entries:
-                message = f'previous terminated container "{container}" in pod "{name}" not found'
-                raise ApiError(400, "BadRequest", message)
-        if "sinceSeconds" in query and "sinceTime" in query:
-            raise ApiError(400, "BadRequest", "at most one of sinceTime or sinceSeconds may be specified")
-        if "sinceSeconds" in query:
-            entries = [(at, line) for at, line in entries if at >= time.time() - int(query["sinceSeconds"])]
-        if "tailLines" in query:
-            entries = entries[len(entries) - int(query["tailLines"]) :] if int(query["tailLines"]) else []
-        stamped = _flag(query, "timestamps")
-        text = "".join(f"{_rfc3339(at)} {line}\n" if stamped else f"{line}\n" for at, line in entries)
-        if "limitBytes" in query:
-            text = text.encode()[: int(query["limitBytes"])].decode(errors="ignore")
-        return Web.Response(text=text)
 
     async def close(self) -> None:
         self.end_watches()

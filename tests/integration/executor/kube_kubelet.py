@@ -1,9 +1,10 @@
 """The kubelet's and the cluster operator's side of the API double: what tests script.
 
-Pods are started, ended, refused and disrupted here as a kubelet, the kube-scheduler or a
-drain would write them, and graceful deletion runs as on a real node: ``deletionTimestamp``
-first, then (after the kubelet stopped the containers) a terminal phase from the exit code
-(Kubernetes 1.27+), then removal unless finalizers hold the pod.
+Pods are started, ended, refused and disrupted here as a kubelet, the kube-scheduler, the
+taint manager (``kube_taints``) or a drain would write them, and graceful deletion runs as
+on a real node: ``deletionTimestamp`` first, then (after the kubelet stopped the
+containers) a terminal phase from the exit code (Kubernetes 1.27+), then removal unless
+finalizers hold the pod.
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.integration.executor.kube_store import Obj, Selector, Store
+from tests.integration.executor.kube_taints import (
+    EVICTION_MESSAGE,
+    NOT_READY_TAINT,
+    UNREACHABLE_TAINT,
+    TaintManager,
+)
 
 #: Resources whose objects the garbage collector deletes with their owner.
 OWNED_RESOURCES = ("services", "ingresses")
-UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 _UNKNOWN = "The container could not be located when the pod was terminated"
 
 
@@ -44,6 +50,7 @@ class KubeletScript:
     """Scripting methods of ``KubeDouble`` (which sets these attributes)."""
 
     store: Store
+    taints: TaintManager
     termination_seconds: float
     #: How long after its owner pod is removed an owned object is (the collector is asynchronous).
     collection_seconds: float = 0.05
@@ -96,6 +103,20 @@ class KubeletScript:
         pod["spec"]["nodeName"] = node
         conditions = [{"type": "PodScheduled", "status": "True"}]
         pod.setdefault("status", {})["conditions"] = conditions
+        return self.store.put("pods", pod)
+
+    def nominate(self, name: str, node: str, namespace: str = "default") -> Obj:
+        """kube-scheduler preempted pods on ``node`` for this one: nominated, not yet bound
+        (it binds once the victims are gone)."""
+        pod = copy.deepcopy(self.pod(name, namespace))
+        waiting = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+            "1 No preemption victims found for incoming pod.",
+        }
+        pod.setdefault("status", {}).update(nominatedNodeName=node, conditions=[waiting])
         return self.store.put("pods", pod)
 
     def run(
@@ -240,24 +261,40 @@ class KubeletScript:
     def _pods_on(self, node: str) -> list[Obj]:
         return self.store.select(Selector("pods", fields=(("spec.nodeName", node, True),)))
 
-    def lose_node(self, name: str, *, evict: bool = True) -> None:
-        """The node stops reporting: Ready ``Unknown``, the ``unreachable`` NoExecute taint,
-        and its kubelet out of reach. With ``evict``, the taint manager's eviction (after
-        ``tolerationSeconds``, 300 by default): pods stay Terminating with phase Running for
-        ever (kubernetes#51333), since no kubelet confirms them stopped."""
+    def lose_node(self, name: str) -> None:
+        """The node stops reporting: Ready ``Unknown``, the ``unreachable`` taints and its
+        kubelet out of reach. The taint manager evicts its pods as their tolerations say
+        (300 s by default: ``pass_time``); evicted, they stay Terminating with phase Running
+        for ever (kubernetes#51333), since no kubelet confirms them stopped."""
         self.unreachable.add(name)
-        self._set_node(name, "Unknown", [{"key": UNREACHABLE_TAINT, "effect": "NoExecute"}])
-        for pod in self._pods_on(name) if evict else []:
-            if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                metadata = pod["metadata"]
-                message = "Taint manager: deleting due to NoExecute taint"
-                self.disrupt(metadata["name"], "DeletionByTaintManager", metadata["namespace"], message)
+        self._taint_node(name, "Unknown", UNREACHABLE_TAINT)
+
+    def node_not_ready(self, name: str) -> None:
+        """The kubelet reports the node not ready (its runtime or network is down): Ready
+        ``False`` and the ``not-ready`` taints; evicted pods are stopped by the kubelet."""
+        self._taint_node(name, "False", NOT_READY_TAINT)
+
+    def pass_time(self, seconds: float) -> None:
+        """``seconds`` pass on the cluster at once: taint evictions that came due happen now."""
+        self.store.clock.advance(seconds)
+        self.taints.evict_due()
+
+    def _taint_node(self, name: str, ready: str, key: str) -> None:
+        taints = [
+            {"key": key, "effect": effect, "timeAdded": now()} for effect in ("NoSchedule", "NoExecute")
+        ]
+        self._set_node(name, ready, taints)
+        self.taints.tainted(name, taints[1])
+
+    def _evict_for_taint(self, namespace: str, name: str) -> None:
+        self.disrupt(name, "DeletionByTaintManager", namespace, EVICTION_MESSAGE)
 
     def restore_node(self, name: str, *, kubelet_restarted: bool = False) -> None:
         """The kubelet is back: the containers of pods deleted meanwhile are gone without a
         status (``ContainerStatusUnknown``, exit 137) and the pods removed; after a kubelet
         restart, so are those of pods still running."""
         self.unreachable.discard(name)
+        self.taints.untainted(name)
         self._set_node(name, "True", [])
         for pod in self._pods_on(name):
             metadata = pod["metadata"]
@@ -272,6 +309,7 @@ class KubeletScript:
     def delete_node(self, name: str) -> None:
         """The Node object is deleted; PodGC then fails (1.26+) and force-deletes its pods."""
         node = self.store.get("nodes", "", name)
+        self.taints.untainted(name)
         if node is not None:
             self.store.remove("nodes", node)
         for found in self._pods_on(name):
@@ -287,7 +325,7 @@ class KubeletScript:
 
     def _set_node(self, name: str, ready: str, taints: list[Obj]) -> None:
         node = copy.deepcopy(self.store.get("nodes", "", name) or {"metadata": {"name": name}})
-        reason = "KubeletReady" if ready == "True" else "NodeStatusUnknown"
+        reason = {"True": "KubeletReady", "False": "KubeletNotReady"}.get(ready, "NodeStatusUnknown")
         condition = {"type": "Ready", "status": ready, "reason": reason, "lastTransitionTime": now()}
         node.setdefault("status", {})["conditions"] = [condition]
         node.setdefault("spec", {})["taints"] = taints

@@ -1,10 +1,13 @@
 """The state behind the Kubernetes API double: objects, resource versions, history, watches.
 
 It keeps what an API server's storage keeps and in the same way: one global, increasing
-``resourceVersion``; every change recorded in a bounded history (older versions are
-"compacted", so a watch or a ``continue`` token from before the window gets 410 Gone, as
-etcd compaction makes a real server answer); selectors evaluated server-side, with the
-field labels a real server supports for pods and nodes (anything else is a 400).
+``resourceVersion``; every change recorded in a history sized as kube-apiserver's watch
+cache sizes its ring (``watch_cache.go``): at least 100 changes; when full, doubled (up to
+102,400) while its oldest change is younger than 75 s, halved when even its newest quarter
+is older, else the oldest change dropped. So a watch may resume from any version of the
+last 75 s (within the upper bound) and one older than what the ring holds gets 410 Gone;
+``compact`` forgets everything, as etcd compaction does for ``continue`` tokens. Selectors
+are evaluated server-side, with the field labels a real server supports (others are a 400).
 """
 
 from __future__ import annotations
@@ -12,18 +15,33 @@ from __future__ import annotations
 import asyncio
 import bisect
 import copy
+import itertools
 import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.integration.executor.kube_clock import Clock
+
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (resource, namespace, name)
 
+#: The watch cache keeps at least this long of history (``eventFreshDuration``) …
+FRESH_SECONDS = 75.0
+#: … in a ring of this many changes at least and at most (its default bounds).
+HISTORY_BOUNDS = (100, 100 * 1024)
+
 #: Field labels the API server accepts in field selectors, per resource.
 FIELD_LABELS = {
-    "pods": {"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase", "spec.schedulerName"},
+    "pods": {
+        "metadata.name",
+        "metadata.namespace",
+        "spec.nodeName",
+        "status.phase",
+        "spec.schedulerName",
+        "status.nominatedNodeName",
+    },
     "nodes": {"metadata.name", "spec.unschedulable"},
     "namespaces": {"metadata.name", "status.phase"},
     "priorityclasses": {"metadata.name"},
@@ -151,6 +169,8 @@ class Change:
     obj: Obj
     #: The object before a MODIFIED (to tell a watch that it entered or left its selection).
     old: Obj | None = None
+    #: When it was recorded, by the store's clock.
+    at: float = 0.0
 
     def seen_by(self, selector: Selector) -> Change | None:
         """This change as a watch with ``selector`` gets it, if at all.
@@ -188,12 +208,19 @@ class Gone(Exception):
 class Store:
     """Objects by (resource, namespace, name) with a global resource version."""
 
-    def __init__(self, history: int = 10_000) -> None:
+    def __init__(self, clock: Clock | None = None, bounds: tuple[int, int] = HISTORY_BOUNDS) -> None:
         self.version = 1
         self.objects: dict[Key, Obj] = {}
-        self.history: deque[Change] = deque(maxlen=history)
+        self.clock = clock or Clock()
+        self.history: deque[Change] = deque()
         self.watchers: list[Watcher] = []
+        #: The version of the last etcd compaction (``continue`` tokens from before it get 410).
         self.compacted = 0
+        self._bounds = bounds
+        self._capacity = bounds[0]
+        #: Whether a change has left the ring since it was last rebuilt (then the oldest
+        #: version a watch may start from is its first change's, not the rebuild's).
+        self._trimmed = False
         #: Every key, kept sorted as objects come and go (continue tokens page through it)
         #: rather than re-sorted on the first page after each write.
         self._keys: list[Key] = []
@@ -201,14 +228,14 @@ class Store:
     @property
     def oldest(self) -> int:
         """The oldest version a watch may still start from."""
-        full = len(self.history) == self.history.maxlen
-        return max(self.compacted, self.history[0].version - 1 if full else 0)
+        return self.history[0].version - 1 if self._trimmed else self.compacted
 
     def compact(self) -> None:
         """Forget the whole history, as etcd compaction does: older versions get 410."""
         self.version += 1
         self.compacted = self.version
         self.history.clear()
+        self._trimmed = False
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         return self.objects.get((resource, namespace, name))
@@ -252,17 +279,33 @@ class Store:
         self.put(resource, obj, "DELETED")
 
     def _record(self, change: Change) -> None:
+        change.at = self.clock.now()
+        self._make_room(change.at)
         self.history.append(change)
         for watcher in self.watchers:
             seen = change.seen_by(watcher.selector)
             if seen is not None:
                 watcher.queue.put_nowait(seen)
 
+    def _make_room(self, now: float) -> None:
+        """The watch cache's ``resizeCacheLocked``, then the oldest change out if still full."""
+        history, (lower, upper) = self.history, self._bounds
+        if len(history) < self._capacity:
+            return
+        if now - history[0].at < FRESH_SECONDS:
+            self._capacity = min(self._capacity * 2, upper)
+        elif now - history[len(history) - self._capacity // 4].at > FRESH_SECONDS:
+            self._capacity = max(self._capacity // 2, lower)
+        while len(history) >= self._capacity:
+            history.popleft()
+            self._trimmed = True
+
     def since(self, version: int, selector: Selector) -> Iterable[Change]:
-        """Changes after ``version`` matching ``selector``; Gone if compacted away."""
+        """Changes after ``version`` matching ``selector``; Gone if the ring no longer holds it."""
         if version < self.oldest:
-            raise Gone(f"too old resource version: {version} ({self.oldest + 1})")
-        seen = (c.seen_by(selector) for c in self.history if c.version > version)
+            raise Gone(f"too old resource version: {version} ({self.oldest})")
+        newer = list(itertools.takewhile(lambda c: c.version > version, reversed(self.history)))
+        seen = (c.seen_by(selector) for c in reversed(newer))
         return [c for c in seen if c is not None]
 
     def subscribe(self, selector: Selector) -> Watcher:

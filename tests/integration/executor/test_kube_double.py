@@ -8,11 +8,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from kubernetes_asyncio import client
+from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.integration.executor.kube_double import Fault, KubeDouble, kube_cluster, node, plain_pod
 from tests.integration.executor.kube_store import Selector
+from tests.integration.executor.kube_taints import NOT_READY_TAINT, UNREACHABLE_TAINT
 
 
 @pytest.fixture
@@ -157,6 +158,64 @@ async def test_watches_replay_from_a_version_send_bookmarks_and_answer_410_when_
     assert (error["type"], error["object"]["code"]) == ("ERROR", 410)
 
 
+async def changes_since(core: client.CoreV1Api, version: str, count: int) -> int:
+    """How many changes a watch from ``version`` replays (the real client's watch; 410 raises)."""
+    pods = core.list_pod_for_all_namespaces
+    stream = watch.Watch().stream(pods, resource_version=version, timeout_seconds=5)
+    seen = 0
+    async with stream:
+        async for _ in stream:
+            seen += 1
+            if seen == count:
+                break
+    return seen
+
+
+async def test_the_watch_cache_keeps_75_seconds_of_history_not_a_count_of_changes(cluster: Any) -> None:
+    double, core, _ = cluster
+    await core.create_namespaced_pod("kube-system", plain_pod("a", "n1", "1", "1Gi"))
+    start = (await core.list_pod_for_all_namespaces()).metadata.resource_version
+    for n in range(300):  # a burst in a second: the ring grows to keep it all
+        double.set_pod("a", "kube-system", message=f"burst {n}")
+    assert await changes_since(core, start, 300) == 300
+    double.clock.advance(80)  # the burst is now older than the 75 s the cache must keep
+    recent = (await core.list_pod_for_all_namespaces()).metadata.resource_version
+    for n in range(150):  # the ring, full of stale changes, shrinks and drops them
+        double.set_pod("a", "kube-system", message=f"later {n}")
+    with pytest.raises(ApiException) as expired:
+        await changes_since(core, start, 1)
+    assert expired.value.status == 410 and "too old resource version" in expired.value.reason
+    assert await changes_since(core, recent, 150) == 150
+
+
+async def test_noexecute_taints_evict_each_pod_when_its_toleration_runs_out(cluster: Any) -> None:
+    double, core, _ = cluster
+    await core.create_node(node("n1"))
+    forever = {"key": UNREACHABLE_TAINT, "operator": "Exists", "effect": "NoExecute"}
+    tolerating = {"default": [], "brief": [forever | {"tolerationSeconds": 60}], "on": [forever]}
+    for name, tolerations in tolerating.items():
+        pod = plain_pod(name, "n1", "1", "1Gi")
+        pod["spec"]["tolerations"] = tolerations
+        await core.create_namespaced_pod("kube-system", pod)
+    added = {
+        (t.key, t.toleration_seconds)
+        for t in (await core.read_namespaced_pod("default", "kube-system")).spec.tolerations
+    }
+    assert added == {(NOT_READY_TAINT, 300), (UNREACHABLE_TAINT, 300)}, "DefaultTolerationSeconds"
+    double.lose_node("n1")
+    taints = {(t.key, t.effect) for t in (await core.read_node("n1")).spec.taints}
+    assert taints == {(UNREACHABLE_TAINT, "NoSchedule"), (UNREACHABLE_TAINT, "NoExecute")}
+
+    async def evicted() -> list[str]:
+        pods = (await core.list_namespaced_pod("kube-system")).items
+        return sorted(p.metadata.name for p in pods if p.metadata.deletion_timestamp)
+
+    both = ["brief", "default"]
+    for seconds, expected in [(59, []), (1, ["brief"]), (240, both), (10**6, both)]:
+        double.pass_time(seconds)
+        assert await evicted() == expected
+
+
 async def test_watches_end_after_their_timeout(cluster: Any) -> None:
     _, _, host = cluster
     async with (
@@ -198,7 +257,7 @@ async def test_admission_and_injected_faults(cluster: Any) -> None:
     with pytest.raises(ApiException) as missing:
         await core.create_namespaced_pod("nowhere", pod)
     assert missing.value.status == 404
-    double.admission.pod_quota["kube-system"] = 0
+    double.admission.add_quota("kube-system", {"pods": "0"})
     with pytest.raises(ApiException) as quota:
         await core.create_namespaced_pod("kube-system", pod)
     assert quota.value.status == 403 and "exceeded quota" in json.loads(quota.value.body)["message"]

@@ -17,7 +17,12 @@ from armada.model.leases import TERMINAL_KINDS
 from armada.model.metadata import as_label_value
 from tests.integration.executor.kube_backend import HANG, POD, Cluster, final
 from tests.integration.executor.kube_double import node
-from tests.integration.executor.kube_kubelet import UNREACHABLE_TAINT
+from tests.integration.executor.kube_taints import (
+    DEFAULT_TOLERATION_SECONDS,
+    EVICTION_MESSAGE,
+    NOT_READY_TAINT,
+    UNREACHABLE_TAINT,
+)
 
 
 # --- names ---------------------------------------------------------------------------------
@@ -55,14 +60,29 @@ async def test_a_webhook_refusal_is_the_jobs_failure_with_the_webhooks_message(c
     )
 
 
-async def test_a_quota_counts_only_unfinished_pods(cluster: Cluster) -> None:
-    cluster.double.admission.pod_quota["default"] = 1
-    await cluster.launch()
+def sized(cpu: str, memory: str) -> dict[str, Any]:
+    resources = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
+    return {"containers": [{"name": "main", "image": "busybox", "resources": resources}]}
+
+
+async def test_a_full_cpu_and_memory_quota_returns_the_lease_and_counts_only_unfinished_pods(
+    cluster: Cluster,
+) -> None:
+    # Upstream fails the job on any 403; a full quota is the cluster's state, not the job's.
+    cluster.double.admission.add_quota("default", {"requests.cpu": "2", "limits.memory": "4Gi"})
+    await cluster.launch(pod_spec=sized("1500m", "3Gi"))
+    await cluster.launch("r2", "j2", pod_spec=sized("1", "1Gi"))
+    status = await final(cluster, "r2")
+    assert (status.kind, status.retryable) == ("leaseReturned", True)
+    assert status.reason == (
+        'pod creation refused: pods "armada-j2-0" is forbidden: exceeded quota: compute-resources, '
+        "requested: requests.cpu=1, used: requests.cpu=1500m, limited: requests.cpu=2"
+    )
     cluster.double.run(POD)
     cluster.double.exit(POD, 0)
     await final(cluster)
-    await cluster.launch("r2", "j2")
-    assert cluster.recorder.kinds("r2") == ["pending"]
+    await cluster.launch("r3", "j3", pod_spec=sized("1", "1Gi"))
+    assert cluster.recorder.kinds("r3") == ["pending"]
 
 
 # --- lost nodes ----------------------------------------------------------------------------
@@ -87,12 +107,21 @@ def one_retryable_lease_return(cluster: Cluster) -> RunStatus:
     return status
 
 
+def lose_node_1(cluster: Cluster, *, evicted: bool) -> None:
+    """node-1 is lost, and with ``evicted`` so for the 300 s its pods tolerate that by default:
+    the taint manager has evicted them."""
+    cluster.double.lose_node("node-1")
+    if evicted:
+        cluster.double.pass_time(DEFAULT_TOLERATION_SECONDS)
+    assert bool(cluster.double.pod(POD)["metadata"].get("deletionTimestamp")) == evicted
+
+
 @pytest.mark.parametrize("evicted", [True, False])
 async def test_a_lost_nodes_run_ends_with_one_retryable_lease_return_when_the_node_is_deleted(
     cluster: Cluster, evicted: bool
 ) -> None:
     await running_on_node_1(cluster)
-    cluster.double.lose_node("node-1", evict=evicted)
+    lose_node_1(cluster, evicted=evicted)
     cluster.double.delete_node("node-1")
     await final(cluster)
     assert one_retryable_lease_return(cluster).reason.startswith("pod disrupted: ")
@@ -105,7 +134,7 @@ async def test_a_kubelet_back_from_a_partition_ends_the_run_with_one_retryable_l
     # Back, it finds no trace of the containers: ContainerStatusUnknown, exit 137. That is
     # not the job's failure (with or without the taint manager's eviction first).
     await running_on_node_1(cluster)
-    cluster.double.lose_node("node-1", evict=evicted)
+    lose_node_1(cluster, evicted=evicted)
     cluster.double.restore_node("node-1", kubelet_restarted=True)
     await final(cluster)
     one_retryable_lease_return(cluster)
@@ -130,7 +159,7 @@ async def test_a_killed_pod_on_a_cut_off_node_is_not_force_deleted_until_the_nod
     cluster: Cluster,
 ) -> None:
     await running_on_node_1(cluster)
-    cluster.double.lose_node("node-1", evict=False)  # cut off: its container may still run
+    lose_node_1(cluster, evicted=False)  # cut off: its container may still run
     await unreachable_seen(cluster)
     checks = f"GET /api/v1/namespaces/default/pods/{POD}"
     killing = asyncio.create_task(cluster.backend.kill("r1"))
@@ -151,9 +180,30 @@ async def test_a_killed_pod_on_a_cut_off_node_is_not_force_deleted_until_the_nod
 @pytest.mark.parametrize("cluster", [{"lost_node_pods": "retry"}], indirect=True)
 async def test_lost_node_pods_retry_returns_the_lease_of_an_evicted_pod_at_once(cluster: Cluster) -> None:
     await running_on_node_1(cluster)
-    cluster.double.lose_node("node-1")
+    lose_node_1(cluster, evicted=True)
     await final(cluster)
     assert "lostNodePods: retry" in one_retryable_lease_return(cluster).reason
+
+
+@pytest.mark.parametrize(("tolerated", "seconds"), [(None, DEFAULT_TOLERATION_SECONDS), (30, 30)])
+async def test_a_not_ready_nodes_run_goes_on_until_its_toleration_runs_out_then_returns_the_lease(
+    cluster: Cluster, tolerated: int | None, seconds: int
+) -> None:
+    # A kubelet that reports its node not ready still stops the pods the taint manager evicts.
+    await cluster.core.create_node(node("node-1"))
+    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox"}]}
+    if tolerated is not None:
+        toleration = {"key": NOT_READY_TAINT, "operator": "Exists", "effect": "NoExecute"}
+        spec["tolerations"] = [toleration | {"tolerationSeconds": tolerated}]
+    await cluster.launch(pod_spec=spec)
+    cluster.double.run(POD)
+    await cluster.recorder.wait_for(lambda: "running" in cluster.recorder.kinds("r1"), within=HANG)
+    cluster.double.node_not_ready("node-1")
+    cluster.double.pass_time(seconds - 1)
+    assert "deletionTimestamp" not in cluster.double.pod(POD)["metadata"]
+    cluster.double.pass_time(1)
+    await final(cluster)
+    assert one_retryable_lease_return(cluster).reason == f"pod disrupted: {EVICTION_MESSAGE}"
 
 
 # --- kubelet-written outcomes --------------------------------------------------------------

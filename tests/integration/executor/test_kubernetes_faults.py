@@ -30,6 +30,7 @@ from tests.integration.executor.kube_backend import (
 )
 from tests.integration.executor.kube_double import (
     Fault,
+    KubeDouble,
     node,
     plain_pod,
     write_kubeconfig,
@@ -168,15 +169,20 @@ async def test_the_node_report_follows_pods_and_nodes_through_watches(cluster: C
 
 
 # --- 7. create errors ------------------------------------------------------------------------
+def quota(double: KubeDouble, *, computed: bool) -> None:
+    """A quota of no pods at all (its usage computed), or one not computed yet."""
+    double.admission.add_quota("default", {"pods": "0" if computed else "9"}, computed=computed)
+
+
 @pytest.mark.parametrize(
     ("script", "message"),
     [
         (
-            lambda d: (d.add_priority_class("armada-default"), d.admission.pod_quota.update(default=0)),
+            lambda d: (d.add_priority_class("armada-default"), quota(d, computed=True)),
             "exceeded quota",
         ),
         (
-            lambda d: (d.add_priority_class("armada-default"), d.admission.quota_unknown.add("default")),
+            lambda d: (d.add_priority_class("armada-default"), quota(d, computed=False)),
             "status unknown for quota",
         ),
         (lambda d: d.add_namespace("default", terminating=True), "being terminated"),
