@@ -72,6 +72,8 @@ class SchedulerService:
         self.leader = leader
         self.settings = settings
         self.config = config
+        #: Cycles of the leader loop by outcome (upstream's ``schedule_outcome``).
+        self.outcomes = {"success": 0, "failure": 0}
         self.clock = clock
         self.scheduler_state = SchedulerState()
         #: The last cycle's result, for scheduling reports.
@@ -148,9 +150,11 @@ class SchedulerService:
                     continue
                 self._said_standby = False
                 await self.start_cycle()
+                self.outcomes["success"] += 1
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failed cycle (database down, ...) is retried
+                self.outcomes["failure"] += 1
                 log.exception("scheduling cycle failed", error=str(exc))
                 self._watching_since = None
                 await asyncio.sleep(1.0)
