@@ -24,6 +24,11 @@ _SHARES = (
     ("armada_scheduler_actual_share", "actual_share", "Dominant share of the pool the queue holds."),
     ("armada_scheduler_demand", "demand", "Dominant share the queue would hold if everything it asks ran."),
     ("armada_scheduler_queue_weight", "weight", "Queue's weight in the pool (its priority factor)."),
+    (
+        "armada_scheduler_short_job_penalty",
+        "short_job_penalty",
+        "Short job penalty: dominant share of resources of jobs that ended soon after they started.",
+    ),
     # No weight multipliers here: the weight before them is the same figure.
     ("armada_scheduler_raw_queue_weight", "weight", "Queue's weight before multipliers (the same here)."),
 )
