@@ -45,6 +45,7 @@ from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.shared_history import HistoryPublisher, shared_history
 from armada.scheduler.store import SchedulerStore
 from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
+from armada.tracing import span
 
 log = structlog.get_logger(__name__)
 EXPIRY = FailureCause.LEASE_EXPIRED
@@ -186,15 +187,16 @@ class SchedulerService:
         decided_on = self.state.seq
         state_before = self.scheduler_state
         paused = {*self._lagging_executors(), *self.state.cordoned_executors}
-        result = schedule(
-            self.state.jobs,
-            queues=self.state.queue_specs(),
-            config=self.config,
-            state=state_before,
-            now=now,
-            paused_executors=paused,
-            max_leases=self._cycle_lease_cap(paused),
-        )
+        with span("armada.schedule", seq=decided_on):
+            result = schedule(
+                self.state.jobs,
+                queues=self.state.queue_specs(),
+                config=self.config,
+                state=state_before,
+                now=now,
+                paused_executors=paused,
+                max_leases=self._cycle_lease_cap(paused),
+            )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         decided = time.monotonic()
         await self.decisions_written()  # one append in flight; raises if the last one failed
