@@ -195,7 +195,14 @@ def test_metrics_content_type_names_its_charset_once(workload: Workload) -> None
 
 def test_server_metrics_carry_upstreams_series(workload: Workload) -> None:
     """Upstream's names and labels, so its dashboards read this workload: 3 leases, one success."""
-    samples = _samples(f"{workload.url}/metrics")
+
+    def followed() -> Samples | None:
+        # The gauges read the replica's followed state, which may trail the views a moment.
+        found = _samples(f"{workload.url}/metrics")
+        running = value(found, "armada_queue_size", queueName="q", queue="q", state="running")
+        return found if running == 2 else None
+
+    samples = wait_for(followed, what="the followed state to hold the two running jobs")
     transition = {"queue": "q", "pool": "default"}
     counter = "armada_scheduler_job_state_counter_by_queue_total"
     assert value(samples, "armada_queue_size", queueName="q", queue="q", state="queued") == 1
