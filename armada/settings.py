@@ -4,7 +4,8 @@ Each area is declared beside the code that owns it (``database``: :mod:`armada.e
 ``server``: :mod:`armada.api.settings`, ``logging``: :mod:`armada.logging_setup`, ``scheduler``:
 :mod:`armada.scheduler.settings`, ``scheduling``: :mod:`armada.scheduling.config`,
 ``submission`` and ``retention``: :mod:`armada.services.settings`, ``executor``:
-:mod:`armada.executor.settings`, ``auth``: :mod:`armada.auth.settings`); this module only
+:mod:`armada.executor.settings`, ``auth``: :mod:`armada.auth.settings`, ``tracing``:
+:mod:`armada.tracing`); this module only
 gathers them, so the server's core never imports the executor's settings.
 
 Precedence, lowest first: defaults, the ``--config`` file, environment variables
@@ -35,6 +36,7 @@ from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduling.config import SchedulingConfig
 from armada.services.settings import RetentionSettings, SubmissionSettings
 from armada.settings_env import EnvironmentSettingsError, from_environment
+from armada.tracing import TracingSettings
 
 #: Defaults under ``server.dev``, below the file, the environment and the flags: a laptop has
 #: no API server to protect, and upstream's 50 jobs/s per queue would throttle it.
@@ -69,6 +71,7 @@ class Settings(SettingsArea):
     executor: ExecutorSettings = msgspec.field(default_factory=ExecutorSettings)
     auth: AuthSettings = msgspec.field(default_factory=AuthSettings)
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
+    tracing: TracingSettings = msgspec.field(default_factory=TracingSettings)
 
     def __post_init__(self) -> None:
         unknown = sorted(

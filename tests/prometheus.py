@@ -16,6 +16,7 @@ import httpx
 import yaml
 
 from armada.client import ArmadaApiError, ArmadaClient
+from armada.model.jobs import GANG_CARDINALITY_ANNOTATION, GANG_ID_ANNOTATION
 from armada.model.queues import Queue
 from tests.e2e.cluster import job, states_are, wait_for
 from tests.processes import ROOT, free_port, running_server
@@ -96,7 +97,8 @@ def prometheus_stack(tmp: Path) -> Iterator[Stack]:
 def flow_jobs(stack: Stack, batches: int = 3) -> None:
     """Jobs that finish in batches, each seen by a scrape before the next (so counters and
     histograms move between samples: rates and quantiles have data), two jobs that keep
-    running, and one unknown job looked up (a 404 for the error panel)."""
+    running, one that stays queued (the first member of a gang of two: the queued panels
+    have data), and one unknown job looked up (a 404 for the error panel)."""
     succeeded = 'sum(armada_scheduler_job_state_counter_by_queue_total{state="succeeded"})'
 
     def scraped(count: int) -> Callable[[], bool]:
@@ -112,6 +114,8 @@ def flow_jobs(stack: Stack, batches: int = 3) -> None:
             # Small requests: the dev executor's node is this host (two cores here).
             running = client.submit_jobs("obs", "long", [job("sleep 600", cpu="100m") for _ in range(2)])
             wait_for(states_are(client, running, "RUNNING"), what="long jobs to run")
+            gang = {GANG_ID_ANNOTATION: "incomplete", GANG_CARDINALITY_ANNOTATION: "2"}
+            client.submit_jobs("obs", "waiting", [job("true", cpu="100m", annotations=gang)])
         finished: list[str] = []
         done = query(stack, succeeded)["result"]
         before = int(float(done[0]["value"][1])) if done else 0

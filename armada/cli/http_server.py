@@ -27,6 +27,7 @@ from armada.cli.dev_executor import DevExecutor
 from armada.logging_setup import configure_logging
 from armada.runtime import tune_for_service
 from armada.settings import Settings
+from armada.tracing import tracing
 
 log = structlog.get_logger(__name__)
 
@@ -70,7 +71,8 @@ def run_server(
     )
     server = GracefulServer(app, uvicorn_config(settings, app))
     tune_for_service()
-    server.run(sockets=sockets)
+    with tracing(settings.tracing):
+        server.run(sockets=sockets)
     return server.started
 
 

@@ -76,11 +76,13 @@ def _serve(overrides: dict[str, dict[str, Any]], config: Path | None, database_u
     from armada.eventstore import migrate  # noqa: PLC0415
     from armada.eventstore.dialects import normalise_url  # noqa: PLC0415
     from armada.logging_setup import configure_logging  # noqa: PLC0415
+    from armada.tracing import missing_extra  # noqa: PLC0415
 
     log = structlog.get_logger(__name__)
     settings = settings_or_exit(config, overrides)
     configure_logging(settings.logging)
     refusals = startup_refusals(settings.auth, settings.server.host)
+    refusals += [missing] if (missing := missing_extra(settings.tracing)) else []
     if refusals := refusals + _dev_refusals(settings, config, database_url):
         for refusal in refusals:
             typer.echo(f"error: {refusal}", err=True)

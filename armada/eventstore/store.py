@@ -31,6 +31,7 @@ from armada.eventstore.waits import LaneWaits
 from armada.eventstore.writelock import Lane, WriteLock
 from armada.model.errors import ArmadaError, Unavailable
 from armada.model.events import Event, EventDecoder, decode_event
+from armada.tracing import span
 
 __all__ = ["Draft", "EventStore", "Lane", "PreparedEvents", "StoredEvent", "Transaction", "log_row"]
 
@@ -147,35 +148,36 @@ class EventStore:
         have had their turn. Once
         :meth:`close` has been called a new write is refused with :class:`Unavailable`.
         """
-        if self._closed:
-            raise Unavailable("the event store is closed: the server is shutting down")
-        queued = time.monotonic()
-        await self._append_lock.acquire(lane)
-        turn = time.monotonic()
-        group = self._group
-        if group is None:
+        with span("armada.append", lane=lane.name.lower()):
+            if self._closed:
+                raise Unavailable("the event store is closed: the server is shutting down")
+            queued = time.monotonic()
+            await self._append_lock.acquire(lane)
+            turn = time.monotonic()
+            group = self._group
+            if group is None:
+                try:
+                    group = self._group = await self._begin()
+                except BaseException:
+                    self._release()
+                    raise
+            tx = Transaction(group, self._changed)
             try:
-                group = self._group = await self._begin()
-            except BaseException:
-                self._release()
+                yield tx
+            except BaseException as exc:
+                if not isinstance(exc, ArmadaError):  # a domain error touched nothing shared
+                    group.failure = group.failure or exc
+                self._end_turn()
                 raise
-        tx = Transaction(group, self._changed)
-        try:
-            yield tx
-        except BaseException as exc:
-            if not isinstance(exc, ArmadaError):  # a domain error touched nothing shared
-                group.failure = group.failure or exc
-            self._end_turn()
-            raise
-        tx.last_seq = group.add(tx.prepared() if tx.staged else None)
-        # A write someone waits on (the decisions every queued job waits for, a client's
-        # submission) is not held back by the bulk writers queued behind it.
-        self._end_turn(lane)
-        turn_ended = time.monotonic()
-        try:
-            await asyncio.shield(group.outcome)
-        finally:
-            self.waits.add(lane, turn - queued, turn_ended - turn, time.monotonic() - turn_ended)
+            tx.last_seq = group.add(tx.prepared() if tx.staged else None)
+            # A write someone waits on (the decisions every queued job waits for, a client's
+            # submission) is not held back by the bulk writers queued behind it.
+            self._end_turn(lane)
+            turn_ended = time.monotonic()
+            try:
+                await asyncio.shield(group.outcome)
+            finally:
+                self.waits.add(lane, turn - queued, turn_ended - turn, time.monotonic() - turn_ended)
 
     def _end_turn(self, lane: Lane | None = None, *, commit: bool = False) -> None:
         """Hand the open group to the next queued writer it takes, or commit it (``commit``:

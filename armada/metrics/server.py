@@ -12,6 +12,7 @@ from prometheus_client.metrics_core import Metric
 from armada.eventstore.store import EventStore
 from armada.metrics.appends import AppendCollector
 from armada.metrics.cluster import ClusterCollector
+from armada.metrics.cycles import CycleFigureCollector
 from armada.metrics.http import HttpMetrics
 from armada.metrics.jobs import JobTimings
 from armada.metrics.nodes import NodeCollector
@@ -47,6 +48,9 @@ class ServerMetrics:
         self.registry.register(ClusterCollector(lambda: follower.state))
         self.registry.register(NodeCollector(lambda: follower.state))
         self.registry.register(ShareCollector(scheduler.history))
+        self.registry.register(
+            CycleFigureCollector(scheduler.history, scheduler.config, lambda: scheduler.outcomes)
+        )
         self.registry.register(UnreadableRecordsCollector(store.unreadable))
         self.registry.register(AppendCollector(store))
 

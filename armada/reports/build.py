@@ -59,8 +59,8 @@ def _cycle(record: CycleRecord) -> CycleReport:
     stats = record.stats
     pools = {
         pool: PoolCycle(
-            scheduled=sum(n for (_, p, _), n in record.scheduled.items() if p == pool),
-            preempted=sum(n for (_, p, _), n in record.preempted.items() if p == pool),
+            scheduled=sum(n for (_, p, _, _), n in record.scheduled.items() if p == pool),
+            preempted=sum(n for (_, p, _, _), n in record.preempted.items() if p == pool),
             queues=shares,
         )
         for pool, shares in record.shares.items()

@@ -17,13 +17,17 @@ from datetime import UTC, datetime
 import numpy as np
 
 from armada.scheduling import CycleStats, JobDb, QueueShare, Reasons, SchedulingResult
+from armada.scheduling.figures import PoolFigures
 from armada.scheduling.unique_rows import unique_rows
 
 #: Cycles kept by default: enough to see a trend, small whatever the load.
 CYCLES_KEPT = 20
 
-#: (queue, pool, priority class) -> jobs
-JobCounts = Counter[tuple[str, str, str]]
+#: (queue, pool, priority class, upstream's scheduling or preemption type) -> jobs
+JobCounts = Counter[tuple[str, str, str, str]]
+
+#: Upstream's scheduling type of a lease that needed no preemption.
+NO_PREEMPTION = "no-preemption"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,10 @@ class CycleRecord:
     queue_summary: dict[str, dict[str, int]]
     scheduled: JobCounts
     preempted: JobCounts
+    #: pool -> queue -> upstream's per-cycle figures (the leader's own cycles only: not shared)
+    figures: PoolFigures = dataclasses.field(default_factory=dict)
+    #: seconds each pool's turn took
+    pool_seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     #: Consecutive idle cycles (nothing decided) this record stands for; it is the latest of them.
     repeats: int = 1
 
@@ -92,10 +100,15 @@ class CycleHistory:
             shares=result.shares,
             reasons=result.reasons,
             queue_summary=result.queue_summary,
-            scheduled=_job_counts(db, result.leases.job_ids, result.leases.pools),
+            scheduled=_job_counts(db, result.leases.job_ids, result.leases.pools, _lease_types(result)),
             preempted=_job_counts(
-                db, [p.job_id for p in result.preemptions], [p.pool for p in result.preemptions]
+                db,
+                [p.job_id for p in result.preemptions],
+                [p.pool for p in result.preemptions],
+                [p.kind for p in result.preemptions],
             ),
+            figures=result.figures,
+            pool_seconds=result.pool_seconds,
         )
         if record.idle and self._cycles and self._cycles[-1].idle:
             record = dataclasses.replace(record, repeats=self._cycles.pop().repeats + 1)
@@ -105,18 +118,29 @@ class CycleHistory:
         return record
 
 
-def _job_counts(db: JobDb, job_ids: Iterable[str], pools: Iterable[str]) -> JobCounts:
-    """Jobs counted by (queue, pool, priority class), grouped with numpy rather than per job."""
+def _lease_types(result: SchedulingResult) -> list[str]:
+    """Upstream's scheduling type of each lease: the type of the preemption that made room for
+    it (``urgency``, ``fairshare``), else ``no-preemption``."""
+    made_room = {p.preempted_by: p.kind for p in result.preemptions if p.preempted_by}
+    if not made_room:
+        return [NO_PREEMPTION] * len(result.leases)
+    return [made_room.get(job_id, NO_PREEMPTION) for job_id in result.leases.job_ids]
+
+
+def _job_counts(db: JobDb, job_ids: Iterable[str], pools: Iterable[str], types: Iterable[str]) -> JobCounts:
+    """Jobs counted by (queue, pool, priority class, type), grouped with numpy rather than per job."""
     pool_list = list(pools)
     rows = np.fromiter((db.row(job_id) for job_id in job_ids), dtype=np.int64, count=len(pool_list))
     counts: JobCounts = Counter()
     if not len(rows):
         return counts
     pool_names, pool_codes = np.unique(np.array(pool_list), return_inverse=True)
+    type_names, type_codes = np.unique(np.array(list(types)), return_inverse=True)
     queues = db.cols["queue"][rows].astype(np.int64)
     keys = db.cols["key"][rows].astype(np.int64)
-    triples, _, sizes = unique_rows(np.stack([queues, pool_codes.astype(np.int64), keys], axis=1))
-    for (queue, pool, key), size in zip(triples.tolist(), sizes.tolist(), strict=True):
-        name = (db.queue_names[queue], str(pool_names[pool]), db.keys.infos[key].priority_class)
-        counts[name] += size
+    columns = [queues, pool_codes.astype(np.int64), keys, type_codes.astype(np.int64)]
+    groups, _, sizes = unique_rows(np.stack(columns, axis=1))
+    for (queue, pool, key, kind), size in zip(groups.tolist(), sizes.tolist(), strict=True):
+        priority_class = db.keys.infos[key].priority_class
+        counts[(db.queue_names[queue], str(pool_names[pool]), priority_class, str(type_names[kind]))] += size
     return counts

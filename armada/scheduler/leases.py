@@ -36,6 +36,7 @@ from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.held_runs import HeldRunReports
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.store import SchedulerStore
+from armada.tracing import span
 
 log = structlog.get_logger(__name__)
 
@@ -120,18 +121,19 @@ class LeaseService:
 
     async def lease(self, request: LeaseRequest) -> LeaseResponse:
         """Answer one lease call, saying which version answers."""
-        if self._executor_versions.get(request.executor_id) != request.executor_version:
-            self._executor_versions[request.executor_id] = request.executor_version
-            log.info(
-                "executor version",
-                executor_id=request.executor_id,
-                version=request.executor_version or "0.9.0 or older",
-                protocol=request.protocol or 1,
-            )
-        response = await self._lease(request)
-        response.server_version = armada.__version__
-        response.protocol = EXECUTOR_PROTOCOL
-        return response
+        with span("armada.lease", executor=request.executor_id):
+            if self._executor_versions.get(request.executor_id) != request.executor_version:
+                self._executor_versions[request.executor_id] = request.executor_version
+                log.info(
+                    "executor version",
+                    executor_id=request.executor_id,
+                    version=request.executor_version or "0.9.0 or older",
+                    protocol=request.protocol or 1,
+                )
+            response = await self._lease(request)
+            response.server_version = armada.__version__
+            response.protocol = EXECUTOR_PROTOCOL
+            return response
 
     async def _lease(self, request: LeaseRequest) -> LeaseResponse:
         nodes = executor_nodes(request.nodes) if request.nodes is not None else None

@@ -45,6 +45,7 @@ from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.shared_history import HistoryPublisher, shared_history
 from armada.scheduler.store import SchedulerStore
 from armada.scheduling import QueueShare, SchedulerState, SchedulingConfig, SchedulingResult, schedule
+from armada.tracing import span
 
 log = structlog.get_logger(__name__)
 EXPIRY = FailureCause.LEASE_EXPIRED
@@ -72,6 +73,8 @@ class SchedulerService:
         self.leader = leader
         self.settings = settings
         self.config = config
+        #: Cycles of the leader loop by outcome (upstream's ``schedule_outcome``).
+        self.outcomes = {"success": 0, "failure": 0}
         self.clock = clock
         self.scheduler_state = SchedulerState()
         #: The last cycle's result, for scheduling reports.
@@ -148,9 +151,11 @@ class SchedulerService:
                     continue
                 self._said_standby = False
                 await self.start_cycle()
+                self.outcomes["success"] += 1
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a failed cycle (database down, ...) is retried
+                self.outcomes["failure"] += 1
                 log.exception("scheduling cycle failed", error=str(exc))
                 self._watching_since = None
                 await asyncio.sleep(1.0)
@@ -182,15 +187,16 @@ class SchedulerService:
         decided_on = self.state.seq
         state_before = self.scheduler_state
         paused = {*self._lagging_executors(), *self.state.cordoned_executors}
-        result = schedule(
-            self.state.jobs,
-            queues=self.state.queue_specs(),
-            config=self.config,
-            state=state_before,
-            now=now,
-            paused_executors=paused,
-            max_leases=self._cycle_lease_cap(paused),
-        )
+        with span("armada.schedule", seq=decided_on):
+            result = schedule(
+                self.state.jobs,
+                queues=self.state.queue_specs(),
+                config=self.config,
+                state=state_before,
+                now=now,
+                paused_executors=paused,
+                max_leases=self._cycle_lease_cap(paused),
+            )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
         decided = time.monotonic()
         await self.decisions_written()  # one append in flight; raises if the last one failed

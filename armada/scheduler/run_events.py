@@ -30,6 +30,7 @@ from armada.retries.engine import RetryContext, verdict_events
 from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.store import SchedulerStore
+from armada.tracing import span
 
 log = structlog.get_logger(__name__)
 
@@ -94,31 +95,32 @@ class RunEventIntake:
 
     async def report(self, batch: RunEventBatch) -> int:
         """Append the job events the batch implies; return how many run events took effect."""
-        run_ids = sorted({event.run_id for event in batch.events})
+        with span("armada.run_report", events=len(batch.events)):
+            run_ids = sorted({event.run_id for event in batch.events})
 
-        async def translate(conn: AsyncConnection) -> _Translation:
-            facts = await self._facts(conn, run_ids)
-            if any(e.kind == "ingressInfo" for e in batch.events):
-                for run_id in await runs_with_ingress_info(
-                    conn, [f.envelope["job_id"] for f in facts.values()]
-                ):
-                    if run_id in facts:
-                        facts[run_id].ingress_reported = True
-            failed = {
-                facts[e.run_id].envelope["job_id"]
-                for e in batch.events
-                if e.kind == "failed" and e.run_id in facts
-            }
-            retry = await RetryContext.load(conn, self.retry, sorted(failed))
-            fenced = await self._fenced(conn, batch, facts)
-            return self._translate_batch(batch, facts, retry, fenced)
+            async def translate(conn: AsyncConnection) -> _Translation:
+                facts = await self._facts(conn, run_ids)
+                if any(e.kind == "ingressInfo" for e in batch.events):
+                    for run_id in await runs_with_ingress_info(
+                        conn, [f.envelope["job_id"] for f in facts.values()]
+                    ):
+                        if run_id in facts:
+                            facts[run_id].ingress_reported = True
+                failed = {
+                    facts[e.run_id].envelope["job_id"]
+                    for e in batch.events
+                    if e.kind == "failed" and e.run_id in facts
+                }
+                retry = await RetryContext.load(conn, self.retry, sorted(failed))
+                fenced = await self._fenced(conn, batch, facts)
+                return self._translate_batch(batch, facts, retry, fenced)
 
-        followed = self._followed_facts(batch, run_ids)
-        if followed is None:
-            return (await self.store.append_optimistically(translate)).applied
-        seen, facts = followed
-        draft = self._translate_batch(batch, facts)
-        return (await self.store.append_checked(draft, seen, translate))[0].applied
+            followed = self._followed_facts(batch, run_ids)
+            if followed is None:
+                return (await self.store.append_optimistically(translate)).applied
+            seen, facts = followed
+            draft = self._translate_batch(batch, facts)
+            return (await self.store.append_checked(draft, seen, translate))[0].applied
 
     def _followed_facts(
         self, batch: RunEventBatch, run_ids: list[str]

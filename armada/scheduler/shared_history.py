@@ -43,8 +43,8 @@ class StoredCycle(msgspec.Struct, frozen=True, kw_only=True):
     cycle: str
     lookback: int
     queue_summary: dict[str, dict[str, int]]
-    scheduled: list[tuple[str, str, str, int]]
-    preempted: list[tuple[str, str, str, int]]
+    scheduled: list[tuple[str, str, str, str, int]]
+    preempted: list[tuple[str, str, str, str, int]]
     repeats: int
 
 
@@ -101,8 +101,8 @@ def _record(stored: StoredCycle, keys: dict[str, int]) -> CycleRecord:
         lookback=stored.lookback,
     )
 
-    def counts(rows: list[tuple[str, str, str, int]]) -> JobCounts:
-        return Counter({(queue, pool, pc): n for queue, pool, pc, n in rows})
+    def counts(rows: list[tuple[str, str, str, str, int]]) -> JobCounts:
+        return Counter({(queue, pool, pc, kind): n for queue, pool, pc, kind, n in rows})
 
     return CycleRecord(
         finished=stored.finished,

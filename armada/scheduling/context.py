@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.decisions import OUT_OF_TIME, Preemption, Reasons
+from armada.scheduling.figures import PoolFigures
 from armada.scheduling.jobdb import JobDb
 
 IntArray = npt.NDArray[np.int64]
@@ -42,6 +43,9 @@ class CycleContext:
     preemptions: list[Preemption] = field(default_factory=list)
     considered: int = 0
     stopped: str = ""
+    figures: PoolFigures = field(default_factory=dict)
+    #: seconds each pool's turn took
+    pool_seconds: dict[str, float] = field(default_factory=dict)
 
     def out_of_time(self) -> bool:
         if self.stopped:

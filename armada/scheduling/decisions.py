@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import msgspec
 import numpy as np
 
+from armada.scheduling.figures import PoolFigures
 from armada.scheduling.jobdb import JobDb
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState
@@ -59,6 +60,8 @@ class Preemption(msgspec.Struct, frozen=True):
     reason: str
     pool: str
     node_id: str
+    #: Upstream's preemption type: ``fairshare`` or ``urgency``.
+    kind: str = "unknown"
 
 
 class Rejection(msgspec.Struct, frozen=True):
@@ -129,3 +132,7 @@ class SchedulingResult(msgspec.Struct):
     key_summary: dict[int, dict[str, int]]
     stats: CycleStats
     state: SchedulerState
+    #: pool -> queue -> upstream's per-cycle figures
+    figures: PoolFigures = msgspec.field(default_factory=dict)
+    #: seconds each pool's turn took
+    pool_seconds: dict[str, float] = msgspec.field(default_factory=dict)

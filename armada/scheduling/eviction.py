@@ -19,6 +19,7 @@ import numpy.typing as npt
 from armada.scheduling.candidates import Units, empty_units
 from armada.scheduling.decisions import Preemption
 from armada.scheduling.fairshare import dominant_shares
+from armada.scheduling.figures import count_evicted
 from armada.scheduling.jobdb import RUNNING
 from armada.scheduling.poolstate import PoolState
 
@@ -92,6 +93,7 @@ class Eviction:
         self.ev_node[rows] = local[rows]
         self.lost_to = self.ev_node.copy()
         self.take_off(rows, +1)
+        count_evicted(self.ctx.figures, db, self.state.pool, rows)
         np.add.at(self.held, local[rows], self.state.key_requests[keys])
         for qi in np.unique(queues).tolist():
             self._evicted[qi] = self._units(rows[queues == qi], qi)
@@ -337,18 +339,20 @@ class Eviction:
                 f"preempted to restore fair share in pool {self.state.pool}: queue {name} was above "
                 f"{self.ctx.config.protected_fraction(self.state.pool):g}x its fair share"
             )
-            self.preempt(rows[is_lost], by[is_lost], reason)
+            self.preempt(rows[is_lost], by[is_lost], reason, "fairshare")
             if self.state.pool in self.ctx.preemption_tokens:
                 self.ctx.preemption_tokens[self.state.pool] -= int(is_lost.sum())
 
-    def preempt(self, rows: IntArray, by: IntArray, reason: str) -> None:
-        """Record preemptions of ``rows``, each caused by job row ``by`` (-1 = unknown)."""
+    def preempt(self, rows: IntArray, by: IntArray, reason: str, kind: str) -> None:
+        """Record preemptions of ``rows``, each caused by job row ``by`` (-1 = unknown), of
+        upstream's preemption type ``kind``."""
+        if kind == "urgency":  # fair-share losses were counted when evicted
+            count_evicted(self.ctx.figures, self.db, self.state.pool, rows)
         ids, node_ids = self.db.ids, self.db.nodes.ids
         nodes = self.state.node_rows[self.state.local_node[self.db.cols["node"][rows]]].tolist()
         self.ctx.taken[rows] = True
+        pool = self.state.pool
         self.ctx.preemptions.extend(
-            Preemption(
-                ids[row] or "", (ids[b] or "") if b >= 0 else "", reason, self.state.pool, node_ids[node]
-            )
+            Preemption(ids[row] or "", (ids[b] or "") if b >= 0 else "", reason, pool, node_ids[node], kind)
             for row, b, node in zip(rows.tolist(), by.tolist(), nodes, strict=True)
         )

@@ -30,6 +30,7 @@ from armada.scheduling.candidates import (
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import GLOBAL_RATE_LIMITED, QUEUE_CORDONED, QUEUE_RATE_LIMITED
 from armada.scheduling.eviction import Eviction
+from armada.scheduling.figures import count_considered
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.placement import (
     dominant_column,
@@ -241,6 +242,8 @@ class PoolCycle:
         np.maximum.at(self.state.cursor, head.queue[queued], head.pos[queued] + 1)
         self.eviction.consume_evicted(head.queue[head.evicted])
         self.ctx.considered += int(head.counts.sum())
+        queues = self.state.db_queue[head.queue].astype(np.int64)
+        count_considered(self.ctx.figures, self.db, self.state.pool, queues, head.keys, head.counts)
 
     def _process(self, units: Units, end: int) -> tuple[int, bool]:
         """Place ``units[:end]``; returns how many were decided and whether a key failed."""

@@ -136,8 +136,10 @@ class PoolState:
         self.queue_of[self.db_queue] = np.arange(len(self.db_queue))
         count = len(active)
         self.alloc_by_class: IntArray = np.array(allocs).reshape(count, n_classes, width).copy()
+        #: resources charged for short jobs that ended recently (``shortJobPenaltyCutoff``)
+        self.penalty: IntArray = np.array(penalties).reshape(count, width)
         #: what each queue is charged for in fair share: its allocation plus short-job penalties
-        self.alloc: IntArray = self.alloc_by_class.sum(axis=1) + np.array(penalties).reshape(count, width)
+        self.alloc: IntArray = self.alloc_by_class.sum(axis=1) + self.penalty
         self.demand: IntArray = np.array(demands).reshape(count, width)
         self.weights = np.array([q.priority_factor for q in active], dtype=np.float64)
         self.usage = np.array([usage.of(pool, q.name) for q in active], dtype=np.float64)
@@ -176,6 +178,7 @@ class PoolState:
 
     def shares(self) -> dict[str, QueueShare]:
         actual = dominant_shares(self.alloc, self.scale)
+        penalty = dominant_shares(self.penalty, self.scale)
         fair = fair_shares(self.weights, (self.demand_share > 0) | (actual > 0))
         return {
             q.name: QueueShare(
@@ -185,6 +188,7 @@ class PoolState:
                 actual_share=float(actual[i]),
                 demand=float(self.demand_share[i]),
                 usage=float(self.usage[i]),
+                short_job_penalty=float(penalty[i]),
             )
             for i, q in enumerate(self.queues)
         }

@@ -23,6 +23,7 @@ from armada.scheduling.decisions import (
     Rejection,
     SchedulingResult,
 )
+from armada.scheduling.figures import count_gangs_scheduled
 from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.placement import explain_misfit
 from armada.scheduling.pool import PoolCycle
@@ -100,12 +101,16 @@ def schedule(
     rejections = _rejections(db, rejected)
     shares: dict[str, dict[str, QueueShare]] = {}
     for pool, rows in pools.items():
+        turn = clock()
         cycle = PoolCycle(ctx, pool, rows, list(queues), usage)
         cycle.run()
         shares[pool] = cycle.state.shares()
+        ctx.pool_seconds[pool] = clock() - turn
     if granted < bucket and ctx.reasons.cycle == GLOBAL_RATE_LIMITED:
         ctx.reasons.cycle = CYCLE_LEASE_CAP
     leases = _leases(ctx)
+    for lease_rows, lease_pool in zip(ctx.lease_rows, ctx.lease_pools, strict=True):
+        count_gangs_scheduled(ctx.figures, db, lease_rows, lease_pool)
     queue_summary, key_summary = _summaries(db, ctx.reasons, ctx.lease_rows, set(rejected))
     return SchedulingResult(
         leases=leases,
@@ -123,6 +128,8 @@ def schedule(
             rejected=len(rejections),
             stopped=ctx.stopped,
         ),
+        figures=ctx.figures,
+        pool_seconds=ctx.pool_seconds,
         state=SchedulerState(
             global_bucket=TokenBucket(max(0.0, bucket - (granted - ctx.global_tokens)), now),
             queue_buckets={

@@ -18,3 +18,5 @@ class QueueShare(msgspec.Struct, frozen=True, rename="camel"):
     actual_share: float
     demand: float
     usage: float
+    #: Dominant share of the short-job penalty charged in ``actual_share``.
+    short_job_penalty: float = 0.0

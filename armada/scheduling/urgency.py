@@ -117,4 +117,4 @@ class Urgency:
             rows = rows[self.state.local_node[db.cols["node"][rows]] >= 0]
             self.eviction.take_off(rows, +1)
             reason = f"preempted by higher-priority job {db.ids[by]} in pool {self.state.pool}"
-            self.eviction.preempt(rows, np.full(len(rows), by), reason)
+            self.eviction.preempt(rows, np.full(len(rows), by), reason, "urgency")

@@ -24,6 +24,7 @@ from armada.services.pod_policy import check_jobs
 from armada.services.queued_cap import QueuedCap
 from armada.services.queues import load_queue
 from armada.services.validation import SubmissionRules, ValidItem, validate_submission
+from armada.tracing import span
 
 #: Submissions of at most this many jobs take the append lock's prompt lane (see
 #: :mod:`armada.eventstore.writelock`); larger ones its bulk lane.
@@ -44,30 +45,31 @@ async def submit_jobs(
     ``queued_cap`` (if any) caps the jobs waiting in the queue. A dry run checks the same
     rules, stores nothing and answers when each job would start (with ``forecasts``).
     """
-    valid = validate_submission(request, rules, user)
-    if request.dry_run:
-        return await _dry_run(store, request, valid, rules, user, forecasts)
-    if queued_cap is not None:
-        await queued_cap.admit(store, request.queue, len(valid))
-    now = datetime.now(UTC)
-    # Everything that needs no database is built before the store's write lock is taken.
-    jobs = _jobs(request, valid, user, now)
-    job_events = [_events(job, now) for job in jobs]
-    # Without client ids every job is stored: serialise it all before taking the lock too.
-    dedupe = any(job.client_id for job in jobs)
-    prepared = None if dedupe else PreparedEvents([event for pair in job_events for event in pair])
-    # A small request goes ahead of queued run reports; a big one (a bulk load) takes its turn
-    # with them: were it to overtake them too, jobs would only queue faster than they drain.
-    lane = Lane.PROMPT if len(jobs) <= PROMPT_JOBS else Lane.BULK
-    async with store.transaction(lane=lane) as tx:
-        await _check_queue(await tx.views(jobs=False), store, request, valid, rules)
-        if prepared is None:
-            job_ids, events = _accept(jobs, job_events, await _known_client_ids(tx, request))
-            tx.append(events)
-        else:
-            job_ids = [job.id for job in jobs]
-            tx.append(prepared)
-    return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
+    with span("armada.submit", queue=request.queue, jobs=len(request.job_request_items)):
+        valid = validate_submission(request, rules, user)
+        if request.dry_run:
+            return await _dry_run(store, request, valid, rules, user, forecasts)
+        if queued_cap is not None:
+            await queued_cap.admit(store, request.queue, len(valid))
+        now = datetime.now(UTC)
+        # Everything that needs no database is built before the store's write lock is taken.
+        jobs = _jobs(request, valid, user, now)
+        job_events = [_events(job, now) for job in jobs]
+        # Without client ids every job is stored: serialise it all before taking the lock too.
+        dedupe = any(job.client_id for job in jobs)
+        prepared = None if dedupe else PreparedEvents([event for pair in job_events for event in pair])
+        # A small request goes ahead of queued run reports; a big one (a bulk load) takes its turn
+        # with them: were it to overtake them too, jobs would only queue faster than they drain.
+        lane = Lane.PROMPT if len(jobs) <= PROMPT_JOBS else Lane.BULK
+        async with store.transaction(lane=lane) as tx:
+            await _check_queue(await tx.views(jobs=False), store, request, valid, rules)
+            if prepared is None:
+                job_ids, events = _accept(jobs, job_events, await _known_client_ids(tx, request))
+                tx.append(events)
+            else:
+                job_ids = [job.id for job in jobs]
+                tx.append(prepared)
+        return JobSubmitResponse(job_response_items=[JobSubmitResponseItem(job_id=i) for i in job_ids])
 
 
 async def _check_queue(

@@ -134,22 +134,35 @@ def test_server_metrics_match_the_workload(workload: Workload) -> None:
         return found if ended == 1 else None
 
     samples = wait_for(after_the_short_run, what="the short run's time to be observed")
-    cluster = {"pool": "default", "cluster": "c1"}
+    # Upstream's labels; those with no meaning here are empty or upstream's defaults.
+    by_class = {"pool": "default", "priorityClass": "armada-default", "queueName": "q", "queue": "q"}
+    queued = {**by_class, "priceBand": "None", "accounting_role": "primary"}
+    node = {"nodeType": "", "reservation": "", "physical_pool": "default", "scalable_unit": ""}
+    allocated = {**by_class, "cluster": "c1", "priceBand": "None", **node}
+    cluster = {"pool": "default", "cluster": "c1", **node, "capacity_class": "dedicated"}
+
+    def series(name: str, labels: dict[str, str], resource: str) -> tuple[str, frozenset[tuple[str, str]]]:
+        return name, frozenset({**labels, "resourceType": resource}.items())
+
     expected = {
         ("armada_queue_queued_jobs", frozenset({**queue, "priorityClass": "armada-default"}.items())): 1,
-        ("armada_queue_resource_queued", frozenset({**queue, "resource": "cpu"}.items())): 1,
-        ("armada_queue_resource_queued", frozenset({**queue, "resource": "memory"}.items())): 64 * 2**20,
-        ("armada_queue_resource_allocated", frozenset({**queue, "resource": "cpu"}.items())): 2,
-        ("armada_cluster_capacity", frozenset({**cluster, "resource": "cpu"}.items())): 2,
-        ("armada_cluster_available_capacity", frozenset({**cluster, "resource": "cpu"}.items())): 0,
+        series("armada_queue_resource_queued", queued, "cpu"): 1,
+        series("armada_queue_resource_queued", queued, "memory"): 64 * 2**20,
+        series("armada_queue_resource_allocated", allocated, "cpu"): 2,
+        series("armada_queue_resource_allocated", allocated, "pods"): 2,
+        series("armada_cluster_capacity", cluster, "cpu"): 2,
+        series("armada_cluster_capacity", cluster, "nodes"): 1,
+        # Upstream's available capacity is what Armada may use (not net of its own jobs).
+        series("armada_cluster_available_capacity", cluster, "cpu"): 2,
+        series("armada_cluster_available_capacity", cluster, "nodes"): 1,
+        series("armada_cluster_farm_capacity", cluster, "cpu"): 2,
         # Fake nodes report no pod limit (the scheduler treats it as unlimited): no pods
         # capacity is shown, rather than 0 beside the pods allocated.
-        ("armada_cluster_capacity", frozenset({**cluster, "resource": "pods"}.items())): None,
-        ("armada_cluster_available_capacity", frozenset({**cluster, "resource": "pods"}.items())): None,
-        ("armada_queue_resource_allocated", frozenset({**queue, "resource": "pods"}.items())): 2,
+        series("armada_cluster_capacity", cluster, "pods"): None,
+        series("armada_cluster_available_capacity", cluster, "pods"): None,
         (
             "armada_scheduler_scheduled_jobs_total",
-            frozenset({**queue, "priorityClass": "armada-default"}.items()),
+            frozenset({**queue, "priority_class": "armada-default", "type": "no-preemption"}.items()),
         ): 3,
         ("armada_scheduler_fair_share", frozenset(queue.items())): 1,
         ("armada_scheduler_actual_share", frozenset(queue.items())): 1,
@@ -182,7 +195,14 @@ def test_metrics_content_type_names_its_charset_once(workload: Workload) -> None
 
 def test_server_metrics_carry_upstreams_series(workload: Workload) -> None:
     """Upstream's names and labels, so its dashboards read this workload: 3 leases, one success."""
-    samples = _samples(f"{workload.url}/metrics")
+
+    def followed() -> Samples | None:
+        # The gauges read the replica's followed state, which may trail the views a moment.
+        found = _samples(f"{workload.url}/metrics")
+        running = value(found, "armada_queue_size", queueName="q", queue="q", state="running")
+        return found if running == 2 else None
+
+    samples = wait_for(followed, what="the followed state to hold the two running jobs")
     transition = {"queue": "q", "pool": "default"}
     counter = "armada_scheduler_job_state_counter_by_queue_total"
     assert value(samples, "armada_queue_size", queueName="q", queue="q", state="queued") == 1

@@ -134,7 +134,7 @@ def test_upstream_performance_example(server: Server) -> None:
 
 SCHEDULED = (
     "armada_scheduler_scheduled_jobs_total",
-    {"queue": "e2e-resume", "pool": "default", "priorityClass": "armada-default"},
+    {"queue": "e2e-resume", "pool": "default", "priority_class": "armada-default", "type": "no-preemption"},
 )
 RESUME_CASE = """
 queue: e2e-resume

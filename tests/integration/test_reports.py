@@ -24,6 +24,7 @@ from armada.scheduler.loop import SchedulerService
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduling import SchedulingConfig
 from tests.factories import make_job, submission
+from tests.metrics import parse_samples, value
 
 CAPPED = Queue(
     name="capped",
@@ -127,10 +128,17 @@ async def test_fair_share_preemption_is_reported_and_counted(
     assert latest.preempted == latest.pools["default"].preempted > 0
     text = (await metrics.exposition()).decode()
     preempted = (
-        'armada_scheduler_preempted_jobs_total{pool="default",priorityClass="armada-preemptible",queue="q"}'
+        'armada_scheduler_preempted_jobs_total{pool="default",priority_class="armada-preemptible",'
+        'queue="q",type="fairshare"}'
     )
     assert f"{preempted} {float(latest.preempted)}" in text
-    assert (
-        'armada_scheduler_scheduled_jobs_total{pool="default",priorityClass="armada-default",queue="capped"}'
-        in text
+    # The jobs that took the preempted jobs' place were scheduled by fair-share preemption.
+    scheduled = (
+        'armada_scheduler_scheduled_jobs_total{pool="default",priority_class="armada-default",'
+        'queue="capped",type="fairshare"}'
     )
+    assert scheduled in text
+    samples = parse_samples(text)
+    assert value(samples, "armada_scheduler_evicted_jobs", pool="default", queue="q") >= latest.preempted
+    assert value(samples, "armada_scheduler_evicted_resources", pool="default", queue="q", resource="cpu") > 0
+    assert value(samples, "armada_scheduler_considered_jobs", pool="default", queue="capped") > 0

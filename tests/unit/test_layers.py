@@ -17,7 +17,8 @@ ROOT = Path(armada.__file__).parent
 
 #: Bottom to top. A package not listed fails the test: place it when adding it.
 LAYERS: list[set[str]] = [
-    {"armada", "model", "lazy", "tasks", "logging_setup"},  # types and small helpers, no I/O policy
+    # types and small helpers, no I/O policy
+    {"armada", "model", "lazy", "tasks", "logging_setup", "tracing"},
     {"eventstore"},  # the log, the views, the database
     {"scheduling"},  # the pure scheduling core
     {"auth"},  # identities and permissions

@@ -80,7 +80,13 @@ def test_series_are_bounded_by_queues_pools_and_nodes_never_by_jobs() -> None:
     pools, classes = 2, len(SchedulingConfig().priority_classes)
     assert per_family["armada_queue_queued_jobs"] == QUEUES * pools * classes
     assert per_family["armada_queue_size"] == QUEUES * 2
+    # Every queued job may run in both pools: primary in one, secondary in the other.
     assert per_family["armada_queue_resource_queued"] == QUEUES * pools * resources
+    # Half the queues hold one running job: one series per resource it requests.
+    assert per_family["armada_queue_resource_allocated"] == QUEUES // 2 * resources
+    # Per cluster: its resources but pods (no node limit), and its node count.
+    for family in ("armada_cluster_capacity", "armada_cluster_farm_capacity"):
+        assert per_family[family] == CLUSTERS * resources - (family.endswith("farm_capacity") * CLUSTERS)
     assert per_family["armada_scheduler_node_allocatable_resource"] == NODES * (resources - 1)
     assert per_family["armada_scheduler_node_allocated_resource"] == NODES * (resources - 1)
     # Transitions: per queue at most (leased, running, succeeded); per node likewise.

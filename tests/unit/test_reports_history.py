@@ -24,7 +24,7 @@ def test_history_is_bounded_merges_idle_cycles_and_counts_leases() -> None:
     assert [r.repeats for r in history] == [1, 1, 4]
     last = history.last
     assert last is not None and last.idle and last is seen[-1]
-    assert records[0].scheduled == {("a", "default", "armada-default"): 2}
+    assert records[0].scheduled == {("a", "default", "armada-default", "no-preemption"): 2}
     [(reason, waiting)] = records[0].top_reasons()
     assert reason.startswith("no node with 1 cpu free in pool default")
     assert waiting == 3

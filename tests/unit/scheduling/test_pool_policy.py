@@ -205,8 +205,10 @@ def test_a_short_job_is_charged_to_its_queue_until_the_cutoff(
     sim.now = ended
     sim.submit(job(f"a{i}", "A") for i in range(8))
     sim.submit(job(f"b{i}", "B") for i in range(8))
-    sim.cycle()
+    result = sim.cycle()
     assert (sim.running("A"), sim.running("B")) == split
+    # The penalty is reported as its dominant share of the pool (4 of 8 CPUs), 0 when none.
+    assert result.shares[pool]["A"].short_job_penalty == (0.5 if split == (2, 6) else 0.0)
 
 
 def test_a_floating_resource_is_bound_to_no_node_and_never_over_committed_in_its_pool() -> None:
