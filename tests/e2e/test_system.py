@@ -34,10 +34,10 @@ def serve() -> Serve:
 
 
 @pytest.fixture
-def client(fresh_fresh_server: Server) -> Iterator[ArmadaClient]:
+def client(fresh_server: Server) -> Iterator[ArmadaClient]:
     """A client of the test's own server (executors and nodes a test leaves behind would take
     the next test's jobs until they time out), with queue ``q``."""
-    with ArmadaClient(fresh_fresh_server.url) as armada:
+    with ArmadaClient(fresh_server.url) as armada:
         armada.create_queue(Queue(name="q"))
         yield armada
 
