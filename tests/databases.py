@@ -22,6 +22,12 @@ from armada.eventstore.dialects import libpq_conninfo, normalise_url
 
 PG_ADMIN_URL = os.environ.get("ARMADA_TEST_DATABASE_URL", "")
 
+#: The kinds a database-backed test runs on, each once.
+DATABASE_KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+#: Module marks: the module's ``server`` (in-process or a process) runs on one kind only.
+SQLITE_ONLY = pytest.mark.parametrize("database_kind", ["sqlite"], indirect=True)
+POSTGRES_ONLY = pytest.mark.parametrize("database_kind", DATABASE_KINDS[1:], indirect=True)
+
 
 def sqlite_url(directory: Path) -> str:
     return f"sqlite:///{directory / 'armada.db'}"

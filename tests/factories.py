@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from armada.eventstore.store import EventStore
 from armada.model import events as ev
 from armada.model.ids import new_job_id, new_run_id
 from armada.model.jobs import Job, ResourceRequirements
@@ -61,6 +62,17 @@ def submission(job: Job, when: datetime | None = None) -> list[ev.Event]:
     created = when or datetime.now(UTC)
     envelope = {"queue": job.queue, "job_set_id": job.job_set_id, "job_id": job.id, "created": created}
     return [ev.JobSubmitted(job=job, **envelope), ev.JobQueued(**envelope)]
+
+
+async def append_in_batches(
+    store: EventStore, stream: list[ev.Event], rng: random.Random, largest: int = 40
+) -> None:
+    """``stream`` appended in transactions of random sizes up to ``largest``, as writers do."""
+    position = 0
+    while position < len(stream):
+        size = rng.randint(1, largest)
+        await store.append(stream[position : position + size])
+        position += size
 
 
 class RandomHistory:

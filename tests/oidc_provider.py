@@ -1,5 +1,6 @@
 """A real OpenID Connect provider for sign-in tests (``oidc-provider-mock``, in a thread),
-and a browser-less walk through Lookout's sign-in.
+the fixtures the sign-in tests share (a plugin of ``tests/conftest.py``), and a browser-less
+walk through Lookout's sign-in.
 
 Its users sign in by name on its authorization page (no password); the ``groups`` claim
 of ``alice`` is ``team-a`` and ``bob``'s ``team-b`` (``examples/config/auth-basic.yaml``'s
@@ -8,14 +9,22 @@ teams). Its issuer is ``http://localhost:PORT``.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
 import msgspec
+import pytest
 
 from armada.auth.settings import LookoutSignIn, OidcSettings
+from armada.client import ArmadaClient
+from armada.client.config import ClientConfig
+from armada.model.queues import Queue
 from armada.settings import Settings
+from tests.api.accounts import example_settings
+from tests.api.jobs import item
+from tests.processes import Served
 
 LOOKOUT_CLIENT = "lookout"
 USERS = {"alice": ["team-a"], "bob": ["team-b"]}
@@ -29,6 +38,39 @@ def oidc_provider() -> Iterator[str]:
     users = [User(sub=name, claims={"groups": groups}) for name, groups in USERS.items()]
     with run_server_in_thread(user_claims=users) as server:
         yield f"http://localhost:{server.server_port}"
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[str]:
+    """A provider for the module, by its issuer URL."""
+    with oidc_provider() as url:
+        yield url
+
+
+def signing_in(issuer: str) -> Settings:
+    """The example users' settings with sign-in from ``issuer``, whose tokens (an hour long, the
+    provider's default) a margin of two hours refreshes on every request."""
+    return with_sign_in(example_settings(), issuer, refresh_margin_seconds=7200)
+
+
+class Teams(msgspec.Struct, frozen=True):
+    queue_a: str
+    queue_b: str
+    job_a: str
+    job_b: str
+
+
+@pytest.fixture(scope="module")
+def teams(server: Served) -> Teams:
+    """A queue of each team (owned by its group) with one job each, made by the example admin."""
+    a, b = f"team-a-{uuid.uuid4().hex[:6]}", f"team-b-{uuid.uuid4().hex[:6]}"
+    config = ClientConfig(armada_url=server.url, username="admin", password="admin-pass")
+    with ArmadaClient(config) as admin:
+        admin.create_queue(Queue(name=a, group_owners=["team-a"]))
+        admin.create_queue(Queue(name=b, group_owners=["team-b"]))
+        (job_a,) = admin.submit_jobs(a, "set", [item()])
+        (job_b,) = admin.submit_jobs(b, "set", [item()])
+    return Teams(a, b, job_a, job_b)
 
 
 def with_sign_in(settings: Settings, issuer: str, *, refresh_margin_seconds: float = 60.0) -> Settings:

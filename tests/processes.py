@@ -9,33 +9,32 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
+import yaml
 
 from armada.auth.identity import ANY_EXECUTOR
 from armada.auth.secrets import hash_token
 from armada.auth.settings import EXECUTORS
+from tests.databases import database_url_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Anonymous callers may not execute jobs: test servers accept this token for executors
 #: (group ``executors`` holds ``execute_jobs`` by default), and test executors send it.
 TEST_EXECUTOR_TOKEN = "test-executor-token-not-a-secret"
-SERVER_EXECUTOR_TOKEN_ENV = {
-    "ARMADA_AUTH_TOKENS": json.dumps(
-        [
-            {
-                "user": "test-executor",
-                "tokenHash": hash_token(TEST_EXECUTOR_TOKEN),
-                "groups": [EXECUTORS],
-                "executors": [ANY_EXECUTOR],  # test systems run clusters of many names
-            }
-        ]
-    )
+_TEST_EXECUTOR = {
+    "user": "test-executor",
+    "tokenHash": hash_token(TEST_EXECUTOR_TOKEN),
+    "groups": [EXECUTORS],
+    "executors": [ANY_EXECUTOR],  # test systems run clusters of many names
 }
+SERVER_EXECUTOR_TOKEN_ENV = {"ARMADA_AUTH_TOKENS": json.dumps([_TEST_EXECUTOR])}
 EXECUTOR_TOKEN_ENV = {"ARMADA_TOKEN": TEST_EXECUTOR_TOKEN}
 
 
@@ -127,12 +126,49 @@ def wait_until_healthy(url: str, process: ArmadaProcess, timeout: float = 60, *,
     raise TimeoutError(f"{url} not healthy after {timeout}s:\n{process.log()}")
 
 
-class Server:
-    """A running ``armada serve`` with its base URL."""
+class Served(Protocol):
+    """A server of any kind (a process, or in-process: ``tests/servers.py``), by its URL."""
 
-    def __init__(self, process: ArmadaProcess, url: str) -> None:
+    url: str
+
+
+class Server:
+    """A running ``armada serve``: its base URL, and its gRPC address if it serves gRPC."""
+
+    def __init__(self, process: ArmadaProcess, url: str, grpc_address: str = "", kind: str = "") -> None:
         self.process = process
         self.url = url
+        self.grpc_address = grpc_address
+        self.kind = kind  # the database kind, where a fixture chose it
+
+
+@dataclass(frozen=True)
+class Serve:
+    """How a module's ``armada serve`` runs (the ``serve`` fixture, as ``settings`` is for
+    in-process servers): its flags, its environment, its settings file as a mapping (keys as
+    in YAML), and whether it serves gRPC (on a free port)."""
+
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)
+    grpc: bool = False
+
+
+@contextmanager
+def served(serve: Serve, kind: str, workdir: Path) -> Iterator[Server]:
+    """``serve`` on a fresh database of ``kind``. The in-process executor of ``--dev`` keeps
+    its runs under ``workdir``: the default directory is shared by every dev server on the
+    machine, and another one would adopt (and stop) this one's jobs."""
+    executor = {"process": {"stateDir": str(workdir / "runs")}, **serve.config.get("executor", {})}
+    config = {**serve.config, "executor": executor}
+    with (
+        database_url_for(kind, workdir) as url,
+        running_server(
+            workdir, *serve.args, database_url=url, env=dict(serve.env), config=config, grpc=serve.grpc
+        ) as running,
+    ):
+        running.kind = kind
+        yield running
 
 
 @contextmanager
@@ -143,12 +179,28 @@ def running_server(
     env: dict[str, str] | None = None,
     port: int | None = None,
     program: Path | None = None,
+    config: Mapping[str, Any] | None = None,
+    grpc: bool = False,
 ) -> Iterator[Server]:
     """``armada serve`` on ``port`` (a free one by default; fix it to restart a server in place),
-    accepting :data:`TEST_EXECUTOR_TOKEN` from executors; run by ``program`` if given."""
+    accepting :data:`TEST_EXECUTOR_TOKEN` from executors; run by ``program`` if given. A
+    ``config`` is written beside the log as its settings file, the test token added to its
+    tokens (in the environment it would replace them); ``grpc`` serves gRPC on a free port."""
     port = port or free_port()
-    env = {**SERVER_EXECUTOR_TOKEN_ENV, **(env or {})}
     command = ["serve", "--port", str(port), *args]
+    if config is None:
+        env = {**SERVER_EXECUTOR_TOKEN_ENV, **(env or {})}
+    else:
+        auth = config.get("auth", {})
+        auth = {**auth, "tokens": [*auth.get("tokens", []), _TEST_EXECUTOR]}
+        path = workdir / f"serve-{port}.yaml"
+        path.write_text(yaml.safe_dump({**config, "auth": auth}))
+        command += ["--config", str(path)]
+    grpc_address = ""
+    if grpc:
+        grpc_port = free_port()
+        command += ["--grpc-port", str(grpc_port)]
+        grpc_address = f"127.0.0.1:{grpc_port}"
     if database_url:
         command += ["--database-url", database_url]
     process = ArmadaProcess(
@@ -157,6 +209,6 @@ def running_server(
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_healthy(url, process)
-        yield Server(process, url)
+        yield Server(process, url, grpc_address)
     finally:
         process.stop()

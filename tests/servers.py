@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 
 import httpx
 import msgspec
-import pytest
 import uvicorn
 from litestar import Litestar
 
@@ -41,9 +40,6 @@ _EXECUTOR_TOKEN = StaticToken(
 )
 
 T = TypeVar("T")
-
-#: A module mark: its ``server`` (tests/api/conftest.py) runs on SQLite only.
-SQLITE_ONLY = pytest.mark.parametrize("server", ["sqlite"], indirect=True)
 
 
 class ApiServer:

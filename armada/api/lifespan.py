@@ -2,7 +2,7 @@
 
 The log follower loads the scheduler's in-memory state before anything is served; the
 background services (:func:`background`) then start in the order listed and stop in reverse
-on shutdown, the database last. Companions (``armada serve --dev``'s executor and job log,
+on shutdown, the database last. Companions (``armada serve --dev``'s executor and job printout,
 wired by :mod:`armada.cli.dev_executor`) run beside the server until it stops.
 """
 

@@ -1,4 +1,4 @@
-"""What ``armada serve --dev`` adds to the server: an in-process executor and a job log.
+"""What ``armada serve --dev`` adds to the server: an in-process executor and a printout of job state changes.
 
 The executor runs jobs as local processes and talks HTTP to this very server, with an
 internal token of its own (:func:`dev_executor`). The server listens only once its lifespan
@@ -26,7 +26,7 @@ from armada.executor.admission import ANY_NAMESPACE
 from armada.executor.metrics import ExecutorMetrics
 from armada.executor.runner import run_executor
 from armada.executor.settings import ExecutorSettings
-from armada.services.job_log import log_job_changes
+from armada.services.job_printout import print_job_changes
 from armada.settings import Settings
 
 #: Seconds between attempts to connect to the server while it starts.
@@ -44,7 +44,7 @@ class DevExecutor:
 
 
 def dev_executor(settings: Settings) -> DevExecutor:
-    """The executor and the job log of ``armada serve --dev``, with a fresh internal token."""
+    """The executor and the job printout of ``armada serve --dev``, with a fresh internal token."""
     token = new_token()
     executor_settings = dev_executor_settings(settings, token)
 
@@ -54,8 +54,8 @@ def dev_executor(settings: Settings) -> DevExecutor:
             lambda: run_executor(executor_settings, metrics=ExecutorMetrics(registry)),
         )
 
-    async def job_log(store: EventStore, registry: CollectorRegistry) -> None:
-        await log_job_changes(store)
+    async def job_printout(store: EventStore, registry: CollectorRegistry) -> None:
+        await print_job_changes(store)
 
     internal = StaticToken(
         user="armada-dev-executor",
@@ -63,7 +63,7 @@ def dev_executor(settings: Settings) -> DevExecutor:
         groups=[DEV_EXECUTOR_GROUP],
         executors=[settings.executor.cluster_id],
     )
-    return DevExecutor(internal, [executor, job_log])
+    return DevExecutor(internal, [executor, job_printout])
 
 
 def dev_executor_settings(settings: Settings, token: str = "") -> ExecutorSettings:

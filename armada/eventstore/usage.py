@@ -26,22 +26,16 @@ from armada.eventstore.usage_fold import Deltas, JobFacts, RunFacts, UsageFold, 
 from armada.eventstore.views import rows_in, utc
 from armada.model import events as ev
 from armada.model.jobs import ResourceRequirements
-from armada.model.lifecycle import RUN_STATE_AFTER, JobState
+from armada.model.lifecycle import JobState
 
 LOG, PRUNED = "log", "pruned"
 _CELL = ("day", "queue", "owner", "pool", "priority_class")
-#: The events that end a run, from the run lifecycle's table.
-_RUN_ENDS: tuple[type[ev.Event], ...] = tuple(
-    cls
-    for cls in ev.AnyEvent.__args__
-    if (state := RUN_STATE_AFTER.get(str(cls.__struct_config__.tag))) is not None and not state.active
-)
 _COUNTED: tuple[type[ev.Event], ...] = (
     ev.JobSubmitted,
     ev.JobQueued,
     ev.JobLeased,
     ev.JobRunning,
-    *_RUN_ENDS,
+    *ev.RUN_ENDS,
 )
 
 
@@ -72,7 +66,7 @@ async def _start(conn: AsyncConnection, events: Sequence[ev.Event]) -> UsageFold
             submitted.add(event.job_id)
         elif isinstance(event, ev.JobLeased):
             leased[event.run_id] = event.job_id
-        elif isinstance(event, _RUN_ENDS) and event.run_id:
+        elif isinstance(event, ev.RUN_ENDS) and event.run_id:
             ended[event.run_id] = event.job_id
     fold = UsageFold()
     jobs, runs = schema.jobs, schema.runs

@@ -12,18 +12,14 @@ from typing import ClassVar
 from prometheus_client import CollectorRegistry, Histogram
 
 from armada.model import events as ev
+from armada.model.lifecycle import RUN_STATE_AFTER
 from armada.scheduler.cluster_state import ClusterState
 
 BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600)
 
 #: Events that end a job's current run, and the outcome label they give it.
 _RUN_ENDS: dict[type[ev.Event], str] = {
-    ev.JobSucceeded: "succeeded",
-    ev.JobFailed: "failed",
-    ev.JobCancelled: "cancelled",
-    ev.JobPreempted: "preempted",
-    ev.JobLeaseReturned: "returned",
-    ev.JobLeaseExpired: "expired",
+    cls: RUN_STATE_AFTER[str(cls.__struct_config__.tag)].value.lower() for cls in ev.RUN_ENDS
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 import msgspec
 
 from armada.model.jobs import Job
-from armada.model.lifecycle import FailureCause
+from armada.model.lifecycle import RUN_STATE_AFTER, FailureCause
 from armada.model.queues import Queue
 from armada.model.retry import RetryPolicy
 from armada.model.taints import Taint
@@ -352,6 +352,13 @@ JOB_EVENT_TYPES = frozenset(
     cls.__struct_config__.tag
     for cls in AnyEvent.__args__
     if issubclass(cls, Event) and cls.__name__.startswith("Job")
+)
+
+#: The events that end a run (a result, or none: returned, expired), from the lifecycle's table.
+RUN_ENDS: tuple[type[Event], ...] = tuple(
+    cls
+    for cls in AnyEvent.__args__
+    if (state := RUN_STATE_AFTER.get(str(cls.__struct_config__.tag))) is not None and not state.active
 )
 
 _encoder = msgspec.json.Encoder()

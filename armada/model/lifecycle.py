@@ -63,7 +63,11 @@ class RunState(StrEnum):
 
 
 #: How the executor spells a held run's state on the wire (``LeaseRequest.runs``): the
-#: active :class:`RunState` in lower case, or ``terminating`` while it kills the run.
+#: active :class:`RunState` in lower case, or ``terminating`` while it kills the run. Not a
+#: :class:`RunState`: ``terminating`` is no state of a run in the log (it stays running until
+#: its end is reported), :class:`RunState`'s upper-case values are what the views store and
+#: the APIs show, and executors of the previous release send and read these strings.
+#: :data:`PHASE_STATE` maps one to the other.
 RunPhase = Literal["leased", "pending", "running", "terminating"]
 
 

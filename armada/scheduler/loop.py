@@ -24,19 +24,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Collection, Sequence
-from typing import NamedTuple
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, views
 from armada.eventstore.store import Lane, Transaction
-from armada.eventstore.views import JobRow
 from armada.model import events as ev
-from armada.model.ids import new_run_id
-from armada.model.lifecycle import FailureCause, JobState
-from armada.retries.attempts import run_ended_without_result
-from armada.scheduler.cluster_state import ClusterState, split_node_key
+from armada.model.lifecycle import FailureCause
+from armada.scheduler.cluster_state import ClusterState
+from armada.scheduler.decision_events import Decisions, decision_events, rows_in_state
 from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.history import CycleHistory
 from armada.scheduler.leader import LeaderElection
@@ -49,13 +46,6 @@ from armada.tracing import span
 
 log = structlog.get_logger(__name__)
 EXPIRY = FailureCause.LEASE_EXPIRED
-
-
-class _Decisions(NamedTuple):
-    """A cycle's decisions as events, and the jobs they were checked against."""
-
-    events: list[ev.Event]
-    job_ids: list[str]
 
 
 class SchedulerService:
@@ -314,11 +304,15 @@ class SchedulerService:
         # build from memory (before the leases are held there), and from the views only if
         # a decided job changed since.
         seen = self.state.seq
-        draft = _Decisions(self._decision_events(result, self._rows_in_state(job_ids)), job_ids)
+        retries = self.settings.max_retries
+        draft = Decisions(
+            decision_events(result, rows_in_state(self.state, job_ids), self.state, retries), job_ids
+        )
         held = self.state.pending.hold(self.state.jobs, result.leases)
 
-        async def decide(conn: AsyncConnection) -> _Decisions:
-            return _Decisions(self._decision_events(result, await views.jobs_by_id(conn, job_ids)), job_ids)
+        async def decide(conn: AsyncConnection) -> Decisions:
+            rows = await views.jobs_by_id(conn, job_ids)
+            return Decisions(decision_events(result, rows, self.state, retries), job_ids)
 
         async def append() -> None:
             state = self.state
@@ -344,68 +338,3 @@ class SchedulerService:
             )
 
         self._in_flight = asyncio.create_task(append(), name="scheduler-decisions")
-
-    def _rows_in_state(self, job_ids: Sequence[str]) -> dict[str, JobRow]:
-        """The jobs as the in-memory state holds them: queued, or holding a run (leased).
-
-        Jobs whose lease is held (not yet in the log) are left out: the previous cycle's
-        append changes them, so the re-check rebuilds a decision on them from the views, or
-        the lease was not appended and the decision is dropped.
-        """
-        rows: dict[str, JobRow] = {}
-        jobs = self.state.jobs
-        for job_id in job_ids:
-            extras = self.state.extras.get(job_id)
-            if extras is None or job_id not in jobs or job_id in self.state.pending:
-                continue  # a held lease has no run yet: a decision on its job is rebuilt or dropped
-            state = JobState.QUEUED if jobs.node_of(job_id) is None else JobState.LEASED
-            rows[job_id] = JobRow(job_id, extras.queue, extras.job_set_id, state, extras.run_id or "")
-        return rows
-
-    def _decision_events(self, result: SchedulingResult, rows: dict[str, JobRow]) -> list[ev.Event]:
-        """The decisions as events, each re-checked against its job's current view row."""
-        events: list[ev.Event] = []
-        for preemption in result.preemptions:
-            row = rows.get(preemption.job_id)
-            if row is not None and JobState(row.state).active:
-                events += self._preemption_events(row, preemption.preempted_by, preemption.reason)
-        for job_id, node_id, pool, executor in zip(
-            result.leases.job_ids,
-            result.leases.node_ids,
-            result.leases.pools,
-            result.leases.executors,
-            strict=True,
-        ):
-            row = rows.get(job_id)
-            if row is None or row.state != JobState.QUEUED:
-                continue
-            events.append(
-                ev.JobLeased(
-                    **row.envelope(new_run_id()),
-                    cluster_id=executor,
-                    node_id=split_node_key(node_id)[1],
-                    pool=pool,
-                )
-            )
-        for rejection in result.rejections:
-            row = rows.get(rejection.job_id)
-            if row is not None and row.state == JobState.QUEUED:
-                events.append(
-                    ev.JobFailed(**row.envelope(), reason=rejection.reason, cause=FailureCause.REJECTED)
-                )
-        return events
-
-    def _preemption_events(self, row: JobRow, preempted_by: str, reason: str) -> list[ev.Event]:
-        extras = self.state.extras.get(row.job_id)
-        text = f"preempted by {preempted_by}: {reason}" if preempted_by else reason
-        if extras is not None and extras.retry_on_preemption:
-            return run_ended_without_result(
-                row.envelope(row.latest_run_id),
-                run_attempted=True,
-                attempts=extras.attempts,
-                max_retries=self.settings.max_retries,
-                reason=text,
-            )
-        return [
-            ev.JobPreempted(**row.envelope(row.latest_run_id), preempting_job_id=preempted_by, reason=text)
-        ]

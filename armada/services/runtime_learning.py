@@ -34,16 +34,7 @@ class JobFacts:
 class RuntimeLearner:
     """Follower listener keeping runtime history and per-job facts; answers estimates."""
 
-    events: ClassVar[tuple[type[ev.Event], ...]] = (
-        ev.JobSubmitted,
-        ev.JobRunning,
-        ev.JobSucceeded,
-        ev.JobFailed,
-        ev.JobCancelled,
-        ev.JobPreempted,
-        ev.JobLeaseReturned,
-        ev.JobLeaseExpired,
-    )
+    events: ClassVar[tuple[type[ev.Event], ...]] = (ev.JobSubmitted, ev.JobRunning, *ev.RUN_ENDS)
 
     def __init__(self, default_runtime: float, history: RuntimeHistory | None = None) -> None:
         self.default_runtime = default_runtime

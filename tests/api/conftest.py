@@ -1,7 +1,7 @@
 """One real API server per test module and database kind; tests use their own queues.
 
 A module that needs other settings overrides the ``settings`` fixture; one that runs on SQLite
-only marks itself with ``tests.servers.SQLITE_ONLY``."""
+only marks itself with ``tests.databases.SQLITE_ONLY``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import pytest
 
 from armada.settings import Settings
-from tests.conftest import DATABASE_KINDS
 from tests.databases import database_url_for
 from tests.servers import ApiServer, serving
 
@@ -21,12 +20,13 @@ def settings() -> Settings:
     return Settings()
 
 
-@pytest.fixture(scope="module", params=DATABASE_KINDS)
+@pytest.fixture(scope="module")
 def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, settings: Settings
+    database_kind: str, tmp_path_factory: pytest.TempPathFactory, settings: Settings
 ) -> Iterator[ApiServer]:
+    """(Overrides the process server of ``tests/conftest.py``.)"""
     with (
-        database_url_for(request.param, tmp_path_factory.mktemp("api")) as url,
+        database_url_for(database_kind, tmp_path_factory.mktemp("api")) as url,
         serving(url, settings) as running,
     ):
         yield running

@@ -19,8 +19,7 @@ from armada.model.wire.base import MAX_IDS_PER_REQUEST
 from armada.services.settings import SubmissionSettings
 from armada.settings import Settings, load_settings
 from tests.api.jobs import item, raw_item
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for, sqlite_url
+from tests.databases import DATABASE_KINDS, database_url_for, sqlite_url
 from tests.processes import ROOT
 from tests.servers import ApiServer, serving
 

@@ -14,8 +14,9 @@ from armada.model.queues import Queue
 from armada.settings import Settings, load_settings
 from tests.api.accounts import as_user
 from tests.api.jobs import item, pod_spec
+from tests.databases import SQLITE_ONLY
 from tests.processes import ROOT
-from tests.servers import SQLITE_ONLY, ApiServer
+from tests.servers import ApiServer
 
 pytestmark = SQLITE_ONLY
 

@@ -9,8 +9,7 @@ import httpx
 import pytest
 
 from armada.settings import load_settings
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
+from tests.databases import DATABASE_KINDS, database_url_for
 from tests.processes import ROOT
 from tests.servers import ApiServer, serving
 

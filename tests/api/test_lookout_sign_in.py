@@ -4,55 +4,18 @@ and the CSRF guards for cookie-authenticated requests."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-
 import httpx
-import msgspec
 import pytest
 
-from armada.model.queues import Queue
 from armada.settings import Settings
-from tests.api.accounts import as_user, example_settings
-from tests.api.jobs import item
-from tests.oidc_provider import oidc_provider, revoke_tokens, sign_in, with_sign_in
+from tests.api.accounts import as_user
+from tests.oidc_provider import Teams, revoke_tokens, sign_in, signing_in
 from tests.servers import ApiServer
-
-
-class Signed(msgspec.Struct, frozen=True):
-    server: ApiServer
-    issuer: str
-
-
-@pytest.fixture(scope="module")
-def issuer() -> Iterator[str]:
-    with oidc_provider() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")
 def settings(issuer: str) -> Settings:
-    # Tokens last an hour (the provider's default): a margin of two refreshes them on every request.
-    return with_sign_in(example_settings(), issuer, refresh_margin_seconds=7200)
-
-
-class Teams(msgspec.Struct, frozen=True):
-    team_a: str
-    team_b: str
-    job_a: str
-    job_b: str
-
-
-@pytest.fixture(scope="module")
-def teams(server: ApiServer) -> Teams:
-    """A queue per team with one job each."""
-    a, b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
-    with as_user(server, "admin") as admin:
-        admin.create_queue(Queue(name=a, group_owners=["team-a"]))
-        admin.create_queue(Queue(name=b, group_owners=["team-b"]))
-        (job_a,) = admin.submit_jobs(a, "set", [item()])
-        (job_b,) = admin.submit_jobs(b, "set", [item()])
-    return Teams(a, b, job_a, job_b)
+    return signing_in(issuer)
 
 
 def listed(browser: httpx.Client) -> set[str]:
@@ -82,11 +45,11 @@ def test_a_user_of_one_group_sees_only_their_queues(server: ApiServer, teams: Te
         assert teams.job_a in listed(alice) and teams.job_b not in listed(alice)
         assert teams.job_b in listed(bob) and teams.job_a not in listed(bob)
         queues = {queue["name"] for queue in alice.get("/api/v1/overview").json()["queues"]}
-        assert teams.team_a in queues and teams.team_b not in queues
+        assert teams.queue_a in queues and teams.queue_b not in queues
 
 
 def test_cookie_requests_from_other_sites_change_nothing(server: ApiServer, teams: Teams) -> None:
-    body = {"queue": teams.team_a, "jobSetId": "set", "jobIds": [teams.job_a]}
+    body = {"queue": teams.queue_a, "jobSetId": "set", "jobIds": [teams.job_a]}
     with sign_in(server.url, "alice") as alice:
         foreign = alice.post("/v1/job/cancel", json=body, headers={"Origin": "https://evil.example"})
         assert (foreign.status_code, foreign.json()["field"]) == (403, "Origin")

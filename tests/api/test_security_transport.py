@@ -9,8 +9,9 @@ import msgspec
 import pytest
 
 from armada.settings import Settings, load_settings
+from tests.databases import SQLITE_ONLY
 from tests.processes import ROOT
-from tests.servers import SQLITE_ONLY, ApiServer
+from tests.servers import ApiServer
 
 UI = "https://ui.example.com"
 ADMIN = {"Authorization": "Basic " + base64.b64encode(b"admin:admin-pass").decode()}

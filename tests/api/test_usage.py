@@ -17,8 +17,7 @@ from armada.model import events as ev
 from armada.model.queues import Queue
 from tests.api.accounts import as_user, example_settings, http_as
 from tests.api.jobs import item, start
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
+from tests.databases import DATABASE_KINDS, database_url_for
 from tests.servers import ApiServer, serving
 
 UNTIL = (datetime.now(UTC) + timedelta(days=2)).date().isoformat()

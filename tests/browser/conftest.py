@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import Server, running_server
+from tests.processes import Serve, Server
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -34,24 +34,27 @@ EXPECT_TIMEOUT_MS = 45_000
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    workdir = tmp_path_factory.mktemp("lookout")
-    # Its own executor state directory: the default is shared by every dev server on the
-    # machine, and another one would adopt (and stop) this one's jobs.
-    env = {
-        "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "executor")}),
-        # The retry engine (only queues naming a policy use it) and exit 42 named transient.
-        "ARMADA_SCHEDULING_RETRY_POLICY": json.dumps({"enabled": True, "globalMaxRetries": 5}),
-        "ARMADA_EXECUTOR_ERROR_CATEGORIES": json.dumps(
-            {
-                "categories": [
-                    {"name": "transient", "rules": [{"onExitCodes": {"operator": "In", "values": [42]}}]}
-                ]
-            }
-        ),
-    }
-    with running_server(workdir, "--dev", env=env) as running:
-        yield running
+def database_kind() -> str:
+    """On SQLite only: what these tests check is the page, which the store does not change."""
+    return "sqlite"
+
+
+@pytest.fixture(scope="module")
+def serve() -> Serve:
+    return Serve(
+        args=("--dev",),
+        env={
+            # The retry engine (only queues naming a policy use it) and exit 42 named transient.
+            "ARMADA_SCHEDULING_RETRY_POLICY": json.dumps({"enabled": True, "globalMaxRetries": 5}),
+            "ARMADA_EXECUTOR_ERROR_CATEGORIES": json.dumps(
+                {
+                    "categories": [
+                        {"name": "transient", "rules": [{"onExitCodes": {"operator": "In", "values": [42]}}]}
+                    ]
+                }
+            ),
+        },
+    )
 
 
 @pytest.fixture(scope="module")

@@ -1,70 +1,29 @@
 """Signing in to Lookout in a real browser, with a real OIDC provider started by the test.
 
-The server runs ``examples/config/auth-basic.yaml`` plus sign-in from the provider
-(:mod:`tests.oidc_provider`); its tokens are refreshed on every request, so a session whose
-tokens the provider revoked ends at the next one. ``ARMADA_TEST_SCREENSHOTS=docs/img``
-also saves the signed-in jobs page (``lookout-sign-in.png``).
+The server runs ``examples/config/auth-basic.yaml``'s users plus sign-in from the provider
+(:mod:`tests.oidc_provider`), as the API's sign-in tests do; its tokens are refreshed on every
+request, so a session whose tokens the provider revoked ends at the next one.
+``ARMADA_TEST_SCREENSHOTS=docs/img`` also saves the signed-in jobs page (``lookout-sign-in.png``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 import pytest
-import yaml
 from playwright.sync_api import Page, expect
 
-from armada.client import ArmadaClient
-from armada.client.config import ClientConfig
-from armada.model.queues import Queue
-from armada.settings import Settings
-from tests.api.jobs import item
-from tests.oidc_provider import oidc_provider, revoke_tokens, with_sign_in
-from tests.processes import ROOT, Server, running_server
+from tests.oidc_provider import Teams, revoke_tokens, signing_in
+from tests.processes import Serve
 
 
 @pytest.fixture(scope="module")
-def issuer() -> Iterator[str]:
-    with oidc_provider() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, issuer: str) -> Iterator[Server]:
+def serve(issuer: str) -> Serve:
     """(Overrides the dev server of ``conftest.py``: this one signs browsers in.)"""
-    workdir = tmp_path_factory.mktemp("sign-in")
-    settings = yaml.safe_load((ROOT / "examples" / "config" / "auth-basic.yaml").read_text())
-    signing_in = with_sign_in(Settings(), issuer, refresh_margin_seconds=7200).auth
-    settings["auth"]["oidc"] = msgspec.to_builtins(signing_in.oidc)
-    settings["auth"]["lookoutSignIn"] = msgspec.to_builtins(signing_in.lookout_sign_in)
-    config = workdir / "armada.yaml"
-    config.write_text(yaml.safe_dump(settings))
-    with running_server(workdir, "--config", str(config)) as running:
-        yield running
-
-
-class Teams(msgspec.Struct, frozen=True):
-    queue_a: str
-    queue_b: str
-    job_a: str
-    job_b: str
-
-
-@pytest.fixture(scope="module")
-def teams(server: Server) -> Teams:
-    a, b = f"team-a-{uuid.uuid4().hex[:6]}", f"team-b-{uuid.uuid4().hex[:6]}"
-    config = ClientConfig(armada_url=server.url, username="admin", password="admin-pass")
-    with ArmadaClient(config) as admin:
-        admin.create_queue(Queue(name=a, group_owners=["team-a"]))
-        admin.create_queue(Queue(name=b, group_owners=["team-b"]))
-        (job_a,) = admin.submit_jobs(a, "nightly", [item()])
-        (job_b,) = admin.submit_jobs(b, "nightly", [item()])
-    return Teams(a, b, job_a, job_b)
+    return Serve(config={"auth": msgspec.to_builtins(signing_in(issuer).auth)})
 
 
 def sign_in_as(page: Page, issuer: str, user: str, path: str = "/jobs") -> None:

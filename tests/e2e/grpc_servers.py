@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import grpc
+import yaml
 from armada_client.client import ArmadaClient
 from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as resource
 
-from tests.processes import ROOT, ArmadaProcess, free_port, wait_until_healthy
+from tests.processes import ROOT, ArmadaProcess, Serve, Server, free_port
 
 AUTH = str(ROOT / "examples" / "config" / "auth-basic.yaml")
 
@@ -86,16 +85,10 @@ class _Details(grpc.ClientCallDetails):
         self.compression = None
 
 
-class GrpcServer:
-    def __init__(self, url: str, address: str, process: ArmadaProcess) -> None:
-        self.kind = ""
-        self.url = url
-        self.address = address
-        self.process = process
-
-    def client(self, user: str, called: set[str] | None = None) -> ArmadaClient:
-        client = ArmadaClient(metadata_channel(self.address, basic(user)))
-        return client if called is None else recorded(client, called)
+def grpc_client(server: Server, user: str, called: set[str] | None = None) -> ArmadaClient:
+    """An upstream client of ``server``'s gRPC as an example user (recording into ``called``)."""
+    client = ArmadaClient(metadata_channel(server.grpc_address, basic(user)))
+    return client if called is None else recorded(client, called)
 
 
 def basic(user: str) -> str:
@@ -124,19 +117,17 @@ def serve_with_grpc(
     return process, port, grpc_port
 
 
-@contextmanager
-def grpc_server(workdir: Path, database_url: str, *args: str) -> Iterator[GrpcServer]:
-    env = {
-        "ARMADA_EXECUTOR_PROCESS": json.dumps({"stateDir": str(workdir / "runs"), "cpu": NODE_CPU}),
+#: ``armada serve --dev`` with the example users and gRPC: jobs run as local processes on one
+#: node of :data:`NODE_CPU`.
+GRPC_DEV = Serve(
+    args=("--dev",),
+    env={
+        "ARMADA_EXECUTOR_PROCESS": json.dumps({"cpu": NODE_CPU}),
         "ARMADA_SERVER_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
-    }
-    process, port, grpc_port = serve_with_grpc(workdir, database_url, *args, env=env)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_healthy(url, process)
-        yield GrpcServer(url, f"127.0.0.1:{grpc_port}", process)
-    finally:
-        process.stop()
+    },
+    config=yaml.safe_load(Path(AUTH).read_text()),
+    grpc=True,
+)
 
 
 def pod(*args: str, cpu: str = "100m") -> core_v1.PodSpec:

@@ -8,7 +8,6 @@ actual lease must fall inside the range forecast while it waited.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -18,17 +17,18 @@ from armada.client import ArmadaClient
 from armada.model.queues import Queue
 from armada.model.wire.forecasts import ForecastOutcome, JobForecastInfo
 from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION
+from tests.databases import SQLITE_ONLY
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, fake_nodes, job, states_are, wait_for
-from tests.processes import Server, running_server
+from tests.processes import Serve, Server
 
 RUNTIME = 8  # seconds each job sleeps, and says it will
 
+pytestmark = SQLITE_ONLY
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    env = {**FAST_SERVER_ENV, "ARMADA_SCHEDULING_FORECAST_INTERVAL": "0.5"}
-    with running_server(tmp_path, env=env) as running:
-        yield running
+
+@pytest.fixture(scope="module")
+def serve() -> Serve:
+    return Serve(env={**FAST_SERVER_ENV, "ARMADA_SCHEDULING_FORECAST_INTERVAL": "0.5"})
 
 
 def timed(seconds: int) -> object:

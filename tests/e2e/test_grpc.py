@@ -26,19 +26,19 @@ from armada_client.client import ArmadaClient
 from armada_client.typings import JobState
 
 from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
-from tests.databases import database_url_for
 from tests.e2e.grpc_servers import (
+    GRPC_DEV,
     MAX_REQUEST_BYTES,
     NODE_CPU,
-    GrpcServer,
     basic,
-    grpc_server,
+    grpc_client,
     metadata_channel,
     pod,
     public_methods,
     recorded,
     serve_with_grpc,
 )
+from tests.processes import Serve, Server
 
 
 class BasicAuth(grpc.AuthMetadataPlugin):
@@ -49,12 +49,9 @@ class BasicAuth(grpc.AuthMetadataPlugin):
         callback((("authorization", self.value),), None)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], scope="module")
-def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcServer]:
-    workdir = tmp_path_factory.mktemp(f"grpc-{request.param}")
-    with database_url_for(request.param, workdir) as url, grpc_server(workdir, url, "--dev") as server:
-        server.kind = request.param
-        yield server
+@pytest.fixture(scope="module")
+def serve() -> Serve:
+    return GRPC_DEV
 
 
 def wait_for(client: ArmadaClient, job_id: str, state: int, timeout: float = 60) -> None:
@@ -70,10 +67,10 @@ def code_of(call, *args) -> grpc.StatusCode:  # type: ignore[no-untyped-def]
     return failure.value.code()  # type: ignore[no-any-return,attr-defined]
 
 
-def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
+def test_queues_jobs_events_and_auth(server: Server) -> None:
     """Every method of the sync client, with its result checked."""
     called: set[str] = set()
-    admin, alice, bob = (server.client(user, called) for user in ("admin", "alice", "bob"))
+    admin, alice, bob = (grpc_client(server, user, called) for user in ("admin", "alice", "bob"))
     assert admin.submit_health().status == 1 and admin.event_health().status == 1
 
     # Queue CRUD, with ALREADY_EXISTS and NOT_FOUND, and creation needing its permission.
@@ -115,12 +112,12 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert code_of(admin.create_queue, admin.create_queue_request("bad name!", 1.0)) == (
         grpc.StatusCode.INVALID_ARGUMENT
     )
-    assert code_of(ArmadaClient(grpc.insecure_channel(server.address)).get_queue, "team-a") == (
+    assert code_of(ArmadaClient(grpc.insecure_channel(server.grpc_address)).get_queue, "team-a") == (
         grpc.StatusCode.UNAUTHENTICATED
     )
-    executor = ArmadaClient(metadata_channel(server.address, "Bearer executor-token"))
+    executor = ArmadaClient(metadata_channel(server.grpc_address, "Bearer executor-token"))
     assert executor.get_queue("team-a").name == "team-a"  # a static bearer token
-    wrong = ArmadaClient(metadata_channel(server.address, "Bearer not-a-token"))
+    wrong = ArmadaClient(metadata_channel(server.grpc_address, "Bearer not-a-token"))
     assert code_of(wrong.get_queue, "team-a") == grpc.StatusCode.UNAUTHENTICATED
 
     # Submit (alice owns team-a through her group; bob may not), watch to SUCCEEDED.
@@ -218,10 +215,10 @@ def test_queues_jobs_events_and_auth(server: GrpcServer) -> None:
     assert called == public_methods(ArmadaClient)
 
 
-def test_retry_policies(server: GrpcServer) -> None:
+def test_retry_policies(server: Server) -> None:
     """``api.RetryPolicyService`` through upstream's generated stub (armada-client has no helper)."""
-    admin = submit_pb2_grpc.RetryPolicyServiceStub(metadata_channel(server.address, basic("admin")))
-    alice = submit_pb2_grpc.RetryPolicyServiceStub(metadata_channel(server.address, basic("alice")))
+    admin = submit_pb2_grpc.RetryPolicyServiceStub(metadata_channel(server.grpc_address, basic("admin")))
+    alice = submit_pb2_grpc.RetryPolicyServiceStub(metadata_channel(server.grpc_address, basic("alice")))
     rule = submit_pb2.RetryRule(action=submit_pb2.RETRY_ACTION_RETRY, on_category="transient")
     policy = submit_pb2.RetryPolicy(
         name=f"transient-{server.kind}",
@@ -241,12 +238,12 @@ def test_retry_policies(server: GrpcServer) -> None:
     assert code_of(admin.CreateRetryPolicy, unnamed) == grpc.StatusCode.INVALID_ARGUMENT
     # A queue names it over gRPC too; the policy cannot be deleted while it does.
     queue = f"retried-{server.kind}"
-    server.client("admin").create_queue(
+    grpc_client(server, "admin").create_queue(
         submit_pb2.Queue(name=queue, priority_factor=1, retry_policies=[policy.name])
     )
     delete = submit_pb2.RetryPolicyDeleteRequest(name=policy.name)
     assert code_of(admin.DeleteRetryPolicy, delete) == grpc.StatusCode.FAILED_PRECONDITION
-    server.client("admin").delete_queue(queue)
+    grpc_client(server, "admin").delete_queue(queue)
     admin.DeleteRetryPolicy(delete)
     get = submit_pb2.RetryPolicyGetRequest(name=policy.name)
     assert code_of(admin.GetRetryPolicy, get) == grpc.StatusCode.NOT_FOUND
@@ -271,14 +268,14 @@ def job_event_kinds(client: ArmadaClient, queue: str, job_set: str, job_id: str)
     return kinds
 
 
-def test_airflow_operator_pattern_and_every_asyncio_client_method(server: GrpcServer) -> None:
+def test_airflow_operator_pattern_and_every_asyncio_client_method(server: Server) -> None:
     """What ``ArmadaOperator`` does: submit one item with an external URI, poll status, read
     details and errors after a failure, find the job again by its URI, cancel a running one;
     then every other method of the asyncio client, with its result checked."""
     called: set[str] = set()
 
     async def scenario() -> None:
-        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(basic("admin")))
+        channel = grpc.aio.insecure_channel(server.grpc_address, interceptors=_async_headers(basic("admin")))
         client = recorded(ArmadaAsyncIOClient(channel), called)
         assert (await client.submit_health()).status == 1 and (await client.event_health()).status == 1
         await client.create_queue(client.create_queue_request("airflow", 1.0))
@@ -380,12 +377,12 @@ async def wait_async(client: ArmadaAsyncIOClient, job_id: str, state: int, timeo
 
 
 @pytest.mark.slow
-def test_watching_stream_survives_a_minute_of_silence(server: GrpcServer) -> None:
+def test_watching_stream_survives_a_minute_of_silence(server: Server) -> None:
     if server.kind != "sqlite":
         pytest.skip("the transport is the same for both databases: once is enough")
 
     async def scenario() -> None:
-        channel = grpc.aio.insecure_channel(server.address, interceptors=_async_headers(basic("admin")))
+        channel = grpc.aio.insecure_channel(server.grpc_address, interceptors=_async_headers(basic("admin")))
         client = ArmadaAsyncIOClient(channel)
         await client.create_queue(client.create_queue_request("quiet", 1.0))
         stream = client.event_stub.GetJobSetEvents(event_pb2.JobSetRequest(id="s", queue="quiet", watch=True))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
 
 import grpc
 import httpx
@@ -16,16 +15,16 @@ import pytest
 from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from tests.databases import database_url_for
-from tests.e2e.grpc_servers import GrpcServer, grpc_server, pod
-from tests.processes import free_port
+from tests.databases import POSTGRES_ONLY
+from tests.e2e.grpc_servers import GRPC_DEV, grpc_client, pod
+from tests.processes import Serve, Server, free_port
+
+pytestmark = POSTGRES_ONLY
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GrpcServer]:
-    workdir = tmp_path_factory.mktemp("ingress")
-    with database_url_for("postgres", workdir) as url, grpc_server(workdir, url, "--dev") as server:
-        yield server
+def serve() -> Serve:
+    return GRPC_DEV
 
 
 def serving(port: int) -> submit_pb2.JobSubmitRequestItem:
@@ -59,8 +58,8 @@ def fetch(url: str, timeout: float = 30) -> httpx.Response:
             time.sleep(0.2)
 
 
-def test_a_served_port_is_reachable_at_its_ingress_address(server: GrpcServer) -> None:
-    admin = server.client("admin")
+def test_a_served_port_is_reachable_at_its_ingress_address(server: Server) -> None:
+    admin = grpc_client(server, "admin")
     admin.create_queue(admin.create_queue_request("web", 1.0))
     port = free_port()
 

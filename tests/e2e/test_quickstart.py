@@ -1,5 +1,5 @@
 """The README's quickstart: ``armada serve --dev`` runs the seeds' example job for real, and
-its output reads like a job log (one line per state change, no HTTP request lines)."""
+its output reads like a job printout (one line per state change, no HTTP request lines)."""
 
 from __future__ import annotations
 
@@ -36,10 +36,10 @@ def test_dev_server_runs_the_seed_example_as_a_local_process(tmp_path: Path) -> 
         output = server.process.log()
     assert "succeeded: 1" in summary
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
-    job_log = [line for line in lines if line.get("logger") == "armada.jobs"]
+    printout = [line for line in lines if line.get("logger") == "armada.jobs"]
     last = {"event": "job succeeded", "queue": "example", "job_set": "job-set-1"}
-    assert last.items() <= job_log[-1].items()
-    assert all(line["job_id"] for line in job_log)
+    assert last.items() <= printout[-1].items()
+    assert all(line["job_id"] for line in printout)
     assert not [line for line in lines if line.get("logger") in ("httpx", "httpcore")], "no transport chatter"
     raw = [line for line in output.splitlines() if line.strip() and not line.startswith("{")]
     assert not raw, "every line is the server's own (gRPC's core logs errors only)"

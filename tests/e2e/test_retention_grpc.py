@@ -12,7 +12,7 @@ import grpc
 from armada_client.client import ArmadaClient
 from armada_client.typings import JobState
 
-from tests.conftest import DATABASE_KINDS  # noqa: F401 (the database_url fixture's kinds)
+from tests.databases import DATABASE_KINDS  # noqa: F401 (the database_url fixture's kinds)
 from tests.e2e.cluster import wait_for
 from tests.e2e.grpc_servers import NODE_CPU, pod, serve_with_grpc
 from tests.processes import wait_until_healthy

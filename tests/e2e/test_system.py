@@ -12,6 +12,7 @@ import pytest
 from armada.client import ArmadaClient
 from armada.model import events as ev
 from armada.model.queues import Queue
+from tests.databases import SQLITE_ONLY
 from tests.e2e.cluster import (
     FAST_SERVER_ENV,
     event_types,
@@ -22,26 +23,29 @@ from tests.e2e.cluster import (
     states_are,
     wait_for,
 )
-from tests.processes import Server, running_server
+from tests.processes import Serve, Server
+
+pytestmark = SQLITE_ONLY
+
+
+@pytest.fixture(scope="module")
+def serve() -> Serve:
+    return Serve(env=FAST_SERVER_ENV)
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    with running_server(tmp_path, env=FAST_SERVER_ENV) as running:
-        yield running
-
-
-@pytest.fixture
-def client(server: Server) -> Iterator[ArmadaClient]:
-    with ArmadaClient(server.url) as armada:
+def client(fresh_server: Server) -> Iterator[ArmadaClient]:
+    """A client of the test's own server (executors and nodes a test leaves behind would take
+    the next test's jobs until they time out), with queue ``q``."""
+    with ArmadaClient(fresh_server.url) as armada:
         armada.create_queue(Queue(name="q"))
         yield armada
 
 
 def test_jobs_run_as_local_processes_and_report_success_and_failure(
-    tmp_path: Path, server: Server, client: ArmadaClient
+    tmp_path: Path, fresh_server: Server, client: ArmadaClient
 ) -> None:
-    with executor(tmp_path, server.url, "local", backend="process", args=("--process-cpu", "4")):
+    with executor(tmp_path, fresh_server.url, "local", backend="process", args=("--process-cpu", "4")):
         ok, bad = client.submit_jobs("q", "set", [job("echo hello"), job("echo doomed >&2; exit 3")])
         wait_for(states_are(client, [ok, bad], "SUCCEEDED", "FAILED"), what="both jobs to finish")
         assert client.job_status([ok, bad]) == {ok: "SUCCEEDED", bad: "FAILED"}
@@ -59,8 +63,8 @@ def test_jobs_run_as_local_processes_and_report_success_and_failure(
         assert "doomed" in failed.log_tail
 
 
-def test_cancel_queued_and_running_jobs(tmp_path: Path, server: Server, client: ArmadaClient) -> None:
-    with executor(tmp_path, server.url, "c1", args=fake_nodes(1)):
+def test_cancel_queued_and_running_jobs(tmp_path: Path, fresh_server: Server, client: ArmadaClient) -> None:
+    with executor(tmp_path, fresh_server.url, "c1", args=fake_nodes(1)):
         running, waiting = client.submit_jobs("q", "set", [job("sleep 600"), job("sleep 600")])
         wait_for(lambda: "RUNNING" in client.job_status([running, waiting]).values(), what="one job running")
         assert sorted(client.job_status([running, waiting]).values()) == ["QUEUED", "RUNNING"]
@@ -70,8 +74,8 @@ def test_cancel_queued_and_running_jobs(tmp_path: Path, server: Server, client: 
         assert event_types(client, "q", "set", started)[-2:] == ["cancelling", "cancelled"]
 
 
-def test_preempt_and_reprioritize(tmp_path: Path, server: Server, client: ArmadaClient) -> None:
-    with executor(tmp_path, server.url, "c1", args=fake_nodes(1)):
+def test_preempt_and_reprioritize(tmp_path: Path, fresh_server: Server, client: ArmadaClient) -> None:
+    with executor(tmp_path, fresh_server.url, "c1", args=fake_nodes(1)):
         [victim] = client.submit_jobs("q", "set", [job("sleep 600", priority_class="armada-preemptible")])
         wait_for(states_are(client, [victim], "RUNNING"), what="the job to run")
         [later] = client.submit_jobs("q", "set", [job("sleep 600")])
@@ -83,10 +87,10 @@ def test_preempt_and_reprioritize(tmp_path: Path, server: Server, client: Armada
         wait_for(states_are(client, [later], "RUNNING"), what="the waiting job to take the node")
 
 
-def test_two_executors_share_the_work(tmp_path: Path, server: Server, client: ArmadaClient) -> None:
+def test_two_executors_share_the_work(tmp_path: Path, fresh_server: Server, client: ArmadaClient) -> None:
     with (
-        executor(tmp_path, server.url, "alpha", pool="pool-a", args=fake_nodes(1)),
-        executor(tmp_path, server.url, "beta", pool="pool-b", args=fake_nodes(1)),
+        executor(tmp_path, fresh_server.url, "alpha", pool="pool-a", args=fake_nodes(1)),
+        executor(tmp_path, fresh_server.url, "beta", pool="pool-b", args=fake_nodes(1)),
     ):
         ids = client.submit_jobs("q", "set", [job("sleep 2"), job("sleep 2")])
         wait_for(states_are(client, ids, "SUCCEEDED"), what="both jobs to succeed")
@@ -98,14 +102,14 @@ def test_two_executors_share_the_work(tmp_path: Path, server: Server, client: Ar
 
 
 def test_killed_executor_loses_its_runs_to_another(
-    tmp_path: Path, server: Server, client: ArmadaClient
+    tmp_path: Path, fresh_server: Server, client: ArmadaClient
 ) -> None:
-    with executor(tmp_path, server.url, "doomed", args=fake_nodes(2)) as doomed:
+    with executor(tmp_path, fresh_server.url, "doomed", args=fake_nodes(2)) as doomed:
         ids = client.submit_jobs("q", "set", [job("sleep 5"), job("sleep 5")])
         wait_for(states_are(client, ids, "RUNNING"), what="jobs running on the doomed executor")
         doomed.signal(signal.SIGKILL)
         doomed.wait(10)
-        with executor(tmp_path, server.url, "survivor", args=fake_nodes(2)):
+        with executor(tmp_path, fresh_server.url, "survivor", args=fake_nodes(2)):
             wait_for(states_are(client, ids, "SUCCEEDED"), timeout=90, what="jobs to finish elsewhere")
     for job_id in ids:
         types = event_types(client, "q", "set", job_id)
@@ -117,8 +121,10 @@ def test_killed_executor_loses_its_runs_to_another(
     assert Counter(clusters) == {"doomed": 2, "survivor": 2}
 
 
-def test_a_gang_of_four_is_leased_together(tmp_path: Path, server: Server, client: ArmadaClient) -> None:
-    with executor(tmp_path, server.url, "c1", args=fake_nodes(4)):
+def test_a_gang_of_four_is_leased_together(
+    tmp_path: Path, fresh_server: Server, client: ArmadaClient
+) -> None:
+    with executor(tmp_path, fresh_server.url, "c1", args=fake_nodes(4)):
         ids = client.submit_jobs("q", "gang", gang(4, "sleep 1", "training"))
         wait_for(states_are(client, ids, "SUCCEEDED"), what="the gang to finish")
         leased = [int(e.message_id) for e in client.job_set_events("q", "gang") if e.event.type == "leased"]
@@ -127,14 +133,14 @@ def test_a_gang_of_four_is_leased_together(tmp_path: Path, server: Server, clien
 
 
 def test_seed_scenario_shares_follow_priority_factors(
-    tmp_path: Path, server: Server, client: ArmadaClient
+    tmp_path: Path, fresh_server: Server, client: ArmadaClient
 ) -> None:
     """100 slots, queue A factor 2.0 and B 1.0 with deep demand: A gets about 67, B about 33."""
     client.create_queue(Queue(name="team-a", priority_factor=2.0))
     client.create_queue(Queue(name="team-b", priority_factor=1.0))
     client.submit_jobs("team-a", "work", [job("sleep 600", priority_class="armada-preemptible")] * 150)
     client.submit_jobs("team-b", "work", [job("sleep 600", priority_class="armada-preemptible")] * 150)
-    with executor(tmp_path, server.url, "gpu-cluster", args=fake_nodes(10, cpu="10", memory="64Gi")):
+    with executor(tmp_path, fresh_server.url, "gpu-cluster", args=fake_nodes(10, cpu="10", memory="64Gi")):
 
         def shares() -> Counter[str] | None:
             running = Counter[str]()

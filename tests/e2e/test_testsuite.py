@@ -4,25 +4,24 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import httpx
 import pytest
 
+from tests.databases import SQLITE_ONLY
 from tests.e2e.cluster import executor, fake_nodes, wait_for
 from tests.metrics import parse_samples, value
 from tests.processes import (
     ROOT,
-    SERVER_EXECUTOR_TOKEN_ENV,
-    ArmadaProcess,
+    Serve,
     Server,
     armada_command,
     free_port,
     process_env,
     running_server,
-    wait_until_healthy,
 )
 
 #: Where CI (and a checkout beside ``shared/``) has upstream's examples; overridable.
@@ -43,10 +42,11 @@ def examples(names: set[str] | None = None) -> list[Path]:
     return [p for p in found if p.stem in names]
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    with running_server(tmp_path, "--dev") as running:
-        yield running
+@pytest.fixture(scope="module")
+def serve() -> Serve:
+    """The tests that take ``server`` share one ``--dev`` server (on SQLite: each case runs in a
+    job set of its own)."""
+    return Serve(args=("--dev",))
 
 
 def run_suite(url: str, *args: str | Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -55,6 +55,7 @@ def run_suite(url: str, *args: str | Path, timeout: float = 600) -> subprocess.C
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+@SQLITE_ONLY
 def test_upstream_examples_pass_against_the_process_backend(tmp_path: Path, server: Server) -> None:
     cases = examples()
     junit = tmp_path / "junit.xml"
@@ -72,6 +73,7 @@ def test_upstream_examples_pass_against_the_process_backend(tmp_path: Path, serv
     assert value(samples, "armada_executor_leases_received_total", cluster="local") >= len(cases) - 1
 
 
+@SQLITE_ONLY
 def test_the_shipped_examples_pass_against_the_process_backend(server: Server) -> None:
     shipped = ROOT / "examples" / "testsuite"
     cases = sorted(shipped.glob("*.yaml"))
@@ -81,6 +83,7 @@ def test_the_shipped_examples_pass_against_the_process_backend(server: Server) -
     assert result.stdout.splitlines()[-1] == f"{len(cases)} passed, 0 failed"
 
 
+@SQLITE_ONLY
 def test_failures_are_reported_and_exit_1(tmp_path: Path, server: Server) -> None:
     job = """
 queue: e2e-test-queue
@@ -126,6 +129,7 @@ def test_a_bad_case_file_is_a_usage_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@SQLITE_ONLY
 def test_upstream_performance_example(server: Server) -> None:
     result = run_suite(server.url, *examples(SLOW), timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -164,31 +168,21 @@ def test_the_watch_resumes_across_a_server_restart(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
 
-    def start_server() -> ArmadaProcess:
-        process = ArmadaProcess(
-            ["serve", "--port", str(port)],
-            cwd=tmp_path,
-            log_path=tmp_path / "serve.log",
-            env=SERVER_EXECUTOR_TOKEN_ENV,  # the executor below authenticates
-        )
-        wait_until_healthy(url, process)
-        return process
-
     def scheduled() -> bool:
         return value(parse_samples(httpx.get(f"{url}/metrics").text), SCHEDULED[0], **SCHEDULED[1]) == 1
 
     (tmp_path / "resume.yaml").write_text(RESUME_CASE)
-    server = start_server()
-    with executor(tmp_path, url, "c1", args=fake_nodes(1)):
-        command = armada_command("testsuite", "run", str(tmp_path / "resume.yaml"), "--url", url)
-        runner = subprocess.Popen(command, env=process_env(), stdout=subprocess.PIPE, text=True)
-        try:
-            wait_for(scheduled, timeout=120, what="the case's job to be leased")
-            server.stop()
-            server = start_server()
-            stdout, _ = runner.communicate(timeout=300)
-        finally:
-            runner.kill()
-            server.stop()
+    with ExitStack() as first:
+        first.enter_context(running_server(tmp_path, port=port))
+        with executor(tmp_path, url, "c1", args=fake_nodes(1)):
+            command = armada_command("testsuite", "run", str(tmp_path / "resume.yaml"), "--url", url)
+            runner = subprocess.Popen(command, env=process_env(), stdout=subprocess.PIPE, text=True)
+            try:
+                wait_for(scheduled, timeout=120, what="the case's job to be leased")
+                first.close()
+                with running_server(tmp_path, port=port):
+                    stdout, _ = runner.communicate(timeout=300)
+            finally:
+                runner.kill()
     assert runner.returncode == 0, stdout
     assert stdout.splitlines()[-1] == "1 passed, 0 failed"

@@ -30,8 +30,7 @@ from armada.eventstore import schema
 from armada.model.events import decode_event
 from armada.model.jobs import decode_job
 from armada.model.queues import Queue
-from tests.conftest import DATABASE_KINDS
-from tests.databases import database_url_for
+from tests.databases import DATABASE_KINDS, database_url_for
 from tests.servers import ApiServer, serving
 
 EXAMPLES = int(os.environ.get("ARMADA_FUZZ_EXAMPLES", "30"))

@@ -18,19 +18,14 @@ from armada.eventstore import migrate, projections, schema
 from armada.eventstore.database import Database
 from armada.model import events as ev
 from armada.model.ids import new_run_id
-from tests.factories import RandomHistory, make_job, submission
+from tests.factories import RandomHistory, append_in_batches, make_job, submission
 
 BEFORE_JOB_STATES = "0005_fleet_controls"
 
 
 async def _append_history(database: Database, seed: int, count: int) -> None:
     stream = list(RandomHistory(seed=seed).events(count))
-    rng = random.Random(seed)
-    position = 0
-    while position < len(stream):
-        size = rng.randint(1, 80)
-        await database.store.append(stream[position : position + size])
-        position += size
+    await append_in_batches(database.store, stream, random.Random(seed), largest=80)
 
 
 async def _states(database: Database) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

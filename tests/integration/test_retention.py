@@ -24,7 +24,7 @@ from armada.services.retention import Pruner
 from armada.services.settings import RetentionSettings
 from armada.services.streams import flatten, job_set_pages
 from tests.databases import view_rows
-from tests.factories import RandomHistory, finished, make_job, submission
+from tests.factories import RandomHistory, append_in_batches, finished, make_job, submission
 
 #: Jobs' rows in the views; the other views (queues, fleet, retry policies) are never pruned.
 JOB_VIEWS = {"jobs", "job_states", "runs"}
@@ -49,14 +49,6 @@ def pruner(db: Database, now: datetime, **settings: Any) -> Pruner:
     return Pruner(db.store, retention_settings, clock=now.timestamp)
 
 
-async def append_in_batches(db: Database, stream: list[ev.Event], rng: random.Random) -> None:
-    position = 0
-    while position < len(stream):
-        size = rng.randint(1, 40)
-        await db.store.append(stream[position : position + size])
-        position += size
-
-
 @pytest.mark.parametrize("seed", [3, 11])
 async def test_after_pruning_a_rebuild_gives_the_live_views_and_only_expired_jobs_went(
     database: Database, seed: int
@@ -64,7 +56,7 @@ async def test_after_pruning_a_rebuild_gives_the_live_views_and_only_expired_job
     rng = random.Random(seed)
     history = RandomHistory(seed=seed)
     stream = list(history.events(2500))
-    await append_in_batches(database, stream, rng)
+    await append_in_batches(database.store, stream, rng)
     before = await view_rows(database)
     log_before = await log_rows(database)
     fleet_before = await fleet_history_seqs(database)
@@ -247,7 +239,7 @@ async def test_appends_and_prunes_interleaved_still_rebuild_to_the_live_views(da
     position = 0
     while position < len(stream):
         size = rng.randint(100, 600)
-        await append_in_batches(database, stream[position : position + size], rng)
+        await append_in_batches(database.store, stream[position : position + size], rng)
         position += size
         now = stream[min(position, len(stream)) - 1].created
         await pruner(
@@ -287,7 +279,7 @@ async def test_only_the_leader_prunes_and_every_replica_measures(database: Datab
 
 async def test_admin_check_is_clean_while_pruning_runs(database: Database) -> None:
     stream = list(RandomHistory(seed=9).events(2000))
-    await append_in_batches(database, stream, random.Random(9))
+    await append_in_batches(database.store, stream, random.Random(9))
     await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])
     pruning = pruner(database, stream[-1].created + timedelta(hours=1), batch_size=3)
     running = asyncio.create_task(pruning.prune_once())

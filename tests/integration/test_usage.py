@@ -18,16 +18,8 @@ from armada.model.quantities import parse_quantity
 from armada.services.invariants import check
 from armada.services.usage import UsageQuery, usage_report
 from armada.services.visibility import ReadScope
-from tests.factories import RandomHistory
+from tests.factories import RandomHistory, append_in_batches
 
-RUN_ENDS = (
-    ev.JobSucceeded,
-    ev.JobFailed,
-    ev.JobCancelled,
-    ev.JobPreempted,
-    ev.JobLeaseReturned,
-    ev.JobLeaseExpired,
-)
 LOST = (ev.JobPreempted, ev.JobLeaseReturned, ev.JobLeaseExpired)
 
 
@@ -42,7 +34,7 @@ def expected_seconds(stream: list[ev.Event]) -> dict[tuple[str, str, str], float
             requests[event.job_id] = {name: parse_quantity(value) for name, value in asked.items()}
         elif isinstance(event, ev.JobRunning):
             started[event.run_id] = event
-        elif isinstance(event, RUN_ENDS) and event.run_id in started:
+        elif isinstance(event, ev.RUN_ENDS) and event.run_id in started:
             seconds = (event.created - started.pop(event.run_id).created).total_seconds()
             kinds = ["used"] + (["lost"] if isinstance(event, LOST) else [])
             kinds += ["preempted"] if isinstance(event, ev.JobPreempted) else []
@@ -71,12 +63,7 @@ async def test_usage_agrees_with_the_runs_within_one_percent_and_a_rebuild_gives
 ) -> None:
     history = RandomHistory(seed=seed)
     stream = list(history.events(3000))
-    rng = random.Random(seed)
-    position = 0
-    while position < len(stream):
-        size = rng.randint(1, 60)
-        await database.store.append(stream[position : position + size])
-        position += size
+    await append_in_batches(database.store, stream, random.Random(seed), largest=60)
     expected = expected_seconds(stream)
     assert any(kind == "preempted" for _q, _r, kind in expected)
     assert sum(seconds for (_q, _r, kind), seconds in expected.items() if kind == "lost") > 0

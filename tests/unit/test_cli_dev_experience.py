@@ -1,5 +1,5 @@
 """The pieces of a fast CLI and a quiet dev mode that need no processes: which commands a
-run builds, the dev defaults of the settings, the job log's lines, plain-HTTP clients."""
+run builds, the dev defaults of the settings, the job printout's lines, plain-HTTP clients."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from armada.cli.follow import notable
 from armada.cli.main import COMMANDS, build, named_commands
 from armada.client import ClientConfig
 from armada.model import events as ev
-from armada.services.job_log import log_job_event
+from armada.services.job_printout import print_job_event
 from armada.settings import load_settings
 from tests.processes import ROOT
 
@@ -62,10 +62,10 @@ def test_dev_mode_turns_the_rate_limits_off_unless_configured() -> None:
 def test_the_job_log_has_one_line_per_state_change_with_ids_and_reason() -> None:
     ids = {"queue": "q", "job_set_id": "s", "job_id": "j1"}
     with capture_logs() as logged:
-        log_job_event(ev.JobQueued(**ids))
-        log_job_event(ev.JobCancelling(**ids, reason="not this one"))  # not a state of its own
-        log_job_event(ev.JobQueued(**ids, attempts=1))
-        log_job_event(ev.JobCancelled(**ids, reason="bye"))
+        print_job_event(ev.JobQueued(**ids))
+        print_job_event(ev.JobCancelling(**ids, reason="not this one"))  # not a state of its own
+        print_job_event(ev.JobQueued(**ids, attempts=1))
+        print_job_event(ev.JobCancelled(**ids, reason="bye"))
     line = {"job_id": "j1", "queue": "q", "job_set": "s", "log_level": "info"}
     assert logged == [
         {"event": "job queued", **line},

@@ -35,23 +35,16 @@ from armada.scheduling.requirements import JobRequirements, RequirementsError, j
 log = structlog.get_logger(__name__)
 
 #: The event types a replay needs (heartbeats, pending, running and the rest are skipped).
-READ_TYPES = tuple(
-    str(kind.__struct_config__.tag)
-    for kind in (
-        ev.QueueCreated,
-        ev.QueueUpdated,
-        ev.ExecutorReported,
-        ev.ExecutorDeleted,
-        ev.JobSubmitted,
-        ev.JobLeased,
-        ev.JobSucceeded,
-        ev.JobFailed,
-        ev.JobCancelled,
-        ev.JobPreempted,
-        ev.JobLeaseReturned,
-        ev.JobLeaseExpired,
-    )
+_READ: tuple[type[ev.Event], ...] = (
+    ev.QueueCreated,
+    ev.QueueUpdated,
+    ev.ExecutorReported,
+    ev.ExecutorDeleted,
+    ev.JobSubmitted,
+    ev.JobLeased,
+    *ev.RUN_ENDS,
 )
+READ_TYPES = tuple(str(kind.__struct_config__.tag) for kind in _READ)
 #: Events fetched from the database at a time.
 READ_CHUNK = 10_000
 

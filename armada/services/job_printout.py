@@ -1,8 +1,8 @@
-"""Development mode's job log: one line per job state change, for a person at a terminal.
+"""Development mode's job printout: one line per job state change, for a person at a terminal.
 
 ``armada serve --dev`` runs jobs on the developer's machine; what they want to see is what
 happens to their jobs (``job running  job_id=… queue=… job_set=…``), not the executor's
-HTTP calls. The log follows the event log from the moment the server starts, like a
+HTTP calls. The printout follows the event log from the moment the server starts, like a
 job-set watcher of every job set.
 """
 
@@ -22,7 +22,7 @@ PAGE = 1000
 IDLE_WAIT = 5.0
 
 
-def log_job_event(event: ev.Event) -> None:
+def print_job_event(event: ev.Event) -> None:
     """One line if the event changes its job's state (a submission is logged as its first
     ``queued``, which follows in the same transaction)."""
     state = JOB_STATE_AFTER.get(event.type)
@@ -37,13 +37,13 @@ def log_job_event(event: ev.Event) -> None:
     log.info(f"job {state.value.lower()}", **fields)
 
 
-async def log_job_changes(store: EventStore) -> None:
+async def print_job_changes(store: EventStore) -> None:
     """Log the job state changes committed from now on, until cancelled."""
     after = await store.head()
     while True:
         page = await store.read(after, limit=PAGE)
         for stored in page:
-            log_job_event(stored.event)
+            print_job_event(stored.event)
         if page:
             after = page[-1].seq
         if len(page) < PAGE:
