@@ -78,16 +78,16 @@ export function mount(main, app) {
     });
     const first = (view.page - 1) * view.size + 1;
     const table = h("table", { class: "jobs" },
-        h("thead", {}, h("tr", {}, h("th", {}, all), columns.map(([title, , cls]) => h("th", { class: cls }, title)))),
-        h("tbody", {}, jobs.map((job) => h("tr", { dataset: { jobId: job.jobId, state: job.state } },
-          h("td", {}, h("input", {
-            type: "checkbox", "aria-label": `Select ${job.jobId}`, checked: selected.has(job.jobId),
-            onchange: (event) => {
-              event.target.checked ? selected.add(job.jobId) : selected.delete(job.jobId);
-              renderActions();
-            },
-          })),
-          columns.map(([, cell, cls]) => h("td", { class: cls }, cell(job, app)))))));
+      h("thead", {}, h("tr", {}, h("th", {}, all), columns.map(([title, , cls]) => h("th", { class: cls }, title)))),
+      h("tbody", {}, jobs.map((job) => h("tr", { dataset: { jobId: job.jobId, state: job.state } },
+        h("td", {}, h("input", {
+          type: "checkbox", "aria-label": `Select ${job.jobId}`, checked: selected.has(job.jobId),
+          onchange: (event) => {
+            event.target.checked ? selected.add(job.jobId) : selected.delete(job.jobId);
+            renderActions();
+          },
+        })),
+        columns.map(([, cell, cls]) => h("td", { class: cls }, cell(job, app)))))));
     fill(results,
       h("div", { class: "table-wrap" }, table),
       h("nav", { class: "pager" },
