@@ -30,7 +30,8 @@ def test_resize_a_column_and_group_two_levels(page: Page, queue: str, client: Ar
     client.submit_jobs(queue, "train", [annotated("vision"), annotated("vision"), annotated(None)])
     client.submit_jobs(queue, "eval", [annotated("speech"), annotated(None)])
     page.goto(f"/jobs?queue={queue}")
-    expect(page.locator("table.jobs tbody tr")).to_have_count(5)
+    # Settled first: a live refresh redraws the table, and a drag under way with it.
+    expect(page.locator('table.jobs tbody tr[data-state="SUCCEEDED"]')).to_have_count(5)
 
     header = page.locator("table.jobs thead th", has_text="Job set")
     before = width(header)
