@@ -9,8 +9,10 @@ queues of skewed sizes, unless ``--reuse`` finds them loaded already. Then it ru
 mix of the pages people ask for (queue and state filters, job set, owner, annotation, id
 prefix; sorted by submission, last transition or priority) through
 the query service, and prints JSON with ``p50_ms``, ``p95_ms`` and per-kind figures last.
-The capped count the UI asks for beside a page is timed separately (``count_*``). HTTP
-and JSON encoding are not included (about a millisecond for a page of 100).
+The capped count the UI asks for beside a page is timed separately (``count_*``), and so is
+a mix of ``--group-queries`` nested-grouping levels (``group_*``: counts and summed requests
+by queue, state, job set, owner, node, pool or annotation, at the top or inside a queue's or
+a state's group). HTTP and JSON encoding are not included (about a millisecond for a page of 100).
 """
 
 from __future__ import annotations
@@ -34,8 +36,17 @@ from sqlalchemy import func, select
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.dialects import is_postgres, libpq_conninfo, normalise_url
+from armada.lookout.grouping import group_jobs
 from armada.lookout.jobs import count_jobs, jobs_page
-from armada.lookout.wire import CountRequest, JobFilter, JobsRequest, Order
+from armada.lookout.wire import (
+    CountRequest,
+    GroupJobsRequest,
+    GroupKey,
+    GroupValue,
+    JobFilter,
+    JobsRequest,
+    Order,
+)
 from armada.model import events as ev
 from armada.model.ids import new_run_id
 from bench.common import report, rss_mb
@@ -145,7 +156,56 @@ def query_mix(rng: random.Random, sample_ids: list[str]) -> list[tuple[str, Jobs
     return [rng.choice(kinds)() for _ in range(10_000)]
 
 
-async def run(url: str, total: int, batch: int, queries: int, reuse: bool) -> dict[str, object]:
+def group_mix(rng: random.Random) -> list[tuple[str, GroupJobsRequest]]:
+    """Levels of nested grouping people open: the top level, and inside a queue or a state."""
+
+    def queue() -> GroupValue:
+        return GroupValue(column="queue", value=f"queue-{rng.randrange(QUEUES)}")
+
+    def level(
+        name: str, column: str, *within: GroupValue, annotation: str = ""
+    ) -> tuple[str, GroupJobsRequest]:
+        key = GroupKey(column=column, annotation=annotation)  # type: ignore[arg-type]
+        return name, GroupJobsRequest(group_by=key, filter=JobFilter(within=list(within)))
+
+    running = GroupValue(column="state", value="RUNNING")
+    kinds: list[Callable[[], tuple[str, GroupJobsRequest]]] = [
+        lambda: level("top: queue", "queue"),
+        lambda: level("top: state", "state"),
+        lambda: level("queue > state", "state", queue()),
+        lambda: level("queue > jobSet", "jobSet", queue()),
+        lambda: level("queue > owner", "owner", queue()),
+        lambda: level("queue > annotation", "annotation", queue(), annotation="team"),
+        lambda: level("running > node", "node", running),
+        lambda: level("running > pool", "pool", running),
+        lambda: level("queue > state > annotation", "annotation", queue(), running, annotation="team"),
+    ]
+    return [rng.choice(kinds)() for _ in range(10_000)]
+
+
+async def time_groups(database: Database, count: int) -> dict[str, object]:
+    """Latency of ``count`` grouping levels from :func:`group_mix`."""
+    mix = group_mix(random.Random(11))[:count]
+    for _, request in mix[:5]:
+        await group_jobs(database.store, request, None)
+    timings: dict[str, list[float]] = {}
+    for name, request in mix:
+        start = time.perf_counter()
+        await group_jobs(database.store, request, None)
+        timings.setdefault(name, []).append((time.perf_counter() - start) * 1000)
+    every = sorted(t for ts in timings.values() for t in ts)
+    return {
+        "group_by_kind_p95_ms": {
+            name: round(percentile(sorted(ts), 95), 1) for name, ts in sorted(timings.items())
+        },
+        "group_p50_ms": round(statistics.median(every), 1),
+        "group_p95_ms": round(percentile(every, 95), 1),
+    }
+
+
+async def run(
+    url: str, total: int, batch: int, queries: int, reuse: bool, group_queries: int
+) -> dict[str, object]:
     ensure_database(url)
     database = await Database(url).open(listen=False)
     try:
@@ -176,20 +236,29 @@ async def run(url: str, total: int, batch: int, queries: int, reuse: bool) -> di
             counts.append((time.perf_counter() - start) * 1000)
         every = sorted(t for ts in timings.values() for t in ts)
         counts.sort()
+        groups = await time_groups(database, group_queries) if group_queries else {}
+        pages = (
+            {
+                "by_kind_p95_ms": {
+                    name: round(percentile(sorted(ts), 95), 1) for name, ts in sorted(timings.items())
+                },
+                "count_p50_ms": round(statistics.median(counts), 1),
+                "count_p95_ms": round(percentile(counts, 95), 1),
+                "p50_ms": round(statistics.median(every), 1),
+                "p95_ms": round(percentile(every, 95), 1),
+            }
+            if every
+            else {}
+        )
         return {
             "benchmark": "lookout",
             "database": database.engine.dialect.name,
             "jobs": loaded,
             "queries": len(every),
             "load_events_per_second": round(rate) if rate else None,
-            "by_kind_p95_ms": {
-                name: round(percentile(sorted(ts), 95), 1) for name, ts in sorted(timings.items())
-            },
-            "count_p50_ms": round(statistics.median(counts), 1),
-            "count_p95_ms": round(percentile(counts, 95), 1),
+            **groups,
             "rss_mb": rss_mb(),
-            "p50_ms": round(statistics.median(every), 1),
-            "p95_ms": round(percentile(every, 95), 1),
+            **pages,
         }
     finally:
         await database.close()
@@ -210,8 +279,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000, help="events per append while loading")
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--reuse", action="store_true", help="keep jobs already loaded into the database")
+    parser.add_argument("--group-queries", type=int, default=100, help="grouping levels to time (0: none)")
+    parser.add_argument("--only-groups", action="store_true", help="time the grouping levels only")
     args = parser.parse_args()
-    report(asyncio.run(run(args.database_url, args.jobs, args.batch, args.queries, args.reuse)))
+    queries = 0 if args.only_groups else args.queries
+    report(
+        asyncio.run(run(args.database_url, args.jobs, args.batch, queries, args.reuse, args.group_queries))
+    )
 
 
 if __name__ == "__main__":

@@ -26,10 +26,12 @@ from litestar.static_files import create_static_files_router
 
 from armada.api.dependencies import Forecasts, Quota, Reads, Scheduler, Shutdown, Store
 from armada.auth.policy import authenticated, public, watching
-from armada.lookout import STATIC_DIR, detail, jobs, overview
+from armada.lookout import STATIC_DIR, detail, grouping, jobs, overview
 from armada.lookout.wire import (
     CountRequest,
     CountResponse,
+    GroupJobsRequest,
+    GroupJobsResponse,
     GroupsRequest,
     GroupsResponse,
     JobDetail,
@@ -78,6 +80,19 @@ async def count_jobs(data: JSONBody[CountRequest], store: Store, lookout_reads: 
 )
 async def job_groups(data: JSONBody[GroupsRequest], store: Store, lookout_reads: Reads) -> GroupsResponse:
     return await jobs.job_groups(store, data, readable=await lookout_reads.queue_names())
+
+
+@post(
+    "/api/v1/groupJobs",
+    status_code=200,
+    tags=TAGS,
+    summary="One level of nested groups: counts and requested resources by any groupable column",
+    opt=watching(),
+)
+async def group_jobs(
+    data: JSONBody[GroupJobsRequest], store: Store, lookout_reads: Reads
+) -> GroupJobsResponse:
+    return await grouping.group_jobs(store, data, readable=await lookout_reads.queue_names())
 
 
 @get(
@@ -143,6 +158,7 @@ ROUTES: list[HTTPRouteHandler | Router] = [
     list_jobs,
     count_jobs,
     job_groups,
+    group_jobs,
     job_detail,
     get_overview,
     changes,

@@ -7,10 +7,9 @@ equalities on indexed columns, and a job-id prefix is a primary-key range (ULIDs
 queue, state and id prefix only can be answered from ``job_states`` alone
 (:func:`needs_jobs`).
 Annotations are read with SQLAlchemy's JSON operators, which render as
-``json_extract`` on SQLite and ``->>`` on PostgreSQL: the dialect difference lives there.
-The key becomes part of a JSON path on SQLite (``$."key"``), where a ``"`` or ``\\`` would
-make the path malformed and the query fail; such keys (never valid Kubernetes annotation
-keys) are refused as a 400 instead.
+``json_extract`` on SQLite and ``->>`` on PostgreSQL: the dialect difference lives there
+(:func:`group_columns.annotation_value`). ``within`` (the enclosing groups of nested
+grouping) is one condition per group (:func:`group_columns.within`).
 """
 
 from __future__ import annotations
@@ -21,9 +20,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, true
 
 from armada.eventstore import schema
-from armada.lookout import matches
+from armada.lookout import group_columns, matches
 from armada.lookout.wire import JobFilter
-from armada.model.errors import InvalidRequest
 
 ULID_LENGTH = 26
 
@@ -37,6 +35,7 @@ def needs_jobs(job_filter: JobFilter) -> bool:
         or job_filter.submitted_from is not None
         or job_filter.submitted_to is not None
         or job_filter.matches
+        or job_filter.within
     )
 
 
@@ -79,15 +78,11 @@ def conditions(
     if job_filter.owner:
         parts.append(jobs.c.owner == job_filter.owner)
     for key, value in sorted(job_filter.annotations.items()):
-        if '"' in key or "\\" in key:
-            raise InvalidRequest(
-                f"annotation key {key!r} must not contain double quotes or backslashes",
-                field="filter.annotations",
-            )
-        parts.append(jobs.c.annotations[key].as_string() == value)
+        parts.append(group_columns.annotation_value(key, "filter.annotations") == value)
     if job_filter.submitted_from is not None:
         parts.append(jobs.c.submitted >= job_filter.submitted_from)
     if job_filter.submitted_to is not None:
         parts.append(jobs.c.submitted < job_filter.submitted_to)
     parts += [matches.condition(match, index) for index, match in enumerate(job_filter.matches)]
+    parts += [group_columns.within(group, index) for index, group in enumerate(job_filter.within)]
     return and_(true(), *parts)

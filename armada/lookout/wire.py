@@ -64,6 +64,28 @@ class ColumnMatch(Request):
     values: Annotated[list[FilterText], Meta(max_length=MAX_ANY_OF)] = []
 
 
+#: Columns jobs can be grouped by (nested grouping); ``annotation`` with a key.
+GroupColumn = Literal[
+    "queue", "jobSet", "state", "owner", "namespace", "priorityClass", "cluster", "node", "pool", "annotation"
+]
+#: Deepest nesting of groups: each level is one more condition on every query inside it.
+MAX_GROUP_LEVELS = 4
+
+
+class GroupKey(Request):
+    """What to group by: a column, or an annotation's value (``column: annotation``)."""
+
+    column: GroupColumn
+    #: The annotation key, for ``column: annotation`` only.
+    annotation: FilterText = ""
+
+
+class GroupValue(GroupKey):
+    """One group that jobs lie in: the column's value, ``""`` for jobs without one."""
+
+    value: FilterText = ""
+
+
 class JobFilter(Request):
     """Every field narrows the result; empty fields do not filter."""
 
@@ -79,6 +101,8 @@ class JobFilter(Request):
     submitted_to: datetime | None = None
     #: Further conditions on single columns, all of which must hold.
     matches: Annotated[list[ColumnMatch], Meta(max_length=MAX_MATCHES)] = []
+    #: The expanded groups the jobs lie in, outermost first (nested grouping).
+    within: Annotated[list[GroupValue], Meta(max_length=MAX_GROUP_LEVELS)] = []
 
 
 class Order(Request):
@@ -154,6 +178,38 @@ class JobGroup(Response):
 
 class GroupsResponse(Response):
     groups: list[JobGroup] = []
+
+
+class GroupOrder(Request):
+    field: Literal["count", "value", "cpuMillis", "memoryBytes", "gpu"] = "count"
+    direction: Literal["asc", "desc"] = "desc"
+
+
+class GroupJobsRequest(Request):
+    """One level of nested grouping: the groups of ``groupBy`` among the jobs matching the
+    filter, whose ``within`` names the expanded groups above this level."""
+
+    group_by: GroupKey
+    filter: JobFilter = msgspec.field(default_factory=JobFilter)
+    order: GroupOrder = msgspec.field(default_factory=GroupOrder)
+    skip: Annotated[int, Meta(ge=0, le=MAX_SKIP)] = 0
+    take: Annotated[int, Meta(ge=1, le=MAX_TAKE)] = 100
+
+
+class GroupAggregate(Response):
+    """One group: its value (``""``: jobs without one), how many jobs, what they request."""
+
+    value: str
+    count: int
+    cpu_millis: int
+    memory_bytes: int
+    gpu: int
+
+
+class GroupJobsResponse(Response):
+    groups: list[GroupAggregate] = []
+    #: More groups follow this page.
+    has_more: bool = False
 
 
 class RunView(Response):

@@ -110,6 +110,7 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("POST", "/api/v1/jobs"): Watching(),
     ("POST", "/api/v1/jobCount"): Watching(),
     ("POST", "/api/v1/jobGroups"): Watching(),
+    ("POST", "/api/v1/groupJobs"): Watching(),
     ("GET", "/api/v1/jobs/{job_id:str}"): Watching(),
     ("GET", "/api/v1/overview"): Watching(),
     ("GET", "/api/v1/changes"): Authenticated(),
@@ -470,6 +471,11 @@ def read_checks(t: ReadTarget) -> dict[tuple[str, str], ReadCheck]:
             "/api/v1/jobGroups",
             {},
             lambda r: READ_QUEUE in {g["name"] for g in r.json()["groups"]},
+        ),
+        ("POST", "/api/v1/groupJobs"): (
+            "/api/v1/groupJobs",
+            {"groupBy": {"column": "queue"}},
+            lambda r: READ_QUEUE in {g["value"] for g in r.json()["groups"]},
         ),
         ("GET", "/api/v1/jobs/{job_id:str}"): (
             f"/api/v1/jobs/{t.job_id}",

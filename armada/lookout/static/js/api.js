@@ -48,6 +48,7 @@ export const api = {
   jobs: (request) => call("POST", "/api/v1/jobs", request),
   count: (filter) => call("POST", "/api/v1/jobCount", { filter }),
   groups: (request) => call("POST", "/api/v1/jobGroups", request),
+  groupJobs: (request) => call("POST", "/api/v1/groupJobs", request),
   job: (jobId) => call("GET", `/api/v1/jobs/${encodeURIComponent(jobId)}`),
   overview: () => call("GET", "/api/v1/overview"),
   logs: (request) => call("POST", "/v1/binoculars/log", request),

@@ -1,25 +1,31 @@
-// The jobs page: a server-side filtered, sorted, paginated table (or groups with counts),
+// The jobs page: a server-side filtered, sorted, paginated table (or nested groups, see jobs_grouping.js),
 // with bulk actions on the selected jobs. Its whole state is in the URL (see jobs_url.js).
 
 import { api } from "../api.js";
 import { actionBar, jobActions } from "../actions.js";
-import { errorText, fill, fmtCount, h, notice, stateBar } from "../dom.js";
+import { errorText, fill, fmtCount, h, notice } from "../dom.js";
 import { column, columnsMenu, shownColumns } from "./jobs_columns.js";
 import { filterBar } from "./jobs_filters.js";
-import { GROUPS, apiFilter, readView, writeView } from "./jobs_url.js";
+import { drawGroups, groupingBar } from "./jobs_grouping.js";
+import { resizableColumns } from "./jobs_resize.js";
+import { apiFilter, readView, writeView } from "./jobs_url.js";
 
 export function mount(main, app) {
   let view = readView(new URLSearchParams(location.search));
   let queues = [];
   const selected = new Set();
   const filtersSlot = h("div");
+  const groupingSlot = h("div");
+  const expanded = new Set(); // open groups' paths, and how many jobs each shows
+  const shown = new Map();
   const actionsSlot = h("div", { class: "toolbar" });
   const results = h("div", { class: "results", "aria-live": "polite" });
   let shownPage = null; // the page on screen, redrawn when the columns change
   const columnsSlot = h("div", { class: "columns-slot" }, columnsMenu(() => {
-    if (shownPage && !view.groupBy) renderTable(shownPage);
+    if (view.groupBy.length) refresh();
+    else if (shownPage) renderTable(shownPage);
   }));
-  fill(main, h("h1", {}, "Jobs"), filtersSlot, h("div", { class: "toolbar-row" }, actionsSlot, columnsSlot), results);
+  fill(main, h("h1", {}, "Jobs"), filtersSlot, groupingSlot, h("div", { class: "toolbar-row" }, actionsSlot, columnsSlot), results);
 
   // Edits from the filter bar leave it alone (it already shows them, and may have focus).
   const change = (patch, { fromFilters = true } = {}) => {
@@ -29,9 +35,11 @@ export function mount(main, app) {
     renderActions();
     history.replaceState(null, "", `/jobs?${writeView(view, new URLSearchParams(location.search))}`.replace(/\?$/, ""));
     if (!fromFilters) renderFilters();
+    if (patch.groupBy) renderGrouping();
     refresh();
   };
   const renderFilters = () => fill(filtersSlot, filterBar(view, queues, change));
+  const renderGrouping = () => fill(groupingSlot, groupingBar(view, (patch) => change(patch, { fromFilters: false })));
 
   const renderActions = () => {
     if (!selected.size) {
@@ -53,7 +61,8 @@ export function mount(main, app) {
   const renderTable = (page) => {
     shownPage = page;
     const { jobs, hasMore } = page;
-    const columns = shownColumns().map(column);
+    const ids = shownColumns();
+    const columns = ids.map(column);
     if (!jobs.length) {
       const filtered = location.search.replace(/[?&]job=[^&]*/, "") !== "";
       return fill(results, notice(filtered ? "No jobs match these filters." : "No jobs yet: submit some with `armada submit`."));
@@ -68,18 +77,19 @@ export function mount(main, app) {
       },
     });
     const first = (view.page - 1) * view.size + 1;
+    const table = h("table", { class: "jobs" },
+      h("thead", {}, h("tr", {}, h("th", {}, all), columns.map(([title, , cls]) => h("th", { class: cls }, title)))),
+      h("tbody", {}, jobs.map((job) => h("tr", { dataset: { jobId: job.jobId, state: job.state } },
+        h("td", {}, h("input", {
+          type: "checkbox", "aria-label": `Select ${job.jobId}`, checked: selected.has(job.jobId),
+          onchange: (event) => {
+            event.target.checked ? selected.add(job.jobId) : selected.delete(job.jobId);
+            renderActions();
+          },
+        })),
+        columns.map(([, cell, cls]) => h("td", { class: cls }, cell(job, app)))))));
     fill(results,
-      h("div", { class: "table-wrap" }, h("table", { class: "jobs" },
-        h("thead", {}, h("tr", {}, h("th", {}, all), columns.map(([title, , cls]) => h("th", { class: cls }, title)))),
-        h("tbody", {}, jobs.map((job) => h("tr", { dataset: { jobId: job.jobId, state: job.state } },
-          h("td", {}, h("input", {
-            type: "checkbox", "aria-label": `Select ${job.jobId}`, checked: selected.has(job.jobId),
-            onchange: (event) => {
-              event.target.checked ? selected.add(job.jobId) : selected.delete(job.jobId);
-              renderActions();
-            },
-          })),
-          columns.map(([, cell, cls]) => h("td", { class: cls }, cell(job, app)))))))),
+      h("div", { class: "table-wrap" }, table),
       h("nav", { class: "pager" },
         h("span", {}, `${fmtCount(first)}–${fmtCount(first + jobs.length - 1)} of `, total),
         h("button", { class: "button", disabled: view.page === 1, onclick: () => change({ page: view.page - 1 }, { fromFilters: false }) }, "Previous"),
@@ -87,26 +97,7 @@ export function mount(main, app) {
           class: "button", disabled: !hasMore,
           onclick: () => change({ page: view.page + 1 }, { fromFilters: false }),
         }, "Next")));
-  };
-
-  const renderGroups = ({ groups }) => {
-    if (!groups.length) return fill(results, notice("No jobs match these filters."));
-    const pick = (group) => () => {
-      const patch = { groupBy: "" };
-      if (view.groupBy === "state") patch.states = [group.name];
-      else if (view.groupBy === "queue") patch.queue = group.name;
-      else Object.assign(patch, { queue: group.queue, jobSet: group.name });
-      change(patch, { fromFilters: false });
-    };
-    fill(results, h("div", { class: "table-wrap" }, h("table", { class: "groups" },
-      h("thead", {}, h("tr", {}, h("th", {}, GROUPS[view.groupBy]), view.groupBy === "jobSet" ? h("th", {}, "Queue") : "",
-        h("th", { class: "num" }, "Jobs"), h("th", { class: "wide" }, "By state"))),
-      h("tbody", {}, groups.map((group) => h("tr", {},
-        h("td", {}, h("button", { class: "link", onclick: pick(group) }, group.name)),
-        view.groupBy === "jobSet" ? h("td", {}, group.queue) : "",
-        h("td", { class: "num" }, fmtCount(group.count)),
-        h("td", { class: "wide" }, stateBar(group.states, group.count),
-          h("span", { class: "hint" }, Object.entries(group.states).map(([s, n]) => `${s} ${fmtCount(n)}`).join(" · ")))))))));
+    resizableColumns(table, ids, { onReset: () => renderTable(page) });
   };
 
   // The count is a separate, costlier query, needed only when more pages follow, and then
@@ -127,9 +118,8 @@ export function mount(main, app) {
   async function refresh() {
     const mine = ++generation;
     try {
-      if (view.groupBy) {
-        const groups = await api.groups({ filter: apiFilter(view), groupBy: view.groupBy, take: 500 });
-        if (mine === generation) renderGroups(groups);
+      if (view.groupBy.length) {
+        await drawGroups(results, view, apiFilter(view), app, expanded, shown, () => mine === generation, refresh);
       } else {
         const order = { field: view.sort, direction: view.dir };
         const filter = apiFilter(view);
@@ -149,6 +139,7 @@ export function mount(main, app) {
   }
 
   renderFilters();
+  renderGrouping();
   renderActions();
   api.groups({ groupBy: "queue", take: 500 }).then(({ groups }) => {
     queues = groups.map((group) => group.name).sort();
@@ -161,6 +152,7 @@ export function mount(main, app) {
       view = readView(new URLSearchParams(location.search));
       selected.clear();
       renderFilters();
+      renderGrouping();
       renderActions();
       refresh();
     },

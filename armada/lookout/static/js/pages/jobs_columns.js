@@ -3,6 +3,7 @@
 // shared links: a link says which jobs, not how someone likes to see them.
 
 import { expectedIn, fmtBytes, fmtCpu, h, runtime, stateBadge, timeCell } from "../dom.js";
+import { resetWidths } from "./jobs_resize.js";
 
 const STORAGE_KEY = "lookout.jobs.columns";
 const ANNOTATION = "annotation:";
@@ -101,7 +102,13 @@ export function columnsMenu(onChange) {
       apply([...shownColumns(), id]);
     },
   }, key, h("button", { class: "button", type: "submit" }, "Add column"));
-  const reset = h("button", { class: "link", onclick: () => apply([...DEFAULT]) }, "Reset columns");
+  const reset = h("button", {
+    class: "link",
+    onclick: () => {
+      resetWidths();
+      apply([...DEFAULT]);
+    },
+  }, "Reset columns");
   render();
   return h("details", { class: "columns-menu" }, h("summary", {}, "Columns"),
     h("div", { class: "columns-panel" }, list, add, reset));

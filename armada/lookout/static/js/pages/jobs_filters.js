@@ -2,7 +2,7 @@
 
 import { h, STATES } from "../dom.js";
 import { matchFilters } from "./jobs_matches.js";
-import { GROUPS, SIZES, SORTS } from "./jobs_url.js";
+import { SIZES, SORTS } from "./jobs_url.js";
 
 const TYPING_DELAY_MS = 350;
 
@@ -57,7 +57,6 @@ export function filterBar(view, queues, onChange) {
       when("to", "to")),
     h("div", { class: "filter-row" },
       states,
-      select("groupBy", "Group by", { "": "—", ...GROUPS }, view.groupBy),
       select("sort", "Sort by", SORTS, view.sort),
       select("dir", "Order", { desc: "Descending", asc: "Ascending" }, view.dir),
       select("size", "Page size", Object.fromEntries(SIZES.map((n) => [n, String(n)])), String(view.size)),

@@ -1,19 +1,25 @@
 // The jobs page's state lives in its URL (shareable, reloadable): parse and write it here only.
 //
 //   /jobs?queue=Q&jobSet=S&state=RUNNING&state=QUEUED&jobId=01h&owner=me&annotation=k%3Dv
-//        &from=2026-11-22T06:00&to=...&sort=submitted&dir=desc&page=2&size=100&groupBy=queue&job=ID
+//        &from=2026-11-22T06:00&to=...&sort=submitted&dir=desc&page=2&size=100&job=ID
+//        &groupBy=queue&groupBy=annotation:team   (nested groups, outermost first)
 //        &match=node:startsWith:gpu-&match=priority:greaterThan:2   (column:match:value; anyOf: a,b,c)
 
 import { STATES } from "../dom.js";
 
 export const SORTS = { submitted: "Submitted", lastTransition: "Last transition", priority: "Priority" };
-export const GROUPS = { queue: "Queue", jobSet: "Job set", state: "State" };
+/** Columns jobs can be grouped by; `annotation:KEY` groups by an annotation's value. */
+export const GROUPS = {
+  queue: "Queue", jobSet: "Job set", state: "State", owner: "Owner", namespace: "Namespace",
+  priorityClass: "Priority class", cluster: "Cluster", node: "Node", pool: "Pool",
+};
+export const MAX_GROUP_LEVELS = 4;
 export const SIZES = [25, 50, 100, 200];
 const TEXT = ["queue", "jobSet", "jobId", "owner"];
 
 /** The page's view from URL parameters (unknown values fall back to defaults). */
 export function readView(params) {
-  const view = { sort: "submitted", dir: "desc", page: 1, size: 100, groupBy: "", from: "", to: "" };
+  const view = { sort: "submitted", dir: "desc", page: 1, size: 100, from: "", to: "" };
   for (const name of TEXT) view[name] = params.get(name) || "";
   view.states = params.getAll("state").flatMap((s) => s.split(",")).map((s) => s.toUpperCase())
     .filter((s) => STATES.includes(s));
@@ -21,7 +27,8 @@ export function readView(params) {
   view.matches = params.getAll("match").map(parseMatch).filter(Boolean);
   if (params.get("sort") in SORTS) view.sort = params.get("sort");
   if (params.get("dir") === "asc") view.dir = "asc";
-  if (params.get("groupBy") in GROUPS) view.groupBy = params.get("groupBy");
+  view.groupBy = params.getAll("groupBy").filter((level) => level in GROUPS || /^annotation:./.test(level))
+    .filter((level, at, all) => all.indexOf(level) === at).slice(0, MAX_GROUP_LEVELS);
   const page = Number.parseInt(params.get("page"), 10);
   if (page > 0) view.page = page;
   const size = Number.parseInt(params.get("size"), 10);
@@ -44,7 +51,7 @@ export function writeView(view, previous) {
   if (view.dir !== "desc") params.set("dir", view.dir);
   if (view.page !== 1) params.set("page", String(view.page));
   if (view.size !== 100) params.set("size", String(view.size));
-  if (view.groupBy) params.set("groupBy", view.groupBy);
+  for (const level of view.groupBy) params.append("groupBy", level);
   if (previous && previous.get("job")) params.set("job", previous.get("job"));
   return params;
 }
