@@ -55,9 +55,15 @@ class PoolCycle:
     """Schedules one pool; results go into the shared :class:`CycleContext`."""
 
     def __init__(
-        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+        self,
+        ctx: CycleContext,
+        pool: str,
+        node_rows: IntArray,
+        queues: list[QueueSpec],
+        usage: UsageHistory,
+        away_in: str | None = None,
     ) -> None:
-        self.state = PoolState(ctx, pool, node_rows, queues, usage)
+        self.state = PoolState(ctx, pool, node_rows, queues, usage, away_in)
         self.ctx, self.db = ctx, ctx.db
         self.eviction = Eviction(self.state)
         self.urgency = Urgency(self.state, self.eviction, self)
@@ -105,8 +111,10 @@ class PoolCycle:
         state = self.state
         keys = {k for q in state.db_queue.tolist() for k in self.db.queued_counts[q] if state.key_usable[k]}
         for key in sorted(keys):
-            lower = self.urgency.lower_classes(self.db.keys.infos[key].priority)
-            free = state.free + state.running_by_class[:, lower].sum(axis=1) if lower else state.free
+            reclaimable = self.urgency.reclaimable(
+                self.urgency.lower_classes(self.db.keys.infos[key].priority)
+            )
+            free = state.free if reclaimable is None else state.free + reclaimable
             if not fit_counts(free, state.key_requests[key], state.mask(key), 1).any():
                 self._fail(key)
 
@@ -198,7 +206,7 @@ class PoolCycle:
             if over < len(members):
                 keep[members[over:]] = False
                 class_name = self.db.priority_class_names[ci]
-                reason = f"queue {name} over its {class_name} resource limit in pool {self.state.pool}"
+                reason = f"queue {name} over its {class_name} resource limit in pool {self.state.where}"
                 for key in np.unique(units.keys[members[over:]]).tolist():
                     self.ctx.reasons.by_queue_key.setdefault(name, {})[key] = reason
         return units if keep.all() else units.take(np.flatnonzero(keep))
@@ -218,7 +226,7 @@ class PoolCycle:
         over = first_violation(np.cumsum(requests, axis=0) + self.state.scheduled_new, self.state.budget)
         if over < end:
             end = over
-            self.ctx.reasons.cycle = f"pool {self.state.pool}: maximumResourceFractionToSchedule reached"
+            self.ctx.reasons.cycle = f"pool {self.state.where}: maximumResourceFractionToSchedule reached"
         return end, end < len(units)
 
     def _floating_cut(self, units: Units, new: BoolArray, end: int) -> int:
@@ -423,7 +431,7 @@ class PoolCycle:
             request=self.state.key_requests[key],
             mask=self.state.mask(key),
             names=self.state.names,
-            pool=self.state.pool,
+            pool=self.state.where,
             constraints=info.describe_constraints(),
         )
         if info.gang_cardinality:
@@ -435,7 +443,7 @@ class PoolCycle:
             if self.state.key_requests[key, c] > left[c]
         ]
         if short:
-            reason = f"pool {self.state.pool}: floating resource {', '.join(short)} exhausted"
+            reason = f"pool {self.state.where}: floating resource {', '.join(short)} exhausted"
         if self.eviction.rate_limited:
             reason = f"pool {self.state.pool}: fair-share preemption rate limit reached; {reason}"
         known = self.ctx.reasons.by_key.get(key)
