@@ -93,6 +93,7 @@ class LeaseService:
         priority_class_name_override: str | None = None,
         pool_tolerations: dict[str, list[dict[str, str]]] | None = None,
         floating_resources: frozenset[str] = frozenset(),
+        away_tolerations: dict[str, list[dict[str, str]]] | None = None,
         mailbox: LogMailbox | None = None,
     ) -> None:
         self.store = store
@@ -107,6 +108,9 @@ class LeaseService:
         self.pool_tolerations = pool_tolerations or {}
         #: ``scheduling.floatingResources``: left out of pods (no node has them).
         self.floating_resources = floating_resources
+        #: Priority class ("" = the default) -> tolerations of its ``awayNodeTypes``' taints: a
+        #: pod of the class on a node with such a taint was placed there away, and tolerates it.
+        self.away_tolerations = away_tolerations or {}
         self._heartbeat_recorded: dict[str, float] = {}
         self._held_reports = HeldRunReports()
         #: Each executor's version, as its last call said (logged when it changes).
@@ -362,9 +366,13 @@ class LeaseService:
             if run.job_id in specs:
                 node = executor.nodes.get(run.node)
                 pool = (node.pool if node is not None else "") or executor.pool
-                job = _pod_for_pool(
-                    specs[run.job_id], self.pool_tolerations.get(pool, []), self.floating_resources
-                )
+                spec = specs[run.job_id]
+                tolerations = self.pool_tolerations.get(pool, [])
+                away = self.away_tolerations.get(spec.pod_spec.get("priorityClassName") or "")
+                if away and node is not None:
+                    tainted = {taint.key for taint in node.taints}
+                    tolerations = [*tolerations, *(t for t in away if t["key"] in tainted)]
+                job = _pod_for_pool(spec, tolerations, self.floating_resources)
                 leases.append(_lease(run, job, node, self.priority_class_name_override))
         return leases
 

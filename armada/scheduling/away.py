@@ -40,14 +40,14 @@ def away_passes(config: SchedulingConfig, pools: dict[str, IntArray]) -> list[tu
 
 
 def away_keys(db: JobDb, config: SchedulingConfig, home: PoolConfig, away: str) -> BoolArray:
-    """Keys that may be placed away in ``away`` for ``home``: allowed at home but not in the
-    away pool (else they had their turn there), of a class with ``awayNodeTypes``, and not a
-    gang when the home pool sets ``disableGangAwayScheduling``."""
+    """Keys that may be placed away in ``away`` for ``home``: allowed at home, of a class with
+    ``awayNodeTypes``, and not a gang when the home pool sets ``disableGangAwayScheduling``.
+    A job the away pool also takes had its home turn there first; it is away now because
+    only the away node types' taints, tolerated away, let it in."""
     classes = config.priority_classes
     return np.array(
         [
             info.allows_pool(home.name)
-            and not info.allows_pool(away)
             and bool(classes[info.priority_class].away_node_types)
             and not (info.gang_cardinality and home.disable_gang_away_scheduling)
             for info in db.keys.infos
@@ -109,7 +109,7 @@ def fits_away(
         return False
     homes = [h for h in config.pools if info.allows_pool(h.name) and not h.disable_away_scheduling]
     homes = [h for h in homes if not (info.gang_cardinality and h.disable_gang_away_scheduling)]
-    reach = [a for h in homes for a in h.away_pool_names if not info.allows_pool(a)]
+    reach = [a for h in homes for a in h.away_pool_names]
     if not reach:
         return False
     tolerations = info.tolerations + config.away_tolerations(info.priority_class)

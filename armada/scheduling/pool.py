@@ -75,6 +75,8 @@ class PoolCycle:
     def run(self) -> None:
         if not len(self.state.queues):
             return
+        if self.state.away_in is not None and not self.state.key_usable.any():
+            return  # no job may go away: nothing to do in the borrowed pool
         self.eviction.evict_for_fair_share()
         self._fail_hopeless_keys()
         if (self.state.stop < np.array([len(o) for o in self.state.orders], dtype=np.int64)).any():
