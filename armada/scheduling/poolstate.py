@@ -76,6 +76,8 @@ class PoolState:
         self._masks: dict[int, BoolArray] = {}
         self.gang_rep = np.full(len(db.gangs), -1, dtype=np.int64)
         self._setup_queues(queues, usage)
+        if away_in is not None:
+            self._count_home_leases()
         self.first_new_on_node = np.full(len(node_rows), -1, dtype=np.int64)
         budget = config.maximum_resource_fraction_to_schedule
         self.budget = np.array(
@@ -128,6 +130,20 @@ class PoolState:
         for key in np.flatnonzero(allowed & ~self.key_usable).tolist():
             reason = f"pool {self.pool}: {why}"
             by_key[key] = f"{by_key[key]}; {reason}" if key in by_key else reason
+
+    def _count_home_leases(self) -> None:
+        """An away turn orders queues by what they hold at home including this cycle's leases
+        there (the db shows them only once applied)."""
+        cols = self.db.cols
+        for rows, pool in zip(self.ctx.lease_rows, self.ctx.lease_pools, strict=True):
+            if pool != self.pool:
+                continue
+            queues = self.queue_of[cols["queue"][rows]]
+            keys = cols["key"][rows].astype(np.int64)
+            active = queues >= 0
+            requests = self.key_requests[keys[active]]
+            np.add.at(self.alloc, queues[active], requests)
+            np.add.at(self.alloc_by_class, (queues[active], self.key_class[keys[active]]), requests)
 
     def _setup_floating(self) -> None:
         """Floating resources: no node limits them (their node columns are made unlimited);

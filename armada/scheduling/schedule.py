@@ -177,14 +177,15 @@ def _rejected_keys(
     for key in sorted(queued):
         info = db.keys.infos[key]
         allowed = [p for p in pools if info.allows_pool(p)]
-        if not allowed:
-            key_ok[key] = False
-            waiting[key] = f"no nodes in pool(s) {', '.join(sorted(info.pools))}"
-            continue
         request = db.keys.request(key)
         fits = np.zeros(nodes.size, dtype=bool)
         shape_fits: BoolArray = np.logical_and.reduce(shapes >= request, axis=1)  # per distinct shape: cheap
         fits[live[shape_fits[inverse]]] = True
+        if not allowed:  # its pools have no nodes (now): it may still go away, or wait
+            if not fits_away(db, config, key, pools, fits):
+                key_ok[key] = False
+                waiting[key] = f"no nodes in pool(s) {', '.join(sorted(info.pools))}"
+            continue
         mask = fits
         if len(allowed) < len(pools):
             mask = fits & in_pools_mask(nodes.size, pools, allowed)
