@@ -367,14 +367,22 @@ class LeaseService:
                 node = executor.nodes.get(run.node)
                 pool = (node.pool if node is not None else "") or executor.pool
                 spec = specs[run.job_id]
-                tolerations = self.pool_tolerations.get(pool, [])
-                away = self.away_tolerations.get(spec.pod_spec.get("priorityClassName") or "")
-                if away and node is not None:
-                    tainted = {taint.key for taint in node.taints}
-                    tolerations = [*tolerations, *(t for t in away if t["key"] in tainted)]
+                away = self.away_tolerations.get(spec.pod_spec.get("priorityClassName") or "", [])
+                tolerations = _tolerations_on(node, self.pool_tolerations.get(pool, []), away)
                 job = _pod_for_pool(spec, tolerations, self.floating_resources)
                 leases.append(_lease(run, job, node, self.priority_class_name_override))
         return leases
+
+
+def _tolerations_on(
+    node: ev.ExecutorNode | None, pool: list[dict[str, str]], away: list[dict[str, str]]
+) -> list[dict[str, str]]:
+    """What a pod on ``node`` tolerates beyond its own: its pool's job defaults, and those of
+    its class's away tolerations whose taint the node carries (it was placed there away)."""
+    if not away or node is None:
+        return pool
+    tainted = {taint.key for taint in node.taints}
+    return [*pool, *(t for t in away if t["key"] in tainted)]
 
 
 def _pod_for_pool(job: Job, tolerations: list[dict[str, str]], floating: frozenset[str]) -> Job:
