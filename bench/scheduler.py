@@ -6,6 +6,8 @@ human summary followed, as the last line, by a JSON object with ``cycle_seconds`
 cycle is bounded by capacity, not by the (upstream default 100/s) token buckets.
 ``--pools N --clusters M`` builds a fleet: node ``i`` is in pool ``pool-(i % N)`` (each pool
 with its own policy entry) of cluster ``cluster-(i % M)``, so every pool spans clusters.
+``--away`` turns away scheduling on: pool ``i`` borrows from pool ``i+1``, the jobs of queue
+``q`` belong to pool ``q % N`` and are of a preemptible class with away node types.
 """
 
 from __future__ import annotations
@@ -25,19 +27,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from armada.model.quantities import to_units
 from armada.model.resources import ResourceIndex
 from armada.scheduling import JobDb, JobRequirements, NodeDb, NodeSpec, QueueSpec, SchedulerState, schedule
-from armada.scheduling.config import SchedulingConfig
+from armada.scheduling.config import AwayNodeType, PriorityClass, SchedulingConfig, WellKnownNodeType
 from armada.scheduling.pool_config import PoolConfig
 
 
 def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingConfig]:
+    classes = dict(SchedulingConfig().priority_classes)
+    if args.away:
+        classes[AWAY_CLASS] = PriorityClass(
+            priority=1000, preemptible=True, away_node_types=[AwayNodeType(900, "any")]
+        )
     config = SchedulingConfig(
+        priority_classes=classes,
+        well_known_node_types=[WellKnownNodeType("any")] if args.away else [],
         maximum_scheduling_rate=1e12,
         maximum_scheduling_burst=10**12,
         maximum_per_queue_scheduling_rate=1e12,
         maximum_per_queue_scheduling_burst=10**12,
         max_scheduling_duration=args.budget,
         pools=[
-            PoolConfig(name=_pool(p, args), protected_fraction_of_fair_share=1.0) for p in range(args.pools)
+            PoolConfig(
+                name=_pool(p, args),
+                protected_fraction_of_fair_share=1.0,
+                away_pools=[_pool((p + 1) % args.pools, args)] if args.away and args.pools > 1 else [],
+            )
+            for p in range(args.pools)
         ],
     )
     nodes = NodeDb(ResourceIndex())
@@ -73,7 +87,8 @@ def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingC
                         queue=spec.name,
                         requests=requests,
                         submitted=float(n),
-                        priority_class_name=args.priority_class,
+                        priority_class_name=AWAY_CLASS if args.away else args.priority_class,
+                        pools=(_pool(q % args.pools, args),) if args.away else (),
                         gang_id=f"gang-{q}-{unit}" if gang else "",
                         gang_cardinality=args.gang_size if gang else 1,
                     )
@@ -81,6 +96,9 @@ def build(args: argparse.Namespace) -> tuple[JobDb, list[QueueSpec], SchedulingC
                 n += 1
     db.add_many(jobs)
     return db, queues, config
+
+
+AWAY_CLASS = "preemptible-away"
 
 
 def _pool(index: int, args: argparse.Namespace) -> str:
@@ -119,6 +137,7 @@ def main() -> None:
     parser.add_argument("--priority-class", default="", help="of all jobs, e.g. armada-preemptible")
     parser.add_argument("--burst", action="store_true", help="running jobs all belong to one other queue")
     parser.add_argument("--pools", type=int, default=1, help="pools the nodes are spread over")
+    parser.add_argument("--away", action="store_true", help="pool i borrows from pool i+1 (see above)")
     parser.add_argument(
         "--clusters", type=int, default=4, help="clusters (executors) the nodes are spread over"
     )

@@ -140,6 +140,11 @@ def build_services(
                 if pool.default_tolerations
             },
             floating_resources=frozenset(f.name for f in settings.scheduling.floating_resources),
+            away_tolerations={
+                name: [msgspec.to_builtins(t) for t in settings.scheduling.away_tolerations(name)]
+                for name in ["", *settings.scheduling.priority_classes]
+                if settings.scheduling.away_tolerations(name)
+            },
             mailbox=mailbox,
         ),
         run_events=RunEventIntake(

@@ -14,6 +14,17 @@ from armada.model.retry_mutation import NODE_NAME_LABEL
 from armada.scheduler.cluster_state import RunInfo
 
 
+def tolerations_on(
+    node: ev.ExecutorNode | None, pool: list[dict[str, str]], away: list[dict[str, str]]
+) -> list[dict[str, str]]:
+    """What a pod on ``node`` tolerates beyond its own: its pool's job defaults, and those of
+    its class's away tolerations whose taint the node carries (it was placed there away)."""
+    if not away or node is None:
+        return pool
+    tainted = {taint.key for taint in node.taints}
+    return [*pool, *(t for t in away if t["key"] in tainted)]
+
+
 def pod_for_pool(job: Job, tolerations: list[dict[str, str]], floating: frozenset[str]) -> Job:
     """``job`` as its pod is made in its pool: tolerating ``tolerations`` (the pool's job
     defaults) and requesting no ``floating`` resource (the scheduler accounted for them)."""

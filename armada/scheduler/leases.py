@@ -31,7 +31,7 @@ from armada.retries.avoidance import EndedRun, avoiding_jobs
 from armada.scheduler.cluster_state import ClusterState, ExecutorInfo, RunInfo
 from armada.scheduler.follower import EventLogFollower
 from armada.scheduler.held_runs import HeldRunReports
-from armada.scheduler.lease_contents import lease_of, pod_for_pool
+from armada.scheduler.lease_contents import lease_of, pod_for_pool, tolerations_on
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduler.store import SchedulerStore
 from armada.tracing import span
@@ -92,6 +92,7 @@ class LeaseService:
         priority_class_name_override: str | None = None,
         pool_tolerations: dict[str, list[dict[str, str]]] | None = None,
         floating_resources: frozenset[str] = frozenset(),
+        away_tolerations: dict[str, list[dict[str, str]]] | None = None,
         mailbox: LogMailbox | None = None,
     ) -> None:
         self.store = store
@@ -106,6 +107,9 @@ class LeaseService:
         self.pool_tolerations = pool_tolerations or {}
         #: ``scheduling.floatingResources``: left out of pods (no node has them).
         self.floating_resources = floating_resources
+        #: Priority class ("" = the default) -> tolerations of its ``awayNodeTypes``' taints: a
+        #: pod of the class on a node with such a taint was placed there away, and tolerates it.
+        self.away_tolerations = away_tolerations or {}
         self._heartbeat_recorded: dict[str, float] = {}
         self._held_reports = HeldRunReports()
         #: Each executor's version, as its last call said (logged when it changes).
@@ -362,8 +366,9 @@ class LeaseService:
             if run.job_id in specs:
                 node = executor.nodes.get(run.node)
                 pool = (node.pool if node is not None else "") or executor.pool
-                job = pod_for_pool(
-                    specs[run.job_id], self.pool_tolerations.get(pool, []), self.floating_resources
-                )
+                spec = specs[run.job_id]
+                away = self.away_tolerations.get(spec.pod_spec.get("priorityClassName") or "", [])
+                tolerations = tolerations_on(node, self.pool_tolerations.get(pool, []), away)
+                job = pod_for_pool(spec, tolerations, self.floating_resources)
                 leases.append(lease_of(run, job, node, self.priority_class_name_override))
         return leases

@@ -9,12 +9,29 @@ from __future__ import annotations
 import msgspec
 
 from armada.model.retry_engine import RetryEngineSettings
+from armada.model.taints import Taint
 from armada.scheduling.floating import FloatingResource
 from armada.scheduling.pool_config import DrfEntry, PoolConfig, drf_multipliers
 from armada.scheduling.requirements import Toleration
 
 DEFAULT_PRIORITY_CLASS = "armada-default"
 PREEMPTIBLE_PRIORITY_CLASS = "armada-preemptible"
+
+
+class WellKnownNodeType(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True):
+    """A set of nodes named by the taints they carry (upstream's ``wellKnownNodeTypes``): a node
+    is of the type when it has all of them. Away scheduling tolerates them (``awayNodeTypes``)."""
+
+    name: str
+    taints: list[Taint] = msgspec.field(default_factory=list)
+
+
+class AwayNodeType(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True):
+    """Where a priority class's jobs may run away from home, and at what (lower) priority."""
+
+    #: The priority the job runs at while away: home jobs reclaim the capacity from it.
+    priority: int
+    well_known_node_type_name: str
 
 
 class PriorityClass(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=True):
@@ -30,6 +47,9 @@ class PriorityClass(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_
     maximum_resource_fraction_per_queue_by_pool: dict[str, dict[str, float]] = msgspec.field(
         default_factory=dict
     )
+    #: Node types this class's jobs may borrow away from home (needs ``preemptible``): idle
+    #: capacity of the home pool's ``awayPools`` whose nodes carry the type's taints.
+    away_node_types: list[AwayNodeType] = msgspec.field(default_factory=list)
 
     def fractions_in(self, pool: str) -> dict[str, float]:
         """The per-queue resource caps of this class in ``pool``."""
@@ -104,6 +124,8 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     #: Resources bound to no node (licences, connections) with a quantity per pool: jobs request
     #: them like any resource; see docs/scheduling.md, "Floating resources".
     floating_resources: list[FloatingResource] = msgspec.field(default_factory=list)
+    #: Node types by their taints, named by priority classes' ``awayNodeTypes``.
+    well_known_node_types: list[WellKnownNodeType] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.default_priority_class_name not in self.priority_classes:
@@ -119,6 +141,31 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
         names = [p.name for p in self.pools]
         if len(set(names)) < len(names):
             raise ValueError("pools: a pool is configured twice")
+        known = {t.name for t in self.well_known_node_types}
+        for name, pc in self.priority_classes.items():
+            if pc.away_node_types and not pc.preemptible:
+                raise ValueError(f"priorityClasses.{name}.awayNodeTypes: the class is not preemptible")
+            for i, away in enumerate(pc.away_node_types):
+                if away.well_known_node_type_name not in known:
+                    raise ValueError(
+                        f"priorityClasses.{name}.awayNodeTypes[{i}].wellKnownNodeTypeName: "
+                        f"{away.well_known_node_type_name!r} is not in wellKnownNodeTypes"
+                    )
+
+    @property
+    def away_scheduling(self) -> bool:
+        """Whether any pool borrows from another (the cycle then runs away passes and reclaims)."""
+        return any(p.away_pools for p in self.pools)
+
+    def away_tolerations(self, priority_class: str) -> tuple[Toleration, ...]:
+        """Tolerations of the taints of the node types jobs of ``priority_class`` may borrow
+        (none: the class never runs away)."""
+        types = {t.name: t for t in self.well_known_node_types}
+        return tuple(
+            Toleration(key=taint.key, value=taint.value, effect=taint.effect)
+            for away in self.priority_class(priority_class).away_node_types
+            for taint in types[away.well_known_node_type_name].taints
+        )
 
     def default_tolerations_by_pool(self) -> dict[str, tuple[Toleration, ...]]:
         """Pool -> the tolerations its jobs are given (pools that give some)."""

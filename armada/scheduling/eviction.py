@@ -16,6 +16,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from armada.scheduling.away import away_running
 from armada.scheduling.candidates import Units, empty_units
 from armada.scheduling.decisions import Preemption
 from armada.scheduling.fairshare import dominant_shares
@@ -65,6 +66,8 @@ class Eviction:
             return
         if self.state.policy.disable_fairshare_scheduling or self.state.policy.disable_home_scheduling:
             return
+        if self.state.away_in is not None:  # away turns only use idle capacity
+            return
         if not self.state.alloc_by_class[:, self.preemptible_classes].any():
             return
         actual = dominant_shares(self.state.alloc, self.state.scale)
@@ -80,6 +83,8 @@ class Eviction:
         mask = (local >= 0) & ~self.ctx.taken[:n]
         mask &= np.isin(self.state.key_class[cols["key"][:n]], self.preemptible_classes)
         mask &= np.isin(cols["queue"][:n], self.state.db_queue[over])
+        if self.state.away_by_class is not None:  # away jobs are not this pool's to rebalance
+            mask[away_running(db, self.state.pool, self.state.local_node)] = False
         rows = np.flatnonzero(mask)
         if not len(rows):
             return

@@ -56,9 +56,15 @@ class PoolCycle:
     """Schedules one pool; results go into the shared :class:`CycleContext`."""
 
     def __init__(
-        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+        self,
+        ctx: CycleContext,
+        pool: str,
+        node_rows: IntArray,
+        queues: list[QueueSpec],
+        usage: UsageHistory,
+        away_in: str | None = None,
     ) -> None:
-        self.state = PoolState(ctx, pool, node_rows, queues, usage)
+        self.state = PoolState(ctx, pool, node_rows, queues, usage, away_in)
         self.ctx, self.db = ctx, ctx.db
         self.eviction = Eviction(self.state)
         self.urgency = Urgency(self.state, self.eviction, self)
@@ -70,6 +76,8 @@ class PoolCycle:
     def run(self) -> None:
         if not len(self.state.queues):
             return
+        if self.state.away_in is not None and not self.state.key_usable.any():
+            return  # no job may go away: nothing to do in the borrowed pool
         self.eviction.evict_for_fair_share()
         self._fail_hopeless_keys()
         if (self.state.stop < np.array([len(o) for o in self.state.orders], dtype=np.int64)).any():
@@ -106,8 +114,10 @@ class PoolCycle:
         state = self.state
         keys = {k for q in state.db_queue.tolist() for k in self.db.queued_counts[q] if state.key_usable[k]}
         for key in sorted(keys):
-            lower = self.urgency.lower_classes(self.db.keys.infos[key].priority)
-            free = state.free + state.running_by_class[:, lower].sum(axis=1) if lower else state.free
+            reclaimable = self.urgency.reclaimable(
+                self.urgency.lower_classes(self.db.keys.infos[key].priority)
+            )
+            free = state.free if reclaimable is None else state.free + reclaimable
             if not fit_counts(free, state.key_requests[key], state.mask(key), 1).any():
                 self._fail(key)
 
@@ -199,7 +209,7 @@ class PoolCycle:
             if over < len(members):
                 keep[members[over:]] = False
                 class_name = self.db.priority_class_names[ci]
-                reason = f"queue {name} over its {class_name} resource limit in pool {self.state.pool}"
+                reason = f"queue {name} over its {class_name} resource limit in pool {self.state.where}"
                 for key in np.unique(units.keys[members[over:]]).tolist():
                     self.ctx.reasons.by_queue_key.setdefault(name, {})[key] = reason
         return units if keep.all() else units.take(np.flatnonzero(keep))
@@ -219,7 +229,7 @@ class PoolCycle:
         over = first_violation(np.cumsum(requests, axis=0) + self.state.scheduled_new, self.state.budget)
         if over < end:
             end = over
-            self.ctx.reasons.cycle = f"pool {self.state.pool}: maximumResourceFractionToSchedule reached"
+            self.ctx.reasons.cycle = f"pool {self.state.where}: maximumResourceFractionToSchedule reached"
         return end, end < len(units)
 
     def _floating_cut(self, units: Units, new: BoolArray, end: int) -> int:
@@ -426,7 +436,7 @@ class PoolCycle:
             request=self.state.key_requests[key],
             mask=self.state.mask(key),
             names=self.state.names,
-            pool=self.state.pool,
+            pool=self.state.where,
             constraints=info.describe_constraints(),
         )
         if info.gang_cardinality:
@@ -438,7 +448,7 @@ class PoolCycle:
             if self.state.key_requests[key, c] > left[c]
         ]
         if short:
-            reason = f"pool {self.state.pool}: floating resource {', '.join(short)} exhausted"
+            reason = f"pool {self.state.where}: floating resource {', '.join(short)} exhausted"
         if self.eviction.rate_limited:
             reason = f"pool {self.state.pool}: fair-share preemption rate limit reached; {reason}"
         known = self.ctx.reasons.by_key.get(key)

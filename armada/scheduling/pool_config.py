@@ -99,9 +99,8 @@ class PoolConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fie
             value = getattr(self, _snake(key))
             if value is not None and value is not False and value != "":
                 raise ValueError(f"pools[{self.name}].{key}: {what} is not supported by this scheduler")
-        for key, value in (("awayPools", self.away_pools),):
-            if value:
-                raise ValueError(f"pools[{self.name}].{key}: not implemented yet by this scheduler")
+        if self.name in self.away_pool_names:
+            raise ValueError(f"pools[{self.name}].awayPools: a pool cannot be its own away pool")
         if self.short_job_penalty_cutoff:
             try:
                 parse_duration(self.short_job_penalty_cutoff)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from armada.scheduling.away import AWAY_QUEUE_SUFFIX, away_keys, away_running, away_tolerations, cycle_use
 from armada.scheduling.context import CycleContext
 from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.requirements import Toleration
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import UsageHistory
 
@@ -28,10 +30,21 @@ class PoolState:
     """Arrays describing one pool: nodes (local index = order by node id) and active queues."""
 
     def __init__(
-        self, ctx: CycleContext, pool: str, node_rows: IntArray, queues: list[QueueSpec], usage: UsageHistory
+        self,
+        ctx: CycleContext,
+        pool: str,
+        node_rows: IntArray,
+        queues: list[QueueSpec],
+        usage: UsageHistory,
+        away_in: str | None = None,
     ) -> None:
+        """``away_in``: the nodes are those of this away pool, borrowed for ``pool``'s jobs
+        (:mod:`.away`); else they are ``pool``'s own."""
         db, config = ctx.db, ctx.config
         self.ctx, self.db, self.pool, self.node_rows = ctx, db, pool, node_rows
+        self.away_in = away_in
+        #: how reasons name where jobs were tried
+        self.where = pool if away_in is None else f"{pool} (away in {away_in})"
         nodes = db.nodes
         allocatable = nodes.allocatable()[node_rows]
         running = db.node_allocation()[node_rows]
@@ -48,8 +61,14 @@ class PoolState:
         self.local_node[node_rows] = np.arange(len(node_rows))
         self.key_requests = db.keys.requests()
         infos = db.keys.infos
-        self.key_usable = ctx.key_ok & np.array([i.allows_pool(pool) for i in infos], dtype=bool)
-        self._apply_key_policy()
+        self._away_tolerations: list[tuple[Toleration, ...]] = []
+        if away_in is None:
+            self.key_usable = ctx.key_ok & np.array([i.allows_pool(pool) for i in infos], dtype=bool)
+            self._apply_key_policy()
+        else:
+            self.key_usable = ctx.key_ok & away_keys(db, config, self.policy, away_in)
+            self._away_tolerations = away_tolerations(db, config)
+            self.free -= cycle_use(ctx, self.local_node, len(node_rows), self.key_requests)
         self.cardinality = np.array([max(1, i.gang_cardinality) for i in infos], dtype=np.int64)
         self.key_class = np.array([db.pc_index(i.index) for i in infos], dtype=np.int64)
         self.uniform = np.array([bool(i.uniformity_label) for i in infos], dtype=bool)
@@ -57,6 +76,8 @@ class PoolState:
         self._masks: dict[int, BoolArray] = {}
         self.gang_rep = np.full(len(db.gangs), -1, dtype=np.int64)
         self._setup_queues(queues, usage)
+        if away_in is not None:
+            self._count_home_leases()
         self.first_new_on_node = np.full(len(node_rows), -1, dtype=np.int64)
         budget = config.maximum_resource_fraction_to_schedule
         self.budget = np.array(
@@ -67,6 +88,28 @@ class PoolState:
         )
         self.scheduled_new = np.zeros(len(self.names), dtype=np.int64)
         self._setup_floating()
+        self._setup_away_jobs()
+
+    def _setup_away_jobs(self) -> None:
+        """Away jobs on the pool's nodes: ``away_by_class`` (local node x class x R) holds their
+        resources (what home jobs may reclaim), ``away_alloc`` their queues' use (their share)."""
+        self.away_by_class: IntArray | None = None
+        self.away_alloc: dict[str, IntArray] = {}
+        if self.away_in is not None or not self.ctx.config.away_scheduling:
+            return
+        db = self.db
+        rows = away_running(db, self.pool, self.local_node)
+        if not len(rows):
+            return
+        keys = db.cols["key"][rows].astype(np.int64)
+        requests = self.key_requests[keys]
+        self.away_by_class = np.zeros_like(self.running_by_class)
+        np.add.at(
+            self.away_by_class, (self.local_node[db.cols["node"][rows]], self.key_class[keys]), requests
+        )
+        queues = db.cols["queue"][rows]
+        for q in np.unique(queues).tolist():
+            self.away_alloc[db.queue_names[q]] = requests[queues == q].sum(axis=0)
 
     def _apply_key_policy(self) -> None:
         """Keys the pool's policy keeps out (``disableHomeScheduling``,
@@ -87,6 +130,20 @@ class PoolState:
         for key in np.flatnonzero(allowed & ~self.key_usable).tolist():
             reason = f"pool {self.pool}: {why}"
             by_key[key] = f"{by_key[key]}; {reason}" if key in by_key else reason
+
+    def _count_home_leases(self) -> None:
+        """An away turn orders queues by what they hold at home including this cycle's leases
+        there (the db shows them only once applied)."""
+        cols = self.db.cols
+        for rows, pool in zip(self.ctx.lease_rows, self.ctx.lease_pools, strict=True):
+            if pool != self.pool:
+                continue
+            queues = self.queue_of[cols["queue"][rows]]
+            keys = cols["key"][rows].astype(np.int64)
+            active = queues >= 0
+            requests = self.key_requests[keys[active]]
+            np.add.at(self.alloc, queues[active], requests)
+            np.add.at(self.alloc_by_class, (queues[active], self.key_class[keys[active]]), requests)
 
     def _setup_floating(self) -> None:
         """Floating resources: no node limits them (their node columns are made unlimited);
@@ -170,6 +227,8 @@ class PoolState:
         if mask is None:
             info = self.db.keys.infos[key]
             tolerations = info.tolerations + self.policy.default_tolerations
+            if self._away_tolerations:
+                tolerations += self._away_tolerations[key]
             full = self.db.nodes.constraint_mask(info.node_selector, tolerations, info.affinity)
             mask = self._masks[key] = full[self.node_rows] & self.schedulable
         return mask
@@ -177,10 +236,24 @@ class PoolState:
     # -- report --------------------------------------------------------------------------
 
     def shares(self) -> dict[str, QueueShare]:
+        """Each active queue's share, and ``<queue>-away`` for queues borrowing here (upstream's
+        away queues: the queue's weight, no demand, so no fair share)."""
         actual = dominant_shares(self.alloc, self.scale)
         penalty = dominant_shares(self.penalty, self.scale)
         fair = fair_shares(self.weights, (self.demand_share > 0) | (actual > 0))
-        return {
+        weights = {q.name: q.priority_factor for q in self.queues}
+        away = {
+            f"{name}{AWAY_QUEUE_SUFFIX}": QueueShare(
+                weight=weights.get(name, 1.0),
+                fair_share=0.0,
+                adjusted_fair_share=0.0,
+                actual_share=float(dominant_shares(alloc[None, :], self.scale)[0]),
+                demand=0.0,
+                usage=0.0,
+            )
+            for name, alloc in self.away_alloc.items()
+        }
+        return away | {
             q.name: QueueShare(
                 weight=q.priority_factor,
                 fair_share=float(fair[i]),

@@ -6,11 +6,12 @@ import math
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from armada.scheduling.away import away_passes, fits_away, in_pools_mask
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import (
@@ -28,7 +29,6 @@ from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.placement import explain_misfit
 from armada.scheduling.pool import PoolCycle
 from armada.scheduling.queues import QueueSpec
-from armada.scheduling.requirements import Toleration
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState, TokenBucket, tokens_now
 from armada.scheduling.unique_rows import unique_rows
@@ -62,9 +62,7 @@ def schedule(
     deadline = started + config.max_scheduling_duration if config.max_scheduling_duration > 0 else math.inf
     pools = db.nodes.pool_rows()
     usage = state.usage.decayed(now, config.usage_half_life)
-    key_ok, rejected, waiting = _rejected_keys(
-        db, pools, config.default_tolerations_by_pool(), config.floating_by_pool()
-    )
+    key_ok, rejected, waiting = _rejected_keys(db, config, pools)
     bucket = tokens_now(
         state.global_bucket, now, config.maximum_scheduling_rate, config.maximum_scheduling_burst
     )
@@ -106,6 +104,8 @@ def schedule(
         cycle.run()
         shares[pool] = cycle.state.shares()
         ctx.pool_seconds[pool] = clock() - turn
+    for home, away in away_passes(config, pools):
+        PoolCycle(ctx, home.name, pools[away], list(queues), usage, away_in=away).run()
     if granted < bucket and ctx.reasons.cycle == GLOBAL_RATE_LIMITED:
         ctx.reasons.cycle = CYCLE_LEASE_CAP
     leases = _leases(ctx)
@@ -139,7 +139,10 @@ def schedule(
                 pool: TokenBucket(max(0.0, tokens), now) for pool, tokens in ctx.preemption_tokens.items()
             },
             usage=usage.holding(
-                {pool: {q: s.actual_share for q, s in by_queue.items()} for pool, by_queue in shares.items()}
+                {
+                    pool: {q: s.actual_share for q, s in by_queue.items() if db.has_queue(q)}
+                    for pool, by_queue in shares.items()
+                }
             )
             if config.usage_half_life > 0
             else usage,
@@ -156,17 +159,15 @@ def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
 
 
 def _rejected_keys(
-    db: JobDb,
-    pools: dict[str, npt.NDArray[np.int64]],
-    pool_tolerations: Mapping[str, tuple[Toleration, ...]],
-    floating: Mapping[str, Mapping[str, int]],
+    db: JobDb, config: SchedulingConfig, pools: dict[str, npt.NDArray[np.int64]]
 ) -> tuple[BoolArray, dict[int, str], dict[int, str]]:
     """Keys that cannot be scheduled this cycle: ``(key_ok, rejected, waiting)``.
 
     *Rejected*: no live node shape (allocatable less non-Armada use, ignoring current use)
     with matching labels and taints (tolerated by the job, or by its pool's
     ``jobDefaults.tolerations``) could ever hold the job; a node counts as having what its
-    pool has of each floating resource. *Waiting*: the job's pools
+    pool has of each floating resource, and a job that may run away fits if a node of an away
+    pool would hold it (tolerating the away node types). *Waiting*: the job's pools
     have no nodes right now (their executors may be down), which is not final.
     """
     key_ok = np.ones(len(db.keys), dtype=bool)
@@ -175,30 +176,30 @@ def _rejected_keys(
     if not pools:
         return key_ok, rejected, waiting
     nodes = db.nodes
-    shape = nodes.shapes(floating)
+    pool_tolerations = config.default_tolerations_by_pool()
+    shape = nodes.shapes(config.floating_by_pool())
     live = np.concatenate(list(pools.values()))
     shapes, inverse, _ = unique_rows(shape[live])
     queued = set().union(*(counts.keys() for counts in db.queued_counts))
     for key in sorted(queued):
         info = db.keys.infos[key]
         allowed = [p for p in pools if info.allows_pool(p)]
-        if not allowed:
-            key_ok[key] = False
-            waiting[key] = f"no nodes in pool(s) {', '.join(sorted(info.pools))}"
-            continue
         request = db.keys.request(key)
-        mask = np.zeros(nodes.size, dtype=bool)
+        fits = np.zeros(nodes.size, dtype=bool)
         shape_fits: BoolArray = np.logical_and.reduce(shapes >= request, axis=1)  # per distinct shape: cheap
-        mask[live[shape_fits[inverse]]] = True
+        fits[live[shape_fits[inverse]]] = True
+        if not allowed:  # its pools have no nodes (now): it may still go away, or wait
+            if not fits_away(db, config, key, pools, fits):
+                key_ok[key] = False
+                waiting[key] = f"no nodes in pool(s) {', '.join(sorted(info.pools))}"
+            continue
+        mask = fits
         if len(allowed) < len(pools):
-            in_pools = np.zeros(nodes.size, dtype=bool)
-            in_pools[np.concatenate([pools[p] for p in allowed])] = True
-            mask &= in_pools
+            mask = fits & in_pools_mask(nodes.size, pools, allowed)
         constraints = nodes.admitting(info.node_selector, info.tolerations, info.affinity, pool_tolerations)
-        if not (mask & constraints).any():
+        if not (mask & constraints).any() and not fits_away(db, config, key, pools, fits):
             key_ok[key] = False
-            candidates = np.zeros(nodes.size, dtype=bool)
-            candidates[np.concatenate([pools[p] for p in allowed])] = True
+            candidates = in_pools_mask(nodes.size, pools, allowed)
             reason = explain_misfit(
                 shape,
                 request=request,

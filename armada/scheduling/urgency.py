@@ -52,24 +52,46 @@ class Urgency:
     def lower_classes(self, priority: int) -> list[int]:
         """Preemptible priority classes a job of ``priority`` may urgency-preempt (none in a pool
         with ``disableUrgencyScheduling``)."""
-        if self.state.policy.disable_urgency_scheduling:
+        if self.state.policy.disable_urgency_scheduling or self.state.away_in is not None:
             return []
         classes = self.ctx.config.priority_classes
         names = self.db.priority_class_names
         return [i for i, n in enumerate(names) if classes[n].preemptible and classes[n].priority < priority]
 
+    def reclaim_first(self) -> bool:
+        """Whether away jobs here are preempted before anything else, by any home job."""
+        return (
+            self.state.away_by_class is not None
+            and not self.state.policy.disable_preempt_cross_pool_jobs_first
+        )
+
+    def reclaimable(self, lower: list[int]) -> IntArray | None:
+        """Resources per node a job that may preempt ``lower`` classes could free (None: nothing)."""
+        state = self.state
+        free = state.running_by_class[:, lower].sum(axis=1) if lower else None
+        if self.reclaim_first():
+            assert state.away_by_class is not None
+            others = [c for c in range(state.away_by_class.shape[1]) if c not in lower]
+            away = state.away_by_class[:, others].sum(axis=1)
+            free = away if free is None else free + away
+        return free if free is not None and free.any() else None
+
     def urgent(self, units: Units, i: int, j: int) -> int:
-        """Place units ``i..j`` (one key) by preempting lower classes; returns how many fitted."""
+        """Place units ``i..j`` (one key) by preempting lower classes (and reclaiming away
+        capacity); returns how many fitted."""
         key = int(units.keys[i])
         info = self.db.keys.infos[key]
         lower = self.lower_classes(info.priority)
-        if not lower or not self.state.running_by_class[:, lower].any():
+        if self.reclaimable(lower) is None:
             return 0
         request, size = self.state.key_requests[key], int(self.state.cardinality[key])
         dominant = dominant_column(request, self.state.scale)
         placed = 0
         for u in range(i, j):
-            boosted = self.state.free - self.eviction.held + self.state.running_by_class[:, lower].sum(axis=1)
+            reclaimable = self.reclaimable(lower)
+            if reclaimable is None:
+                break
+            boosted = self.state.free - self.eviction.held + reclaimable
             if self.state.uniform[key]:
                 nodes = self.placer.place_uniform(boosted, key, request, self.state.mask(key), dominant)
                 if nodes is None:
@@ -101,20 +123,38 @@ class Urgency:
         evicted = (
             self.eviction.ev_state if len(self.eviction.ev_state) else np.zeros(len(db.ids), dtype=np.int8)
         )
+        home = db.pool_names.index(self.state.pool) if self.state.pool in db.pool_names else -2
+        tracks_away, first = self.state.away_by_class is not None, self.reclaim_first()
         victims = []
         for row in db.jobs_on_node(int(self.state.node_rows[node])):
             if self.ctx.taken[row] or evicted[row] in (PENDING, LOST):  # not on the node now
                 continue
             pc = classes[db.keys.infos[int(db.cols["key"][row])].priority_class]
-            if pc.preemptible and pc.priority < priority:
-                victims.append((pc.priority, -int(db.cols["run_seq"][row]), row))
-        for _, _, row in sorted(victims):
+            away = tracks_away and int(db.cols["pool"][row]) != home
+            if (away and first) or (pc.preemptible and pc.priority < priority):
+                victims.append((not (away and first), pc.priority, -int(db.cols["run_seq"][row]), row, away))
+        for _, _, _, row, away in sorted(victims):
             if (self.state.free[node] >= need).all():
                 break
             if self.ctx.taken[row]:
                 continue
             rows = np.array(self._running_group(row), dtype=np.int64)
             rows = rows[self.state.local_node[db.cols["node"][rows]] >= 0]
-            self.eviction.take_off(rows, +1)
-            reason = f"preempted by higher-priority job {db.ids[by]} in pool {self.state.pool}"
+            if away:
+                self._reclaim(rows)
+                reason = f"pool {self.state.pool}: away capacity reclaimed by job {db.ids[by]}"
+            else:
+                self.eviction.take_off(rows, +1)
+                reason = f"preempted by higher-priority job {db.ids[by]} in pool {self.state.pool}"
             self.eviction.preempt(rows, np.full(len(rows), by), reason, "urgency")
+
+    def _reclaim(self, rows: IntArray) -> None:
+        """Give the resources of away jobs ``rows`` back to the pool (they hold no share of it)."""
+        state, cols = self.state, self.db.cols
+        assert state.away_by_class is not None
+        keys = cols["key"][rows].astype(np.int64)
+        local, classes = state.local_node[cols["node"][rows]], state.key_class[keys]
+        requests = state.key_requests[keys]
+        np.add.at(state.free, local, requests)
+        np.subtract.at(state.running_by_class, (local, classes), requests)
+        np.subtract.at(state.away_by_class, (local, classes), requests)

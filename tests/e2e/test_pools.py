@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import msgspec
 import yaml
 
 from armada.client import ArmadaClient
@@ -181,3 +182,64 @@ def test_the_fair_share_preemption_rate_limit_bounds_preemptions(tmp_path: Path)
         a_states, b_states = states()
         assert a_states.count("RUNNING") == 3 and b_states.count("RUNNING") == 1, (a_states, b_states)
         assert b_states.count("QUEUED") == 3
+
+
+def test_a_pool_borrows_idle_gpus_of_another_and_gives_them_back(tmp_path: Path) -> None:
+    """Pool ``cpu`` borrows the idle GPU nodes of pool ``gpu`` (``awayPools``) for jobs of
+    the ``away`` class, which tolerate the GPU nodes' taint only away. When the gpu pool's own
+    jobs arrive, the away jobs are preempted first ("away capacity reclaimed") and the home
+    jobs run."""
+    taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    config = tmp_path / "away.yaml"
+    scheduling = {
+        "priorityClasses": {
+            "armada-default": {"priority": 1000},
+            "away": {
+                "priority": 1000,
+                "preemptible": True,
+                "awayNodeTypes": [{"priority": 900, "wellKnownNodeTypeName": "gpu"}],
+            },
+        },
+        "wellKnownNodeTypes": [{"name": "gpu", "taints": [taint]}],
+        "pools": [{"name": "cpu", "awayPools": ["gpu"]}, {"name": "gpu"}],
+    }
+    config.write_text(yaml.safe_dump({"scheduling": scheduling}))
+    gpus = {**two_nodes("gpu", {POOL_LABEL: "gpu"}), "taints": [taint]}
+    gpus["allocatable"] = {"cpu": "1", "memory": "8Gi", "nvidia.com/gpu": "1"}
+    nodes = nodes_file(tmp_path / "c1.yaml", [gpus, two_nodes("cpu", {})])
+
+    def wants_gpu(item: JobSubmitRequestItem, *, home: bool) -> JobSubmitRequestItem:
+        assert item.pod_spec is not None
+        for bound in ("requests", "limits"):
+            item.pod_spec["containers"][0]["resources"][bound]["nvidia.com/gpu"] = "1"
+        if home:
+            item.pod_spec["nodeSelector"] = {POOL_LABEL: "gpu"}
+            item.pod_spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+        return item
+
+    with (
+        running_server(tmp_path, "--config", str(config), env=FAST_SERVER_ENV) as server,
+        ArmadaClient(server.url) as client,
+        executor(tmp_path, server.url, "c1", pool="cpu", args=nodes),
+    ):
+        client.create_queue(Queue(name="a"))
+        client.create_queue(Queue(name="b"))
+        wait_for(lambda: len(client.list_executors()) == 1, what="the executor")
+        away = client.submit_jobs(
+            "a", "away", [wants_gpu(job("sleep 300", priority_class="away"), home=False)] * 2
+        )
+        wait_for(states_are(client, away, "RUNNING"), what="the away jobs to borrow the GPUs")
+        assert {node.rsplit("-", 1)[0] for _, node in runs_on(client, away).values()} == {"gpu"}
+        home = client.submit_jobs("b", "home", [wants_gpu(job("sleep 300"), home=True)] * 2)
+        wait_for(states_are(client, home, "RUNNING"), what="the gpu pool's own jobs")
+        wait_for(states_are(client, away, "PREEMPTED"), what="the away jobs to give the GPUs back")
+        for job_id in away:
+            [preempted] = [
+                e.event
+                for e in client.job_set_events("a", "away")
+                if e.event.job_id == job_id
+                if e.event.type == "preempted"
+            ]
+            assert "pool gpu: away capacity reclaimed by job" in str(msgspec.to_builtins(preempted)), (
+                preempted
+            )

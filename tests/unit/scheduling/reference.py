@@ -6,7 +6,10 @@ fit on no node when the pool's turn starts are skipped up front. No preemption a
 limits: tests using it configure those away. Per-pool policy (``scheduling.pools``): DRF
 multipliers, ``disableHomeScheduling``, ``experimentalUnscheduledResources``, the pool's
 default tolerations, and short-job penalties (``charged``: what each queue is still charged
-for in a pool, counted in its allocation from the start).
+for in a pool, counted in its allocation from the start). Away scheduling: after every home
+turn, each pool with ``awayPools`` places its jobs of classes with ``awayNodeTypes`` on what its
+away pools have left, tolerating the node types' taints, its queues holding what they hold at
+home.
 """
 
 from __future__ import annotations
@@ -190,10 +193,14 @@ def reference_schedule(
             and _shape_fits(n, j)
             for n in nodes
         )
+        and not _fits_away(nodes, j, config)
     }
     leases: dict[str, str] = {}
+    leased_in: dict[str, str] = {}  # job id -> the pool it was leased for
     default = config.default_priority_class_name
+    turns: dict[str, _Pool] = {}
     for pool in sorted(pools_with_nodes):
+        turns[pool] = _Pool([n for n in nodes if n.pool == pool], names, config, pool)
         excluded = rejected | set(leases)
         policy = config.pool_config(pool)
         if policy.disable_home_scheduling:
@@ -204,8 +211,62 @@ def reference_schedule(
             _Queue(q, _units(q, jobs, pool, excluded, config), dict((charged or {}).get((q.name, pool), {})))
             for q in queues
         ]
-        leases.update(_Pool([n for n in nodes if n.pool == pool], names, config, pool).run(state, default))
+        placed = turns[pool].run(state, default)
+        leases.update(placed)
+        leased_in.update(dict.fromkeys(placed, pool))
+    by_id = {j.id: j for j in jobs}
+    for home in config.pools:
+        for away in home.away_pool_names if not home.disable_away_scheduling else []:
+            if away not in pools_with_nodes:
+                continue
+            turn = _Pool([n for n in nodes if n.pool == away], names, config, home.name)
+            turn.free = {k: dict(v) for k, v in turns[away].free.items()}
+            goers = [
+                _away(j, config.away_tolerations(j.priority_class_name))
+                for j in jobs
+                if config.priority_class(j.priority_class_name).away_node_types
+                and (not j.pools or home.name in j.pools)
+                and not (j.gang_id and home.disable_gang_away_scheduling)
+            ]
+            excluded = rejected | set(leases)
+            state = []
+            for q in queues:
+                alloc = dict((charged or {}).get((q.name, home.name), {}))
+                for job_id, pool in leased_in.items():
+                    if pool == home.name and by_id[job_id].queue == q.name:
+                        for r, units in by_id[job_id].requests.items():
+                            alloc[r] = alloc.get(r, 0) + units
+                state.append(_Queue(q, _units(q, goers, home.name, excluded, config), alloc))
+            placed = turn.run(state, default)
+            turns[away].free = turn.free
+            leases.update(placed)
+            leased_in.update(dict.fromkeys(placed, home.name))
     return leases, rejected
+
+
+def _away(job: JobRequirements, tolerations: tuple[Toleration, ...]) -> JobRequirements:
+    """The job as its away turn sees it: tolerating ``tolerations``, its pools already checked."""
+    return msgspec.structs.replace(with_tolerations(job, tolerations), pools=())
+
+
+def _fits_away(nodes: list[NodeSpec], job: JobRequirements, config: SchedulingConfig) -> bool:
+    """Whether a node of an away pool of the job's pools could hold it, tolerating its class's
+    away node types (and every such home pool's default tolerations)."""
+    if not config.priority_class(job.priority_class_name).away_node_types:
+        return False
+    homes = [
+        h
+        for h in config.pools
+        if (not job.pools or h.name in job.pools)
+        and not h.disable_away_scheduling
+        and not (job.gang_id and h.disable_gang_away_scheduling)
+    ]
+    reach = {a for h in homes for a in h.away_pool_names}
+    extra = config.away_tolerations(job.priority_class_name) + tuple(
+        t for h in homes for t in h.default_tolerations
+    )
+    away = _away(job, extra)
+    return any(n.pool in reach and admits(n, away) and _shape_fits(n, job) for n in nodes)
 
 
 def _units(

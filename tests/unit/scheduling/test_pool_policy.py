@@ -158,11 +158,6 @@ def test_disabled_fair_share_and_urgency_preemption_hold_in_their_pool() -> None
         assert len(sim.cycle().preemptions) == preempted, pool
 
 
-def test_away_pools_not_implemented_yet_are_refused_naming_the_key() -> None:
-    with pytest.raises(msgspec.ValidationError, match=r"pools\[gpu\].awayPools: not implemented yet"):
-        pools({"name": "gpu", "awayPools": ["cpu"]})
-
-
 def test_the_fair_share_preemption_rate_limit_bounds_preemptions_per_cycle_in_its_pool() -> None:
     limit = {"maximumRate": 1.0, "maximumBurst": 2}
     config = pools({"name": "a", "fairsharePreemptionRateLimit": limit})

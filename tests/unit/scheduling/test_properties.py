@@ -147,6 +147,70 @@ def pool_policies(draw: st.DrawFn) -> SchedulingConfig:
     return msgspec.convert({**msgspec.to_builtins(unlimited()), "pools": entries}, SchedulingConfig)
 
 
+@st.composite
+def away_policies(draw: st.DrawFn) -> SchedulingConfig:
+    """Pools that borrow from each other (``awayPools`` and its disable flags), a class
+    ``away`` whose jobs may borrow nodes tainted ``dedicated``, and a pool's job defaults."""
+    entries = []
+    for name, other in (("p1", "p2"), ("p2", "p1")):
+        entry: dict[str, Any] = {"name": name}
+        if draw(st.sampled_from([True, True, False])):
+            entry["awayPools"] = [other]
+            entry["disableAwayScheduling"] = draw(st.sampled_from([False, False, True]))
+            entry["disableGangAwayScheduling"] = draw(st.booleans())
+        if draw(st.integers(0, 3)) == 0:
+            entry["jobDefaults"] = {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}
+        entries.append(entry)
+    classes = {
+        **msgspec.to_builtins(unlimited().priority_classes),
+        "away": {
+            "priority": 1000,
+            "preemptible": True,
+            "awayNodeTypes": [{"priority": 900, "wellKnownNodeTypeName": "dedicated"}],
+        },
+    }
+    return msgspec.convert(
+        {
+            **msgspec.to_builtins(unlimited()),
+            "priorityClasses": classes,
+            "wellKnownNodeTypes": [{"name": "dedicated", "taints": [{"key": "dedicated", "value": "x"}]}],
+            "pools": entries,
+        },
+        SchedulingConfig,
+    )
+
+
+@SETTINGS
+@given(
+    nodes(),
+    workloads(),
+    away_policies(),
+    st.lists(st.booleans(), min_size=40, max_size=40),
+    st.lists(st.sampled_from([True, True, False]), min_size=6, max_size=6),
+)
+def test_matches_reference_with_away_pools(
+    cluster: list[NodeSpec],
+    jobs: list[JobRequirements],
+    config: SchedulingConfig,
+    goes_away: list[bool],
+    tainted: list[bool],
+) -> None:
+    """Some jobs are of class ``away``; many nodes carry the taint only away turns tolerate."""
+    taint = (Taint("dedicated", "x", "NoSchedule"),)
+    cluster = [
+        msgspec.structs.replace(n, taints=taint) if t else n for n, t in zip(cluster, tainted, strict=False)
+    ]
+    gangs = {j.gang_id for j, away in zip(jobs, goes_away, strict=False) if away and j.gang_id}
+    jobs = [
+        msgspec.structs.replace(j, priority_class_name="away") if away or j.gang_id in gangs else j
+        for j, away in zip(jobs, goes_away, strict=False)
+    ]
+    _, result = run(cluster, jobs, config=config)
+    expected, rejected = reference_schedule(cluster, jobs, QUEUES, config)
+    assert dict(zip(result.leases.job_ids, result.leases.node_ids, strict=True)) == expected
+    assert {r.job_id for r in result.rejections} == rejected
+
+
 #: Short-job penalties a queue may still be charged: (queue, pool, millicores).
 CHARGES = st.lists(
     st.tuples(
