@@ -42,7 +42,7 @@ from armada.scheduling.state import SchedulerState
 #: Default horizon: seven days. Jobs not started by then are "not within the horizon".
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 #: Events closer than this fraction of the time already simulated are merged into one step.
-COARSENING = 0.02
+COARSENING = 0.05
 #: The basis of a job that starts in the first simulated cycle.
 ROOM_NOW = "room now"
 
@@ -72,7 +72,7 @@ class ForecastSnapshot:
     coarsening: float = COARSENING
 
 
-class JobForecast(msgspec.Struct, frozen=True):
+class JobForecast(msgspec.Struct, frozen=True, array_like=True):
     """One job's forecast: start times in the snapshot's clock, ``None`` = not within the horizon."""
 
     expected_start: float | None
@@ -156,11 +156,11 @@ class _StartWatcher:
                 waiting.discard(rejection.job_id)
                 self.result.rejected[rejection.job_id] = rejection.reason
 
-    def ended(self, t: float, job_id: str, basis: str) -> None:
+    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
         if self._at != t:
             self._bases.clear()
             self._at = t
-        self._bases[basis] += 1
+        self._bases.update(bases)
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """Forecasts have no cancellations or node changes in their timeline."""

@@ -6,6 +6,7 @@ forecast service refreshes on demand (its background loop would do the same ever
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -149,6 +150,37 @@ def test_a_forecast_that_came_true_calibrates_the_next_ones(
     run_since(server, queue, job, datetime.now(UTC))
     server.run(service.refresh())
     assert service.calibration.observed(queue) == 1
+
+
+def test_the_leader_refreshes_after_changes_only_and_the_other_replicas_read_its_refresh(
+    server: ApiServer, client: ArmadaClient, queue: str
+) -> None:
+    spec = pod_spec(nodeSelector=one_node(server, queue))
+    [running] = client.submit_jobs(queue, "set", [item(pod_spec=spec, annotations={HINT: "1h"})])
+    run_since(server, queue, running, datetime.now(UTC))
+    [first] = client.submit_jobs(queue, "set", [item(pod_spec=spec)])
+    service = forecasts_of(server)
+    leader = service.scheduler.leader
+    assert server.run(leader.ensure())  # SQLite: always; PostgreSQL: takes the leader's lock
+    try:
+        server.run(service.tick())
+        refreshed = service.latest
+        assert first in refreshed.jobs
+        # Nothing changed, and the first forecast falls due in an hour: no refresh.
+        server.run(service.tick())
+        assert service.latest is refreshed
+        [second] = client.submit_jobs(queue, "set", [item(pod_spec=spec)])
+        server.run(service.tick())
+        assert second in service.latest.jobs and service.latest is not refreshed
+        shared = service.latest
+    finally:
+        server.run(leader.release())
+    if server.store.engine.dialect.name != "postgresql":
+        return  # an SQLite database belongs to one process, which always leads
+    # No longer the leader: this replica computes nothing and serves what the leader stored.
+    service.latest = dataclasses.replace(shared, jobs={})
+    server.run(service.tick())
+    assert service.latest == shared
 
 
 def test_openapi_lists_the_route(server: ApiServer) -> None:
