@@ -61,7 +61,8 @@ class Observer(Protocol):
         """After a cycle at ``t``, before its decisions are applied to ``db``."""
 
     def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
-        """Running jobs reached their end at ``t`` (``bases[i]`` is ``job_ids[i]``'s runtime's)."""
+        """Running jobs reached their end at ``t`` (``bases[i]`` is ``job_ids[i]``'s runtime's);
+        they are still in the db, on their nodes, and leave it next."""
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """A job cancelled (``why`` = "cancelled") or lost with its node (``"lost"``, requeued)."""
@@ -222,8 +223,8 @@ def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     ids = [jobs.ids[i] for i in due.tolist()]
     running = np.flatnonzero(db.states_of(ids) == RUNNING).tolist()
     ending = [ids[i] for i in running]
-    db.remove_many(ending)
     observer.ended(t, ending, [jobs.basis[i] for i in due[running].tolist()])
+    db.remove_many(ending)
 
 
 def _frozen() -> float:
