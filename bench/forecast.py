@@ -258,13 +258,6 @@ class Replay:
             arrivals=arrivals,
             coarsening=self.args.coarsening,
         )
-        # The forecasts still waiting for their job calibrate too (as lower bounds), as on the server.
-        self.calibration.waiting(
-            (simulated - made, t - made, self.jobs[job_id].requirements.queue)
-            for job_id, made_at in self.pending.items()
-            if job_id in self.db
-            for made, simulated in made_at
-        )
         clock = time.process_time()
         default = RuntimeEstimate(3600, 900, 14400, "default")
         found = forecast(snapshot, estimates, default, calibration=self.calibration)

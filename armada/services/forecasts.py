@@ -152,10 +152,6 @@ class ForecastService:
                 del self._pending[job_id]
             elif job_id not in jobs:  # cancelled, or started and ended between refreshes
                 del self._pending[job_id]
-        now = self.clock()
-        self.calibration.waiting(
-            (simulated - made, now - made, queue) for made, simulated, queue in self._pending.values()
-        )
 
     def _remember(self, found: Forecasts) -> None:
         """Keep an evenly spread sample of ``found``'s forecasts to calibrate with."""

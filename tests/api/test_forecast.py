@@ -24,6 +24,7 @@ from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.wire.forecasts import ForecastOutcome as Outcome
 from armada.scheduling.calibration import PRIOR
+from armada.scheduling.forecast import COARSENING
 from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION as HINT
 from armada.services.forecasts import ForecastService
 from tests.api.jobs import item, pod_spec, raw_item
@@ -59,10 +60,10 @@ def run_since(server: ApiServer, queue: str, job_id: str, since: datetime) -> No
     )
 
 
-def close(a: datetime | None, b: datetime, within: float = 3) -> bool:
-    """Equal to the coarsening's precision: the jobs of other tests on this server run on
-    other nodes, but their ends are simulated too and far ahead events within 2% of the
-    lead time share a step (docs/forecast.md)."""
+def close(a: datetime | None, b: datetime, within: float = 3 + COARSENING * 180) -> bool:
+    """Equal to the coarsening's precision for leads of about 3 minutes: the jobs of other
+    tests on this server run on other nodes, but their ends are simulated too and events
+    within ``COARSENING`` of the time already simulated share a step (docs/forecast.md)."""
     return a is not None and abs((a - b).total_seconds()) <= within
 
 

@@ -49,17 +49,3 @@ def test_a_queue_uses_its_own_ratios_once_it_has_enough_else_all_queues() -> Non
     # "new" has one ratio: all queues' band (half 1x, half 3x) decides.
     assert apply(calibration, 1000, "new") == apply(calibration, 1000)
     assert apply(calibration, 1000)[1:] == (1000, 3000)
-
-
-def test_forecasts_still_waiting_count_as_lower_bounds() -> None:
-    """Half the jobs started on time; the other half are still waiting at 4x their lead:
-    learning from the started ones alone would put the range's top at 1x."""
-    calibration = Calibration()
-    for _ in range(2 * MIN_RATIOS):
-        calibration.observe(1000, 1000)
-    assert apply(calibration, 1000)[2] == 1000
-    calibration.waiting([(1000, 4000, "")] * (2 * MIN_RATIOS))
-    _, low, high = apply(calibration, 1000)
-    assert low == 1000 and high == 4000
-    calibration.waiting([])  # they started (or left): back to what came true
-    assert apply(calibration, 1000)[2] == 1000
