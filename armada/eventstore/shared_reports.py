@@ -30,3 +30,12 @@ async def load_report(engine: AsyncEngine, name: str) -> bytes | None:
     async with engine.connect() as conn:
         body = (await conn.execute(select(table.c.body).where(table.c.name == name))).scalar_one_or_none()
     return bytes(body) if body is not None else None
+
+
+async def report_written(engine: AsyncEngine, name: str) -> datetime | None:
+    """When the report called ``name`` was last saved (cheap: a reader checks before loading)."""
+    async with engine.connect() as conn:
+        written = (
+            await conn.execute(select(table.c.written).where(table.c.name == name))
+        ).scalar_one_or_none()
+    return written

@@ -42,7 +42,7 @@ from armada.scheduling.state import SchedulerState
 #: Default horizon: seven days. Jobs not started by then are "not within the horizon".
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 #: Events closer than this fraction of the time already simulated are merged into one step.
-COARSENING = 0.02
+COARSENING = 0.05
 #: The basis of a job that starts in the first simulated cycle.
 ROOM_NOW = "room now"
 
@@ -72,7 +72,7 @@ class ForecastSnapshot:
     coarsening: float = COARSENING
 
 
-class JobForecast(msgspec.Struct, frozen=True):
+class JobForecast(msgspec.Struct, frozen=True, array_like=True):
     """One job's forecast: start times in the snapshot's clock, ``None`` = not within the horizon."""
 
     expected_start: float | None
@@ -115,7 +115,7 @@ def simulate(
     if waiting_for is None:
         n = len(db.ids)
         waiting_for = [db.ids[r] for r in np.flatnonzero(db.cols["state"][:n] == QUEUED).tolist()]
-    watcher = _StartWatcher({job_id for job_id in waiting_for if job_id is not None})
+    watcher = _StartWatcher({job_id for job_id in waiting_for if job_id is not None}, db)
     forward = Forward(
         db=db,
         queues=snapshot.queues,
@@ -132,35 +132,48 @@ def simulate(
 
 
 class _StartWatcher:
-    """Records when each waiting job starts, and the basis of the ends that made room for it."""
+    """Records when each waiting job starts, and the basis of the ends that made room for it:
+    that of the job that ended on its node in the same step, else the step's most common."""
 
-    def __init__(self, waiting: set[str]) -> None:
+    def __init__(self, waiting: set[str], db: JobDb) -> None:
         self.waiting = waiting
+        self.db = db
         self.result = Simulation()
         self.freed_by = ROOM_NOW
         self._bases: Counter[str] = Counter()
+        #: Node -> the basis of a job that ended on it at :attr:`_at`.
+        self._on_node: dict[str, str] = {}
         self._at: float | None = None
 
     def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
+        on_node: dict[str, str] = {}
         if self._bases and self._at == t:
             self.freed_by = self._bases.most_common(1)[0][0]
+            on_node = self._on_node
         self._bases.clear()
         waiting, starts, basis = self.waiting, self.result.starts, self.result.basis
-        for job_id in result.leases.job_ids:
+        leases = result.leases
+        for job_id, node in zip(leases.job_ids, leases.node_ids, strict=True):
             if job_id in waiting:
                 waiting.discard(job_id)
                 starts[job_id] = t
-                basis[job_id] = self.freed_by
+                basis[job_id] = on_node.get(node, self.freed_by)
         for rejection in result.rejections:
             if rejection.job_id in waiting:
                 waiting.discard(rejection.job_id)
                 self.result.rejected[rejection.job_id] = rejection.reason
 
-    def ended(self, t: float, job_id: str, basis: str) -> None:
+    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
         if self._at != t:
             self._bases.clear()
+            self._on_node = {}
             self._at = t
-        self._bases[basis] += 1
+        self._bases.update(bases)
+        node_of = self.db.node_of
+        for job_id, basis in zip(job_ids, bases, strict=True):
+            node = node_of(job_id)
+            if node is not None:
+                self._on_node[node] = basis
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """Forecasts have no cancellations or node changes in their timeline."""

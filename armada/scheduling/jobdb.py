@@ -11,14 +11,13 @@ are maintained on every update instead of being recomputed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from armada.model.resources import ResourceVector
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.keys import KeyTable
 from armada.scheduling.nodes import NodeDb
@@ -94,6 +93,10 @@ class JobDb:
         self._seq = 0
         self._run_seq = 0
         self.penalties = ShortJobPenalties()
+        #: Bumped by every change to a job: readers that derive from the db (forecasts) skip
+        #: their work while it stands still.
+        self.version = 0
+        self._pc_of_key = np.zeros(0, dtype=np.int64)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -108,6 +111,14 @@ class JobDb:
 
     def state(self, job_id: str) -> int:
         return int(self.cols["state"][self._row_of[job_id]])
+
+    def states_of(self, job_ids: Sequence[str]) -> npt.NDArray[np.int8]:
+        """The state of each of ``job_ids`` (``FREE``: not in the db), in one pass."""
+        rows = np.fromiter((self._row_of.get(j, -1) for j in job_ids), dtype=np.int64, count=len(job_ids))
+        known = rows >= 0
+        states = np.full(len(rows), FREE, dtype=np.int8)
+        states[known] = self.cols["state"][rows[known]]
+        return states
 
     def queue_of(self, job_id: str) -> str:
         return self.queue_names[int(self.cols["queue"][self._row_of[job_id]])]
@@ -143,6 +154,7 @@ class JobDb:
 
     def add_many(self, jobs: Iterable[JobRequirements]) -> None:
         """Queue many jobs at once (cheaper per job than :meth:`add`)."""
+        self.version += 1
         default_pc = self.config.default_priority_class_name
         batch = list(jobs)
         keys = [self.keys.intern(job.key(default_pc)) for job in batch]  # validates before any change
@@ -179,23 +191,40 @@ class JobDb:
 
     def lease(self, job_id: str, node_id: str, pool: str) -> None:
         """A queued job was leased to ``node_id``: it now holds resources there."""
-        row = self._row_of[job_id]
-        if self.cols["state"][row] != QUEUED:
-            raise ValueError(f"job {job_id} is not queued")
-        self._dequeue(row)
-        node = self.nodes.ensure_row(node_id)
+        self.lease_many([job_id], [node_id], [pool])
+
+    def lease_many(self, job_ids: Sequence[str], node_ids: Sequence[str], pools: Sequence[str]) -> None:
+        """Many queued jobs leased at once (a cycle's leases): array updates, not one per job."""
+        if not job_ids:
+            return
+        self.version += 1
+        rows = np.fromiter((self._row_of[job_id] for job_id in job_ids), dtype=np.int64, count=len(job_ids))
         cols = self.cols
-        cols["state"][row] = RUNNING
-        cols["node"][row] = node
-        cols["pool"][row] = self.pool_index(pool)
-        cols["run_seq"][row] = self._run_seq
-        cols["started"][row] = np.nan
-        self._run_seq += 1
-        self._node_jobs.setdefault(node, set()).add(row)
-        self._account(row, +1)
+        if len(np.unique(rows)) < len(rows) or (cols["state"][rows] != QUEUED).any():
+            bad = [j for j, r in zip(job_ids, rows.tolist(), strict=True) if cols["state"][r] != QUEUED]
+            raise ValueError(f"job {(bad or job_ids)[0]} is not queued")
+        self._dequeue_many(rows)
+        node_row = {node_id: self.nodes.ensure_row(node_id) for node_id in set(node_ids)}
+        pool_row = {pool: self.pool_index(pool) for pool in set(pools)}
+        nodes = np.fromiter((node_row[n] for n in node_ids), dtype=np.int64, count=len(rows))
+        cols["state"][rows] = RUNNING
+        cols["node"][rows] = nodes
+        cols["pool"][rows] = np.fromiter((pool_row[p] for p in pools), dtype=np.int32, count=len(rows))
+        cols["run_seq"][rows] = np.arange(self._run_seq, self._run_seq + len(rows))
+        cols["started"][rows] = np.nan
+        self._run_seq += len(rows)
+        node_jobs = self._node_jobs
+        for node, row in zip(nodes.tolist(), rows.tolist(), strict=True):
+            jobs = node_jobs.get(node)
+            if jobs is None:
+                node_jobs[node] = {row}
+            else:
+                jobs.add(row)
+        self._account(rows, +1)
 
     def requeue(self, job_id: str) -> None:
         """A running job returns to its queue (lease returned or expired, preempted and retried)."""
+        self.version += 1
         row = self._row_of[job_id]
         if self.cols["state"][row] != RUNNING:
             raise ValueError(f"job {job_id} is not running")
@@ -215,6 +244,7 @@ class JobDb:
         row = self._row_of.get(job_id)
         if row is not None and self.cols["state"][row] == RUNNING:
             self.cols["started"][row] = at
+            self.version += 1
 
     def remove(self, job_id: str, finished: float | None = None) -> None:
         """A job left the scheduler's view: finished, cancelled, rejected or preempted.
@@ -222,30 +252,47 @@ class JobDb:
         ``finished`` (the time its run ended; not for preemptions) charges a run shorter than
         its pool's ``shortJobPenaltyCutoff`` to its queue until the cutoff (:mod:`.penalties`).
         """
-        row = self._row_of.pop(job_id)
-        state = self.cols["state"][row]
-        if finished is not None and state == RUNNING:
+        row = self._row_of[job_id]
+        if finished is not None and self.cols["state"][row] == RUNNING:
             self._charge_short_run(row, finished)
-        if state == QUEUED:
-            self._dequeue(row)
-        elif state == RUNNING:
-            self._release(row)
+        self.remove_many([job_id])
+
+    def remove_many(self, job_ids: Iterable[str]) -> None:
+        """Many jobs leave at once (a cycle's preemptions, a simulation's ends), as :meth:`remove`
+        without ``finished``: array updates, not one per job."""
+        row_of = self._row_of
+        rows = np.fromiter((row_of.pop(job_id) for job_id in job_ids), dtype=np.int64)
+        if not len(rows):
+            return
+        self.version += 1
+        cols = self.cols
+        state = cols["state"][rows]
+        queued, running = rows[state == QUEUED], rows[state == RUNNING]
+        if len(queued):
+            self._dequeue_many(queued)
+        if len(running):
+            self._release_many(running)
+        for row in rows[cols["gang"][rows] >= 0].tolist():
+            self._leave_gang(row)
+        cols["state"][rows] = FREE
+        ids = self.ids
+        for row in rows.tolist():
+            ids[row] = None
+
+    def _leave_gang(self, row: int) -> None:
         gang = int(self.cols["gang"][row])
-        if gang >= 0:
-            info = self.gangs[gang]
-            assert info is not None
-            info.members.remove(row)
-            if not info.members:
-                self.gangs[gang] = None
-                del self._gang_index[(info.queue, info.gang_id)]
-            else:
-                # Members replaced one by one (a retry that mutates the whole gang) leave the
-                # gang mixed only while old and new specs are both present.
-                keys = self.cols["key"][info.members]
-                info.key = int(keys[0])
-                self.gang_mixed[gang] = bool((keys != info.key).any())
-        self.cols["state"][row] = FREE
-        self.ids[row] = None
+        info = self.gangs[gang]
+        assert info is not None
+        info.members.remove(row)
+        if not info.members:
+            self.gangs[gang] = None
+            del self._gang_index[(info.queue, info.gang_id)]
+        else:
+            # Members replaced one by one (a retry that mutates the whole gang) leave the
+            # gang mixed only while old and new specs are both present.
+            keys = self.cols["key"][info.members]
+            info.key = int(keys[0])
+            self.gang_mixed[gang] = bool((keys != info.key).any())
 
     def _charge_short_run(self, row: int, finished: float) -> None:
         pool = self.pool_names[int(self.cols["pool"][row])]
@@ -257,6 +304,7 @@ class JobDb:
 
     def reprioritize(self, job_id: str, priority: float) -> None:
         """Change a job's priority; a queued job moves within its queue next cycle."""
+        self.version += 1
         row = self._row_of[job_id]
         self.cols["priority"][row] = priority
         if self.cols["state"][row] == QUEUED:
@@ -391,32 +439,58 @@ class JobDb:
             self.gang_queued[gang] += delta
 
     def _dequeue(self, row: int) -> None:
-        queue = int(self.cols["queue"][row])
-        key = int(self.cols["key"][row])
-        counts = self.queued_counts[queue]
-        counts[key] -= 1
-        if not counts[key]:
-            del counts[key]
-        self._gang_delta(row, -1)
-        self._orders[queue].stale += 1
+        self._dequeue_many(np.array([row], dtype=np.int64))
 
-    def _account(self, row: int, sign: int) -> None:
-        key = int(self.cols["key"][row])
-        request: ResourceVector = self.keys.request(key) * sign
-        pc = self.pc_index(key)
+    def _dequeue_many(self, rows: Rows) -> None:
+        cols = self.cols
+        pairs, counted = np.unique(
+            np.stack([cols["queue"][rows], cols["key"][rows]]), axis=1, return_counts=True
+        )
+        for queue, key, n in zip(pairs[0].tolist(), pairs[1].tolist(), counted.tolist(), strict=True):
+            counts = self.queued_counts[queue]
+            counts[key] -= n
+            if not counts[key]:
+                del counts[key]
+            self._orders[queue].stale += n
+        gangs = cols["gang"][rows]
+        np.subtract.at(self.gang_queued, gangs[gangs >= 0], 1)
+
+    def _account(self, rows: Rows, sign: int) -> None:
+        """Add (``sign`` +1) or take away (-1) ``rows``' requests on their nodes and queues."""
+        cols = self.cols
+        keys = cols["key"][rows]
+        requests = self.keys.requests()
+        width = requests.shape[1]
         self._grow_nodes()
-        self._node_alloc[int(self.cols["node"][row]), pc, : len(request)] += request
-        pool = self.pool_names[int(self.cols["pool"][row])]
-        alloc = self.queue_allocation(int(self.cols["queue"][row]), pool)
-        alloc[pc, : len(request)] += request
-        self._queue_alloc[(int(self.cols["queue"][row]), pool)] = alloc
+        pcs = self._key_pcs()[keys]
+        np.add.at(self._node_alloc[:, :, :width], (cols["node"][rows], pcs), requests[keys] * sign)
+        groups, inverse = np.unique(
+            np.stack([cols["queue"][rows], cols["pool"][rows], pcs]), axis=1, return_inverse=True
+        )
+        sums = np.zeros((groups.shape[1], width), dtype=np.int64)
+        np.add.at(sums, inverse.reshape(-1), requests[keys] * sign)
+        for (queue, pool_index, pc), total in zip(groups.T.tolist(), sums, strict=True):
+            pool = self.pool_names[pool_index]
+            alloc = self.queue_allocation(queue, pool)
+            alloc[pc, :width] += total
+            self._queue_alloc[(queue, pool)] = alloc
+
+    def _key_pcs(self) -> npt.NDArray[np.int64]:
+        """Priority class index per scheduling key (cached until keys are added)."""
+        if len(self._pc_of_key) < len(self.keys):
+            self._pc_of_key = np.array([self.pc_index(k) for k in range(len(self.keys))], dtype=np.int64)
+        return self._pc_of_key
 
     def _release(self, row: int) -> None:
-        self._account(row, -1)
-        node = int(self.cols["node"][row])
-        self._node_jobs[node].discard(row)
-        self.cols["node"][row] = -1
-        self.cols["pool"][row] = -1
+        self._release_many(np.array([row], dtype=np.int64))
+
+    def _release_many(self, rows: Rows) -> None:
+        self._account(rows, -1)
+        node_jobs = self._node_jobs
+        for node, row in zip(self.cols["node"][rows].tolist(), rows.tolist(), strict=True):
+            node_jobs[node].discard(row)
+        self.cols["node"][rows] = -1
+        self.cols["pool"][rows] = -1
 
     def _sorted(self, rows: Rows) -> Rows:
         cols = self.cols

@@ -61,8 +61,9 @@ class Observer(Protocol):
     def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
         """After a cycle at ``t``, before its decisions are applied to ``db``."""
 
-    def ended(self, t: float, job_id: str, basis: str) -> None:
-        """A running job reached its end (``basis`` is its runtime's)."""
+    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
+        """Running jobs reached their end at ``t`` (``bases[i]`` is ``job_ids[i]``'s runtime's);
+        they are still in the db, on their nodes, and leave it next."""
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """A job cancelled (``why`` = "cancelled") or lost with its node (``"lost"``, requeued)."""
@@ -242,11 +243,11 @@ def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     if not len(due):
         return
     jobs.end_at[due] = math.inf
-    for i in due.tolist():
-        job_id = jobs.ids[i]
-        if job_id in db and db.state(job_id) == RUNNING:
-            db.remove(job_id)
-            observer.ended(t, job_id, jobs.basis[i])
+    ids = [jobs.ids[i] for i in due.tolist()]
+    running = np.flatnonzero(db.states_of(ids) == RUNNING).tolist()
+    ending = [ids[i] for i in running]
+    observer.ended(t, ending, [jobs.basis[i] for i in due[running].tolist()])
+    db.remove_many(ending)
 
 
 def _frozen() -> float:

@@ -152,10 +152,9 @@ def schedule(
 
 def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
     """Apply a cycle's decisions to the job db (what the service does via the event log)."""
-    for lease in result.leases:
-        db.lease(lease.job_id, lease.node_id, lease.pool)
-    for job_id in {p.job_id for p in result.preemptions} | {r.job_id for r in result.rejections}:
-        db.remove(job_id)
+    leases = result.leases
+    db.lease_many(leases.job_ids, leases.node_ids, leases.pools)
+    db.remove_many({p.job_id for p in result.preemptions} | {r.job_id for r in result.rejections})
 
 
 def _rejected_keys(

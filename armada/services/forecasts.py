@@ -1,12 +1,15 @@
-"""Start-time forecasts, refreshed in the background from this replica's follower state.
+"""Start-time forecasts, refreshed in the background by the scheduler's leader.
 
-Every ``scheduling.forecastInterval`` seconds the current state (the follower's job and node
-databases, the queues, cordons and the scheduler's fair-share usage if this replica leads)
-is copied on the event loop, and the forecast engine (:mod:`armada.scheduling.forecast`)
-runs on the copy in a worker thread: never inside a scheduling cycle. A refresh that took
-``d`` seconds is followed by a pause of at least ``2 d``, so forecasting holds at most a
-third of the process's time however large the backlog. Readers get the last finished
-refresh; jobs submitted since read as not yet forecast.
+Every ``scheduling.forecastInterval`` seconds the leader checks whether anything changed
+since its last refresh (a job, a node, a queue, a cordon) or a forecast fell due without
+its job starting; only then is the current state (the follower's job and node databases,
+the queues, cordons and the scheduler's fair-share usage) copied on the event loop, and
+the forecast engine (:mod:`armada.scheduling.forecast`) run on the copy in a worker
+thread: never inside a scheduling cycle. A refresh that took ``d`` seconds is followed by
+a pause of at least ``2 d``, so forecasting holds at most a third of the process's time
+however large the backlog. The other replicas compute nothing: they read the leader's
+latest refresh (:mod:`.forecast_share`). Readers get the last finished refresh; jobs
+submitted since read as not yet forecast.
 
 Each refresh's simulated starts are calibrated (:mod:`armada.scheduling.calibration`)
 against how a sample of earlier forecasts came true: the jobs forecast then that have
@@ -20,11 +23,11 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import structlog
 
+from armada.eventstore import dialects
 from armada.model.jobs import Job
 from armada.model.wire.forecasts import ForecastOutcome, JobForecastInfo
 from armada.scheduler.follower import EventLogFollower
@@ -36,6 +39,7 @@ from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.probes import typical_jobs
 from armada.scheduling.requirements import JobRequirements, job_requirements
 from armada.scheduling.runtimes import RuntimeEstimate
+from armada.services.forecast_share import Forecasts, SharedForecasts
 from armada.services.runtime_learning import RuntimeLearner, job_facts
 
 log = structlog.get_logger(__name__)
@@ -44,20 +48,6 @@ log = structlog.get_logger(__name__)
 CALIBRATION_SAMPLE = 200
 #: At most this many such forecasts wait for their job to start.
 CALIBRATION_PENDING = 20_000
-
-
-@dataclass(frozen=True)
-class Forecasts:
-    """One refresh's result: per queued job, its forecast, as of ``as_of`` (epoch seconds)."""
-
-    as_of: float = 0.0
-    jobs: dict[str, JobForecast] = field(default_factory=dict)
-    #: Seconds the refresh took (copying and simulating).
-    duration: float = 0.0
-    #: Queue -> when one new job of its typical shape would start if submitted now.
-    queues: dict[str, JobForecast] = field(default_factory=dict)
-    #: Queue -> that typical shape, in words.
-    shapes: dict[str, str] = field(default_factory=dict)
 
 
 class ForecastService:
@@ -83,6 +73,11 @@ class ForecastService:
         self._task: asyncio.Task[None] | None = None
         #: One simulation at a time (refreshes and dry runs): bounded CPU.
         self._busy = asyncio.Lock()
+        #: What the last refresh was made from (:meth:`_fingerprint`).
+        self._refreshed_on: tuple[object, ...] | None = None
+        #: The leader's refreshes, for the other replicas (PostgreSQL: SQLite has one process).
+        engine = scheduler.store.engine
+        self._shared = SharedForecasts(engine) if dialects.is_postgres(engine) else None
 
     def start(self) -> None:
         if self.config.forecast_interval > 0:
@@ -97,7 +92,7 @@ class ForecastService:
     async def _run(self) -> None:
         while True:
             try:
-                await self.refresh()
+                await self.tick()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a bad refresh leaves the previous forecasts in place
@@ -110,8 +105,34 @@ class ForecastService:
         limit = self.config.forecast_max_jobs
         return bool(limit) and len(self.follower.state.jobs) > limit
 
+    async def tick(self) -> None:
+        """One turn of the background loop: the leader refreshes if anything changed (and
+        shares the result); another replica takes the leader's latest, if newer."""
+        if not self.scheduler.leader.is_leader:
+            shared = await self._shared.newer() if self._shared is not None else None
+            if shared is not None:
+                self.latest = shared
+            return
+        if self._fingerprint() == self._refreshed_on and self.clock() < self.latest.stale_at():
+            return
+        found = await self.refresh()
+        if self._shared is not None:
+            await self._shared.publish(found)
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        """What a refresh depends on, cheaply: equal fingerprints, equal forecasts."""
+        state = self.follower.state
+        return (
+            state.jobs.version,
+            state.jobs.nodes.version,
+            tuple(state.queue_specs()),
+            frozenset(state.cordoned_executors),
+            self.paused,
+        )
+
     async def refresh(self) -> Forecasts:
         """Forecast every queued job now; the result becomes :attr:`latest`."""
+        self._refreshed_on = self._fingerprint()
         if self.paused:
             self.latest = Forecasts(as_of=self.clock())
             log.info("forecasts paused", jobs=len(self.follower.state.jobs))

@@ -100,8 +100,9 @@ class _Watcher:
             outcome.preempted = True
             self._end(outcome, t, lost=True)
 
-    def ended(self, t: float, job_id: str, basis: str) -> None:
-        self._end(self.outcomes[job_id], t, lost=False)
+    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._end(self.outcomes[job_id], t, lost=False)
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         if running:

@@ -65,6 +65,51 @@ def test_lease_requeue_remove_keep_aggregates() -> None:
         db.remove("a")
 
 
+def test_batched_leases_and_removals_equal_one_at_a_time() -> None:
+    def fill() -> JobDb:
+        db = make()
+        db.nodes.upsert(NodeSpec(id="n2", allocatable={"cpu": 8000}))
+        gang = {"gang_id": "g", "gang_cardinality": 2}
+        db.add_many([job("a", "q", cpu=2), job("b", "r", cpu=1), job("c", "q", cpu=3), job("d", "q", **gang)])
+        db.add(job("e", "q", **gang))
+        return db
+
+    one, many = fill(), fill()
+    placed = [("a", "n1"), ("b", "n2"), ("d", "n1"), ("e", "n2")]
+    for job_id, node in placed:
+        one.lease(job_id, node, "default")
+    many.lease_many([j for j, _ in placed], [n for _, n in placed], ["default"] * len(placed))
+    for job_id in ("a", "c", "d"):
+        one.remove(job_id)
+    many.remove_many(["a", "c", "d"])
+    for db in (one, many):
+        assert db.states_of(["b", "e", "a", "zz"]).tolist() == [RUNNING, RUNNING, 0, 0]
+        assert order(db, "q") == [] and len(db) == 2
+    assert np.array_equal(one.node_allocation(), many.node_allocation())
+    for queue in (0, 1):
+        assert np.array_equal(one.queue_allocation(queue, "default"), many.queue_allocation(queue, "default"))
+    assert one.queued_counts == many.queued_counts
+    assert one.gang_queued[:1].tolist() == many.gang_queued[:1].tolist() == [0]
+    with pytest.raises(ValueError, match="not queued"):
+        many.lease_many(["b"], ["n1"], ["default"])
+
+
+def test_every_change_moves_the_version() -> None:
+    db = make()
+    seen = [db.version]
+    for change in (
+        lambda: db.add(job("a", "q")),
+        lambda: db.reprioritize("a", 2),
+        lambda: db.lease("a", "n1", "default"),
+        lambda: db.started("a", 5.0),
+        lambda: db.requeue("a"),
+        lambda: db.remove("a"),
+    ):
+        change()
+        assert db.version > seen[-1]
+        seen.append(db.version)
+
+
 def test_gang_bookkeeping_and_errors() -> None:
     db = make()
     gang = {"gang_id": "g", "gang_cardinality": 2}

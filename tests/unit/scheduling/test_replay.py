@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from armada.scheduling.decisions import SchedulingResult
@@ -21,8 +21,8 @@ class Log:
         self.seen += [(t, "start", job_id) for job_id in result.leases.job_ids]
         self.seen += [(t, "preempted", p.job_id) for p in result.preemptions]
 
-    def ended(self, t: float, job_id: str, basis: str) -> None:
-        self.seen.append((t, "end", job_id))
+    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
+        self.seen += [(t, "end", job_id) for job_id in job_ids]
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         self.seen.append((t, f"{why}{' running' if running else ''}", job_id))
