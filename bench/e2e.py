@@ -149,10 +149,10 @@ def start_executors(
 
 
 def start_system(
-    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str
+    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str, health_timeout: float = 60
 ) -> tuple[str, list[ArmadaProcess]]:
     env = dict(setting.split("=", 1) for setting in args.server_env)
-    base, server = start_server(stack, args, workdir, url, env)
+    base, server = start_server(stack, args, workdir, url, env, health_timeout)
     return base, [server, *start_executors(stack, args, workdir, base)]
 
 
@@ -345,8 +345,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
         url = stack.enter_context(database(args.database_url, workdir, args.template))
+        # A copied backlog of millions of jobs takes the server longer to start on a busy host.
+        base, processes = start_system(stack, args, workdir, url, 600 if args.template else 60)
         origin, held = await log_head(url)
-        base, processes = start_system(stack, args, workdir, url)
         usage = usage_of(processes[0], processes[1:], base, url)
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])

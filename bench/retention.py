@@ -9,10 +9,11 @@ before and after, divided by the jobs). Then submissions are timed in interleave
 (``--prune-batch`` jobs a batch, as ``retention.batchSize``). A submission is one append of
 ``--batch`` jobs' events in the prompt lane, as the submit route's, ``--concurrency`` at a
 time, ``--submissions`` per round; the pruner runs as the server's does (paced batches). The
-last line is JSON: per mode the median over rounds of the submissions' p50 and p99 (ms), jobs pruned
-per second while pruning, the mean of a batch's turn holding the append lock (its deletes,
-and any earlier writer's events of its group written first) and of its commit, and
-``bytes_per_job``.
+last line is JSON: per mode the median over rounds of the submissions' p50 and p99 (ms),
+jobs pruned per second while pruning, the mean of a batch's turn holding the append lock
+(its deletes, and any earlier writer's events of its group written first) and of its
+commit, a submission's own turn (for comparison), and ``bytes_per_job``. A backlog of
+millions fills faster with ``--copies``; ``--reuse`` keeps the one an earlier run left.
 
 With ``--plateau-days D`` it then simulates D days of ``--jobs-per-day`` finished jobs kept
 ``--keep-days`` (the pruner's clock is simulated) and prints the database size after each
@@ -226,6 +227,8 @@ async def main() -> None:
         await submissions(database, 20, args.batch, args.concurrency)  # warm up
         bulk = database.store.waits.lanes[Lane.BULK]  # only the pruner writes in it from here on
         bulk_writes, bulk_turns, bulk_commits = bulk.writes, bulk.turn, bulk.commit
+        prompt = database.store.waits.lanes[Lane.PROMPT]  # the submissions'
+        prompt_writes, prompt_turns = prompt.writes, prompt.turn
         for _ in range(args.rounds):
             off.append(await submissions(database, args.submissions, args.batch, args.concurrency))
             stop = asyncio.Event()
@@ -261,6 +264,9 @@ async def main() -> None:
             "prune_turn_mean_ms": round((bulk.turn - bulk_turns) / (bulk.writes - bulk_writes) * 1000, 2),
             "prune_commit_mean_ms": round(
                 (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2
+            ),
+            "submit_turn_mean_ms": round(
+                (prompt.turn - prompt_turns) / (prompt.writes - prompt_writes) * 1000, 2
             ),
             "prune_batch": args.prune_batch,
             "rounds": args.rounds,
