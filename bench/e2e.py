@@ -14,7 +14,11 @@ first submit call until ``POST /v1/job/status`` (polled twice a second) shows ev
 SUCCEEDED. Where the time goes: the server's CPU seconds (its process tree), the executors' and the
 server's PostgreSQL backends' per 1,000 jobs, and the append lock's busy fraction, all over the
 window from the first submit call to the moment every job has ended. A PostgreSQL URL
-names a server: the benchmark creates a fresh database there and drops it afterwards. The last line is JSON.
+names a server: the benchmark creates a fresh database there and drops it afterwards; with
+``--template NAME`` the fresh database is a copy of NAME (say one holding a backlog of expired
+jobs that ``bench/retention.py --copies`` filled, the server run with ``--server-env
+ARMADA_RETENTION_EXPIRE_AFTER=24h`` to prune it meanwhile), and only the events after its
+head are measured. The last line is JSON.
 """
 
 from __future__ import annotations
@@ -69,14 +73,16 @@ STATUS_IDS = 10_000
 
 
 @contextmanager
-def database(url: str, workdir: Path) -> Iterator[str]:
-    """A fresh database: a SQLite file in ``workdir`` or a new PostgreSQL database."""
+def database(url: str, workdir: Path, template: str = "") -> Iterator[str]:
+    """A fresh database: a SQLite file in ``workdir`` or a new PostgreSQL database (a copy of
+    ``template`` if given)."""
     if not url.startswith("postgres"):
         yield f"sqlite:///{workdir / 'armada.db'}"
         return
     name = f"armada_bench_{uuid.uuid4().hex[:10]}"
+    copy = f' TEMPLATE "{template}" STRATEGY FILE_COPY' if template else ""
     with psycopg.connect(libpq_conninfo(url), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"{copy}')
     try:
         yield normalise_url(url).set(database=name).render_as_string(hide_password=False)
     finally:
@@ -143,10 +149,10 @@ def start_executors(
 
 
 def start_system(
-    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str
+    stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str, health_timeout: float = 60
 ) -> tuple[str, list[ArmadaProcess]]:
     env = dict(setting.split("=", 1) for setting in args.server_env)
-    base, server = start_server(stack, args, workdir, url, env)
+    base, server = start_server(stack, args, workdir, url, env, health_timeout)
     return base, [server, *start_executors(stack, args, workdir, base)]
 
 
@@ -211,7 +217,21 @@ async def wait_for_executors(url: str, count: int) -> None:
         await database.close()
 
 
-async def wait_finished(url: str, jobs: int, timeout: float, processes: list[ArmadaProcess]) -> None:
+async def log_head(url: str) -> tuple[int, int]:
+    """The log's newest sequence number and the jobs held (a database copied from a template
+    holds some: how many went says what retention pruned meanwhile)."""
+    database = await Database(url).open(migrate_schema=False, listen=False)
+    try:
+        async with database.engine.connect() as conn:
+            jobs = await conn.scalar(select(func.count()).select_from(schema.job_states))
+        return await database.store.head(), int(jobs or 0)
+    finally:
+        await database.close()
+
+
+async def wait_finished(
+    url: str, jobs: int, timeout: float, processes: list[ArmadaProcess], after: int = 0
+) -> None:
     """Follow the log until every job has ended.
 
     Measuring from the database keeps the benchmark from loading the server with watchers.
@@ -226,7 +246,6 @@ async def wait_finished(url: str, jobs: int, timeout: float, processes: list[Arm
     try:
         deadline = time.monotonic() + timeout
         finished: set[str] = set()
-        after = 0
         while time.monotonic() < deadline:
             async with database.engine.connect() as conn:
                 head = await conn.scalar(select(func.coalesce(func.max(events.c.seq), 0)))
@@ -244,12 +263,11 @@ async def wait_finished(url: str, jobs: int, timeout: float, processes: list[Arm
         await database.close()
 
 
-async def read_log(url: str) -> list[ev.Event]:
-    """Every event of the log, oldest first."""
+async def read_log(url: str, after: int = 0) -> list[ev.Event]:
+    """Every event of the log after ``after``, oldest first."""
     database = await Database(url).open(migrate_schema=False, listen=False)
     try:
         events: list[ev.Event] = []
-        after = 0
         while batch := await database.store.read(after, limit=20_000):
             events += [stored.event for stored in batch]
             after = batch[-1].seq
@@ -326,8 +344,10 @@ def usage_of(server: ArmadaProcess, executors: list[ArmadaProcess], base: str, u
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
-        url = stack.enter_context(database(args.database_url, workdir))
-        base, processes = start_system(stack, args, workdir, url)
+        url = stack.enter_context(database(args.database_url, workdir, args.template))
+        # A copied backlog of millions of jobs takes the server longer to start on a busy host.
+        base, processes = start_system(stack, args, workdir, url, 600 if args.template else 60)
+        origin, held = await log_head(url)
         usage = usage_of(processes[0], processes[1:], base, url)
         async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
@@ -342,9 +362,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 wall, seen_wall = time.perf_counter() - started, time.time()
                 result["client_wall_s"] = round(wall, 2)
                 result["client_jobs_per_second"] = round(args.jobs / wall, 1)
-            await wait_finished(url, args.jobs, args.timeout, processes)
+            await wait_finished(url, args.jobs, args.timeout, processes, origin)
             after = usage.sample()
-            events = await read_log(url)
+            events = await read_log(url, origin)
+            if args.template:
+                result["template_jobs_pruned"] = held + args.jobs - (await log_head(url))[1]
             if args.client_wall:
                 result |= client_gap(events, started_wall, seen_wall)
             result = {
@@ -385,6 +407,7 @@ def main() -> None:
     parser.add_argument("--process-cpu", type=int, default=256)
     parser.add_argument("--command", default="sleep 1", help="the jobs' command line (args)")
     parser.add_argument("--idle-jobs", type=int, default=0)
+    parser.add_argument("--template", default="", help="PostgreSQL: copy this database (e.g. a backlog)")
     parser.add_argument(
         "--server-env",
         action="append",

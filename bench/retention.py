@@ -9,10 +9,11 @@ before and after, divided by the jobs). Then submissions are timed in interleave
 (``--prune-batch`` jobs a batch, as ``retention.batchSize``). A submission is one append of
 ``--batch`` jobs' events in the prompt lane, as the submit route's, ``--concurrency`` at a
 time, ``--submissions`` per round; the pruner runs as the server's does (paced batches). The
-last line is JSON: per mode the median over rounds of the submissions' p99 (ms), jobs pruned
-per second while pruning, the mean of a batch's turn holding the append lock (its deletes,
-and any earlier writer's events of its group written first) and of its commit, and
-``bytes_per_job``.
+last line is JSON: per mode the median over rounds of the submissions' p50 and p99 (ms),
+jobs pruned per second while pruning, the mean of a batch's turn holding the append lock
+(its deletes, and any earlier writer's events of its group written first) and of its
+commit, a submission's own turn (for comparison), and ``bytes_per_job``. A backlog of
+millions fills faster with ``--copies``; ``--reuse`` keeps the one an earlier run left.
 
 With ``--plateau-days D`` it then simulates D days of ``--jobs-per-day`` finished jobs kept
 ``--keep-days`` (the pruner's clock is simulated) and prints the database size after each
@@ -27,6 +28,8 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -67,6 +70,62 @@ async def fill(database: Database, jobs: int) -> None:
         events = [event for index in range(start, min(jobs, start + 1000)) for event in finished_life(index)]
         await database.store.append(events)
     await database.store.append([ev.ExecutorHeartbeat(executor_id="cluster-1")])  # holds the head
+
+
+#: Crockford's base32 as job ids spell it: copy ``n``'s job ids have its ``n + 1``-th letter
+#: second (all of this century's ids have a ``1`` there), and its run ids start ``f`` and ``n``.
+BASE32 = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def _job(column: str) -> str:
+    return f"left({column}, 1) || substr('{BASE32}', t.n + 2, 1) || substr({column}, 3)"
+
+
+def _run(column: str) -> str:
+    tagged = f"'f' || to_hex(t.n % 16) || substr({column}, 3)"
+    return f"CASE WHEN coalesce({column}, '') = '' THEN {column} ELSE {tagged} END"
+
+
+def _rewrite(column: str, run_column: str) -> str:
+    """``column``'s JSON bytes with the copy's job and run ids."""
+    text_ = f"convert_from({column}, 'UTF8')"
+    jobs = f"replace({text_}, x.job_id, {_job('x.job_id')})"
+    ids = f"replace({jobs}, coalesce(x.{run_column}, '-'), {_run(f'x.{run_column}')})"
+    return f"convert_to({ids}, 'UTF8')"
+
+
+async def copy_backlog(database: Database, copies: int) -> None:
+    """PostgreSQL: add ``copies`` copies of every job in SQL, each with new job and run ids
+    (and in the log new sequence numbers after the head), so that a backlog of millions
+    takes minutes, not the hour its appends would. The usage rollups' wait counts grow to
+    match."""
+    async with database.engine.begin() as conn:
+        head = int(await conn.scalar(text("SELECT max(seq) FROM events")) or 0)
+        changed = {
+            "events": {
+                "seq": f"x.seq + t.n * {head}",
+                "run_id": _run("x.run_id"),
+                "payload": _rewrite("x.payload", "run_id"),
+            },
+            "jobs": {"latest_run_id": _run("x.latest_run_id"), "spec": _rewrite("x.spec", "latest_run_id")},
+            "job_states": {},
+            "runs": {"run_id": _run("x.run_id")},
+        }
+        for table, columns in changed.items():
+            names = (await conn.execute(text(f"SELECT * FROM {table} LIMIT 0"))).keys()
+            values = [
+                columns.get(name, _job("x.job_id") if name == "job_id" else f"x.{name}") for name in names
+            ]
+            await conn.execute(
+                text(
+                    f"INSERT INTO {table} SELECT {', '.join(values)} FROM {table} x"
+                    f" CROSS JOIN generate_series(1, {copies}) AS t(n) WHERE x.job_id <> ''"
+                )
+            )
+        await conn.execute(text(f"UPDATE usage_waits SET leases = leases * {copies + 1}"))
+    async with database.engine.connect() as raw:
+        conn = await raw.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.exec_driver_sql("VACUUM ANALYZE")
 
 
 async def submissions(database: Database, count: int, batch: int, concurrency: int) -> list[float]:
@@ -126,8 +185,9 @@ async def plateau(database: Database, days: int, per_day: int, keep_days: int, v
     return sizes
 
 
-def p99(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100)[98] * 1000
+def percentile(values: list[float], rank: int) -> float:
+    """The ``rank``-th percentile of ``values`` (seconds), in milliseconds."""
+    return statistics.quantiles(values, n=100)[rank - 1] * 1000
 
 
 async def main() -> None:
@@ -142,32 +202,46 @@ async def main() -> None:
     parser.add_argument("--jobs-per-day", type=int, default=5000)
     parser.add_argument("--keep-days", type=int, default=3)
     parser.add_argument("--vacuum", action="store_true", help="PostgreSQL: VACUUM after each day's pruning")
+    parser.add_argument(
+        "--copies", type=int, default=0, help="PostgreSQL: then copy each job this many times (<= 15), in SQL"
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep a backlog an earlier run left (no fill, no bytes per job)"
+    )
     args = parser.parse_args()
     database = await Database(args.database_url).open()
     try:
         empty = await size(database)
         started = time.perf_counter()
-        await fill(database, args.expired)
+        if not args.reuse:
+            await fill(database, args.expired)
+        if args.copies:
+            await copy_backlog(database, args.copies)
         filled = await size(database)
         print(f"filled {args.expired} expired jobs in {time.perf_counter() - started:.0f}s", file=sys.stderr)
         settings = RetentionSettings(expire_after="24h", batch_size=args.prune_batch)
         pruner = Pruner(database.store, settings)
-        off: list[float] = []
-        on: list[float] = []
+        off: list[list[float]] = []
+        on: list[list[float]] = []
         rates: list[float] = []
         await submissions(database, 20, args.batch, args.concurrency)  # warm up
         bulk = database.store.waits.lanes[Lane.BULK]  # only the pruner writes in it from here on
         bulk_writes, bulk_turns, bulk_commits = bulk.writes, bulk.turn, bulk.commit
+        prompt = database.store.waits.lanes[Lane.PROMPT]  # the submissions'
+        prompt_writes, prompt_turns = prompt.writes, prompt.turn
         for _ in range(args.rounds):
-            off.append(p99(await submissions(database, args.submissions, args.batch, args.concurrency)))
+            off.append(await submissions(database, args.submissions, args.batch, args.concurrency))
             stop = asyncio.Event()
             pruning = asyncio.create_task(prune_until(pruner, stop))
             begun = time.perf_counter()
-            on.append(p99(await submissions(database, args.submissions, args.batch, args.concurrency)))
+            on.append(await submissions(database, args.submissions, args.batch, args.concurrency))
             stop.set()
             rates.append(await pruning / (time.perf_counter() - begun))
             print(
-                f"p99 off {off[-1]:.1f} ms, pruning {on[-1]:.1f} ms ({rates[-1]:.0f} jobs/s)", file=sys.stderr
+                f"p50 off {percentile(off[-1], 50):.1f} ms, pruning {percentile(on[-1], 50):.1f} ms; "
+                f"p99 off {percentile(off[-1], 99):.1f} ms, pruning {percentile(on[-1], 99):.1f} ms "
+                f"({rates[-1]:.0f} jobs/s)",
+                file=sys.stderr,
             )
         if args.plateau_days:
             await pruner.prune_once()  # the rest of the backlog first
@@ -178,13 +252,21 @@ async def main() -> None:
         {
             "database": "postgresql" if database.is_postgres else "sqlite",
             "expired_jobs": args.expired,
-            "bytes_per_job": round((filled - empty) / args.expired),
-            "submit_p99_ms_off": round(statistics.median(off), 1),
-            "submit_p99_ms_pruning": round(statistics.median(on), 1),
+            "bytes_per_job": None if args.reuse else round((filled - empty) / args.expired),
+            **{
+                f"submit_p{rank}_ms_{mode}": round(
+                    statistics.median(percentile(values, rank) for values in rounds), 1
+                )
+                for rank in (50, 99)
+                for mode, rounds in (("off", off), ("pruning", on))
+            },
             "pruned_jobs_per_second": round(statistics.median(rates)),
             "prune_turn_mean_ms": round((bulk.turn - bulk_turns) / (bulk.writes - bulk_writes) * 1000, 2),
             "prune_commit_mean_ms": round(
                 (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2
+            ),
+            "submit_turn_mean_ms": round(
+                (prompt.turn - prompt_turns) / (prompt.writes - prompt_writes) * 1000, 2
             ),
             "prune_batch": args.prune_batch,
             "rounds": args.rounds,

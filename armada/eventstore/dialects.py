@@ -36,6 +36,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.sqlite import DATETIME as SQLITE_DATETIME
 from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.elements import TextClause
 
 from armada.eventstore import sqlite_driver
 from armada.eventstore.schema import events as events_table
@@ -407,6 +409,32 @@ def _copy_type(conn: AsyncConnection, column: Column[Any]) -> str:
 
 def _pg_type(conn: AsyncConnection, column: Column[Any]) -> str:
     return "text" if isinstance(column.type, String) else column.type.compile(dialect=conn.dialect)
+
+
+#: A statement and its rows of values (executed once per row; ``None``: once, as built).
+Statement = tuple[UpdateBase | TextClause, Sequence[dict[str, Any]] | None]
+
+
+async def execute_all(conn: AsyncConnection, statements: Sequence[Statement]) -> None:
+    """Run ``statements`` in order; PostgreSQL gets them all in one round trip (a pipeline),
+    for a write that holds the append lock. Their values must be ones the driver adapts by
+    itself (ids, numbers, dates): SQLAlchemy's type processing is skipped."""
+    if not is_postgres(conn):
+        for statement, rows in statements:
+            await conn.execute(statement, list(rows) if rows else None)
+        return
+    driver = await driver_connection(conn)
+    async with driver.pipeline(), driver.cursor() as cursor:
+        for statement, rows in statements:
+            compiled = statement.compile(
+                dialect=conn.dialect,
+                column_keys=list(rows[0]) if rows else None,
+                compile_kwargs={"render_postcompile": True},
+            )
+            if rows:
+                await cursor.executemany(str(compiled), [compiled.construct_params(row) for row in rows])
+            else:
+                await cursor.execute(str(compiled), compiled.params)
 
 
 async def driver_connection(conn: AsyncConnection) -> Any:

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import msgspec
-from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy import Row, Table, delete, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from armada.eventstore import dialects, schema, usage
-from armada.eventstore.unreadable import UnreadableRecords
-from armada.eventstore.views import utc
+from armada.eventstore.recent import StoredEvent
+from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
+from armada.eventstore.views import rows_in, utc
 from armada.model.lifecycle import TERMINAL_JOB_STATES
 
 _TERMINAL = sorted(state.value for state in TERMINAL_JOB_STATES)
@@ -39,8 +41,8 @@ async def expired_jobs(conn: AsyncConnection, cutoff: datetime, limit: int) -> l
 
     Read from ``job_states`` by its (state, last transition) index; no order is asked for,
     so a backlog of millions is never sorted to take a batch of it. Later reads of the
-    caller's transaction (:func:`job_records`) use the job indexes, whatever PostgreSQL's
-    statistics say.
+    caller's transaction (:func:`choose`, :func:`job_records`) use the job indexes, whatever
+    PostgreSQL's statistics say.
     """
     query = select(schema.job_states.c.job_id).where(_expired(cutoff)).limit(limit)
     found = sorted(await conn.scalars(query))
@@ -48,41 +50,72 @@ async def expired_jobs(conn: AsyncConnection, cutoff: datetime, limit: int) -> l
     return found
 
 
-async def still_expired(conn: AsyncConnection, job_ids: Collection[str], cutoff: datetime) -> set[str]:
-    """Those of ``job_ids`` that are still finished and older than ``cutoff``, less the one
-    holding the log's newest event: the head's sequence number is never taken away, so it
-    is never given out again (message ids stay unique)."""
-    states = schema.job_states
-    # By primary key only (SQLite would otherwise walk every expired job by the state index).
-    query = select(states.c.job_id, states.c.state, states.c.last_transition).where(
-        states.c.job_id.in_(job_ids)
-    )
-    found = {
-        job_id
-        for job_id, state, moved in await conn.execute(query)
-        if state in _TERMINAL and utc(moved) < cutoff
-    }
-    head = await dialects.log_head(conn)
-    holder = await conn.scalar(select(schema.events.c.job_id).where(schema.events.c.seq == head))
-    found.discard(holder or "")
-    return found
+@dataclass(frozen=True)
+class Chosen:
+    """A batch chosen outside the append lock, with everything its deletion needs."""
+
+    #: The log's head when it was chosen: a job with no event after it is unchanged since.
+    seen: int
+    #: How many expired jobs were found (fewer than asked: the backlog is done).
+    found: int
+    #: Each job's events (sequence numbers and decoded), in log order.
+    events: dict[str, list[StoredEvent]]
 
 
-async def delete_jobs(conn: AsyncConnection, job_ids: Collection[str], records: UnreadableRecords) -> None:
-    """Remove ``job_ids`` from the log and every view, inside the caller's transaction; their
-    usage figures move to the rollups' ``pruned`` part (an unreadable event is reported to
-    ``records``)."""
+async def choose(conn: AsyncConnection, cutoff: datetime, limit: int, records: UnreadableRecords) -> Chosen:
+    """Up to ``limit`` expired jobs and all their events, read on a plain connection.
+
+    The job holding the log's newest event is left out: the head's sequence number is never
+    taken away, so it is never given out again (message ids stay unique). A job with no
+    event after :attr:`Chosen.seen` still has exactly these events and is still expired,
+    so the deletion (:func:`delete_jobs`) needs no read under the append lock."""
+    seen = await dialects.log_head(conn)
+    found = await expired_jobs(conn, cutoff, limit)
+    holder = await conn.scalar(select(schema.events.c.job_id).where(schema.events.c.seq == seen))
+    job_ids = [job_id for job_id in found if job_id != holder]
+    log = schema.events
+    query = select(log.c.seq, log.c.payload)
+    rows = sorted(await rows_in(conn, query, log.c.job_id, job_ids), key=lambda row: int(row.seq))
+    events: dict[str, list[StoredEvent]] = {job_id: [] for job_id in job_ids}
+    for stored in await decode_log_rows(conn, cast("list[Row[int, bytes]]", rows), records):
+        events[stored.event.job_id].append(stored)
+    return Chosen(seen, len(found), events)
+
+
+async def delete_jobs(conn: AsyncConnection, chosen: Chosen, job_ids: Collection[str]) -> None:
+    """Remove ``job_ids`` (of ``chosen``, unchanged since) from the log and every view, inside
+    the caller's transaction, their usage figures moved to the rollups' ``pruned`` part.
+
+    The statements go in one round trip on PostgreSQL (the append lock is held meanwhile),
+    the log's rows by primary key, the views' by the job indexes whatever the statistics say
+    (a table not yet analysed was read whole, 67 ms for 100,000 events, under the lock)."""
     if not job_ids:
         return
-    ids = list(job_ids)
-    async with permit_pruning(conn):
-        # By the job indexes, whatever the statistics say: a table not yet analysed (a new
-        # database, a burst of jobs) was read whole, 67 ms for 100,000 events, under the lock.
-        seqscan = await _planner(conn, "enable_seqscan", "off")
-        await usage.settle(conn, ids, records)
-        for table in JOB_TABLES:
-            await conn.execute(delete(table).where(table.c.job_id.in_(ids)))
-        await _planner(conn, "enable_seqscan", seqscan)
+    ids = sorted(job_ids)
+    history = sorted((stored for job_id in ids for stored in chosen.events[job_id]), key=lambda one: one.seq)
+    deletes: list[dialects.Statement] = [
+        (delete(table).where(where), None)
+        for table in JOB_TABLES
+        for where in dialects.in_values(conn, table.c.job_id, ids)
+    ]
+    permit = schema.log_pruning
+    statements = [
+        *_planner_statements(conn, "off"),
+        (insert(permit).values(pruning=True), None),
+        *usage.settle(conn, (stored.event for stored in history)),
+        *deletes,
+        (delete(permit), None),
+        *_planner_statements(conn, "DEFAULT"),
+    ]
+    await dialects.execute_all(conn, statements)
+
+
+def _planner_statements(conn: AsyncConnection, value: str) -> list[dialects.Statement]:
+    """PostgreSQL: sequential scans off (or back to their default) for the rest of the
+    transaction, an append group's (the writers after it plan as usual)."""
+    if not dialects.is_postgres(conn):
+        return []
+    return [(text(f"SET LOCAL enable_seqscan TO {value}"), None)]
 
 
 @asynccontextmanager

@@ -19,6 +19,7 @@ import msgspec
 from sqlalchemy import Row, Table, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.dml import UpdateBase
 
 from armada.eventstore import dialects, schema
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
@@ -123,6 +124,12 @@ def _job_facts(row: Any, requests: dict[str, int] | None) -> JobFacts:
 
 async def add(conn: AsyncConnection, deltas: Deltas, part: str = LOG, sign: int = 1) -> None:
     """Add ``deltas`` (times ``sign``) to ``part`` of the rollups."""
+    for statement, rows in _additions(conn, deltas, part, sign):
+        await conn.execute(statement, list(rows or ()))
+
+
+def _additions(conn: AsyncConnection, deltas: Deltas, part: str, sign: int) -> list[dialects.Statement]:
+    """The upserts adding ``deltas`` (times ``sign``) to ``part``, with their rows (none if empty)."""
     usage_rows = [
         {"part": part, **cell._asdict(), "outcome": outcome, "resource": resource, "amount": sign * amount}
         for (cell, outcome, resource), amount in sorted(deltas.usage.items())
@@ -131,43 +138,40 @@ async def add(conn: AsyncConnection, deltas: Deltas, part: str = LOG, sign: int 
         {"part": part, **cell._asdict(), "bucket": bucket, "leases": sign * leases, "waited": sign * waited}
         for (cell, bucket), (leases, waited) in sorted(deltas.waits.items())
     ]
-    await _upsert_add(conn, schema.usage, ("amount",), usage_rows)
-    await _upsert_add(conn, schema.usage_waits, ("leases", "waited"), wait_rows)
+    return [
+        (_upsert_add(conn, table, figures), rows)
+        for table, figures, rows in (
+            (schema.usage, ("amount",), usage_rows),
+            (schema.usage_waits, ("leases", "waited"), wait_rows),
+        )
+        if rows
+    ]
 
 
-async def _upsert_add(
-    conn: AsyncConnection, table: Table, figures: tuple[str, ...], rows: list[dict[str, Any]]
-) -> None:
-    if not rows:
-        return
+def _upsert_add(conn: AsyncConnection, table: Table, figures: tuple[str, ...]) -> UpdateBase:
     insert = postgresql.insert(table) if dialects.is_postgres(conn) else sqlite.insert(table)
     keys = [column.name for column in table.primary_key.columns]
-    statement = insert.on_conflict_do_update(
+    return insert.on_conflict_do_update(
         index_elements=keys, set_={name: table.c[name] + insert.excluded[name] for name in figures}
     )
-    await conn.execute(statement, rows)
 
 
-async def settle(conn: AsyncConnection, job_ids: Sequence[str], records: UnreadableRecords) -> None:
-    """Move the figures of ``job_ids`` (about to be pruned) from the ``log`` part to the
-    ``pruned`` part, inside the pruning's transaction: their whole histories are folded
-    from nothing, as a replay would."""
-    events = schema.events
-    query = select(events.c.seq, events.c.payload).order_by(events.c.seq)
-    rows = sorted(await rows_in(conn, query, events.c.job_id, job_ids), key=lambda row: int(row.seq))
-    stored = await decode_log_rows(conn, cast("list[Row[int, bytes]]", rows), records)
+def settle(conn: AsyncConnection, events: Iterable[ev.Event]) -> list[dialects.Statement]:
+    """The statements moving the figures of jobs about to be pruned from the ``log`` part to
+    the ``pruned`` part, for the pruning's transaction: ``events`` is each job's whole
+    history, in log order, folded from nothing as a replay would."""
     fold = UsageFold()
-    for _seq, event in stored:
+    for event in events:
         fold.add(event)
     if not fold.deltas:
-        return
-    await add(conn, fold.deltas, LOG, -1)
-    await add(conn, fold.deltas, PRUNED)
-    await conn.execute(
-        delete(schema.usage).where((schema.usage.c.part == LOG) & (schema.usage.c.amount == 0))
-    )
-    waits = schema.usage_waits
-    await conn.execute(delete(waits).where((waits.c.part == LOG) & (waits.c.leases == 0)))
+        return []
+    usage, waits = schema.usage, schema.usage_waits
+    return [
+        *_additions(conn, fold.deltas, LOG, -1),
+        *_additions(conn, fold.deltas, PRUNED, 1),
+        (delete(usage).where((usage.c.part == LOG) & (usage.c.amount == 0)), None),
+        (delete(waits).where((waits.c.part == LOG) & (waits.c.leases == 0)), None),
+    ]
 
 
 async def count_log(conn: AsyncConnection, *, batch: int = 5000) -> None:

@@ -1,11 +1,12 @@
 """Retention: the leader prunes finished jobs older than ``retention.expireAfter``.
 
-Each batch is chosen on a plain connection (and archived, if asked, before anything is
-deleted), then deleted inside one append: holding the append lock, so the log and the
-views change together and a rebuild or check sees a batch wholly or not at all, but only
-for the few deletes of one small batch. A job that changed since it was chosen is left for
-a later round. Pruning appends no event, so the scheduler's state (which holds no finished
-job) and its usage history (kept in memory from the runs it sees) are untouched.
+Each batch is chosen, with its events, on a plain connection (and archived, if asked,
+before anything is deleted), then deleted inside one append: holding the append lock, so
+the log and the views change together and a rebuild or check sees a batch wholly or not
+at all, but only for the deletes of one small batch, sent in one round trip. A job that
+changed since it was chosen is left for a later round. Pruning appends no event, so the
+scheduler's state (which holds no finished job) and its usage history (kept in memory from
+the runs it sees) are untouched.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import NamedTuple
 
 import structlog
 
-from armada.eventstore import dialects, fleet_history, retention
+from armada.eventstore import fleet_history, retention
 from armada.eventstore.store import EventStore
 from armada.services import archive
 from armada.services.settings import RetentionSettings
@@ -128,24 +129,24 @@ class Pruner:
             await asyncio.sleep((time.monotonic() - started) * PAUSE)
 
     async def prune_batch(self, cutoff: datetime) -> Batch:
-        """Choose (and archive) a batch outside the append lock, then delete it inside."""
+        """Choose (and archive) a batch outside the append lock, then delete it inside: the
+        jobs unchanged since, with no read under the lock (:func:`retention.choose`)."""
         async with self.store.engine.connect() as conn:
-            seen = await dialects.log_head(conn)
-            job_ids = await retention.expired_jobs(conn, cutoff, self.settings.batch_size)
-            if not job_ids:
-                return Batch(0, 0)
-            records = await retention.job_records(conn, job_ids) if self.settings.archive_dir else []
+            chosen = await retention.choose(conn, cutoff, self.settings.batch_size, self.store.unreadable)
+            if not chosen.events:
+                return Batch(chosen.found, 0)
+            wanted = sorted(chosen.events)
+            records = await retention.job_records(conn, wanted) if self.settings.archive_dir else []
         if records:
             await asyncio.to_thread(archive.write_batch, Path(self.settings.archive_dir), records)
         async with self.store.transaction() as tx:
-            unchanged = set(job_ids) - await tx.jobs_changed_since(seen, job_ids)
+            doomed = set(wanted) - await tx.jobs_changed_since(chosen.seen, wanted)
             conn = await tx.views()
-            doomed = await retention.still_expired(conn, unchanged, cutoff)
             if doomed:  # (in the lock: no append refills it before the delete commits)
                 self.store.forget_recent()
-            await retention.delete_jobs(conn, doomed, self.store.unreadable)
+            await retention.delete_jobs(conn, chosen, doomed)
         self.pruned_jobs += len(doomed)
-        return Batch(len(job_ids), len(doomed))
+        return Batch(chosen.found, len(doomed))
 
     async def measure(self) -> None:
         """Refresh the figures metrics show."""
