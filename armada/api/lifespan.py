@@ -147,4 +147,5 @@ def build_services(
         ),
         logs=LogService(database.store, mailbox, follower, settings.scheduler),
         metrics=metrics,
+        lookout=settings.lookout,
     )

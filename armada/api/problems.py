@@ -27,6 +27,7 @@ from armada.model.errors import (
     LimitExceeded,
     NotFound,
     PermissionDenied,
+    TooLarge,
     Unauthenticated,
     Unavailable,
 )
@@ -59,6 +60,7 @@ STATUS: dict[type[ArmadaError], tuple[int, str]] = {
     PermissionDenied: (403, "Forbidden"),
     NotFound: (404, "Not found"),
     Conflict: (409, "Conflict"),
+    TooLarge: (413, "Content too large"),
     LimitExceeded: (429, "Too many requests"),
     Unavailable: (503, "Service unavailable"),
 }

@@ -55,9 +55,10 @@ from armada.executor.backends.kube_pods import (
     stuck_verdict,
 )
 from armada.executor.backends.slices import Slices
-from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod, pod_name
+from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, build_pod
 from armada.executor.settings import IngressSettings, KubernetesSettings
 from armada.executor.simulated_cordons import CORDON_REASON_ANNOTATION
+from armada.model.ids import pod_name
 from armada.model.leases import Lease, LogOrder, NodeReport, tail_text
 from armada.model.wire.logs import LogLine
 

@@ -7,6 +7,7 @@ import { errorText, fill, fmtCount, h, notice, stateBar } from "../dom.js";
 import { column, columnsMenu, shownColumns } from "./jobs_columns.js";
 import { filterBar } from "./jobs_filters.js";
 import { GROUPS, apiFilter, readView, writeView } from "./jobs_url.js";
+import { viewsMenu } from "./jobs_views.js";
 
 export function mount(main, app) {
   let view = readView(new URLSearchParams(location.search));
@@ -19,7 +20,8 @@ export function mount(main, app) {
   const columnsSlot = h("div", { class: "columns-slot" }, columnsMenu(() => {
     if (shownPage && !view.groupBy) renderTable(shownPage);
   }));
-  fill(main, h("h1", {}, "Jobs"), filtersSlot, h("div", { class: "toolbar-row" }, actionsSlot, columnsSlot), results);
+  fill(main, h("h1", {}, "Jobs"), filtersSlot,
+    h("div", { class: "toolbar-row" }, actionsSlot, viewsMenu(app), columnsSlot), results);
 
   // Edits from the filter bar leave it alone (it already shows them, and may have focus).
   const change = (patch, { fromFilters = true } = {}) => {
