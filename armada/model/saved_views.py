@@ -38,7 +38,7 @@ class SavedView(Response):
 
 class SavedViewList(Response):
     #: The caller's views, by name.
-    views: list[SavedView] = []
+    views: list[SavedView]
 
 
 def check_name(name: str) -> None:
