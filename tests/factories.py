@@ -109,7 +109,7 @@ class RandomHistory:
             return self._executor_change()
         if roll < 0.07:
             return self._policy_change()
-        if roll < 0.075:
+        if roll < 0.08:
             return self._saved_view_change()
         if roll < 0.35 or not (self.queued or self.active):
             job = make_job(
@@ -157,8 +157,8 @@ class RandomHistory:
         return [ev.RetryPolicyUpdated(spec=spec, created=self._tick())]
 
     def _saved_view_change(self) -> list[ev.Event]:
-        key = (f"user-{self.rng.randint(1, 2)}", f"view {self.rng.randint(1, 3)}")
-        if key in self.saved_views and self.rng.random() < 0.3:
+        key = (f"user-{self.rng.randint(1, 2)}", f"view {self.rng.randint(1, 2)}")
+        if key in self.saved_views and self.rng.random() < 0.5:
             self.saved_views.discard(key)
             return [ev.LookoutViewDeleted(user=key[0], name=key[1], created=self._tick())]
         self.saved_views.add(key)

@@ -99,7 +99,11 @@ export function viewsMenu(app) {
       }
     },
   }, name, h("button", { class: "button", type: "submit" }, "Save view"));
-  const menu = h("details", { class: "columns-menu views-menu", ontoggle: () => { if (menu.open) render(); } },
+  const menu = h("details", { class: "columns-menu views-menu", ontoggle: () => {
+    if (!menu.open) return;
+    for (const other of document.querySelectorAll("details.columns-menu[open]")) if (other !== menu) other.open = false;
+    render();
+  } },
     h("summary", {}, "Views"), h("div", { class: "columns-panel" }, list, status, save));
   return menu;
 }
