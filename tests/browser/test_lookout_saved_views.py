@@ -31,7 +31,7 @@ def test_a_saved_view_comes_back_and_the_drawer_shows_templates(
     page.goto(f"/jobs?queue={queue}&sort=priority")
     row = page.locator(f'tr[data-job-id="{job_id}"]')
     expect(row).to_be_visible()
-    columns = page.locator("details.columns-menu:not(.views-menu)")
+    columns = page.locator("details.columns-menu")
     columns.locator("summary").click()
     columns.locator('li[data-column="priority"] input[type=checkbox]').uncheck()
     columns.locator("summary").click()

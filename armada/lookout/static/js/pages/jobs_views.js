@@ -99,7 +99,7 @@ export function viewsMenu(app) {
       }
     },
   }, name, h("button", { class: "button", type: "submit" }, "Save view"));
-  const menu = h("details", { class: "columns-menu views-menu", ontoggle: () => {
+  const menu = h("details", { class: "views-menu", ontoggle: () => {
     if (!menu.open) return;
     for (const other of document.querySelectorAll("details.columns-menu[open]")) if (other !== menu) other.open = false;
     render();
