@@ -5,7 +5,7 @@ Each area is declared beside the code that owns it (``database``: :mod:`armada.e
 :mod:`armada.scheduler.settings`, ``scheduling``: :mod:`armada.scheduling.config`,
 ``submission`` and ``retention``: :mod:`armada.services.settings`, ``executor``:
 :mod:`armada.executor.settings`, ``auth``: :mod:`armada.auth.settings`, ``tracing``:
-:mod:`armada.tracing`); this module only
+:mod:`armada.tracing`, ``lookout``: :mod:`armada.lookout.settings`); this module only
 gathers them, so the server's core never imports the executor's settings.
 
 Precedence, lowest first: defaults, the ``--config`` file, environment variables
@@ -31,6 +31,7 @@ from armada.auth.settings import AuthSettings
 from armada.eventstore.settings import DatabaseSettings
 from armada.executor.settings import ExecutorSettings
 from armada.logging_setup import LoggingSettings
+from armada.lookout.settings import LookoutSettings
 from armada.model.settings_area import SettingsArea
 from armada.scheduler.settings import SchedulerServiceSettings
 from armada.scheduling.config import SchedulingConfig
@@ -72,6 +73,7 @@ class Settings(SettingsArea):
     auth: AuthSettings = msgspec.field(default_factory=AuthSettings)
     retention: RetentionSettings = msgspec.field(default_factory=RetentionSettings)
     tracing: TracingSettings = msgspec.field(default_factory=TracingSettings)
+    lookout: LookoutSettings = msgspec.field(default_factory=LookoutSettings)
 
     def __post_init__(self) -> None:
         unknown = sorted(

@@ -88,6 +88,7 @@ class RandomHistory:
         self.clock = datetime(2026, 1, 1, tzinfo=UTC)
         self.queues: set[str] = set()
         self.policies: set[str] = set()
+        self.saved_views: set[tuple[str, str]] = set()
         self.queued: list[Job] = []
         self.active: dict[str, tuple[Job, str, str]] = {}  # job id -> (job, run id, phase)
 
@@ -120,6 +121,8 @@ class RandomHistory:
             return self._executor_change()
         if roll < 0.07:
             return self._policy_change()
+        if roll < 0.08:
+            return self._saved_view_change()
         if roll < 0.35 or not (self.queued or self.active):
             job = make_job(
                 queue=rng.choice(sorted(self.queues)),
@@ -164,6 +167,15 @@ class RandomHistory:
             self.policies.add(name)
             return [ev.RetryPolicyCreated(spec=spec, created=self._tick())]
         return [ev.RetryPolicyUpdated(spec=spec, created=self._tick())]
+
+    def _saved_view_change(self) -> list[ev.Event]:
+        key = (f"user-{self.rng.randint(1, 2)}", f"view {self.rng.randint(1, 2)}")
+        if key in self.saved_views and self.rng.random() < 0.5:
+            self.saved_views.discard(key)
+            return [ev.LookoutViewDeleted(user=key[0], name=key[1], created=self._tick())]
+        self.saved_views.add(key)
+        state = {"query": f"queue=queue-{self.rng.randint(1, 6)}", "stored": {}}
+        return [ev.LookoutViewSaved(user=key[0], name=key[1], state=state, created=self._tick())]
 
     def _executor_change(self) -> list[ev.Event]:
         executor = f"cluster-{self.rng.randint(1, 3)}"

@@ -84,6 +84,7 @@ def serving(database_url: str, settings: Settings | None = None) -> Iterator[Api
         scheduling=settings.scheduling,
         submission=settings.submission,
         auth=auth,
+        lookout=settings.lookout,
         # In-process servers serve no gRPC unless a test names a port (many run at once).
         server=settings.server
         if settings.server.grpc_port != ServerSettings().grpc_port

@@ -24,6 +24,7 @@ from armada.api.stream_quota import StreamQuota
 from armada.auth.permissions import GlobalPermission
 from armada.eventstore.database import Database
 from armada.eventstore.store import EventStore
+from armada.lookout.settings import LookoutSettings
 from armada.metrics.server import ServerMetrics
 from armada.scheduler.leases import LeaseService
 from armada.scheduler.loop import SchedulerService
@@ -84,6 +85,10 @@ async def provide_metrics(state: State) -> ServerMetrics:
     return services_of(state).metrics
 
 
+async def provide_lookout(state: State) -> LookoutSettings:
+    return services_of(state).lookout
+
+
 async def provide_submitter(request: Request[Any, Any, Any]) -> Submitter:
     """The services a submission uses and the caller, as one dependency: Litestar resolves a
     route's two or more dependencies in an anyio task group per request, which cost 14% of a
@@ -117,6 +122,7 @@ DEPENDENCIES = {
     "quota": Provide(provide_quota),
     "shutdown": Provide(provide_shutdown),
     "metrics": Provide(provide_metrics),
+    "lookout": Provide(provide_lookout),
     "user": Provide(provide_user),
     "submitter": Provide(provide_submitter),
     "queue_gate": Provide(provide_queue_gate),
@@ -137,6 +143,7 @@ Logs = NamedDependency[LogService]
 Quota = NamedDependency[StreamQuota]
 Shutdown = NamedDependency[ShutdownSignal]
 Metrics = NamedDependency[ServerMetrics]
+LookoutConfig = NamedDependency[LookoutSettings]
 User = NamedDependency[str]
 SubmitterDep = NamedDependency[Submitter]
 QueueGate = NamedDependency[QueueSecurityGate]

@@ -152,4 +152,5 @@ def build_services(
         ),
         logs=LogService(database.store, mailbox, follower, settings.scheduler),
         metrics=metrics,
+        lookout=settings.lookout,
     )

@@ -24,9 +24,10 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.static_files import create_static_files_router
 
-from armada.api.dependencies import Forecasts, Quota, Reads, Scheduler, Shutdown, Store
+from armada.api.dependencies import Forecasts, LookoutConfig, Quota, Reads, Scheduler, Shutdown, Store
 from armada.auth.policy import authenticated, public, watching
 from armada.lookout import STATIC_DIR, detail, grouping, jobs, overview
+from armada.lookout.job_templates import fill_templates
 from armada.lookout.wire import (
     CountRequest,
     CountResponse,
@@ -101,10 +102,14 @@ async def group_jobs(
     summary="One job with its spec, runs and events",
     opt=watching(),
 )
-async def job_detail(job_id: FromPath[str], store: Store, lookout_reads: Reads) -> JobDetail:
+async def job_detail(
+    job_id: FromPath[str], store: Store, lookout_reads: Reads, lookout: LookoutConfig
+) -> JobDetail:
     if not await lookout_reads.jobs([job_id]):
         raise NotFound(f"job {job_id!r} does not exist", field="jobId")  # exactly as a missing job
-    return await detail.job_detail(store, job_id)
+    found = await detail.job_detail(store, job_id)
+    fill_templates(lookout, found)
+    return found
 
 
 @get("/api/v1/overview", tags=TAGS, summary="Queues, shares, pools and executors", opt=watching())

@@ -27,6 +27,7 @@ from armada.model.errors import (
     LimitExceeded,
     NotFound,
     PermissionDenied,
+    TooLarge,
     Unauthenticated,
     Unavailable,
 )
@@ -59,6 +60,7 @@ STATUS: dict[type[ArmadaError], tuple[int, str]] = {
     PermissionDenied: (403, "Forbidden"),
     NotFound: (404, "Not found"),
     Conflict: (409, "Conflict"),
+    TooLarge: (413, "Content too large"),
     LimitExceeded: (429, "Too many requests"),
     Unavailable: (503, "Service unavailable"),
 }
@@ -76,7 +78,8 @@ def _armada_error(_request: Request[Any, Any, Any], exc: ArmadaError) -> Respons
     return problem(status, title, exc.detail, field=exc.field, headers=headers)
 
 
-_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]+)`")
+#: msgspec names an unknown or a missing field in the message, not in the path.
+_NAMED_FIELD = re.compile(r"(?:unknown|missing required) field `([^`]+)`")
 _BOUND = re.compile(r"Expected `(?:float|int)` [<>]")
 
 
@@ -92,9 +95,9 @@ def _validation_error(request: Request[Any, Any, Any], exc: ValidationException)
         message = first.get("message")
         if message:
             detail = str(message)
-            unknown = _UNKNOWN_FIELD.search(detail)
-            if unknown:
-                field = f"{field}.{unknown[1]}" if field else unknown[1]
+            named = _NAMED_FIELD.search(detail)
+            if named:
+                field = f"{field}.{named[1]}" if field else named[1]
             if field and first.get("source") == "body":
                 field = field_paths.resolve(field, request.scope.get(BODY_JSON), detail)
             if _BOUND.match(detail):

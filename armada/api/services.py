@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # annotations only: the guard (access.py) reads the services 
     from armada.api.stream_quota import StreamQuota
     from armada.eventstore.database import Database
     from armada.eventstore.store import EventStore
+    from armada.lookout.settings import LookoutSettings
     from armada.metrics.server import ServerMetrics
     from armada.scheduler.follower import EventLogFollower
     from armada.scheduler.leases import LeaseService
@@ -48,6 +49,7 @@ class Services:
     run_events: RunEventIntake
     logs: LogService
     metrics: ServerMetrics
+    lookout: LookoutSettings
 
     @property
     def store(self) -> EventStore:

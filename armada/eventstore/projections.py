@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from armada.eventstore import dialects, schema
 from armada.eventstore.cordons import apply_cordon_event
 from armada.eventstore.retry_policies import apply_retry_policy_event
+from armada.eventstore.saved_views import apply_saved_view_event
 from armada.model import events as ev
 from armada.model.lifecycle import JOB_STATE_AFTER, RUN_STATE_AFTER, JobState
 from armada.model.quantities import QuantityError, to_units
@@ -85,6 +86,8 @@ _ORDERED_TYPES = (
     ev.ExecutorSettingsDeleted,
     ev.NodeCordonChanged,
     ev.ExecutorDeleted,
+    ev.LookoutViewSaved,
+    ev.LookoutViewDeleted,
 )
 
 
@@ -351,6 +354,8 @@ async def _apply_ordered(conn: AsyncConnection, event: ev.Event) -> None:
             await conn.execute(delete(schema.queues).where(schema.queues.c.name == event.queue))
         case ev.RetryPolicyCreated() | ev.RetryPolicyUpdated() | ev.RetryPolicyDeleted():
             await apply_retry_policy_event(conn, event)
+        case ev.LookoutViewSaved() | ev.LookoutViewDeleted():
+            await apply_saved_view_event(conn, event)
         case ev.ExecutorReported():
             await _replace_executor_nodes(conn, event)
         case ev.ExecutorHeartbeat():

@@ -1,9 +1,10 @@
 """Tables: the append-only ``events`` log, the views projected from it, and a few that are not.
 
 The views (:data:`VIEWS`: ``queues``, ``jobs``, ``job_states``, ``runs``, ``executors``,
-``nodes``, ``retry_policies``, the operators' settings and cordons) hold nothing that is not
-derivable from the log; ``armada admin rebuild-views`` recreates them by replay. They carry
-no foreign keys, so a batch of projections can be applied in any grouping. The other tables
+``nodes``, ``retry_policies``, the operators' settings and cordons, Lookout's saved views)
+hold nothing that is not derivable from the log; ``armada admin rebuild-views`` recreates
+them by replay. They carry no foreign keys, so a batch of projections can be applied in any
+grouping. The other tables
 are not replayed: log requests in flight, the leader's latest scheduling reports, the
 schema's compatibility step, and retention's permit to delete.
 
@@ -206,7 +207,28 @@ node_cordons = Table(
     Column("updated", DateTime(timezone=True), nullable=False),
 )
 
-VIEWS = (queues, jobs, job_states, runs, executors, nodes, retry_policies, executor_settings, node_cordons)
+#: Lookout's saved views: a user's named jobs-page states (``state`` is the page's own JSON).
+lookout_views = Table(
+    "lookout_views",
+    metadata,
+    Column("user_name", String(256), primary_key=True),
+    Column("name", String(64), primary_key=True),
+    Column("state", JSON, nullable=False),
+    Column("updated", DateTime(timezone=True), nullable=False),
+)
+
+VIEWS = (
+    queues,
+    jobs,
+    job_states,
+    runs,
+    executors,
+    nodes,
+    retry_policies,
+    executor_settings,
+    node_cordons,
+    lookout_views,
+)
 
 #: Usage figures: integers that outgrow 64 bits are exact on PostgreSQL (NUMERIC); SQLite
 #: turns an INTEGER past 2**63 into REAL.

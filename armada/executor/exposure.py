@@ -24,9 +24,9 @@ from armada.executor.podspec import (
     JOB_ID_LABEL,
     QUEUE_LABEL,
     RUN_ID_LABEL,
-    pod_name,
 )
 from armada.executor.settings import IngressSettings
+from armada.model.ids import pod_name
 from armada.model.ingress import ContainerPort, IngressConfig, ServiceType, declared_ports
 from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.leases import Lease

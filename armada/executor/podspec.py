@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 from armada.executor.env import armada_env
+from armada.model.ids import pod_name
 from armada.model.jobs import JOB_SET_ANNOTATION, OWNER_ANNOTATION
 from armada.model.leases import Lease
 from armada.model.metadata import as_label_value
@@ -20,11 +21,6 @@ RUN_ID_LABEL = "armada_job_run_id"
 QUEUE_LABEL = "armada_queue_id"
 #: The executor that created the pod: two executors on one cluster leave each other's alone.
 EXECUTOR_LABEL = "armada_executor_id"
-
-
-def pod_name(job_id: str) -> str:
-    """``armada-<jobId>-0``, lower-cased because pod names must be DNS labels."""
-    return f"armada-{job_id.lower()}-0"
 
 
 def pin_to_node(spec: dict[str, Any], node: str) -> None:

@@ -237,6 +237,21 @@ class TimelineEvent(Response):
     fields: dict[str, Any] = {}
 
 
+class JobCommand(Response):
+    """A configured command filled in for one job (``lookout.commands``)."""
+
+    name: str
+    description: str
+    command: str
+
+
+class JobLink(Response):
+    """A configured link filled in for one job (``lookout.links``)."""
+
+    name: str
+    href: str
+
+
 class JobDetail(Response):
     job: JobRow
     spec_yaml: str
@@ -250,6 +265,9 @@ class JobDetail(Response):
     log_tail: str = ""
     #: Every attempt and what decided the next (the drawer's "Retries" section).
     retries: RetryHistory = msgspec.field(default_factory=RetryHistory)
+    #: The configured commands and links, filled in (those needing a run only once it has one).
+    commands: list[JobCommand] = []
+    links: list[JobLink] = []
 
 
 class Resources(Response):

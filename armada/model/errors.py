@@ -53,6 +53,10 @@ class HistoryRewound(Conflict):
     head that the caller saw are gone and are being given to new events."""
 
 
+class TooLarge(ArmadaError):
+    """One input is larger than the server keeps (a saved view's state, say)."""
+
+
 class LimitExceeded(ArmadaError):
     """A quota is used up: too many queued jobs in a queue, open streams, failed logins.
 

@@ -228,6 +228,22 @@ class RetryPolicyDeleted(Event, tag="retryPolicyDeleted"):
     requestor: str = ""
 
 
+# --- Lookout's saved views (configuration a user keeps; the envelope's ids are empty) ------
+
+
+class LookoutViewSaved(Event, tag="lookoutViewSaved"):
+    """``user`` saved (or replaced) the jobs-page state ``state`` as ``name``."""
+
+    user: str
+    name: str
+    state: dict[str, Any] = {}
+
+
+class LookoutViewDeleted(Event, tag="lookoutViewDeleted"):
+    user: str
+    name: str
+
+
 # --- executors and their nodes -----------------------------------------------------------
 
 
@@ -322,6 +338,8 @@ AnyEvent = (
     | RetryPolicyCreated
     | RetryPolicyUpdated
     | RetryPolicyDeleted
+    | LookoutViewSaved
+    | LookoutViewDeleted
 )
 
 

@@ -93,3 +93,9 @@ def new_run_id() -> str:
     """A ULID in UUID form (``str(ULID.to_uuid())``), formatted directly: 2.5 us, not 6."""
     digits = f"{_first_value(1):032x}"
     return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+
+def pod_name(job_id: str) -> str:
+    """``armada-<jobId>-0``, lower-cased because pod names must be DNS labels (the executor
+    names pods so; Lookout's command templates offer it as ``podName``)."""
+    return f"armada-{job_id.lower()}-0"

@@ -114,6 +114,11 @@ EXPECTED_POLICIES: dict[tuple[str, str], Policy] = {
     ("GET", "/api/v1/jobs/{job_id:str}"): Watching(),
     ("GET", "/api/v1/overview"): Watching(),
     ("GET", "/api/v1/changes"): Authenticated(),
+    # Saved views: any caller keeps its own; the handlers reach no one else's (tested below).
+    ("GET", "/v1/lookout/views"): Authenticated(),
+    ("GET", "/v1/lookout/views/{name:str}"): Authenticated(),
+    ("PUT", "/v1/lookout/views/{name:str}"): Authenticated(),
+    ("DELETE", "/v1/lookout/views/{name:str}"): Authenticated(),
     ("GET", "/"): Public(),
     ("GET", "/jobs"): Public(),
     ("GET", "/jobsets"): Public(),
@@ -515,3 +520,25 @@ def test_reads_show_only_queues_the_caller_may_watch(
             where = f"{caller.name}: {method} {path} -> {response.status_code} {response.text[:200]}"
             assert response.status_code in (200, 403, 404), where
             assert shows(response) == watches(caller), where
+
+
+def test_saved_views_are_each_callers_own(secured: ApiServer, key: SigningKey) -> None:
+    """Every caller saves a view of one name: each reads back only its own (basic users,
+    OIDC subjects and static tokens alike), and deleting it leaves the others'."""
+    valid = [caller for caller in CALLERS if caller.valid]
+    with httpx.Client(base_url=secured.url, timeout=30) as http:
+        for caller in valid:
+            state = {"query": f"owner={caller.name}"}
+            saved = http.put(
+                "/v1/lookout/views/mine", json={"state": state}, headers=authorization(caller, key)
+            )
+            assert saved.status_code == 200, f"{caller.name}: {saved.text}"
+        for caller in valid:
+            headers = authorization(caller, key)
+            listed = http.get("/v1/lookout/views", headers=headers).json()["views"]
+            assert [(v["name"], v["state"]) for v in listed] == [("mine", {"query": f"owner={caller.name}"})]
+        first, *others = valid
+        assert http.delete("/v1/lookout/views/mine", headers=authorization(first, key)).status_code == 200
+        for caller in others:
+            assert http.get("/v1/lookout/views/mine", headers=authorization(caller, key)).status_code == 200
+        assert http.get("/v1/lookout/views/mine", headers=authorization(first, key)).status_code == 404

@@ -46,6 +46,26 @@ def serve() -> Serve:
         env={
             # The retry engine (only queues naming a policy use it) and exit 42 named transient.
             "ARMADA_SCHEDULING_RETRY_POLICY": json.dumps({"enabled": True, "globalMaxRetries": 5}),
+            # The job drawer's templates (test_lookout_saved_views.py).
+            "ARMADA_LOOKOUT": json.dumps(
+                {
+                    "commands": [
+                        {
+                            "name": "Logs",
+                            "description": "The job's container output, from its cluster.",
+                            "template": (
+                                "kubectl --context {{ cluster }} -n {{ namespace }} logs {{ podName }}"
+                            ),
+                        }
+                    ],
+                    "links": [
+                        {
+                            "name": "Dashboard",
+                            "template": "https://grafana.example/d/jobs?var-job={{ jobId }}",
+                        }
+                    ],
+                }
+            ),
             "ARMADA_EXECUTOR_ERROR_CATEGORIES": json.dumps(
                 {
                     "categories": [

@@ -24,7 +24,7 @@ from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as 
 from armada.client import ArmadaClient
 from armada.client.aio import AsyncArmadaClient
 from armada.client.errors import ArmadaApiError
-from armada.executor.podspec import pod_name
+from armada.model.ids import pod_name
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequestItem
 from tests.e2e.cluster import FAST_SERVER_ENV, executor, gang, job, states_are, wait_for

@@ -21,9 +21,9 @@ from armada.executor.backend import FoundRun, ObserverSlot, RunObserver, RunStat
 from armada.executor.commands import container_argv, fake_plan
 from armada.executor.exposure import simulated_addresses
 from armada.executor.log_lines import LogMissing, select, stamp
-from armada.executor.podspec import pod_name
 from armada.executor.settings import FakeNodeTemplate, FakeSettings, IngressSettings
 from armada.executor.simulated_cordons import LocalCordons
+from armada.model.ids import pod_name
 from armada.model.leases import Lease, LogOrder, NodeReport
 from armada.model.taints import Taint
 from armada.model.wire.logs import LogLine

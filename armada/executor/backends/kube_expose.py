@@ -29,8 +29,9 @@ from armada.executor.exposure import (
     service_manifest,
     service_plans,
 )
-from armada.executor.podspec import JOB_ID_LABEL, RUN_ID_LABEL, pod_name
+from armada.executor.podspec import JOB_ID_LABEL, RUN_ID_LABEL
 from armada.executor.settings import IngressSettings
+from armada.model.ids import pod_name
 from armada.model.leases import Lease
 
 log = structlog.get_logger(__name__)

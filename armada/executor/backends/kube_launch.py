@@ -22,8 +22,9 @@ from armada.executor.backends.kube_create import create_refused
 from armada.executor.backends.kube_expose import Exposures
 from armada.executor.backends.kube_pod_cache import PodCache
 from armada.executor.backends.kube_pods import Pod, run_id_of
-from armada.executor.podspec import build_pod, pod_name
+from armada.executor.podspec import build_pod
 from armada.executor.settings import KubernetesSettings
+from armada.model.ids import pod_name
 from armada.model.leases import Lease
 
 log = structlog.get_logger(__name__)

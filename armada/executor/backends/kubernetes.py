@@ -39,9 +39,10 @@ from armada.executor.backends.kube_logs import read_pod_log
 from armada.executor.backends.kube_pod_cache import PodCache
 from armada.executor.backends.kube_pods import Pod, StuckDeadlines, parse_time, run_id_of, stuck_verdict
 from armada.executor.backends.slices import Slices
-from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL, pod_name
+from armada.executor.podspec import EXECUTOR_LABEL, RUN_ID_LABEL
 from armada.executor.settings import IngressSettings, KubernetesSettings
 from armada.executor.simulated_cordons import CORDON_REASON_ANNOTATION
+from armada.model.ids import pod_name
 from armada.model.leases import Lease, LogOrder, NodeReport
 from armada.model.wire.logs import LogLine
 

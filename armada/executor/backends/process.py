@@ -40,9 +40,9 @@ from armada.executor.backends.process_state import RunDir, prepare_root, run_dir
 from armada.executor.commands import container_argv, first_container
 from armada.executor.env import container_env, expand_refs
 from armada.executor.log_lines import LogMissing, newest_needed, parse, select
-from armada.executor.podspec import pod_name
 from armada.executor.settings import ProcessSettings
 from armada.executor.simulated_cordons import LocalCordons
+from armada.model.ids import pod_name
 from armada.model.ingress import exposed_ports
 from armada.model.leases import FailureCause, Lease, LogOrder, NodeReport
 from armada.model.wire.logs import LogLine

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from armada.executor.env import container_env, expand_refs
-from armada.executor.podspec import build_pod, pod_name
+from armada.executor.podspec import build_pod
+from armada.model.ids import pod_name
 from armada.model.leases import Lease
 
 

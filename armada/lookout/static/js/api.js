@@ -60,6 +60,9 @@ export const api = {
   reprioritizeJobSet: (queue, jobSetId, newPriority) =>
     call("POST", "/v1/job/reprioritize", { queue, jobSetId, newPriority }),
   executors: () => call("GET", "/v1/executors"),
+  views: () => call("GET", "/v1/lookout/views"),
+  saveView: (name, state) => call("PUT", `/v1/lookout/views/${encodeURIComponent(name)}`, { state }),
+  deleteView: (name) => call("DELETE", `/v1/lookout/views/${encodeURIComponent(name)}`),
   /** GET /v1/usage with `params` ({since, until, by, resource}). */
   usage: (params) => call("GET", `/v1/usage?${new URLSearchParams(Object.entries(params).filter(([, v]) => v))}`),
   cordonExecutor: (name, cordoned, cordonReason) =>

@@ -4,6 +4,7 @@
 
 import { api } from "./api.js";
 import { actionBar, jobActions } from "./actions.js";
+import { templatesSection } from "./drawer_templates.js";
 import { createLogView } from "./logs.js";
 import { retriesSection } from "./retries.js";
 import {
@@ -152,6 +153,7 @@ export function createDrawer(el, app) {
         pending ? h("section", { class: "pending" }, h("h3", {}, "Why pending"), pending) : "",
         failure(detail),
         h("section", {}, h("h3", {}, "Details"), summary(detail)),
+        templatesSection(detail, app),
         h("section", {}, h("h3", {}, "Runs"), runsTable(detail.runs)),
         retriesSection(detail.retries),
         h("section", {}, h("h3", {}, "Events"), timeline(detail.events)),

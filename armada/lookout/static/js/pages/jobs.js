@@ -9,6 +9,7 @@ import { filterBar } from "./jobs_filters.js";
 import { drawGroups, groupingBar } from "./jobs_grouping.js";
 import { resizableColumns } from "./jobs_resize.js";
 import { apiFilter, readView, writeView } from "./jobs_url.js";
+import { viewsMenu } from "./jobs_views.js";
 
 export function mount(main, app) {
   let view = readView(new URLSearchParams(location.search));
@@ -25,7 +26,8 @@ export function mount(main, app) {
     if (view.groupBy.length) refresh();
     else if (shownPage) renderTable(shownPage);
   }));
-  fill(main, h("h1", {}, "Jobs"), filtersSlot, groupingSlot, h("div", { class: "toolbar-row" }, actionsSlot, columnsSlot), results);
+  fill(main, h("h1", {}, "Jobs"), filtersSlot, groupingSlot,
+    h("div", { class: "toolbar-row" }, actionsSlot, viewsMenu(app), columnsSlot), results);
 
   // Edits from the filter bar leave it alone (it already shows them, and may have focus).
   const change = (patch, { fromFilters = true } = {}) => {
