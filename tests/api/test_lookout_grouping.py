@@ -172,7 +172,7 @@ def test_groups_show_only_queues_the_caller_may_watch(server: ApiServer, alices:
     ("body", "field"),
     [
         ({"groupBy": {"column": "colour"}}, "groupBy.column"),
-        ({"groupBy": {}}, "groupBy"),  # its detail: missing field `column`
+        ({"groupBy": {}}, "groupBy.column"),  # a missing required field is named
         ({"groupBy": {"column": "annotation"}}, "groupBy.annotation"),
         ({"groupBy": {"column": "queue", "annotation": "team"}}, "groupBy.annotation"),
         ({"groupBy": {"column": "annotation", "annotation": 'a"b'}}, "groupBy.annotation"),
