@@ -43,8 +43,7 @@ def count_considered(
     """Units of a round that were decided: ``queues`` are database queue indices."""
     if not len(queues):
         return
-    distinct, inverse = np.unique(keys, return_inverse=True)
-    gang = np.array([db.keys.infos[k].gang_cardinality > 0 for k in distinct.tolist()])[inverse]
+    gang = db.keys.gangs()[keys]
     size = len(db.queue_names)
     jobs = np.bincount(queues, weights=counts, minlength=size)
     gangs = np.bincount(queues, weights=np.where(gang, 1, counts), minlength=size)
@@ -72,9 +71,11 @@ def count_gangs_scheduled(figures: PoolFigures, db: JobDb, rows: IntArray, pool:
     """Leased ``rows`` of ``pool``: each job outside a gang is one, each gang one."""
     queues = db.cols["queue"][rows].astype(np.int64)
     gangs = db.cols["gang"][rows].astype(np.int64)
-    single = gangs < 0
-    alone = np.bincount(queues[single], minlength=len(db.queue_names))
-    pairs = np.unique(np.stack([queues[~single], gangs[~single]], axis=1), axis=0)
-    grouped = np.bincount(pairs[:, 0], minlength=len(db.queue_names)) if len(pairs) else alone * 0
-    for queue in np.flatnonzero(alone + grouped).tolist():
-        _of(figures, pool, db.queue_names[queue]).gangs_scheduled += int(alone[queue] + grouped[queue])
+    in_gang = gangs >= 0
+    scheduled = np.bincount(queues[~in_gang], minlength=len(db.queue_names))
+    if in_gang.any():  # one per distinct (queue, gang): a gang's members share its queue
+        span = int(gangs.max()) + 1
+        pairs = np.unique(queues[in_gang] * span + gangs[in_gang])
+        scheduled += np.bincount(pairs // span, minlength=len(db.queue_names))
+    for queue in np.flatnonzero(scheduled).tolist():
+        _of(figures, pool, db.queue_names[queue]).gangs_scheduled += int(scheduled[queue])

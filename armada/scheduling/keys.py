@@ -72,6 +72,7 @@ class KeyTable:
         self.infos: list[KeyInfo] = []
         self._requests: npt.NDArray[np.int64] = np.zeros((0, len(resources)), dtype=np.int64)
         self._priorities: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._gangs: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -102,6 +103,7 @@ class KeyTable:
             vector = self._resources.vector({**dict(requests), PODS: 1})  # one pod per job
             self._requests = np.vstack([self.requests(), vector[None, :]])
             self._priorities = np.append(self._priorities, pc.priority)
+            self._gangs = np.append(self._gangs, cardinality > 0)
         return index
 
     def requests(self) -> npt.NDArray[np.int64]:
@@ -120,3 +122,7 @@ class KeyTable:
     def priorities(self) -> npt.NDArray[np.int64]:
         """Priority-class priority per key."""
         return self._priorities
+
+    def gangs(self) -> npt.NDArray[np.bool_]:
+        """Whether each key is a gang's (its jobs are placed together)."""
+        return self._gangs

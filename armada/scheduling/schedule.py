@@ -109,8 +109,11 @@ def schedule(
     if granted < bucket and ctx.reasons.cycle == GLOBAL_RATE_LIMITED:
         ctx.reasons.cycle = CYCLE_LEASE_CAP
     leases = _leases(ctx)
+    by_pool: dict[str, list[npt.NDArray[np.int64]]] = {}
     for lease_rows, lease_pool in zip(ctx.lease_rows, ctx.lease_pools, strict=True):
-        count_gangs_scheduled(ctx.figures, db, lease_rows, lease_pool)
+        by_pool.setdefault(lease_pool, []).append(lease_rows)
+    for lease_pool, parts in by_pool.items():
+        count_gangs_scheduled(ctx.figures, db, np.concatenate(parts), lease_pool)
     queue_summary, key_summary = _summaries(db, ctx.reasons, ctx.lease_rows, set(rejected))
     return SchedulingResult(
         leases=leases,
