@@ -190,8 +190,23 @@ class JobDb:
         self.cols["state"][start:end] = QUEUED
 
     def lease(self, job_id: str, node_id: str, pool: str) -> None:
-        """A queued job was leased to ``node_id``: it now holds resources there."""
-        self.lease_many([job_id], [node_id], [pool])
+        """A queued job was leased to ``node_id``: it now holds resources there. One job at a
+        time (the follower, event by event) costs ~20x less here than through :meth:`lease_many`."""
+        self.version += 1
+        row = self._row_of[job_id]
+        cols = self.cols
+        if cols["state"][row] != QUEUED:
+            raise ValueError(f"job {job_id} is not queued")
+        self._dequeue(row)
+        node = self.nodes.ensure_row(node_id)
+        cols["state"][row] = RUNNING
+        cols["node"][row] = node
+        cols["pool"][row] = self.pool_index(pool)
+        cols["run_seq"][row] = self._run_seq
+        cols["started"][row] = np.nan
+        self._run_seq += 1
+        self._node_jobs.setdefault(node, set()).add(row)
+        self._account_one(row, +1)
 
     def lease_many(self, job_ids: Sequence[str], node_ids: Sequence[str], pools: Sequence[str]) -> None:
         """Many queued jobs leased at once (a cycle's leases): array updates, not one per job."""
@@ -252,10 +267,19 @@ class JobDb:
         ``finished`` (the time its run ended; not for preemptions) charges a run shorter than
         its pool's ``shortJobPenaltyCutoff`` to its queue until the cutoff (:mod:`.penalties`).
         """
-        row = self._row_of[job_id]
-        if finished is not None and self.cols["state"][row] == RUNNING:
+        self.version += 1
+        row = self._row_of.pop(job_id)
+        state = self.cols["state"][row]
+        if finished is not None and state == RUNNING:
             self._charge_short_run(row, finished)
-        self.remove_many([job_id])
+        if state == QUEUED:
+            self._dequeue(row)
+        elif state == RUNNING:
+            self._release(row)
+        if self.cols["gang"][row] >= 0:
+            self._leave_gang(row)
+        self.cols["state"][row] = FREE
+        self.ids[row] = None
 
     def remove_many(self, job_ids: Iterable[str]) -> None:
         """Many jobs leave at once (a cycle's preemptions, a simulation's ends), as :meth:`remove`
@@ -439,7 +463,14 @@ class JobDb:
             self.gang_queued[gang] += delta
 
     def _dequeue(self, row: int) -> None:
-        self._dequeue_many(np.array([row], dtype=np.int64))
+        queue = int(self.cols["queue"][row])
+        key = int(self.cols["key"][row])
+        counts = self.queued_counts[queue]
+        counts[key] -= 1
+        if not counts[key]:
+            del counts[key]
+        self._gang_delta(row, -1)
+        self._orders[queue].stale += 1
 
     def _dequeue_many(self, rows: Rows) -> None:
         cols = self.cols
@@ -481,8 +512,23 @@ class JobDb:
             self._pc_of_key = np.array([self.pc_index(k) for k in range(len(self.keys))], dtype=np.int64)
         return self._pc_of_key
 
+    def _account_one(self, row: int, sign: int) -> None:
+        """:meth:`_account` for one row, without its array set-up."""
+        key = int(self.cols["key"][row])
+        request = self.keys.requests()[key] * sign
+        pc = int(self._key_pcs()[key])
+        self._grow_nodes()
+        self._node_alloc[int(self.cols["node"][row]), pc, : len(request)] += request
+        pool = self.pool_names[int(self.cols["pool"][row])]
+        alloc = self.queue_allocation(int(self.cols["queue"][row]), pool)
+        alloc[pc, : len(request)] += request
+        self._queue_alloc[(int(self.cols["queue"][row]), pool)] = alloc
+
     def _release(self, row: int) -> None:
-        self._release_many(np.array([row], dtype=np.int64))
+        self._account_one(row, -1)
+        self._node_jobs[int(self.cols["node"][row])].discard(row)
+        self.cols["node"][row] = -1
+        self.cols["pool"][row] = -1
 
     def _release_many(self, rows: Rows) -> None:
         self._account(rows, -1)
