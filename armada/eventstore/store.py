@@ -331,14 +331,17 @@ class EventStore:
         ``decode`` reads the payloads fetched from the database (a reader that only re-encodes
         events can skip building parts it copies verbatim); recent events kept in memory are
         returned as decoded when appended (a job set's too, up to a given ``until_seq``: the
-        streams' reads)."""
-        known_head = self.notifier.head if until_seq is None else min(until_seq, self.notifier.head)
+        streams' reads). Memory answers only when it holds everything up to ``until_seq``
+        (else up to the head this process was told of): a reader's ``until_seq`` comes from
+        the database and can be ahead of that head, and a reader given less than it asked for
+        would move past the rest."""
+        known_head = self.notifier.head if until_seq is None else until_seq
         if queue is None and job_set_id is None and job_id is None:
             recent = self._recent.after(after_seq, known_head, limit)
             if recent is not None:
                 return [stored for stored in recent if until_seq is None or stored.seq <= until_seq]
         elif queue is not None and job_set_id is not None and job_id is None and until_seq is not None:
-            held = self._recent.of_job_set(queue, job_set_id, after_seq, known_head, limit)
+            held = self._recent.of_job_set(queue, job_set_id, after_seq, until_seq, limit)
             if held is not None:
                 return held
         events = schema.events

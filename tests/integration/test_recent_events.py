@@ -121,3 +121,22 @@ def test_a_trimmed_job_set_index_sends_older_reads_to_the_database() -> None:
     assert [s.seq for s in recent.of_job_set("q", "s1", 5, 8, 10)] == [6, 8]
     assert recent.of_job_set("q", "s0", 0, 8, 10) is None  # seqs 1-3 are no longer held
     assert recent.of_job_set("q", "s0", 6, 9, 10) is None  # seq 9 is not held yet
+
+
+async def test_a_job_set_read_up_to_a_head_this_process_has_not_been_told_of_misses_nothing(
+    database: Database,
+) -> None:
+    """A stream reads up to the database's head, which can be ahead of what this process was
+    told (another replica appended; or its own commit is visible before the appender's
+    ``COMMIT`` returns). Served from memory only up to the head it knew, the stream moved past
+    the rest: a job set's ``submitted`` went missing this way."""
+    store = EventStore(database.engine)  # not listening: as if PostgreSQL's NOTIFY lagged
+    own = submission(make_job(queue="q", job_set_id="s"))
+    await store.append(own)
+    other_replica = EventStore(database.engine)
+    elsewhere = submission(make_job(queue="q", job_set_id="s"))
+    await other_replica.append(elsewhere)
+    head = await store.head()
+    assert store.notifier.head < head
+    got = await store.read(0, queue="q", job_set_id="s", until_seq=head)
+    assert [stored.event.job_id for stored in got] == [e.job_id for e in [*own, *elsewhere]]
