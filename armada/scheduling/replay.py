@@ -3,9 +3,10 @@
 Not a second scheduler: :func:`run_forward` calls :func:`schedule` cycle after cycle on the
 job db it is given and applies each cycle's decisions with :func:`apply_decisions`. Between
 cycles simulated time jumps to the next event: the end of a running job, the next item of
-the timeline (a job arriving, an executor's nodes changing, a cancellation), or one cycle
-period on while a cycle is still placing jobs (rate limits). Fair share evolves as it does
-live: the usage history is carried from cycle to cycle at simulated time.
+the timeline (a job arriving, an executor's nodes or a queue's settings changing, a
+cancellation), or one cycle period on while a cycle is still placing jobs (rate limits).
+Fair share evolves as it does live: the usage history is carried from cycle to cycle at
+simulated time.
 
 Start-time forecasts (:mod:`.forecast`) and what-if replays of the recorded log
 (``armada simulate``) are both this loop with a different :class:`Observer`.
@@ -51,8 +52,15 @@ class Cancel:
     job_id: str
 
 
+@dataclass(frozen=True)
+class QueueChange:
+    """A queue's settings from this time on (its weight, limits, cordon)."""
+
+    queue: QueueSpec
+
+
 #: What happens at a given time whatever the scheduler decides.
-TimelineItem = JobRequirements | NodeChange | Cancel
+TimelineItem = JobRequirements | NodeChange | Cancel | QueueChange
 
 
 class Observer(Protocol):
@@ -93,10 +101,18 @@ class Forward:
     #: Seconds from a cycle's decision until its leases are recorded (the live loop's compute
     #: and append): a leased job starts, and holds its node, that much later.
     lease_latency: float = 0.0
+    #: The latency of the cycle at each of ``cycle_instants`` (others take ``lease_latency``).
+    cycle_latencies: Sequence[float] = ()
     #: Events closer than this fraction of the time already simulated share one step.
     coarsening: float = 0.0
     #: Nodes of each executor as the timeline last set them (filled as it goes).
     executor_nodes: dict[str, set[str]] = field(default_factory=dict)
+
+    def latency(self, t: float) -> float:
+        """Seconds after a cycle at ``t`` decided that its leases take effect."""
+        instants = self.cycle_latencies and self.cycle_instants
+        i = bisect.bisect_left(instants, t)
+        return self.cycle_latencies[i] if i < len(instants) and instants[i] == t else self.lease_latency
 
 
 def run_forward(forward: Forward, start: float, end: float, observer: Observer) -> int:
@@ -130,7 +146,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
         apply_decisions(db, cycle)
         # A lease sets the run's end: an earlier run of the same job (preempted, lost) never ends it.
         leased = jobs.index(cycle.leases.job_ids)
-        jobs.end_at[leased] = t + forward.lease_latency + np.maximum(0.0, jobs.left[leased])
+        jobs.end_at[leased] = t + forward.latency(t) + np.maximum(0.0, jobs.left[leased])
         following = _next_cycle(forward, jobs, next_item, t, start, placed=len(cycle.leases) > 0)
         if math.isinf(following):
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
@@ -208,6 +224,8 @@ def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer
                 running = db.state(item.job_id) == RUNNING
                 db.remove(item.job_id)
                 observer.left(t, item.job_id, running, "cancelled")
+        elif isinstance(item, QueueChange):
+            _change_queue(forward, item.queue)
         else:
             _change_nodes(forward, item, t, observer)
     if arrivals:
@@ -218,6 +236,12 @@ def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer
 def _arrive(db: JobDb, jobs: _Jobs, arrivals: list[JobRequirements]) -> None:
     db.add_many(arrivals)
     jobs.add([job.id for job in arrivals])
+
+
+def _change_queue(forward: Forward, spec: QueueSpec) -> None:
+    known = any(queue.name == spec.name for queue in forward.queues)
+    others = [spec if queue.name == spec.name else queue for queue in forward.queues]
+    forward.queues = others if known else [*others, spec]
 
 
 def _change_nodes(forward: Forward, change: NodeChange, t: float, observer: Observer) -> None:
