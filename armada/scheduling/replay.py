@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -74,7 +74,8 @@ class Observer(Protocol):
         they are still in the db, on their nodes, and leave it next."""
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
-        """A job cancelled (``why`` = "cancelled") or lost with its node (``"lost"``, requeued)."""
+        """A job cancelled (``why`` = "cancelled"), lost with its node (``"lost"``, requeued),
+        or whose run failed and is retried (``"failed"``, requeued)."""
 
     def done(self) -> bool:
         """True once nothing more needs simulating."""
@@ -92,6 +93,9 @@ class Forward:
     runtime: Callable[[str], tuple[float, str]]
     #: ``(time, item)`` in time order.
     timeline: Sequence[tuple[float, TimelineItem]] = ()
+    #: Per job, the seconds each of its first runs runs before it fails and the job is
+    #: queued again (a replay of recorded retries); its last run takes ``runtime``.
+    failures: Mapping[str, Sequence[float]] = field(default_factory=dict)
     paused_executors: Collection[str] = ()
     #: Seconds between cycles: the shortest simulated step.
     cycle_period: float = 1.0
@@ -121,7 +125,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     db = forward.db
     # No time budget (simulations are off the critical path) and a frozen clock: deterministic.
     config = msgspec.structs.replace(forward.config, max_scheduling_duration=0.0)
-    jobs = _Jobs(forward.runtime)
+    jobs = _Jobs(forward.runtime, forward.failures)
     states = db.cols["state"][: len(db.ids)]
     jobs.add([db.ids[r] for r in np.flatnonzero(states != FREE).tolist()])
     running = jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()])
@@ -179,8 +183,13 @@ def _next_cycle(
 class _Jobs:
     """The simulation's jobs by position: runtimes asked once, when a job enters; run ends as an array."""
 
-    def __init__(self, runtime: Callable[[str], tuple[float, str]]) -> None:
+    def __init__(
+        self, runtime: Callable[[str], tuple[float, str]], failures: Mapping[str, Sequence[float]]
+    ) -> None:
         self.runtime = runtime
+        self.failures = failures
+        #: Of jobs with runs to fail, the seconds of each run to come, the current one's last.
+        self.attempts: dict[str, list[float]] = {}
         self.ids: list[str] = []
         self.position: dict[str, int] = {}
         #: Seconds each job runs (a job running at the start: the seconds left).
@@ -196,10 +205,25 @@ class _Jobs:
             self.position[job_id] = len(self.ids)
             self.ids.append(job_id)
             seconds, basis = self.runtime(job_id)
+            if failing := self.failures.get(job_id):
+                self.attempts[job_id] = [seconds, *reversed(failing)]
+                seconds = failing[0]
             left.append(seconds)
             self.basis.append(basis)
         self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
         self.end_at = np.concatenate([self.end_at, np.full(len(left), math.inf)])
+
+    def failed(self, job_ids: Sequence[str]) -> set[str]:
+        """Of the jobs whose runs just ended, those whose run failed: each is to run again,
+        for its next failing run's seconds or else its runtime."""
+        failed = {job_id for job_id in job_ids if job_id in self.attempts}
+        for job_id in failed:
+            attempts = self.attempts[job_id]
+            attempts.pop()
+            self.left[self.position[job_id]] = attempts[-1]
+            if len(attempts) == 1:
+                del self.attempts[job_id]
+        return failed
 
     def index(self, job_ids: Iterable[str | None]) -> IntArray:
         position = self.position
@@ -270,6 +294,13 @@ def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     ids = [jobs.ids[i] for i in due.tolist()]
     running = np.flatnonzero(db.states_of(ids) == RUNNING).tolist()
     ending = [ids[i] for i in running]
+    failed = jobs.failed(ending) if jobs.attempts else set()
+    for job_id in failed:
+        db.requeue(job_id)
+        observer.left(t, job_id, True, "failed")
+    if failed:
+        running = [i for i, job_id in zip(running, ending, strict=True) if job_id not in failed]
+        ending = [ids[i] for i in running]
     observer.ended(t, ending, [jobs.basis[i] for i in due[running].tolist()])
     db.remove_many(ending)
 

@@ -43,3 +43,19 @@ def test_a_candidate_queue_setting_holds_whatever_the_log_set_later() -> None:
     _, settings = candidate_settings(candidate, SchedulingConfig(), [QueueSpec("q", 2), QueueSpec("r", 1)])
     assert settings(QueueSpec("q", 4, cordoned=True)) == QueueSpec("q", 3, cordoned=True)
     assert settings(QueueSpec("r", 4)) == QueueSpec("r", 4)
+
+
+def test_a_failed_run_that_was_retried_is_replayed_as_a_failure() -> None:
+    reader = _Reader(since=0.0, until=100.0)
+    for job_id in ("retried", "failed"):
+        job = make_job(job_id=job_id, queue="q")
+        envelope = {"queue": "q", "job_set_id": job.job_set_id, "job_id": job_id}
+        reader.apply(0.0, ev.JobSubmitted(job=job, **envelope))
+        reader.apply(1.0, ev.JobLeased(cluster_id="c0", node_id="n1", run_id="r1", **envelope))
+        reader.apply(4.0, ev.JobFailed(run_id="r1", **envelope))
+    envelope = {"queue": "q", "job_set_id": "set-1", "job_id": "retried"}
+    reader.apply(5.0, ev.JobLeased(cluster_id="c0", node_id="n1", run_id="r2", **envelope))
+    reader.apply(15.0, ev.JobSucceeded(run_id="r2", **envelope))
+    recorded = reader.finish()
+    assert recorded.failures == {"retried": [3.0]}
+    assert recorded.runtimes == {"retried": 10.0, "failed": 3.0}

@@ -10,7 +10,8 @@ A run's length is its hold on the node: from ``leased`` to the event that ended 
 runtime replayed for a job is its last run's, when that run finished (succeeded or failed);
 a job that was preempted, lost or still running at the window's end gets the median of its
 queue and shape's finished runs (else the time it ran); a cancelled job runs until its
-cancellation.
+cancellation. A run that failed and was retried (the job leased again) is replayed as a
+run of its length that fails, the job then queued again.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class RecordedLog:
     jobs: dict[str, JobRequirements]
     #: Seconds each job holds its node once started (``inf``: until cancelled or the window ends).
     runtimes: dict[str, float]
+    #: Per job whose runs failed and were retried, each such run's seconds, in order.
+    failures: dict[str, list[float]]
     #: Arrivals, cancellations, executors' node changes and queues' changes, in time order.
     timeline: list[tuple[float, TimelineItem]]
     #: What the recorded scheduler did with each job.
@@ -148,6 +151,9 @@ class _Reader:
         self.outcomes: dict[str, Outcome] = {}
         self.finished: dict[str, float] = {}
         self.cancelled: dict[str, float] = {}
+        #: A job's last run's seconds while it failed and is not (yet) leased again.
+        self.failed: dict[str, float] = {}
+        self.failures: dict[str, list[float]] = defaultdict(list)
         self.timeline: list[tuple[float, TimelineItem]] = []
         #: Queues as at ``since`` (or as created after it).
         self.queues: dict[str, QueueSpec] = {}
@@ -221,6 +227,9 @@ class _Reader:
     def _job_event(self, t: float, event: ev.AnyEvent, outcome: Outcome) -> None:
         run = outcome.runs[-1] if outcome.runs and outcome.runs[-1].end is None else None
         if isinstance(event, ev.JobLeased):
+            if (seconds := self.failed.pop(event.job_id, None)) is not None:
+                self.failures[event.job_id].append(seconds)  # retried: not its last run
+                del self.finished[event.job_id]
             outcome.runs.append(Run(pool=event.pool, start=t))
             node = node_key(event.cluster_id, event.node_id)
             room, since = self.room.get(event.cluster_id, {}).get(node, ({}, -math.inf))
@@ -235,6 +244,8 @@ class _Reader:
             outcome.preempted = True
         elif isinstance(event, ev.JobSucceeded | ev.JobFailed) and run is not None:
             self.finished[event.job_id] = t - run.start
+            if isinstance(event, ev.JobFailed):
+                self.failed[event.job_id] = t - run.start
         elif isinstance(event, ev.JobCancelled):
             self.cancelled[event.job_id] = t
             self.timeline.append((t, Cancel(event.job_id)))
@@ -261,6 +272,7 @@ class _Reader:
             queues=self.queues,
             jobs=self.jobs,
             runtimes=runtimes,
+            failures=dict(self.failures),
             timeline=self.timeline,
             outcomes=self.outcomes,
             cycle_log=self.cycle_log,

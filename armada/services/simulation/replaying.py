@@ -62,6 +62,7 @@ def replay(
         state=SchedulerState(),
         runtime=lambda job_id: (runtimes[job_id], ""),
         timeline=timeline,
+        failures=recorded.failures,
         cycle_period=cycle_period,
         cycle_instants=cycles.decided,
         lease_latency=recorded.decision_latency if recorded_cycles else 0.0,

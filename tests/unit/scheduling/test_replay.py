@@ -39,6 +39,7 @@ def run(
     instants: tuple[float, ...] = (),
     latency: float = 0.0,
     latencies: tuple[float, ...] = (),
+    failures: Mapping[str, Sequence[float]] | None = None,
 ) -> Log:
     sim = Sim(config=unlimited())
     for name, weight in queues.items():
@@ -54,6 +55,7 @@ def run(
         cycle_instants=instants,
         lease_latency=latency,
         cycle_latencies=latencies,
+        failures=failures or {},
     )
     run_forward(forward, 0.0, 1000.0, log)
     return log
@@ -132,3 +134,22 @@ def test_each_recorded_cycle_takes_its_own_latency() -> None:
     ]
     log = run(timeline, {"a": 10, "b": 10}, {"q": 1}, instants=(0.0,), latency=0.25, latencies=(0.5,))
     assert log.seen == [(0.0, "start", "a"), (10.5, "end", "a"), (10.5, "start", "b"), (20.75, "end", "b")]
+
+
+def test_a_run_that_failed_fails_again_then_the_job_is_retried() -> None:
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, NodeChange("ex", (node("n1", cpu=1),))),
+        (0.0, job("a", "q", submitted=0)),
+        (1.0, job("b", "q", submitted=1)),
+    ]
+    log = run(timeline, {"a": 10, "b": 1}, {"q": 1}, failures={"a": (3.0, 2.0)})
+    assert log.seen == [
+        (0.0, "start", "a"),
+        (3.0, "failed running", "a"),
+        (3.0, "start", "a"),  # queued again, before b (submitted later)
+        (5.0, "failed running", "a"),
+        (5.0, "start", "a"),
+        (15.0, "end", "a"),
+        (15.0, "start", "b"),
+        (16.0, "end", "b"),
+    ]
