@@ -107,6 +107,9 @@ class Forward:
     lease_latency: float = 0.0
     #: The latency of the cycle at each of ``cycle_instants`` (others take ``lease_latency``).
     cycle_latencies: Sequence[float] = ()
+    #: For each of ``cycle_instants``, from when the live loop was not deciding until then
+    #: (it could have made some of that cycle's leases, and did not): no cycle runs between.
+    cycle_stalled: Sequence[float] = ()
     #: Events closer than this fraction of the time already simulated share one step.
     coarsening: float = 0.0
     #: Nodes of each executor as the timeline last set them (filled as it goes).
@@ -175,9 +178,13 @@ def _next_cycle(
         return due
     i = max(bisect.bisect_left(instants, due), bisect.bisect_right(instants, t))
     recorded = instants[i] if i < len(instants) else math.inf
+    if recorded <= due + forward.cycle_period or (
+        i < len(forward.cycle_stalled) and forward.cycle_stalled[i] <= due
+    ):
+        return recorded
     # A change no recorded cycle followed within a period: a cycle the live loop ran but
     # that leased nothing, so it left no trace; run it when the change happens.
-    return recorded if recorded <= due + forward.cycle_period else max(due, math.nextafter(t, math.inf))
+    return max(due, math.nextafter(t, math.inf))
 
 
 class _Jobs:

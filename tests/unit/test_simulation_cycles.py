@@ -54,3 +54,15 @@ def test_a_retried_job_was_ready_when_its_last_run_ended() -> None:
     log.ended(3.0, "a")  # failed, and queued again
     log.leased(3.04, "a", "n1", 0.0, ONE_CPU, TWO_CPUS)
     assert log.timing(median_latency=0.01).decided == (0.0 + ROUNDING, 3.0 + ROUNDING)
+
+
+def test_a_cycle_shows_from_when_the_live_loop_was_not_deciding() -> None:
+    """b was ready at 1.0 with room on n2, but leased only at 2.0, beside c (ready at 1.9):
+    the live loop made no decision between 1.0 and 1.9 (it would have leased b)."""
+    log = CycleLog()
+    log.leased(0.5, "a", "n1", 0.4, ONE_CPU, TWO_CPUS)
+    log.leased(2.0, "b", "n2", 1.0, ONE_CPU, TWO_CPUS)
+    log.leased(2.005, "c", "n3", 1.9, ONE_CPU, TWO_CPUS)
+    timing = log.timing(median_latency=0.05)
+    assert timing.decided == (0.4 + ROUNDING, 1.9 + ROUNDING)
+    assert timing.possible == (0.4 - ROUNDING, 1.0 - ROUNDING)

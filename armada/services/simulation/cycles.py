@@ -29,8 +29,9 @@ from dataclasses import dataclass
 #: Leases recorded closer together than this came from one cycle (its events' times differ
 #: by the time it took to build them).
 ONE_CYCLE = 0.02
-#: A decision bound by an event is taken this much after it, so that the replay's own
-#: arithmetic (a run's end recomputed from its start and runtime) cannot put the event after it.
+#: A decision bound by an event is taken this much after it (and a time a lease was possible
+#: from, this much before), so that the replay's own arithmetic (a run's end recomputed from
+#: its start and runtime) cannot put the event on the wrong side of it.
 ROUNDING = 1e-6
 
 
@@ -54,6 +55,9 @@ class CycleTiming:
 
     decided: tuple[float, ...] = ()
     instants: tuple[float, ...] = ()
+    #: From when the live loop could have made some of the cycle's leases (onto one of its
+    #: nodes): it made none before, so it was not deciding between then and ``decided``.
+    possible: tuple[float, ...] = ()
 
     @property
     def latencies(self) -> tuple[float, ...]:
@@ -91,19 +95,22 @@ class CycleLog:
         its instant), after the previous cycle's and not after its instant."""
         decided: list[float] = []
         instants: list[float] = []
+        possible: list[float] = []
         on_node: dict[str, list[_Hold]] = defaultdict(list)
         last = -math.inf
         for cycle in self._cycles():
             instant = cycle[0].start
-            seen = self._seen(cycle, on_node, last)
-            if seen <= last:
-                seen = instant - median_latency
+            seen, earliest = self._seen(cycle, on_node, last)
+            if seen <= last:  # unexplained: no claim either on when its leases were possible
+                seen = earliest = instant - median_latency
+            earliest = max(earliest, last)
             last = min(instant, max(seen, math.nextafter(last, math.inf)))
             decided.append(last)
             instants.append(instant)
+            possible.append(min(earliest, last))
             for hold in cycle:
                 on_node[hold.node].append(hold)
-        return CycleTiming(tuple(decided), tuple(instants))
+        return CycleTiming(tuple(decided), tuple(instants), tuple(possible))
 
     def _cycles(self) -> list[list[_Hold]]:
         cycles: list[list[_Hold]] = []
@@ -116,28 +123,35 @@ class CycleLog:
         return cycles
 
     @staticmethod
-    def _seen(cycle: list[_Hold], on_node: dict[str, list[_Hold]], last: float) -> float:
-        """The latest event the cycle's leases show it had seen: a job or node becoming
-        ready, or the end that made room on a node it leased onto."""
+    def _seen(cycle: list[_Hold], on_node: dict[str, list[_Hold]], last: float) -> tuple[float, float]:
+        """The latest event the cycle's leases show it had seen (a job or node becoming
+        ready, or the end that made room on a node it leased onto), and the earliest time
+        the leases onto one of its nodes could all have been made."""
         instant = cycle[0].start
-        seen = max(hold.ready for hold in cycle) + ROUNDING
         leased: dict[str, list[_Hold]] = defaultdict(list)
         for hold in cycle:
             leased[hold.node].append(hold)
+        seen, earliest = -math.inf, math.inf
         for node, new in leased.items():
             # Runs that ended before the previous cycle decided were gone for this one too.
             held = on_node[node] = [h for h in on_node[node] if h.end > last]
-            over = _over(held + new, new[0].room)
-            if not over:
-                continue
-            for hold in sorted((h for h in held if h.end < instant), key=lambda h: h.end):
-                for resource, amount in hold.requests.items():
-                    if resource in over:
-                        over[resource] -= amount
-                if all(amount <= 0 for amount in over.values()):
-                    seen = max(seen, hold.end + ROUNDING)
-                    break
-        return seen
+            first = min(new, key=lambda h: h.ready)
+            seen = max(seen, *(h.ready for h in new), _room_made(held, new, instant))
+            earliest = min(earliest, max(first.ready, _room_made(held, [first], instant)))
+        return seen + ROUNDING, earliest - ROUNDING
+
+
+def _room_made(held: list[_Hold], new: list[_Hold], instant: float) -> float:
+    """When enough of the runs ``held`` on a node had ended (in the order they ended, before
+    ``instant``) for ``new`` to fit beside the others (``-inf``: they fit as it was, or never)."""
+    over = _over(held + new, new[0].room)
+    for hold in sorted((h for h in held if over and h.end < instant), key=lambda h: h.end):
+        for resource, amount in hold.requests.items():
+            if resource in over:
+                over[resource] -= amount
+        if all(amount <= 0 for amount in over.values()):
+            return hold.end
+    return -math.inf
 
 
 def _over(holds: list[_Hold], room: dict[str, int]) -> dict[str, int]:

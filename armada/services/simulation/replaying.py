@@ -67,6 +67,7 @@ def replay(
         cycle_instants=cycles.decided,
         lease_latency=recorded.decision_latency if recorded_cycles else 0.0,
         cycle_latencies=cycles.latencies,
+        cycle_stalled=cycles.possible,
     )
     watcher = _Watcher(recorded, forward.latency)
     count = run_forward(forward, recorded.since, recorded.until, watcher)

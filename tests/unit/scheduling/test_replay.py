@@ -40,6 +40,7 @@ def run(
     latency: float = 0.0,
     latencies: tuple[float, ...] = (),
     failures: Mapping[str, Sequence[float]] | None = None,
+    stalled: tuple[float, ...] = (),
 ) -> Log:
     sim = Sim(config=unlimited())
     for name, weight in queues.items():
@@ -56,6 +57,7 @@ def run(
         lease_latency=latency,
         cycle_latencies=latencies,
         failures=failures or {},
+        cycle_stalled=stalled,
     )
     run_forward(forward, 0.0, 1000.0, log)
     return log
@@ -153,3 +155,18 @@ def test_a_run_that_failed_fails_again_then_the_job_is_retried() -> None:
         (15.0, "start", "b"),
         (16.0, "end", "b"),
     ]
+
+
+def test_no_cycle_of_its_own_while_the_live_loop_was_not_deciding() -> None:
+    """``a`` arrived at 1 with room; no live cycle leased until 3 (a loaded server): the
+    replay runs a cycle of its own at the arrival unless the log shows the loop stalled."""
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, NodeChange("ex", (node("n1", cpu=1),))),
+        (1.0, job("a", "q", submitted=1)),
+    ]
+    idle = run(timeline, {"a": 5}, {"q": 1}, instants=(3.0,), latency=0.1, latencies=(0.1,))
+    assert (1.0, "start", "a") in idle.seen
+    stalled = run(
+        timeline, {"a": 5}, {"q": 1}, instants=(3.0,), latency=0.1, latencies=(0.1,), stalled=(1.0,)
+    )
+    assert (3.0, "start", "a") in stalled.seen
