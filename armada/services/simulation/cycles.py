@@ -15,6 +15,11 @@ saw, and no more. A cycle whose leases show nothing since the cycle before it de
 it acted on is not in the log: a queue's settings changed, say) is taken to have decided the
 median latency before its leases. Its leases were recorded at its instant.
 
+What a cycle leased also shows when the live loop was not deciding: a job it leased that
+was ready, with room on its node, since some time before, would have been leased by any
+cycle deciding in between (with the recorded settings), so none did (a loaded server, a
+slow write): the replay runs no cycle of its own there.
+
 These are the cluster's timing, not its choices: under any settings the replay's cycles
 decide at these times and their leases take effect at the recorded instants. Replayed with
 the recorded settings, the core (deterministic) then decides what the live one did.
@@ -126,7 +131,7 @@ class CycleLog:
     def _seen(cycle: list[_Hold], on_node: dict[str, list[_Hold]], last: float) -> tuple[float, float]:
         """The latest event the cycle's leases show it had seen (a job or node becoming
         ready, or the end that made room on a node it leased onto), and the earliest time
-        the leases onto one of its nodes could all have been made."""
+        one of its leases could have been made (the first ready onto its node, with room)."""
         instant = cycle[0].start
         leased: dict[str, list[_Hold]] = defaultdict(list)
         for hold in cycle:
