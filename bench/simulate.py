@@ -8,7 +8,9 @@
 over HTTP at their times: ``tests/e2e/recording.py``), then replays the log with the settings
 it was recorded under and compares, per queue, the replayed mean wait with the recorded one
 (relative error) and the pools' CPU utilisation (absolute difference, in points). Goals: wait
-within 15%, utilisation within 5 points.
+within 15%, utilisation within 5 points. With ``--logs DIR`` each recording is kept there
+(``<scenario>-<seed>.db`` and its window in ``.json``) and replayed again by later runs
+instead of recorded anew: before/after figures of a replay change on the same logs.
 
 ``speed`` writes a synthetic log straight into a SQLite events table (queues, executors'
 node reports, and per job ``submitted``, ``leased`` and ``succeeded``: Poisson arrivals over
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import random
 import statistics
@@ -69,16 +72,29 @@ async def _compare(
         await database.close()
 
 
+def _recorded(scenario: str, seed: int, logs: Path | None, tmp: Path) -> tuple[str, float, float]:
+    """A recording of ``scenario``: its database URL and window; kept in (or reused from) ``logs``."""
+    where = logs if logs is not None else tmp
+    database, window = where / f"{scenario}-{seed}.db", where / f"{scenario}-{seed}.json"
+    url = f"sqlite:///{database}"
+    if logs is not None and window.exists():
+        since, until = json.loads(window.read_text())
+        return url, since, until
+    where.mkdir(parents=True, exist_ok=True)
+    workload = fairness(seed=seed) if scenario == "fairness" else throughput(seed=seed)
+    since, until = record(tmp, url, workload)
+    window.write_text(json.dumps([since, until]))
+    return url, since, until
+
+
 def fidelity(args: argparse.Namespace) -> dict[str, Any]:
     config = msgspec.convert(RECORDED_SETTINGS, SchedulingConfig)
     wait_errors: list[float] = []
     util_errors: list[float] = []
     per_run = []
     for run in range(args.runs):
-        workload = fairness(seed=run + 1) if args.scenario == "fairness" else throughput(seed=run + 1)
         with tempfile.TemporaryDirectory(prefix="bench-simulate-") as tmp:
-            url = f"sqlite:///{Path(tmp) / 'armada.db'}"
-            since, until = record(Path(tmp), url, workload)
+            url, since, until = _recorded(args.scenario, run + 1, args.logs, Path(tmp))
             comparison = asyncio.run(_compare(url, since, until, config, RECORDED_CYCLE_PERIOD))
         recorded, current = comparison.scenarios[0].figures, comparison.scenarios[1].figures
         waits = {
@@ -254,6 +270,7 @@ def main() -> None:
     fid = sub.add_parser("fidelity")
     fid.add_argument("--scenario", choices=("fairness", "throughput"), default="fairness")
     fid.add_argument("--runs", type=int, default=3)
+    fid.add_argument("--logs", type=Path, help="keep the recordings here, and replay those kept")
     spd = sub.add_parser("speed")
     spd.add_argument("--jobs", type=int, default=100_000)
     spd.add_argument("--nodes", type=int, default=1000)

@@ -3,9 +3,10 @@
 Not a second scheduler: :func:`run_forward` calls :func:`schedule` cycle after cycle on the
 job db it is given and applies each cycle's decisions with :func:`apply_decisions`. Between
 cycles simulated time jumps to the next event: the end of a running job, the next item of
-the timeline (a job arriving, an executor's nodes changing, a cancellation), or one cycle
-period on while a cycle is still placing jobs (rate limits). Fair share evolves as it does
-live: the usage history is carried from cycle to cycle at simulated time.
+the timeline (a job arriving, an executor's nodes or a queue's settings changing, a
+cancellation), or one cycle period on while a cycle is still placing jobs (rate limits).
+Fair share evolves as it does live: the usage history is carried from cycle to cycle at
+simulated time.
 
 Start-time forecasts (:mod:`.forecast`) and what-if replays of the recorded log
 (``armada simulate``) are both this loop with a different :class:`Observer`.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -51,8 +52,15 @@ class Cancel:
     job_id: str
 
 
+@dataclass(frozen=True)
+class QueueChange:
+    """A queue's settings from this time on (its weight, limits, cordon)."""
+
+    queue: QueueSpec
+
+
 #: What happens at a given time whatever the scheduler decides.
-TimelineItem = JobRequirements | NodeChange | Cancel
+TimelineItem = JobRequirements | NodeChange | Cancel | QueueChange
 
 
 class Observer(Protocol):
@@ -66,7 +74,8 @@ class Observer(Protocol):
         they are still in the db, on their nodes, and leave it next."""
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
-        """A job cancelled (``why`` = "cancelled") or lost with its node (``"lost"``, requeued)."""
+        """A job cancelled (``why`` = "cancelled"), lost with its node (``"lost"``, requeued),
+        or whose run failed and is retried (``"failed"``, requeued)."""
 
     def done(self) -> bool:
         """True once nothing more needs simulating."""
@@ -84,6 +93,9 @@ class Forward:
     runtime: Callable[[str], tuple[float, str]]
     #: ``(time, item)`` in time order.
     timeline: Sequence[tuple[float, TimelineItem]] = ()
+    #: Per job, the seconds each of its first runs runs before it fails and the job is
+    #: queued again (a replay of recorded retries); its last run takes ``runtime``.
+    failures: Mapping[str, Sequence[float]] = field(default_factory=dict)
     paused_executors: Collection[str] = ()
     #: Seconds between cycles: the shortest simulated step.
     cycle_period: float = 1.0
@@ -93,10 +105,21 @@ class Forward:
     #: Seconds from a cycle's decision until its leases are recorded (the live loop's compute
     #: and append): a leased job starts, and holds its node, that much later.
     lease_latency: float = 0.0
+    #: The latency of the cycle at each of ``cycle_instants`` (others take ``lease_latency``).
+    cycle_latencies: Sequence[float] = ()
+    #: For each of ``cycle_instants``, from when the live loop was not deciding until then
+    #: (it could have made some of that cycle's leases, and did not): no cycle runs between.
+    cycle_stalled: Sequence[float] = ()
     #: Events closer than this fraction of the time already simulated share one step.
     coarsening: float = 0.0
     #: Nodes of each executor as the timeline last set them (filled as it goes).
     executor_nodes: dict[str, set[str]] = field(default_factory=dict)
+
+    def latency(self, t: float) -> float:
+        """Seconds after a cycle at ``t`` decided that its leases take effect."""
+        instants = self.cycle_latencies and self.cycle_instants
+        i = bisect.bisect_left(instants, t)
+        return self.cycle_latencies[i] if i < len(instants) and instants[i] == t else self.lease_latency
 
 
 def run_forward(forward: Forward, start: float, end: float, observer: Observer) -> int:
@@ -105,7 +128,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     db = forward.db
     # No time budget (simulations are off the critical path) and a frozen clock: deterministic.
     config = msgspec.structs.replace(forward.config, max_scheduling_duration=0.0)
-    jobs = _Jobs(forward.runtime)
+    jobs = _Jobs(forward.runtime, forward.failures)
     states = db.cols["state"][: len(db.ids)]
     jobs.add([db.ids[r] for r in np.flatnonzero(states != FREE).tolist()])
     running = jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()])
@@ -130,7 +153,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
         apply_decisions(db, cycle)
         # A lease sets the run's end: an earlier run of the same job (preempted, lost) never ends it.
         leased = jobs.index(cycle.leases.job_ids)
-        jobs.end_at[leased] = t + forward.lease_latency + np.maximum(0.0, jobs.left[leased])
+        jobs.end_at[leased] = t + forward.latency(t) + np.maximum(0.0, jobs.left[leased])
         following = _next_cycle(forward, jobs, next_item, t, start, placed=len(cycle.leases) > 0)
         if math.isinf(following):
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
@@ -155,16 +178,25 @@ def _next_cycle(
         return due
     i = max(bisect.bisect_left(instants, due), bisect.bisect_right(instants, t))
     recorded = instants[i] if i < len(instants) else math.inf
+    if recorded <= due + forward.cycle_period or (
+        i < len(forward.cycle_stalled) and forward.cycle_stalled[i] <= due
+    ):
+        return recorded
     # A change no recorded cycle followed within a period: a cycle the live loop ran but
     # that leased nothing, so it left no trace; run it when the change happens.
-    return recorded if recorded <= due + forward.cycle_period else max(due, math.nextafter(t, math.inf))
+    return max(due, math.nextafter(t, math.inf))
 
 
 class _Jobs:
     """The simulation's jobs by position: runtimes asked once, when a job enters; run ends as an array."""
 
-    def __init__(self, runtime: Callable[[str], tuple[float, str]]) -> None:
+    def __init__(
+        self, runtime: Callable[[str], tuple[float, str]], failures: Mapping[str, Sequence[float]]
+    ) -> None:
         self.runtime = runtime
+        self.failures = failures
+        #: Of jobs with runs to fail, the seconds of each run to come, the current one's last.
+        self.attempts: dict[str, list[float]] = {}
         self.ids: list[str] = []
         self.position: dict[str, int] = {}
         #: Seconds each job runs (a job running at the start: the seconds left).
@@ -180,10 +212,25 @@ class _Jobs:
             self.position[job_id] = len(self.ids)
             self.ids.append(job_id)
             seconds, basis = self.runtime(job_id)
+            if failing := self.failures.get(job_id):
+                self.attempts[job_id] = [seconds, *reversed(failing)]
+                seconds = failing[0]
             left.append(seconds)
             self.basis.append(basis)
         self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
         self.end_at = np.concatenate([self.end_at, np.full(len(left), math.inf)])
+
+    def failed(self, job_ids: Sequence[str]) -> set[str]:
+        """Of the jobs whose runs just ended, those whose run failed: each is to run again,
+        for its next failing run's seconds or else its runtime."""
+        failed = {job_id for job_id in job_ids if job_id in self.attempts}
+        for job_id in failed:
+            attempts = self.attempts[job_id]
+            attempts.pop()
+            self.left[self.position[job_id]] = attempts[-1]
+            if len(attempts) == 1:
+                del self.attempts[job_id]
+        return failed
 
     def index(self, job_ids: Iterable[str | None]) -> IntArray:
         position = self.position
@@ -208,6 +255,8 @@ def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer
                 running = db.state(item.job_id) == RUNNING
                 db.remove(item.job_id)
                 observer.left(t, item.job_id, running, "cancelled")
+        elif isinstance(item, QueueChange):
+            _change_queue(forward, item.queue)
         else:
             _change_nodes(forward, item, t, observer)
     if arrivals:
@@ -218,6 +267,12 @@ def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer
 def _arrive(db: JobDb, jobs: _Jobs, arrivals: list[JobRequirements]) -> None:
     db.add_many(arrivals)
     jobs.add([job.id for job in arrivals])
+
+
+def _change_queue(forward: Forward, spec: QueueSpec) -> None:
+    known = any(queue.name == spec.name for queue in forward.queues)
+    others = [spec if queue.name == spec.name else queue for queue in forward.queues]
+    forward.queues = others if known else [*others, spec]
 
 
 def _change_nodes(forward: Forward, change: NodeChange, t: float, observer: Observer) -> None:
@@ -246,6 +301,13 @@ def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     ids = [jobs.ids[i] for i in due.tolist()]
     running = np.flatnonzero(db.states_of(ids) == RUNNING).tolist()
     ending = [ids[i] for i in running]
+    failed = jobs.failed(ending) if jobs.attempts else set()
+    for job_id in failed:
+        db.requeue(job_id)
+        observer.left(t, job_id, True, "failed")
+    if failed:
+        running = [i for i, job_id in zip(running, ending, strict=True) if job_id not in failed]
+        ending = [ids[i] for i in running]
     observer.ended(t, ending, [jobs.basis[i] for i in due[running].tolist()])
     db.remove_many(ending)
 

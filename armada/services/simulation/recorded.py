@@ -1,15 +1,17 @@
 """What the event log recorded over a time window, as a workload to replay and as outcomes.
 
 The workload is what happened whatever the scheduler decided: when each job arrived and
-what it asked for, how long it ran once started, when it was cancelled, and which nodes
-each executor offered over time. The outcome is what the scheduler made of it: each job's
-runs (where, from when to when, and whether the work was lost).
+what it asked for, how long it ran once started, when it was cancelled, which nodes each
+executor offered over time, and the queues' settings over time. The outcome is what the
+scheduler made of it: each job's runs (where, from when to when, and whether the work was
+lost).
 
 A run's length is its hold on the node: from ``leased`` to the event that ended it. The
 runtime replayed for a job is its last run's, when that run finished (succeeded or failed);
 a job that was preempted, lost or still running at the window's end gets the median of its
 queue and shape's finished runs (else the time it ran); a cancelled job runs until its
-cancellation.
+cancellation. A run that failed and was retried (the job leased again) is replayed as a
+run of its length that fails, the job then queued again.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 
 import structlog
 from sqlalchemy import select
@@ -29,8 +32,10 @@ from armada.eventstore import schema
 from armada.model import events as ev
 from armada.scheduler.cluster_state import ClusterState, node_key
 from armada.scheduling import QueueSpec, SchedulingConfig
-from armada.scheduling.replay import Cancel, NodeChange, TimelineItem
+from armada.scheduling.nodes import NodeSpec
+from armada.scheduling.replay import Cancel, NodeChange, QueueChange, TimelineItem
 from armada.scheduling.requirements import JobRequirements, RequirementsError, job_requirements
+from armada.services.simulation.cycles import CycleLog, CycleTiming
 
 log = structlog.get_logger(__name__)
 
@@ -81,22 +86,30 @@ class RecordedLog:
 
     since: float
     until: float
-    #: Queues as the log last set them.
+    #: Queues as they were at ``since`` (one created later: as created); changes in the
+    #: window are in the timeline.
     queues: dict[str, QueueSpec]
     #: Jobs submitted in the window, by id.
     jobs: dict[str, JobRequirements]
     #: Seconds each job holds its node once started (``inf``: until cancelled or the window ends).
     runtimes: dict[str, float]
-    #: Arrivals, cancellations and executors' node changes, in time order.
+    #: Per job whose runs failed and were retried, each such run's seconds, in order.
+    failures: dict[str, list[float]]
+    #: Arrivals, cancellations, executors' node changes and queues' changes, in time order.
     timeline: list[tuple[float, TimelineItem]]
     #: What the recorded scheduler did with each job.
     outcomes: dict[str, Outcome]
-    #: When the live scheduler's cycles recorded leases, in order (one time per cycle): a
-    #: replay decides at these instants, so it sees the arrivals and ends each live cycle saw.
-    cycle_instants: tuple[float, ...] = ()
+    #: The live cycles' leases of the window's jobs and their runs' ends.
+    cycle_log: CycleLog = field(default_factory=CycleLog)
     #: Median seconds from what woke a cycle (a submission, a run's end, a node change) to
-    #: the leases it recorded: how long before an instant the live cycle decided.
+    #: the leases it recorded.
     decision_latency: float = 0.0
+
+    @cached_property
+    def cycles(self) -> CycleTiming:
+        """When each live cycle decided and recorded its leases: a replay decides then, so it
+        sees the arrivals and ends each live cycle saw (see :mod:`.cycles`)."""
+        return self.cycle_log.timing(self.decision_latency)
 
 
 async def read_recorded(engine: AsyncEngine, since: float, until: float) -> RecordedLog:
@@ -138,8 +151,16 @@ class _Reader:
         self.outcomes: dict[str, Outcome] = {}
         self.finished: dict[str, float] = {}
         self.cancelled: dict[str, float] = {}
+        #: A job's last run's seconds while it failed and is not (yet) leased again.
+        self.failed: dict[str, float] = {}
+        self.failures: dict[str, list[float]] = defaultdict(list)
         self.timeline: list[tuple[float, TimelineItem]] = []
-        self.lease_times: list[float] = []
+        #: Queues as at ``since`` (or as created after it).
+        self.queues: dict[str, QueueSpec] = {}
+        self.cycle_log = CycleLog()
+        #: Per executor and node key, what the node offers Armada (allocatable less other pods')
+        #: and since when.
+        self.room: dict[str, dict[str, tuple[dict[str, int], float]]] = {}
         #: When the last event that wakes the scheduler was recorded, and each lease's delay after it.
         self.woken: float | None = None
         self.latencies: list[float] = []
@@ -148,7 +169,7 @@ class _Reader:
         if t >= self.since:
             self._time_decisions(t, event)
         if isinstance(event, ev.QueueCreated | ev.QueueUpdated):
-            self.cluster.apply(0, event)
+            self._queue(t, event)
         elif isinstance(event, ev.ExecutorReported | ev.ExecutorDeleted):
             self._nodes(t, event)
         elif isinstance(event, ev.JobSubmitted):
@@ -156,6 +177,15 @@ class _Reader:
                 self._submitted(t, event)
         elif (outcome := self.outcomes.get(event.job_id)) is not None:
             self._job_event(t, event, outcome)
+
+    def _queue(self, t: float, event: ev.QueueCreated | ev.QueueUpdated) -> None:
+        self.cluster.apply(0, event)
+        spec = self.cluster.queues[event.spec.name]
+        self.queues.setdefault(spec.name, spec)
+        if t >= self.since:
+            self.timeline.append((t, QueueChange(spec)))
+        else:
+            self.queues[spec.name] = spec
 
     def _time_decisions(self, t: float, event: ev.AnyEvent) -> None:
         if not isinstance(event, ev.JobLeased):
@@ -170,8 +200,19 @@ class _Reader:
         nodes = self.cluster.nodes
         rows = [nodes.row(node_key(event.executor_id, node.name)) for node in event.nodes]
         specs = tuple(spec for row in rows if row is not None and (spec := nodes.specs[row]) is not None)
+        self._offered(t, event.executor_id, specs)
         change = NodeChange(event.executor_id, specs)
         self.timeline.append((max(t, self.since), change))
+
+    def _offered(self, t: float, executor: str, specs: tuple[NodeSpec, ...]) -> None:
+        """Note what ``executor``'s nodes offer, and since when (a node that left and came back,
+        or offers something else, since ``t``)."""
+        before, now = self.room.get(executor, {}), {}
+        for spec in specs:
+            room = {r: amount - spec.non_armada_allocated.get(r, 0) for r, amount in spec.allocatable.items()}
+            was = before.get(spec.id)
+            now[spec.id] = was if was is not None and was[0] == room else (room, t)
+        self.room[executor] = now
 
     def _submitted(self, t: float, event: ev.JobSubmitted) -> None:
         try:
@@ -186,16 +227,25 @@ class _Reader:
     def _job_event(self, t: float, event: ev.AnyEvent, outcome: Outcome) -> None:
         run = outcome.runs[-1] if outcome.runs and outcome.runs[-1].end is None else None
         if isinstance(event, ev.JobLeased):
+            if (seconds := self.failed.pop(event.job_id, None)) is not None:
+                self.failures[event.job_id].append(seconds)  # retried: not its last run
+                del self.finished[event.job_id]
             outcome.runs.append(Run(pool=event.pool, start=t))
-            self.lease_times.append(t)
+            node = node_key(event.cluster_id, event.node_id)
+            room, since = self.room.get(event.cluster_id, {}).get(node, ({}, -math.inf))
+            ready = max(outcome.submitted, since)
+            self.cycle_log.leased(t, event.job_id, node, ready, outcome.requests, room)
             return
         if run is not None:
             run.end = t
+            self.cycle_log.ended(t, event.job_id)
             run.lost = isinstance(event, ev.JobPreempted | ev.JobLeaseReturned | ev.JobLeaseExpired)
         if isinstance(event, ev.JobPreempted):
             outcome.preempted = True
         elif isinstance(event, ev.JobSucceeded | ev.JobFailed) and run is not None:
             self.finished[event.job_id] = t - run.start
+            if isinstance(event, ev.JobFailed):
+                self.failed[event.job_id] = t - run.start
         elif isinstance(event, ev.JobCancelled):
             self.cancelled[event.job_id] = t
             self.timeline.append((t, Cancel(event.job_id)))
@@ -219,27 +269,12 @@ class _Reader:
         return RecordedLog(
             since=self.since,
             until=self.until,
-            queues=dict(self.cluster.queues),
+            queues=self.queues,
             jobs=self.jobs,
             runtimes=runtimes,
+            failures=dict(self.failures),
             timeline=self.timeline,
             outcomes=self.outcomes,
-            cycle_instants=_cycle_instants(self.lease_times),
+            cycle_log=self.cycle_log,
             decision_latency=statistics.median(self.latencies) if self.latencies else 0.0,
         )
-
-
-#: Leases recorded closer together than this came from one cycle (its events' times differ
-#: by the time it took to write them).
-ONE_CYCLE = 0.02
-
-
-def _cycle_instants(lease_times: list[float]) -> tuple[float, ...]:
-    """The first lease time of each cycle."""
-    instants: list[float] = []
-    last = -math.inf
-    for t in sorted(lease_times):
-        if t - last > ONE_CYCLE:
-            instants.append(t)
-        last = t
-    return tuple(instants)

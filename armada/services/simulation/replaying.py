@@ -10,14 +10,15 @@ decides everything else (order, placement, preemption) with the settings given.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from armada.model.resources import ResourceIndex
 from armada.scheduling import JobDb, NodeDb, QueueSpec, SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
-from armada.scheduling.replay import Forward, run_forward
+from armada.scheduling.replay import Forward, QueueChange, run_forward
 from armada.scheduling.state import SchedulerState
+from armada.services.simulation.cycles import CycleTiming
 from armada.services.simulation.recorded import Outcome, RecordedLog, Run
 
 
@@ -33,33 +34,44 @@ class Replayed:
 
 def replay(
     recorded: RecordedLog,
-    queues: Sequence[QueueSpec],
     config: SchedulingConfig,
     cycle_period: float,
     *,
+    queue_settings: Callable[[QueueSpec], QueueSpec] | None = None,
     recorded_cycles: bool = True,
 ) -> Replayed:
-    """Replay ``recorded`` with ``queues`` and ``config``. With ``recorded_cycles``, cycles run
-    when the live ones did (or as things change, if none followed within ``cycle_period``)
-    and leases take the live loop's latency; without, cycles are ``cycle_period`` s apart at
-    least (coarser and faster, for long windows)."""
+    """Replay ``recorded`` with ``config``, each queue's settings as the log set them over
+    time or as ``queue_settings`` changes them. With ``recorded_cycles``, cycles run
+    when the live ones decided (or as things change, if none followed within ``cycle_period``)
+    and their leases take effect when the live ones' were recorded; without, cycles are
+    ``cycle_period`` s apart at least (coarser and faster, for long windows)."""
     db = JobDb(config, NodeDb(ResourceIndex()))
-    latency = recorded.decision_latency if recorded_cycles else 0.0
-    watcher = _Watcher(recorded, latency)
     runtimes = recorded.runtimes
+    cycles = recorded.cycles if recorded_cycles else CycleTiming()
+    queues, timeline = list(recorded.queues.values()), recorded.timeline
+    if queue_settings is not None:
+        queues = [queue_settings(queue) for queue in queues]
+        timeline = [
+            (t, QueueChange(queue_settings(item.queue)) if isinstance(item, QueueChange) else item)
+            for t, item in timeline
+        ]
     forward = Forward(
         db=db,
         queues=queues,
         config=config,
         state=SchedulerState(),
         runtime=lambda job_id: (runtimes[job_id], ""),
-        timeline=recorded.timeline,
+        timeline=timeline,
+        failures=recorded.failures,
         cycle_period=cycle_period,
-        cycle_instants=[c - latency for c in recorded.cycle_instants] if recorded_cycles else (),
-        lease_latency=latency,
+        cycle_instants=cycles.decided,
+        lease_latency=recorded.decision_latency if recorded_cycles else 0.0,
+        cycle_latencies=cycles.latencies,
+        cycle_stalled=cycles.possible,
     )
-    cycles = run_forward(forward, recorded.since, recorded.until, watcher)
-    return Replayed(watcher.outcomes, watcher.mean_fair_share(recorded.until), cycles)
+    watcher = _Watcher(recorded, forward.latency)
+    count = run_forward(forward, recorded.since, recorded.until, watcher)
+    return Replayed(watcher.outcomes, watcher.mean_fair_share(recorded.until), count)
 
 
 @dataclass
@@ -67,8 +79,8 @@ class _Watcher:
     """Records each job's runs as the core decides them (an :class:`Observer`)."""
 
     recorded: RecordedLog
-    #: Seconds from a cycle's decision to its leases being recorded: when replayed runs start.
-    latency: float
+    #: Seconds from a cycle's decision at ``t`` to its leases being recorded: when replayed runs start.
+    latency: Callable[[float], float]
     outcomes: dict[str, Outcome] = field(init=False)
     _share_seconds: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     _last: tuple[float, dict[str, dict[str, float]]] | None = None
@@ -93,8 +105,9 @@ class _Watcher:
             },
         )
         outcomes = self.outcomes
+        start = t + self.latency(t)
         for job_id, pool in zip(result.leases.job_ids, result.leases.pools, strict=True):
-            outcomes[job_id].runs.append(Run(pool=pool, start=t + self.latency))
+            outcomes[job_id].runs.append(Run(pool=pool, start=start))
         for preemption in result.preemptions:
             outcome = outcomes[preemption.job_id]
             outcome.preempted = True

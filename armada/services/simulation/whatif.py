@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Collection
 from typing import Any
 
 import msgspec
@@ -50,21 +51,27 @@ class Comparison(msgspec.Struct, rename="camel", frozen=True):
 
 
 def candidate_settings(
-    candidate: Candidate, config: SchedulingConfig, queues: list[QueueSpec]
-) -> tuple[SchedulingConfig, list[QueueSpec]]:
-    """The candidate's config and queues (raises ``ValueError``/``msgspec.ValidationError``
-    naming the field)."""
+    candidate: Candidate, config: SchedulingConfig, queues: Collection[QueueSpec]
+) -> tuple[SchedulingConfig, Callable[[QueueSpec], QueueSpec]]:
+    """The candidate's config, and a queue's settings under it (the fields it gives replace
+    the recorded ones, whenever the log set them). Raises ``ValueError``/``msgspec.ValidationError``
+    naming the field."""
     merged = {**msgspec.to_builtins(config), **candidate.scheduling}
     new_config = msgspec.convert(merged, SchedulingConfig)
-    by_name = {queue.name: queue for queue in queues}
+    names = {queue.name for queue in queues}
+    changes: dict[str, dict[str, Any]] = {}
     for change in candidate.queues:
-        if change.name not in by_name:
+        if change.name not in names:
             raise ValueError(f"queues: no queue {change.name!r} in the recorded log")
-        fields = {k: v for k, v in msgspec.to_builtins(change).items() if k != "name"}
-        by_name[change.name] = msgspec.convert(
-            {**msgspec.to_builtins(by_name[change.name]), **fields}, QueueSpec
-        )
-    return new_config, list(by_name.values())
+        changes[change.name] = {k: v for k, v in msgspec.to_builtins(change).items() if k != "name"}
+
+    def settings(queue: QueueSpec) -> QueueSpec:
+        fields = changes.get(queue.name)
+        return queue if not fields else msgspec.convert({**msgspec.to_builtins(queue), **fields}, QueueSpec)
+
+    for queue in queues:  # a bad value is refused now, not in the replay
+        settings(queue)
+    return new_config, settings
 
 
 async def compare(
@@ -96,18 +103,22 @@ def compare_recorded(
     *,
     recorded_cycles: bool = True,
 ) -> Comparison:
-    queues = list(recorded.queues.values())
-    settings = [("current", config, queues)]
+    settings: list[tuple[str, SchedulingConfig, Callable[[QueueSpec], QueueSpec] | None]]
+    settings = [("current", config, None)]
     if candidate is not None:
-        settings.append(("candidate", *candidate_settings(candidate, config, queues)))
+        settings.append(("candidate", *candidate_settings(candidate, config, recorded.queues.values())))
     window = (recorded.since, recorded.until)
     dominant = list(drf_multipliers(config.dominant_resource_fairness_resources_to_consider))
     scenarios = []
     current_fair_share: dict[str, dict[str, float]] = {}
-    for name, scenario_config, scenario_queues in settings:
+    for name, scenario_config, queue_settings in settings:
         started = time.perf_counter()
         replayed = replay(
-            recorded, scenario_queues, scenario_config, cycle_period, recorded_cycles=recorded_cycles
+            recorded,
+            scenario_config,
+            cycle_period,
+            queue_settings=queue_settings,
+            recorded_cycles=recorded_cycles,
         )
         seconds = time.perf_counter() - started
         if name == "current":

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from armada.scheduling.decisions import SchedulingResult
 from armada.scheduling.jobdb import JobDb
-from armada.scheduling.replay import Cancel, Forward, NodeChange, TimelineItem, run_forward
+from armada.scheduling.queues import QueueSpec
+from armada.scheduling.replay import Cancel, Forward, NodeChange, QueueChange, TimelineItem, run_forward
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
 
 
@@ -37,6 +38,9 @@ def run(
     queues: Mapping[str, float],
     instants: tuple[float, ...] = (),
     latency: float = 0.0,
+    latencies: tuple[float, ...] = (),
+    failures: Mapping[str, Sequence[float]] | None = None,
+    stalled: tuple[float, ...] = (),
 ) -> Log:
     sim = Sim(config=unlimited())
     for name, weight in queues.items():
@@ -51,6 +55,9 @@ def run(
         timeline=timeline,
         cycle_instants=instants,
         lease_latency=latency,
+        cycle_latencies=latencies,
+        failures=failures or {},
+        cycle_stalled=stalled,
     )
     run_forward(forward, 0.0, 1000.0, log)
     return log
@@ -94,6 +101,9 @@ def test_the_freed_slot_goes_to_the_queue_furthest_below_its_weighted_share() ->
     # Weight 3 for heavy: 2/4 over 3 is less than 1/4 over 1, so heavy's y goes first.
     weighted = run(timeline, runtimes, {"light": 1, "heavy": 3})
     assert (10.0, "start", "y") in weighted.seen and (10.0, "start", "x") not in weighted.seen
+    # Equal weights until heavy's changes to 3 at 5: as if it had been 3 all along.
+    changed = run([*timeline, (5.0, QueueChange(QueueSpec("heavy", 3)))], runtimes, {"light": 1, "heavy": 1})
+    assert (10.0, "start", "y") in changed.seen and (10.0, "start", "x") not in changed.seen
 
 
 def test_a_replay_decides_when_the_live_scheduler_did_and_sees_what_it_saw() -> None:
@@ -114,3 +124,49 @@ def test_a_replay_decides_when_the_live_scheduler_did_and_sees_what_it_saw() -> 
     starts = [(t, j) for t, what, j in recorded.seen if what == "start"]
     # A run holds its node from the decision until its recorded start plus its runtime.
     assert starts == [(0.0, "busy"), (2.4, "b"), (12.5, "a")]
+
+
+def test_each_recorded_cycle_takes_its_own_latency() -> None:
+    """The live cycle at 0 took 0.5 s to record its lease: ``a`` holds the slot until 10.5.
+    The cycle that then starts ``b`` is the replay's own: it takes the default latency."""
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, NodeChange("ex", (node("n1", cpu=1),))),
+        (0.0, job("a", "q", submitted=0)),
+        (0.0, job("b", "q", submitted=0)),
+    ]
+    log = run(timeline, {"a": 10, "b": 10}, {"q": 1}, instants=(0.0,), latency=0.25, latencies=(0.5,))
+    assert log.seen == [(0.0, "start", "a"), (10.5, "end", "a"), (10.5, "start", "b"), (20.75, "end", "b")]
+
+
+def test_a_run_that_failed_fails_again_then_the_job_is_retried() -> None:
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, NodeChange("ex", (node("n1", cpu=1),))),
+        (0.0, job("a", "q", submitted=0)),
+        (1.0, job("b", "q", submitted=1)),
+    ]
+    log = run(timeline, {"a": 10, "b": 1}, {"q": 1}, failures={"a": (3.0, 2.0)})
+    assert log.seen == [
+        (0.0, "start", "a"),
+        (3.0, "failed running", "a"),
+        (3.0, "start", "a"),  # queued again, before b (submitted later)
+        (5.0, "failed running", "a"),
+        (5.0, "start", "a"),
+        (15.0, "end", "a"),
+        (15.0, "start", "b"),
+        (16.0, "end", "b"),
+    ]
+
+
+def test_no_cycle_of_its_own_while_the_live_loop_was_not_deciding() -> None:
+    """``a`` arrived at 1 with room; no live cycle leased until 3 (a loaded server): the
+    replay runs a cycle of its own at the arrival unless the log shows the loop stalled."""
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, NodeChange("ex", (node("n1", cpu=1),))),
+        (1.0, job("a", "q", submitted=1)),
+    ]
+    idle = run(timeline, {"a": 5}, {"q": 1}, instants=(3.0,), latency=0.1, latencies=(0.1,))
+    assert (1.0, "start", "a") in idle.seen
+    stalled = run(
+        timeline, {"a": 5}, {"q": 1}, instants=(3.0,), latency=0.1, latencies=(0.1,), stalled=(1.0,)
+    )
+    assert (3.0, "start", "a") in stalled.seen
