@@ -107,7 +107,7 @@ def simulate(
 
     ``runtime(job_id)`` gives the seconds a job runs (for a running job: the seconds *left*
     from ``snapshot.now``) and the basis of that figure, reported for the jobs that start
-    when it ends. It is asked once per job, when the job enters the simulation.
+    when it ends. It is asked once per job, when the job first runs.
     """
     db = snapshot.db.copy()
     if snapshot.extra_jobs:
@@ -169,11 +169,9 @@ class _StartWatcher:
             self._on_node = {}
             self._at = t
         self._bases.update(bases)
-        node_of = self.db.node_of
-        for job_id, basis in zip(job_ids, bases, strict=True):
-            node = node_of(job_id)
-            if node is not None:
-                self._on_node[node] = basis
+        names = self.db.nodes.ids
+        nodes = self.db.cols["node"][self.db.rows_of(job_ids)].tolist()  # running jobs: all on a node
+        self._on_node.update(zip([names[node] for node in nodes], bases, strict=True))
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """Forecasts have no cancellations or node changes in their timeline."""

@@ -24,6 +24,7 @@ from armada.scheduling.nodes import NodeDb
 from armada.scheduling.penalties import ShortJobPenalties
 from armada.scheduling.queueorder import QueueOrder
 from armada.scheduling.requirements import JobRequirements
+from armada.scheduling.unique_rows import unique_rows
 
 Rows = npt.NDArray[np.int64]
 
@@ -112,9 +113,14 @@ class JobDb:
     def state(self, job_id: str) -> int:
         return int(self.cols["state"][self._row_of[job_id]])
 
+    def rows_of(self, job_ids: Sequence[str]) -> Rows:
+        """The row of each of ``job_ids`` (-1: not in the db), in one pass."""
+        get = self._row_of.get
+        return np.fromiter((get(j, -1) for j in job_ids), dtype=np.int64, count=len(job_ids))
+
     def states_of(self, job_ids: Sequence[str]) -> npt.NDArray[np.int8]:
         """The state of each of ``job_ids`` (``FREE``: not in the db), in one pass."""
-        rows = np.fromiter((self._row_of.get(j, -1) for j in job_ids), dtype=np.int64, count=len(job_ids))
+        rows = self.rows_of(job_ids)
         known = rows >= 0
         states = np.full(len(rows), FREE, dtype=np.int8)
         states[known] = self.cols["state"][rows[known]]
@@ -376,10 +382,13 @@ class JobDb:
 
     def copy(self) -> JobDb:
         """An independent copy to simulate on (forecasts), much cheaper than ``deepcopy``:
-        columns and indexes are copied, immutable job ids shared; nodes and keys (small) are
-        deep-copied together, so that they share one copy of the resource index."""
+        columns and indexes are copied, immutable job ids shared; nodes and keys are deep-copied
+        together, so that they share one copy of the resource index, but their immutable node
+        specs and the configuration are shared."""
         clone = copy.copy(self)
-        clone.nodes, clone.keys = copy.deepcopy((self.nodes, self.keys))
+        shared: dict[int, Any] = {id(spec): spec for spec in self.nodes.specs}
+        shared[id(self.config)] = self.config
+        clone.nodes, clone.keys = copy.deepcopy((self.nodes, self.keys), shared)
         clone.resources = clone.nodes.resources
         clone.ids, clone._row_of = list(self.ids), dict(self._row_of)
         clone.cols = {name: column.copy() for name, column in self.cols.items()}
@@ -474,10 +483,8 @@ class JobDb:
 
     def _dequeue_many(self, rows: Rows) -> None:
         cols = self.cols
-        pairs, counted = np.unique(
-            np.stack([cols["queue"][rows], cols["key"][rows]]), axis=1, return_counts=True
-        )
-        for queue, key, n in zip(pairs[0].tolist(), pairs[1].tolist(), counted.tolist(), strict=True):
+        pairs, _, counted = unique_rows(np.stack([cols["queue"][rows], cols["key"][rows]], axis=1))
+        for (queue, key), n in zip(pairs.tolist(), counted.tolist(), strict=True):
             counts = self.queued_counts[queue]
             counts[key] -= n
             if not counts[key]:
@@ -495,12 +502,10 @@ class JobDb:
         self._grow_nodes()
         pcs = self._key_pcs()[keys]
         np.add.at(self._node_alloc[:, :, :width], (cols["node"][rows], pcs), requests[keys] * sign)
-        groups, inverse = np.unique(
-            np.stack([cols["queue"][rows], cols["pool"][rows], pcs]), axis=1, return_inverse=True
-        )
-        sums = np.zeros((groups.shape[1], width), dtype=np.int64)
-        np.add.at(sums, inverse.reshape(-1), requests[keys] * sign)
-        for (queue, pool_index, pc), total in zip(groups.T.tolist(), sums, strict=True):
+        groups, inverse, _ = unique_rows(np.stack([cols["queue"][rows], cols["pool"][rows], pcs], axis=1))
+        sums = np.zeros((len(groups), width), dtype=np.int64)
+        np.add.at(sums, inverse, requests[keys] * sign)
+        for (queue, pool_index, pc), total in zip(groups.tolist(), sums, strict=True):
             pool = self.pool_names[pool_index]
             alloc = self.queue_allocation(queue, pool)
             alloc[pc, :width] += total

@@ -20,10 +20,12 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def dominant_column(request: IntArray, scale: npt.NDArray[np.float64]) -> int:
-    """Column where the request is largest relative to the pool (first on ties)."""
-    weighted = request * np.where(scale > 0, scale, 1e-30)
-    return int(np.argmax(weighted)) if len(request) else 0
+def dominant_columns(requests: IntArray, scale: npt.NDArray[np.float64]) -> IntArray:
+    """Per request (row): the column where it is largest relative to the pool (first on ties)."""
+    if not requests.shape[-1]:
+        return np.zeros(requests.shape[:-1], dtype=np.int64)
+    columns: IntArray = np.argmax(requests * np.where(scale > 0, scale, 1e-30), axis=-1)
+    return columns
 
 
 def fit_counts(free: IntArray, request: IntArray, mask: BoolArray, cap: int) -> IntArray:
@@ -51,12 +53,21 @@ def place_identical(
     free: IntArray, request: IntArray, mask: BoolArray, count: int, dominant: int
 ) -> Placement:
     """Best-fit placement of up to ``count`` identical jobs (fewer if they do not all fit)."""
-    fits = fit_counts(free, request, mask, count)
-    candidates = np.flatnonzero(fits)
-    if not len(candidates) or count <= 0:
+    if count <= 0:
         return Placement(np.zeros(0, dtype=np.int64))
-    order = candidates[np.lexsort((candidates, free[candidates, dominant]))]
-    per_node = fits[order]
+    if request[dominant] > 0:  # only nodes with room in one column can hold a job: look at those
+        candidates = np.flatnonzero(mask & (free[:, dominant] >= request[dominant]))
+        fits = fit_counts(free[candidates], request, np.ones(len(candidates), dtype=bool), count)
+        candidates, fits = candidates[fits > 0], fits[fits > 0]
+    else:
+        fits = fit_counts(free, request, mask, count)
+        candidates = np.flatnonzero(fits)
+        fits = fits[candidates]
+    if not len(candidates):
+        return Placement(np.zeros(0, dtype=np.int64))
+    by_room = np.lexsort((candidates, free[candidates, dominant]))
+    order = candidates[by_room]
+    per_node = fits[by_room]
     before = np.cumsum(per_node) - per_node
     take = np.clip(count - before, 0, per_node)
     return Placement(np.repeat(order, take))

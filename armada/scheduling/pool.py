@@ -33,7 +33,6 @@ from armada.scheduling.eviction import Eviction
 from armada.scheduling.figures import count_considered
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.placement import (
-    dominant_column,
     explain_misfit,
     fit_counts,
     place_identical,
@@ -98,6 +97,8 @@ class PoolCycle:
                 self._fail(self._floating_blocked)
                 failed = True
             if failed:
+                if not self.ctx.explain and self._nothing_fits():
+                    break  # the rest of the turn would only fail keys: it decides nothing
                 continue
             if done == 0 or capped or boundary is None:
                 break
@@ -111,15 +112,27 @@ class PoolCycle:
         """
         if self.eviction.evicted_any():
             return
-        state = self.state
-        keys = {k for q in state.db_queue.tolist() for k in self.db.queued_counts[q] if state.key_usable[k]}
-        for key in sorted(keys):
-            reclaimable = self.urgency.reclaimable(
-                self.urgency.lower_classes(self.db.keys.infos[key].priority)
-            )
-            free = state.free if reclaimable is None else state.free + reclaimable
-            if not fit_counts(free, state.key_requests[key], state.mask(key), 1).any():
+        for key in self._keys_left():
+            if not self._fits_somewhere(key):
                 self._fail(key)
+
+    def _nothing_fits(self) -> bool:
+        """No key left fits on any node, even counting what it could urgency-preempt, and no
+        evicted job waits: the rest of the turn can place, return or preempt nothing."""
+        return not self.eviction.evicted_any() and not any(map(self._fits_somewhere, self._keys_left()))
+
+    def _keys_left(self) -> list[int]:
+        """Keys with queued jobs that may still be placed in this turn."""
+        state = self.state
+        usable = state.key_usable & ~state.key_failed
+        return sorted({k for q in state.db_queue.tolist() for k in self.db.queued_counts[q] if usable[k]})
+
+    def _fits_somewhere(self, key: int) -> bool:
+        """Some node could hold a job of ``key`` now, counting what it could urgency-preempt."""
+        state = self.state
+        reclaimable = self.urgency.reclaimable(self.urgency.lower_classes(self.db.keys.infos[key].priority))
+        free = state.free if reclaimable is None else state.free + reclaimable
+        return bool(fit_counts(free, state.key_requests[key], state.mask(key), 1).any())
 
     def _round(self) -> tuple[Units, tuple[float, int] | None]:
         """Candidates of every queue for this round and the round's DRF boundary."""
@@ -293,7 +306,7 @@ class PoolCycle:
             return True
         key = int(units.keys[i])
         request, mask = self.state.key_requests[key], self.state.mask(key)
-        dominant = dominant_column(request, self.state.scale)
+        dominant = int(self.state.key_dominant[key])
         size = int(self.state.cardinality[key])
         if self.state.uniform[key]:
             for u in range(i, j):
@@ -321,10 +334,11 @@ class PoolCycle:
         self, request: IntArray, mask: BoolArray, count: int, dominant: int, size: int
     ) -> IntArray:
         """Nodes for ``count`` identical jobs: free space first, then space held by evicted jobs."""
-        strict = self.state.free - self.eviction.held
+        holding = self.eviction.evicted_any()  # else nothing is held
+        strict = self.state.free - self.eviction.held if holding else self.state.free
         nodes = place_identical(strict, request, mask, count, dominant).nodes
         nodes = nodes[: len(nodes) - len(nodes) % size]
-        if len(nodes) == count or not self.eviction.held.any():
+        if len(nodes) == count or not holding or not self.eviction.held.any():
             return nodes
         strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
         return np.concatenate(
@@ -366,7 +380,7 @@ class PoolCycle:
             chosen = fresh[units.keys[fresh] == key]
             request, mask, size = state.key_requests[key], state.mask(key), int(state.cardinality[key])
             total = int(units.counts[chosen].sum())
-            nodes = place_identical(trial, request, mask, total, dominant_column(request, state.scale)).nodes
+            nodes = place_identical(trial, request, mask, total, int(state.key_dominant[key])).nodes
             nodes = nodes[: len(nodes) - len(nodes) % size]
             trial -= np.bincount(nodes, minlength=len(trial))[:, None] * request
             if len(nodes) < total and saved is not None:  # displacement updates ``trial`` itself
@@ -423,9 +437,10 @@ class PoolCycle:
             name = state.queues[qi].name
             if name in self.ctx.queue_tokens:
                 self.ctx.queue_tokens[name] -= float(per_queue[qi])
-        unique, first = np.unique(nodes, return_index=True)
-        fresh = state.first_new_on_node[unique] < 0
-        state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
+        if self.eviction.evicted_any():  # the jobs evicted jobs lose their place to
+            unique, first = np.unique(nodes, return_index=True)
+            fresh = state.first_new_on_node[unique] < 0
+            state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
         self.ctx.record_leases(rows, state.node_rows[nodes], state.pool)
 
     def _fail(self, key: int) -> None:

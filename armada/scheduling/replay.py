@@ -108,8 +108,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     jobs = _Jobs(forward.runtime)
     states = db.cols["state"][: len(db.ids)]
     jobs.add([db.ids[r] for r in np.flatnonzero(states != FREE).tolist()])
-    running = jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()])
-    jobs.end_at[running] = start + np.maximum(0.0, jobs.left[running])
+    jobs.run(jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()]), start)
     next_item = 0
     state, t, cycles = forward.state, start, 0
     _end_due(db, jobs, t, observer)
@@ -123,14 +122,16 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
             now=t,
             clock=_frozen,
             paused_executors=forward.paused_executors,
+            explain=False,
         )
         cycles += 1
         state = cycle.state
         observer.cycle(t, cycle, db)
+        if observer.done():
+            break  # what was watched has happened: the decisions need not be applied
         apply_decisions(db, cycle)
         # A lease sets the run's end: an earlier run of the same job (preempted, lost) never ends it.
-        leased = jobs.index(cycle.leases.job_ids)
-        jobs.end_at[leased] = t + forward.lease_latency + np.maximum(0.0, jobs.left[leased])
+        jobs.run(jobs.index(cycle.leases.job_ids), t + forward.lease_latency)
         following = _next_cycle(forward, jobs, next_item, t, start, placed=len(cycle.leases) > 0)
         if math.isinf(following):
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
@@ -161,33 +162,38 @@ def _next_cycle(
 
 
 class _Jobs:
-    """The simulation's jobs by position: runtimes asked once, when a job enters; run ends as an array."""
+    """The simulation's jobs by position, and their runs' ends as an array. A job's runtime is
+    asked once, when it first runs (most queued jobs of a short simulation never do)."""
 
     def __init__(self, runtime: Callable[[str], tuple[float, str]]) -> None:
         self.runtime = runtime
         self.ids: list[str] = []
         self.position: dict[str, int] = {}
-        #: Seconds each job runs (a job running at the start: the seconds left).
+        #: Seconds each job runs (a job running at the start: the seconds left); NaN: not asked yet.
         self.left = np.zeros(0)
         self.basis: list[str] = []
         #: When each running job's run ends (``inf``: not running).
         self.end_at = np.zeros(0)
 
     def add(self, job_ids: Sequence[str | None]) -> None:
-        left = []
-        for job_id in job_ids:
-            assert job_id is not None
-            self.position[job_id] = len(self.ids)
-            self.ids.append(job_id)
-            seconds, basis = self.runtime(job_id)
-            left.append(seconds)
-            self.basis.append(basis)
-        self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
-        self.end_at = np.concatenate([self.end_at, np.full(len(left), math.inf)])
+        ids = [job_id for job_id in job_ids if job_id is not None]
+        assert len(ids) == len(job_ids)
+        self.position.update(zip(ids, range(len(self.ids), len(self.ids) + len(ids)), strict=True))
+        self.ids += ids
+        self.basis += [""] * len(ids)
+        self.left = np.concatenate([self.left, np.full(len(job_ids), math.nan)])
+        self.end_at = np.concatenate([self.end_at, np.full(len(job_ids), math.inf)])
 
     def index(self, job_ids: Iterable[str | None]) -> IntArray:
         position = self.position
         return np.fromiter((position[j] for j in job_ids if j is not None), dtype=np.int64)
+
+    def run(self, positions: IntArray, t: float) -> None:
+        """The jobs at ``positions`` start a run at ``t``: it ends when their runtime is up."""
+        left, ids, basis, runtime = self.left, self.ids, self.basis, self.runtime
+        for i in positions[np.isnan(left[positions])].tolist():
+            left[i], basis[i] = runtime(ids[i])
+        self.end_at[positions] = t + np.maximum(0.0, left[positions])
 
 
 def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer: Observer) -> int:

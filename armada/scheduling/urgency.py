@@ -16,7 +16,7 @@ import numpy.typing as npt
 from armada.scheduling.candidates import Units
 from armada.scheduling.eviction import LOST, PENDING, Eviction
 from armada.scheduling.jobdb import RUNNING
-from armada.scheduling.placement import dominant_column, place_identical
+from armada.scheduling.placement import place_identical
 from armada.scheduling.poolstate import PoolState
 
 IntArray = npt.NDArray[np.int64]
@@ -85,7 +85,7 @@ class Urgency:
         if self.reclaimable(lower) is None:
             return 0
         request, size = self.state.key_requests[key], int(self.state.cardinality[key])
-        dominant = dominant_column(request, self.state.scale)
+        dominant = int(self.state.key_dominant[key])
         placed = 0
         for u in range(i, j):
             reclaimable = self.reclaimable(lower)
