@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from armada.scheduling.columns import reduce_columns
 from armada.scheduling.jobdb import JobDb
 
 IntArray = npt.NDArray[np.int64]
@@ -123,7 +124,9 @@ def queue_costs(
     if not len(requests):
         return np.zeros(0)
     cumulative = np.cumsum(requests, axis=0) + allocated
-    shares: FloatArray = (cumulative * scale).max(axis=1) if len(scale) else np.zeros(len(requests))
+    if not len(scale):
+        return np.full(len(requests), usage / weight)
+    shares: FloatArray = reduce_columns(np.maximum, cumulative * scale)
     return (shares + usage) / weight
 
 
@@ -136,5 +139,5 @@ def merge_order(units: Units) -> IntArray:
 
 def first_violation(cumulative: npt.NDArray[np.int64], limit: npt.NDArray[np.int64]) -> int:
     """Index of the first row of ``cumulative`` exceeding ``limit`` anywhere (len if none)."""
-    over = np.flatnonzero((cumulative > limit).any(axis=1))
+    over = np.flatnonzero(reduce_columns(np.logical_or, cumulative > limit))
     return int(over[0]) if len(over) else len(cumulative)

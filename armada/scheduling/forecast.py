@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import msgspec
 import numpy as np
@@ -151,13 +152,14 @@ class _StartWatcher:
             self.freed_by = self._bases.most_common(1)[0][0]
             on_node = self._on_node
         self._bases.clear()
-        waiting, starts, basis = self.waiting, self.result.starts, self.result.basis
-        leases = result.leases
-        for job_id, node in zip(leases.job_ids, leases.node_ids, strict=True):
-            if job_id in waiting:
-                waiting.discard(job_id)
-                starts[job_id] = t
-                basis[job_id] = on_node.get(node, self.freed_by)
+        waiting, leases = self.waiting, result.leases
+        job_ids, node_ids = leases.job_ids, leases.node_ids
+        if not waiting.issuperset(job_ids):  # some leased job is not watched: drop it
+            pairs = [(j, n) for j, n in zip(job_ids, node_ids, strict=True) if j in waiting]
+            job_ids, node_ids = [j for j, _ in pairs], [n for _, n in pairs]
+        waiting.difference_update(job_ids)
+        self.result.starts.update(dict.fromkeys(job_ids, t))
+        self.result.basis.update(zip(job_ids, map(on_node.get, node_ids, repeat(self.freed_by)), strict=True))
         for rejection in result.rejections:
             if rejection.job_id in waiting:
                 waiting.discard(rejection.job_id)

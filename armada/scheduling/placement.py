@@ -9,12 +9,14 @@ best-fit placements by one sort and one cumulative sum: nodes in order of
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from armada.model.quantities import format_units
+from armada.scheduling.columns import reduce_columns
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -33,7 +35,7 @@ def fit_counts(free: IntArray, request: IntArray, mask: BoolArray, cap: int) -> 
     positive = request > 0
     if not positive.any():
         return np.where(mask, cap, 0).astype(np.int64)
-    counts: IntArray = (free[:, positive] // request[positive]).min(axis=1)
+    counts: IntArray = reduce_columns(np.minimum, free[:, positive] // request[positive])
     np.clip(counts, 0, cap, out=counts)
     counts[~mask] = 0
     return counts
@@ -55,22 +57,70 @@ def place_identical(
     """Best-fit placement of up to ``count`` identical jobs (fewer if they do not all fit)."""
     if count <= 0:
         return Placement(np.zeros(0, dtype=np.int64))
-    if request[dominant] > 0:  # only nodes with room in one column can hold a job: look at those
-        candidates = np.flatnonzero(mask & (free[:, dominant] >= request[dominant]))
-        fits = fit_counts(free[candidates], request, np.ones(len(candidates), dtype=bool), count)
-        candidates, fits = candidates[fits > 0], fits[fits > 0]
-    else:
+    positive = request > 0
+    if not positive[dominant]:  # nothing requested: every node of the mask holds any number
         fits = fit_counts(free, request, mask, count)
         candidates = np.flatnonzero(fits)
         fits = fits[candidates]
+    else:  # only nodes with room in one column can hold a job: look at those
+        candidates = np.flatnonzero(mask & (free[:, dominant] >= request[dominant]))
+        room = free[candidates][:, positive]
+        if count == 1:  # the best node that fits: least room, then first (in node order)
+            candidates = candidates[reduce_columns(np.logical_and, room >= request[positive])]
+            if not len(candidates):
+                return Placement(np.zeros(0, dtype=np.int64))
+            return Placement(candidates[np.argmin(free[candidates, dominant])][None])
+        fits = reduce_columns(np.minimum, room // request[positive])
+        candidates, fits = candidates[fits > 0], fits[fits > 0]
     if not len(candidates):
         return Placement(np.zeros(0, dtype=np.int64))
     by_room = np.lexsort((candidates, free[candidates, dominant]))
     order = candidates[by_room]
-    per_node = fits[by_room]
+    per_node = np.minimum(fits[by_room], count)
     before = np.cumsum(per_node) - per_node
     take = np.clip(count - before, 0, per_node)
     return Placement(np.repeat(order, take))
+
+
+def place_runs(
+    free: IntArray,
+    *,
+    keys: IntArray,
+    bounds: IntArray,
+    requests: IntArray,
+    masks: Mapping[int, BoolArray],
+    dominant: IntArray,
+    out_of_time: Callable[[], bool],
+) -> IntArray:
+    """Nodes for consecutive runs of identical jobs (run ``r``: ``bounds[r + 1] - bounds[r]``
+    jobs of key ``keys[r]``; ``masks`` has the node mask of each of these keys and no other),
+    each run placed by :func:`place_identical` on what the runs before it left free; stops
+    after the first run that does not fit whole, or once ``out_of_time()``.
+
+    Only nodes that could hold the smallest request are looked at: placing only takes space,
+    so no other node could hold any of these jobs later. Returns the jobs' nodes, in order.
+    """
+    distinct = sorted(masks)
+    least = requests[distinct].min(axis=0)
+    positive = least > 0
+    mask = np.logical_or.reduce([masks[key] for key in distinct])
+    nodes = np.flatnonzero(mask & reduce_columns(np.logical_and, free[:, positive] >= least[positive]))
+    room = free[nodes]
+    local = {key: masks[key][nodes] for key in distinct}
+    placed: list[IntArray] = []
+    for key, count in zip(keys.tolist(), np.diff(bounds).tolist(), strict=True):
+        if out_of_time():
+            break
+        request = requests[key]
+        got = place_identical(room, request, local[key], count, int(dominant[key])).nodes
+        if len(got) == 1:
+            room[got[0]] -= request
+        else:
+            room -= np.bincount(got, minlength=len(room))[:, None] * request
+        placed.append(got)
+        if len(got) < count:
+            break
+    return nodes[np.concatenate(placed)] if placed else np.zeros(0, dtype=np.int64)
 
 
 def place_uniform_gang(

@@ -36,6 +36,7 @@ from armada.scheduling.placement import (
     explain_misfit,
     fit_counts,
     place_identical,
+    place_runs,
     place_uniform_gang,
 )
 from armada.scheduling.poolstate import UNLIMITED, PoolState
@@ -291,11 +292,42 @@ class PoolCycle:
                 if self.seg_len < FUSE_MIN:
                     fuse, self.seg_len = False, FUSE_MIN
                 continue
+            if not fuse and not self.eviction.evicted_any():
+                placed = self._exact_runs(units, i, end, starts)
+                if placed > i:
+                    i = placed
+                    continue
             ok = self._exact(units, i, run_end)
             i = run_end
             if not ok:
                 return i, True
         return i, False
+
+    def _exact_runs(self, units: Units, i: int, end: int, starts: IntArray) -> int:
+        """Place the runs from ``i`` as :meth:`_exact` would one after the other, in one go
+        (:func:`place_runs`), while they are runs of single jobs (no gang, evicted or uniform
+        unit; the turn evicted nothing) that fit whole. Returns where it stopped; nothing
+        placed if fewer than two runs qualify."""
+        state = self.state
+        keys = units.keys[i:end]
+        plain = (state.cardinality[keys] == 1) & ~state.uniform[keys] & ~units.evicted[i:end]
+        stop = end if plain.all() else i + int(np.argmin(plain))
+        inner = starts[np.searchsorted(starts, i, side="right") : np.searchsorted(starts, stop)]
+        if not len(inner):
+            return i
+        bounds = np.concatenate([[i], inner, [stop]])
+        run_keys = units.keys[bounds[:-1]]
+        nodes = place_runs(
+            state.free,
+            keys=run_keys,
+            bounds=bounds,
+            requests=state.key_requests,
+            masks={key: state.mask(key) for key in np.flatnonzero(np.bincount(run_keys)).tolist()},
+            dominant=state.key_dominant,
+            out_of_time=self.ctx.out_of_time,
+        )
+        self.commit(units, np.arange(i, i + len(nodes)), nodes)
+        return i + len(nodes)
 
     # -- placing -------------------------------------------------------------------------
 
@@ -415,12 +447,31 @@ class PoolCycle:
         return np.array(out, dtype=np.int64)
 
     def commit(self, units: Units, chosen: IntArray, nodes: IntArray) -> None:
-        """Lease the chosen units (all of one key) on local ``nodes``, one per member job."""
+        """Lease the chosen units on local ``nodes``, one per member job, in order (units of
+        several keys: single jobs only)."""
         if not len(chosen):
             return
-        state, key = self.state, int(units.keys[chosen[0]])
-        request = state.key_requests[key]
+        state = self.state
         rows = self.members(units, chosen)
+        keys = units.keys[chosen]
+        if (keys == keys[0]).all():
+            self._charge(int(keys[0]), units, chosen, nodes)
+        else:
+            for key in np.unique(keys).tolist():
+                of_key = keys == key
+                self._charge(key, units, chosen[of_key], nodes[of_key])
+        self.ctx.global_tokens -= len(rows)
+        if self.eviction.evicted_any():  # the jobs evicted jobs lose their place to
+            unique, first = np.unique(nodes, return_index=True)
+            fresh = state.first_new_on_node[unique] < 0
+            state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
+        self.ctx.record_leases(rows, state.node_rows[nodes], state.pool)
+
+    def _charge(self, key: int, units: Units, chosen: IntArray, nodes: IntArray) -> None:
+        """Take the chosen units' (of ``key``) resources from ``nodes`` and their queues' tokens,
+        and give them to their queues."""
+        state = self.state
+        request = state.key_requests[key]
         if 8 * len(nodes) < len(state.free):  # a few nodes of many: touch only those
             np.subtract.at(state.free, nodes, request)
         else:
@@ -430,18 +481,12 @@ class PoolCycle:
         added = per_queue.astype(np.int64)[:, None] * request
         state.alloc += added
         state.alloc_by_class[:, state.key_class[key]] += added
-        state.scheduled_new += len(rows) * request
-        state.floating_left -= len(rows) * request
-        self.ctx.global_tokens -= len(rows)
+        state.scheduled_new += len(nodes) * request
+        state.floating_left -= len(nodes) * request
         for qi in np.flatnonzero(per_queue).tolist():
             name = state.queues[qi].name
             if name in self.ctx.queue_tokens:
                 self.ctx.queue_tokens[name] -= float(per_queue[qi])
-        if self.eviction.evicted_any():  # the jobs evicted jobs lose their place to
-            unique, first = np.unique(nodes, return_index=True)
-            fresh = state.first_new_on_node[unique] < 0
-            state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
-        self.ctx.record_leases(rows, state.node_rows[nodes], state.pool)
 
     def _fail(self, key: int) -> None:
         self.state.key_failed[key] = True

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.away import AWAY_QUEUE_SUFFIX, away_keys, away_running, away_tolerations, cycle_use
+from armada.scheduling.columns import reduce_columns
 from armada.scheduling.context import CycleContext
 from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
 from armada.scheduling.placement import dominant_columns
@@ -49,7 +50,7 @@ class PoolState:
         nodes = db.nodes
         allocatable = nodes.allocatable()[node_rows]
         running = db.node_allocation()[node_rows]
-        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - running.sum(axis=1)
+        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - reduce_columns(np.add, running)
         self.running_by_class: IntArray = running.copy()
         self.schedulable: BoolArray = nodes.schedulable[node_rows]
         if ctx.paused_nodes is not None:

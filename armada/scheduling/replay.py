@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -108,7 +108,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     jobs = _Jobs(forward.runtime)
     states = db.cols["state"][: len(db.ids)]
     jobs.add([db.ids[r] for r in np.flatnonzero(states != FREE).tolist()])
-    jobs.run(jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()]), start)
+    jobs.run(jobs.index([db.ids[r] or "" for r in np.flatnonzero(states == RUNNING).tolist()]), start)
     next_item = 0
     state, t, cycles = forward.state, start, 0
     _end_due(db, jobs, t, observer)
@@ -184,9 +184,8 @@ class _Jobs:
         self.left = np.concatenate([self.left, np.full(len(job_ids), math.nan)])
         self.end_at = np.concatenate([self.end_at, np.full(len(job_ids), math.inf)])
 
-    def index(self, job_ids: Iterable[str | None]) -> IntArray:
-        position = self.position
-        return np.fromiter((position[j] for j in job_ids if j is not None), dtype=np.int64)
+    def index(self, job_ids: Sequence[str]) -> IntArray:
+        return np.fromiter(map(self.position.__getitem__, job_ids), dtype=np.int64, count=len(job_ids))
 
     def run(self, positions: IntArray, t: float) -> None:
         """The jobs at ``positions`` start a run at ``t``: it ends when their runtime is up."""
@@ -249,7 +248,7 @@ def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     if not len(due):
         return
     jobs.end_at[due] = math.inf
-    ids = [jobs.ids[i] for i in due.tolist()]
+    ids = list(map(jobs.ids.__getitem__, due.tolist()))
     running = np.flatnonzero(db.states_of(ids) == RUNNING).tolist()
     ending = [ids[i] for i in running]
     observer.ended(t, ending, [jobs.basis[i] for i in due[running].tolist()])

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.candidates import Units
+from armada.scheduling.columns import reduce_columns
 from armada.scheduling.eviction import LOST, PENDING, Eviction
 from armada.scheduling.jobdb import RUNNING
 from armada.scheduling.placement import place_identical
@@ -68,7 +69,7 @@ class Urgency:
     def reclaimable(self, lower: list[int]) -> IntArray | None:
         """Resources per node a job that may preempt ``lower`` classes could free (None: nothing)."""
         state = self.state
-        free = state.running_by_class[:, lower].sum(axis=1) if lower else None
+        free = reduce_columns(np.add, state.running_by_class[:, lower]) if lower else None
         if self.reclaim_first():
             assert state.away_by_class is not None
             others = [c for c in range(state.away_by_class.shape[1]) if c not in lower]
