@@ -101,7 +101,7 @@ def simulate(
     runtime: Callable[[str], tuple[float, str]],
     horizon: float = DEFAULT_HORIZON,
     *,
-    waiting_for: Collection[str | None] | None = None,
+    waiting_for: Collection[str] | None = None,
 ) -> Simulation:
     """Run the scheduling core forward from ``snapshot`` until every queued job (or every
     one of ``waiting_for``) has started or ``horizon`` seconds have passed.
@@ -115,8 +115,8 @@ def simulate(
         db.add_many(snapshot.extra_jobs)
     if waiting_for is None:
         n = len(db.ids)
-        waiting_for = [db.ids[r] for r in np.flatnonzero(db.cols["state"][:n] == QUEUED).tolist()]
-    watcher = _StartWatcher({job_id for job_id in waiting_for if job_id is not None}, db)
+        waiting_for = db.ids_of(np.flatnonzero(db.cols["state"][:n] == QUEUED))
+    watcher = _StartWatcher(set(waiting_for), db)
     forward = Forward(
         db=db,
         queues=snapshot.queues,
@@ -208,32 +208,43 @@ def forecast(
             estimate = estimate.remaining(snapshot.now - started)
         return estimate.expected, estimate.basis
 
-    db = snapshot.db
-    wanted: list[tuple[str | None, str]] = [(job.id, job.queue) for job in snapshot.extra_jobs]
+    db, extra = snapshot.db, snapshot.extra_jobs
+    rows = np.zeros(0, dtype=np.int64)
     if not extra_only:
         rows = np.flatnonzero(db.cols["state"][: len(db.ids)] == QUEUED)
-        names = db.queue_names
-        queued = zip(rows.tolist(), db.cols["queue"][rows].tolist(), strict=True)
-        wanted = [(db.ids[row], names[queue]) for row, queue in queued] + wanted
-    waiting_for = [job_id for job_id, _ in wanted] if extra_only else None
-    simulated = simulate(snapshot, runtime, horizon, waiting_for=waiting_for)
+    job_ids = db.ids_of(rows) + [job.id for job in extra]
+    index = {name: i for i, name in enumerate(db.queue_names)}
+    extra_queues = [index.setdefault(job.queue, len(index)) for job in extra]
+    queue = np.concatenate([db.cols["queue"][rows], np.array(extra_queues, dtype=np.int64)])
+    names = list(index)
+    simulated = simulate(snapshot, runtime, horizon, waiting_for=job_ids)
     calibration = calibration or Calibration()
-    by_queue: dict[str, list[str]] = {}
+    starts, basis = simulated.starts, simulated.basis
     out: dict[str, JobForecast] = {}
-    for job_id, queue in wanted:
-        assert job_id is not None
+    began = np.fromiter(map(starts.__contains__, job_ids), dtype=bool, count=len(job_ids))
+    for job_id in [job_ids[i] for i in np.flatnonzero(~began).tolist()]:
         if job_id in simulated.rejected:
             out[job_id] = JobForecast(None, None, None, "never", rejected=simulated.rejected[job_id])
-        elif job_id not in simulated.starts:
-            out[job_id] = JobForecast(None, None, None, "not within the horizon")
         else:
-            by_queue.setdefault(queue, []).append(job_id)
-    for queue, job_ids in by_queue.items():
-        starts = [simulated.starts[job_id] for job_id in job_ids]
-        expected, low, high = calibration.apply(snapshot.now, np.asarray(starts), queue)
-        basis = simulated.basis
-        for job_id, start, e, lo, hi in zip(
-            job_ids, starts, expected.tolist(), low.tolist(), high.tolist(), strict=True
-        ):
-            out[job_id] = JobForecast(e, lo, hi, basis[job_id], simulated=start)
+            out[job_id] = JobForecast(None, None, None, "not within the horizon")
+    first = np.unique(queue[began], return_index=True)
+    for q in first[0][np.argsort(first[1])].tolist():  # queues in the order their first job came
+        of_queue = [job_ids[i] for i in np.flatnonzero(began & (queue == q)).tolist()]
+        simulated_starts = list(map(starts.__getitem__, of_queue))
+        expected, low, high = calibration.apply(snapshot.now, np.asarray(simulated_starts), names[q])
+        out.update(
+            zip(
+                of_queue,
+                map(
+                    JobForecast,
+                    expected.tolist(),
+                    low.tolist(),
+                    high.tolist(),
+                    map(basis.__getitem__, of_queue),
+                    repeat(""),
+                    simulated_starts,
+                ),
+                strict=True,
+            )
+        )
     return out

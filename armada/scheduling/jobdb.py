@@ -14,7 +14,7 @@ import copy
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -118,6 +118,10 @@ class JobDb:
         """The row of each of ``job_ids`` (-1: not in the db), in one pass."""
         get = self._row_of.get
         return np.fromiter(map(get, job_ids, itertools.repeat(-1)), dtype=np.int64, count=len(job_ids))
+
+    def ids_of(self, rows: Rows) -> list[str]:
+        """The ids of live ``rows`` (only removed rows have none)."""
+        return cast(list[str], list(map(self.ids.__getitem__, rows.tolist())))
 
     def states_of(self, job_ids: Sequence[str]) -> npt.NDArray[np.int8]:
         """The state of each of ``job_ids`` (``FREE``: not in the db), in one pass."""

@@ -107,8 +107,8 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     config = msgspec.structs.replace(forward.config, max_scheduling_duration=0.0)
     jobs = _Jobs(forward.runtime)
     states = db.cols["state"][: len(db.ids)]
-    jobs.add([db.ids[r] for r in np.flatnonzero(states != FREE).tolist()])
-    jobs.run(jobs.index([db.ids[r] or "" for r in np.flatnonzero(states == RUNNING).tolist()]), start)
+    jobs.add(db.ids_of(np.flatnonzero(states != FREE)))
+    jobs.run(jobs.index(db.ids_of(np.flatnonzero(states == RUNNING))), start)
     next_item = 0
     state, t, cycles = forward.state, start, 0
     _end_due(db, jobs, t, observer)
@@ -175,14 +175,12 @@ class _Jobs:
         #: When each running job's run ends (``inf``: not running).
         self.end_at = np.zeros(0)
 
-    def add(self, job_ids: Sequence[str | None]) -> None:
-        ids = [job_id for job_id in job_ids if job_id is not None]
-        assert len(ids) == len(job_ids)
+    def add(self, ids: Sequence[str]) -> None:
         self.position.update(zip(ids, range(len(self.ids), len(self.ids) + len(ids)), strict=True))
         self.ids += ids
         self.basis += [""] * len(ids)
-        self.left = np.concatenate([self.left, np.full(len(job_ids), math.nan)])
-        self.end_at = np.concatenate([self.end_at, np.full(len(job_ids), math.inf)])
+        self.left = np.concatenate([self.left, np.full(len(ids), math.nan)])
+        self.end_at = np.concatenate([self.end_at, np.full(len(ids), math.inf)])
 
     def index(self, job_ids: Sequence[str]) -> IntArray:
         return np.fromiter(map(self.position.__getitem__, job_ids), dtype=np.int64, count=len(job_ids))

@@ -236,16 +236,14 @@ def _leases(ctx: CycleContext) -> Leases:
     pools: list[str] = []
     for pool, chunk in zip(ctx.lease_pools, ctx.lease_rows, strict=True):
         pools += [pool] * len(chunk)
-    used, inverse = np.unique(nodes, return_inverse=True)
+    on = nodes.tolist()
     specs = ctx.db.nodes.specs
-    node_ids = [ctx.db.nodes.ids[n] for n in used.tolist()]
-    executors = [spec.executor if (spec := specs[n]) is not None else "" for n in used.tolist()]
-    pick = inverse.tolist()
+    executor = {n: spec.executor if (spec := specs[n]) is not None else "" for n in set(on)}
     return Leases(
         job_ids=_pick(ctx.db.ids, rows),  # type: ignore[arg-type]  # leased rows always have ids
-        node_ids=_pick(node_ids, pick),
+        node_ids=_pick(ctx.db.nodes.ids, on),
         pools=pools,
-        executors=_pick(executors, pick),
+        executors=list(map(executor.__getitem__, on)),
     )
 
 
