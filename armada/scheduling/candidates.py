@@ -50,8 +50,9 @@ class Units:
 
     @staticmethod
     def concat(parts: list[Units]) -> Units:
-        if not parts:
-            return empty_units()
+        parts = [part for part in parts if len(part)]
+        if len(parts) < 2:
+            return parts[0] if parts else empty_units()
         return Units(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FIELDS))
 
 

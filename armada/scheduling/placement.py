@@ -9,7 +9,6 @@ best-fit placements by one sort and one cumulative sum: nodes in order of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,47 +79,6 @@ def place_identical(
     before = np.cumsum(per_node) - per_node
     take = np.clip(count - before, 0, per_node)
     return Placement(np.repeat(order, take))
-
-
-def place_runs(
-    free: IntArray,
-    *,
-    keys: IntArray,
-    bounds: IntArray,
-    requests: IntArray,
-    masks: Mapping[int, BoolArray],
-    dominant: IntArray,
-    out_of_time: Callable[[], bool],
-) -> IntArray:
-    """Nodes for consecutive runs of identical jobs (run ``r``: ``bounds[r + 1] - bounds[r]``
-    jobs of key ``keys[r]``; ``masks`` has the node mask of each of these keys and no other),
-    each run placed by :func:`place_identical` on what the runs before it left free; stops
-    after the first run that does not fit whole, or once ``out_of_time()``.
-
-    Only nodes that could hold the smallest request are looked at: placing only takes space,
-    so no other node could hold any of these jobs later. Returns the jobs' nodes, in order.
-    """
-    distinct = sorted(masks)
-    least = requests[distinct].min(axis=0)
-    positive = least > 0
-    mask = np.logical_or.reduce([masks[key] for key in distinct])
-    nodes = np.flatnonzero(mask & reduce_columns(np.logical_and, free[:, positive] >= least[positive]))
-    room = free[nodes]
-    local = {key: masks[key][nodes] for key in distinct}
-    placed: list[IntArray] = []
-    for key, count in zip(keys.tolist(), np.diff(bounds).tolist(), strict=True):
-        if out_of_time():
-            break
-        request = requests[key]
-        got = place_identical(room, request, local[key], count, int(dominant[key])).nodes
-        if len(got) == 1:
-            room[got[0]] -= request
-        else:
-            room -= np.bincount(got, minlength=len(room))[:, None] * request
-        placed.append(got)
-        if len(got) < count:
-            break
-    return nodes[np.concatenate(placed)] if placed else np.zeros(0, dtype=np.int64)
 
 
 def place_uniform_gang(

@@ -36,11 +36,11 @@ from armada.scheduling.placement import (
     explain_misfit,
     fit_counts,
     place_identical,
-    place_runs,
     place_uniform_gang,
 )
 from armada.scheduling.poolstate import UNLIMITED, PoolState
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.runs import place_runs
 from armada.scheduling.state import UsageHistory
 from armada.scheduling.urgency import Urgency
 

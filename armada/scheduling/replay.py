@@ -17,6 +17,7 @@ import bisect
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Protocol
 
 import msgspec
@@ -25,7 +26,7 @@ import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
-from armada.scheduling.jobdb import FREE, RUNNING, JobDb
+from armada.scheduling.jobdb import RUNNING, JobDb
 from armada.scheduling.nodes import NodeSpec
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.requirements import JobRequirements
@@ -106,14 +107,12 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     # No time budget (simulations are off the critical path) and a frozen clock: deterministic.
     config = msgspec.structs.replace(forward.config, max_scheduling_duration=0.0)
     jobs = _Jobs(forward.runtime)
-    states = db.cols["state"][: len(db.ids)]
-    jobs.add(db.ids_of(np.flatnonzero(states != FREE)))
-    jobs.run(jobs.index(db.ids_of(np.flatnonzero(states == RUNNING))), start)
+    jobs.run(db.ids_of(np.flatnonzero(db.cols["state"][: len(db.ids)] == RUNNING)), start)
     next_item = 0
     state, t, cycles = forward.state, start, 0
     _end_due(db, jobs, t, observer)
     while t <= end and not observer.done():
-        next_item = _apply_due(forward, jobs, next_item, t, observer)
+        next_item = _apply_due(forward, next_item, t, observer)
         cycle = schedule(
             db,
             queues=forward.queues,
@@ -131,7 +130,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
             break  # what was watched has happened: the decisions need not be applied
         apply_decisions(db, cycle)
         # A lease sets the run's end: an earlier run of the same job (preempted, lost) never ends it.
-        jobs.run(jobs.index(cycle.leases.job_ids), t + forward.lease_latency)
+        jobs.run(cycle.leases.job_ids, t + forward.lease_latency)
         following = _next_cycle(forward, jobs, next_item, t, start, placed=len(cycle.leases) > 0)
         if math.isinf(following):
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
@@ -162,38 +161,41 @@ def _next_cycle(
 
 
 class _Jobs:
-    """The simulation's jobs by position, and their runs' ends as an array. A job's runtime is
-    asked once, when it first runs (most queued jobs of a short simulation never do)."""
+    """The jobs that ran in the simulation, by position: the runtime of each, asked once when it
+    first runs, and when its run ends (an array)."""
 
     def __init__(self, runtime: Callable[[str], tuple[float, str]]) -> None:
         self.runtime = runtime
         self.ids: list[str] = []
         self.position: dict[str, int] = {}
-        #: Seconds each job runs (a job running at the start: the seconds left); NaN: not asked yet.
+        #: Seconds each job runs (a job running at the start: the seconds left).
         self.left = np.zeros(0)
         self.basis: list[str] = []
-        #: When each running job's run ends (``inf``: not running).
+        #: When each job's current run ends (``inf``: not running).
         self.end_at = np.zeros(0)
 
-    def add(self, ids: Sequence[str]) -> None:
+    def run(self, job_ids: Sequence[str], t: float) -> None:
+        """``job_ids`` start a run at ``t``: it ends when their runtime is up."""
+        at = np.fromiter(map(self.position.get, job_ids, repeat(-1)), dtype=np.int64, count=len(job_ids))
+        new = np.flatnonzero(at < 0)
+        if len(new):
+            at[new] = np.arange(len(self.ids), len(self.ids) + len(new))
+            self._add([job_ids[i] for i in new.tolist()])
+        self.end_at[at] = t + np.maximum(0.0, self.left[at])
+
+    def _add(self, ids: list[str]) -> None:
         self.position.update(zip(ids, range(len(self.ids), len(self.ids) + len(ids)), strict=True))
         self.ids += ids
-        self.basis += [""] * len(ids)
-        self.left = np.concatenate([self.left, np.full(len(ids), math.nan)])
+        left: list[float] = []
+        for job_id in ids:
+            seconds, basis = self.runtime(job_id)
+            left.append(seconds)
+            self.basis.append(basis)
+        self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
         self.end_at = np.concatenate([self.end_at, np.full(len(ids), math.inf)])
 
-    def index(self, job_ids: Sequence[str]) -> IntArray:
-        return np.fromiter(map(self.position.__getitem__, job_ids), dtype=np.int64, count=len(job_ids))
 
-    def run(self, positions: IntArray, t: float) -> None:
-        """The jobs at ``positions`` start a run at ``t``: it ends when their runtime is up."""
-        left, ids, basis, runtime = self.left, self.ids, self.basis, self.runtime
-        for i in positions[np.isnan(left[positions])].tolist():
-            left[i], basis[i] = runtime(ids[i])
-        self.end_at[positions] = t + np.maximum(0.0, left[positions])
-
-
-def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer: Observer) -> int:
+def _apply_due(forward: Forward, next_item: int, t: float, observer: Observer) -> int:
     """Apply the timeline's items due by ``t`` in order (arrivals in bulk); the next item's index."""
     db, timeline = forward.db, forward.timeline
     arrivals: list[JobRequirements] = []
@@ -204,7 +206,7 @@ def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer
             arrivals.append(item)
             continue
         if arrivals:
-            _arrive(db, jobs, arrivals)
+            db.add_many(arrivals)
             arrivals = []
         if isinstance(item, Cancel):
             if item.job_id in db:
@@ -214,13 +216,10 @@ def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer
         else:
             _change_nodes(forward, item, t, observer)
     if arrivals:
-        _arrive(db, jobs, arrivals)
+        db.add_many(arrivals)
     return next_item
 
 
-def _arrive(db: JobDb, jobs: _Jobs, arrivals: list[JobRequirements]) -> None:
-    db.add_many(arrivals)
-    jobs.add([job.id for job in arrivals])
 
 
 def _change_nodes(forward: Forward, change: NodeChange, t: float, observer: Observer) -> None:
