@@ -21,10 +21,13 @@ each queued job the simulated start corrected, and given a ``[low, high]`` range
 
 from __future__ import annotations
 
+import functools
+import gc
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
+from typing import ParamSpec, TypeVar
 
 import msgspec
 import numpy as np
@@ -96,6 +99,32 @@ class Simulation:
     cycles: int = 0
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _collector_paused(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function`` with Python's cyclic garbage collector paused while it runs (if it ran).
+
+    A simulation allocates hundreds of thousands of short-lived containers, all freed by
+    reference counting, and every so many allocations the collector walks every object of
+    the process: ~0.3 s of a 1.8 s refresh of 100,000 queued jobs, more in a server.
+    """
+
+    @functools.wraps(function)
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused
+
+
+@_collector_paused
 def simulate(
     snapshot: ForecastSnapshot,
     runtime: Callable[[str], tuple[float, str]],
@@ -182,6 +211,7 @@ class _StartWatcher:
         return not self.waiting
 
 
+@_collector_paused
 def forecast(
     snapshot: ForecastSnapshot,
     estimates: Mapping[str, RuntimeEstimate],
@@ -201,11 +231,12 @@ def forecast(
     ``extra_only``, only ``extra_jobs`` are forecast (the simulation ends once they start).
     """
 
+    started = snapshot.started
+
     def runtime(job_id: str) -> tuple[float, str]:
         estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
-        started = snapshot.started.get(job_id)
-        if started is not None:
-            estimate = estimate.remaining(snapshot.now - started)
+        if started and (at := started.get(job_id)) is not None:
+            estimate = estimate.remaining(snapshot.now - at)
         return estimate.expected, estimate.basis
 
     db, extra = snapshot.db, snapshot.extra_jobs

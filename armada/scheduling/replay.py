@@ -186,11 +186,8 @@ class _Jobs:
     def _add(self, ids: list[str]) -> None:
         self.position.update(zip(ids, range(len(self.ids), len(self.ids) + len(ids)), strict=True))
         self.ids += ids
-        left: list[float] = []
-        for job_id in ids:
-            seconds, basis = self.runtime(job_id)
-            left.append(seconds)
-            self.basis.append(basis)
+        left, basis = zip(*map(self.runtime, ids), strict=True)
+        self.basis += basis
         self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
         self.end_at = np.concatenate([self.end_at, np.full(len(ids), math.inf)])
 
