@@ -217,8 +217,6 @@ def _apply_due(forward: Forward, next_item: int, t: float, observer: Observer) -
     return next_item
 
 
-
-
 def _change_nodes(forward: Forward, change: NodeChange, t: float, observer: Observer) -> None:
     db = forward.db
     now = {node.id for node in change.nodes}

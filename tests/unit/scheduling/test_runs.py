@@ -19,7 +19,9 @@ def one_by_one(
     scale = 1.0 / np.maximum(free.max(axis=0), 1)
     placed: list[int] = []
     for key, count in zip(keys, lengths, strict=True):
-        got = place_identical(free, requests[key], masks[key], count, int(dominant_columns(requests[key], scale)))
+        got = place_identical(
+            free, requests[key], masks[key], count, int(dominant_columns(requests[key], scale))
+        )
         np.subtract.at(free, got.nodes, requests[key])
         placed += got.nodes.tolist()
         if len(got) < count:
