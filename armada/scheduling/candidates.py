@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from armada.scheduling.columns import reduce_columns
 from armada.scheduling.jobdb import JobDb
 
 IntArray = npt.NDArray[np.int64]
@@ -49,8 +50,9 @@ class Units:
 
     @staticmethod
     def concat(parts: list[Units]) -> Units:
-        if not parts:
-            return empty_units()
+        parts = [part for part in parts if len(part)]
+        if len(parts) < 2:
+            return parts[0] if parts else empty_units()
         return Units(*(np.concatenate([getattr(p, f) for p in parts]) for f in _FIELDS))
 
 
@@ -123,18 +125,22 @@ def queue_costs(
     if not len(requests):
         return np.zeros(0)
     cumulative = np.cumsum(requests, axis=0) + allocated
-    shares: FloatArray = (cumulative * scale).max(axis=1) if len(scale) else np.zeros(len(requests))
+    if not len(scale):
+        return np.full(len(requests), usage / weight)
+    shares: FloatArray = reduce_columns(np.maximum, cumulative * scale)
     return (shares + usage) / weight
 
 
 def merge_order(units: Units) -> IntArray:
-    """Global DRF order: cheapest queue first; ties by queue, then position in the queue."""
-    sequence = np.arange(len(units))
-    order: IntArray = np.lexsort((sequence, units.queue, units.cost))
+    """Global DRF order: cheapest queue first; ties by queue, then position in the queue.
+
+    ``units`` come queue after queue, each queue's in order: a stable sort by cost alone
+    keeps ties in that order (a third of the time of sorting by all three)."""
+    order: IntArray = np.argsort(units.cost, kind="stable")
     return order
 
 
 def first_violation(cumulative: npt.NDArray[np.int64], limit: npt.NDArray[np.int64]) -> int:
     """Index of the first row of ``cumulative`` exceeding ``limit`` anywhere (len if none)."""
-    over = np.flatnonzero((cumulative > limit).any(axis=1))
+    over = np.flatnonzero(reduce_columns(np.logical_or, cumulative > limit))
     return int(over[0]) if len(over) else len(cumulative)

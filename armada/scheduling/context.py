@@ -36,6 +36,9 @@ class CycleContext:
     now: float = 0.0
     #: fair-share preemptions each rate-limited pool may still make this cycle
     preemption_tokens: dict[str, float] = field(default_factory=dict)
+    #: False when only the decisions are wanted (simulations): a pool's turn ends once
+    #: nothing more can be decided, leaving the reasons of the jobs not reached incomplete
+    explain: bool = True
     reasons: Reasons = field(default_factory=Reasons)
     lease_rows: list[IntArray] = field(default_factory=list)
     lease_nodes: list[IntArray] = field(default_factory=list)

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from armada.scheduling.away import away_running
 from armada.scheduling.candidates import Units, empty_units
+from armada.scheduling.columns import reduce_columns
 from armada.scheduling.decisions import Preemption
 from armada.scheduling.fairshare import dominant_shares
 from armada.scheduling.figures import count_evicted
@@ -314,7 +315,7 @@ class Eviction:
         starts = np.flatnonzero(np.r_[True, sorted_nodes[1:] != sorted_nodes[:-1]])
         group = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
         before = np.where(group[:, None] > 0, cumulative[np.maximum(group - 1, 0)], 0)
-        fits = ((cumulative - before) <= self.state.free[sorted_nodes]).all(axis=1)
+        fits = reduce_columns(np.logical_and, (cumulative - before) <= self.state.free[sorted_nodes])
         failures = np.cumsum(~fits)
         fits &= failures - np.where(group > 0, failures[np.maximum(group - 1, 0)], 0) == 0
         ok = np.empty(len(rows), dtype=bool)

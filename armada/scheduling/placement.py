@@ -15,15 +15,18 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.model.quantities import format_units
+from armada.scheduling.columns import reduce_columns
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def dominant_column(request: IntArray, scale: npt.NDArray[np.float64]) -> int:
-    """Column where the request is largest relative to the pool (first on ties)."""
-    weighted = request * np.where(scale > 0, scale, 1e-30)
-    return int(np.argmax(weighted)) if len(request) else 0
+def dominant_columns(requests: IntArray, scale: npt.NDArray[np.float64]) -> IntArray:
+    """Per request (row): the column where it is largest relative to the pool (first on ties)."""
+    if not requests.shape[-1]:
+        return np.zeros(requests.shape[:-1], dtype=np.int64)
+    columns: IntArray = np.argmax(requests * np.where(scale > 0, scale, 1e-30), axis=-1)
+    return columns
 
 
 def fit_counts(free: IntArray, request: IntArray, mask: BoolArray, cap: int) -> IntArray:
@@ -31,7 +34,7 @@ def fit_counts(free: IntArray, request: IntArray, mask: BoolArray, cap: int) -> 
     positive = request > 0
     if not positive.any():
         return np.where(mask, cap, 0).astype(np.int64)
-    counts: IntArray = (free[:, positive] // request[positive]).min(axis=1)
+    counts: IntArray = reduce_columns(np.minimum, free[:, positive] // request[positive])
     np.clip(counts, 0, cap, out=counts)
     counts[~mask] = 0
     return counts
@@ -51,12 +54,28 @@ def place_identical(
     free: IntArray, request: IntArray, mask: BoolArray, count: int, dominant: int
 ) -> Placement:
     """Best-fit placement of up to ``count`` identical jobs (fewer if they do not all fit)."""
-    fits = fit_counts(free, request, mask, count)
-    candidates = np.flatnonzero(fits)
-    if not len(candidates) or count <= 0:
+    if count <= 0:
         return Placement(np.zeros(0, dtype=np.int64))
-    order = candidates[np.lexsort((candidates, free[candidates, dominant]))]
-    per_node = fits[order]
+    positive = request > 0
+    if not positive[dominant]:  # nothing requested: every node of the mask holds any number
+        fits = fit_counts(free, request, mask, count)
+        candidates = np.flatnonzero(fits)
+        fits = fits[candidates]
+    else:  # only nodes with room in one column can hold a job: look at those
+        candidates = np.flatnonzero(mask & (free[:, dominant] >= request[dominant]))
+        room = free[candidates][:, positive]
+        if count == 1:  # the best node that fits: least room, then first (in node order)
+            candidates = candidates[reduce_columns(np.logical_and, room >= request[positive])]
+            if not len(candidates):
+                return Placement(np.zeros(0, dtype=np.int64))
+            return Placement(candidates[np.argmin(free[candidates, dominant])][None])
+        fits = reduce_columns(np.minimum, room // request[positive])
+        candidates, fits = candidates[fits > 0], fits[fits > 0]
+    if not len(candidates):
+        return Placement(np.zeros(0, dtype=np.int64))
+    by_room = np.lexsort((candidates, free[candidates, dominant]))
+    order = candidates[by_room]
+    per_node = np.minimum(fits[by_room], count)
     before = np.cumsum(per_node) - per_node
     take = np.clip(count - before, 0, per_node)
     return Placement(np.repeat(order, take))

@@ -33,7 +33,6 @@ from armada.scheduling.eviction import Eviction
 from armada.scheduling.figures import count_considered
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.placement import (
-    dominant_column,
     explain_misfit,
     fit_counts,
     place_identical,
@@ -41,6 +40,7 @@ from armada.scheduling.placement import (
 )
 from armada.scheduling.poolstate import UNLIMITED, PoolState
 from armada.scheduling.queues import QueueSpec
+from armada.scheduling.runs import place_runs
 from armada.scheduling.state import UsageHistory
 from armada.scheduling.urgency import Urgency
 
@@ -98,6 +98,8 @@ class PoolCycle:
                 self._fail(self._floating_blocked)
                 failed = True
             if failed:
+                if not self.ctx.explain and self._nothing_fits():
+                    break  # the rest of the turn would only fail keys: it decides nothing
                 continue
             if done == 0 or capped or boundary is None:
                 break
@@ -111,15 +113,27 @@ class PoolCycle:
         """
         if self.eviction.evicted_any():
             return
-        state = self.state
-        keys = {k for q in state.db_queue.tolist() for k in self.db.queued_counts[q] if state.key_usable[k]}
-        for key in sorted(keys):
-            reclaimable = self.urgency.reclaimable(
-                self.urgency.lower_classes(self.db.keys.infos[key].priority)
-            )
-            free = state.free if reclaimable is None else state.free + reclaimable
-            if not fit_counts(free, state.key_requests[key], state.mask(key), 1).any():
+        for key in self._keys_left():
+            if not self._fits_somewhere(key):
                 self._fail(key)
+
+    def _nothing_fits(self) -> bool:
+        """No key left fits on any node, even counting what it could urgency-preempt, and no
+        evicted job waits: the rest of the turn can place, return or preempt nothing."""
+        return not self.eviction.evicted_any() and not any(map(self._fits_somewhere, self._keys_left()))
+
+    def _keys_left(self) -> list[int]:
+        """Keys with queued jobs that may still be placed in this turn."""
+        state = self.state
+        usable = state.key_usable & ~state.key_failed
+        return sorted({k for q in state.db_queue.tolist() for k in self.db.queued_counts[q] if usable[k]})
+
+    def _fits_somewhere(self, key: int) -> bool:
+        """Some node could hold a job of ``key`` now, counting what it could urgency-preempt."""
+        state = self.state
+        reclaimable = self.urgency.reclaimable(self.urgency.lower_classes(self.db.keys.infos[key].priority))
+        free = state.free if reclaimable is None else state.free + reclaimable
+        return bool(fit_counts(free, state.key_requests[key], state.mask(key), 1).any())
 
     def _round(self) -> tuple[Units, tuple[float, int] | None]:
         """Candidates of every queue for this round and the round's DRF boundary."""
@@ -278,11 +292,42 @@ class PoolCycle:
                 if self.seg_len < FUSE_MIN:
                     fuse, self.seg_len = False, FUSE_MIN
                 continue
+            if not fuse and not self.eviction.evicted_any():
+                placed = self._exact_runs(units, i, end, starts)
+                if placed > i:
+                    i = placed
+                    continue
             ok = self._exact(units, i, run_end)
             i = run_end
             if not ok:
                 return i, True
         return i, False
+
+    def _exact_runs(self, units: Units, i: int, end: int, starts: IntArray) -> int:
+        """Place the runs from ``i`` as :meth:`_exact` would one after the other, in one go
+        (:func:`place_runs`), while they are runs of single jobs (no gang, evicted or uniform
+        unit; the turn evicted nothing) that fit whole. Returns where it stopped; nothing
+        placed if fewer than two runs qualify."""
+        state = self.state
+        keys = units.keys[i:end]
+        plain = (state.cardinality[keys] == 1) & ~state.uniform[keys] & ~units.evicted[i:end]
+        stop = end if plain.all() else i + int(np.argmin(plain))
+        inner = starts[np.searchsorted(starts, i, side="right") : np.searchsorted(starts, stop)]
+        if not len(inner):
+            return i
+        bounds = np.concatenate([[i], inner, [stop]])
+        run_keys = units.keys[bounds[:-1]]
+        nodes = place_runs(
+            state.free,
+            keys=run_keys,
+            bounds=bounds,
+            requests=state.key_requests,
+            masks={key: state.mask(key) for key in np.flatnonzero(np.bincount(run_keys)).tolist()},
+            dominant=state.key_dominant,
+            out_of_time=self.ctx.out_of_time,
+        )
+        self.commit(units, np.arange(i, i + len(nodes)), nodes)
+        return i + len(nodes)
 
     # -- placing -------------------------------------------------------------------------
 
@@ -293,7 +338,7 @@ class PoolCycle:
             return True
         key = int(units.keys[i])
         request, mask = self.state.key_requests[key], self.state.mask(key)
-        dominant = dominant_column(request, self.state.scale)
+        dominant = int(self.state.key_dominant[key])
         size = int(self.state.cardinality[key])
         if self.state.uniform[key]:
             for u in range(i, j):
@@ -321,10 +366,11 @@ class PoolCycle:
         self, request: IntArray, mask: BoolArray, count: int, dominant: int, size: int
     ) -> IntArray:
         """Nodes for ``count`` identical jobs: free space first, then space held by evicted jobs."""
-        strict = self.state.free - self.eviction.held
+        holding = self.eviction.evicted_any()  # else nothing is held
+        strict = self.state.free - self.eviction.held if holding else self.state.free
         nodes = place_identical(strict, request, mask, count, dominant).nodes
         nodes = nodes[: len(nodes) - len(nodes) % size]
-        if len(nodes) == count or not self.eviction.held.any():
+        if len(nodes) == count or not holding or not self.eviction.held.any():
             return nodes
         strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
         return np.concatenate(
@@ -366,7 +412,7 @@ class PoolCycle:
             chosen = fresh[units.keys[fresh] == key]
             request, mask, size = state.key_requests[key], state.mask(key), int(state.cardinality[key])
             total = int(units.counts[chosen].sum())
-            nodes = place_identical(trial, request, mask, total, dominant_column(request, state.scale)).nodes
+            nodes = place_identical(trial, request, mask, total, int(state.key_dominant[key])).nodes
             nodes = nodes[: len(nodes) - len(nodes) % size]
             trial -= np.bincount(nodes, minlength=len(trial))[:, None] * request
             if len(nodes) < total and saved is not None:  # displacement updates ``trial`` itself
@@ -401,12 +447,31 @@ class PoolCycle:
         return np.array(out, dtype=np.int64)
 
     def commit(self, units: Units, chosen: IntArray, nodes: IntArray) -> None:
-        """Lease the chosen units (all of one key) on local ``nodes``, one per member job."""
+        """Lease the chosen units on local ``nodes``, one per member job, in order (units of
+        several keys: single jobs only)."""
         if not len(chosen):
             return
-        state, key = self.state, int(units.keys[chosen[0]])
-        request = state.key_requests[key]
+        state = self.state
         rows = self.members(units, chosen)
+        keys = units.keys[chosen]
+        if (keys == keys[0]).all():
+            self._charge(int(keys[0]), units, chosen, nodes)
+        else:
+            for key in np.unique(keys).tolist():
+                of_key = keys == key
+                self._charge(key, units, chosen[of_key], nodes[of_key])
+        self.ctx.global_tokens -= len(rows)
+        if self.eviction.evicted_any():  # the jobs evicted jobs lose their place to
+            unique, first = np.unique(nodes, return_index=True)
+            fresh = state.first_new_on_node[unique] < 0
+            state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
+        self.ctx.record_leases(rows, state.node_rows[nodes], state.pool)
+
+    def _charge(self, key: int, units: Units, chosen: IntArray, nodes: IntArray) -> None:
+        """Take the chosen units' (of ``key``) resources from ``nodes`` and their queues' tokens,
+        and give them to their queues."""
+        state = self.state
+        request = state.key_requests[key]
         if 8 * len(nodes) < len(state.free):  # a few nodes of many: touch only those
             np.subtract.at(state.free, nodes, request)
         else:
@@ -416,17 +481,12 @@ class PoolCycle:
         added = per_queue.astype(np.int64)[:, None] * request
         state.alloc += added
         state.alloc_by_class[:, state.key_class[key]] += added
-        state.scheduled_new += len(rows) * request
-        state.floating_left -= len(rows) * request
-        self.ctx.global_tokens -= len(rows)
+        state.scheduled_new += len(nodes) * request
+        state.floating_left -= len(nodes) * request
         for qi in np.flatnonzero(per_queue).tolist():
             name = state.queues[qi].name
             if name in self.ctx.queue_tokens:
                 self.ctx.queue_tokens[name] -= float(per_queue[qi])
-        unique, first = np.unique(nodes, return_index=True)
-        fresh = state.first_new_on_node[unique] < 0
-        state.first_new_on_node[unique[fresh]] = rows[first[fresh]]
-        self.ctx.record_leases(rows, state.node_rows[nodes], state.pool)
 
     def _fail(self, key: int) -> None:
         self.state.key_failed[key] = True

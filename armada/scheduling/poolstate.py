@@ -12,8 +12,10 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.away import AWAY_QUEUE_SUFFIX, away_keys, away_running, away_tolerations, cycle_use
+from armada.scheduling.columns import reduce_columns
 from armada.scheduling.context import CycleContext
 from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
+from armada.scheduling.placement import dominant_columns
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.requirements import Toleration
 from armada.scheduling.shares import QueueShare
@@ -48,7 +50,7 @@ class PoolState:
         nodes = db.nodes
         allocatable = nodes.allocatable()[node_rows]
         running = db.node_allocation()[node_rows]
-        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - running.sum(axis=1)
+        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - reduce_columns(np.add, running)
         self.running_by_class: IntArray = running.copy()
         self.schedulable: BoolArray = nodes.schedulable[node_rows]
         if ctx.paused_nodes is not None:
@@ -60,6 +62,8 @@ class PoolState:
         self.local_node = np.full(nodes.size, -1, dtype=np.int64)
         self.local_node[node_rows] = np.arange(len(node_rows))
         self.key_requests = db.keys.requests()
+        #: per key: the column placement packs by (:func:`~.placement.dominant_columns`)
+        self.key_dominant = dominant_columns(self.key_requests, self.scale)
         infos = db.keys.infos
         self._away_tolerations: list[tuple[Toleration, ...]] = []
         if away_in is None:

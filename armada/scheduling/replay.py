@@ -16,24 +16,22 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Protocol
 
 import msgspec
 import numpy as np
-import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
-from armada.scheduling.jobdb import FREE, RUNNING, JobDb
+from armada.scheduling.jobdb import RUNNING, JobDb
 from armada.scheduling.nodes import NodeSpec
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.schedule import apply_decisions, schedule
 from armada.scheduling.state import SchedulerState
-
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -129,15 +127,12 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     # No time budget (simulations are off the critical path) and a frozen clock: deterministic.
     config = msgspec.structs.replace(forward.config, max_scheduling_duration=0.0)
     jobs = _Jobs(forward.runtime, forward.failures)
-    states = db.cols["state"][: len(db.ids)]
-    jobs.add([db.ids[r] for r in np.flatnonzero(states != FREE).tolist()])
-    running = jobs.index([db.ids[r] for r in np.flatnonzero(states == RUNNING).tolist()])
-    jobs.end_at[running] = start + np.maximum(0.0, jobs.left[running])
+    jobs.run(db.ids_of(np.flatnonzero(db.cols["state"][: len(db.ids)] == RUNNING)), start)
     next_item = 0
     state, t, cycles = forward.state, start, 0
     _end_due(db, jobs, t, observer)
     while t <= end and not observer.done():
-        next_item = _apply_due(forward, jobs, next_item, t, observer)
+        next_item = _apply_due(forward, next_item, t, observer)
         cycle = schedule(
             db,
             queues=forward.queues,
@@ -146,14 +141,16 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
             now=t,
             clock=_frozen,
             paused_executors=forward.paused_executors,
+            explain=False,
         )
         cycles += 1
         state = cycle.state
         observer.cycle(t, cycle, db)
+        if observer.done():
+            break  # what was watched has happened: the decisions need not be applied
         apply_decisions(db, cycle)
         # A lease sets the run's end: an earlier run of the same job (preempted, lost) never ends it.
-        leased = jobs.index(cycle.leases.job_ids)
-        jobs.end_at[leased] = t + forward.latency(t) + np.maximum(0.0, jobs.left[leased])
+        jobs.run(cycle.leases.job_ids, t + forward.latency(t))
         following = _next_cycle(forward, jobs, next_item, t, start, placed=len(cycle.leases) > 0)
         if math.isinf(following):
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
@@ -188,7 +185,8 @@ def _next_cycle(
 
 
 class _Jobs:
-    """The simulation's jobs by position: runtimes asked once, when a job enters; run ends as an array."""
+    """The jobs that ran in the simulation, by position: the runtime of each, asked once when it
+    first runs, and when its run ends (an array)."""
 
     def __init__(
         self, runtime: Callable[[str], tuple[float, str]], failures: Mapping[str, Sequence[float]]
@@ -202,15 +200,23 @@ class _Jobs:
         #: Seconds each job runs (a job running at the start: the seconds left).
         self.left = np.zeros(0)
         self.basis: list[str] = []
-        #: When each running job's run ends (``inf``: not running).
+        #: When each job's current run ends (``inf``: not running).
         self.end_at = np.zeros(0)
 
-    def add(self, job_ids: Sequence[str | None]) -> None:
+    def run(self, job_ids: Sequence[str], t: float) -> None:
+        """``job_ids`` start a run at ``t``: it ends when their runtime (or failing run) is up."""
+        at = np.fromiter(map(self.position.get, job_ids, repeat(-1)), dtype=np.int64, count=len(job_ids))
+        new = np.flatnonzero(at < 0)
+        if len(new):
+            at[new] = np.arange(len(self.ids), len(self.ids) + len(new))
+            self._add([job_ids[i] for i in new.tolist()])
+        self.end_at[at] = t + np.maximum(0.0, self.left[at])
+
+    def _add(self, ids: list[str]) -> None:
+        self.position.update(zip(ids, range(len(self.ids), len(self.ids) + len(ids)), strict=True))
+        self.ids += ids
         left = []
-        for job_id in job_ids:
-            assert job_id is not None
-            self.position[job_id] = len(self.ids)
-            self.ids.append(job_id)
+        for job_id in ids:
             seconds, basis = self.runtime(job_id)
             if failing := self.failures.get(job_id):
                 self.attempts[job_id] = [seconds, *reversed(failing)]
@@ -218,7 +224,7 @@ class _Jobs:
             left.append(seconds)
             self.basis.append(basis)
         self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
-        self.end_at = np.concatenate([self.end_at, np.full(len(left), math.inf)])
+        self.end_at = np.concatenate([self.end_at, np.full(len(ids), math.inf)])
 
     def failed(self, job_ids: Sequence[str]) -> set[str]:
         """Of the jobs whose runs just ended, those whose run failed: each is to run again,
@@ -232,12 +238,8 @@ class _Jobs:
                 del self.attempts[job_id]
         return failed
 
-    def index(self, job_ids: Iterable[str | None]) -> IntArray:
-        position = self.position
-        return np.fromiter((position[j] for j in job_ids if j is not None), dtype=np.int64)
 
-
-def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer: Observer) -> int:
+def _apply_due(forward: Forward, next_item: int, t: float, observer: Observer) -> int:
     """Apply the timeline's items due by ``t`` in order (arrivals in bulk); the next item's index."""
     db, timeline = forward.db, forward.timeline
     arrivals: list[JobRequirements] = []
@@ -248,7 +250,7 @@ def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer
             arrivals.append(item)
             continue
         if arrivals:
-            _arrive(db, jobs, arrivals)
+            db.add_many(arrivals)
             arrivals = []
         if isinstance(item, Cancel):
             if item.job_id in db:
@@ -260,13 +262,8 @@ def _apply_due(forward: Forward, jobs: _Jobs, next_item: int, t: float, observer
         else:
             _change_nodes(forward, item, t, observer)
     if arrivals:
-        _arrive(db, jobs, arrivals)
+        db.add_many(arrivals)
     return next_item
-
-
-def _arrive(db: JobDb, jobs: _Jobs, arrivals: list[JobRequirements]) -> None:
-    db.add_many(arrivals)
-    jobs.add([job.id for job in arrivals])
 
 
 def _change_queue(forward: Forward, spec: QueueSpec) -> None:
@@ -298,7 +295,7 @@ def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     if not len(due):
         return
     jobs.end_at[due] = math.inf
-    ids = [jobs.ids[i] for i in due.tolist()]
+    ids = list(map(jobs.ids.__getitem__, due.tolist()))
     running = np.flatnonzero(db.states_of(ids) == RUNNING).tolist()
     ending = [ids[i] for i in running]
     failed = jobs.failed(ending) if jobs.attempts else set()

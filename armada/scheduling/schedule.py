@@ -46,6 +46,7 @@ def schedule(
     clock: Callable[[], float] = time.monotonic,
     paused_executors: Collection[str] = (),
     max_leases: int | None = None,
+    explain: bool = True,
 ) -> SchedulingResult:
     """Decide leases, preemptions and rejections for one cycle. Reads ``db``, never changes it.
 
@@ -55,6 +56,8 @@ def schedule(
     running jobs still count towards fair share. ``max_leases`` caps the cycle's new leases
     (what the executors can take at once): the first jobs of the merged fair-share order get
     them, as under the global rate limit, whose tokens only the leases made are taken from.
+    With ``explain`` off (simulations), a pool's turn stops as soon as nothing more can be
+    decided: the same decisions, but incomplete reasons and figures for the jobs not reached.
     Apply the result with :func:`apply_decisions` (or by appending events that the service
     feeds back into ``db``).
     """
@@ -86,6 +89,7 @@ def schedule(
         key_ok=key_ok,
         paused_nodes=db.nodes.executor_mask(paused_executors) if paused_executors else None,
         now=now,
+        explain=explain,
         preemption_tokens={
             pool: tokens_now(state.preemption_buckets.get(pool), now, limit.maximum_rate, limit.maximum_burst)
             for pool in pools
@@ -232,16 +236,14 @@ def _leases(ctx: CycleContext) -> Leases:
     pools: list[str] = []
     for pool, chunk in zip(ctx.lease_pools, ctx.lease_rows, strict=True):
         pools += [pool] * len(chunk)
-    used, inverse = np.unique(nodes, return_inverse=True)
+    on = nodes.tolist()
     specs = ctx.db.nodes.specs
-    node_ids = [ctx.db.nodes.ids[n] for n in used.tolist()]
-    executors = [spec.executor if (spec := specs[n]) is not None else "" for n in used.tolist()]
-    pick = inverse.tolist()
+    executor = {n: spec.executor if (spec := specs[n]) is not None else "" for n in set(on)}
     return Leases(
         job_ids=_pick(ctx.db.ids, rows),  # type: ignore[arg-type]  # leased rows always have ids
-        node_ids=_pick(node_ids, pick),
+        node_ids=_pick(ctx.db.nodes.ids, on),
         pools=pools,
-        executors=_pick(executors, pick),
+        executors=list(map(executor.__getitem__, on)),
     )
 
 

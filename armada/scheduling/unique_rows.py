@@ -12,6 +12,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from armada.scheduling.columns import reduce_columns
+
 IntArray = npt.NDArray[np.int64]
 
 
@@ -32,7 +34,7 @@ def unique_rows(matrix: IntArray) -> UniqueRows:
     order = np.lexsort(matrix.T[::-1])  # lexsort's last key is the primary one
     ordered = matrix[order]
     starts = np.ones(len(ordered), dtype=bool)
-    starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    starts[1:] = reduce_columns(np.logical_or, ordered[1:] != ordered[:-1])
     inverse = np.empty(len(matrix), dtype=np.int64)
     inverse[order] = np.cumsum(starts) - 1
     counts = np.diff(np.append(np.flatnonzero(starts), len(matrix)))

@@ -14,9 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.candidates import Units
+from armada.scheduling.columns import reduce_columns
 from armada.scheduling.eviction import LOST, PENDING, Eviction
 from armada.scheduling.jobdb import RUNNING
-from armada.scheduling.placement import dominant_column, place_identical
+from armada.scheduling.placement import place_identical
 from armada.scheduling.poolstate import PoolState
 
 IntArray = npt.NDArray[np.int64]
@@ -68,7 +69,7 @@ class Urgency:
     def reclaimable(self, lower: list[int]) -> IntArray | None:
         """Resources per node a job that may preempt ``lower`` classes could free (None: nothing)."""
         state = self.state
-        free = state.running_by_class[:, lower].sum(axis=1) if lower else None
+        free = reduce_columns(np.add, state.running_by_class[:, lower]) if lower else None
         if self.reclaim_first():
             assert state.away_by_class is not None
             others = [c for c in range(state.away_by_class.shape[1]) if c not in lower]
@@ -85,7 +86,7 @@ class Urgency:
         if self.reclaimable(lower) is None:
             return 0
         request, size = self.state.key_requests[key], int(self.state.cardinality[key])
-        dominant = dominant_column(request, self.state.scale)
+        dominant = int(self.state.key_dominant[key])
         placed = 0
         for u in range(i, j):
             reclaimable = self.reclaimable(lower)

@@ -21,6 +21,8 @@ from armada.scheduling import (
     Taint,
     Toleration,
 )
+from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
+from armada.scheduling.schedule import apply_decisions, schedule
 from tests.unit.scheduling.helpers import GI, Sim, unlimited
 from tests.unit.scheduling.reference import admits, reference_schedule
 
@@ -301,6 +303,31 @@ def test_a_lease_cap_bounds_the_cycle_and_keeps_gangs_whole(
             gangs[j.gang_id].append(j)
     for members in gangs.values():
         assert len([m for m in members if m.id in leased]) in (0, members[0].gang_cardinality)
+
+
+@SETTINGS
+@given(nodes(), workloads(), workloads(gangs=False))
+def test_decisions_do_not_depend_on_explanations(
+    cluster: list[NodeSpec], first: list[JobRequirements], later: list[JobRequirements]
+) -> None:
+    """Simulations schedule with ``explain=False`` (a pool's turn ends once nothing fits): cycle
+    after cycle, the live cycle's decisions, urgency preemptions of a preemptible first wave
+    included."""
+    sim = Sim(unlimited(), nodes=cluster)
+    for q in QUEUES:
+        sim.queue(q.name, q.priority_factor)
+    sim.submit(msgspec.structs.replace(j, priority_class_name=PREEMPTIBLE_PRIORITY_CLASS) for j in first)
+    for wave in ((), [msgspec.structs.replace(j, id=f"late-{j.id}") for j in later], ()):
+        sim.submit(wave)
+        sim.now += 1.0
+        given_state = {"queues": list(sim.queues.values()), "config": sim.config, "state": sim.state}
+        live = schedule(sim.db, now=sim.now, **given_state)  # type: ignore[arg-type]
+        quiet = schedule(sim.db, now=sim.now, explain=False, **given_state)  # type: ignore[arg-type]
+        assert quiet.leases == live.leases
+        assert (quiet.preemptions, quiet.rejections) == (live.preemptions, live.rejections)
+        assert (quiet.shares, quiet.state) == (live.shares, live.state)
+        apply_decisions(sim.db, live)
+        sim.state = live.state
 
 
 @SETTINGS

@@ -1,0 +1,27 @@
+"""Reductions over a short axis 1 (the resources of nodes x resources, or of units x resources).
+
+numpy reduces along a short axis one row at a time: ``(free >= request).all(axis=1)`` over
+5,000 nodes and 3 resources takes ~75 us, ``max(axis=1)`` over 1,000 units ~30 us. Combining the
+few columns with one vectorised operation each gives the same result 5-10x faster.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+_A = TypeVar("_A", bound=np.generic)
+
+
+def reduce_columns(op: np.ufunc, matrix: npt.NDArray[_A]) -> npt.NDArray[_A]:
+    """``op.reduce(matrix, axis=1)`` (a new array), one operation per column of axis 1."""
+    width = matrix.shape[1]
+    if width < 2:
+        reduced: npt.NDArray[_A] = op.reduce(matrix, axis=1)
+        return reduced
+    out: npt.NDArray[_A] = op(matrix[:, 0], matrix[:, 1])
+    for column in range(2, width):
+        op(out, matrix[:, column], out=out)
+    return out
