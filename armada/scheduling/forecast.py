@@ -193,8 +193,9 @@ def forecast(
 ) -> dict[str, JobForecast]:
     """Expected start and ``[low, high]`` range of every queued job (and ``extra_jobs``).
 
-    ``estimates`` holds each job's total runtime; running jobs' remaining time is derived
-    from their elapsed time (:meth:`RuntimeEstimate.remaining`). Extrapolated arrivals
+    ``estimates`` holds each job's total runtime; the simulation runs each job for its mean
+    (:meth:`RuntimeEstimate.mean`: a queue waits on the sum of the runtimes ahead of it),
+    a running job for its mean time left given its elapsed time. Extrapolated arrivals
     take their original's; jobs without one get ``default``. One simulation with the
     expected runtimes gives each job's simulated start; ``calibration`` (its prior
     factors if ``None``) turns it into the expected start and the range. With
@@ -204,9 +205,8 @@ def forecast(
     def runtime(job_id: str) -> tuple[float, str]:
         estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
         started = snapshot.started.get(job_id)
-        if started is not None:
-            estimate = estimate.remaining(snapshot.now - started)
-        return estimate.expected, estimate.basis
+        elapsed = 0.0 if started is None else snapshot.now - started
+        return estimate.mean(elapsed), estimate.basis_after(elapsed)
 
     db = snapshot.db
     wanted: list[tuple[str | None, str]] = [(job.id, job.queue) for job in snapshot.extra_jobs]
