@@ -186,6 +186,11 @@ class Replay:
         ]
         arrivals.append((burst_at, burst))
         arrivals.sort(key=lambda a: a[0])
+        quantum = self.args.runtime_quantum
+        if quantum > 0:  # as Slurm's whole-minute time limits make them (--slurm)
+            for _, jobs in arrivals:
+                for job in jobs:
+                    job.runtime = math.ceil(job.runtime / quantum) * quantum
         return arrivals
 
     def run(self) -> None:
@@ -321,7 +326,8 @@ def errors(replays: Sequence[Replay | SlurmRun]) -> dict[str, dict[str, float | 
                 continue
             for r in records:
                 lead = max(1.0, actual - r.made)
-                label = next(lbl for lo, hi, lbl in HORIZONS if lo <= actual - r.made < hi)
+                # max: Slurm's start stamps are whole seconds, a forecast's time is not.
+                label = next(lbl for lo, hi, lbl in HORIZONS if lo <= max(0.0, actual - r.made) < hi)
                 hinted = "hinted" if r.hinted else "unhinted"
                 for name in (label, "all", hinted, f"basis: {basis_group(r.basis)}"):
                     into = buckets[name]
@@ -451,6 +457,12 @@ def main() -> None:
     )
     parser.add_argument("--slurm-scale", type=float, default=20.0, help="simulated seconds per real second")
     parser.add_argument(
+        "--runtime-quantum",
+        type=float,
+        default=0.0,
+        help="round every runtime up to a multiple of this (60 x --slurm-scale: Slurm's workload)",
+    )
+    parser.add_argument(
         "--slurm-tail", type=float, default=1.5, help="stop Slurm at this multiple of warm-up + hours"
     )
     parser.add_argument(
@@ -468,7 +480,8 @@ def main() -> None:
             replay: Replay | SlurmRun = Replay(args, seed)
             if args.slurm:
                 replay = run_slurm(args, seed, replay.workload())
-                print(f"seed {seed}: slurm {json.dumps(dataclasses.asdict(replay) | {'records': None})}")
+                counts = {k: getattr(replay, k) for k in ("submitted", "estimated", "unestimated")}
+                print(f"seed {seed}: slurm {json.dumps(counts)}", flush=True)
             else:
                 replay.run()
             replays.append(replay)
