@@ -20,14 +20,19 @@ actual start:
   by horizon (``actual - time of forecast``);
 * coverage: the share of actual starts inside ``[low, high]``;
 * the same error for the naive estimate ``position in queue / the queue's recent start rate``
-  (starts in the last ``--rate-window`` seconds), what Kueue users compute by hand.
+  (starts in the last ``--rate-window`` seconds), what Kueue users compute by hand;
+* the same figures for the forecasts of jobs with and without a hint, and by the forecast's
+  basis (that of the runtimes whose ends make room: hint, job set, queue and shape, default,
+  re-estimated running jobs), to see where the error comes from.
 
 Forecasts cannot know jobs that have not arrived yet, and the workload keeps arriving: that
 is part of the measured error (``--oracle`` forecasts with the true runtimes, leaving only
 it; ``--arrival-window S`` adds the engine's extrapolated arrivals: the last S seconds of
 submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
 ``--cost-*`` times one refresh of a synthetic backlog as the server makes it (the queued
-jobs' forecast, then the per-queue probes'), in CPU seconds.
+jobs' forecast, then the per-queue probes'), in CPU seconds. ``--slurm`` runs the same
+workload through a local Slurm instead and scores ``squeue --start`` alike
+(:mod:`bench.forecast_slurm`; e.g. ``--slurm --warmup 1 --hours 2``: ~15 minutes a seed).
 The last line is JSON.
 """
 
@@ -43,6 +48,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +73,7 @@ from armada.scheduling.forecast import COARSENING, ForecastSnapshot, forecast
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.probes import typical_jobs
 from armada.scheduling.runtimes import RuntimeEstimate, RuntimeHistory, choose_estimate
+from bench.forecast_slurm import SlurmRun, run_slurm
 
 GI = 2**30
 QUEUES = [QueueSpec("alpha", 1.0), QueueSpec("beta", 2.0), QueueSpec("gamma", 0.5)]
@@ -98,6 +105,10 @@ class Record:
     naive: float | None
     #: The engine's start before calibration.
     simulated: float | None
+    #: The forecast's basis (the runtime basis of the ends that make room for the job).
+    basis: str
+    #: Whether the job itself carried a runtime hint.
+    hinted: bool
 
 
 @dataclass
@@ -175,6 +186,11 @@ class Replay:
         ]
         arrivals.append((burst_at, burst))
         arrivals.sort(key=lambda a: a[0])
+        quantum = self.args.runtime_quantum
+        if quantum > 0:  # as Slurm's whole-minute time limits make them (--slurm)
+            for _, jobs in arrivals:
+                for job in jobs:
+                    job.runtime = math.ceil(job.runtime / quantum) * quantum
         return arrivals
 
     def run(self) -> None:
@@ -264,8 +280,9 @@ class Replay:
         self.forecast_seconds.append(time.process_time() - clock)
         naive = self._naive(t)
         for job_id, f in found.items():
+            hinted = self.jobs[job_id].hint is not None
             self.records[job_id].append(
-                Record(t, f.expected_start, f.low, f.high, naive.get(job_id), f.simulated)
+                Record(t, f.expected_start, f.low, f.high, naive.get(job_id), f.simulated, f.basis, hinted)
             )
             if f.simulated is not None:
                 self.pending[job_id].append((t, f.simulated))
@@ -289,10 +306,19 @@ class Replay:
         return out
 
 
-def errors(replays: list[Replay]) -> dict[str, dict[str, float | int | None]]:
-    """Per horizon bucket: median/p90 relative error, coverage, and the naive median/p90."""
-    buckets: dict[str, dict[str, list[float]]] = {label: defaultdict(list) for *_, label in HORIZONS}
-    buckets["all"] = defaultdict(list)
+#: Breakdown groups beside the horizons: the job's own hint, the forecast's basis.
+BASIS_GROUPS = ("room now", "hint", "job set", "queue and shape", "default", "re-estimated")
+
+
+def basis_group(basis: str) -> str:
+    """The :data:`BASIS_GROUPS` entry a forecast's basis falls in (re-estimated first)."""
+    return next((g for g in reversed(BASIS_GROUPS) if g in basis), "other")
+
+
+def errors(replays: Sequence[Replay | SlurmRun]) -> dict[str, dict[str, float | int | None]]:
+    """Per horizon bucket (and per hinted or not, per basis group): median/p90 relative
+    error, coverage, and the naive median/p90."""
+    buckets: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for replay in replays:
         for job_id, records in replay.records.items():
             actual = replay.started.get(job_id)
@@ -300,8 +326,10 @@ def errors(replays: list[Replay]) -> dict[str, dict[str, float | int | None]]:
                 continue
             for r in records:
                 lead = max(1.0, actual - r.made)
-                label = next(lbl for lo, hi, lbl in HORIZONS if lo <= actual - r.made < hi)
-                for name in (label, "all"):
+                # max: Slurm's start stamps are whole seconds, a forecast's time is not.
+                label = next(lbl for lo, hi, lbl in HORIZONS if lo <= max(0.0, actual - r.made) < hi)
+                hinted = "hinted" if r.hinted else "unhinted"
+                for name in (label, "all", hinted, f"basis: {basis_group(r.basis)}"):
                     into = buckets[name]
                     expected = r.expected if r.expected is not None else math.inf
                     into["error"].append(abs(expected - actual) / lead)
@@ -394,6 +422,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=1, help="seeds first-seed, first-seed + 1, ...")
     parser.add_argument("--hours", type=float, default=6.0, help="simulated hours of arrivals, forecast")
     parser.add_argument(
         "--warmup",
@@ -422,6 +451,21 @@ def main() -> None:
     )
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument(
+        "--slurm",
+        action="store_true",
+        help="run the workload through Slurm instead (slurm_peer.sh) and score squeue --start",
+    )
+    parser.add_argument("--slurm-scale", type=float, default=20.0, help="simulated seconds per real second")
+    parser.add_argument(
+        "--runtime-quantum",
+        type=float,
+        default=0.0,
+        help="round every runtime up to a multiple of this (60 x --slurm-scale: Slurm's workload)",
+    )
+    parser.add_argument(
+        "--slurm-tail", type=float, default=1.5, help="stop Slurm at this multiple of warm-up + hours"
+    )
+    parser.add_argument(
         "--oracle",
         action="store_true",
         help="forecast with the true runtimes: the error unseen arrivals leave",
@@ -432,16 +476,27 @@ def main() -> None:
     if not args.skip_accuracy:
         per_seed = []
         replays = []
-        for seed in range(1, args.seeds + 1):
-            replay = Replay(args, seed)
-            replay.run()
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            replay: Replay | SlurmRun = Replay(args, seed)
+            if args.slurm:
+                replay = run_slurm(args, seed, replay.workload())
+                counts = {k: getattr(replay, k) for k in ("submitted", "estimated", "unestimated")}
+                print(f"seed {seed}: slurm {json.dumps(counts)}", flush=True)
+            else:
+                replay.run()
             replays.append(replay)
             figures = errors([replay])
             per_seed.append(figures)
             print(f"seed {seed}: {json.dumps(figures['all'])}", flush=True)
-            print(f"  forecast cpu s: median {statistics.median(replay.forecast_seconds):.3f}", flush=True)
+            if isinstance(replay, Replay):
+                print(
+                    f"  forecast cpu s: median {statistics.median(replay.forecast_seconds):.3f}", flush=True
+                )
         by_horizon = {}
-        for name in [*(label for *_, label in HORIZONS), "all"]:
+        groups = ["hinted", "unhinted", *(f"basis: {g}" for g in (*BASIS_GROUPS, "other"))]
+        for name in [*(label for *_, label in HORIZONS), "all", *groups]:
+            if not all(name in seed for seed in per_seed):
+                continue
             by_horizon[name] = {
                 key: _median([seed[name][key] for seed in per_seed])
                 for key in (
@@ -455,7 +510,7 @@ def main() -> None:
                     "simulated_median",
                 )
             }
-            print(f"{name:>7}: {json.dumps(by_horizon[name])}")
+            print(f"{name:>7}: {json.dumps(by_horizon[name])}", flush=True)
         summary["by_horizon"] = by_horizon
         summary["median_relative_error"] = by_horizon["all"]["median"]
         summary["naive_median_relative_error"] = by_horizon["all"]["naive_median"]

@@ -10,12 +10,13 @@ import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 from litestar import Request, post
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from armada.api.access import identity_of
-from armada.api.dependencies import Quota, Reads, Shutdown, Store
+from armada.api.dependencies import Forecasts, Quota, Reads, Shutdown, Store
 from armada.api.ndjson import NDJSON, ndjson
 from armada.api.responses import ndjson_stream, problems
 from armada.api.services import services_of
@@ -82,16 +83,25 @@ async def job_status_by_external_uri(
     responses=problems(),
     status_code=200,
     tags=TAGS,
-    summary="Job details, with spec and runs when asked",
+    summary="Job details, with spec, runs and queued jobs' start-time forecasts when asked",
     opt=watching(),
 )
-async def job_details(data: JSONBody[JobDetailsRequest], store: Store, reads: Reads) -> JobDetailsResponse:
+async def job_details(
+    data: JSONBody[JobDetailsRequest], store: Store, reads: Reads, forecasts: Forecasts
+) -> JobDetailsResponse:
     details = await queries.job_details(
         store,
         await reads.jobs(data.job_ids),
         expand_spec=data.expand_job_spec,
         expand_runs=data.expand_job_run,
     )
+    if data.expand_forecast:  # the details hold readable jobs only
+        queued = [job_id for job_id, job in details.items() if job.state == JobState.QUEUED.value]
+        found = forecasts.view(queued, queued)
+        details = {
+            job_id: msgspec.structs.replace(job, forecast=found[job_id]) if job_id in found else job
+            for job_id, job in details.items()
+        }
     return JobDetailsResponse(job_details=details)
 
 

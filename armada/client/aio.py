@@ -151,9 +151,15 @@ class AsyncArmadaClient:
         return (await self.send(calls.job_forecast(job_ids))).forecasts
 
     async def job_details(
-        self, job_ids: Sequence[str], *, expand_spec: bool = False, expand_runs: bool = False
+        self,
+        job_ids: Sequence[str],
+        *,
+        expand_spec: bool = False,
+        expand_runs: bool = False,
+        expand_forecast: bool = False,
     ) -> dict[str, queries.JobDetails]:
-        return (await self.send(calls.job_details(job_ids, expand_spec, expand_runs))).job_details
+        call = calls.job_details(job_ids, expand_spec, expand_runs, expand_forecast)
+        return (await self.send(call)).job_details
 
     async def run_details(self, run_ids: Sequence[str]) -> dict[str, queries.JobRunDetails]:
         return (await self.send(calls.run_details(run_ids))).job_run_details

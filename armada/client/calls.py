@@ -324,8 +324,15 @@ def job_forecast(job_ids: Sequence[str]) -> Call[JobForecastResponse]:
     return Call("POST", "/v1/job/forecast", JobForecastRequest(job_ids=list(job_ids)), JobForecastResponse)
 
 
-def job_details(job_ids: Sequence[str], expand_spec: bool, expand_runs: bool) -> Call[JobDetailsResponse]:
-    body = JobDetailsRequest(job_ids=list(job_ids), expand_job_spec=expand_spec, expand_job_run=expand_runs)
+def job_details(
+    job_ids: Sequence[str], expand_spec: bool, expand_runs: bool, expand_forecast: bool = False
+) -> Call[JobDetailsResponse]:
+    body = JobDetailsRequest(
+        job_ids=list(job_ids),
+        expand_job_spec=expand_spec,
+        expand_job_run=expand_runs,
+        expand_forecast=expand_forecast,
+    )
     return Call("POST", "/v1/job/details", body, JobDetailsResponse)
 
 

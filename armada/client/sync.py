@@ -206,9 +206,15 @@ class ArmadaClient:
         return self.send(calls.job_forecast(job_ids)).forecasts
 
     def job_details(
-        self, job_ids: Sequence[str], *, expand_spec: bool = False, expand_runs: bool = False
+        self,
+        job_ids: Sequence[str],
+        *,
+        expand_spec: bool = False,
+        expand_runs: bool = False,
+        expand_forecast: bool = False,
     ) -> dict[str, queries.JobDetails]:
-        return self.send(calls.job_details(job_ids, expand_spec, expand_runs)).job_details
+        call = calls.job_details(job_ids, expand_spec, expand_runs, expand_forecast)
+        return self.send(call).job_details
 
     def run_details(self, run_ids: Sequence[str]) -> dict[str, queries.JobRunDetails]:
         return self.send(calls.run_details(run_ids)).job_run_details

@@ -223,8 +223,9 @@ def forecast(
 ) -> dict[str, JobForecast]:
     """Expected start and ``[low, high]`` range of every queued job (and ``extra_jobs``).
 
-    ``estimates`` holds each job's total runtime; running jobs' remaining time is derived
-    from their elapsed time (:meth:`RuntimeEstimate.remaining`). Extrapolated arrivals
+    ``estimates`` holds each job's total runtime; the simulation runs each job for its mean
+    (:meth:`RuntimeEstimate.mean`: a queue waits on the sum of the runtimes ahead of it),
+    a running job for its mean time left given its elapsed time. Extrapolated arrivals
     take their original's; jobs without one get ``default``. One simulation with the
     expected runtimes gives each job's simulated start; ``calibration`` (its prior
     factors if ``None``) turns it into the expected start and the range. With
@@ -235,9 +236,9 @@ def forecast(
 
     def runtime(job_id: str) -> tuple[float, str]:
         estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
-        if started and (at := started.get(job_id)) is not None:
-            estimate = estimate.remaining(snapshot.now - at)
-        return estimate.expected, estimate.basis
+        at = started.get(job_id) if started else None
+        elapsed = 0.0 if at is None else snapshot.now - at
+        return estimate.mean(elapsed), estimate.basis_after(elapsed)
 
     db, extra = snapshot.db, snapshot.extra_jobs
     rows = np.zeros(0, dtype=np.int64)

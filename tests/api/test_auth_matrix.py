@@ -404,7 +404,7 @@ def read_checks(t: ReadTarget) -> dict[tuple[str, str], ReadCheck]:
         ),
         ("POST", "/v1/job/details"): (
             "/v1/job/details",
-            jobs,
+            {**jobs, "expandForecast": True},
             lambda r: t.job_id in r.json().get("jobDetails", {}),
         ),
         ("POST", "/v1/job/forecast"): (

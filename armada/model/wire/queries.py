@@ -6,6 +6,7 @@ from datetime import datetime
 
 from armada.model.jobs import Job
 from armada.model.wire.base import IdList, Request, Response
+from armada.model.wire.forecasts import JobForecastInfo
 from armada.model.wire.retry_history import RetryHistory
 
 
@@ -21,6 +22,8 @@ class JobDetailsRequest(Request):
     job_ids: IdList
     expand_job_spec: bool = False
     expand_job_run: bool = False
+    #: Ours: each queued job also carries its start-time ``forecast`` (docs/forecast.md).
+    expand_forecast: bool = False
 
 
 class JobRunDetails(Response):
@@ -57,6 +60,9 @@ class JobDetails(Response):
     #: Ours, with ``expandJobRun``: every attempt, its failure's category and what decided
     #: what came next (the retry policy and rule, or the legacy path).
     retry_history: RetryHistory | None = None
+    #: Ours, with ``expandForecast``, on queued jobs: when it is expected to start
+    #: (as ``POST /v1/job/forecast`` answers).
+    forecast: JobForecastInfo | None = None
 
 
 class JobDetailsResponse(Response):

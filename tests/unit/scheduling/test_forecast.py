@@ -159,11 +159,13 @@ def test_simulation_stops_when_nothing_can_change() -> None:
     assert result.starts == {} and result.cycles == 1
 
 
-@pytest.mark.parametrize("elapsed", [0.0, 99.0])
-def test_remaining_before_the_estimate_is_the_difference(elapsed: float) -> None:
-    left = RuntimeEstimate(100, 50, 200, "hint").remaining(elapsed)
-    assert (left.expected, left.high) == (100 - elapsed, 200 - elapsed)
-    assert left.low == max(50, elapsed) - elapsed
+@pytest.mark.parametrize(("low", "high", "elapsed"), [(50, 200, 0.0), (100, 100, 0.0), (100, 100, 99.0)])
+def test_remaining_of_an_exact_estimate_or_at_the_start_is_the_difference(
+    low: float, high: float, elapsed: float
+) -> None:
+    left = RuntimeEstimate(100, low, high, "hint").remaining(elapsed)
+    assert (left.expected, left.high) == (100 - elapsed, high - elapsed)
+    assert left.low == max(low, elapsed) - elapsed
 
 
 def test_extrapolated_arrivals_of_a_favoured_queue_overtake() -> None:

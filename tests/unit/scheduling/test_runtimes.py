@@ -1,8 +1,14 @@
-"""Runtime estimates: the order of the bases, learned quantiles and the deadline bound."""
+"""Runtime estimates: the order of the bases, learned quantiles, the deadline bound, and the
+lognormal they describe (its mean, and what is left of a running job)."""
 
 from __future__ import annotations
 
-from armada.scheduling.runtimes import RuntimeHistory, Sample, choose_estimate
+import math
+from statistics import NormalDist
+
+import pytest
+
+from armada.scheduling.runtimes import RuntimeEstimate, RuntimeHistory, Sample, choose_estimate
 
 
 def test_history_quantiles_shrug_off_an_outlier() -> None:
@@ -45,3 +51,30 @@ def test_active_deadline_bounds_every_basis() -> None:
     assert bounded.basis == "default, bounded by activeDeadlineSeconds"
     short = choose_estimate(hint=60, job_set=None, shape=None, deadline=600, default=3600)
     assert short.basis == "hint" and short.high == 90
+
+
+def test_a_spread_estimate_is_a_lognormal_whose_mean_exceeds_its_median() -> None:
+    # low and high are its 10th and 90th percentiles: sigma = ln(e^2) / (2 z90) = 1 / z90.
+    estimate = RuntimeEstimate(100, 100 / math.e, 100 * math.e, "learned")
+    assert estimate.sigma == pytest.approx(1 / NormalDist().inv_cdf(0.9))
+    assert estimate.mean() == pytest.approx(100 * math.exp(estimate.sigma**2 / 2))
+    exact = RuntimeEstimate(100, 100, 100, "hint")
+    assert (exact.sigma, exact.mean(), exact.mean(40)) == (0.0, 100, 60)
+    # Capped by a deadline at its high value: the mean is never past it.
+    assert RuntimeEstimate(590, 150, 600, "default").mean() == 600
+
+
+def test_time_left_grows_with_the_time_run_past_the_median() -> None:
+    estimate = RuntimeEstimate(100, 100 / math.e, 100 * math.e, "learned")
+    assert estimate.remaining(0) == estimate
+    lefts = [estimate.remaining(elapsed) for elapsed in (100, 200, 400)]
+    assert lefts[0].expected < lefts[1].expected < lefts[2].expected
+    assert all(left.low < left.expected < left.high for left in lefts)
+    assert all("re-estimated after running longer" in left.basis for left in lefts)
+    # Given it ran as long as its median, half of what is left is above the median's
+    # median: P(T > 100 + left) = P(T > 100) / 2 = 1/4, so 100 + left is the 75th percentile.
+    p75 = 100 * math.exp(estimate.sigma * NormalDist().inv_cdf(0.75))
+    assert 100 + lefts[0].expected == pytest.approx(p75)
+    # The mean left, too, grows with the time run (heavy tails), and exceeds the median left.
+    means = [estimate.mean(elapsed) for elapsed in (100, 200, 400)]
+    assert means == sorted(means) and means[0] > lefts[0].expected
