@@ -104,13 +104,34 @@ jobs = Table(
     Column("preempt_requested", Boolean, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("spec", LargeBinary, nullable=False),
-    # No index here covers a column a job's state change sets (``job_states`` indexes those),
-    # so with room on each page a state change is a HOT update: no index entry is written.
+    # No index here covers a column a job's state change sets (``job_states`` indexes those)
+    # but node and reason, so with room on each page a state change is a HOT update (no index
+    # entry is written) except the one that first sets them.
     # A job set's jobs in submission order (Lookout's page of a job set; migration 0008).
     Index("ix_jobs_job_set", "queue", "job_set_id", "job_id"),
     # Lookout's pages (migration 0002): a queue's jobs by submission or by priority.
     Index("ix_jobs_queue_submitted", "queue", "job_id"),
     Index("ix_jobs_queue_priority", "queue", "priority", "job_id"),
+    # Lookout's column filters across queues (migration 0014): one value's jobs in
+    # submission order, every job by priority. Node and reason are set once a job runs or
+    # ends, so their entries are written then (that update is not HOT): partial, so queued
+    # jobs have none.
+    Index("ix_jobs_namespace", "namespace", "job_id"),
+    Index("ix_jobs_priority", "priority", "job_id"),
+    Index(
+        "ix_jobs_node",
+        "node",
+        "job_id",
+        postgresql_where=text("node IS NOT NULL"),
+        sqlite_where=text("node IS NOT NULL"),
+    ),
+    Index(
+        "ix_jobs_reason",
+        "reason",
+        "job_id",
+        postgresql_where=text("reason IS NOT NULL"),
+        sqlite_where=text("reason IS NOT NULL"),
+    ),
     Index(
         "ix_jobs_client_id",
         "queue",
