@@ -10,7 +10,8 @@ filters (queue, state, job set, owner, annotation, id prefix, pool) and one colu
 each match type (exact, startsWith, contains, anyOf, exists, greaterThan, lessThan) on
 namespace, priority class, cluster, node, failure reason, priority, CPU and the two times,
 alone and within a queue, sorted by submission, last transition or priority. The capped
-count the UI asks for beside a page is timed separately (``count_*``), and so is a mix of
+count the UI asks for beside a page is timed separately for the first ``--counts`` pages'
+filters (``count_*``), and so is a mix of
 ``--group-queries`` nested-grouping levels (``group_*``: 1 to 4 levels deep, with and
 without column filters). It prints p50/p95 per kind, then JSON with ``p50_ms``, ``p95_ms``
 (pages), ``group_p50_ms``, ``group_p95_ms``, ``overall_p95_ms`` (pages and groups) and
@@ -101,7 +102,8 @@ def summary(prefix: str, timings: dict[str, list[float]]) -> dict[str, object]:
         )
     return {
         f"{prefix}by_kind_ms": {
-            name: [round(statistics.median(ts), 1), round(percentile(ts, 95), 1)] for name, ts in kinds.items()
+            name: [round(statistics.median(ts), 1), round(percentile(ts, 95), 1)]
+            for name, ts in kinds.items()
         },
         f"{prefix}p50_ms": round(statistics.median(every), 1),
         f"{prefix}p95_ms": round(percentile(every, 95), 1),
@@ -109,8 +111,11 @@ def summary(prefix: str, timings: dict[str, list[float]]) -> dict[str, object]:
 
 
 async def run(
-    url: str, total: int, batch: int, queries: int, reuse: bool, group_queries: int
+    url: str, total: int, batch: int, queries: tuple[int, int, int], reuse: bool
 ) -> dict[str, object]:
+    """Load unless reused, then time ``queries``: pages, counts (of the first pages' filters)
+    and grouping levels."""
+    page_queries, count_queries, group_queries = queries
     ensure_database(url)
     database = await Database(url).open(listen=False)
     store = database.store
@@ -128,13 +133,15 @@ async def run(
                     await conn.exec_driver_sql("ANALYZE")  # every view, job_states too
         async with database.engine.connect() as conn:
             sample = list(await conn.scalars(select(schema.jobs.c.job_id).limit(1000)))
-        pages_mix = page_mix(random.Random(7), sample)[:queries]
+        pages_mix = page_mix(random.Random(7), sample)[:page_queries]
         pages = await timed(pages_mix, lambda request: jobs_page(store, request, None))
         counts = await timed(
-            [("count", CountRequest(filter=request.filter)) for _, request in pages_mix],
+            [("count", CountRequest(filter=request.filter)) for _, request in pages_mix[:count_queries]],
             lambda request: count_jobs(store, request, None),
         )
-        groups = await timed(group_mix(random.Random(11))[:group_queries], lambda r: group_jobs(store, r, None))
+        groups = await timed(
+            group_mix(random.Random(11))[:group_queries], lambda r: group_jobs(store, r, None)
+        )
         every = sorted(t for timings in (pages, groups) for ts in timings.values() for t in ts)
         return {
             "benchmark": "lookout",
@@ -167,14 +174,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=2000, help="events per append while loading")
     parser.add_argument("--queries", type=int, default=800, help="pages to time")
+    parser.add_argument("--counts", type=int, default=200, help="capped counts to time (0: none)")
     parser.add_argument("--reuse", action="store_true", help="keep jobs already loaded into the database")
     parser.add_argument("--group-queries", type=int, default=180, help="grouping levels to time (0: none)")
     parser.add_argument("--only-groups", action="store_true", help="time the grouping levels only")
     args = parser.parse_args()
-    queries = 0 if args.only_groups else args.queries
-    report(
-        asyncio.run(run(args.database_url, args.jobs, args.batch, queries, args.reuse, args.group_queries))
+    queries = (
+        (0, 0, args.group_queries) if args.only_groups else (args.queries, args.counts, args.group_queries)
     )
+    report(asyncio.run(run(args.database_url, args.jobs, args.batch, queries, args.reuse)))
 
 
 if __name__ == "__main__":

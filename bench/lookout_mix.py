@@ -150,10 +150,16 @@ def page_mix(rng: random.Random, sample_ids: list[str]) -> list[tuple[str, JobsR
     for name, match in column_matches(rng):
         kinds += [
             (lambda name=name, match=match: page(f"{name}/submitted", matches=[match()])),
-            (lambda name=name, match=match: page(f"queue+{name}/submitted", queue=queue(), matches=[match()])),
+            (
+                lambda name=name, match=match: page(
+                    f"queue+{name}/submitted", queue=queue(), matches=[match()]
+                )
+            ),
         ]
     kinds += [
-        lambda: page("namespace exact/priority", "priority", matches=[_match("namespace", "exact", _namespace(rng))]),
+        lambda: page(
+            "namespace exact/priority", "priority", matches=[_match("namespace", "exact", _namespace(rng))]
+        ),
         lambda: page(
             "node exact/lastTransition", "lastTransition", matches=[_match("node", "exact", _node(rng))]
         ),
@@ -161,7 +167,10 @@ def page_mix(rng: random.Random, sample_ids: list[str]) -> list[tuple[str, JobsR
             "submitted window+namespace/submitted asc",
             "submitted",
             "asc",
-            matches=[_match("submitted", "greaterThan", _moment(rng)), _match("namespace", "exact", _namespace(rng))],
+            matches=[
+                _match("submitted", "greaterThan", _moment(rng)),
+                _match("namespace", "exact", _namespace(rng)),
+            ],
         ),
     ]
     return [rng.choice(kinds)() for _ in range(20_000)]

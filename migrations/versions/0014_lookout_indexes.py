@@ -2,13 +2,14 @@
 
 Each is ``(column, job_id)``, so a filter on one value returns its jobs in submission order
 (or, for priority, every queue's jobs by priority) without reading the rest of ``jobs``.
-``node`` and ``reason`` are partial (set only once a job ran or ended), so a queued job
-adds no entry; namespace and priority are set at submission and never change, so they cost
-each submission one entry. Figures (what they cost, and what they serve):
-docs/performance.md, "Lookout". Migrations run in one transaction, so these are plain
-``CREATE INDEX``: on PostgreSQL each holds writes to ``jobs`` back while it reads the table
-(the build time per million jobs is in docs/performance.md). The version before this one
-runs on the result unchanged.
+Namespace and priority are set at submission, so they cost each submission one entry; the
+failure reason is set by a failure or preemption (partial: other jobs have no entry). The
+node index is on ``runs``, whose node is set when the run is inserted: on ``jobs`` it would
+make every lease's update write an entry into each of the table's indexes. Figures (what
+they cost, and what they serve): docs/performance.md, "Lookout". Migrations run in one
+transaction, so these are plain ``CREATE INDEX``: on PostgreSQL each holds writes to the
+table back while it reads it (the build time per million jobs is in docs/performance.md).
+The version before this one runs on the result unchanged.
 
 Revision ID: 0014_lookout_indexes
 Revises: 0013_lookout_views
@@ -25,17 +26,19 @@ depends_on = None
 #: ``expand``: adds only; the version before this one runs on the result unchanged.
 phase = "expand"
 
-_PARTIAL = {"node": "node IS NOT NULL", "reason": "reason IS NOT NULL"}
+_REASON = sa.text("reason IS NOT NULL")
 
 
 def upgrade() -> None:
-    for column in ("namespace", "priority", "node", "reason"):
-        where = sa.text(_PARTIAL[column]) if column in _PARTIAL else None
-        op.create_index(
-            f"ix_jobs_{column}", "jobs", [column, "job_id"], postgresql_where=where, sqlite_where=where
-        )
+    op.create_index("ix_jobs_namespace", "jobs", ["namespace", "job_id"])
+    op.create_index("ix_jobs_priority", "jobs", ["priority", "job_id"])
+    op.create_index(
+        "ix_jobs_reason", "jobs", ["reason", "job_id"], postgresql_where=_REASON, sqlite_where=_REASON
+    )
+    op.create_index("ix_runs_node", "runs", ["node", "job_id"])
 
 
 def downgrade() -> None:
-    for column in ("reason", "node", "priority", "namespace"):
+    op.drop_index("ix_runs_node", table_name="runs")
+    for column in ("reason", "priority", "namespace"):
         op.drop_index(f"ix_jobs_{column}", table_name="jobs")
