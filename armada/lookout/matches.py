@@ -11,11 +11,10 @@ time where one is needed, is refused as a 400 naming ``filter.matches[i]``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any, get_args
 
-from sqlalchemy import ColumnElement, and_, select
+from sqlalchemy import ColumnElement, and_
 
 from armada.eventstore import schema
 from armada.lookout.wire import ColumnMatch, NumberColumn, TextColumn, TimeColumn
@@ -62,8 +61,7 @@ def condition(match: ColumnMatch, index: int) -> ColumnElement[bool]:
     if match.match == "exists":
         return and_(column.is_not(None), column != "")
     if match.match == "anyOf":
-        values = [_typed(match.column, value, f"{where}.values") for value in match.values]
-        return _tested(match.column, lambda tested: tested.in_(values))
+        return column.in_([_typed(match.column, value, f"{where}.values") for value in match.values])
     value = _typed(match.column, match.value, f"{where}.value")
     if match.match == "startsWith":
         return column.istartswith(value, autoescape=True)
@@ -73,17 +71,7 @@ def condition(match: ColumnMatch, index: int) -> ColumnElement[bool]:
         return column > value
     if match.match == "lessThan":
         return column < value
-    return _tested(match.column, lambda tested: tested == value)
-
-
-def _tested(name: str, test: Callable[[ColumnElement[Any]], ColumnElement[bool]]) -> ColumnElement[bool]:
-    """``test`` of the column; for the node, also of the job's runs' nodes, so that
-    ``ix_runs_node`` finds a node's jobs (``jobs`` has no index on its node: see the schema)."""
-    condition = test(_COLUMNS[name])
-    if name != "node":
-        return condition
-    ran_there = select(schema.runs.c.job_id).where(test(schema.runs.c.node))
-    return and_(condition, _jobs.c.job_id.in_(ran_there))
+    return column == value
 
 
 def _typed(column: str, value: str, field: str) -> object:

@@ -1,15 +1,18 @@
-"""Indexes for Lookout's column filters across queues: namespace, node, failure reason, priority.
+"""Indexes for Lookout's column filters across queues: namespace, failure reason, priority.
 
 Each is ``(column, job_id)``, so a filter on one value returns its jobs in submission order
 (or, for priority, every queue's jobs by priority) without reading the rest of ``jobs``.
 Namespace and priority are set at submission, so they cost each submission one entry; the
 failure reason is set by a failure or preemption (partial: other jobs have no entry). The
-node index is on ``runs``, whose node is set when the run is inserted: on ``jobs`` it would
-make every lease's update write an entry into each of the table's indexes. Figures (what
-they cost, and what they serve): docs/performance.md, "Lookout". Migrations run in one
-transaction, so these are plain ``CREATE INDEX``: on PostgreSQL each holds writes to the
-table back while it reads it (the build time per million jobs is in docs/performance.md).
-The version before this one runs on the result unchanged.
+node has no index: on ``jobs`` it would make every lease's update write an entry into each
+of the table's indexes, and one on ``runs`` would lock a second table that appends write in
+either order (see below). Figures: docs/performance.md, "Lookout".
+
+Migrations run in one transaction, so these are plain ``CREATE INDEX``: on PostgreSQL they
+hold writes to ``jobs`` back until the upgrade commits (the build time per million jobs is
+in docs/performance.md). They lock ``jobs`` only: holding a second table's lock too, the
+upgrade could deadlock with a running replica's append (one holding ``runs`` and waiting
+for ``jobs``), which then fails. The version before this one runs on the result unchanged.
 
 Revision ID: 0014_lookout_indexes
 Revises: 0013_lookout_views
@@ -35,10 +38,8 @@ def upgrade() -> None:
     op.create_index(
         "ix_jobs_reason", "jobs", ["reason", "job_id"], postgresql_where=_REASON, sqlite_where=_REASON
     )
-    op.create_index("ix_runs_node", "runs", ["node", "job_id"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_runs_node", table_name="runs")
     for column in ("reason", "priority", "namespace"):
         op.drop_index(f"ix_jobs_{column}", table_name="jobs")
