@@ -5,14 +5,14 @@ Each is ``(column, job_id)``, so a filter on one value returns its jobs in submi
 Namespace and priority are set at submission, so they cost each submission one entry; the
 failure reason is set by a failure or preemption (partial: other jobs have no entry). The
 node has no index: on ``jobs`` it would make every lease's update write an entry into each
-of the table's indexes, and one on ``runs`` would lock a second table that appends write in
-either order (see below). Figures: docs/performance.md, "Lookout".
+of the table's indexes. Figures: docs/performance.md, "Lookout".
 
 Migrations run in one transaction, so these are plain ``CREATE INDEX``: on PostgreSQL they
 hold writes to ``jobs`` back until the upgrade commits (the build time per million jobs is
-in docs/performance.md). They lock ``jobs`` only: holding a second table's lock too, the
-upgrade could deadlock with a running replica's append (one holding ``runs`` and waiting
-for ``jobs``), which then fails. The version before this one runs on the result unchanged.
+in docs/performance.md). The upgrade takes the log's append lock first, as an append does
+before it writes ``jobs``: taken later (counting the log into new usage rollups takes it),
+a running replica's append holding it and waiting for ``jobs`` deadlocks with the upgrade,
+and fails. The version before this one runs on the result unchanged.
 
 Revision ID: 0014_lookout_indexes
 Revises: 0013_lookout_views
@@ -21,6 +21,8 @@ Create Date: 2026-11-27
 
 import sqlalchemy as sa
 from alembic import op
+
+from armada.eventstore.dialects import APPEND_LOCK_KEY
 
 revision = "0014_lookout_indexes"
 down_revision = "0013_lookout_views"
@@ -33,6 +35,8 @@ _REASON = sa.text("reason IS NOT NULL")
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute(sa.text("SELECT pg_advisory_xact_lock(:key)").bindparams(key=APPEND_LOCK_KEY))
     op.create_index("ix_jobs_namespace", "jobs", ["namespace", "job_id"])
     op.create_index("ix_jobs_priority", "jobs", ["priority", "job_id"])
     op.create_index(
