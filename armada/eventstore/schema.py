@@ -115,7 +115,8 @@ jobs = Table(
     # Lookout's column filters across queues (migration 0014): one value's jobs in
     # submission order, every job by priority. The reason is set when a job fails or is
     # preempted (that update is not HOT): partial, so other jobs have no entry. The node
-    # has none: it would make every lease's update write an entry into each index here.
+    # has none here (it would make every lease's update write an entry into each index):
+    # ``ix_runs_node`` finds a node's jobs.
     Index("ix_jobs_namespace", "namespace", "job_id"),
     Index("ix_jobs_priority", "priority", "job_id"),
     Index(
@@ -171,6 +172,9 @@ runs = Table(
     Column("exit_code", Integer, nullable=True),
     Column("reason", String, nullable=True),
     Index("ix_runs_job", "job_id"),
+    # Lookout's node filter: the jobs that ran on a node (migration 0014). A run's node is
+    # set when it is inserted, so this costs each lease one entry and no update.
+    Index("ix_runs_node", "node", "job_id"),
     # Half of each page free: both state changes of a run are HOT updates (no index writes;
     # migration 0007).
     postgresql_with={"fillfactor": 50},
