@@ -64,7 +64,7 @@ def condition(match: ColumnMatch, index: int) -> ColumnElement[bool]:
         values = [_typed(match.column, value, f"{where}.values") for value in match.values]
         # Text is tested as ``column || ''``, which no index serves: the page then walks its
         # sort order. SQLite (no statistics) otherwise reads an index range per value, all
-        # of a common namespace's jobs, and sorts them (2-6 s at 1,000,000 jobs).
+        # of a common namespace's jobs, and sorts them (2-15 s at 1,000,000 jobs).
         tested = column.concat("") if match.column in _TEXT else column
         return _on_node(match.column, tested.in_(values), schema.runs.c.node.in_(values))
     value = _typed(match.column, match.value, f"{where}.value")
