@@ -104,13 +104,28 @@ jobs = Table(
     Column("preempt_requested", Boolean, nullable=False),
     Column("attempts", Integer, nullable=False),
     Column("spec", LargeBinary, nullable=False),
-    # No index here covers a column a job's state change sets (``job_states`` indexes those),
-    # so with room on each page a state change is a HOT update: no index entry is written.
+    # No index here covers a column a job's state change sets (``job_states`` indexes those)
+    # but the failure reason, so with room on each page a state change is a HOT update (no
+    # index entry is written) except a failure's or a preemption's.
     # A job set's jobs in submission order (Lookout's page of a job set; migration 0008).
     Index("ix_jobs_job_set", "queue", "job_set_id", "job_id"),
     # Lookout's pages (migration 0002): a queue's jobs by submission or by priority.
     Index("ix_jobs_queue_submitted", "queue", "job_id"),
     Index("ix_jobs_queue_priority", "queue", "priority", "job_id"),
+    # Lookout's column filters across queues (migration 0014): one value's jobs in
+    # submission order, every job by priority. The reason is set when a job fails or is
+    # preempted (that update is not HOT): partial, so other jobs have no entry. The node
+    # has none here (it would make every lease's update write an entry into each index):
+    # ``ix_runs_node`` finds a node's jobs.
+    Index("ix_jobs_namespace", "namespace", "job_id"),
+    Index("ix_jobs_priority", "priority", "job_id"),
+    Index(
+        "ix_jobs_reason",
+        "reason",
+        "job_id",
+        postgresql_where=text("reason IS NOT NULL"),
+        sqlite_where=text("reason IS NOT NULL"),
+    ),
     Index(
         "ix_jobs_client_id",
         "queue",
@@ -157,6 +172,9 @@ runs = Table(
     Column("exit_code", Integer, nullable=True),
     Column("reason", String, nullable=True),
     Index("ix_runs_job", "job_id"),
+    # Lookout's node filter: the jobs that ran on a node (migration 0014). A run's node is
+    # set when it is inserted, so this costs each lease one entry and no update.
+    Index("ix_runs_node", "node", "job_id"),
     # Half of each page free: both state changes of a run are HOT updates (no index writes;
     # migration 0007).
     postgresql_with={"fillfactor": 50},

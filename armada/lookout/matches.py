@@ -14,7 +14,7 @@ import math
 from datetime import datetime
 from typing import Any, get_args
 
-from sqlalchemy import ColumnElement, and_
+from sqlalchemy import ColumnElement, and_, select
 
 from armada.eventstore import schema
 from armada.lookout.wire import ColumnMatch, NumberColumn, TextColumn, TimeColumn
@@ -61,7 +61,12 @@ def condition(match: ColumnMatch, index: int) -> ColumnElement[bool]:
     if match.match == "exists":
         return and_(column.is_not(None), column != "")
     if match.match == "anyOf":
-        return column.in_([_typed(match.column, value, f"{where}.values") for value in match.values])
+        values = [_typed(match.column, value, f"{where}.values") for value in match.values]
+        # Text is tested as ``column || ''``, which no index serves: the page then walks its
+        # sort order. SQLite (no statistics) otherwise reads an index range per value, all
+        # of a common namespace's jobs, and sorts them (2-15 s at 1,000,000 jobs).
+        tested = column.concat("") if match.column in _TEXT else column
+        return _on_node(match.column, tested.in_(values), schema.runs.c.node.in_(values))
     value = _typed(match.column, match.value, f"{where}.value")
     if match.match == "startsWith":
         return column.istartswith(value, autoescape=True)
@@ -71,7 +76,17 @@ def condition(match: ColumnMatch, index: int) -> ColumnElement[bool]:
         return column > value
     if match.match == "lessThan":
         return column < value
-    return column == value
+    return _on_node(match.column, column == value, schema.runs.c.node == value)
+
+
+def _on_node(
+    name: str, condition: ColumnElement[bool], ran_there: ColumnElement[bool]
+) -> ColumnElement[bool]:
+    """A node's jobs are also jobs with a run there: ``ix_runs_node`` finds them (``jobs``
+    has no index on the node, see the schema). Other columns' conditions as they are."""
+    if name != "node":
+        return condition
+    return and_(condition, _jobs.c.job_id.in_(select(schema.runs.c.job_id).where(ran_there)))
 
 
 def _typed(column: str, value: str, field: str) -> object:
