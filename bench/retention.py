@@ -10,9 +10,10 @@ before and after, divided by the jobs). Then submissions are timed in interleave
 ``--batch`` jobs' events in the prompt lane, as the submit route's, ``--concurrency`` at a
 time, ``--submissions`` per round; the pruner runs as the server's does (paced batches). The
 last line is JSON: per mode the median over rounds of the submissions' p50 and p99 (ms),
-jobs pruned per second while pruning, the mean of a batch's turn holding the append lock
-(its deletes, and any earlier writer's events of its group written first) and of its
-commit, a submission's own turn (for comparison), and ``bytes_per_job``. A backlog of
+jobs pruned per second while pruning, the mean of a batch's turn at the append lock (it
+only leaves its deletes to the group's commit) and of the time to its commit, the mean of
+its deletes holding the lock at that commit, a submission's own turn (for comparison),
+and ``bytes_per_job``. A backlog of
 millions fills faster with ``--copies``; ``--reuse`` keeps the one an earlier run left.
 
 With ``--plateau-days D`` it then simulates D days of ``--jobs-per-day`` finished jobs kept
@@ -149,18 +150,20 @@ async def submissions(database: Database, count: int, batch: int, concurrency: i
     return latencies
 
 
-async def prune_until(pruner: Pruner, stop: asyncio.Event) -> int:
-    """Prune as the server does (batches paced) until ``stop``; return the jobs pruned."""
+async def prune_until(pruner: Pruner, stop: asyncio.Event) -> tuple[int, int]:
+    """Prune as the server does (batches paced) until ``stop``; return the jobs pruned and
+    the batches."""
     cutoff = pruner.cutoff()
     assert cutoff is not None
-    pruned = 0
+    pruned = batches = 0
     async for batch in pruner.batches(cutoff):
         pruned += batch.pruned
+        batches += 1
         if batch.chosen < pruner.settings.batch_size:
             raise SystemExit("the backlog ran out: raise --expired or lower --submissions")
         if stop.is_set():
             break
-    return pruned
+    return pruned, batches
 
 
 async def plateau(database: Database, days: int, per_day: int, keep_days: int, vacuum: bool) -> list[int]:
@@ -224,6 +227,7 @@ async def main() -> None:
         off: list[list[float]] = []
         on: list[list[float]] = []
         rates: list[float] = []
+        batches = 0
         await submissions(database, 20, args.batch, args.concurrency)  # warm up
         bulk = database.store.waits.lanes[Lane.BULK]  # only the pruner writes in it from here on
         bulk_writes, bulk_turns, bulk_commits = bulk.writes, bulk.turn, bulk.commit
@@ -236,7 +240,9 @@ async def main() -> None:
             begun = time.perf_counter()
             on.append(await submissions(database, args.submissions, args.batch, args.concurrency))
             stop.set()
-            rates.append(await pruning / (time.perf_counter() - begun))
+            pruned, batched = await pruning
+            rates.append(pruned / (time.perf_counter() - begun))
+            batches += batched
             print(
                 f"p50 off {percentile(off[-1], 50):.1f} ms, pruning {percentile(on[-1], 50):.1f} ms; "
                 f"p99 off {percentile(off[-1], 99):.1f} ms, pruning {percentile(on[-1], 99):.1f} ms "
@@ -265,6 +271,7 @@ async def main() -> None:
             "prune_commit_mean_ms": round(
                 (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2
             ),
+            "prune_delete_mean_ms": round(pruner.deleting_seconds / batches * 1000, 2),
             "submit_turn_mean_ms": round(
                 (prompt.turn - prompt_turns) / (prompt.writes - prompt_writes) * 1000, 2
             ),

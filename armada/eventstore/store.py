@@ -23,7 +23,7 @@ from armada.eventstore import dialects, schema
 from armada.eventstore.appending import PreparedEvents, log_row
 from armada.eventstore.changed import ChangedJobs
 from armada.eventstore.checkpoints import Checkpoints
-from armada.eventstore.group import AppendGroup
+from armada.eventstore.group import AppendGroup, CommitWork
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
@@ -87,6 +87,10 @@ class Transaction:
             group.statements_on_loop(False)  # another replica's appends: maybe many
             known = wanted.intersection(await group.conn.scalars(query))
         return known | (wanted & group.job_ids)
+
+    def at_commit(self, work: CommitWork) -> None:
+        """Leave ``work`` (deletes) for the commit of this write's group (:meth:`AppendGroup.at_commit`)."""
+        self._group.at_commit(work)
 
     def prepared(self) -> PreparedEvents:
         """Everything staged, prepared: the caller's own preparation when it covers it all."""
