@@ -161,11 +161,10 @@ class AppendGroup:
                 await self._flush(notify=True)
             elif self.written > self.head:
                 await dialects.notify(self.conn, self.written)
-            for staged, work in self._at_commit:
-                self.statements_on_loop(False)
-                await work(self.conn, {event.job_id for event in self.events[staged:]})
             # On the loop's thread too: a COMMIT never checkpoints SQLite's log (.checkpoints).
             self.statements_on_loop(True)
+            for staged, work in self._at_commit:  # (a batch of deletes: small enough for the loop)
+                await work(self.conn, {event.job_id for event in self.events[staged:]})
             await self._transaction.commit()
         finally:
             await self.conn.close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
@@ -108,8 +108,9 @@ class Pruner:
             history = kept + chunk
             doomed = fleet_history.superseded(history)
             if doomed:
-                async with self.store.transaction() as tx:
-                    removed += await fleet_history.delete_events(await tx.views(), doomed)
+                removed += await self._at_commit(
+                    lambda conn, doomed=doomed: fleet_history.delete_events(conn, doomed)
+                )
             gone = set(doomed)
             kept = [event for event in history if event.seq not in gone]
             after = chunk[-1].seq
@@ -159,6 +160,17 @@ class Pruner:
                 tx.at_commit(delete)
         self.pruned_jobs += len(doomed)
         return Batch(chosen.found, len(doomed))
+
+    async def _at_commit(self, delete: Callable[[AsyncConnection], Awaitable[int]]) -> int:
+        """Run ``delete`` at the commit of the append group this write joins; return its count."""
+        counts: list[int] = []
+
+        async def work(conn: AsyncConnection, _touched: Collection[str]) -> None:
+            counts.append(await delete(conn))
+
+        async with self.store.transaction() as tx:
+            tx.at_commit(work)
+        return sum(counts)
 
     async def measure(self) -> None:
         """Refresh the figures metrics show."""
