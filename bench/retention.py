@@ -13,8 +13,8 @@ last line is JSON: per mode the median over rounds of the submissions' p50 and p
 jobs pruned per second while pruning, the mean of a batch's turn at the append lock (it
 only leaves its deletes to the group's commit) and of the time to its commit, the mean of
 its deletes holding the lock at that commit, a submission's own turn (for comparison),
-and ``bytes_per_job``. A backlog of
-millions fills faster with ``--copies``; ``--reuse`` keeps the one an earlier run left.
+and ``bytes_per_job``. A backlog of millions fills faster with ``--copies``; ``--reuse``
+keeps the one an earlier run left; ``--rounds 0`` only fills.
 
 With ``--plateau-days D`` it then simulates D days of ``--jobs-per-day`` finished jobs kept
 ``--keep-days`` (the pruner's clock is simulated) and prints the database size after each
@@ -228,7 +228,8 @@ async def main() -> None:
         on: list[list[float]] = []
         rates: list[float] = []
         batches = 0
-        await submissions(database, 20, args.batch, args.concurrency)  # warm up
+        if args.rounds:
+            await submissions(database, 20, args.batch, args.concurrency)  # warm up
         bulk = database.store.waits.lanes[Lane.BULK]  # only the pruner writes in it from here on
         bulk_writes, bulk_turns, bulk_commits = bulk.writes, bulk.turn, bulk.commit
         prompt = database.store.waits.lanes[Lane.PROMPT]  # the submissions'
@@ -249,6 +250,28 @@ async def main() -> None:
                 f"({rates[-1]:.0f} jobs/s)",
                 file=sys.stderr,
             )
+        timings = (
+            {
+                **{
+                    f"submit_p{rank}_ms_{mode}": round(
+                        statistics.median(percentile(values, rank) for values in rounds), 1
+                    )
+                    for rank in (50, 99)
+                    for mode, rounds in (("off", off), ("pruning", on))
+                },
+                "pruned_jobs_per_second": round(statistics.median(rates)),
+                "prune_turn_mean_ms": round((bulk.turn - bulk_turns) / (bulk.writes - bulk_writes) * 1000, 2),
+                "prune_commit_mean_ms": round(
+                    (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2
+                ),
+                "prune_delete_mean_ms": round(pruner.deleting_seconds / batches * 1000, 2),
+                "submit_turn_mean_ms": round(
+                    (prompt.turn - prompt_turns) / (prompt.writes - prompt_writes) * 1000, 2
+                ),
+            }
+            if args.rounds
+            else {}  # (a fill only)
+        )
         if args.plateau_days:
             await pruner.prune_once()  # the rest of the backlog first
         sizes = await plateau(database, args.plateau_days, args.jobs_per_day, args.keep_days, args.vacuum)
@@ -259,22 +282,7 @@ async def main() -> None:
             "database": "postgresql" if database.is_postgres else "sqlite",
             "expired_jobs": args.expired,
             "bytes_per_job": None if args.reuse else round((filled - empty) / args.expired),
-            **{
-                f"submit_p{rank}_ms_{mode}": round(
-                    statistics.median(percentile(values, rank) for values in rounds), 1
-                )
-                for rank in (50, 99)
-                for mode, rounds in (("off", off), ("pruning", on))
-            },
-            "pruned_jobs_per_second": round(statistics.median(rates)),
-            "prune_turn_mean_ms": round((bulk.turn - bulk_turns) / (bulk.writes - bulk_writes) * 1000, 2),
-            "prune_commit_mean_ms": round(
-                (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2
-            ),
-            "prune_delete_mean_ms": round(pruner.deleting_seconds / batches * 1000, 2),
-            "submit_turn_mean_ms": round(
-                (prompt.turn - prompt_turns) / (prompt.writes - prompt_writes) * 1000, 2
-            ),
+            **timings,
             "prune_batch": args.prune_batch,
             "rounds": args.rounds,
             "plateau_mib_by_day": [round(value / 2**20, 1) for value in sizes],
