@@ -360,10 +360,14 @@ class EventStore:
             rows = (await conn.execute(query)).all()
             return await decode_log_rows(conn, rows, self.unreadable, decode)
 
-    def forget_recent(self) -> None:
-        """Drop the events kept in memory for readers: retention deleted some from the log,
-        and a stream must not be served what the database no longer holds."""
-        self._recent = RecentEvents()
+    def forget_recent(self, oldest_deleted: int) -> None:
+        """Drop the events kept in memory for readers if they reach back to ``oldest_deleted``:
+        retention deleted events from the log from that seq on, and a stream must not be
+        served what the database no longer holds. (Expired jobs' events are old: the events
+        kept, the newest, are usually all after it, and the scheduler's follower keeps
+        reading them from memory.)"""
+        if self._recent.reaches(oldest_deleted):
+            self._recent = RecentEvents()
 
     def rewind(self, head: int) -> None:
         """Forget what this process knew of the log past ``head``: the database went back in

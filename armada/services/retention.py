@@ -149,8 +149,13 @@ class Pruner:
         async def delete(conn: AsyncConnection, touched_after: Collection[str]) -> None:
             started = time.monotonic()
             doomed.update(unchanged.difference(touched_after))
-            if doomed:  # (in the lock, the group's last writer done: nothing refills it before the commit)
-                self.store.forget_recent()
+            oldest = min(
+                (events[0].seq for job_id in doomed if (events := chosen.events[job_id])), default=None
+            )
+            if (
+                oldest is not None
+            ):  # (in the lock, the group's writers done: nothing refills it before the commit)
+                self.store.forget_recent(oldest)
             await retention.delete_jobs(conn, chosen, doomed)
             self.deleting_seconds += time.monotonic() - started
 
