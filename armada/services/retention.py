@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -108,9 +109,7 @@ class Pruner:
             history = kept + chunk
             doomed = fleet_history.superseded(history)
             if doomed:
-                removed += await self._at_commit(
-                    lambda conn, doomed=doomed: fleet_history.delete_events(conn, doomed)
-                )
+                removed += await self._at_commit(partial(fleet_history.delete_events, seqs=doomed))
             gone = set(doomed)
             kept = [event for event in history if event.seq not in gone]
             after = chunk[-1].seq
