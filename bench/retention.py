@@ -10,10 +10,11 @@ before and after, divided by the jobs). Then submissions are timed in interleave
 ``--batch`` jobs' events in the prompt lane, as the submit route's, ``--concurrency`` at a
 time, ``--submissions`` per round; the pruner runs as the server's does (paced batches). The
 last line is JSON: per mode the median over rounds of the submissions' p50 and p99 (ms),
-jobs pruned per second while pruning, the mean of a batch's turn holding the append lock
-(its deletes, and any earlier writer's events of its group written first) and of its
-commit, a submission's own turn (for comparison), and ``bytes_per_job``. A backlog of
-millions fills faster with ``--copies``; ``--reuse`` keeps the one an earlier run left.
+jobs pruned per second while pruning, the mean of a batch's turn at the append lock (it
+only leaves its deletes to the group's commit) and of the time to its commit, the mean of
+its deletes holding the lock at that commit, a submission's own turn (for comparison),
+and ``bytes_per_job``. A backlog of millions fills faster with ``--copies``; ``--reuse``
+keeps the one an earlier run left; ``--rounds 0`` only fills.
 
 With ``--plateau-days D`` it then simulates D days of ``--jobs-per-day`` finished jobs kept
 ``--keep-days`` (the pruner's clock is simulated) and prints the database size after each
@@ -149,18 +150,20 @@ async def submissions(database: Database, count: int, batch: int, concurrency: i
     return latencies
 
 
-async def prune_until(pruner: Pruner, stop: asyncio.Event) -> int:
-    """Prune as the server does (batches paced) until ``stop``; return the jobs pruned."""
+async def prune_until(pruner: Pruner, stop: asyncio.Event) -> tuple[int, int]:
+    """Prune as the server does (batches paced) until ``stop``; return the jobs pruned and
+    the batches."""
     cutoff = pruner.cutoff()
     assert cutoff is not None
-    pruned = 0
+    pruned = batches = 0
     async for batch in pruner.batches(cutoff):
         pruned += batch.pruned
+        batches += 1
         if batch.chosen < pruner.settings.batch_size:
             raise SystemExit("the backlog ran out: raise --expired or lower --submissions")
         if stop.is_set():
             break
-    return pruned
+    return pruned, batches
 
 
 async def plateau(database: Database, days: int, per_day: int, keep_days: int, vacuum: bool) -> list[int]:
@@ -224,7 +227,9 @@ async def main() -> None:
         off: list[list[float]] = []
         on: list[list[float]] = []
         rates: list[float] = []
-        await submissions(database, 20, args.batch, args.concurrency)  # warm up
+        batches = 0
+        if args.rounds:
+            await submissions(database, 20, args.batch, args.concurrency)  # warm up
         bulk = database.store.waits.lanes[Lane.BULK]  # only the pruner writes in it from here on
         bulk_writes, bulk_turns, bulk_commits = bulk.writes, bulk.turn, bulk.commit
         prompt = database.store.waits.lanes[Lane.PROMPT]  # the submissions'
@@ -236,13 +241,37 @@ async def main() -> None:
             begun = time.perf_counter()
             on.append(await submissions(database, args.submissions, args.batch, args.concurrency))
             stop.set()
-            rates.append(await pruning / (time.perf_counter() - begun))
+            pruned, batched = await pruning
+            rates.append(pruned / (time.perf_counter() - begun))
+            batches += batched
             print(
                 f"p50 off {percentile(off[-1], 50):.1f} ms, pruning {percentile(on[-1], 50):.1f} ms; "
                 f"p99 off {percentile(off[-1], 99):.1f} ms, pruning {percentile(on[-1], 99):.1f} ms "
                 f"({rates[-1]:.0f} jobs/s)",
                 file=sys.stderr,
             )
+        timings = (
+            {
+                **{
+                    f"submit_p{rank}_ms_{mode}": round(
+                        statistics.median(percentile(values, rank) for values in rounds), 1
+                    )
+                    for rank in (50, 99)
+                    for mode, rounds in (("off", off), ("pruning", on))
+                },
+                "pruned_jobs_per_second": round(statistics.median(rates)),
+                "prune_turn_mean_ms": round((bulk.turn - bulk_turns) / (bulk.writes - bulk_writes) * 1000, 2),
+                "prune_commit_mean_ms": round(
+                    (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2
+                ),
+                "prune_delete_mean_ms": round(pruner.deleting_seconds / batches * 1000, 2),
+                "submit_turn_mean_ms": round(
+                    (prompt.turn - prompt_turns) / (prompt.writes - prompt_writes) * 1000, 2
+                ),
+            }
+            if args.rounds
+            else {}  # (a fill only)
+        )
         if args.plateau_days:
             await pruner.prune_once()  # the rest of the backlog first
         sizes = await plateau(database, args.plateau_days, args.jobs_per_day, args.keep_days, args.vacuum)
@@ -253,21 +282,7 @@ async def main() -> None:
             "database": "postgresql" if database.is_postgres else "sqlite",
             "expired_jobs": args.expired,
             "bytes_per_job": None if args.reuse else round((filled - empty) / args.expired),
-            **{
-                f"submit_p{rank}_ms_{mode}": round(
-                    statistics.median(percentile(values, rank) for values in rounds), 1
-                )
-                for rank in (50, 99)
-                for mode, rounds in (("off", off), ("pruning", on))
-            },
-            "pruned_jobs_per_second": round(statistics.median(rates)),
-            "prune_turn_mean_ms": round((bulk.turn - bulk_turns) / (bulk.writes - bulk_writes) * 1000, 2),
-            "prune_commit_mean_ms": round(
-                (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2
-            ),
-            "submit_turn_mean_ms": round(
-                (prompt.turn - prompt_turns) / (prompt.writes - prompt_writes) * 1000, 2
-            ),
+            **timings,
             "prune_batch": args.prune_batch,
             "rounds": args.rounds,
             "plateau_mib_by_day": [round(value / 2**20, 1) for value in sizes],

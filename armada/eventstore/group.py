@@ -20,6 +20,7 @@ writers gets the error.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Collection
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransaction
 
@@ -41,6 +42,11 @@ ON_LOOP_EVENTS = 500
 #: ... or once this many writers have had their turn, refused ones included: writers that
 #: keep arriving (a refused one stages nothing) must not hold back the commit the first wait for.
 MAX_GROUP_TURNS = 100
+
+
+#: Work a writer leaves for its group's commit: given the group's connection and the jobs
+#: that writers after it staged events for (see :meth:`AppendGroup.at_commit`).
+CommitWork = Callable[[AsyncConnection, Collection[str]], Awaitable[None]]
 
 
 class AppendGroup:
@@ -66,6 +72,8 @@ class AppendGroup:
         self.turns = 0
         #: The lanes whose writers may still join (see :meth:`narrow`).
         self.takes: frozenset[Lane] = frozenset(Lane)
+        #: Work left for the commit, each with how many events were staged when it was left.
+        self._at_commit: list[tuple[int, CommitWork]] = []
         #: Why the transaction cannot commit, if it cannot.
         self.failure: BaseException | None = None
         self.outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -119,6 +127,12 @@ class AppendGroup:
             self.job_ids.update(event.job_id for event in prepared.events)
         return self.last
 
+    def at_commit(self, work: CommitWork) -> None:
+        """Run ``work`` when the group commits, after every writer's turn and events, in the
+        same transaction: told which jobs the writers after it staged events for, it holds
+        the append lock for its statements alone, not for turnarounds of its own."""
+        self._at_commit.append((len(self.events), work))
+
     async def write_pending(self, *, jobs: bool = True) -> None:
         """Write what earlier writers staged, so that a read on :attr:`conn` sees it.
 
@@ -149,6 +163,8 @@ class AppendGroup:
                 await dialects.notify(self.conn, self.written)
             # On the loop's thread too: a COMMIT never checkpoints SQLite's log (.checkpoints).
             self.statements_on_loop(True)
+            for staged, work in self._at_commit:  # (a batch of deletes: small enough for the loop)
+                await work(self.conn, {event.job_id for event in self.events[staged:]})
             await self._transaction.commit()
         finally:
             await self.conn.close()

@@ -56,6 +56,10 @@ class RecentEvents:
             else:
                 held.append(stored)
 
+    def reaches(self, seq: int) -> bool:
+        """Whether an event kept is at or after ``seq``."""
+        return bool(self._events) and self._events[-1].seq >= seq
+
     def of_job_set(
         self, queue: str, job_set_id: str, after_seq: int, until_seq: int, limit: int
     ) -> list[StoredEvent] | None:

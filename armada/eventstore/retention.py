@@ -79,6 +79,8 @@ async def choose(conn: AsyncConnection, cutoff: datetime, limit: int, records: U
     events: dict[str, list[StoredEvent]] = {job_id: [] for job_id in job_ids}
     for stored in await decode_log_rows(conn, cast("list[Row[int, bytes]]", rows), records):
         events[stored.event.job_id].append(stored)
+    for table in JOB_TABLES[1:]:  # their pages in memory for the deletes (a backlog is cold on disk)
+        await rows_in(conn, select(table), table.c.job_id, job_ids)
     return Chosen(seen, len(found), events)
 
 

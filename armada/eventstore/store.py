@@ -23,7 +23,7 @@ from armada.eventstore import dialects, schema
 from armada.eventstore.appending import PreparedEvents, log_row
 from armada.eventstore.changed import ChangedJobs
 from armada.eventstore.checkpoints import Checkpoints
-from armada.eventstore.group import AppendGroup
+from armada.eventstore.group import AppendGroup, CommitWork
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
@@ -87,6 +87,10 @@ class Transaction:
             group.statements_on_loop(False)  # another replica's appends: maybe many
             known = wanted.intersection(await group.conn.scalars(query))
         return known | (wanted & group.job_ids)
+
+    def at_commit(self, work: CommitWork) -> None:
+        """Leave ``work`` (deletes) for the commit of this write's group (:meth:`AppendGroup.at_commit`)."""
+        self._group.at_commit(work)
 
     def prepared(self) -> PreparedEvents:
         """Everything staged, prepared: the caller's own preparation when it covers it all."""
@@ -359,10 +363,14 @@ class EventStore:
             rows = (await conn.execute(query)).all()
             return await decode_log_rows(conn, rows, self.unreadable, decode)
 
-    def forget_recent(self) -> None:
-        """Drop the events kept in memory for readers: retention deleted some from the log,
-        and a stream must not be served what the database no longer holds."""
-        self._recent = RecentEvents()
+    def forget_recent(self, oldest_deleted: int) -> None:
+        """Drop the events kept in memory for readers if they reach back to ``oldest_deleted``:
+        retention deleted events from the log from that seq on, and a stream must not be
+        served what the database no longer holds. (Expired jobs' events are old: the events
+        kept, the newest, are usually all after it, and the scheduler's follower keeps
+        reading them from memory.)"""
+        if self._recent.reaches(oldest_deleted):
+            self._recent = RecentEvents()
 
     def rewind(self, head: int) -> None:
         """Forget what this process knew of the log past ``head``: the database went back in

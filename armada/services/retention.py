@@ -1,24 +1,26 @@
 """Retention: the leader prunes finished jobs older than ``retention.expireAfter``.
 
 Each batch is chosen, with its events, on a plain connection (and archived, if asked,
-before anything is deleted), then deleted inside one append: holding the append lock, so
-the log and the views change together and a rebuild or check sees a batch wholly or not
-at all, but only for the deletes of one small batch, sent in one round trip. A job that
-changed since it was chosen is left for a later round. Pruning appends no event, so the
-scheduler's state (which holds no finished job) and its usage history (kept in memory from
-the runs it sees) are untouched.
+before anything is deleted), then deleted in an append group's transaction as it commits:
+the log and the views change together, so a rebuild or check sees a batch wholly or not
+at all, and the append lock is held for one round trip of deletes, not for a turn of the
+pruner's own. A job that changed since it was chosen is left for a later round. Pruning
+appends no event, so the scheduler's state (which holds no finished job) and its usage
+history (kept in memory from the runs it sees) are untouched.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
 import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import fleet_history, retention
 from armada.eventstore.store import EventStore
@@ -67,6 +69,8 @@ class Pruner:
         self.oldest_retained: datetime | None = None
         #: Bytes the database took at the last look.
         self.database_bytes = 0
+        #: Seconds this process's batches spent deleting, holding the append lock.
+        self.deleting_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def cutoff(self) -> datetime | None:
@@ -105,8 +109,7 @@ class Pruner:
             history = kept + chunk
             doomed = fleet_history.superseded(history)
             if doomed:
-                async with self.store.transaction() as tx:
-                    removed += await fleet_history.delete_events(await tx.views(), doomed)
+                removed += await self._at_commit(partial(fleet_history.delete_events, seqs=doomed))
             gone = set(doomed)
             kept = [event for event in history if event.seq not in gone]
             after = chunk[-1].seq
@@ -129,8 +132,9 @@ class Pruner:
             await asyncio.sleep((time.monotonic() - started) * PAUSE)
 
     async def prune_batch(self, cutoff: datetime) -> Batch:
-        """Choose (and archive) a batch outside the append lock, then delete it inside: the
-        jobs unchanged since, with no read under the lock (:func:`retention.choose`)."""
+        """Choose (and archive) a batch outside the append lock, then delete it at the commit
+        of the append group it joins: the jobs no writer of the group nor any append since
+        touched, with no read and no turnaround of its own under the lock (:func:`retention.choose`)."""
         async with self.store.engine.connect() as conn:
             chosen = await retention.choose(conn, cutoff, self.settings.batch_size, self.store.unreadable)
             if not chosen.events:
@@ -139,14 +143,38 @@ class Pruner:
             records = await retention.job_records(conn, wanted) if self.settings.archive_dir else []
         if records:
             await asyncio.to_thread(archive.write_batch, Path(self.settings.archive_dir), records)
-        async with self.store.transaction() as tx:
-            doomed = set(wanted) - await tx.jobs_changed_since(chosen.seen, wanted)
-            conn = await tx.views()
-            if doomed:  # (in the lock: no append refills it before the delete commits)
-                self.store.forget_recent()
+        doomed: set[str] = set()
+
+        async def delete(conn: AsyncConnection, touched_after: Collection[str]) -> None:
+            started = time.monotonic()
+            doomed.update(unchanged.difference(touched_after))
+            oldest = min(
+                (events[0].seq for job_id in doomed if (events := chosen.events[job_id])), default=None
+            )
+            if (
+                oldest is not None
+            ):  # (in the lock, the group's writers done: nothing refills it before the commit)
+                self.store.forget_recent(oldest)
             await retention.delete_jobs(conn, chosen, doomed)
+            self.deleting_seconds += time.monotonic() - started
+
+        async with self.store.transaction() as tx:
+            unchanged = set(wanted) - await tx.jobs_changed_since(chosen.seen, wanted)
+            if unchanged:
+                tx.at_commit(delete)
         self.pruned_jobs += len(doomed)
         return Batch(chosen.found, len(doomed))
+
+    async def _at_commit(self, delete: Callable[[AsyncConnection], Awaitable[int]]) -> int:
+        """Run ``delete`` at the commit of the append group this write joins; return its count."""
+        counts: list[int] = []
+
+        async def work(conn: AsyncConnection, _touched: Collection[str]) -> None:
+            counts.append(await delete(conn))
+
+        async with self.store.transaction() as tx:
+            tx.at_commit(work)
+        return sum(counts)
 
     async def measure(self) -> None:
         """Refresh the figures metrics show."""

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, schema
 from armada.eventstore.database import Database
@@ -21,6 +22,7 @@ from armada.eventstore.rebuild import rebuild_views
 from armada.eventstore.writelock import Lane
 from armada.model.errors import ArmadaError, NotFound
 from armada.model.events import QueueCreated
+from armada.model.jobs import Job
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequest
 from armada.services.pod_policy import QueueSecurityGate
@@ -469,3 +471,28 @@ async def test_a_group_begun_ahead_that_nobody_takes_releases_the_database_lock(
     assert await asyncio.wait_for(bulk_write(database), 10) == 6
     async with database.engine.connect() as conn:
         assert await conn.scalar(select(func.max(schema.events.c.seq))) == 6
+
+
+async def test_work_left_for_the_commit_runs_last_and_learns_which_jobs_later_writers_touched(
+    database: Database,
+) -> None:
+    store = database.store
+    before, later = make_job(queue="before"), make_job(queue="later")
+    told: list[tuple[set[str], int]] = []
+
+    async def work(conn: AsyncConnection, touched: Collection[str]) -> None:  # (as retention's deletes)
+        staged = await conn.scalar(
+            select(func.count()).select_from(schema.jobs).where(schema.jobs.c.queue == "later")
+        )
+        told.append((set(touched), int(staged)))
+
+    async def appends(job: Job) -> None:
+        async with store.transaction() as tx:
+            tx.append(submission(job))
+
+    async def leaves_work() -> None:
+        async with store.transaction() as tx:
+            tx.at_commit(work)
+
+    await as_one_group(database, [lambda: appends(before), leaves_work, lambda: appends(later)])
+    assert told == [({later.id}, 1)]  # after every writer's events, in their transaction
