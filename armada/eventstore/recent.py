@@ -56,9 +56,9 @@ class RecentEvents:
             else:
                 held.append(stored)
 
-    def reaches(self, seq: int) -> bool:
-        """Whether an event kept is at or after ``seq``."""
-        return bool(self._events) and self._events[-1].seq >= seq
+    def holds_up_to(self, seq: int) -> bool:
+        """Whether an event kept is at or before ``seq``."""
+        return bool(self._events) and self._events[0].seq <= seq
 
     def of_job_set(
         self, queue: str, job_set_id: str, after_seq: int, until_seq: int, limit: int

@@ -363,13 +363,13 @@ class EventStore:
             rows = (await conn.execute(query)).all()
             return await decode_log_rows(conn, rows, self.unreadable, decode)
 
-    def forget_recent(self, oldest_deleted: int) -> None:
-        """Drop the events kept in memory for readers if they reach back to ``oldest_deleted``:
-        retention deleted events from the log from that seq on, and a stream must not be
+    def forget_recent(self, newest_deleted: int) -> None:
+        """Drop the events kept in memory for readers if they reach back to ``newest_deleted``:
+        retention deleted events from the log up to that seq, and a stream must not be
         served what the database no longer holds. (Expired jobs' events are old: the events
         kept, the newest, are usually all after it, and the scheduler's follower keeps
         reading them from memory.)"""
-        if self._recent.reaches(oldest_deleted):
+        if self._recent.holds_up_to(newest_deleted):
             self._recent = RecentEvents()
 
     def rewind(self, head: int) -> None:

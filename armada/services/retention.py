@@ -148,13 +148,10 @@ class Pruner:
         async def delete(conn: AsyncConnection, touched_after: Collection[str]) -> None:
             started = time.monotonic()
             doomed.update(unchanged.difference(touched_after))
-            oldest = min(
-                (events[0].seq for job_id in doomed if (events := chosen.events[job_id])), default=None
-            )
-            if (
-                oldest is not None
-            ):  # (in the lock, the group's writers done: nothing refills it before the commit)
-                self.store.forget_recent(oldest)
+            newest = max((stored.seq for job_id in doomed for stored in chosen.events[job_id]), default=None)
+            # In the lock, the group's writers done: nothing refills memory before the commit.
+            if newest is not None:
+                self.store.forget_recent(newest)
             await retention.delete_jobs(conn, chosen, doomed)
             self.deleting_seconds += time.monotonic() - started
 

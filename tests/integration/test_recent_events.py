@@ -140,3 +140,11 @@ async def test_a_job_set_read_up_to_a_head_this_process_has_not_been_told_of_mis
     assert store.notifier.head < head
     got = await store.read(0, queue="q", job_set_id="s", until_seq=head)
     assert [stored.event.job_id for stored in got] == [e.job_id for e in [*own, *elsewhere]]
+
+
+def test_what_retention_deleted_is_forgotten_only_when_held() -> None:
+    recent = RecentEvents()
+    recent.add(10, [ev.JobQueued(queue="q", job_set_id="s", job_id=str(i)) for i in range(5)])
+    assert not recent.holds_up_to(9)  # deleted events all older than those held: keep them
+    assert recent.holds_up_to(10)
+    assert not RecentEvents().holds_up_to(10**9)
