@@ -19,13 +19,14 @@ from typing import Protocol, TypeVar
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from armada.eventstore import dialects, schema
+from armada.eventstore import dialects, job_views, schema
 from armada.eventstore.appending import PreparedEvents, log_row
 from armada.eventstore.changed import ChangedJobs
 from armada.eventstore.checkpoints import Checkpoints
 from armada.eventstore.group import AppendGroup
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
+from armada.eventstore.recent_states import RecentJobStates
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.waits import LaneWaits
 from armada.eventstore.writelock import Lane, WriteLock
@@ -122,6 +123,7 @@ class EventStore:
         self.appended_groups = 0
         self.appended_writers = 0
         self._recent = RecentEvents()
+        self._states = RecentJobStates()
         self._changed = ChangedJobs()
         #: Called with each committed batch of events (metrics); must be cheap and not raise.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
@@ -252,12 +254,14 @@ class EventStore:
             self._release()
         if group.failure is None and group.events:
             self._recent.add(group.head + 1, group.events)
+            self._states.add(group.head + 1, group.events)
             self._changed.add(group.head + 1, group.last, (event.job_id for event in group.events))
             self.appended_groups += 1
             self.appended_writers += group.writers
             if (checkpoint := self._checkpoints.appended(len(group.events))) is not None:
                 self._track(checkpoint)  # :meth:`close` waits for it too
-            self.notifier.publish(group.last)
+            job_sets = {(event.queue, event.job_set_id) for event in group.events}
+            self.notifier.publish(group.last, first=group.head + 1, job_sets=job_sets)
             for listener in self.listeners:
                 listener(group.events)
         self.notifier.committed()
@@ -338,6 +342,10 @@ class EventStore:
             if recent is not None:
                 return [stored for stored in recent if until_seq is None or stored.seq <= until_seq]
         elif queue is not None and job_set_id is not None and job_id is None and until_seq is not None:
+            if until_seq <= self.notifier.head and not self.notifier.job_sets.since(
+                (queue, job_set_id), after_seq
+            ):
+                return []  # no commit seen here touched the job set after ``after_seq``
             held = self._recent.of_job_set(queue, job_set_id, after_seq, known_head, limit)
             if held is not None:
                 return held
@@ -356,16 +364,28 @@ class EventStore:
             rows = (await conn.execute(query)).all()
             return await decode_log_rows(conn, rows, self.unreadable, decode)
 
+    async def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The state of each of ``job_ids`` that exists: as this process's recent appends
+        left it where they tell (:mod:`.recent_states`), else from the views."""
+        found, missing = self._states.states(job_ids, self.notifier.head)
+        if missing:
+            async with self.engine.connect() as conn:
+                found |= await job_views.job_state_values(conn, missing)
+        return found
+
     def forget_recent(self) -> None:
-        """Drop the events kept in memory for readers: retention deleted some from the log,
-        and a stream must not be served what the database no longer holds."""
+        """Drop the events and job states kept in memory for readers: retention deleted some
+        from the log, and a stream or status call must not be served what the database no
+        longer holds."""
         self._recent = RecentEvents()
+        self._states.clear()
 
     def rewind(self, head: int) -> None:
         """Forget what this process knew of the log past ``head``: the database went back in
         time (a restore, or a failover to a standby that had not received the newest commits)."""
         self.notifier.rewind(head)
         self._recent = RecentEvents()
+        self._states.clear()
 
     async def wait_for_change(
         self, after_seq: int, timeout: float | None = None, *, rewinds: int | None = None
@@ -373,6 +393,12 @@ class EventStore:
         """Wait until an event after ``after_seq`` commits (or timeout, or the log went back
         since the notifier's count ``rewinds``); return the head."""
         return await self.notifier.wait(after_seq, timeout, rewinds=rewinds)
+
+    async def wait_for_job_set(
+        self, queue: str, job_set_id: str, after_seq: int, timeout: float, *, rewinds: int
+    ) -> int:
+        """As :meth:`wait_for_change`, woken only by commits that may touch the job set."""
+        return await self.notifier.wait_job_set((queue, job_set_id), after_seq, timeout, rewinds=rewinds)
 
 
 async def _abandon(begun: asyncio.Task[AppendGroup]) -> None:

@@ -1,9 +1,10 @@
 """Job-set event streams: replay a job set's events, then optionally follow new ones.
 
 Events are shown as upstream's clients expect them (:func:`as_streamed`). Followers do not
-poll: each waits on the store's change notification (in-process, plus PostgreSQL ``LISTEN``
-for appends made by other replicas) and reads only when the log's head has moved, so an
-event reaches every watcher one query after it commits.
+poll: each waits on the store's change notification for its job set (this process's commits
+name the job sets they touched; another replica's, heard by PostgreSQL ``LISTEN``, wake every
+stream) and reads only then, so an event reaches its watchers one read after it commits and
+a commit costs nothing to the streams of other job sets.
 
 Access is not judged once: a stream outlives the request that opened it, and a queue's
 owners may withdraw ``watch`` while it is open. Each page is delivered only after the
@@ -166,7 +167,7 @@ async def job_set_pages(
         after = max(after, head)
         if not watch:
             return
-        changed = await store.wait_for_change(head, timeout=IDLE_WAIT, rewinds=rewinds)
+        changed = await store.wait_for_job_set(queue, job_set_id, head, IDLE_WAIT, rewinds=rewinds)
         rewound_to, rewinds = store.notifier.lowest_since(rewinds), store.notifier.rewinds
         if rewound_to is not None:  # the log went back in time (new events may follow already)
             if delivered > rewound_to:  # behind ids this stream gave out: they are being reused
