@@ -215,6 +215,27 @@ def stages(events: list[ev.Event]) -> dict[str, float]:
     return figures
 
 
+#: The server's request-duration histogram (to the start of each response).
+HTTP_SECONDS = "armada_http_request_duration_seconds"
+
+
+def server_status_time(base: str) -> dict[str, float]:
+    """The server's own time on ``POST /v1/job/status`` (its histogram, from the call reaching
+    the app to the start of the answer: without the client's and the transport's queueing):
+    the share within 100 ms and the bucket holding the 99th percentile."""
+    answer = httpx.get(f"{base}/metrics", params={"name[]": f"{HTTP_SECONDS}_bucket"}, timeout=60)
+    buckets: Counter[float] = Counter()
+    for line in answer.text.splitlines():
+        if line.startswith(f"{HTTP_SECONDS}_bucket{{") and 'route="/v1/job/status"' in line:
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets[float(le)] += float(line.rsplit(" ", 1)[1])
+    total = buckets.get(float("inf"), 0.0)
+    if not total:
+        return {}
+    p99 = min(le for le, count in buckets.items() if count >= 0.99 * total)
+    return {"status_server_within_100ms": round(buckets[0.1] / total, 4), "status_server_p99_le_s": p99}
+
+
 def shaped(args: argparse.Namespace) -> argparse.Namespace:
     """Fill the options not given from ``--shape`` and :data:`DEFAULTS`; one executor process
     serves every cluster unless ``--executors`` is given."""
@@ -296,6 +317,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 **quantiles(watchers.delays_after_commit(commits), "watch_delay_after_commit_s"),
                 "status_calls": len(status_latencies),
                 **quantiles(status_latencies, "status_latency_ms", scale=1000, digits=1),
+                **server_status_time(base),
                 **Usage.figures(before, after, args.jobs),
                 "server_cpu_ms_per_delivered_event": round(
                     1000 * (after.server_cpu - before.server_cpu) / delivered, 3

@@ -306,11 +306,11 @@ class EventStore:
                 tx.append(prepared)
         return draft, tx.last_seq
 
-    async def append(self, events: Sequence[Event]) -> int:
+    async def append(self, events: Sequence[Event], *, lane: Lane = Lane.BULK) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""
         if not events:
             return await self.head()
-        async with self.transaction() as tx:
+        async with self.transaction(lane=lane) as tx:
             tx.append(events)
         return tx.last_seq
 

@@ -136,7 +136,11 @@ async def job_set_pages(
     says no, :class:`PermissionDenied` ends the stream and the page is not sent.
     """
     rewinds = store.notifier.rewinds  # before the head is read: a rewind after it is seen
-    head = await store.head()
+    known = store.notifier.head
+    # A watcher only starts from the head: the one this process knows spares a query per
+    # stream opened (a thousand watchers reconnecting after a restart), unless the client
+    # resumes past it. A stream that ends must end at what has committed: the log's head.
+    head = known if watch and after <= known else await store.head()
     after = _resume_point(after, head, queue, job_set_id)
     delivered = after  # the client's position: the last message id it was given
     while True:
