@@ -193,7 +193,8 @@ async def submit_all(
     time; each call's seconds are appended to ``latencies`` and its job ids to ``submitted``
     (by queue) when given."""
     item = job_item(args.command)
-    batches = [(f"queue-{i % args.queues}", "bench") for i in range(0, args.jobs, args.batch)]
+    count = -(-args.jobs // args.batch)
+    batches = [(f"queue-{b % args.queues}", "bench") for b in range(count)]  # round robin
     semaphore = asyncio.Semaphore(in_flight)
 
     async def one(index: int, queue: str, job_set: str) -> list[str]:
