@@ -141,18 +141,26 @@ def start_executors(
             command,
             cwd=workdir,
             log_path=workdir / f"executor-{index}.log",
-            env={"ARMADA_LOGGING_LEVEL": "warning", **EXECUTOR_TOKEN_ENV},
+            env={
+                "ARMADA_LOGGING_LEVEL": "warning",
+                **EXECUTOR_TOKEN_ENV,
+                **settings_given(args, "executor_env"),
+            },
         )
         stack.callback(executor.stop)
         processes.append(executor)
     return processes
 
 
+def settings_given(args: argparse.Namespace, option: str) -> dict[str, str]:
+    """The ``ARMADA_X=VALUE`` settings an ``--server-env``-like option gave (none if it is absent)."""
+    return dict(setting.split("=", 1) for setting in getattr(args, option, []))
+
+
 def start_system(
     stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str, health_timeout: float = 60
 ) -> tuple[str, list[ArmadaProcess]]:
-    env = dict(setting.split("=", 1) for setting in args.server_env)
-    base, server = start_server(stack, args, workdir, url, env, health_timeout)
+    base, server = start_server(stack, args, workdir, url, settings_given(args, "server_env"), health_timeout)
     return base, [server, *start_executors(stack, args, workdir, base)]
 
 
@@ -185,7 +193,8 @@ async def submit_all(
     time; each call's seconds are appended to ``latencies`` and its job ids to ``submitted``
     (by queue) when given."""
     item = job_item(args.command)
-    batches = [(f"queue-{i % args.queues}", "bench") for i in range(0, args.jobs, args.batch)]
+    count = -(-args.jobs // args.batch)
+    batches = [(f"queue-{b % args.queues}", "bench") for b in range(count)]  # round robin
     semaphore = asyncio.Semaphore(in_flight)
 
     async def one(index: int, queue: str, job_set: str) -> list[str]:

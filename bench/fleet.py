@@ -15,7 +15,10 @@ before the first submit; every poller calls ``POST /v1/job/status`` once per
 Figures: ``client_jobs_per_second`` is jobs / (first submit call -> every job SUCCEEDED by
 ``POST /v1/job/status``); lease latency (``leased`` - ``submitted``) from the log; each submit
 call's latency; a watcher's delivery delay is its receipt time - the event's ``created``
-stamp (taken before the append is committed, so it overstates the delay slightly); the events
+stamp (taken before the append is committed: for run events, when the executor saw them, so
+it counts the executor's report too), and on PostgreSQL its receipt time - the commit's
+``NOTIFY`` heard here (``watch_delay_after_commit``); leased -> pending and running ->
+succeeded by the events' stamps (the executor's pick-up; the run and its timer); the events
 every watcher missed (0 when all were delivered); the status calls' latency; the server's
 and PostgreSQL's CPU per 1,000 jobs; the server's peak RSS; the scheduling cycles it logged.
 The benchmark's own client shares the machine: its CPU seconds are reported too. The
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import os
 import sys
@@ -40,10 +44,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
+import psycopg
 
 from armada.client import AsyncArmadaClient, ClientConfig
 from armada.client.transport import Http11Transport
-from armada.eventstore.dialects import normalise_url
+from armada.eventstore.dialects import NOTIFY_CHANNEL, libpq_conninfo, normalise_url
 from armada.model import events as ev
 from armada.model.queues import Queue
 from bench.backlog import cycles, quantiles, server_env
@@ -89,6 +94,41 @@ def unlimited_client(base: str) -> AsyncArmadaClient:
     )
 
 
+class CommitClock:
+    """When each seq committed, as PostgreSQL's ``NOTIFY`` of the commit reaches this process
+    (the server notifies the last seq of every commit): a watcher's delay from the commit."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self.seqs: list[int] = []
+        self.times: list[float] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        if self._url.startswith("postgres"):
+            conn = await psycopg.AsyncConnection.connect(libpq_conninfo(self._url), autocommit=True)
+            await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            self._task = asyncio.create_task(self._listen(conn))
+
+    async def _listen(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        async with conn:
+            async for message in conn.notifies():
+                seq = int(message.payload)
+                if not self.seqs or seq > self.seqs[-1]:
+                    self.seqs.append(seq)
+                    self.times.append(time.time())
+
+    def committed(self, seq: int) -> float | None:
+        """When ``seq`` was heard committed (None: not heard)."""
+        at = bisect.bisect_left(self.seqs, seq)
+        return self.times[at] if at < len(self.seqs) else None
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
 class Watchers:
     """``count`` streams, each following one queue's job set, counting what arrives and when."""
 
@@ -97,6 +137,8 @@ class Watchers:
         self.sets = [f"queue-{i % queues}" for i in range(count)]
         self.received: Counter[int] = Counter()
         self.delays: list[float] = []
+        #: (seq, receipt time) of every event delivered.
+        self.receipts: list[tuple[int, float]] = []
         self.refused = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._arrived = asyncio.Event()
@@ -107,7 +149,9 @@ class Watchers:
     async def _watch(self, index: int, queue: str) -> None:
         try:
             async for message in self._client.job_set_events(queue, "bench", watch=True):
-                self.delays.append(time.time() - message.event.created.timestamp())
+                now = time.time()
+                self.delays.append(now - message.event.created.timestamp())
+                self.receipts.append((int(message.message_id), now))
                 self.received[index] += 1
                 self._arrived.set()
         except Exception:  # a refused or broken stream is counted, not fatal
@@ -126,6 +170,10 @@ class Watchers:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._arrived.wait(), left)
         return missing
+
+    def delays_after_commit(self, clock: CommitClock) -> list[float]:
+        """Each delivery's delay from its event's commit (as :class:`CommitClock` heard it)."""
+        return [now - at for seq, now in self.receipts if (at := clock.committed(seq)) is not None]
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -149,6 +197,43 @@ async def poll_status(
             await client.job_status(ids)
             latencies.append(time.perf_counter() - began)
         await asyncio.sleep(interval)
+
+
+def stages(events: list[ev.Event]) -> dict[str, float]:
+    """How long each step of a job's path took (p50/p99), by the events' ``created`` stamps:
+    leased -> pending is the executor's pick-up (the lease call, starting the run), running ->
+    succeeded the run itself plus the fake backend's timer."""
+    at: dict[str, dict[str, float]] = {"leased": {}, "pending": {}, "running": {}, "succeeded": {}}
+    for event in events:
+        if event.type in at:
+            at[event.type][event.job_id] = event.created.timestamp()
+    figures: dict[str, float] = {}
+    for before, after in (("leased", "pending"), ("running", "succeeded")):
+        spans = [t - at[before][j] for j, t in at[after].items() if j in at[before]]
+        found = quantiles(spans, f"{before}_to_{after}_s")
+        figures |= {k: v for k, v in found.items() if k.endswith(("p50", "p99"))}
+    return figures
+
+
+#: The server's request-duration histogram (to the start of each response).
+HTTP_SECONDS = "armada_http_request_duration_seconds"
+
+
+def server_status_time(base: str) -> dict[str, float]:
+    """The server's own time on ``POST /v1/job/status`` (its histogram, from the call reaching
+    the app to the start of the answer: without the client's and the transport's queueing):
+    the share within 100 ms and the bucket holding the 99th percentile."""
+    answer = httpx.get(f"{base}/metrics", params={"name[]": f"{HTTP_SECONDS}_bucket"}, timeout=60)
+    buckets: Counter[float] = Counter()
+    for line in answer.text.splitlines():
+        if line.startswith(f"{HTTP_SECONDS}_bucket{{") and 'route="/v1/job/status"' in line:
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets[float(le)] += float(line.rsplit(" ", 1)[1])
+    total = buckets.get(float("inf"), 0.0)
+    if not total:
+        return {}
+    p99 = min(le for le, count in buckets.items() if count >= 0.99 * total)
+    return {"status_server_within_100ms": round(buckets[0.1] / total, 4), "status_server_p99_le_s": p99}
 
 
 def shaped(args: argparse.Namespace) -> argparse.Namespace:
@@ -177,6 +262,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         async with unlimited_client(base) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
             await wait_for_executors(url, args.executors * args.clusters_per_executor)
+            commits = CommitClock(url)
+            await commits.start()
             watchers = Watchers(client, args.watchers, args.queues)
             watchers.start()
             await asyncio.sleep(1 + args.watchers / 200)  # the streams open before the first submit
@@ -204,6 +291,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             events = await read_log(url)
             missing = await watchers.settle(events, timeout=30)
             await watchers.stop()
+            await commits.stop()
             delivered = sum(watchers.received.values())
             return {
                 "benchmark": "fleet",
@@ -221,12 +309,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "submit_seconds": round(submit_seconds, 2),
                 **quantiles(submit_latencies, "submit_latency_s"),
                 **throughput(events),
+                **stages(events),
                 "watch_events_delivered": delivered,
                 "watch_events_missing": missing,
                 "watch_streams_refused": watchers.refused,
                 **quantiles(watchers.delays, "watch_delay_s"),
+                **quantiles(watchers.delays_after_commit(commits), "watch_delay_after_commit_s"),
                 "status_calls": len(status_latencies),
                 **quantiles(status_latencies, "status_latency_ms", scale=1000, digits=1),
+                **server_status_time(base),
                 **Usage.figures(before, after, args.jobs),
                 "server_cpu_ms_per_delivered_event": round(
                     1000 * (after.server_cpu - before.server_cpu) / delivered, 3
@@ -254,6 +345,9 @@ def main() -> None:
     parser.add_argument("--submitters", type=int, default=4, help="submit calls in flight")
     parser.add_argument(
         "--server-env", action="append", default=[], metavar="ARMADA_X=VALUE", help="a server setting"
+    )
+    parser.add_argument(
+        "--executor-env", action="append", default=[], metavar="ARMADA_X=VALUE", help="an executor setting"
     )
     parser.add_argument("--backend", default="fake", help=argparse.SUPPRESS)
     args = shaped(parser.parse_args())

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Collection
 
 import psycopg
 import structlog
 
 from armada.eventstore.dialects import NOTIFY_CHANNEL, SIGNAL_CHANNEL, libpq_conninfo
+from armada.eventstore.job_set_news import JobSet, JobSetNews
 from armada.tasks import cancel_and_wait
 
 log = structlog.get_logger(__name__)
@@ -41,6 +43,8 @@ class ChangeNotifier:
         self.rewinds = 0
         #: The head each of those went back to, in order.
         self.rewound_to: list[int] = []
+        #: Which job sets the commits seen here touched (job-set streams wait on their own).
+        self.job_sets = JobSetNews(head)
 
     @property
     def head(self) -> int:
@@ -71,8 +75,14 @@ class ChangeNotifier:
             return
         self.publish(seq)
 
-    def publish(self, seq: int) -> None:
+    def publish(self, seq: int, *, first: int = 0, job_sets: Collection[JobSet] | None = None) -> None:
+        """``seq`` is committed; ``job_sets``: those its commit (seqs ``first`` to ``seq``,
+        this process's own) touched, if known."""
         if seq > self._head:
+            if job_sets is not None and first == self._head + 1:
+                self.job_sets.touched(seq, job_sets)
+            else:  # another replica's commit, or one after such: any job set may have news
+                self.job_sets.unknown(seq)
             self._head = seq
             changed, self._changed = self._changed, asyncio.Event()
             changed.set()
@@ -84,6 +94,7 @@ class ChangeNotifier:
         self._withheld = min(self._withheld, head)
         self.rewinds += 1
         self.rewound_to.append(head)
+        self.job_sets.unknown(head)
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
@@ -94,6 +105,17 @@ class ChangeNotifier:
             async with asyncio.timeout(timeout):
                 while self._head <= after_seq and rewinds in (None, self.rewinds):
                     await self._changed.wait()
+        return self._head
+
+    async def wait_job_set(self, job_set: JobSet, after_seq: int, timeout: float, *, rewinds: int) -> int:
+        """As :meth:`wait`, but only a commit that may touch ``job_set`` ends the wait."""
+        news = self.job_sets
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while rewinds == self.rewinds and not (
+                    self._head > after_seq and news.since(job_set, after_seq)
+                ):
+                    await news.signal(job_set).wait()
         return self._head
 
 

@@ -19,13 +19,14 @@ from typing import Protocol, TypeVar
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from armada.eventstore import dialects, schema
+from armada.eventstore import dialects, job_views, schema
 from armada.eventstore.appending import PreparedEvents, log_row
 from armada.eventstore.changed import ChangedJobs
 from armada.eventstore.checkpoints import Checkpoints
 from armada.eventstore.group import AppendGroup, CommitWork
 from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
+from armada.eventstore.recent_states import RecentJobStates
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.waits import LaneWaits
 from armada.eventstore.writelock import Lane, WriteLock
@@ -126,6 +127,7 @@ class EventStore:
         self.appended_groups = 0
         self.appended_writers = 0
         self._recent = RecentEvents()
+        self._states = RecentJobStates()
         self._changed = ChangedJobs()
         #: Called with each committed batch of events (metrics); must be cheap and not raise.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
@@ -256,12 +258,14 @@ class EventStore:
             self._release()
         if group.failure is None and group.events:
             self._recent.add(group.head + 1, group.events)
+            self._states.add(group.head + 1, group.events)
             self._changed.add(group.head + 1, group.last, (event.job_id for event in group.events))
             self.appended_groups += 1
             self.appended_writers += group.writers
             if (checkpoint := self._checkpoints.appended(len(group.events))) is not None:
                 self._track(checkpoint)  # :meth:`close` waits for it too
-            self.notifier.publish(group.last)
+            job_sets = {(event.queue, event.job_set_id) for event in group.events}
+            self.notifier.publish(group.last, first=group.head + 1, job_sets=job_sets)
             for listener in self.listeners:
                 listener(group.events)
         self.notifier.committed()
@@ -306,11 +310,11 @@ class EventStore:
                 tx.append(prepared)
         return draft, tx.last_seq
 
-    async def append(self, events: Sequence[Event]) -> int:
+    async def append(self, events: Sequence[Event], *, lane: Lane = Lane.BULK) -> int:
         """Append ``events`` (and their view updates) atomically; return the last seq."""
         if not events:
             return await self.head()
-        async with self.transaction() as tx:
+        async with self.transaction(lane=lane) as tx:
             tx.append(events)
         return tx.last_seq
 
@@ -345,6 +349,10 @@ class EventStore:
             if recent is not None:
                 return [stored for stored in recent if until_seq is None or stored.seq <= until_seq]
         elif queue is not None and job_set_id is not None and job_id is None and until_seq is not None:
+            if until_seq <= self.notifier.head and not self.notifier.job_sets.since(
+                (queue, job_set_id), after_seq
+            ):
+                return []  # no commit seen here touched the job set after ``after_seq``
             held = self._recent.of_job_set(queue, job_set_id, after_seq, until_seq, limit)
             if held is not None:
                 return held
@@ -363,12 +371,22 @@ class EventStore:
             rows = (await conn.execute(query)).all()
             return await decode_log_rows(conn, rows, self.unreadable, decode)
 
+    async def job_states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The state of each of ``job_ids`` that exists: as this process's recent appends
+        left it where they tell (:mod:`.recent_states`), else from the views."""
+        found, missing = self._states.states(job_ids, self.notifier.head)
+        if missing:
+            async with self.engine.connect() as conn:
+                found |= await job_views.job_state_values(conn, missing)
+        return found
+
     def forget_recent(self, newest_deleted: int) -> None:
-        """Drop the events kept in memory for readers if they reach back to ``newest_deleted``:
-        retention deleted events from the log up to that seq, and a stream must not be
-        served what the database no longer holds. (Expired jobs' events are old: the events
-        kept, the newest, are usually all after it, and the scheduler's follower keeps
-        reading them from memory.)"""
+        """Retention deleted events from the log up to seq ``newest_deleted``: a stream or a
+        status call must not be served what the database no longer holds. The job states
+        kept are dropped; the events kept only if they reach back that far (expired jobs'
+        events are old, the events kept the newest: the scheduler's follower keeps reading
+        them from memory)."""
+        self._states.clear()
         if self._recent.holds_up_to(newest_deleted):
             self._recent = RecentEvents()
 
@@ -377,6 +395,7 @@ class EventStore:
         time (a restore, or a failover to a standby that had not received the newest commits)."""
         self.notifier.rewind(head)
         self._recent = RecentEvents()
+        self._states.clear()
 
     async def wait_for_change(
         self, after_seq: int, timeout: float | None = None, *, rewinds: int | None = None
@@ -384,6 +403,12 @@ class EventStore:
         """Wait until an event after ``after_seq`` commits (or timeout, or the log went back
         since the notifier's count ``rewinds``); return the head."""
         return await self.notifier.wait(after_seq, timeout, rewinds=rewinds)
+
+    async def wait_for_job_set(
+        self, queue: str, job_set_id: str, after_seq: int, timeout: float, *, rewinds: int
+    ) -> int:
+        """As :meth:`wait_for_change`, woken only by commits that may touch the job set."""
+        return await self.notifier.wait_job_set((queue, job_set_id), after_seq, timeout, rewinds=rewinds)
 
 
 async def _abandon(begun: asyncio.Task[AppendGroup]) -> None:

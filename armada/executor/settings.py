@@ -196,9 +196,9 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     #: so calling back-to-back would spend the server's time re-reading the same list.
     min_lease_interval_seconds: float = 0.25
     #: Most new leases asked for in one call.
-    max_new_leases: int = 1000
+    max_new_leases: int = 2500
     #: Most runs held in the ``leased`` phase (accepted, not yet in the cluster).
-    max_leased_runs: int = 2500
+    max_leased_runs: int = 5000
     #: Timeout of one HTTP call to the server.
     request_timeout_seconds: float = 30.0
     #: Events sent in one ``/v1/executor/events`` call at most.

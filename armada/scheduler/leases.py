@@ -22,6 +22,7 @@ import structlog
 import armada
 from armada.eventstore import views
 from armada.eventstore.log_mailbox import LogMailbox, orders_topic
+from armada.eventstore.store import Lane
 from armada.model import events as ev
 from armada.model.errors import InvalidRequest
 from armada.model.leases import EXECUTOR_PROTOCOL, Lease, LeaseRequest, LeaseResponse, LogOrder, NodeReport
@@ -257,7 +258,8 @@ class LeaseService:
             event = ev.ExecutorHeartbeat(executor_id=request.executor_id, created=created)
         else:
             return
-        await self.store.append([event])
+        # The executor waits on this call for its leases: its write overtakes bulk writers.
+        await self.store.append([event], lane=Lane.PROMPT)
         self._heartbeat_recorded[request.executor_id] = now
         await self.follower.catch_up()
 

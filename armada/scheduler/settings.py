@@ -53,7 +53,7 @@ class SchedulerServiceSettings(SettingsArea):
             "an executor at the limit gets no new leases until it catches up. One scheduling "
             "cycle leases at most this many per executor taking leases (a bounded write).",
         ),
-    ] = 2500
+    ] = 5000
     heartbeat_record_interval: Annotated[
         float, Meta(gt=0, description="Seconds between executor heartbeats recorded in the event log.")
     ] = 5.0

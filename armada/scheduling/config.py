@@ -6,6 +6,8 @@ upstream ``scheduling:`` block mostly carries over unchanged.
 
 from __future__ import annotations
 
+import functools
+
 import msgspec
 
 from armada.model.retry_engine import RetryEngineSettings
@@ -186,7 +188,7 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
         for config in self.pools:
             if config.name == pool:
                 return config
-        return PoolConfig(name=pool)
+        return _default_pool_config(pool)
 
     def drf_multipliers(self, pool: str) -> dict[str, float]:
         """DRF resource -> share multiplier in ``pool``."""
@@ -200,3 +202,9 @@ class SchedulingConfig(msgspec.Struct, frozen=True, rename="camel", forbid_unkno
     def priority_class(self, name: str) -> PriorityClass:
         """The class called ``name``, or the default class for an empty name."""
         return self.priority_classes[name or self.default_priority_class_name]
+
+
+@functools.lru_cache(maxsize=1024)
+def _default_pool_config(pool: str) -> PoolConfig:
+    """All defaults for ``pool`` (frozen, so shared: a job ending asks once per job)."""
+    return PoolConfig(name=pool)

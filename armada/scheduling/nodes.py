@@ -51,6 +51,12 @@ class NodeSpec(msgspec.Struct, frozen=True, rename="camel"):
     unschedulable: bool = False
     ready: bool = True
 
+    def __deepcopy__(self, memo: dict[int, object]) -> NodeSpec:
+        """Itself: a reported node is never changed in place (a new report replaces it), so a
+        copy of the node table to simulate on (forecasts) shares the specs rather than
+        copying every node's labels on the event loop."""
+        return self
+
 
 def tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
     """Kubernetes toleration matching for one taint."""

@@ -36,8 +36,7 @@ UPSTREAM_RUN_STATES = {
 
 async def job_states(store: EventStore, job_ids: Sequence[str]) -> dict[str, str]:
     """State of each job by name; ``UNKNOWN`` for ids never submitted."""
-    async with store.engine.connect() as conn:
-        found = await job_views.job_state_values(conn, job_ids)
+    found = await store.job_states(job_ids)
     return {job_id: found.get(job_id, JobState.UNKNOWN.value) for job_id in job_ids}
 
 

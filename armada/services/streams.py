@@ -1,9 +1,10 @@
 """Job-set event streams: replay a job set's events, then optionally follow new ones.
 
 Events are shown as upstream's clients expect them (:func:`as_streamed`). Followers do not
-poll: each waits on the store's change notification (in-process, plus PostgreSQL ``LISTEN``
-for appends made by other replicas) and reads only when the log's head has moved, so an
-event reaches every watcher one query after it commits.
+poll: each waits on the store's change notification for its job set (this process's commits
+name the job sets they touched; another replica's, heard by PostgreSQL ``LISTEN``, wake every
+stream) and reads only then, so an event reaches its watchers one read after it commits and
+a commit costs nothing to the streams of other job sets.
 
 Access is not judged once: a stream outlives the request that opened it, and a queue's
 owners may withdraw ``watch`` while it is open. Each page is delivered only after the
@@ -135,7 +136,11 @@ async def job_set_pages(
     says no, :class:`PermissionDenied` ends the stream and the page is not sent.
     """
     rewinds = store.notifier.rewinds  # before the head is read: a rewind after it is seen
-    head = await store.head()
+    known = store.notifier.head
+    # A watcher only starts from the head: the one this process knows spares a query per
+    # stream opened (a thousand watchers reconnecting after a restart), unless the client
+    # resumes past it. A stream that ends must end at what has committed: the log's head.
+    head = known if watch and after <= known else await store.head()
     after = _resume_point(after, head, queue, job_set_id)
     delivered = after  # the client's position: the last message id it was given
     while True:
@@ -166,7 +171,7 @@ async def job_set_pages(
         after = max(after, head)
         if not watch:
             return
-        changed = await store.wait_for_change(head, timeout=IDLE_WAIT, rewinds=rewinds)
+        changed = await store.wait_for_job_set(queue, job_set_id, head, IDLE_WAIT, rewinds=rewinds)
         rewound_to, rewinds = store.notifier.lowest_since(rewinds), store.notifier.rewinds
         if rewound_to is not None:  # the log went back in time (new events may follow already)
             if delivered > rewound_to:  # behind ids this stream gave out: they are being reused

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 
+from armada.eventstore import job_views
 from armada.eventstore.database import Database
 from armada.eventstore.group import AppendGroup
 from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.store import EventStore
 from armada.model import events as ev
-from tests.factories import make_job, submission
+from tests.factories import RandomHistory, make_job, submission
 
 
 def batch(count: int) -> list[ev.Event]:
@@ -148,3 +150,27 @@ def test_what_retention_deleted_is_forgotten_only_when_held() -> None:
     assert not recent.holds_up_to(9)  # deleted events all older than those held: keep them
     assert recent.holds_up_to(10)
     assert not RecentEvents().holds_up_to(10**9)
+
+
+async def test_job_states_from_memory_equal_the_views(database: Database) -> None:
+    """Status calls are answered from this process's recent appends where they tell; after
+    another replica's append, a pruning or a rewind, from the views: the same answer."""
+    store, other_replica = database.store, EventStore(database.engine)
+    rng = random.Random(44)
+    stream = list(RandomHistory(seed=44).events(600))
+    job_ids = [*sorted({event.job_id for event in stream if event.job_id}), "never-submitted"]
+    position = served = 0
+    while position < len(stream):
+        size = rng.randint(1, 40)
+        writer = other_replica if rng.random() < 0.15 else store
+        await writer.append(stream[position : position + size])
+        if writer is other_replica:
+            store.notifier.heard(await store.head())  # its NOTIFY
+        position += size
+        async with database.engine.connect() as conn:
+            expected = await job_views.job_state_values(conn, job_ids)
+        assert await store.job_states(job_ids) == expected
+        served += len(store._states.states(job_ids, store.notifier.head)[0])
+    assert served  # some answers came from memory
+    store.forget_recent(store.notifier.head)  # as retention does before deleting
+    assert store._states.states(job_ids, store.notifier.head) == ({}, job_ids)
