@@ -66,7 +66,7 @@ from armada.scheduling import (
     apply_decisions,
     schedule,
 )
-from armada.scheduling.arrivals import extrapolate
+from armada.scheduling.arrivals import extrapolate, steady
 from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
 from armada.scheduling.forecast import COARSENING, ForecastSnapshot, forecast
@@ -129,6 +129,8 @@ class Replay:
     calibration: Calibration = field(default_factory=Calibration)
     #: Job -> (time made, simulated start) of its forecasts, until it starts.
     pending: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))
+    #: The whole workload, (time, jobs) in time order (``--oracle-arrivals`` reads ahead in it).
+    future: list[tuple[float, list[Job]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.nodes = NodeDb(ResourceIndex())
@@ -194,7 +196,8 @@ class Replay:
         return arrivals
 
     def run(self) -> None:
-        arrivals = deque(self.workload())
+        self.future = self.workload()
+        arrivals = deque(self.future)
         ends: list[tuple[float, str]] = []
         state = SchedulerState()
         t, next_forecast = 0.0, self.args.warmup * 3600 + self.args.forecast_every
@@ -262,7 +265,14 @@ class Replay:
         window = self.args.arrival_window
         while self.submitted and self.submitted[0].submitted < t - window:
             self.submitted.popleft()
-        arrivals = extrapolate(self.submitted, now=t, window=window, until=t + self.args.arrival_horizon)
+        model = steady if self.args.arrival_model == "steady" else extrapolate
+        arrivals = model(self.submitted, now=t, window=window, until=t + self.args.arrival_horizon)
+        if arrivals:  # the copies run as long as their originals, ended or not
+            estimates.update({job.id: self._estimate(self.jobs[job.id]) for job in self.submitted if job.id not in estimates})
+        if self.args.oracle_arrivals:  # the jobs that will in fact arrive: the floor of the error
+            ahead = [(at, job) for at, jobs in self.future if at > t for job in jobs]
+            arrivals = [(at, job.requirements) for at, job in ahead]
+            estimates.update({job.requirements.id: self._estimate(job) for _, job in ahead})
         snapshot = ForecastSnapshot(
             db=self.db,
             queues=QUEUES,
@@ -445,6 +455,7 @@ def main() -> None:
         default=0.0,
         help="extrapolate this many seconds of arrivals (0: none)",
     )
+    parser.add_argument("--arrival-model", choices=("repeat", "steady"), default="repeat")
     parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")
     parser.add_argument(
         "--coarsening", type=float, default=COARSENING, help="the engine's step, share of time simulated"
@@ -469,6 +480,11 @@ def main() -> None:
         "--oracle",
         action="store_true",
         help="forecast with the true runtimes: the error unseen arrivals leave",
+    )
+    parser.add_argument(
+        "--oracle-arrivals",
+        action="store_true",
+        help="simulate the jobs that will arrive (with --oracle: the error's floor)",
     )
     args = parser.parse_args()
 
