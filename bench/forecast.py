@@ -27,8 +27,9 @@ actual start:
 
 Forecasts cannot know jobs that have not arrived yet, and the workload keeps arriving: that
 is part of the measured error (``--oracle`` forecasts with the true runtimes, leaving only
-it; ``--arrival-window S`` adds the engine's extrapolated arrivals: the last S seconds of
-submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
+it; ``--oracle-arrivals`` simulates the jobs that will in fact arrive, with ``--oracle``
+the floor of the error; ``--arrival-window S`` adds the engine's extrapolated arrivals: the
+last S seconds of submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
 ``--cost-*`` times one refresh of a synthetic backlog as the server makes it (the queued
 jobs' forecast, then the per-queue probes'), in CPU seconds. ``--slurm`` runs the same
 workload through a local Slurm instead and scores ``squeue --start`` alike
@@ -66,7 +67,7 @@ from armada.scheduling import (
     apply_decisions,
     schedule,
 )
-from armada.scheduling.arrivals import extrapolate, steady
+from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
 from armada.scheduling.forecast import COARSENING, ForecastSnapshot, forecast
@@ -265,10 +266,10 @@ class Replay:
         window = self.args.arrival_window
         while self.submitted and self.submitted[0].submitted < t - window:
             self.submitted.popleft()
-        model = steady if self.args.arrival_model == "steady" else extrapolate
-        arrivals = model(self.submitted, now=t, window=window, until=t + self.args.arrival_horizon)
+        arrivals = extrapolate(self.submitted, now=t, window=window, until=t + self.args.arrival_horizon)
         if arrivals:  # the copies run as long as their originals, ended or not
-            estimates.update({job.id: self._estimate(self.jobs[job.id]) for job in self.submitted if job.id not in estimates})
+            recent = (job.id for job in self.submitted if job.id not in estimates)
+            estimates.update({job_id: self._estimate(self.jobs[job_id]) for job_id in recent})
         if self.args.oracle_arrivals:  # the jobs that will in fact arrive: the floor of the error
             ahead = [(at, job) for at, jobs in self.future if at > t for job in jobs]
             arrivals = [(at, job.requirements) for at, job in ahead]
@@ -455,7 +456,6 @@ def main() -> None:
         default=0.0,
         help="extrapolate this many seconds of arrivals (0: none)",
     )
-    parser.add_argument("--arrival-model", choices=("repeat", "steady"), default="repeat")
     parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")
     parser.add_argument(
         "--coarsening", type=float, default=COARSENING, help="the engine's step, share of time simulated"

@@ -40,31 +40,6 @@ def extrapolate(
     return out
 
 
-def steady(
-    recent: Iterable[JobRequirements], *, now: float, window: float, until: float
-) -> list[tuple[float, JobRequirements]]:
-    """``(arrival time, job)``: per queue, the groups of jobs submitted together in the last
-    ``window`` (a job set's batch, a gang) arriving again one after the other, evenly spaced
-    at the queue's rate over the window, up to ``until``."""
-    if window <= 0:
-        return []
-    groups: dict[str, dict[float, list[JobRequirements]]] = {}
-    for job in recent:
-        if now - window <= job.submitted < now:
-            groups.setdefault(job.queue, {}).setdefault(job.submitted, []).append(job)
-    out: list[tuple[float, JobRequirements]] = []
-    for of_queue in groups.values():
-        batches = list(of_queue.values())
-        gap = window / len(batches)
-        at, k = now + gap / 2, 0
-        while at < until:
-            out.extend((at, copy_of(job, k // len(batches) + 1, at)) for job in batches[k % len(batches)])
-            k += 1
-            at += gap
-    out.sort(key=lambda pair: pair[0])
-    return out
-
-
 def copy_of(job: JobRequirements, repeat: int, at: float) -> JobRequirements:
     tag = f"{ARRIVAL_PREFIX}{repeat}{ARRIVAL_PREFIX}"
     gang = f"{tag}{job.gang_id}" if job.gang_id else ""
