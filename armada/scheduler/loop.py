@@ -177,6 +177,7 @@ class SchedulerService:
         decided_on = self.state.seq
         state_before = self.scheduler_state
         paused = {*self._lagging_executors(), *self.state.cordoned_executors}
+        cpu_started = time.thread_time()  # the core runs on this thread without awaiting
         with span("armada.schedule", seq=decided_on):
             result = schedule(
                 self.state.jobs,
@@ -188,6 +189,7 @@ class SchedulerService:
                 max_leases=self._cycle_lease_cap(paused),
             )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
+        cpu_seconds = time.thread_time() - cpu_started
         decided = time.monotonic()
         await self.decisions_written()  # one append in flight; raises if the last one failed
         self.considered_seq = max(self.considered_seq, decided_on)
@@ -206,6 +208,7 @@ class SchedulerService:
             preempted=result.stats.preempted,
             rejected=result.stats.rejected,
             seconds=round(result.stats.duration, 4),
+            cpu_seconds=round(cpu_seconds, 4),
             sync_seconds=round(synced - started, 4),
             wait_seconds=round(time.monotonic() - decided, 4),
         )
