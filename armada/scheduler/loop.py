@@ -236,14 +236,16 @@ class SchedulerService:
 
     def _cycle_lease_cap(self, paused: Collection[str]) -> int:
         """Most new leases for one cycle: ``max_unacknowledged_leases_per_executor`` per
-        executor that takes leases now.
+        executor that takes leases now, and ``max_leases_per_cycle`` in all.
 
-        An executor takes a thousand leases per call, so one cycle of a large backlog
+        An executor takes a few thousand leases per call, so one cycle of a large backlog
         leasing everything that fits (100,000 jobs: one write holding the append lock for
-        seconds) only queues leases on the server; a cycle's write stays bounded this way.
+        seconds) only queues leases on the server; a cycle's write stays bounded this way,
+        and the overall cap keeps it bounded however many clusters take leases.
         """
         takers = [e for e in self.state.executors.values() if e.nodes and e.executor_id not in paused]
-        return self.settings.max_unacknowledged_leases_per_executor * len(takers)
+        per_executor = self.settings.max_unacknowledged_leases_per_executor * len(takers)
+        return min(per_executor, self.settings.max_leases_per_cycle)
 
     # --- executors gone silent and nodes lost -------------------------------------------
 

@@ -54,6 +54,16 @@ class SchedulerServiceSettings(SettingsArea):
             "cycle leases at most this many per executor taking leases (a bounded write).",
         ),
     ] = 5000
+    max_leases_per_cycle: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Most new leases one scheduling cycle makes over all executors: a cycle's "
+            "decisions are written before the next cycle's, so this bounds a cycle's length "
+            "however many clusters take leases (20 clusters at the per-executor limit alone "
+            "would be 100,000 leases, a write of tens of seconds).",
+        ),
+    ] = 10_000
     heartbeat_record_interval: Annotated[
         float, Meta(gt=0, description="Seconds between executor heartbeats recorded in the event log.")
     ] = 5.0

@@ -93,6 +93,21 @@ async def test_an_executor_behind_on_its_leases_gets_no_more_until_it_reports(ha
     assert (await h.scheduler.cycle()).stats.scheduled == 2, "below the limit: up to the cap again"
 
 
+async def test_one_cycle_leases_at_most_max_leases_per_cycle_over_all_executors(harness: Harness) -> None:
+    h = harness
+    h.scheduler.settings = msgspec.structs.replace(
+        h.settings, max_unacknowledged_leases_per_executor=2, max_leases_per_cycle=3
+    )
+    await h.lease("c1")
+    await h.lease("c2")
+    await submit(h, 10)
+    first = await h.scheduler.cycle()
+    assert first.stats.scheduled == 3, "two executors may take 4, the cycle 3"
+    assert first.reasons.cycle == CYCLE_LEASE_CAP
+    second = await h.scheduler.cycle()
+    assert second.stats.scheduled == 2, "one executor at its limit rests: the other's cap alone"
+
+
 async def test_a_job_too_big_for_every_node_is_rejected(harness: Harness) -> None:
     h = harness
     await h.lease()
