@@ -236,16 +236,19 @@ class SchedulerService:
 
     def _cycle_lease_cap(self, paused: Collection[str]) -> int:
         """Most new leases for one cycle: ``max_unacknowledged_leases_per_executor`` per
-        executor that takes leases now, and ``max_leases_per_cycle`` in all.
+        executor that takes leases now, ``max_leases_per_cycle`` in all, and no more than
+        bring the runs leased and not yet started to ``max_leases_in_flight``.
 
         An executor takes a few thousand leases per call, so one cycle of a large backlog
         leasing everything that fits (100,000 jobs: one write holding the append lock for
         seconds) only queues leases on the server; a cycle's write stays bounded this way,
-        and the overall cap keeps it bounded however many clusters take leases.
+        and the overall cap keeps it bounded however many clusters take leases. The runs in
+        flight bound the leases that the run reports have not caught up with.
         """
         takers = [e for e in self.state.executors.values() if e.nodes and e.executor_id not in paused]
         per_executor = self.settings.max_unacknowledged_leases_per_executor * len(takers)
-        return min(per_executor, self.settings.max_leases_per_cycle)
+        room = max(0, self.settings.max_leases_in_flight - self.state.leased_runs)
+        return min(per_executor, self.settings.max_leases_per_cycle, room)
 
     # --- executors gone silent and nodes lost -------------------------------------------
 

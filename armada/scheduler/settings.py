@@ -64,6 +64,16 @@ class SchedulerServiceSettings(SettingsArea):
             "would be 100,000 leases, a write of tens of seconds).",
         ),
     ] = 10_000
+    max_leases_in_flight: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Most runs leased over all executors and not yet reported pending or "
+            "running; at this many a cycle leases nothing more. Leases outrunning the run "
+            "reports (a server or executors short of CPU) would otherwise keep the append lock "
+            "busy with more leases while the reports that free it wait.",
+        ),
+    ] = 50_000
     heartbeat_record_interval: Annotated[
         float, Meta(gt=0, description="Seconds between executor heartbeats recorded in the event log.")
     ] = 5.0

@@ -108,6 +108,21 @@ async def test_one_cycle_leases_at_most_max_leases_per_cycle_over_all_executors(
     assert second.stats.scheduled == 2, "one executor at its limit rests: the other's cap alone"
 
 
+async def test_no_more_leases_while_max_leases_in_flight_runs_have_not_started(harness: Harness) -> None:
+    h = harness
+    h.scheduler.settings = msgspec.structs.replace(h.settings, max_leases_in_flight=3)
+    await h.lease()
+    await submit(h, 5)
+    assert (await h.scheduler.cycle()).stats.scheduled == 3
+    leases = (await h.lease()).leases
+    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases])
+    assert (await h.scheduler.cycle()).stats.scheduled == 0, "acknowledged, not yet started"
+    first = leases[0]
+    started = RunEvent(run_id=first.run_id, job_id=first.job_id, kind="running")
+    await h.intake.report(RunEventBatch(executor_id="c1", events=[started]))
+    assert (await h.scheduler.cycle()).stats.scheduled == 1, "one started: room for one"
+
+
 async def test_a_job_too_big_for_every_node_is_rejected(harness: Harness) -> None:
     h = harness
     await h.lease()
