@@ -54,6 +54,7 @@ from armada.model.queues import Queue
 from bench.backlog import cycles, quantiles, server_env
 from bench.common import cpu_seconds, database_arguments, report, workload_arguments
 from bench.e2e import (
+    client_gap,
     cluster_arguments,
     database,
     read_log,
@@ -279,11 +280,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for i in range(args.pollers)
             ]
             before, own_before = usage.sample(), cpu_seconds()
-            started = time.perf_counter()
+            started, started_wall = time.perf_counter(), time.time()
             job_ids = await submit_all(client, args, args.submitters, submit_latencies, submitted)
             submit_seconds = time.perf_counter() - started
             await wait_succeeded_by_status(client, job_ids, args.timeout)
-            wall = time.perf_counter() - started
+            wall, seen_wall = time.perf_counter() - started, time.time()
             for task in pollers:
                 task.cancel()
             await wait_finished(url, args.jobs, args.timeout, [server, *executors])
@@ -307,6 +308,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "client_wall_s": round(wall, 2),
                 "client_jobs_per_second": round(args.jobs / wall, 1),
                 "submit_seconds": round(submit_seconds, 2),
+                **client_gap(events, started_wall, seen_wall),
                 **quantiles(submit_latencies, "submit_latency_s"),
                 **throughput(events),
                 **stages(events),
