@@ -200,6 +200,21 @@ async def poll_status(
         await asyncio.sleep(interval)
 
 
+def last_end(events: list[ev.Event], clock: CommitClock, seen: float) -> dict[str, float]:
+    """Where the user's wait after the last job's end went: from its ``succeeded`` stamp
+    (the executor's) to its commit (the report's way to the server and its append), and
+    from the commit to the client's status call seeing it. ``events`` is the whole log from
+    seq 1 (dense), so the last ``succeeded`` in it is the last to commit."""
+    last = max((seq for seq, event in enumerate(events, start=1) if event.type == "succeeded"), default=0)
+    committed = clock.committed(last) if last else None
+    if committed is None:
+        return {}
+    return {
+        "last_end_to_commit_s": round(committed - events[last - 1].created.timestamp(), 3),
+        "last_commit_to_client_s": round(seen - committed, 3),
+    }
+
+
 def stages(events: list[ev.Event]) -> dict[str, float]:
     """How long each step of a job's path took (p50/p99), by the events' ``created`` stamps:
     leased -> pending is the executor's pick-up (the lease call, starting the run), running ->
@@ -309,6 +324,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "client_jobs_per_second": round(args.jobs / wall, 1),
                 "submit_seconds": round(submit_seconds, 2),
                 **client_gap(events, started_wall, seen_wall),
+                **last_end(events, commits, seen_wall),
                 **quantiles(submit_latencies, "submit_latency_s"),
                 **throughput(events),
                 **stages(events),
