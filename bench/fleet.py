@@ -20,7 +20,9 @@ it counts the executor's report too), and on PostgreSQL its receipt time - the c
 ``NOTIFY`` heard here (``watch_delay_after_commit``); leased -> pending and running ->
 succeeded by the events' stamps (the executor's pick-up; the run and its timer); the events
 every watcher missed (0 when all were delivered); the status calls' latency; the server's
-and PostgreSQL's CPU per 1,000 jobs; the server's peak RSS; the scheduling cycles it logged.
+and PostgreSQL's CPU per 1,000 jobs; the server's peak RSS; the scheduling cycles it logged;
+where the user's wait after the last job's end went (its ``succeeded`` stamp -> its commit
+-> the status call that saw it).
 The benchmark's own client shares the machine: its CPU seconds are reported too. The
 50,000-node, 1,000,000-queued shape is ``bench/backlog.py --executors 1
 --clusters-per-executor 20 --nodes-per-executor 2500 --jobs 1000000``. The last line is JSON.
