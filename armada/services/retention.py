@@ -73,8 +73,10 @@ class Pruner:
         #: Bytes the database took at the last look.
         self.database_bytes = 0
         #: Seconds this process's batches held the append lock (PostgreSQL: as the server
-        #: measured it, from taking it to the COMMIT; SQLite: their deletes at the commit).
+        #: measured it, from taking it to the COMMIT; SQLite: their deletes at the commit)...
         self.locked_seconds = 0.0
+        #: ... and a bound above it (PostgreSQL: until this process saw the COMMIT's answer).
+        self.locked_bound_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def cutoff(self) -> datetime | None:
@@ -168,10 +170,12 @@ class Pruner:
         self._forget(chosen, chosen.events)  # first: memory never answers for what is gone
         try:
             async with self.store.engine.connect() as conn:
-                self.locked_seconds += await retention.delete_beside(conn, chosen, chosen.events)
+                held = await retention.delete_beside(conn, chosen, chosen.events)
         except retention.Deferred as why:
             log.info("pruning batch deferred", reason=str(why))
             return False
+        self.locked_seconds += held.to_commit
+        self.locked_bound_seconds += held.to_answer
         return True
 
     async def _delete_at_commit(self, chosen: retention.Chosen) -> set[str]:
@@ -185,7 +189,9 @@ class Pruner:
             doomed.update(unchanged.difference(touched_after))
             self._forget(chosen, doomed)  # in the lock, the group's writers done: nothing refills it
             await retention.delete_jobs(conn, chosen, doomed)
-            self.locked_seconds += time.monotonic() - started
+            held = time.monotonic() - started
+            self.locked_seconds += held
+            self.locked_bound_seconds += held
 
         async with self.store.transaction() as tx:
             unchanged = set(wanted) - await tx.jobs_changed_since(chosen.seen, wanted)
