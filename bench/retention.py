@@ -12,7 +12,7 @@ time, ``--submissions`` per round; the pruner runs as the server's does (paced b
 last line is JSON: per mode the median over rounds of the submissions' p50 and p99 (ms),
 jobs pruned per second while pruning, the mean time a batch held the append lock
 (PostgreSQL: as the server measured it, from taking it shared to the COMMIT, in a
-transaction of the batch's own, and a bound above it, until the COMMIT's answer; SQLite:
+transaction of the batch's own; SQLite:
 its deletes at the commit of the append group it joined, whose turn and wait for the
 commit are given too), the batches deferred (the lock stayed busy past
 ``retention.LOCK_WAIT``), a submission's own turn (for comparison), and ``bytes_per_job``.
@@ -266,13 +266,7 @@ async def main() -> None:
                     for mode, rounds in (("off", off), ("pruning", on))
                 },
                 "pruned_jobs_per_second": round(statistics.median(rates)),
-                **{
-                    f"prune_{name}_mean_ms": round(seconds / max(1, batches - deferred) * 1000, 2)
-                    for name, seconds in (
-                        ("locked", pruner.locked_seconds),
-                        ("locked_bound", pruner.locked_bound_seconds),
-                    )
-                },
+                "prune_locked_mean_ms": round(pruner.locked_seconds / max(1, batches - deferred) * 1000, 2),
                 "prune_batches": batches,
                 "prune_deferred": deferred,
                 # SQLite's batches join append groups: their turns and waits for the commit.

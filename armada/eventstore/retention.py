@@ -10,12 +10,11 @@ part (:mod:`.usage`), which outlives it. The policy (when, how many, the archive
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import msgspec
 from psycopg import errors
@@ -134,20 +133,7 @@ _BY_INDEX = text("SET LOCAL enable_seqscan TO off")
 _TAKE_LOCK = text(
     "SELECT pg_advisory_xact_lock_shared(:key), set_config('armada.locked', clock_timestamp()::text, true)"
 ).bindparams(key=dialects.APPEND_LOCK_KEY)
-_HELD = text(
-    "SELECT extract(epoch FROM clock_timestamp() - taken), extract(epoch FROM taken)"
-    " FROM (SELECT current_setting('armada.locked')::timestamptz AS taken) AS locked"
-)
-
-
-class Held(NamedTuple):
-    """How long a batch held the append lock, in seconds."""
-
-    #: From taking it to the COMMIT, by the database server's clock.
-    to_commit: float
-    #: From taking it to this process seeing the COMMIT's answer (the host's clock): a
-    #: bound above the hold, the COMMIT's own time and this client's turnaround included.
-    to_answer: float
+_HELD = text("SELECT extract(epoch FROM clock_timestamp() - current_setting('armada.locked')::timestamptz)")
 
 
 class Deferred(Exception):
@@ -155,9 +141,10 @@ class Deferred(Exception):
     stayed busy longer than :data:`LOCK_WAIT`. A later batch chooses again."""
 
 
-async def delete_beside(conn: AsyncConnection, chosen: Chosen, job_ids: Collection[str]) -> Held:
+async def delete_beside(conn: AsyncConnection, chosen: Chosen, job_ids: Collection[str]) -> float:
     """PostgreSQL: remove ``job_ids`` (of ``chosen``) as :func:`delete_jobs` does, in a
-    transaction of its own beside the appends; return how long it held the append lock.
+    transaction of its own beside the appends; return the seconds from taking the append
+    lock to the COMMIT, by the database server's clock (the COMMIT's own flush comes on top).
 
     The rows go first, without the lock: no writer touches a finished job's rows, so none
     waits for them. Then the transaction takes the append lock shared (it waits for the
@@ -180,10 +167,10 @@ async def delete_beside(conn: AsyncConnection, chosen: Chosen, job_ids: Collecti
         (_HELD, None),
     ]
     try:
-        to_commit, taken = await dialects.commit_in_one_round_trip(conn, statements)
+        (held,) = await dialects.commit_in_one_round_trip(conn, statements)
     except (errors.LockNotAvailable, errors.InvalidTextRepresentation) as exc:
         raise Deferred(str(exc)) from exc
-    return Held(float(to_commit), time.time() - float(taken))
+    return float(held)
 
 
 @asynccontextmanager

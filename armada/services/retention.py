@@ -73,10 +73,8 @@ class Pruner:
         #: Bytes the database took at the last look.
         self.database_bytes = 0
         #: Seconds this process's batches held the append lock (PostgreSQL: as the server
-        #: measured it, from taking it to the COMMIT; SQLite: their deletes at the commit)...
+        #: measured it, from taking it to the COMMIT; SQLite: their deletes at the commit).
         self.locked_seconds = 0.0
-        #: ... and a bound above it (PostgreSQL: until this process saw the COMMIT's answer).
-        self.locked_bound_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def cutoff(self) -> datetime | None:
@@ -170,12 +168,10 @@ class Pruner:
         self._forget(chosen, chosen.events)  # first: memory never answers for what is gone
         try:
             async with self.store.engine.connect() as conn:
-                held = await retention.delete_beside(conn, chosen, chosen.events)
+                self.locked_seconds += await retention.delete_beside(conn, chosen, chosen.events)
         except retention.Deferred as why:
             log.info("pruning batch deferred", reason=str(why))
             return False
-        self.locked_seconds += held.to_commit
-        self.locked_bound_seconds += held.to_answer
         return True
 
     async def _delete_at_commit(self, chosen: retention.Chosen) -> set[str]:
@@ -189,9 +185,7 @@ class Pruner:
             doomed.update(unchanged.difference(touched_after))
             self._forget(chosen, doomed)  # in the lock, the group's writers done: nothing refills it
             await retention.delete_jobs(conn, chosen, doomed)
-            held = time.monotonic() - started
-            self.locked_seconds += held
-            self.locked_bound_seconds += held
+            self.locked_seconds += time.monotonic() - started
 
         async with self.store.transaction() as tx:
             unchanged = set(wanted) - await tx.jobs_changed_since(chosen.seen, wanted)
@@ -203,7 +197,7 @@ class Pruner:
         """Drop what memory holds that the deletion of ``job_ids`` takes from the database."""
         newest = max((stored.seq for job_id in job_ids for stored in chosen.events[job_id]), default=None)
         if newest is not None:
-            self.store.forget_recent(newest)
+            self.store.forget_recent(newest, job_ids)
 
     async def _at_commit(self, delete: Callable[[AsyncConnection], Awaitable[int]]) -> int:
         """Run ``delete`` at the commit of the append group this write joins; return its count."""
