@@ -10,10 +10,13 @@ before and after, divided by the jobs). Then submissions are timed in interleave
 ``--batch`` jobs' events in the prompt lane, as the submit route's, ``--concurrency`` at a
 time, ``--submissions`` per round; the pruner runs as the server's does (paced batches). The
 last line is JSON: per mode the median over rounds of the submissions' p50 and p99 (ms),
-jobs pruned per second while pruning, the mean of a batch's turn at the append lock (it
-only leaves its deletes to the group's commit) and of the time to its commit, the mean of
-its deletes holding the lock at that commit, a submission's own turn (for comparison),
-and ``bytes_per_job``. A backlog of millions fills faster with ``--copies``; ``--reuse``
+jobs pruned per second while pruning, the mean time a batch held the append lock
+(PostgreSQL: as the server measured it, from taking it shared to the COMMIT, in a
+transaction of the batch's own; SQLite:
+its deletes at the commit of the append group it joined, whose turn and wait for the
+commit are given too), the batches deferred (the lock stayed busy past
+``retention.LOCK_WAIT``), a submission's own turn (for comparison), and ``bytes_per_job``.
+A backlog of millions fills faster with ``--copies``; ``--reuse``
 keeps the one an earlier run left; ``--rounds 0`` only fills.
 
 With ``--plateau-days D`` it then simulates D days of ``--jobs-per-day`` finished jobs kept
@@ -150,20 +153,21 @@ async def submissions(database: Database, count: int, batch: int, concurrency: i
     return latencies
 
 
-async def prune_until(pruner: Pruner, stop: asyncio.Event) -> tuple[int, int]:
-    """Prune as the server does (batches paced) until ``stop``; return the jobs pruned and
-    the batches."""
+async def prune_until(pruner: Pruner, stop: asyncio.Event) -> tuple[int, int, int]:
+    """Prune as the server does (batches paced) until ``stop``; return the jobs pruned, the
+    batches and those deferred."""
     cutoff = pruner.cutoff()
     assert cutoff is not None
-    pruned = batches = 0
+    pruned = batches = deferred = 0
     async for batch in pruner.batches(cutoff):
         pruned += batch.pruned
         batches += 1
+        deferred += batch.deferred
         if batch.chosen < pruner.settings.batch_size:
             raise SystemExit("the backlog ran out: raise --expired or lower --submissions")
         if stop.is_set():
             break
-    return pruned, batches
+    return pruned, batches, deferred
 
 
 async def plateau(database: Database, days: int, per_day: int, keep_days: int, vacuum: bool) -> list[int]:
@@ -227,7 +231,7 @@ async def main() -> None:
         off: list[list[float]] = []
         on: list[list[float]] = []
         rates: list[float] = []
-        batches = 0
+        batches = deferred = 0
         if args.rounds:
             await submissions(database, 20, args.batch, args.concurrency)  # warm up
         bulk = database.store.waits.lanes[Lane.BULK]  # only the pruner writes in it from here on
@@ -241,15 +245,17 @@ async def main() -> None:
             begun = time.perf_counter()
             on.append(await submissions(database, args.submissions, args.batch, args.concurrency))
             stop.set()
-            pruned, batched = await pruning
+            pruned, batched, put_off = await pruning
             rates.append(pruned / (time.perf_counter() - begun))
             batches += batched
+            deferred += put_off
             print(
                 f"p50 off {percentile(off[-1], 50):.1f} ms, pruning {percentile(on[-1], 50):.1f} ms; "
                 f"p99 off {percentile(off[-1], 99):.1f} ms, pruning {percentile(on[-1], 99):.1f} ms "
                 f"({rates[-1]:.0f} jobs/s)",
                 file=sys.stderr,
             )
+        joined = bulk.writes - bulk_writes
         timings = (
             {
                 **{
@@ -260,11 +266,17 @@ async def main() -> None:
                     for mode, rounds in (("off", off), ("pruning", on))
                 },
                 "pruned_jobs_per_second": round(statistics.median(rates)),
-                "prune_turn_mean_ms": round((bulk.turn - bulk_turns) / (bulk.writes - bulk_writes) * 1000, 2),
-                "prune_commit_mean_ms": round(
-                    (bulk.commit - bulk_commits) / (bulk.writes - bulk_writes) * 1000, 2
-                ),
-                "prune_delete_mean_ms": round(pruner.deleting_seconds / batches * 1000, 2),
+                "prune_locked_mean_ms": round(pruner.locked_seconds / max(1, batches - deferred) * 1000, 2),
+                "prune_batches": batches,
+                "prune_deferred": deferred,
+                # SQLite's batches join append groups: their turns and waits for the commit.
+                **{
+                    f"prune_{part}_mean_ms": round(seconds / joined * 1000, 2) if joined else None
+                    for part, seconds in (
+                        ("turn", bulk.turn - bulk_turns),
+                        ("commit", bulk.commit - bulk_commits),
+                    )
+                },
                 "submit_turn_mean_ms": round(
                     (prompt.turn - prompt_turns) / (prompt.writes - prompt_writes) * 1000, 2
                 ),

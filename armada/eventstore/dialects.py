@@ -38,6 +38,7 @@ from sqlalchemy.engine import URL, Dialect, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.selectable import Select
 
 from armada.eventstore import sqlite_driver
 from armada.eventstore.schema import events as events_table
@@ -412,29 +413,43 @@ def _pg_type(conn: AsyncConnection, column: Column[Any]) -> str:
 
 
 #: A statement and its rows of values (executed once per row; ``None``: once, as built).
-Statement = tuple[UpdateBase | TextClause, Sequence[dict[str, Any]] | None]
+Statement = tuple[UpdateBase | TextClause | Select[Any], Sequence[dict[str, Any]] | None]
 
 
-async def execute_all(conn: AsyncConnection, statements: Sequence[Statement]) -> None:
-    """Run ``statements`` in order; PostgreSQL gets them all in one round trip (a pipeline),
-    for a write that holds the append lock. Their values must be ones the driver adapts by
-    itself (ids, numbers, dates): SQLAlchemy's type processing is skipped."""
-    if not is_postgres(conn):
-        for statement, rows in statements:
-            await conn.execute(statement, list(rows) if rows else None)
-        return
+async def commit_in_one_round_trip(conn: AsyncConnection, statements: Sequence[Statement]) -> Any:
+    """PostgreSQL: run ``statements`` as one transaction whose BEGIN, statements and COMMIT
+    go in one round trip, so that nothing waits on this client between them (a lock taken
+    by one is held only as long as the server takes for the rest); return the first row of
+    the last statement (a query). An error rolls the whole transaction back and is raised
+    (psycopg's). ``conn`` is left in autocommit mode (the pool resets it)."""
+    conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
     driver = await driver_connection(conn)
-    async with driver.pipeline(), driver.cursor() as cursor:
-        for statement, rows in statements:
-            compiled = statement.compile(
-                dialect=conn.dialect,
-                column_keys=list(rows[0]) if rows else None,
-                compile_kwargs={"render_postcompile": True},
-            )
-            if rows:
-                await cursor.executemany(str(compiled), [compiled.construct_params(row) for row in rows])
-            else:
-                await cursor.execute(str(compiled), compiled.params)
+    try:
+        async with driver.cursor() as cursor, driver.cursor() as last:
+            async with driver.pipeline():
+                await cursor.execute("BEGIN")
+                for statement in statements[:-1]:
+                    await _send(conn, cursor, statement)
+                await _send(conn, last, statements[-1])
+                await cursor.execute("COMMIT")
+            return await last.fetchone()
+    except BaseException:
+        await driver.rollback()  # (an error leaves the transaction open, aborted)
+        raise
+
+
+async def _send(conn: AsyncConnection, cursor: Any, statement: Statement) -> None:
+    """Queue ``statement`` (compiled for the driver, with its rows) on ``cursor`` of a pipeline."""
+    clause, rows = statement
+    compiled = clause.compile(
+        dialect=conn.dialect,
+        column_keys=list(rows[0]) if rows else None,
+        compile_kwargs={"render_postcompile": True},
+    )
+    if rows:
+        await cursor.executemany(str(compiled), [compiled.construct_params(row) for row in rows])
+    else:
+        await cursor.execute(str(compiled), compiled.params)
 
 
 async def driver_connection(conn: AsyncConnection) -> Any:

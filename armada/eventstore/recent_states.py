@@ -66,6 +66,12 @@ class RecentJobStates:
         self._segments.clear()
         self.last = 0
 
+    def forget(self, job_ids: Iterable[str]) -> None:
+        """Hold nothing more of ``job_ids`` (retention pruned them)."""
+        for job_id in job_ids:
+            for _, states in self._segments:
+                states.pop(job_id, None)
+
     def states(self, job_ids: Iterable[str], head: int) -> tuple[dict[str, str], list[str]]:
         """The states held of ``job_ids`` and the ids the views must answer for (all of them
         unless every commit up to ``head``, the newest this process knows of, is covered)."""

@@ -17,7 +17,9 @@ from datetime import datetime
 from typing import Any, cast
 
 import msgspec
-from sqlalchemy import Row, Table, delete, func, insert, select, text
+from psycopg import errors
+from sqlalchemy import Integer, Row, Table, delete, func, insert, literal, select, text
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from armada.eventstore import dialects, schema, usage
@@ -84,40 +86,91 @@ async def choose(conn: AsyncConnection, cutoff: datetime, limit: int, records: U
     return Chosen(seen, len(found), events)
 
 
+def _deletes(conn: AsyncConnection, chosen: Chosen, ids: Sequence[str]) -> list[dialects.Statement]:
+    """The statements removing ``ids`` from the log (their events up to :attr:`Chosen.seen`:
+    one appended since is not the batch's) and from every view, the log's between the
+    ``log_pruning`` permit's insert and its removal."""
+    permit, log = schema.log_pruning, schema.events
+    return [
+        (insert(permit).values(pruning=True), None),
+        *(
+            (delete(log).where(where & (log.c.seq <= chosen.seen)), None)
+            for where in dialects.in_values(conn, log.c.job_id, ids)
+        ),
+        (delete(permit), None),
+        *(
+            (delete(table).where(where), None)
+            for table in JOB_TABLES[1:]
+            for where in dialects.in_values(conn, table.c.job_id, ids)
+        ),
+    ]
+
+
+def _settle(conn: AsyncConnection, chosen: Chosen, ids: Sequence[str]) -> list[dialects.Statement]:
+    """The statements moving the usage figures of ``ids`` to the rollups' ``pruned`` part."""
+    history = sorted((stored for job_id in ids for stored in chosen.events[job_id]), key=lambda one: one.seq)
+    return usage.settle(conn, (stored.event for stored in history))
+
+
 async def delete_jobs(conn: AsyncConnection, chosen: Chosen, job_ids: Collection[str]) -> None:
     """Remove ``job_ids`` (of ``chosen``, unchanged since) from the log and every view, inside
-    the caller's transaction, their usage figures moved to the rollups' ``pruned`` part.
-
-    The statements go in one round trip on PostgreSQL (the append lock is held meanwhile),
-    the log's rows by primary key, the views' by the job indexes whatever the statistics say
-    (a table not yet analysed was read whole, 67 ms for 100,000 events, under the lock)."""
-    if not job_ids:
-        return
+    the caller's transaction (SQLite: an append group's, at its commit), their usage figures
+    moved to the rollups' ``pruned`` part."""
     ids = sorted(job_ids)
-    history = sorted((stored for job_id in ids for stored in chosen.events[job_id]), key=lambda one: one.seq)
-    deletes: list[dialects.Statement] = [
-        (delete(table).where(where), None)
-        for table in JOB_TABLES
-        for where in dialects.in_values(conn, table.c.job_id, ids)
-    ]
-    permit = schema.log_pruning
-    statements = [
-        *_planner_statements(conn, "off"),
-        (insert(permit).values(pruning=True), None),
-        *usage.settle(conn, (stored.event for stored in history)),
-        *deletes,
-        (delete(permit), None),
-        *_planner_statements(conn, "DEFAULT"),
-    ]
-    await dialects.execute_all(conn, statements)
+    for statement, rows in [*_settle(conn, chosen, ids), *_deletes(conn, chosen, ids)] if ids else []:
+        await conn.execute(statement, list(rows) if rows else None)
 
 
-def _planner_statements(conn: AsyncConnection, value: str) -> list[dialects.Statement]:
-    """PostgreSQL: sequential scans off (or back to their default) for the rest of the
-    transaction, an append group's (the writers after it plan as usual)."""
-    if not dialects.is_postgres(conn):
-        return []
-    return [(text(f"SET LOCAL enable_seqscan TO {value}"), None)]
+#: How long a batch deleted beside the appends (:func:`delete_beside`) waits for the append
+#: lock (or a row) before it gives up and is tried again: well below PostgreSQL's
+#: ``deadlock_timeout`` (1 s by default), so that when a writer holding the lock waits for a
+#: row the batch deleted (``armada admin rebuild-views`` emptying the views), the batch is
+#: what gives way.
+LOCK_WAIT = "500ms"
+#: The views' rows by the job indexes whatever the statistics say (a table not yet analysed
+#: was read whole: 67 ms for 100,000 events).
+_BY_INDEX = text("SET LOCAL enable_seqscan TO off")
+_TAKE_LOCK = text(
+    "SELECT pg_advisory_xact_lock_shared(:key), set_config('armada.locked', clock_timestamp()::text, true)"
+).bindparams(key=dialects.APPEND_LOCK_KEY)
+_HELD = text("SELECT extract(epoch FROM clock_timestamp() - current_setting('armada.locked')::timestamptz)")
+
+
+class Deferred(Exception):
+    """A batch was not deleted: a job of it changed since it was chosen, or the append lock
+    stayed busy longer than :data:`LOCK_WAIT`. A later batch chooses again."""
+
+
+async def delete_beside(conn: AsyncConnection, chosen: Chosen, job_ids: Collection[str]) -> float:
+    """PostgreSQL: remove ``job_ids`` (of ``chosen``) as :func:`delete_jobs` does, in a
+    transaction of its own beside the appends; return the seconds from taking the append
+    lock to the COMMIT, by the database server's clock (the COMMIT's own flush comes on top).
+
+    The rows go first, without the lock: no writer touches a finished job's rows, so none
+    waits for them. Then the transaction takes the append lock shared (it waits for the
+    append in progress, and the next one waits for it), refuses itself if any of the jobs
+    has an event left (appended after :attr:`Chosen.seen`, so not deleted), moves the usage
+    figures (rows appends add to: only under the lock) and commits. All of it goes in one
+    round trip, so the lock is held for the server's work on a few statements, never for a
+    turnaround of this client's. Raises :class:`Deferred` when the batch must wait."""
+    ids = sorted(job_ids)
+    log = schema.events
+    changed = literal("job ") + log.c.job_id + literal(" changed since it was chosen")
+    (left,) = dialects.in_values(conn, log.c.job_id, ids)
+    statements: list[dialects.Statement] = [
+        (text(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'"), None),
+        (_BY_INDEX, None),
+        *_deletes(conn, chosen, ids),
+        (_TAKE_LOCK, None),
+        (select(sql_cast(changed, Integer)).where(left).limit(1), None),  # an error if one is left
+        *_settle(conn, chosen, ids),
+        (_HELD, None),
+    ]
+    try:
+        (held,) = await dialects.commit_in_one_round_trip(conn, statements)
+    except (errors.LockNotAvailable, errors.InvalidTextRepresentation) as exc:
+        raise Deferred(str(exc)) from exc
+    return float(held)
 
 
 @asynccontextmanager

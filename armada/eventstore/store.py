@@ -386,13 +386,13 @@ class EventStore:
                 found |= await job_views.job_state_values(conn, missing)
         return found
 
-    def forget_recent(self, newest_deleted: int) -> None:
-        """Retention deleted events from the log up to seq ``newest_deleted``: a stream or a
-        status call must not be served what the database no longer holds. The job states
-        kept are dropped; the events kept only if they reach back that far (expired jobs'
-        events are old, the events kept the newest: the scheduler's follower keeps reading
-        them from memory)."""
-        self._states.clear()
+    def forget_recent(self, newest_deleted: int, job_ids: Collection[str]) -> None:
+        """Retention is deleting ``job_ids``, their events up to seq ``newest_deleted``: a
+        stream or a status call must not be served what the database no longer holds. Their
+        states kept are dropped (those of jobs still flowing stay, for status pollers); the
+        events kept only if they reach back that far (expired jobs' events are old, the
+        events kept the newest: the scheduler's follower keeps reading them from memory)."""
+        self._states.forget(job_ids)
         self._usage.forget()
         if self._recent.holds_up_to(newest_deleted):
             self._recent = RecentEvents()

@@ -1,12 +1,13 @@
 """Retention: the leader prunes finished jobs older than ``retention.expireAfter``.
 
 Each batch is chosen, with its events, on a plain connection (and archived, if asked,
-before anything is deleted), then deleted in an append group's transaction as it commits:
-the log and the views change together, so a rebuild or check sees a batch wholly or not
-at all, and the append lock is held for one round trip of deletes, not for a turn of the
-pruner's own. A job that changed since it was chosen is left for a later round. Pruning
-appends no event, so the scheduler's state (which holds no finished job) and its usage
-history (kept in memory from the runs it sees) are untouched.
+before anything is deleted), then deleted in one transaction: the log and the views change
+together, so a rebuild or check sees a batch wholly or not at all. On PostgreSQL that
+transaction is the batch's own, beside the appends, and holds the append lock only for its
+last statements (:func:`retention.delete_beside`); on SQLite it is an append group's, the
+deletes run as it commits. A job that changed since it was chosen is left for a later
+round. Pruning appends no event, so the scheduler's state (which holds no finished job) and
+its usage history (kept in memory from the runs it sees) are untouched.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import NamedTuple
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from armada.eventstore import fleet_history, retention
+from armada.eventstore import dialects, fleet_history, retention
 from armada.eventstore.store import EventStore
 from armada.services import archive
 from armada.services.settings import RetentionSettings
@@ -44,6 +45,8 @@ FLEET_CHUNK = 1000
 class Batch(NamedTuple):
     chosen: int
     pruned: int
+    #: Not deleted this time (the append lock stayed busy, or a job changed): try again.
+    deferred: bool = False
 
 
 class Pruner:
@@ -69,8 +72,9 @@ class Pruner:
         self.oldest_retained: datetime | None = None
         #: Bytes the database took at the last look.
         self.database_bytes = 0
-        #: Seconds this process's batches spent deleting, holding the append lock.
-        self.deleting_seconds = 0.0
+        #: Seconds this process's batches held the append lock (PostgreSQL: as the server
+        #: measured it, from taking it to the COMMIT; SQLite: their deletes at the commit).
+        self.locked_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def cutoff(self) -> datetime | None:
@@ -122,45 +126,78 @@ class Pruner:
     async def batches(self, cutoff: datetime) -> AsyncIterator[Batch]:
         """Prune the jobs finished before ``cutoff`` batch after batch, resting between them
         (:data:`PAUSE`), until none is left, a batch prunes nothing (jobs that changed, the
-        newest event's: the next round tries again) or this replica no longer leads."""
+        newest event's: the next round tries again) or this replica no longer leads. A
+        batch deferred on PostgreSQL (the lock stayed busy, a job changed) is chosen again
+        after the rest."""
         while True:
             started = time.monotonic()
             batch = await self.prune_batch(cutoff)
             yield batch
-            if batch.chosen < self.settings.batch_size or not batch.pruned or not self.is_leader():
+            done = batch.chosen < self.settings.batch_size or not (batch.pruned or batch.deferred)
+            if done or not self.is_leader():
                 return  # (two replicas pruning would be safe, each batch being re-checked: only wasteful)
             await asyncio.sleep((time.monotonic() - started) * PAUSE)
 
     async def prune_batch(self, cutoff: datetime) -> Batch:
-        """Choose (and archive) a batch outside the append lock, then delete it at the commit
-        of the append group it joins: the jobs no writer of the group nor any append since
-        touched, with no read and no turnaround of its own under the lock (:func:`retention.choose`)."""
+        """Choose (and archive) a batch outside the append lock, then delete it: on
+        PostgreSQL in a transaction of its own that holds the lock only for its last few
+        statements (:func:`retention.delete_beside`), on SQLite (whose one writer at a time
+        is the append lock) at the commit of the append group it joins. Either way only the
+        jobs no append touched since they were chosen go, and nothing waits on a turnaround
+        of the pruner's under the lock."""
         async with self.store.engine.connect() as conn:
             chosen = await retention.choose(conn, cutoff, self.settings.batch_size, self.store.unreadable)
             if not chosen.events:
                 return Batch(chosen.found, 0)
-            wanted = sorted(chosen.events)
-            records = await retention.job_records(conn, wanted) if self.settings.archive_dir else []
+            archived = self.settings.archive_dir
+            records = await retention.job_records(conn, sorted(chosen.events)) if archived else []
         if records:
             await asyncio.to_thread(archive.write_batch, Path(self.settings.archive_dir), records)
+        if dialects.is_postgres(self.store.engine):
+            if not await self._delete_beside(chosen):
+                return Batch(chosen.found, 0, deferred=True)
+            doomed = set(chosen.events)
+        else:
+            doomed = await self._delete_at_commit(chosen)
+        self.pruned_jobs += len(doomed)
+        return Batch(chosen.found, len(doomed))
+
+    async def _delete_beside(self, chosen: retention.Chosen) -> bool:
+        """Delete the batch in a transaction of its own (PostgreSQL); return whether it went
+        (not: a job changed, or the lock stayed busy)."""
+        self._forget(chosen, chosen.events)  # first: memory never answers for what is gone
+        try:
+            async with self.store.engine.connect() as conn:
+                self.locked_seconds += await retention.delete_beside(conn, chosen, chosen.events)
+        except retention.Deferred as why:
+            log.info("pruning batch deferred", reason=str(why))
+            return False
+        return True
+
+    async def _delete_at_commit(self, chosen: retention.Chosen) -> set[str]:
+        """Delete the batch at the commit of the append group this write joins (SQLite):
+        the jobs no writer of the group nor any append since touched. Return those."""
+        wanted = sorted(chosen.events)
         doomed: set[str] = set()
 
         async def delete(conn: AsyncConnection, touched_after: Collection[str]) -> None:
             started = time.monotonic()
             doomed.update(unchanged.difference(touched_after))
-            newest = max((stored.seq for job_id in doomed for stored in chosen.events[job_id]), default=None)
-            # In the lock, the group's writers done: nothing refills memory before the commit.
-            if newest is not None:
-                self.store.forget_recent(newest)
+            self._forget(chosen, doomed)  # in the lock, the group's writers done: nothing refills it
             await retention.delete_jobs(conn, chosen, doomed)
-            self.deleting_seconds += time.monotonic() - started
+            self.locked_seconds += time.monotonic() - started
 
         async with self.store.transaction() as tx:
             unchanged = set(wanted) - await tx.jobs_changed_since(chosen.seen, wanted)
             if unchanged:
                 tx.at_commit(delete)
-        self.pruned_jobs += len(doomed)
-        return Batch(chosen.found, len(doomed))
+        return doomed
+
+    def _forget(self, chosen: retention.Chosen, job_ids: Collection[str]) -> None:
+        """Drop what memory holds that the deletion of ``job_ids`` takes from the database."""
+        newest = max((stored.seq for job_id in job_ids for stored in chosen.events[job_id]), default=None)
+        if newest is not None:
+            self.store.forget_recent(newest, job_ids)
 
     async def _at_commit(self, delete: Callable[[AsyncConnection], Awaitable[int]]) -> int:
         """Run ``delete`` at the commit of the append group this write joins; return its count."""

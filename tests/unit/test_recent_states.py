@@ -39,3 +39,10 @@ def test_old_entries_and_those_past_capacity_are_not_used() -> None:
     assert states.states(["a", "b", "c"], head=3) == ({"b": "QUEUED", "c": "QUEUED"}, ["a"])
     now[0] = SEGMENT_SECONDS + MAX_AGE_SECONDS + 1
     assert states.states(["b", "c"], head=3) == ({"c": "QUEUED"}, ["b"])
+
+
+def test_pruned_jobs_are_forgotten_and_the_others_kept() -> None:
+    states = RecentJobStates(clock=lambda: 0.0)
+    states.add(1, [moved("a", ev.JobCancelled), moved("b")])
+    states.forget(["a", "z"])
+    assert states.states(["a", "b"], head=2) == ({"b": "QUEUED"}, ["a"])
