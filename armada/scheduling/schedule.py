@@ -158,9 +158,10 @@ def schedule(
 
 
 def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
-    """Apply a cycle's decisions to the job db (what the service does via the event log)."""
+    """Apply a cycle's decisions to the job db it read, unchanged since (what the service
+    does via the event log)."""
     leases = result.leases
-    db.lease_many(leases.job_ids, leases.node_ids, leases.pools)
+    db.lease_rows(np.array(leases.rows, dtype=np.int64), np.array(leases.nodes, dtype=np.int64), leases.pools)
     db.remove_many({p.job_id for p in result.preemptions} | {r.job_id for r in result.rejections})
 
 
@@ -244,6 +245,8 @@ def _leases(ctx: CycleContext) -> Leases:
         node_ids=_pick(ctx.db.nodes.ids, on),
         pools=pools,
         executors=list(map(executor.__getitem__, on)),
+        rows=rows,
+        nodes=on,
     )
 
 

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from armada.scheduling.decisions import SchedulingResult
 from armada.scheduling.jobdb import JobDb
 from armada.scheduling.queues import QueueSpec
-from armada.scheduling.replay import Cancel, Forward, NodeChange, QueueChange, TimelineItem, run_forward
+from armada.scheduling.replay import (
+    Cancel,
+    Forward,
+    IntArray,
+    NodeChange,
+    QueueChange,
+    TimelineItem,
+    run_forward,
+)
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
 
 
@@ -22,7 +30,7 @@ class Log:
         self.seen += [(t, "start", job_id) for job_id in result.leases.job_ids]
         self.seen += [(t, "preempted", p.job_id) for p in result.preemptions]
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
+    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str], nodes: IntArray) -> None:
         self.seen += [(t, "end", job_id) for job_id in job_ids]
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
@@ -51,7 +59,7 @@ def run(
         queues=list(sim.queues.values()),
         config=sim.config,
         state=sim.state,
-        runtime=lambda job_id: (runtimes[job_id], ""),
+        runtime=lambda job_ids: ([runtimes[job_id] for job_id in job_ids], [""] * len(job_ids)),
         timeline=timeline,
         cycle_instants=instants,
         lease_latency=latency,
