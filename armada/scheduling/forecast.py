@@ -228,7 +228,8 @@ class _StartWatcher:
                 self.remaining -= 1
                 self.result.rejected[rejection.job_id] = rejection.reason
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str], nodes: IntArray) -> None:
+    def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        nodes = db.cols["node"][rows]  # running jobs: all on a node
         if self._at != t:
             self._bases.clear()
             self._at = t

@@ -313,10 +313,12 @@ class JobDb:
         self.ids[row] = None
 
     def remove_many(self, job_ids: Iterable[str]) -> None:
-        """Many jobs leave at once (a cycle's preemptions, a simulation's ends), as :meth:`remove`
-        without ``finished``: array updates, not one per job."""
-        row_of = self._row_of
-        rows = np.fromiter(map(row_of.pop, job_ids), dtype=np.int64)
+        """Many jobs leave at once (a cycle's preemptions), as :meth:`remove` without
+        ``finished``: array updates, not one per job."""
+        self.remove_rows(np.fromiter(map(self._row_of.__getitem__, job_ids), dtype=np.int64))
+
+    def remove_rows(self, rows: Rows) -> None:
+        """:meth:`remove_many` given the jobs' (distinct) rows (a simulation's ends)."""
         if not len(rows):
             return
         self.version += 1
@@ -330,8 +332,9 @@ class JobDb:
         for row in rows[cols["gang"][rows] >= 0].tolist():
             self._leave_gang(row)
         cols["state"][rows] = FREE
-        ids = self.ids
+        row_of, ids = self._row_of, self.ids
         for row in rows.tolist():
+            del row_of[ids[row]]  # live rows have ids
             ids[row] = None
 
     def _leave_gang(self, row: int) -> None:

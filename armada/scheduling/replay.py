@@ -62,6 +62,7 @@ TimelineItem = JobRequirements | NodeChange | Cancel | QueueChange
 #: Given jobs, the seconds each runs and the basis of each.
 Runtimes = Callable[[list[str]], tuple[Sequence[float], Sequence[str]]]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 class Observer(Protocol):
@@ -70,10 +71,10 @@ class Observer(Protocol):
     def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
         """After a cycle at ``t``, before its decisions are applied to ``db``."""
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str], nodes: IntArray) -> None:
-        """Running jobs reached their end at ``t`` (``bases[i]`` is ``job_ids[i]``'s runtime's,
-        ``nodes[i]`` the row of its node); they are still in the db, on their nodes, and leave
-        it next."""
+    def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        """Running jobs (their ``rows`` in ``db``) reached their end at ``t`` (``bases[i]`` is
+        the basis of ``rows[i]``'s runtime); they are still in the db, on their nodes, and
+        leave it next."""
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """A job cancelled (``why`` = "cancelled"), lost with its node (``"lost"``, requeued),
@@ -256,15 +257,15 @@ class _Jobs:
         self.first[rows] = np.arange(self.ran, self.ran + len(rows))
         self.ran += len(rows)
 
-    def failed(self, rows: IntArray, job_ids: Sequence[str]) -> set[str]:
+    def failed(self, rows: IntArray, job_ids: Sequence[str]) -> BoolArray:
         """Of the jobs whose runs just ended, those whose run failed: each is to run again,
         for its next failing run's seconds or else its runtime."""
-        failed = set()
-        for row, job_id in zip(rows.tolist(), job_ids, strict=True):
+        failed = np.zeros(len(rows), dtype=bool)
+        for i, (row, job_id) in enumerate(zip(rows.tolist(), job_ids, strict=True)):
             attempts = self.attempts.get(job_id)
             if attempts is None:
                 continue
-            failed.add(job_id)
+            failed[i] = True
             attempts.pop()
             self.left[row] = attempts[-1]
             if len(attempts) == 1:
@@ -340,16 +341,14 @@ def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     jobs.end_at[due] = math.inf
     ending = due[db.cols["state"][due] == RUNNING]
     ending = ending[np.argsort(jobs.first[ending])]
-    ids = db.ids_of(ending)
-    failed = jobs.failed(ending, ids) if jobs.attempts else set()
-    for job_id in failed:
-        db.requeue(job_id)
-        observer.left(t, job_id, True, "failed")
-    if failed:
-        kept = [i for i, job_id in enumerate(ids) if job_id not in failed]
-        ending, ids = ending[kept], [ids[i] for i in kept]
-    observer.ended(t, ids, jobs.basis[ending].tolist(), db.cols["node"][ending])
-    db.remove_many(ids)
+    if jobs.attempts:
+        failed = jobs.failed(ending, db.ids_of(ending))
+        for job_id in db.ids_of(ending[failed]):
+            db.requeue(job_id)
+            observer.left(t, job_id, True, "failed")
+        ending = ending[~failed]
+    observer.ended(t, ending, jobs.basis[ending].tolist(), db)
+    db.remove_rows(ending)
 
 
 def _frozen() -> float:

@@ -113,8 +113,8 @@ class _Watcher:
             outcome.preempted = True
             self._end(outcome, t, lost=True)
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str], nodes: IntArray) -> None:
-        for job_id in job_ids:
+    def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        for job_id in db.ids_of(rows):
             self._end(self.outcomes[job_id], t, lost=False)
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:

@@ -30,8 +30,8 @@ class Log:
         self.seen += [(t, "start", job_id) for job_id in result.leases.job_ids]
         self.seen += [(t, "preempted", p.job_id) for p in result.preemptions]
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str], nodes: IntArray) -> None:
-        self.seen += [(t, "end", job_id) for job_id in job_ids]
+    def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        self.seen += [(t, "end", job_id) for job_id in db.ids_of(rows)]
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         self.seen.append((t, f"{why}{' running' if running else ''}", job_id))
