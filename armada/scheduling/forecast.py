@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import operator
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ BoolArray = npt.NDArray[np.bool_]
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 #: Events closer than this fraction of the time already simulated are merged into one step.
 COARSENING = 0.05
+#: What makes two runtime estimates the same.
+_FIELDS = operator.attrgetter("expected", "low", "high", "basis")
 #: The basis of a job that starts in the first simulated cycle.
 ROOM_NOW = "room now"
 
@@ -142,10 +145,11 @@ def simulate(
     runtime: Runtimes,
     horizon: float = DEFAULT_HORIZON,
     *,
-    waiting_for: Sequence[str] | None = None,
+    extra_only: bool = False,
 ) -> Simulation:
-    """Run the scheduling core forward from ``snapshot`` until every queued job (or every
-    one of ``waiting_for``, distinct) has started or ``horizon`` seconds have passed.
+    """Run the scheduling core forward from ``snapshot`` until every queued job, the
+    ``extra_jobs`` included (with ``extra_only``: every one of those), has started or
+    ``horizon`` seconds have passed.
 
     ``runtime(job_ids)`` gives the seconds each job runs (for a running job: the seconds
     *left* from ``snapshot.now``) and the basis of that figure, reported for the jobs that
@@ -154,10 +158,12 @@ def simulate(
     db = snapshot.db.copy()
     if snapshot.extra_jobs:
         db.add_many(snapshot.extra_jobs)
-    if waiting_for is None:
-        n = len(db.ids)
-        waiting_for = db.ids_of(np.flatnonzero(db.cols["state"][:n] == QUEUED))
-    watcher = _StartWatcher(waiting_for, db)
+    n = len(db.ids)
+    if extra_only:  # added last
+        watched = np.arange(n - len(snapshot.extra_jobs), n)
+    else:
+        watched = np.flatnonzero(db.cols["state"][:n] == QUEUED)
+    watcher = _StartWatcher(watched, db)
     forward = Forward(
         db=db,
         queues=snapshot.queues,
@@ -180,14 +186,13 @@ class _StartWatcher:
     Jobs are matched by their ``seq`` (unique, and kept when the db renumbers its rows), found
     in the sorted ``seq`` of the waiting jobs: no per-job lookups."""
 
-    def __init__(self, waiting: Sequence[str], db: JobDb) -> None:
-        rows = db.rows_of(waiting)
-        seq = np.where(rows >= 0, db.cols["seq"][rows], -1)  # a job not in the db never starts
-        self._order = np.argsort(seq, kind="stable")
+    def __init__(self, rows: IntArray, db: JobDb) -> None:
+        seq = db.cols["seq"][rows]
+        self._order = np.argsort(seq)
         self._seq = seq[self._order]
-        self.waiting = np.ones(len(waiting), dtype=bool)
-        self.remaining = len(waiting)
-        self.result = Simulation(list(waiting), np.full(len(waiting), np.nan), np.full(len(waiting), None))
+        self.waiting = np.ones(len(rows), dtype=bool)
+        self.remaining = len(rows)
+        self.result = Simulation(db.ids_of(rows), np.full(len(rows), np.nan), np.full(len(rows), None))
         self.freed_by = ROOM_NOW
         self._bases: Counter[str] = Counter()
         #: Per node row: the basis of the job that ended on it last, and when.
@@ -271,21 +276,20 @@ def forecast(
     """
 
     started, now = snapshot.started, snapshot.now
-    #: Estimate -> what a job not yet running runs for, and its basis: jobs share estimates.
-    unstarted: dict[RuntimeEstimate, tuple[float, str]] = {}
-
-    def at_start(estimate: RuntimeEstimate) -> tuple[float, str]:
-        known = unstarted.get(estimate)
-        if known is None:
-            known = unstarted[estimate] = (estimate.mean(), estimate.basis_after(0.0))
-        return known
+    #: An estimate's fields -> what a job not yet running runs for, and its basis: jobs share
+    #: estimates (a job set's, a queue and shape's), worked out once each.
+    unstarted: dict[tuple[float, float, float, str], tuple[float, str]] = {}
 
     def runtimes(job_ids: list[str]) -> tuple[Sequence[float], Sequence[str]]:
         given = list(map(estimates.get, job_ids))
         found = cast(list[RuntimeEstimate], given)  # unless some job has none: then rebuilt
         if None in given:
             found = [e or estimates.get(original_id(j), default) for e, j in zip(given, job_ids, strict=True)]
-        runs = list(map(at_start, found))
+        fields = list(map(_FIELDS, found))
+        for key, estimate in dict(zip(fields, found, strict=True)).items():
+            if key not in unstarted:
+                unstarted[key] = (estimate.mean(), estimate.basis_after(0.0))
+        runs = list(map(unstarted.__getitem__, fields))
         for i in [i for i, at in enumerate(map(started.get, job_ids)) if at is not None] if started else ():
             elapsed = now - started[job_ids[i]]
             runs[i] = (found[i].mean(elapsed), found[i].basis_after(elapsed))
@@ -296,12 +300,12 @@ def forecast(
     rows = np.zeros(0, dtype=np.int64)
     if not extra_only:
         rows = np.flatnonzero(db.cols["state"][: len(db.ids)] == QUEUED)
-    job_ids = db.ids_of(rows) + [job.id for job in extra]
     index = {name: i for i, name in enumerate(db.queue_names)}
     extra_queues = [index.setdefault(job.queue, len(index)) for job in extra]
     queue = np.concatenate([db.cols["queue"][rows], np.array(extra_queues, dtype=np.int64)])
     names = list(index)
-    simulated = simulate(snapshot, runtimes, horizon, waiting_for=job_ids)
+    simulated = simulate(snapshot, runtimes, horizon, extra_only=extra_only)
+    job_ids = simulated.job_ids  # the queued jobs in row order, then the extra ones: as ``queue``
     calibration = calibration or Calibration()
     out: dict[str, JobForecast] = {}
     began = ~np.isnan(simulated.start)
