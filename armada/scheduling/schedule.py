@@ -31,7 +31,6 @@ from armada.scheduling.pool import PoolCycle
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState, TokenBucket, tokens_now
-from armada.scheduling.unique_rows import unique_rows
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -184,9 +183,7 @@ def _rejected_keys(
         return key_ok, rejected, waiting
     nodes = db.nodes
     pool_tolerations = config.default_tolerations_by_pool()
-    shape = nodes.shapes(config.floating_by_pool())
-    live = np.concatenate(list(pools.values()))
-    shapes, inverse, _ = unique_rows(shape[live])
+    shape, live, shapes, inverse = nodes.live_shapes(config.floating_by_pool())
     queued = set().union(*(counts.keys() for counts in db.queued_counts))
     for key in sorted(queued):
         info = db.keys.infos[key]
