@@ -222,7 +222,8 @@ class _StartWatcher:
         self.result.start[index] = t
         nodes = np.array(leases.nodes, dtype=np.int64)[hit]
         basis = np.full(len(index), self.freed_by, dtype=object)
-        if on_node:
+        if on_node and len(nodes):
+            self._cover(nodes)
             freed = self._node_at[nodes] == t
             basis[freed] = self._node_basis[nodes[freed]]
         self.result.basis[index] = basis
@@ -239,13 +240,19 @@ class _StartWatcher:
             self._bases.clear()
             self._at = t
         self._bases.update(bases)
-        if len(nodes) and (more := int(nodes.max()) + 1 - len(self._node_at)) > 0:
-            self._node_basis = np.concatenate([self._node_basis, np.full(more, None)])
-            self._node_at = np.concatenate([self._node_at, np.full(more, np.nan)])
+        if len(nodes):
+            self._cover(nodes)
         # The last job to end on a node gives it its basis.
         last = len(nodes) - 1 - np.unique(nodes[::-1], return_index=True)[1]
         self._node_basis[nodes[last]] = np.array(bases, dtype=object)[last]
         self._node_at[nodes[last]] = t
+
+    def _cover(self, nodes: IntArray) -> None:
+        """Grow the per-node arrays to hold ``nodes`` (nodes may join in a timeline)."""
+        more = int(nodes.max()) + 1 - len(self._node_at)
+        if more > 0:
+            self._node_basis = np.concatenate([self._node_basis, np.full(more, None)])
+            self._node_at = np.concatenate([self._node_at, np.full(more, np.nan)])
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """Forecasts have no cancellations or node changes in their timeline."""

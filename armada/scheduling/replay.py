@@ -163,6 +163,7 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
         t = following
         _end_due(db, jobs, t, observer)
+    db.renumbering = None  # no one follows the rows any more
     return cycles
 
 
