@@ -27,8 +27,9 @@ actual start:
 
 Forecasts cannot know jobs that have not arrived yet, and the workload keeps arriving: that
 is part of the measured error (``--oracle`` forecasts with the true runtimes, leaving only
-it; ``--arrival-window S`` adds the engine's extrapolated arrivals: the last S seconds of
-submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
+it; ``--oracle-arrivals`` simulates the jobs that will in fact arrive, with ``--oracle``
+the floor of the error; ``--arrival-window S`` adds the engine's extrapolated arrivals: the
+last S seconds of submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
 ``--cost-*`` times one refresh of a synthetic backlog as the server makes it (the queued
 jobs' forecast, then the per-queue probes'), in CPU seconds. ``--slurm`` runs the same
 workload through a local Slurm instead and scores ``squeue --start`` alike
@@ -129,6 +130,8 @@ class Replay:
     calibration: Calibration = field(default_factory=Calibration)
     #: Job -> (time made, simulated start) of its forecasts, until it starts.
     pending: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))
+    #: The whole workload, (time, jobs) in time order (``--oracle-arrivals`` reads ahead in it).
+    future: list[tuple[float, list[Job]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.nodes = NodeDb(ResourceIndex())
@@ -194,7 +197,8 @@ class Replay:
         return arrivals
 
     def run(self) -> None:
-        arrivals = deque(self.workload())
+        self.future = self.workload()
+        arrivals = deque(self.future)
         ends: list[tuple[float, str]] = []
         state = SchedulerState()
         t, next_forecast = 0.0, self.args.warmup * 3600 + self.args.forecast_every
@@ -263,6 +267,13 @@ class Replay:
         while self.submitted and self.submitted[0].submitted < t - window:
             self.submitted.popleft()
         arrivals = extrapolate(self.submitted, now=t, window=window, until=t + self.args.arrival_horizon)
+        if arrivals:  # the copies run as long as their originals, ended or not
+            recent = (job.id for job in self.submitted if job.id not in estimates)
+            estimates.update({job_id: self._estimate(self.jobs[job_id]) for job_id in recent})
+        if self.args.oracle_arrivals:  # the jobs that will in fact arrive: the floor of the error
+            ahead = [(at, job) for at, jobs in self.future if at > t for job in jobs]
+            arrivals = [(at, job.requirements) for at, job in ahead]
+            estimates.update({job.requirements.id: self._estimate(job) for _, job in ahead})
         snapshot = ForecastSnapshot(
             db=self.db,
             queues=QUEUES,
@@ -469,6 +480,11 @@ def main() -> None:
         "--oracle",
         action="store_true",
         help="forecast with the true runtimes: the error unseen arrivals leave",
+    )
+    parser.add_argument(
+        "--oracle-arrivals",
+        action="store_true",
+        help="simulate the jobs that will arrive (with --oracle: the error's floor)",
     )
     args = parser.parse_args()
 

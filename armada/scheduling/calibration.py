@@ -1,16 +1,18 @@
-"""Calibration of forecasts against the starts they foretold.
+"""Calibration of forecasts' ranges against the starts they foretold.
 
-The engine's simulated start cannot see jobs not yet submitted, so far-ahead forecasts are
-early by a margin that depends on the workload. :class:`Calibration` learns that margin
-from past forecasts: for each forecast made at ``made`` with simulated start ``s`` of a
-job that later started at ``a``, the ratio ``(a - made) / (s - made)`` of the real lead
-to the simulated lead, kept per band of simulated lead (a bounded window of recent
-ratios), for the job's queue and for all queues. A new forecast's lead is multiplied by
-the band's best factor for the expected start, and by its ratios' 5th and 95th percentile
-for the ``[low, high]`` range (wider than the 80% a steady workload would need: the ratios
-lag a backlog that grows). A queue's own band is used once it has :data:`MIN_RATIOS`
-ratios (queues are overtaken by later arrivals to different degrees: their fair share
-differs), else the band of all queues, else the :data:`PRIOR` factors.
+The engine's simulated start cannot see jobs not yet submitted nor the true runtimes, so
+a forecast is off by a margin that depends on the workload. :class:`Calibration` learns
+that margin from past forecasts: for each forecast made at ``made`` with simulated start
+``s`` of a job that later started at ``a``, the ratio ``(a - made) / (s - made)`` of the
+real lead to the simulated lead, kept per band of simulated lead (a bounded window of
+recent ratios), for the job's queue and for all queues. The ``[low, high]`` range is the
+simulated lead multiplied by the band's 5th and 95th percentile ratio (wider than the 80%
+a steady workload would need: the ratios lag a backlog that grows). The expected start is
+the simulated one: a factor learned per band lags the workload as the range does (on
+the benchmark it gave a median error of 0.49 against 0.44 without it). A
+queue's own band is used once it has :data:`MIN_RATIOS` ratios (queues are overtaken by
+later arrivals to different degrees: their fair share differs), else the band of all
+queues, else the :data:`PRIOR` factors.
 """
 
 from __future__ import annotations
@@ -35,15 +37,14 @@ MIN_RATIOS = 30
 WINDOW = 500
 #: Leads shorter than this (seconds) count as this: the next cycle is not instantaneous.
 MIN_LEAD = 30.0
-#: ``(expected, low, high)`` factors before a band has learned its own.
-PRIOR = (1.0, 0.5, 3.0)
+#: ``(low, high)`` factors before a band has learned its own.
+PRIOR = (0.5, 3.0)
 
 
 @dataclass(frozen=True, slots=True)
 class Factors:
-    """Multipliers of a simulated lead: the expected start's and the range's."""
+    """Multipliers of a simulated lead: the range's ends."""
 
-    expected: float
     low: float
     high: float
     #: Ratios they were learned from (0: :data:`PRIOR`).
@@ -58,7 +59,7 @@ MAX_QUEUES = 1000
 
 @dataclass
 class Calibration:
-    """Recent real/simulated lead ratios per queue and band, and the factors they give."""
+    """Recent real/simulated lead ratios per queue and band, and the range they give."""
 
     window: int = WINDOW
     _ratios: dict[tuple[str, int], deque[float]] = field(default_factory=dict)
@@ -98,12 +99,13 @@ class Calibration:
 
     def apply(self, now: float, starts: FloatArray, queue: str = ALL) -> tuple[FloatArray, ...]:
         """``(expected, low, high)`` for simulated ``starts`` made at ``now`` of jobs of
-        ``queue`` (a start in the next cycle stays there)."""
+        ``queue``: the expected start is the simulated one (a start in the next cycle stays
+        there, range and all)."""
         leads = np.maximum(0.0, starts - now)
         bands = np.searchsorted(BANDS, np.maximum(MIN_LEAD, leads))
-        per_band = np.array([astuple(self.factors(lead, queue))[:3] for lead in _BAND_LEADS])
-        expected, low, high = per_band[bands].T * leads
-        return now + expected, now + low, now + high
+        per_band = np.array([astuple(self.factors(lead, queue))[:2] for lead in _BAND_LEADS])
+        low, high = per_band[bands].T * leads
+        return now + leads, now + low, now + high
 
 
 def _band(lead: float) -> int:
@@ -115,13 +117,9 @@ _BAND_LEADS = [max(MIN_LEAD, bound / 2) if bound != float("inf") else 1e9 for bo
 
 
 def _fit(ratios: Collection[float]) -> Factors:
-    """The factor minimising the median relative error over ``ratios``, and their range."""
+    """The range of ``ratios`` (:data:`RANGE_QUANTILES`), always around the simulated lead."""
     if len(ratios) < MIN_RATIOS:
         return Factors(*PRIOR, ratios=0)
     r = np.fromiter(ratios, dtype=float, count=len(ratios))
-    candidates = np.quantile(r, np.linspace(0.05, 0.95, 37))
-    # Relative error of factor m on a forecast whose ratio is r: |m - r| / r.
-    errors = np.median(np.abs(candidates[:, None] - r[None, :]) / r[None, :], axis=1)
     low, high = np.quantile(r, RANGE_QUANTILES)
-    best = float(candidates[int(np.argmin(errors))])
-    return Factors(best, min(float(low), best), max(float(high), best), ratios=len(r))
+    return Factors(min(float(low), 1.0), max(float(high), 1.0), ratios=len(r))

@@ -15,7 +15,7 @@ merged into steps of :data:`COARSENING` of the time already simulated, so a week
 forecast costs tens of cycles, not one per job end.
 
 :func:`forecast` runs one simulation with every job's expected runtime and reports for
-each queued job the simulated start corrected, and given a ``[low, high]`` range, by a
+each queued job the simulated start, with a ``[low, high]`` range from a
 :class:`~armada.scheduling.calibration.Calibration` learned from past forecasts.
 """
 
@@ -277,8 +277,8 @@ def forecast(
     (:meth:`RuntimeEstimate.mean`: a queue waits on the sum of the runtimes ahead of it),
     a running job for its mean time left given its elapsed time. Extrapolated arrivals
     take their original's; jobs without one get ``default``. One simulation with the
-    expected runtimes gives each job's simulated start; ``calibration`` (its prior
-    factors if ``None``) turns it into the expected start and the range. With
+    expected runtimes gives each job's simulated start, the expected start; ``calibration``
+    (its prior factors if ``None``) gives the range around it. With
     ``extra_only``, only ``extra_jobs`` are forecast (the simulation ends once they start).
     """
 

@@ -11,9 +11,8 @@ however large the backlog. The other replicas compute nothing: they read the lea
 latest refresh (:mod:`.forecast_share`). Readers get the last finished refresh; jobs
 submitted since read as not yet forecast.
 
-Each refresh's simulated starts are calibrated (:mod:`armada.scheduling.calibration`)
-against how a sample of earlier forecasts came true: the jobs forecast then that have
-started since.
+Each refresh's ranges are calibrated (:mod:`armada.scheduling.calibration`) against how
+a sample of earlier forecasts came true: the jobs forecast then that have started since.
 """
 
 from __future__ import annotations

@@ -92,8 +92,8 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
     for each in (first, second):
         assert each.as_of is not None and each.expected_start is not None
         lead = each.expected_start - each.as_of
-        assert close(each.low, each.as_of + PRIOR[1] * lead)
-        assert close(each.high, each.as_of + PRIOR[2] * lead)
+        assert close(each.low, each.as_of + PRIOR[0] * lead)
+        assert close(each.high, each.as_of + PRIOR[1] * lead)
     assert found[running].outcome is Outcome.STARTED
     assert found[huge].outcome is Outcome.NEVER and "fits no node shape" in found[huge].basis
     assert found[late].outcome is Outcome.NOT_YET_FORECAST
