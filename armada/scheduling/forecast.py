@@ -51,7 +51,7 @@ BoolArray = npt.NDArray[np.bool_]
 #: Default horizon: seven days. Jobs not started by then are "not within the horizon".
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 #: Events closer than this fraction of the time already simulated are merged into one step.
-COARSENING = 0.075
+COARSENING = 0.05
 #: What makes two runtime estimates the same.
 _FIELDS = operator.attrgetter("expected", "low", "high", "basis")
 #: The basis of a job that starts in the first simulated cycle.
