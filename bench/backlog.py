@@ -20,7 +20,13 @@ latency; the drain rate (backlog jobs / seconds from the executors' start to the
 the server's and PostgreSQL's CPU per 1,000 jobs in each phase. ``rss_high_water_mb`` is the
 kernel's peak (``VmHWM``) of the server that drained, between samples included. ``--restart``
 restarts the server after the load, before the drain: the new one loads the backlog from the
-views (``restart_seconds`` until it answers, its RSS then and at its peak). The last line is JSON.
+views (``restart_seconds`` until it answers, its RSS then and at its peak).
+
+Loading 1,000,000 jobs takes minutes on a quiet host and over an hour on a busy one, so a
+loaded backlog can be kept and reused (PostgreSQL): ``--save-template NAME`` copies the
+database under NAME after the load (the server stopped for the copy, then restarted as with
+``--restart``); ``--template NAME`` starts from a copy of NAME instead of loading (``--jobs``
+must match the jobs it holds): the server's start-up is then the restart. The last line is JSON.
 """
 
 from __future__ import annotations
@@ -39,12 +45,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import psycopg
 from sqlalchemy import func, select
 
 from armada.client import AsyncArmadaClient, ClientConfig
 from armada.eventstore import schema
 from armada.eventstore.database import Database
-from armada.eventstore.dialects import normalise_url
+from armada.eventstore.dialects import libpq_conninfo, normalise_url
 from armada.model.queues import Queue
 from bench.common import database_arguments, report, workload_arguments
 from bench.e2e import (
@@ -181,6 +188,17 @@ async def drain(
         await db.close()
 
 
+async def check_template(url: str, jobs: int) -> None:
+    """A copied backlog must hold ``jobs`` queued jobs (the drain counts them)."""
+    db = await Database(url).open(migrate_schema=False, listen=False)
+    try:
+        held = await active_jobs(db)
+    finally:
+        await db.close()
+    if held != jobs:
+        raise SystemExit(f"--template holds {held} active jobs, not --jobs {jobs}")
+
+
 def cycles(log_path: Path) -> dict[str, Any]:
     """The scheduling cycles the server logged (busy ones: info level).
 
@@ -188,9 +206,11 @@ def cycles(log_path: Path) -> dict[str, Any]:
     overlap: a cycle's own decisions are appended while the next one is computed);
     ``cycle_committed_s`` runs from a cycle's start until its decisions were committed, and
     ``decisions_write_s`` is that append alone (servers that log ``scheduling decisions
-    written``).
+    written``); ``cycle_core_cpu_s`` is the core's CPU time, with the history's bookkeeping
+    (servers that log ``cpu_seconds``).
     """
     core: list[float] = []
+    core_cpu: list[float] = []
     whole: list[float] = []
     sync: list[float] = []
     wait: list[float] = []
@@ -206,6 +226,8 @@ def cycles(log_path: Path) -> dict[str, Any]:
         if record.get("event") != "scheduling cycle" or "seconds" not in record:
             continue
         core.append(record["seconds"])
+        if "cpu_seconds" in record:
+            core_cpu.append(record["cpu_seconds"])
         sync.append(record["sync_seconds"])
         waited = record.get("write_seconds", record.get("wait_seconds", 0.0))  # before overlapped cycles
         wait.append(waited)
@@ -214,6 +236,7 @@ def cycles(log_path: Path) -> dict[str, Any]:
         "cycles": len(core),
         **quantiles(whole, "cycle_s"),
         **quantiles(core, "cycle_core_s"),
+        **quantiles(core_cpu, "cycle_core_cpu_s"),
         **quantiles(sync, "cycle_sync_s"),
         **quantiles(wait, "cycle_wait_s"),
         **quantiles(committed, "cycle_committed_s"),
@@ -221,11 +244,23 @@ def cycles(log_path: Path) -> dict[str, Any]:
     }
 
 
+def save_template(url: str, name: str) -> None:
+    """Copy the (idle) database at ``url`` to a new database ``name``, replacing one of that name."""
+    parsed = normalise_url(url)
+    admin = libpq_conninfo(parsed.set(database="postgres").render_as_string(hide_password=False))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{parsed.database}" STRATEGY FILE_COPY')
+
+
 def restart(
     stack: ExitStack, args: argparse.Namespace, workdir: Path, url: str, server: ArmadaProcess
 ) -> tuple[str, ArmadaProcess, dict[str, float]]:
-    """Stop the server and start another on the same database: it loads the backlog from the views."""
+    """Stop the server and start another on the same database: it loads the backlog from the
+    views. With ``--save-template`` the database is copied while no server runs."""
     server.stop()
+    if args.save_template:
+        save_template(url, args.save_template)
     started = time.perf_counter()
     base, server = start_server(stack, args, workdir, url, server_env(args), health_timeout=args.timeout)
     pid = server.process.pid
@@ -243,24 +278,34 @@ def restart(
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         workdir = Path(args.workdir) if args.workdir else Path(tmp)
-        url = stack.enter_context(database(args.database_url, workdir))
-        base, server = start_server(stack, args, workdir, url, server_env(args))
+        url = stack.enter_context(database(args.database_url, workdir, args.template))
+        started = time.perf_counter()
+        base, server = start_server(stack, args, workdir, url, server_env(args), health_timeout=args.timeout)
+        restarted: dict[str, float] = {}
+        if args.template:  # the backlog is there: the server's start-up loaded it from the views
+            restarted = {
+                "restart_seconds": round(time.perf_counter() - started, 1),
+                "rss_after_restart_mb": round(tree_rss_mb(server.process.pid), 1),
+                "rss_restart_peak_mb": round(tree_rss_mb(server.process.pid, "VmHWM"), 1),
+            }
+            await check_template(url, args.jobs)
         usage = usage_of(server, [], base, url)  # executors start later: the server alone
         rss = RssSampler(server.process.pid, args.sample_interval)
         sampler = asyncio.create_task(rss.run())
-        async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
-            queues = [Queue(name=f"queue-{q}") for q in range(args.queues)] + [Queue(name=PROBE_QUEUE)]
-            await client.create_queues(queues)
-            await asyncio.sleep(2 * args.sample_interval)
-            rss.phase = "load"
-            before_load = usage.sample()
-            started = time.perf_counter()
-            await submit_all(client, args)
-            load_seconds = time.perf_counter() - started
-            rss.samples.append(("load", tree_rss_mb(server.process.pid)))
-            after_load = usage.sample()
-        restarted: dict[str, float] = {}
-        if args.restart:
+        load_seconds, before_load, after_load = 0.0, usage.sample(), usage.sample()
+        if not args.template:
+            async with AsyncArmadaClient(ClientConfig(armada_url=base, timeout=120)) as client:
+                queues = [Queue(name=f"queue-{q}") for q in range(args.queues)] + [Queue(name=PROBE_QUEUE)]
+                await client.create_queues(queues)
+                await asyncio.sleep(2 * args.sample_interval)
+                rss.phase = "load"
+                before_load = usage.sample()
+                started = time.perf_counter()
+                await submit_all(client, args)
+                load_seconds = time.perf_counter() - started
+                rss.samples.append(("load", tree_rss_mb(server.process.pid)))
+                after_load = usage.sample()
+        if (args.restart or args.save_template) and not args.template:
             rss.phase = "restart"
             base, server, restarted = restart(stack, args, workdir, url, server)
             rss.pid = server.process.pid
@@ -291,9 +336,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "database": normalise_url(url).get_backend_name(),
             "jobs": args.jobs,
             "executors": args.executors,
+            "clusters_per_executor": args.clusters_per_executor,
             "nodes_per_executor": args.nodes_per_executor,
+            "template": args.template,
             "load_seconds": round(load_seconds, 1),
-            "load_jobs_per_second": round(args.jobs / load_seconds, 1),
+            "load_jobs_per_second": round(args.jobs / load_seconds, 1) if load_seconds else 0.0,
             **restarted,
             "drain_seconds": round(drain_seconds, 1),
             "drain_jobs_per_second": round((args.jobs + probe.submitted) / drain_seconds, 1),
@@ -328,6 +375,18 @@ def main() -> None:
         "--restart",
         action="store_true",
         help="restart the server after the load (it loads the backlog from the views) before the drain",
+    )
+    parser.add_argument(
+        "--save-template",
+        default="",
+        metavar="NAME",
+        help="PostgreSQL: after the load, copy the database to NAME (replaced if it exists) for --template",
+    )
+    parser.add_argument(
+        "--template",
+        default="",
+        metavar="NAME",
+        help="PostgreSQL: start from a copy of NAME (a backlog --save-template kept) instead of loading",
     )
     args = parser.parse_args()
     args.backend, args.command = "fake", "sleep 1"  # what bench/e2e.py's pieces read

@@ -20,7 +20,9 @@ it counts the executor's report too), and on PostgreSQL its receipt time - the c
 ``NOTIFY`` heard here (``watch_delay_after_commit``); leased -> pending and running ->
 succeeded by the events' stamps (the executor's pick-up; the run and its timer); the events
 every watcher missed (0 when all were delivered); the status calls' latency; the server's
-and PostgreSQL's CPU per 1,000 jobs; the server's peak RSS; the scheduling cycles it logged.
+and PostgreSQL's CPU per 1,000 jobs; the server's peak RSS; the scheduling cycles it logged;
+where the user's wait after the last job's end went (its ``succeeded`` stamp -> its commit
+-> the status call that saw it).
 The benchmark's own client shares the machine: its CPU seconds are reported too. The
 50,000-node, 1,000,000-queued shape is ``bench/backlog.py --executors 1
 --clusters-per-executor 20 --nodes-per-executor 2500 --jobs 1000000``. The last line is JSON.
@@ -54,6 +56,7 @@ from armada.model.queues import Queue
 from bench.backlog import cycles, quantiles, server_env
 from bench.common import cpu_seconds, database_arguments, report, workload_arguments
 from bench.e2e import (
+    client_gap,
     cluster_arguments,
     database,
     read_log,
@@ -199,6 +202,21 @@ async def poll_status(
         await asyncio.sleep(interval)
 
 
+def last_end(events: list[ev.Event], clock: CommitClock, seen: float) -> dict[str, float]:
+    """Where the user's wait after the last job's end went: from its ``succeeded`` stamp
+    (the executor's) to its commit (the report's way to the server and its append), and
+    from the commit to the client's status call seeing it. ``events`` is the whole log from
+    seq 1 (dense), so the last ``succeeded`` in it is the last to commit."""
+    last = max((seq for seq, event in enumerate(events, start=1) if event.type == "succeeded"), default=0)
+    committed = clock.committed(last) if last else None
+    if committed is None:
+        return {}
+    return {
+        "last_end_to_commit_s": round(committed - events[last - 1].created.timestamp(), 3),
+        "last_commit_to_client_s": round(seen - committed, 3),
+    }
+
+
 def stages(events: list[ev.Event]) -> dict[str, float]:
     """How long each step of a job's path took (p50/p99), by the events' ``created`` stamps:
     leased -> pending is the executor's pick-up (the lease call, starting the run), running ->
@@ -279,11 +297,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for i in range(args.pollers)
             ]
             before, own_before = usage.sample(), cpu_seconds()
-            started = time.perf_counter()
+            started, started_wall = time.perf_counter(), time.time()
             job_ids = await submit_all(client, args, args.submitters, submit_latencies, submitted)
             submit_seconds = time.perf_counter() - started
             await wait_succeeded_by_status(client, job_ids, args.timeout)
-            wall = time.perf_counter() - started
+            wall, seen_wall = time.perf_counter() - started, time.time()
             for task in pollers:
                 task.cancel()
             await wait_finished(url, args.jobs, args.timeout, [server, *executors])
@@ -307,6 +325,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "client_wall_s": round(wall, 2),
                 "client_jobs_per_second": round(args.jobs / wall, 1),
                 "submit_seconds": round(submit_seconds, 2),
+                **client_gap(events, started_wall, seen_wall),
+                **last_end(events, commits, seen_wall),
                 **quantiles(submit_latencies, "submit_latency_s"),
                 **throughput(events),
                 **stages(events),

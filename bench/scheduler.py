@@ -142,6 +142,9 @@ def main() -> None:
         "--clusters", type=int, default=4, help="clusters (executors) the nodes are spread over"
     )
     parser.add_argument("--budget", type=float, default=30.0, help="maxSchedulingDuration (s)")
+    parser.add_argument(
+        "--max-leases", type=int, default=None, help="the cycle's lease cap (the service's, e.g. 10000)"
+    )
     parser.add_argument("--profile", action="store_true", help="print a pyinstrument profile of the cycle")
     args = parser.parse_args()
 
@@ -158,7 +161,13 @@ def main() -> None:
         profiler.start()
     started, cpu_started = time.perf_counter(), time.process_time()
     result = schedule(
-        db, queues=queues, config=config, state=SchedulerState(), now=0.0, clock=time.perf_counter
+        db,
+        queues=queues,
+        config=config,
+        state=SchedulerState(),
+        now=0.0,
+        clock=time.perf_counter,
+        max_leases=args.max_leases,
     )
     cycle_seconds = time.perf_counter() - started
     cycle_cpu_seconds = time.process_time() - cpu_started

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from armada.eventstore import dialects, projections, schema, usage
+from armada.eventstore.usage_memory import KnownFacts
 from armada.model.events import Event, encode_event
 
 
@@ -49,17 +50,20 @@ class PreparedEvents:
         return combined
 
 
-async def write(conn: AsyncConnection, batch: PreparedEvents, head: int, *, notify: bool) -> int:
+async def write(
+    conn: AsyncConnection, batch: PreparedEvents, head: int, *, notify: bool, known: KnownFacts | None = None
+) -> int:
     """Write ``batch`` after seq ``head`` with its view changes; return the new head.
 
-    ``notify`` sends the change notification too (PostgreSQL delivers it at commit).
+    ``notify`` sends the change notification too (PostgreSQL delivers it at commit);
+    ``known``: usage accounting's facts of earlier batches (:mod:`.usage_memory`).
     """
     rows = [
         log_row(seq, event, payload)
         for seq, (event, payload) in enumerate(zip(batch.events, batch.payloads, strict=True), start=head + 1)
     ]
     last = head + len(rows)
-    counted = await usage.count(conn, usage.counted(batch.events))  # (the views before the batch)
+    counted = await usage.count(conn, usage.counted(batch.events), known)  # (the views before the batch)
 
     async def inserts() -> None:
         await dialects.insert_rows(conn, schema.events, rows)

@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncTransactio
 
 from armada.eventstore import dialects, sqlite_driver
 from armada.eventstore.appending import PreparedEvents, write
+from armada.eventstore.usage_memory import KnownFacts, UsageMemory
 from armada.eventstore.writelock import Lane
 from armada.model.events import Event
 
@@ -53,7 +54,12 @@ class AppendGroup:
     """One write transaction shared by consecutive holders of the append lock."""
 
     def __init__(
-        self, conn: AsyncConnection, driver: object, transaction: AsyncTransaction, head: int
+        self,
+        conn: AsyncConnection,
+        driver: object,
+        transaction: AsyncTransaction,
+        head: int,
+        memory: UsageMemory | None = None,
     ) -> None:
         self.conn = conn
         #: The driver's connection under :attr:`conn` (switched by :meth:`statements_on_loop`).
@@ -74,14 +80,20 @@ class AppendGroup:
         self.takes: frozenset[Lane] = frozenset(Lane)
         #: Work left for the commit, each with how many events were staged when it was left.
         self._at_commit: list[tuple[int, CommitWork]] = []
+        #: Usage accounting's facts from this process's earlier appends (none: read the views).
+        self._memory = memory
+        #: What the group's batches start from and learnt (from its first flush on).
+        self.known: KnownFacts | None = None
         #: Why the transaction cannot commit, if it cannot.
         self.failure: BaseException | None = None
         self.outcome: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.outcome.add_done_callback(_retrieve)  # a group whose writers all left still settles
 
     @classmethod
-    async def begin(cls, engine: AsyncEngine) -> AppendGroup:
-        """Open the write transaction and take the cross-process append lock."""
+    async def begin(cls, engine: AsyncEngine, memory: UsageMemory | None = None) -> AppendGroup:
+        """Open the write transaction and take the cross-process append lock; ``memory``:
+        usage accounting's facts, read at the group's first write (when the commits before
+        it have been kept there)."""
         conn = await engine.connect()
         try:
             conn = await conn.execution_options(**{dialects.WRITE_OPTION: True})
@@ -90,7 +102,7 @@ class AppendGroup:
             transaction = await conn.begin()
             driver = await dialects.driver_connection(conn)
             sqlite_driver.run_on_loop(driver, True)  # holding the lock: nothing below waits
-            return cls(conn, driver, transaction, await dialects.lock_log(conn))
+            return cls(conn, driver, transaction, await dialects.lock_log(conn), memory)
         except BaseException:
             await conn.close()
             raise
@@ -181,7 +193,9 @@ class AppendGroup:
     async def _flush(self, *, notify: bool) -> None:
         batch, self.pending = PreparedEvents.combine(self.pending), []
         self.statements_on_loop(len(batch.events) <= ON_LOOP_EVENTS)
-        self.written = await write(self.conn, batch, self.written, notify=notify)
+        if self.known is None and self._memory is not None:
+            self.known = self._memory.facts_at(self.head)
+        self.written = await write(self.conn, batch, self.written, notify=notify, known=self.known)
 
 
 class GroupAborted(RuntimeError):

@@ -28,6 +28,7 @@ from armada.eventstore.notify import ChangeNotifier
 from armada.eventstore.recent import RecentEvents, StoredEvent
 from armada.eventstore.recent_states import RecentJobStates
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
+from armada.eventstore.usage_memory import UsageMemory
 from armada.eventstore.waits import LaneWaits
 from armada.eventstore.writelock import Lane, WriteLock
 from armada.model.errors import ArmadaError, Unavailable
@@ -129,6 +130,7 @@ class EventStore:
         self._recent = RecentEvents()
         self._states = RecentJobStates()
         self._changed = ChangedJobs()
+        self._usage = UsageMemory()
         #: Called with each committed batch of events (metrics); must be cheap and not raise.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
         #: Stored records this process could not decode (every reader reports here).
@@ -219,12 +221,14 @@ class EventStore:
         SQLite's ``BEGIN IMMEDIATE`` would hold a thread waiting for the commit.)
         """
         if self._ahead is None and dialects.is_postgres(self.engine) and self._append_lock.has_waiters():
-            self._ahead = asyncio.create_task(AppendGroup.begin(self.engine), name="append-group-ahead")
+            self._ahead = asyncio.create_task(
+                AppendGroup.begin(self.engine, self._usage), name="append-group-ahead"
+            )
 
     async def _begin(self) -> AppendGroup:
         """The group begun ahead if there is one, else a new one."""
         ahead, self._ahead = self._ahead, None
-        return await (ahead if ahead is not None else AppendGroup.begin(self.engine))
+        return await (ahead if ahead is not None else AppendGroup.begin(self.engine, self._usage))
 
     def _release(self) -> None:
         """Hand the lock to the next queued writer; with none, end a group begun ahead."""
@@ -256,6 +260,8 @@ class EventStore:
             group.failure = group.failure or exc
         finally:
             self._release()
+        if group.failure is None:
+            self._usage.committed(group.head, group.written, group.known)
         if group.failure is None and group.events:
             self._recent.add(group.head + 1, group.events)
             self._states.add(group.head + 1, group.events)
@@ -387,6 +393,7 @@ class EventStore:
         events are old, the events kept the newest: the scheduler's follower keeps reading
         them from memory)."""
         self._states.clear()
+        self._usage.forget()
         if self._recent.holds_up_to(newest_deleted):
             self._recent = RecentEvents()
 
@@ -394,6 +401,7 @@ class EventStore:
         """Forget what this process knew of the log past ``head``: the database went back in
         time (a restore, or a failover to a standby that had not received the newest commits)."""
         self.notifier.rewind(head)
+        self._usage.forget()
         self._recent = RecentEvents()
         self._states.clear()
 

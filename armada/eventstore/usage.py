@@ -24,6 +24,7 @@ from sqlalchemy.sql.dml import UpdateBase
 from armada.eventstore import dialects, schema
 from armada.eventstore.unreadable import UnreadableRecords, decode_log_rows
 from armada.eventstore.usage_fold import Deltas, JobFacts, RunFacts, UsageFold, requests_of
+from armada.eventstore.usage_memory import KnownFacts
 from armada.eventstore.views import rows_in, utc
 from armada.model import events as ev
 from armada.model.jobs import ResourceRequirements
@@ -45,20 +46,24 @@ def counted(events: Iterable[ev.Event]) -> list[ev.Event]:
     return [event for event in events if isinstance(event, _COUNTED)]
 
 
-async def count(conn: AsyncConnection, events: Sequence[ev.Event]) -> Deltas:
+async def count(conn: AsyncConnection, events: Sequence[ev.Event], known: KnownFacts | None = None) -> Deltas:
     """What ``events`` add to the rollups, read against the views as they are before the
-    events are applied (call it before writing their view changes)."""
+    events are applied (call it before writing their view changes). ``known``: facts held
+    from earlier batches, read instead of the views, and told what this one learnt."""
     if not events:
         return Deltas()
-    fold = await _start(conn, events)
+    fold = await _start(conn, events, known or KnownFacts({}, {}))
     for event in events:
         fold.add(event)
+    if known is not None:
+        known.record(fold, events)
     return fold.deltas
 
 
-async def _start(conn: AsyncConnection, events: Sequence[ev.Event]) -> UsageFold:
+async def _start(conn: AsyncConnection, events: Sequence[ev.Event], known: KnownFacts) -> UsageFold:
     """A fold knowing the jobs and runs ``events`` name but do not introduce: for a run
-    ending here, its run and job rows (one read); for a lease, its job's row."""
+    ending here, its run and job rows (one read); for a lease, its job's row. What
+    ``known`` holds is not read."""
     submitted: set[str] = set()
     leased: dict[str, str] = {}  # run id -> job id
     ended: dict[str, str] = {}
@@ -69,21 +74,42 @@ async def _start(conn: AsyncConnection, events: Sequence[ev.Event]) -> UsageFold
             leased[event.run_id] = event.job_id
         elif isinstance(event, ev.RUN_ENDS) and event.run_id:
             ended[event.run_id] = event.job_id
-    fold = UsageFold()
+    fold = _from_known(events, known, submitted, leased)
+    earlier = [run_id for run_id in ended.keys() - leased.keys() if run_id not in fold.runs]
     jobs, runs = schema.jobs, schema.runs
-    earlier = [run_id for run_id in ended if run_id not in leased]
     query = select(runs.c.run_id, runs.c.pool, runs.c.started, *_JOB_COLUMNS, jobs.c.spec)
     query = query.join_from(runs, jobs, runs.c.job_id == jobs.c.job_id)
     for row in await rows_in(conn, query, runs.c.run_id, earlier):
         fold.runs[row.run_id] = RunFacts(row.pool, utc(row.started))
-        fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
-    # Runs leased and ended here need their job's requests; leases only its queueing.
-    with_spec = {ended[run_id] for run_id in ended if run_id in leased} - submitted - fold.jobs.keys()
+        if row.job_id not in fold.jobs:
+            fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
+    # Runs ended here need their job's requests; leases only its queueing.
+    with_spec = set(ended.values()) - submitted - fold.jobs.keys()
     without = set(leased.values()) - submitted - with_spec - fold.jobs.keys()
     for row in await rows_in(conn, select(*_JOB_COLUMNS, jobs.c.spec), jobs.c.job_id, with_spec):
         fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
     for row in await rows_in(conn, select(*_JOB_COLUMNS), jobs.c.job_id, without):
         fold.jobs[row.job_id] = _job_facts(row, None)
+    return fold
+
+
+def _from_known(
+    events: Sequence[ev.Event], known: KnownFacts, submitted: set[str], leased: dict[str, str]
+) -> UsageFold:
+    """A fold holding what ``known`` has of every job and run ``events`` name (but do not
+    introduce): each event then updates what it would have read from the views."""
+    fold = UsageFold()
+    for event in events:
+        job_id, run_id = event.job_id, event.run_id
+        if job_id not in submitted and job_id not in fold.jobs and (facts := known.job(job_id)) is not None:
+            fold.jobs[job_id] = facts
+        if (
+            run_id
+            and run_id not in leased
+            and run_id not in fold.runs
+            and (run := known.run(run_id)) is not None
+        ):
+            fold.runs[run_id] = run
     return fold
 
 

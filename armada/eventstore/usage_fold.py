@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from armada.model import events as ev
 from armada.model.jobs import ResourceRequirements
@@ -138,27 +139,38 @@ class UsageFold:
         self.deltas = Deltas()
 
     def add(self, event: ev.Event) -> None:
-        match event:
-            case ev.JobSubmitted():
-                job = event.job
-                self.jobs[event.job_id] = JobFacts(
-                    job.queue, job.owner, job.priority_class_name, requests_of(job), event.created
-                )
-            case ev.JobQueued():
-                facts = self.jobs.get(event.job_id)
-                if facts is not None:
-                    requests = requests_of(event.job) if event.job is not None else facts.requests
-                    self.jobs[event.job_id] = facts._replace(requests=requests, queued_since=event.created)
-            case ev.JobLeased():
-                self._leased(event)
-            case ev.JobRunning():
-                run = self.runs.get(event.run_id)
-                if run is not None:
-                    self.runs[event.run_id] = run._replace(started=event.created)
-            case _:
-                outcome = _outcome(event)
-                if outcome is not None and event.run_id:
-                    self._ended(event, outcome)
+        kind = type(event)
+        fold = _FOLDS.get(kind)
+        if fold is None:
+            fold = _FOLDS[kind] = _fold_of(event)
+        fold(self, event)
+
+    def _submitted(self, event: ev.JobSubmitted) -> None:
+        job = event.job
+        self.jobs[event.job_id] = JobFacts(
+            job.queue, job.owner, job.priority_class_name, _requests_of(job), event.created
+        )
+
+    def _queued(self, event: ev.JobQueued) -> None:
+        facts = self.jobs.get(event.job_id)
+        if facts is not None:
+            requests = _requests_of(event.job) if event.job is not None else facts.requests
+            self.jobs[event.job_id] = JobFacts(
+                facts.queue, facts.owner, facts.priority_class, requests, event.created
+            )
+
+    def _running(self, event: ev.JobRunning) -> None:
+        run = self.runs.get(event.run_id)
+        if run is not None:
+            self.runs[event.run_id] = RunFacts(run.pool, event.created)
+
+    def _run_ended(self, event: ev.Event) -> None:
+        outcome = _outcome(event)
+        if outcome is not None and event.run_id:
+            self._ended(event, outcome)
+
+    def _other(self, event: ev.Event) -> None:
+        """Events the rollups do not count."""
 
     def _leased(self, event: ev.JobLeased) -> None:
         self.runs[event.run_id] = RunFacts(event.pool, None)
@@ -170,7 +182,9 @@ class UsageFold:
         figures = self.deltas.waits[cell, wait_bucket(waited.total_seconds())]
         figures[0] += 1
         figures[1] += waited // _MILLISECOND
-        self.jobs[event.job_id] = facts._replace(queued_since=None)
+        self.jobs[event.job_id] = JobFacts(
+            facts.queue, facts.owner, facts.priority_class, facts.requests, None
+        )
 
     def _ended(self, event: ev.Event, outcome: str) -> None:
         run = self.runs.pop(event.run_id, None)
@@ -181,7 +195,46 @@ class UsageFold:
         if micros <= 0:
             return
         cell = Cell(day_of(event.created), facts.queue, facts.owner, run.pool, facts.priority_class)
-        for resource, units in {**(facts.requests or {}), JOBS: 1000}.items():
-            amount = units * micros // 1_000_000
-            if amount:
-                self.deltas.usage[cell, outcome, resource] += amount
+        usage = self.deltas.usage
+        for resource, units in (facts.requests or {}).items():
+            if resource != JOBS and (amount := units * micros // 1_000_000):
+                usage[cell, outcome, resource] += amount
+        if amount := 1000 * micros // 1_000_000:
+            usage[cell, outcome, JOBS] += amount
+
+
+#: How :meth:`UsageFold.add` folds each type of event (filled on first sight of a type).
+_FOLDS: dict[type[ev.Event], Callable[[UsageFold, Any], None]] = {}
+
+
+def _fold_of(event: ev.Event) -> Callable[[UsageFold, Any], None]:
+    """The method folding events of ``event``'s type."""
+    match event:
+        case ev.JobSubmitted():
+            return UsageFold._submitted
+        case ev.JobQueued():
+            return UsageFold._queued
+        case ev.JobLeased():
+            return UsageFold._leased
+        case ev.JobRunning():
+            return UsageFold._running
+        case ev.JobSucceeded() | ev.JobFailed() | ev.JobCancelled() | ev.JobPreempted():
+            return UsageFold._run_ended
+        case ev.JobLeaseReturned() | ev.JobLeaseExpired():
+            return UsageFold._run_ended
+    return UsageFold._other
+
+
+#: Units requested, by the requests as listed (jobs of one kind share them).
+_REQUESTS: dict[tuple[tuple[str, str], ...], dict[str, int]] = {}
+
+
+def _requests_of(job: _HasRequests) -> dict[str, int]:
+    """:func:`requests_of`, remembered for the requests seen last (never changed by callers)."""
+    key = tuple(job.scheduling_resource_requirements.requests.items())
+    units = _REQUESTS.get(key)
+    if units is None:
+        if len(_REQUESTS) >= 1024:
+            _REQUESTS.clear()
+        units = _REQUESTS[key] = requests_of(job)
+    return units

@@ -103,6 +103,8 @@ class ClusterState:
         self.queues: dict[str, QueueSpec] = {}
         self.executors: dict[str, ExecutorInfo] = {}
         self.runs: dict[str, RunInfo] = {}
+        #: Runs leased and not yet reported pending or running, over all executors.
+        self.leased_runs = 0
         self.extras: dict[str, JobExtras] = {}
         #: The leader's leases held in ``jobs`` while their append is in flight (overlapped cycles).
         self.pending = PendingLeases()
@@ -289,6 +291,9 @@ class ClusterState:
         if not self.pending.confirm(self.jobs, event.job_id, key, event.pool):
             self.jobs.lease(event.job_id, key, event.pool)
         run = RunInfo(event.run_id, event.job_id, event.cluster_id, event.node_id)
+        replaced = self.runs.get(event.run_id)
+        if replaced is None or replaced.state is not RunState.LEASED:
+            self.leased_runs += 1
         self.runs[event.run_id] = run
         extras.run_id = event.run_id
         executor = self.executors.get(event.cluster_id)
@@ -306,6 +311,7 @@ class ClusterState:
         if run is not None:
             to = RUN_STATE_AFTER[event.type]
             if run_moves(run.state, to):
+                self.leased_runs -= run.state is RunState.LEASED
                 run.state = to
                 if isinstance(event, ev.JobRunning) and event.job_id in self.jobs:
                     self.jobs.started(event.job_id, event.created.timestamp())
@@ -349,6 +355,7 @@ class ClusterState:
         run = self.runs.pop(run_id, None)
         if run is None:
             return
+        self.leased_runs -= run.state is RunState.LEASED
         executor = self.executors.get(run.executor)
         if executor is not None:
             executor.runs.pop(run_id, None)

@@ -177,6 +177,7 @@ class SchedulerService:
         decided_on = self.state.seq
         state_before = self.scheduler_state
         paused = {*self._lagging_executors(), *self.state.cordoned_executors}
+        cpu_started = time.thread_time()  # the core runs on this thread without awaiting
         with span("armada.schedule", seq=decided_on):
             result = schedule(
                 self.state.jobs,
@@ -188,6 +189,7 @@ class SchedulerService:
                 max_leases=self._cycle_lease_cap(paused),
             )
         self.history.record(result, self.state.jobs)  # before any await lets decisions apply
+        cpu_seconds = time.thread_time() - cpu_started
         decided = time.monotonic()
         await self.decisions_written()  # one append in flight; raises if the last one failed
         self.considered_seq = max(self.considered_seq, decided_on)
@@ -206,6 +208,7 @@ class SchedulerService:
             preempted=result.stats.preempted,
             rejected=result.stats.rejected,
             seconds=round(result.stats.duration, 4),
+            cpu_seconds=round(cpu_seconds, 4),
             sync_seconds=round(synced - started, 4),
             wait_seconds=round(time.monotonic() - decided, 4),
         )
@@ -233,14 +236,19 @@ class SchedulerService:
 
     def _cycle_lease_cap(self, paused: Collection[str]) -> int:
         """Most new leases for one cycle: ``max_unacknowledged_leases_per_executor`` per
-        executor that takes leases now.
+        executor that takes leases now, ``max_leases_per_cycle`` in all, and no more than
+        bring the runs leased and not yet started to ``max_leases_in_flight``.
 
-        An executor takes a thousand leases per call, so one cycle of a large backlog
+        An executor takes a few thousand leases per call, so one cycle of a large backlog
         leasing everything that fits (100,000 jobs: one write holding the append lock for
-        seconds) only queues leases on the server; a cycle's write stays bounded this way.
+        seconds) only queues leases on the server; a cycle's write stays bounded this way,
+        and the overall cap keeps it bounded however many clusters take leases. The runs in
+        flight bound the leases that the run reports have not caught up with.
         """
         takers = [e for e in self.state.executors.values() if e.nodes and e.executor_id not in paused]
-        return self.settings.max_unacknowledged_leases_per_executor * len(takers)
+        per_executor = self.settings.max_unacknowledged_leases_per_executor * len(takers)
+        room = max(0, self.settings.max_leases_in_flight - self.state.leased_runs)
+        return min(per_executor, self.settings.max_leases_per_cycle, room)
 
     # --- executors gone silent and nodes lost -------------------------------------------
 

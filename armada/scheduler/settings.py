@@ -54,6 +54,26 @@ class SchedulerServiceSettings(SettingsArea):
             "cycle leases at most this many per executor taking leases (a bounded write).",
         ),
     ] = 5000
+    max_leases_per_cycle: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Most new leases one scheduling cycle makes over all executors: a cycle's "
+            "decisions are written before the next cycle's, so this bounds a cycle's length "
+            "however many clusters take leases (20 clusters at the per-executor limit alone "
+            "would be 100,000 leases, a write of tens of seconds).",
+        ),
+    ] = 10_000
+    max_leases_in_flight: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="Most runs leased over all executors and not yet reported pending or "
+            "running; at this many a cycle leases nothing more. Leases outrunning the run "
+            "reports (a server or executors short of CPU) would otherwise keep the append lock "
+            "busy with more leases while the reports that free it wait.",
+        ),
+    ] = 50_000
     heartbeat_record_interval: Annotated[
         float, Meta(gt=0, description="Seconds between executor heartbeats recorded in the event log.")
     ] = 5.0

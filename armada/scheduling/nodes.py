@@ -285,6 +285,15 @@ class NodeDb:
         """Whether some live node could ever hold ``job``: its shape (:meth:`shapes`) fits the
         requests and its labels and taints admit the job (:meth:`admitting`): the test the
         cycle rejects jobs by, for one job; upstream's submit check."""
+        return bool(self.holding(job, pool_tolerations, floating).any())
+
+    def holding(
+        self,
+        job: JobRequirements,
+        pool_tolerations: Mapping[str, tuple[Toleration, ...]] | None = None,
+        floating: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> BoolArray:
+        """Per row: whether the node could ever hold ``job`` (see :meth:`could_hold`)."""
         request = self.resources.vector(job.requests)
         shape = self.shapes(floating or {})
         selector = tuple(sorted(job.node_selector.items()))
@@ -293,7 +302,7 @@ class NodeDb:
         if job.pools:
             in_pools = [spec is not None and spec.pool in job.pools for spec in self.specs]
             mask &= np.array(in_pools, dtype=bool)
-        return bool(mask.any())
+        return mask
 
     def shapes(self, floating: Mapping[str, Mapping[str, int]]) -> IntArray:
         """Per row, allocatable less non-Armada use (ignoring current use); a floating resource
@@ -365,7 +374,7 @@ class NodeDb:
         if mask is None:
             mask = self.alive[: self.size].copy()
             for key, value in selector:
-                mask &= self._label_equals(key, value)
+                mask &= self.label_equals(key, value)
             blocking = [col for taint, col in self._taints.items() if not tolerates(tolerations, taint)]
             if blocking:
                 mask &= ~self._taint_matrix[: self.size][:, blocking].any(axis=1)
@@ -375,7 +384,8 @@ class NodeDb:
                 self._mask_cache[cache_key] = mask
         return mask
 
-    def _label_equals(self, key: str, value: str) -> BoolArray:
+    def label_equals(self, key: str, value: str) -> BoolArray:
+        """Per row: whether the node's label ``key`` is ``value``."""
         code = self._label_codes.get(key, {}).get(value)
         if code is None:
             return np.zeros(self.size, dtype=bool)

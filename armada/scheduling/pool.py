@@ -191,14 +191,16 @@ class PoolCycle:
         return Units.concat(parts), boundary
 
     def _slot_estimate(self, key_ok: BoolArray) -> int:
-        """Most jobs of any usable key the pool's free capacity could hold (ignoring packing)."""
+        """Most jobs of any usable key the pool's free capacity could hold (ignoring packing),
+        and no more than the cycle may still lease: a round of a million queued jobs on an
+        empty fleet would otherwise merge them all to lease the cycle's few thousand."""
         requests = self.state.key_requests[key_ok]
         if not len(requests):
             return 0
         free = np.maximum(self.state.free[self.state.schedulable].sum(axis=0), 0)
         with np.errstate(divide="ignore"):
             per_resource = np.where(requests > 0, free // np.maximum(requests, 1), UNLIMITED)
-        return int(min(per_resource.min(axis=1).max(), 10**7))
+        return int(min(per_resource.min(axis=1).max(), self.ctx.global_tokens, 10**7))
 
     def _rate_cut(self, qi: int, units: Units, tokens: int) -> int:
         """How many of a queue's queued units its token bucket lets through."""

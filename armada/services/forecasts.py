@@ -47,6 +47,8 @@ log = structlog.get_logger(__name__)
 CALIBRATION_SAMPLE = 200
 #: At most this many such forecasts wait for their job to start.
 CALIBRATION_PENDING = 20_000
+#: Refreshes that took at least this many seconds are logged at info.
+SLOW_REFRESH = 1.0
 
 
 class ForecastService:
@@ -139,7 +141,10 @@ class ForecastService:
         self._learn()
         self.latest = await self._forecast(probes=True)
         self._remember(self.latest)
-        log.debug("forecasts refreshed", jobs=len(self.latest.jobs), seconds=round(self.latest.duration, 3))
+        slow = self.latest.duration >= SLOW_REFRESH  # it shares the interpreter with the cycles
+        (log.info if slow else log.debug)(
+            "forecasts refreshed", jobs=len(self.latest.jobs), seconds=round(self.latest.duration, 3)
+        )
         return self.latest
 
     def _learn(self) -> None:

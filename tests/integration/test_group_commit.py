@@ -369,11 +369,11 @@ class _CommitWatch:
         begin, commit = AppendGroup.begin.__func__, AppendGroup.commit  # type: ignore[attr-defined]
         watch = self
 
-        async def watched_begin(cls: type[AppendGroup], engine: Any) -> AppendGroup:
+        async def watched_begin(cls: type[AppendGroup], engine: Any, *args: Any) -> AppendGroup:
             watch.log.append("begin")
             if watch.log.count("begin") == 2:
                 watch.second_begin.set()
-            group: AppendGroup = await begin(cls, engine)
+            group: AppendGroup = await begin(cls, engine, *args)
             return group
 
         async def watched_commit(group: AppendGroup) -> None:

@@ -135,3 +135,19 @@ async def test_other_labels_fence_the_whole_rack(database: Database) -> None:
         await h.scheduler.cycle()
         (again,) = await lease(h)
         assert dict(NODES)[again.node] != rack
+
+
+async def test_runs_lost_together_are_each_fenced_off_their_own_node(harness: Harness) -> None:
+    h = harness
+    two = [("a", "r1"), ("b", "r2")]
+    jobs = [make_job(queue="q", cpu="1", memory="1Gi") for _ in range(2)]  # one scheduling key
+    await h.database.store.append([event for job in jobs for event in submission(job)])
+    await lease(h, two)
+    await h.scheduler.cycle()
+    leased = await lease(h, two)
+    assert sorted(one.node for one in leased) == ["a", "b"]
+    await lease(h, two, runs={one.run_id: "running" for one in leased})
+    h.clock.now += 61  # the executor goes silent: both runs are lost in one go
+    await h.scheduler.cycle()
+    for one in leased:
+        assert await stored_fence(h, one.job_id) == [one.node]

@@ -93,6 +93,36 @@ async def test_an_executor_behind_on_its_leases_gets_no_more_until_it_reports(ha
     assert (await h.scheduler.cycle()).stats.scheduled == 2, "below the limit: up to the cap again"
 
 
+async def test_one_cycle_leases_at_most_max_leases_per_cycle_over_all_executors(harness: Harness) -> None:
+    h = harness
+    h.scheduler.settings = msgspec.structs.replace(
+        h.settings, max_unacknowledged_leases_per_executor=2, max_leases_per_cycle=3
+    )
+    await h.lease("c1")
+    await h.lease("c2")
+    await submit(h, 10)
+    first = await h.scheduler.cycle()
+    assert first.stats.scheduled == 3, "two executors may take 4, the cycle 3"
+    assert first.reasons.cycle == CYCLE_LEASE_CAP
+    second = await h.scheduler.cycle()
+    assert second.stats.scheduled == 2, "one executor at its limit rests: the other's cap alone"
+
+
+async def test_no_more_leases_while_max_leases_in_flight_runs_have_not_started(harness: Harness) -> None:
+    h = harness
+    h.scheduler.settings = msgspec.structs.replace(h.settings, max_leases_in_flight=3)
+    await h.lease()
+    await submit(h, 5)
+    assert (await h.scheduler.cycle()).stats.scheduled == 3
+    leases = (await h.lease()).leases
+    await h.lease(runs=[report(lease.run_id, lease.job_id) for lease in leases])
+    assert (await h.scheduler.cycle()).stats.scheduled == 0, "acknowledged, not yet started"
+    first = leases[0]
+    started = RunEvent(run_id=first.run_id, job_id=first.job_id, kind="running")
+    await h.intake.report(RunEventBatch(executor_id="c1", events=[started]))
+    assert (await h.scheduler.cycle()).stats.scheduled == 1, "one started: room for one"
+
+
 async def test_a_job_too_big_for_every_node_is_rejected(harness: Harness) -> None:
     h = harness
     await h.lease()

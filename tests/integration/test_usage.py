@@ -106,3 +106,25 @@ async def test_check_warns_of_rollups_behind_the_log_and_a_rebuild_counts_them(d
     await rebuild_views(database.store)
     assert await rollup_rows(database) == counted
     assert not [warning for warning in (await check(database.store)).warnings if "usage rollup" in warning]
+
+
+async def test_facts_kept_from_earlier_appends_count_as_the_views_would(database: Database) -> None:
+    """The store counts leases and run ends from facts its own appends left
+    (``usage_memory``); another writer's appends in between make it read the views again.
+    Either way every rollup row, waits included, is the one a replay gives."""
+    other = await Database(database.url).open(migrate_schema=False, listen=False)
+    try:
+        stream = list(RandomHistory(seed=31).events(3000))
+        rng = random.Random(31)
+        position = 0
+        while position < len(stream):
+            size = rng.randint(1, 80)
+            writer = other if rng.random() < 0.15 else database  # another replica, now and then
+            await writer.store.append(stream[position : position + size])
+            position += size
+    finally:
+        await other.close()
+    counted = await rollup_rows(database)
+    assert counted["usage"] and counted["usage_waits"]
+    await rebuild_views(database.store)
+    assert await rollup_rows(database) == counted
