@@ -43,6 +43,10 @@ class Leases(msgspec.Struct):
     node_ids: list[str] = msgspec.field(default_factory=list)
     pools: list[str] = msgspec.field(default_factory=list)
     executors: list[str] = msgspec.field(default_factory=list)
+    #: The same leases as rows: of the jobs in the job db the cycle read, and of their nodes
+    #: in its node db (:func:`~.schedule.apply_decisions` and simulations read these).
+    rows: list[int] = msgspec.field(default_factory=list)
+    nodes: list[int] = msgspec.field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.job_ids)

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import functools
 import gc
+import operator
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar, cast
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from armada.scheduling.arrivals import original_id
 from armada.scheduling.calibration import Calibration
@@ -38,15 +40,20 @@ from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
 from armada.scheduling.jobdb import QUEUED, JobDb
 from armada.scheduling.queues import QueueSpec
-from armada.scheduling.replay import Forward, run_forward
+from armada.scheduling.replay import Forward, IntArray, Runtimes, run_forward
 from armada.scheduling.requirements import JobRequirements
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.scheduling.state import SchedulerState
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 #: Default horizon: seven days. Jobs not started by then are "not within the horizon".
 DEFAULT_HORIZON = 7 * 24 * 3600.0
 #: Events closer than this fraction of the time already simulated are merged into one step.
 COARSENING = 0.05
+#: What makes two runtime estimates the same.
+_FIELDS = operator.attrgetter("expected", "low", "high", "basis")
 #: The basis of a job that starts in the first simulated cycle.
 ROOM_NOW = "room now"
 
@@ -91,12 +98,20 @@ class JobForecast(msgspec.Struct, frozen=True, array_like=True):
 
 @dataclass
 class Simulation:
-    """One forward run: start time and basis per started job, and the jobs rejected."""
+    """One forward run: for each watched job, its simulated start (NaN: none) and the basis of
+    that start; the jobs rejected."""
 
-    starts: dict[str, float] = field(default_factory=dict)
-    basis: dict[str, str] = field(default_factory=dict)
+    job_ids: list[str]
+    start: FloatArray
+    basis: npt.NDArray[np.object_]
     rejected: dict[str, str] = field(default_factory=dict)
     cycles: int = 0
+
+    @property
+    def starts(self) -> dict[str, float]:
+        """The start of each job that started."""
+        began = np.flatnonzero(~np.isnan(self.start)).tolist()
+        return dict(zip([self.job_ids[i] for i in began], self.start[began].tolist(), strict=True))
 
 
 _P = ParamSpec("_P")
@@ -127,25 +142,28 @@ def _collector_paused(function: Callable[_P, _R]) -> Callable[_P, _R]:
 @_collector_paused
 def simulate(
     snapshot: ForecastSnapshot,
-    runtime: Callable[[str], tuple[float, str]],
+    runtime: Runtimes,
     horizon: float = DEFAULT_HORIZON,
     *,
-    waiting_for: Collection[str] | None = None,
+    extra_only: bool = False,
 ) -> Simulation:
-    """Run the scheduling core forward from ``snapshot`` until every queued job (or every
-    one of ``waiting_for``) has started or ``horizon`` seconds have passed.
+    """Run the scheduling core forward from ``snapshot`` until every queued job, the
+    ``extra_jobs`` included (with ``extra_only``: every one of those), has started or
+    ``horizon`` seconds have passed.
 
-    ``runtime(job_id)`` gives the seconds a job runs (for a running job: the seconds *left*
-    from ``snapshot.now``) and the basis of that figure, reported for the jobs that start
-    when it ends. It is asked once per job, when the job first runs.
+    ``runtime(job_ids)`` gives the seconds each job runs (for a running job: the seconds
+    *left* from ``snapshot.now``) and the basis of that figure, reported for the jobs that
+    start when it ends. It is asked once per job, when the job first runs.
     """
     db = snapshot.db.copy()
     if snapshot.extra_jobs:
         db.add_many(snapshot.extra_jobs)
-    if waiting_for is None:
-        n = len(db.ids)
-        waiting_for = db.ids_of(np.flatnonzero(db.cols["state"][:n] == QUEUED))
-    watcher = _StartWatcher(set(waiting_for), db)
+    n = len(db.ids)
+    if extra_only:  # added last
+        watched = np.arange(n - len(snapshot.extra_jobs), n)
+    else:
+        watched = np.flatnonzero(db.cols["state"][:n] == QUEUED)
+    watcher = _StartWatcher(watched, db)
     forward = Forward(
         db=db,
         queues=snapshot.queues,
@@ -163,52 +181,84 @@ def simulate(
 
 class _StartWatcher:
     """Records when each waiting job starts, and the basis of the ends that made room for it:
-    that of the job that ended on its node in the same step, else the step's most common."""
+    that of the job that ended on its node in the same step, else the step's most common.
 
-    def __init__(self, waiting: set[str], db: JobDb) -> None:
-        self.waiting = waiting
-        self.db = db
-        self.result = Simulation()
+    Jobs are matched by their ``seq`` (unique, and kept when the db renumbers its rows), found
+    in the sorted ``seq`` of the waiting jobs: no per-job lookups."""
+
+    def __init__(self, rows: IntArray, db: JobDb) -> None:
+        seq = db.cols["seq"][rows]
+        self._order = np.argsort(seq)
+        self._seq = seq[self._order]
+        self.waiting = np.ones(len(rows), dtype=bool)
+        self.remaining = len(rows)
+        self.result = Simulation(db.ids_of(rows), np.full(len(rows), np.nan), np.full(len(rows), None))
         self.freed_by = ROOM_NOW
         self._bases: Counter[str] = Counter()
-        #: Node -> the basis of a job that ended on it at :attr:`_at`.
-        self._on_node: dict[str, str] = {}
+        #: Per node row: the basis of the job that ended on it last, and when.
+        self._node_basis = np.full(db.nodes.size, None)
+        self._node_at = np.full(db.nodes.size, np.nan)
         self._at: float | None = None
 
+    def _watched(self, db: JobDb, rows: IntArray) -> tuple[IntArray, BoolArray]:
+        """For each of ``rows``, its index among the waiting jobs and whether it is one."""
+        if not len(self._seq):
+            return np.zeros(len(rows), dtype=np.int64), np.zeros(len(rows), dtype=bool)
+        seq = db.cols["seq"][rows]
+        at = np.minimum(np.searchsorted(self._seq, seq), len(self._seq) - 1)
+        return self._order[at], self._seq[at] == seq
+
     def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
-        on_node: dict[str, str] = {}
-        if self._bases and self._at == t:
+        on_node = bool(self._bases) and self._at == t
+        if on_node:
             self.freed_by = self._bases.most_common(1)[0][0]
-            on_node = self._on_node
         self._bases.clear()
-        waiting, leases = self.waiting, result.leases
-        job_ids, node_ids = leases.job_ids, leases.node_ids
-        if not waiting.issuperset(job_ids):  # some leased job is not watched: drop it
-            pairs = [(j, n) for j, n in zip(job_ids, node_ids, strict=True) if j in waiting]
-            job_ids, node_ids = [j for j, _ in pairs], [n for _, n in pairs]
-        waiting.difference_update(job_ids)
-        self.result.starts.update(dict.fromkeys(job_ids, t))
-        self.result.basis.update(zip(job_ids, map(on_node.get, node_ids, repeat(self.freed_by)), strict=True))
+        leases = result.leases
+        index, hit = self._watched(db, np.array(leases.rows, dtype=np.int64))
+        hit &= self.waiting[index]
+        index = index[hit]
+        self.waiting[index] = False
+        self.remaining -= len(index)
+        self.result.start[index] = t
+        nodes = np.array(leases.nodes, dtype=np.int64)[hit]
+        basis = np.full(len(index), self.freed_by, dtype=object)
+        if on_node and len(nodes):
+            self._cover(nodes)
+            freed = self._node_at[nodes] == t
+            basis[freed] = self._node_basis[nodes[freed]]
+        self.result.basis[index] = basis
         for rejection in result.rejections:
-            if rejection.job_id in waiting:
-                waiting.discard(rejection.job_id)
+            (watched,), (found,) = self._watched(db, np.array([db.row(rejection.job_id)]))
+            if found and self.waiting[watched]:
+                self.waiting[watched] = False
+                self.remaining -= 1
                 self.result.rejected[rejection.job_id] = rejection.reason
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
+    def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        nodes = db.cols["node"][rows]  # running jobs: all on a node
         if self._at != t:
             self._bases.clear()
-            self._on_node = {}
             self._at = t
         self._bases.update(bases)
-        names = self.db.nodes.ids
-        nodes = self.db.cols["node"][self.db.rows_of(job_ids)].tolist()  # running jobs: all on a node
-        self._on_node.update(zip([names[node] for node in nodes], bases, strict=True))
+        if len(nodes):
+            self._cover(nodes)
+        # The last job to end on a node gives it its basis.
+        last = len(nodes) - 1 - np.unique(nodes[::-1], return_index=True)[1]
+        self._node_basis[nodes[last]] = np.array(bases, dtype=object)[last]
+        self._node_at[nodes[last]] = t
+
+    def _cover(self, nodes: IntArray) -> None:
+        """Grow the per-node arrays to hold ``nodes`` (nodes may join in a timeline)."""
+        more = int(nodes.max()) + 1 - len(self._node_at)
+        if more > 0:
+            self._node_basis = np.concatenate([self._node_basis, np.full(more, None)])
+            self._node_at = np.concatenate([self._node_at, np.full(more, np.nan)])
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """Forecasts have no cancellations or node changes in their timeline."""
 
     def done(self) -> bool:
-        return not self.waiting
+        return not self.remaining
 
 
 @_collector_paused
@@ -232,28 +282,40 @@ def forecast(
     ``extra_only``, only ``extra_jobs`` are forecast (the simulation ends once they start).
     """
 
-    started = snapshot.started
+    started, now = snapshot.started, snapshot.now
+    #: An estimate's fields -> what a job not yet running runs for, and its basis: jobs share
+    #: estimates (a job set's, a queue and shape's), worked out once each.
+    unstarted: dict[tuple[float, float, float, str], tuple[float, str]] = {}
 
-    def runtime(job_id: str) -> tuple[float, str]:
-        estimate = estimates.get(job_id) or estimates.get(original_id(job_id), default)
-        at = started.get(job_id) if started else None
-        elapsed = 0.0 if at is None else snapshot.now - at
-        return estimate.mean(elapsed), estimate.basis_after(elapsed)
+    def runtimes(job_ids: list[str]) -> tuple[Sequence[float], Sequence[str]]:
+        given = list(map(estimates.get, job_ids))
+        found = cast(list[RuntimeEstimate], given)  # unless some job has none: then rebuilt
+        if None in given:
+            found = [e or estimates.get(original_id(j), default) for e, j in zip(given, job_ids, strict=True)]
+        fields = list(map(_FIELDS, found))
+        for key, estimate in dict(zip(fields, found, strict=True)).items():
+            if key not in unstarted:
+                unstarted[key] = (estimate.mean(), estimate.basis_after(0.0))
+        runs = list(map(unstarted.__getitem__, fields))
+        for i in [i for i, at in enumerate(map(started.get, job_ids)) if at is not None] if started else ():
+            elapsed = now - started[job_ids[i]]
+            runs[i] = (found[i].mean(elapsed), found[i].basis_after(elapsed))
+        seconds, bases = zip(*runs, strict=True) if runs else ((), ())
+        return seconds, bases
 
     db, extra = snapshot.db, snapshot.extra_jobs
     rows = np.zeros(0, dtype=np.int64)
     if not extra_only:
         rows = np.flatnonzero(db.cols["state"][: len(db.ids)] == QUEUED)
-    job_ids = db.ids_of(rows) + [job.id for job in extra]
     index = {name: i for i, name in enumerate(db.queue_names)}
     extra_queues = [index.setdefault(job.queue, len(index)) for job in extra]
     queue = np.concatenate([db.cols["queue"][rows], np.array(extra_queues, dtype=np.int64)])
     names = list(index)
-    simulated = simulate(snapshot, runtime, horizon, waiting_for=job_ids)
+    simulated = simulate(snapshot, runtimes, horizon, extra_only=extra_only)
+    job_ids = simulated.job_ids  # the queued jobs in row order, then the extra ones: as ``queue``
     calibration = calibration or Calibration()
-    starts, basis = simulated.starts, simulated.basis
     out: dict[str, JobForecast] = {}
-    began = np.fromiter(map(starts.__contains__, job_ids), dtype=bool, count=len(job_ids))
+    began = ~np.isnan(simulated.start)
     for job_id in [job_ids[i] for i in np.flatnonzero(~began).tolist()]:
         if job_id in simulated.rejected:
             out[job_id] = JobForecast(None, None, None, "never", rejected=simulated.rejected[job_id])
@@ -261,9 +323,9 @@ def forecast(
             out[job_id] = JobForecast(None, None, None, "not within the horizon")
     first = np.unique(queue[began], return_index=True)
     for q in first[0][np.argsort(first[1])].tolist():  # queues in the order their first job came
-        of_queue = [job_ids[i] for i in np.flatnonzero(began & (queue == q)).tolist()]
-        simulated_starts = list(map(starts.__getitem__, of_queue))
-        expected, low, high = calibration.apply(snapshot.now, np.asarray(simulated_starts), names[q])
+        at = np.flatnonzero(began & (queue == q))
+        of_queue = [job_ids[i] for i in at.tolist()]
+        expected, low, high = calibration.apply(snapshot.now, simulated.start[at], names[q])
         out.update(
             zip(
                 of_queue,
@@ -272,9 +334,9 @@ def forecast(
                     expected.tolist(),
                     low.tolist(),
                     high.tolist(),
-                    map(basis.__getitem__, of_queue),
+                    simulated.basis[at].tolist(),
                     repeat(""),
-                    simulated_starts,
+                    simulated.start[at].tolist(),
                 ),
                 strict=True,
             )

@@ -98,6 +98,10 @@ class JobDb:
         #: Bumped by every change to a job: readers that derive from the db (forecasts) skip
         #: their work while it stands still.
         self.version = 0
+        #: ``None``, or a list each compaction appends its renumbering to (``new_row[old]``,
+        #: -1: removed): set by a reader that indexes arrays by row (a simulation), which
+        #: takes them as it goes.
+        self.renumbering: list[Rows] | None = None
         self._pc_of_key = np.zeros(0, dtype=np.int64)
 
     # -- lookups -------------------------------------------------------------------------
@@ -223,19 +227,28 @@ class JobDb:
         """Many queued jobs leased at once (a cycle's leases): array updates, not one per job."""
         if not job_ids:
             return
-        self.version += 1
         rows = np.fromiter(map(self._row_of.__getitem__, job_ids), dtype=np.int64, count=len(job_ids))
-        cols = self.cols
-        if _repeats(rows, len(self.ids)) or (cols["state"][rows] != QUEUED).any():
-            bad = [j for j, r in zip(job_ids, rows.tolist(), strict=True) if cols["state"][r] != QUEUED]
-            raise ValueError(f"job {(bad or job_ids)[0]} is not queued")
-        self._dequeue_many(rows)
+        self._check_leasable(rows)  # before reserving rows for nodes not reported yet
         node_row = {node_id: self.nodes.ensure_row(node_id) for node_id in set(node_ids)}
-        pool_row = {pool: self.pool_index(pool) for pool in set(pools)}
         nodes = np.fromiter(map(node_row.__getitem__, node_ids), dtype=np.int64, count=len(rows))
+        self.lease_rows(rows, nodes, pools)
+
+    def lease_rows(self, rows: Rows, nodes: Rows, pools: Sequence[str]) -> None:
+        """:meth:`lease_many` given the jobs' rows and their nodes' rows (a cycle's leases as
+        it read them)."""
+        if not len(rows):
+            return
+        self._check_leasable(rows)
+        self.version += 1
+        cols = self.cols
+        self._dequeue_many(rows)
+        pool_row = {pool: self.pool_index(pool) for pool in set(pools)}
         cols["state"][rows] = RUNNING
         cols["node"][rows] = nodes
-        cols["pool"][rows] = np.fromiter(map(pool_row.__getitem__, pools), dtype=np.int32, count=len(rows))
+        if len(pool_row) == 1:
+            cols["pool"][rows] = next(iter(pool_row.values()))
+        else:
+            cols["pool"][rows] = np.fromiter(map(pool_row.__getitem__, pools), np.int32, count=len(rows))
         cols["run_seq"][rows] = np.arange(self._run_seq, self._run_seq + len(rows))
         cols["started"][rows] = np.nan
         self._run_seq += len(rows)
@@ -247,6 +260,13 @@ class JobDb:
             else:
                 jobs.add(row)
         self._account(rows, +1)
+
+    def _check_leasable(self, rows: Rows) -> None:
+        """Raise unless ``rows`` are distinct queued jobs."""
+        state = self.cols["state"]
+        if _repeats(rows, len(self.ids)) or (state[rows] != QUEUED).any():
+            bad = [r for r in rows.tolist() if state[r] != QUEUED] or rows.tolist()
+            raise ValueError(f"job {self.ids[bad[0]]} is not queued")
 
     def requeue(self, job_id: str) -> None:
         """A running job returns to its queue (lease returned or expired, preempted and retried)."""
@@ -293,10 +313,12 @@ class JobDb:
         self.ids[row] = None
 
     def remove_many(self, job_ids: Iterable[str]) -> None:
-        """Many jobs leave at once (a cycle's preemptions, a simulation's ends), as :meth:`remove`
-        without ``finished``: array updates, not one per job."""
-        row_of = self._row_of
-        rows = np.fromiter(map(row_of.pop, job_ids), dtype=np.int64)
+        """Many jobs leave at once (a cycle's preemptions), as :meth:`remove` without
+        ``finished``: array updates, not one per job."""
+        self.remove_rows(np.fromiter(map(self._row_of.__getitem__, job_ids), dtype=np.int64))
+
+    def remove_rows(self, rows: Rows) -> None:
+        """:meth:`remove_many` given the jobs' (distinct) rows (a simulation's ends)."""
         if not len(rows):
             return
         self.version += 1
@@ -310,8 +332,9 @@ class JobDb:
         for row in rows[cols["gang"][rows] >= 0].tolist():
             self._leave_gang(row)
         cols["state"][rows] = FREE
-        ids = self.ids
+        row_of, ids = self._row_of, self.ids
         for row in rows.tolist():
+            del row_of[ids[row]]  # live rows have ids
             ids[row] = None
 
     def _leave_gang(self, row: int) -> None:
@@ -408,6 +431,7 @@ class JobDb:
         clone._node_alloc = self._node_alloc.copy()
         clone._queue_alloc = {key: alloc.copy() for key, alloc in self._queue_alloc.items()}
         clone.penalties = self.penalties.copy()
+        clone.renumbering = None
         return clone
 
     # -- internals -----------------------------------------------------------------------
@@ -435,6 +459,8 @@ class JobDb:
         self.gang_mixed = self.gang_mixed[kept]
         self._gang_index = {(g.queue, g.gang_id): i for i, g in enumerate(self.gangs) if g is not None}
         self._node_jobs = {n: {int(new_row[r]) for r in rows} for n, rows in self._node_jobs.items() if rows}
+        if self.renumbering is not None:
+            self.renumbering.append(new_row)
 
     def _grow(self, size: int) -> None:
         capacity = len(self.cols["state"])

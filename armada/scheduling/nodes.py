@@ -12,7 +12,7 @@ import contextlib
 import functools
 import operator
 from collections.abc import Collection, Mapping
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import msgspec
 import numpy as np
@@ -26,6 +26,7 @@ from armada.scheduling.requirements import (
     NodeSelectorTerm,
     Toleration,
 )
+from armada.scheduling.unique_rows import unique_rows
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -84,6 +85,18 @@ def _resized(a: npt.NDArray[_A], rows: int, fill: object, cols: int | None = Non
     return out
 
 
+class LiveShapes(NamedTuple):
+    """The live nodes' shapes (:meth:`NodeDb.shapes`) and the distinct ones among them."""
+
+    #: Per row (live or not), its shape.
+    shape: IntArray
+    #: The live rows, pool after pool (as :meth:`NodeDb.pool_rows`).
+    live: IntArray
+    #: The distinct shapes of the live rows, and each live row's index among them.
+    distinct: IntArray
+    inverse: IntArray
+
+
 class NodeDb:
     """All known nodes, one stable row each, with in-place updated arrays."""
 
@@ -109,6 +122,7 @@ class NodeDb:
         self._taint_matrix: BoolArray = np.zeros((0, 0), dtype=bool)
         self._pool_rows: dict[str, IntArray] | None = None
         self._mask_cache: dict[object, BoolArray] = {}
+        self._live_shapes: tuple[int, Mapping[str, Mapping[str, int]], LiveShapes] | None = None
 
     # -- updates -------------------------------------------------------------------------
 
@@ -300,6 +314,20 @@ class NodeDb:
                 if resource in self.resources and pool in rows:
                     shape[rows[pool], self.resources.column(resource)] = units
         return shape
+
+    def live_shapes(self, floating: Mapping[str, Mapping[str, int]]) -> LiveShapes:
+        """:meth:`shapes` and the distinct shapes of the live nodes, kept until a node changes
+        (a cycle asks every time; a simulation's nodes stay put). Not to be changed."""
+        cached = self._live_shapes
+        if cached is not None and cached[0] == self.version and cached[1] == floating:
+            return cached[2]
+        shape = self.shapes(floating)
+        rows = list(self.pool_rows().values())
+        live = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        distinct, inverse, _ = unique_rows(shape[live])
+        found = LiveShapes(shape, live, distinct, inverse)
+        self._live_shapes = (self.version, floating, found)
+        return found
 
     def admitting(
         self,

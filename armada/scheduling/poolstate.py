@@ -49,9 +49,9 @@ class PoolState:
         self.where = pool if away_in is None else f"{pool} (away in {away_in})"
         nodes = db.nodes
         allocatable = nodes.allocatable()[node_rows]
-        running = db.node_allocation()[node_rows]
-        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - reduce_columns(np.add, running)
-        self.running_by_class: IntArray = running.copy()
+        self.running_by_class: IntArray = db.node_allocation()[node_rows]  # a copy: indexed by rows
+        running = reduce_columns(np.add, self.running_by_class)
+        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - running
         self.schedulable: BoolArray = nodes.schedulable[node_rows]
         if ctx.paused_nodes is not None:
             self.schedulable = self.schedulable & ~ctx.paused_nodes[node_rows]

@@ -18,11 +18,11 @@ import bisect
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Protocol
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
@@ -59,6 +59,10 @@ class QueueChange:
 
 #: What happens at a given time whatever the scheduler decides.
 TimelineItem = JobRequirements | NodeChange | Cancel | QueueChange
+#: Given jobs, the seconds each runs and the basis of each.
+Runtimes = Callable[[list[str]], tuple[Sequence[float], Sequence[str]]]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 class Observer(Protocol):
@@ -67,9 +71,10 @@ class Observer(Protocol):
     def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
         """After a cycle at ``t``, before its decisions are applied to ``db``."""
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
-        """Running jobs reached their end at ``t`` (``bases[i]`` is ``job_ids[i]``'s runtime's);
-        they are still in the db, on their nodes, and leave it next."""
+    def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        """Running jobs (their ``rows`` in ``db``) reached their end at ``t`` (``bases[i]`` is
+        the basis of ``rows[i]``'s runtime); they are still in the db, on their nodes, and
+        leave it next."""
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         """A job cancelled (``why`` = "cancelled"), lost with its node (``"lost"``, requeued),
@@ -87,8 +92,9 @@ class Forward:
     queues: Sequence[QueueSpec]
     config: SchedulingConfig
     state: SchedulerState
-    #: Seconds a job runs from ``t`` (a running job at the start: the seconds *left*), and the basis.
-    runtime: Callable[[str], tuple[float, str]]
+    #: Seconds each of the jobs runs from ``t`` (a running job at the start: the seconds
+    #: *left*), and the basis of each.
+    runtime: Runtimes
     #: ``(time, item)`` in time order.
     timeline: Sequence[tuple[float, TimelineItem]] = ()
     #: Per job, the seconds each of its first runs runs before it fails and the job is
@@ -126,13 +132,14 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
     db = forward.db
     # No time budget (simulations are off the critical path) and a frozen clock: deterministic.
     config = msgspec.structs.replace(forward.config, max_scheduling_duration=0.0)
-    jobs = _Jobs(forward.runtime, forward.failures)
-    jobs.run(db.ids_of(np.flatnonzero(db.cols["state"][: len(db.ids)] == RUNNING)), start)
+    jobs = _Jobs(forward.runtime, forward.failures, db)
+    jobs.run(np.flatnonzero(db.cols["state"][: len(db.ids)] == RUNNING), start)
     next_item = 0
     state, t, cycles = forward.state, start, 0
     _end_due(db, jobs, t, observer)
     while t <= end and not observer.done():
         next_item = _apply_due(forward, next_item, t, observer)
+        jobs.follow()
         cycle = schedule(
             db,
             queues=forward.queues,
@@ -150,12 +157,13 @@ def run_forward(forward: Forward, start: float, end: float, observer: Observer) 
             break  # what was watched has happened: the decisions need not be applied
         apply_decisions(db, cycle)
         # A lease sets the run's end: an earlier run of the same job (preempted, lost) never ends it.
-        jobs.run(cycle.leases.job_ids, t + forward.latency(t))
+        jobs.run(np.array(cycle.leases.rows, dtype=np.int64), t + forward.latency(t))
         following = _next_cycle(forward, jobs, next_item, t, start, placed=len(cycle.leases) > 0)
         if math.isinf(following):
             break  # nothing runs, nothing was placed, nothing is to come: nothing will change
         t = following
         _end_due(db, jobs, t, observer)
+    db.renumbering = None  # no one follows the rows any more
     return cycles
 
 
@@ -168,7 +176,7 @@ def _next_cycle(
     step = 0.0 if instants else max(forward.cycle_period, (t - start) * forward.coarsening)
     due = t + step if placed else math.inf
     if len(jobs.end_at):
-        due = min(due, max(float(jobs.end_at.min()), t + step))
+        due = min(due, max(float(jobs.end_at.min()), t + step))  # inf: none running
     if next_item < len(timeline):
         due = min(due, max(timeline[next_item][0], t + step))
     if not instants or math.isinf(due):
@@ -185,58 +193,95 @@ def _next_cycle(
 
 
 class _Jobs:
-    """The jobs that ran in the simulation, by position: the runtime of each, asked once when it
-    first runs, and when its run ends (an array)."""
+    """The simulation's runs, by job db row: each job's runtime (asked once, when it first
+    runs) and its basis, and when its current run ends (arrays)."""
 
-    def __init__(
-        self, runtime: Callable[[str], tuple[float, str]], failures: Mapping[str, Sequence[float]]
-    ) -> None:
+    def __init__(self, runtime: Runtimes, failures: Mapping[str, Sequence[float]], db: JobDb) -> None:
         self.runtime = runtime
         self.failures = failures
+        self.db = db
+        db.renumbering = []  # rows index these arrays: follow the db's compactions
         #: Of jobs with runs to fail, the seconds of each run to come, the current one's last.
         self.attempts: dict[str, list[float]] = {}
-        self.ids: list[str] = []
-        self.position: dict[str, int] = {}
-        #: Seconds each job runs (a job running at the start: the seconds left).
+        #: Seconds each job runs (a job running at the start: the seconds left), once asked.
         self.left = np.zeros(0)
-        self.basis: list[str] = []
+        self.asked = np.zeros(0, dtype=bool)
+        self.basis = np.zeros(0, dtype=object)
         #: When each job's current run ends (``inf``: not running).
         self.end_at = np.zeros(0)
+        #: The order in which jobs first ran: runs ending together are reported in it.
+        self.first = np.zeros(0, dtype=np.int64)
+        self.ran = 0
+        self.follow()
 
-    def run(self, job_ids: Sequence[str], t: float) -> None:
-        """``job_ids`` start a run at ``t``: it ends when their runtime (or failing run) is up."""
-        at = np.fromiter(map(self.position.get, job_ids, repeat(-1)), dtype=np.int64, count=len(job_ids))
-        new = np.flatnonzero(at < 0)
+    def follow(self) -> None:
+        """Follow the db's compactions and new rows since the last call."""
+        for new_row in self.db.renumbering or ():
+            self._resize(len(new_row))
+            kept = new_row >= 0
+            live = int(np.count_nonzero(kept))
+            for name, fill in _RUN_COLUMNS.items():
+                old = getattr(self, name)
+                column = np.full(live, fill, dtype=old.dtype)
+                column[new_row[kept]] = old[kept]
+                setattr(self, name, column)
+        if self.db.renumbering:
+            self.db.renumbering.clear()
+        self._resize(len(self.db.ids))
+
+    def _resize(self, size: int) -> None:
+        grow = size - len(self.left)
+        if grow > 0:
+            for name, fill in _RUN_COLUMNS.items():
+                old = getattr(self, name)
+                setattr(self, name, np.concatenate([old, np.full(grow, fill, dtype=old.dtype)]))
+
+    def run(self, rows: IntArray, t: float) -> None:
+        """The jobs of ``rows`` start a run at ``t``: it ends when their runtime (or failing run) is up."""
+        new = rows[~self.asked[rows]]
         if len(new):
-            at[new] = np.arange(len(self.ids), len(self.ids) + len(new))
-            self._add([job_ids[i] for i in new.tolist()])
-        self.end_at[at] = t + np.maximum(0.0, self.left[at])
+            self._ask(new)
+        self.end_at[rows] = t + np.maximum(0.0, self.left[rows])
 
-    def _add(self, ids: list[str]) -> None:
-        self.position.update(zip(ids, range(len(self.ids), len(self.ids) + len(ids)), strict=True))
-        self.ids += ids
-        left = []
-        for job_id in ids:
-            seconds, basis = self.runtime(job_id)
-            if failing := self.failures.get(job_id):
-                self.attempts[job_id] = [seconds, *reversed(failing)]
-                seconds = failing[0]
-            left.append(seconds)
-            self.basis.append(basis)
-        self.left = np.concatenate([self.left, np.asarray(left, dtype=float)])
-        self.end_at = np.concatenate([self.end_at, np.full(len(ids), math.inf)])
+    def _ask(self, rows: IntArray) -> None:
+        ids = self.db.ids_of(rows)
+        seconds, bases = self.runtime(ids)
+        left = np.array(seconds, dtype=float)
+        if self.failures:
+            for i, job_id in enumerate(ids):
+                if failing := self.failures.get(job_id):
+                    self.attempts[job_id] = [float(left[i]), *reversed(failing)]
+                    left[i] = failing[0]
+        self.left[rows] = left
+        self.basis[rows] = bases
+        self.asked[rows] = True
+        self.first[rows] = np.arange(self.ran, self.ran + len(rows))
+        self.ran += len(rows)
 
-    def failed(self, job_ids: Sequence[str]) -> set[str]:
+    def failed(self, rows: IntArray, job_ids: Sequence[str]) -> BoolArray:
         """Of the jobs whose runs just ended, those whose run failed: each is to run again,
         for its next failing run's seconds or else its runtime."""
-        failed = {job_id for job_id in job_ids if job_id in self.attempts}
-        for job_id in failed:
-            attempts = self.attempts[job_id]
+        failed = np.zeros(len(rows), dtype=bool)
+        for i, (row, job_id) in enumerate(zip(rows.tolist(), job_ids, strict=True)):
+            attempts = self.attempts.get(job_id)
+            if attempts is None:
+                continue
+            failed[i] = True
             attempts.pop()
-            self.left[self.position[job_id]] = attempts[-1]
+            self.left[row] = attempts[-1]
             if len(attempts) == 1:
                 del self.attempts[job_id]
         return failed
+
+
+#: :class:`_Jobs`' arrays and the value of a row not yet run.
+_RUN_COLUMNS: dict[str, object] = {
+    "left": 0.0,
+    "asked": False,
+    "basis": None,
+    "end_at": math.inf,
+    "first": -1,
+}
 
 
 def _apply_due(forward: Forward, next_item: int, t: float, observer: Observer) -> int:
@@ -295,18 +340,16 @@ def _end_due(db: JobDb, jobs: _Jobs, t: float, observer: Observer) -> None:
     if not len(due):
         return
     jobs.end_at[due] = math.inf
-    ids = list(map(jobs.ids.__getitem__, due.tolist()))
-    running = np.flatnonzero(db.states_of(ids) == RUNNING).tolist()
-    ending = [ids[i] for i in running]
-    failed = jobs.failed(ending) if jobs.attempts else set()
-    for job_id in failed:
-        db.requeue(job_id)
-        observer.left(t, job_id, True, "failed")
-    if failed:
-        running = [i for i, job_id in zip(running, ending, strict=True) if job_id not in failed]
-        ending = [ids[i] for i in running]
-    observer.ended(t, ending, [jobs.basis[i] for i in due[running].tolist()])
-    db.remove_many(ending)
+    ending = due[db.cols["state"][due] == RUNNING]
+    ending = ending[np.argsort(jobs.first[ending])]
+    if jobs.attempts:
+        failed = jobs.failed(ending, db.ids_of(ending))
+        for job_id in db.ids_of(ending[failed]):
+            db.requeue(job_id)
+            observer.left(t, job_id, True, "failed")
+        ending = ending[~failed]
+    observer.ended(t, ending, jobs.basis[ending].tolist(), db)
+    db.remove_rows(ending)
 
 
 def _frozen() -> float:

@@ -31,7 +31,6 @@ from armada.scheduling.pool import PoolCycle
 from armada.scheduling.queues import QueueSpec
 from armada.scheduling.shares import QueueShare
 from armada.scheduling.state import SchedulerState, TokenBucket, tokens_now
-from armada.scheduling.unique_rows import unique_rows
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -158,9 +157,10 @@ def schedule(
 
 
 def apply_decisions(db: JobDb, result: SchedulingResult) -> None:
-    """Apply a cycle's decisions to the job db (what the service does via the event log)."""
+    """Apply a cycle's decisions to the job db it read, unchanged since (what the service
+    does via the event log)."""
     leases = result.leases
-    db.lease_many(leases.job_ids, leases.node_ids, leases.pools)
+    db.lease_rows(np.array(leases.rows, dtype=np.int64), np.array(leases.nodes, dtype=np.int64), leases.pools)
     db.remove_many({p.job_id for p in result.preemptions} | {r.job_id for r in result.rejections})
 
 
@@ -183,9 +183,7 @@ def _rejected_keys(
         return key_ok, rejected, waiting
     nodes = db.nodes
     pool_tolerations = config.default_tolerations_by_pool()
-    shape = nodes.shapes(config.floating_by_pool())
-    live = np.concatenate(list(pools.values()))
-    shapes, inverse, _ = unique_rows(shape[live])
+    shape, live, shapes, inverse = nodes.live_shapes(config.floating_by_pool())
     queued = set().union(*(counts.keys() for counts in db.queued_counts))
     for key in sorted(queued):
         info = db.keys.infos[key]
@@ -244,6 +242,8 @@ def _leases(ctx: CycleContext) -> Leases:
         node_ids=_pick(ctx.db.nodes.ids, on),
         pools=pools,
         executors=list(map(executor.__getitem__, on)),
+        rows=rows,
+        nodes=on,
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from armada.model.resources import ResourceIndex
 from armada.scheduling import JobDb, NodeDb, QueueSpec, SchedulingConfig
 from armada.scheduling.decisions import SchedulingResult
-from armada.scheduling.replay import Forward, QueueChange, run_forward
+from armada.scheduling.replay import Forward, IntArray, QueueChange, run_forward
 from armada.scheduling.state import SchedulerState
 from armada.services.simulation.cycles import CycleTiming
 from armada.services.simulation.recorded import Outcome, RecordedLog, Run
@@ -60,7 +60,7 @@ def replay(
         queues=queues,
         config=config,
         state=SchedulerState(),
-        runtime=lambda job_id: (runtimes[job_id], ""),
+        runtime=lambda job_ids: ([runtimes[job_id] for job_id in job_ids], [""] * len(job_ids)),
         timeline=timeline,
         failures=recorded.failures,
         cycle_period=cycle_period,
@@ -113,8 +113,8 @@ class _Watcher:
             outcome.preempted = True
             self._end(outcome, t, lost=True)
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
-        for job_id in job_ids:
+    def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        for job_id in db.ids_of(rows):
             self._end(self.outcomes[job_id], t, lost=False)
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:

@@ -154,7 +154,7 @@ def test_simulation_stops_when_nothing_can_change() -> None:
     sim = Sim(nodes=[node("n1", cpu=1, unschedulable=True)])
     sim.queue("q")
     sim.submit([job("a", "q")])
-    result = simulate(snapshot(sim), lambda _: (1.0, "x"))
+    result = simulate(snapshot(sim), lambda job_ids: ([1.0] * len(job_ids), ["x"] * len(job_ids)))
     assert result.starts == {} and result.cycles == 1
 
 

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from armada.scheduling.decisions import SchedulingResult
 from armada.scheduling.jobdb import JobDb
 from armada.scheduling.queues import QueueSpec
-from armada.scheduling.replay import Cancel, Forward, NodeChange, QueueChange, TimelineItem, run_forward
+from armada.scheduling.replay import (
+    Cancel,
+    Forward,
+    IntArray,
+    NodeChange,
+    QueueChange,
+    TimelineItem,
+    run_forward,
+)
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
 
 
@@ -17,13 +25,15 @@ class Log:
     """Every start, end and departure the loop reports, as ``(time, what, job)``."""
 
     seen: list[tuple[float, str, str]] = field(default_factory=list)
+    #: The job db the loop ran on, as it ended.
+    db: JobDb | None = None
 
     def cycle(self, t: float, result: SchedulingResult, db: JobDb) -> None:
         self.seen += [(t, "start", job_id) for job_id in result.leases.job_ids]
         self.seen += [(t, "preempted", p.job_id) for p in result.preemptions]
 
-    def ended(self, t: float, job_ids: Sequence[str], bases: Sequence[str]) -> None:
-        self.seen += [(t, "end", job_id) for job_id in job_ids]
+    def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        self.seen += [(t, "end", job_id) for job_id in db.ids_of(rows)]
 
     def left(self, t: float, job_id: str, running: bool, why: str) -> None:
         self.seen.append((t, f"{why}{' running' if running else ''}", job_id))
@@ -41,8 +51,11 @@ def run(
     latencies: tuple[float, ...] = (),
     failures: Mapping[str, Sequence[float]] | None = None,
     stalled: tuple[float, ...] = (),
+    compact_min: int | None = None,
 ) -> Log:
     sim = Sim(config=unlimited())
+    if compact_min is not None:
+        sim.db.compact_min = compact_min
     for name, weight in queues.items():
         sim.queue(name, weight)
     log = Log()
@@ -51,7 +64,7 @@ def run(
         queues=list(sim.queues.values()),
         config=sim.config,
         state=sim.state,
-        runtime=lambda job_id: (runtimes[job_id], ""),
+        runtime=lambda job_ids: ([runtimes[job_id] for job_id in job_ids], [""] * len(job_ids)),
         timeline=timeline,
         cycle_instants=instants,
         lease_latency=latency,
@@ -60,7 +73,25 @@ def run(
         cycle_stalled=stalled,
     )
     run_forward(forward, 0.0, 1000.0, log)
+    log.db = sim.db
     return log
+
+
+def test_runs_follow_the_job_db_when_it_compacts_mid_simulation() -> None:
+    """The rows of ended jobs are reclaimed when ``b`` arrives (a small ``compact_min``): the
+    run in progress keeps its end, and ``b`` runs for its own runtime, not for that of the
+    job whose row it takes."""
+    timeline: list[tuple[float, TimelineItem]] = [
+        (0.0, NodeChange("ex", (node("n1", cpu=1), node("n2", cpu=1)))),
+        (0.0, job("long", "q", submitted=0)),
+        *((0.0, job(f"a{i}", "q", submitted=1 + i)) for i in range(6)),
+        (20.0, job("b", "q", submitted=20)),
+    ]
+    runtimes = {"long": 100, **{f"a{i}": 1 for i in range(6)}, "b": 7}
+    compacting = run(timeline, runtimes, {"q": 1}, compact_min=2)
+    assert compacting.db is not None and len(compacting.db.ids) == 2  # 8 jobs added: compacted
+    assert compacting.seen == run(timeline, runtimes, {"q": 1}).seen
+    assert {(20.0, "start", "b"), (27.0, "end", "b"), (100.0, "end", "long")} <= set(compacting.seen)
 
 
 def test_arrivals_wait_for_room_and_a_lost_node_requeues_its_job() -> None:
