@@ -21,7 +21,10 @@ it counts the executor's report too), and on PostgreSQL its receipt time - the c
 succeeded by the events' stamps (the executor's pick-up; the run and its timer); the events
 every watcher missed (0 when all were delivered); the status calls' latency; the server's
 and PostgreSQL's CPU per 1,000 jobs; the server's peak RSS; the scheduling cycles it logged.
-The benchmark's own client shares the machine: its CPU seconds are reported too. The
+The benchmark's own client shares the machine: the watchers and pollers run in
+``--client-processes`` processes of their own (:mod:`bench.fleet_clients`), which report
+their CPU seconds and their event loops' lag (as the submitting process does its own), and
+the server's loop lag comes from its ``armada_event_loop_lag_seconds`` histogram. The
 50,000-node, 1,000,000-queued shape is ``bench/backlog.py --executors 1
 --clusters-per-executor 20 --nodes-per-executor 2500 --jobs 1000000``. The last line is JSON.
 """
