@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -187,11 +187,11 @@ async def submit_all(
     args: argparse.Namespace,
     in_flight: int = 4,
     latencies: list[float] | None = None,
-    submitted: dict[str, list[str]] | None = None,
+    submitted: Callable[[str, list[str]], None] | None = None,
 ) -> list[str]:
     """Submit ``--jobs`` jobs in batches, spread over the queues, ``in_flight`` requests at a
-    time; each call's seconds are appended to ``latencies`` and its job ids to ``submitted``
-    (by queue) when given."""
+    time; each call's seconds are appended to ``latencies`` and its queue and job ids passed to
+    ``submitted`` when given."""
     item = job_item(args.command)
     count = -(-args.jobs // args.batch)
     batches = [(f"queue-{b % args.queues}", "bench") for b in range(count)]  # round robin
@@ -205,7 +205,7 @@ async def submit_all(
         if latencies is not None:
             latencies.append(time.perf_counter() - began)
         if submitted is not None:
-            submitted.setdefault(queue, []).extend(ids)
+            submitted(queue, ids)
         return ids
 
     answers = await asyncio.gather(*(one(i, q, s) for i, (q, s) in enumerate(batches)))

@@ -23,7 +23,10 @@ every watcher missed (0 when all were delivered); the status calls' latency; the
 and PostgreSQL's CPU per 1,000 jobs; the server's peak RSS; the scheduling cycles it logged;
 where the user's wait after the last job's end went (its ``succeeded`` stamp -> its commit
 -> the status call that saw it).
-The benchmark's own client shares the machine: its CPU seconds are reported too. The
+The benchmark's own client shares the machine: the watchers and pollers run in
+``--client-processes`` processes of their own (:mod:`bench.fleet_clients`), which report
+their CPU seconds and their event loops' lag (as the submitting process does its own), and
+the server's loop lag comes from its ``armada_event_loop_lag_seconds`` histogram. The
 50,000-node, 1,000,000-queued shape is ``bench/backlog.py --executors 1
 --clusters-per-executor 20 --nodes-per-executor 2500 --jobs 1000000``. The last line is JSON.
 """
@@ -33,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import bisect
-import contextlib
 import os
 import sys
 import tempfile
@@ -48,8 +50,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx
 import psycopg
 
-from armada.client import AsyncArmadaClient, ClientConfig
-from armada.client.transport import Http11Transport
 from armada.eventstore.dialects import NOTIFY_CHANNEL, libpq_conninfo, normalise_url
 from armada.model import events as ev
 from armada.model.queues import Queue
@@ -69,6 +69,7 @@ from bench.e2e import (
     wait_for_executors,
     wait_succeeded_by_status,
 )
+from bench.fleet_clients import ClientProcesses, LoopLag, Measured, unlimited_client
 from bench.usage import Usage, tree_rss_mb
 
 #: The issue's shapes: 10,000 fake nodes and 40,000 five-second jobs unless said otherwise.
@@ -87,14 +88,6 @@ DEFAULTS: dict[str, Any] = {
     "batch": 500,
     "pollers": 0,
 }
-
-
-def unlimited_client(base: str) -> AsyncArmadaClient:
-    """A client with no bound on its open connections (one per stream or call in flight)."""
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=30)
-    return AsyncArmadaClient(
-        ClientConfig(armada_url=base, timeout=300), transport=Http11Transport(limits=limits)
-    )
 
 
 class CommitClock:
@@ -132,74 +125,21 @@ class CommitClock:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
-class Watchers:
-    """``count`` streams, each following one queue's job set, counting what arrives and when."""
-
-    def __init__(self, client: AsyncArmadaClient, count: int, queues: int) -> None:
-        self._client = client
-        self.sets = [f"queue-{i % queues}" for i in range(count)]
-        self.received: Counter[int] = Counter()
-        self.delays: list[float] = []
-        #: (seq, receipt time) of every event delivered.
-        self.receipts: list[tuple[int, float]] = []
-        self.refused = 0
-        self._tasks: list[asyncio.Task[None]] = []
-        self._arrived = asyncio.Event()
-
-    def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._watch(i, queue)) for i, queue in enumerate(self.sets)]
-
-    async def _watch(self, index: int, queue: str) -> None:
-        try:
-            async for message in self._client.job_set_events(queue, "bench", watch=True):
-                now = time.time()
-                self.delays.append(now - message.event.created.timestamp())
-                self.receipts.append((int(message.message_id), now))
-                self.received[index] += 1
-                self._arrived.set()
-        except Exception:  # a refused or broken stream is counted, not fatal
-            self.refused += 1
-
-    def missing(self, events: list[ev.Event]) -> int:
-        """Events of the watched job sets that their watchers have not received."""
-        logged = Counter(e.queue for e in events if e.job_set_id == "bench")
-        return sum(max(0, logged[queue] - self.received[i]) for i, queue in enumerate(self.sets))
-
-    async def settle(self, events: list[ev.Event], timeout: float) -> int:
-        """Wait up to ``timeout`` s for the streams to catch up with the log; the events still missing."""
-        deadline = time.monotonic() + timeout
-        while (missing := self.missing(events)) and (left := deadline - time.monotonic()) > 0:
-            self._arrived.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._arrived.wait(), left)
-        return missing
-
-    def delays_after_commit(self, clock: CommitClock) -> list[float]:
-        """Each delivery's delay from its event's commit (as :class:`CommitClock` heard it)."""
-        return [now - at for seq, now in self.receipts if (at := clock.committed(seq)) is not None]
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+def delays_after_commit(receipts: list[tuple[int, float]], clock: CommitClock) -> list[float]:
+    """Each delivery's delay from its event's commit (as :class:`CommitClock` heard it)."""
+    return [now - at for seq, now in receipts if (at := clock.committed(seq)) is not None]
 
 
-async def poll_status(
-    client: AsyncArmadaClient,
-    queue: str,
-    submitted: dict[str, list[str]],
-    interval: float,
-    latencies: list[float],
-) -> None:
-    """One status call a ``interval`` with the ids submitted to ``queue`` (open loop), timed."""
-    await asyncio.sleep(interval * (hash(queue) % 1000) / 1000)  # spread over the interval
-    while True:
-        ids = submitted.get(queue, [])[:500]
-        if ids:
-            began = time.perf_counter()
-            await client.job_status(ids)
-            latencies.append(time.perf_counter() - began)
-        await asyncio.sleep(interval)
+def client_figures(measured: list[Measured], own_lags: list[float]) -> dict[str, Any]:
+    """The client processes' CPU and their loops' lag (and the submitting process's): a
+    lag near the status latency would say the client, not the server, was slow."""
+    lags = [lag for m in measured for lag in m.loop_lags]
+    return {
+        "client_processes": len(measured),
+        "client_processes_cpu_s": round(sum(m.cpu_s for m in measured), 1),
+        **quantiles(lags, "client_loop_lag_ms", scale=1000, digits=1),
+        **quantiles(own_lags, "submitter_loop_lag_ms", scale=1000, digits=1),
+    }
 
 
 def last_end(events: list[ev.Event], clock: CommitClock, seen: float) -> dict[str, float]:
@@ -235,23 +175,47 @@ def stages(events: list[ev.Event]) -> dict[str, float]:
 
 #: The server's request-duration histogram (to the start of each response).
 HTTP_SECONDS = "armada_http_request_duration_seconds"
+#: The server's event-loop lag histogram (how late a 0.1 s sleep wakes).
+LOOP_LAG_SECONDS = "armada_event_loop_lag_seconds"
 
 
-def server_status_time(base: str) -> dict[str, float]:
-    """The server's own time on ``POST /v1/job/status`` (its histogram, from the call reaching
-    the app to the start of the answer: without the client's and the transport's queueing):
-    the share within 100 ms and the bucket holding the 99th percentile."""
-    answer = httpx.get(f"{base}/metrics", params={"name[]": f"{HTTP_SECONDS}_bucket"}, timeout=60)
+def _buckets(text: str, name: str, selector: str) -> Counter[float]:
+    """The cumulative counts of histogram ``name``'s buckets, summed over the series whose
+    labels hold ``selector``."""
     buckets: Counter[float] = Counter()
-    for line in answer.text.splitlines():
-        if line.startswith(f"{HTTP_SECONDS}_bucket{{") and 'route="/v1/job/status"' in line:
+    for line in text.splitlines():
+        if line.startswith(f"{name}_bucket{{") and selector in line:
             le = line.split('le="', 1)[1].split('"', 1)[0]
-            buckets[float(le)] += float(line.rsplit(" ", 1)[1])
-    total = buckets.get(float("inf"), 0.0)
+            buckets[float(le)] += int(float(line.rsplit(" ", 1)[1]))
+    return buckets
+
+
+def _share_and_p99(buckets: Counter[float], within: float, prefix: str) -> dict[str, float]:
+    """The share of observations within ``within`` s and the bucket holding the 99th percentile."""
+    total = buckets.get(float("inf"), 0)
     if not total:
         return {}
     p99 = min(le for le, count in buckets.items() if count >= 0.99 * total)
-    return {"status_server_within_100ms": round(buckets[0.1] / total, 4), "status_server_p99_le_s": p99}
+    share = f"{prefix}_within_{round(within * 1000)}ms"
+    return {share: round(buckets[within] / total, 4), f"{prefix}_p99_le_s": p99}
+
+
+def server_histograms(base: str) -> tuple[Counter[float], Counter[float]]:
+    """The server's histograms of its own time on ``POST /v1/job/status`` (from the call
+    reaching the app to the start of the answer: without the client's and the transport's
+    queueing) and of its event loop's lag (each await of a request waits about as long)."""
+    names = {"name[]": [f"{HTTP_SECONDS}_bucket", f"{LOOP_LAG_SECONDS}_bucket"]}
+    text = httpx.get(f"{base}/metrics", params=names, timeout=60).text
+    return _buckets(text, HTTP_SECONDS, 'route="/v1/job/status"'), _buckets(text, LOOP_LAG_SECONDS, "")
+
+
+def server_figures(
+    before: tuple[Counter[float], Counter[float]], after: tuple[Counter[float], Counter[float]]
+) -> dict[str, float]:
+    """Between two :func:`server_histograms`: the share of status calls within 100 ms and of
+    the loop's lag samples within 10 ms, and the buckets holding their 99th percentiles."""
+    status, lag = (later - earlier for later, earlier in zip(after, before, strict=True))
+    return _share_and_p99(status, 0.1, "status_server") | _share_and_p99(lag, 0.01, "server_loop_lag")
 
 
 def shaped(args: argparse.Namespace) -> argparse.Namespace:
@@ -277,40 +241,42 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         base, server = start_server(stack, args, workdir, url, env=env)
         executors = start_executors(stack, args, workdir, base)
         usage = usage_of(server, executors, base, url)
+        clients = ClientProcesses(
+            base, args.client_processes, args.watchers, args.pollers, args.queues, args.poll_interval
+        )
+        stack.callback(clients.kill)
         async with unlimited_client(base) as client:
             await client.create_queues([Queue(name=f"queue-{q}") for q in range(args.queues)])
             await wait_for_executors(url, args.executors * args.clusters_per_executor)
             commits = CommitClock(url)
             await commits.start()
-            watchers = Watchers(client, args.watchers, args.queues)
-            watchers.start()
-            await asyncio.sleep(1 + args.watchers / 200)  # the streams open before the first submit
-            submitted: dict[str, list[str]] = {}
+            clients.start()
+            await clients.opened(timeout=120 + args.watchers / 10)  # before the first submit
+            lag = LoopLag()
+            lag.start()
             submit_latencies: list[float] = []
-            status_latencies: list[float] = []
-            pollers = [
-                asyncio.create_task(
-                    poll_status(
-                        client, f"queue-{i % args.queues}", submitted, args.poll_interval, status_latencies
-                    )
-                )
-                for i in range(args.pollers)
-            ]
             before, own_before = usage.sample(), cpu_seconds()
+            histograms = server_histograms(base)
             started, started_wall = time.perf_counter(), time.time()
-            job_ids = await submit_all(client, args, args.submitters, submit_latencies, submitted)
+            job_ids = await submit_all(client, args, args.submitters, submit_latencies, clients.submitted)
             submit_seconds = time.perf_counter() - started
             await wait_succeeded_by_status(client, job_ids, args.timeout)
             wall, seen_wall = time.perf_counter() - started, time.time()
-            for task in pollers:
-                task.cancel()
+            clients.stop_polling()
             await wait_finished(url, args.jobs, args.timeout, [server, *executors])
             after, own_after = usage.sample(), cpu_seconds()
+            await lag.stop()
             events = await read_log(url)
-            missing = await watchers.settle(events, timeout=30)
-            await watchers.stop()
+            logged = Counter(e.queue for e in events if e.job_set_id == "bench")
+            measured = await clients.settle(logged, timeout=30)
             await commits.stop()
-            delivered = sum(watchers.received.values())
+            received: Counter[int] = Counter()
+            for m in measured:
+                received.update(m.received)
+            delivered = sum(received.values())
+            missing = sum(max(0, logged[q] - received[i]) for i, q in enumerate(clients.sets))
+            receipts = [r for m in measured for r in m.receipts]
+            status_latencies = [s for m in measured for s in m.status_latencies]
             return {
                 "benchmark": "fleet",
                 "shape": args.shape,
@@ -332,12 +298,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 **stages(events),
                 "watch_events_delivered": delivered,
                 "watch_events_missing": missing,
-                "watch_streams_refused": watchers.refused,
-                **quantiles(watchers.delays, "watch_delay_s"),
-                **quantiles(watchers.delays_after_commit(commits), "watch_delay_after_commit_s"),
+                "watch_streams_refused": sum(m.refused for m in measured),
+                **quantiles([d for m in measured for d in m.delays], "watch_delay_s"),
+                **quantiles(delays_after_commit(receipts, commits), "watch_delay_after_commit_s"),
                 "status_calls": len(status_latencies),
                 **quantiles(status_latencies, "status_latency_ms", scale=1000, digits=1),
-                **server_status_time(base),
+                **server_figures(histograms, server_histograms(base)),
                 **Usage.figures(before, after, args.jobs),
                 "server_cpu_ms_per_delivered_event": round(
                     1000 * (after.server_cpu - before.server_cpu) / delivered, 3
@@ -345,6 +311,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 if delivered
                 else 0.0,
                 "client_cpu_s": round(own_after - own_before, 1),
+                **client_figures(measured, lag.samples),
                 "server_rss_peak_mb": round(tree_rss_mb(server.process.pid, "VmHWM"), 1),
                 **cycles(workdir / "serve.log"),
             }
@@ -362,6 +329,9 @@ def main() -> None:
     parser.add_argument("--watchers", type=int)
     parser.add_argument("--pollers", type=int)
     parser.add_argument("--poll-interval", type=float, default=1.0)
+    parser.add_argument(
+        "--client-processes", type=int, default=2, help="processes the watchers and pollers are dealt to"
+    )
     parser.add_argument("--submitters", type=int, default=4, help="submit calls in flight")
     parser.add_argument(
         "--server-env", action="append", default=[], metavar="ARMADA_X=VALUE", help="a server setting"

@@ -29,7 +29,7 @@ from litestar.exceptions import (
 )
 from litestar.handlers.base import BaseRouteHandler
 
-from armada.api.guard import reject_hostile_input
+from armada.api.guard import refuse_hostile_url, reject_hostile_input
 from armada.api.services import services_of
 from armada.auth.authentication import Authentication
 from armada.auth.identity import Identity
@@ -123,7 +123,9 @@ class AccessControl:
 
 
 async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
-    """App-wide Litestar guard: authenticate, then apply the handler's policy."""
+    """The app's one Litestar guard (Litestar copies the route handler for every guard it
+    calls, per request): refuse a hostile URL, authenticate, then apply the handler's policy."""
+    refuse_hostile_url(connection)
     control = services_of(connection.app.state).access
     policy = _effective(policy_of(handler.opt), control.settings, connection)
     authorization = connection.headers.get("authorization")

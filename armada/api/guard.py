@@ -6,8 +6,8 @@ errors), and NUL characters, which PostgreSQL cannot store in text columns or co
 queries. A NUL can arrive as a ``\\u0000`` escape in a JSON string or as ``%00`` in the
 path or query, so those are refused everywhere, on SQLite too, so both databases agree.
 
-The URL is checked by the app's first guard, before the access guard; the body right after
-authentication, inside the access guard (:func:`armada.api.access.enforce_access`): that
+The URL is checked first in the access guard, before authentication; the body right after
+authentication, also inside the access guard (:func:`armada.api.access.enforce_access`): that
 guard reads queue names from the path and body to look the queue up, where a NUL would reach
 PostgreSQL as a 500, yet callers without valid credentials are refused before their body is
 read at all. Bodies of routes whose policy needs none of it are checked (once) before the
@@ -52,8 +52,8 @@ BODY_JSON = "armada.body_json"
 _CHECKED = "armada.body_checked"
 
 
-async def hostile_url_guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """App-wide Litestar guard, listed first: no NUL in the path or query string."""
+def refuse_hostile_url(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    """No NUL in the path or query string (the access guard's first check)."""
     if "\x00" in connection.scope["path"] or b"%00" in connection.scope.get("query_string", b""):
         raise InvalidRequest("the URL must not contain NUL characters")
 

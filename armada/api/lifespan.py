@@ -54,7 +54,7 @@ def background(services: Services, pruner: Pruner, settings: Settings) -> list[B
     quarantine starts before them, before the follower's first read: it must hear every
     unreadable record."""
     scheduler = [services.scheduler] if settings.scheduler.enabled else []
-    return [services.follower, services.forecasts, *scheduler, pruner]
+    return [services.metrics.loop_lag, services.follower, services.forecasts, *scheduler, pruner]
 
 
 def _run(stack: AsyncExitStack, service: Background) -> None:

@@ -45,6 +45,9 @@ class ChangeNotifier:
         self.rewound_to: list[int] = []
         #: Which job sets the commits seen here touched (job-set streams wait on their own).
         self.job_sets = JobSetNews(head)
+        #: Whether a listener hears every other process's commits (PostgreSQL's ``NOTIFY``,
+        #: while connected): then a wait that timed out saw every commit there was.
+        self.listening = False
 
     @property
     def head(self) -> int:
@@ -186,6 +189,7 @@ class PgListener:
                     cursor = await conn.execute("SELECT coalesce(max(seq), 0) FROM events")
                     row = await cursor.fetchone()
                     self._notifier.heard(int(row[0]) if row else 0)
+                    self._notifier.listening = True
                     if self._signals is not None:
                         self._signals.publish_all()  # and any signal sent meanwhile
                     self.connected.set()
@@ -197,6 +201,7 @@ class PgListener:
                             self._notifier.heard(int(message.payload))
             except (psycopg.Error, OSError) as exc:
                 self.connected.clear()
+                self._notifier.listening = False
                 log.warning("event listener disconnected", error=str(exc), retry_in=backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff)

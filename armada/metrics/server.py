@@ -15,6 +15,7 @@ from armada.metrics.cluster import ClusterCollector
 from armada.metrics.cycles import CycleFigureCollector
 from armada.metrics.http import HttpMetrics
 from armada.metrics.jobs import JobTimings
+from armada.metrics.loop_lag import LoopLag
 from armada.metrics.nodes import NodeCollector
 from armada.metrics.records import UnreadableRecordsCollector
 from armada.metrics.retention import RetentionCollector
@@ -35,6 +36,8 @@ class ServerMetrics:
         # Collectors without describe() still answer a request for their series (?name[]=).
         self.registry = CollectorRegistry(support_collectors_without_names=True)
         self.http = HttpMetrics(self.registry)
+        #: Started with the server's background services.
+        self.loop_lag = LoopLag(self.registry)
         self._appended = Counter(
             "armada_events_appended", "Events appended to the log.", ["type"], registry=self.registry
         )

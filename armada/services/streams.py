@@ -96,21 +96,20 @@ async def check_target(store: EventStore, queue: str, job_set_id: str, *, error_
         raise NotFound(f"job set {job_set_id!r} of queue {queue!r} has no events", field="jobSetId")
 
 
-async def flatten(
+async def until_stopped(
     pages: AsyncGenerator[list[StoredEvent], None], until: Interrupt | None = None
-) -> AsyncIterator[StoredEvent]:
-    """:func:`job_set_pages` event by event (closing it when the caller stops). With ``until``
-    (the server's ``unless_stopping``), a stream waiting for its next page ends when the server
-    stops, so that a watcher holds no stopping replica (it resumes at another from its last
-    message id) and a rolling upgrade restarts each replica at once."""
+) -> AsyncIterator[list[StoredEvent]]:
+    """:func:`job_set_pages` (closing it when the caller stops). With ``until`` (the server's
+    ``unless_stopping``), a stream waiting for its next page ends when the server stops, so
+    that a watcher holds no stopping replica (it resumes at another from its last message
+    id) and a rolling upgrade restarts each replica at once."""
     try:
         while True:
             ahead = anext(pages, None)
             page = await (until(ahead) if until is not None else ahead)
             if page is None:
                 return
-            for stored in page:
-                yield stored
+            yield page
     finally:
         await pages.aclose()
 
@@ -126,7 +125,7 @@ async def job_set_pages(
     allowed: AccessCheck | None = None,
 ) -> AsyncGenerator[list[StoredEvent], None]:
     """The job set's events after message id ``after``, oldest first, a page at a time
-    (transports pay per await: :func:`flatten` gives them one by one).
+    (transports pay per await and per write: they send a page at once).
 
     Without ``watch`` the stream ends at the last event committed when it started; with it
     the stream never ends (the caller stops iterating when its client goes away). While the
@@ -182,8 +181,11 @@ async def job_set_pages(
                     field="fromMessageId",
                 )
             after = min(after, rewound_to)  # what it scanned past there held none of its events
-        # No wake-up: another process may have appended (SQLite has no NOTIFY); ask the log.
-        head = changed if changed > head and rewound_to is None else await store.head()
+        if rewound_to is None and (changed > head or store.notifier.listening):
+            head = max(head, changed)
+        else:  # no wake-up and no listener (SQLite): another process may have appended; ask the log
+            # (with a listener, a thousand idle streams timing out together would each query it)
+            head = await store.head()
 
 
 def _resume_point(after: int, head: int, queue: str, job_set_id: str) -> int:

@@ -36,7 +36,9 @@ class ReadScope:
     """The queues one caller may read: every queue, or those ``grants`` accepts."""
 
     def __init__(self, store: EventStore, grants: Callable[[Queue], bool], *, everything: bool) -> None:
-        self._store = store
+        #: The store the scope reads from (a route that needs nothing else takes it from here:
+        #: Litestar resolves a route's two or more dependencies in a task group per request).
+        self.store = store
         self._grants = grants
         self.everything = everything
         self._known: dict[str, bool] = {}
@@ -48,11 +50,11 @@ class ReadScope:
             return wanted
         unknown = [name for name in wanted if name not in self._known]
         if unknown:
-            async with self._store.engine.connect() as conn:
+            async with self.store.engine.connect() as conn:
                 rows = await queue_specs_named(conn, unknown)
             for row in rows:
                 # A queue stored in a form this version cannot read grants nothing (it is reported).
-                queue = self._store.unreadable.decode(_queue, row.spec, "queue", row.name)
+                queue = self.store.unreadable.decode(_queue, row.spec, "queue", row.name)
                 self._known[row.name] = queue is not None and self._grants(queue)
             for name in unknown:
                 self._known.setdefault(name, False)
@@ -66,7 +68,7 @@ class ReadScope:
         if self.everything:
             return None
         names = []
-        for queue in await list_queues(self._store):
+        for queue in await list_queues(self.store):
             self._known[queue.name] = self._grants(queue)
             if self._known[queue.name]:
                 names.append(queue.name)
@@ -94,7 +96,7 @@ class ReadScope:
     async def _keys(self, queues_of: _QueuesOf, ids: Sequence[str]) -> list[str]:
         if self.everything or not ids:
             return list(ids)
-        async with self._store.engine.connect() as conn:
+        async with self.store.engine.connect() as conn:
             queue_of = await queues_of(conn, ids)
         readable = await self.readable(queue_of.values())
         return [i for i in ids if queue_of.get(i) in readable]

@@ -22,7 +22,7 @@ from armada.services import archive
 from armada.services.invariants import check
 from armada.services.retention import Pruner
 from armada.services.settings import RetentionSettings
-from armada.services.streams import flatten, job_set_pages
+from armada.services.streams import job_set_pages, until_stopped
 from tests.databases import view_rows
 from tests.factories import RandomHistory, append_in_batches, finished, make_job, submission
 
@@ -141,12 +141,11 @@ async def test_a_stream_resumed_from_a_pruned_message_id_continues_with_the_next
     await database.store.append(finished(gone.id, old))  # seqs 1-3, all pruned
     await database.store.append(submission(kept))  # seqs 4-5, kept (queued)
     assert await pruner(database, old + timedelta(days=1)).prune_once() == 1
-    streamed = [
-        stored async for stored in flatten(job_set_pages(database.store, "queue-a", "set-1", after=2))
-    ]
+    pages = until_stopped(job_set_pages(database.store, "queue-a", "set-1", after=2))
+    streamed = [stored async for page in pages for stored in page]
     assert [(stored.seq, stored.event.job_id) for stored in streamed] == [(4, kept.id), (5, kept.id)]
     # A job set wholly pruned ends at once, without error.
-    wholly = [stored async for stored in flatten(job_set_pages(database.store, "queue-b", "set-1"))]
+    wholly = [page async for page in until_stopped(job_set_pages(database.store, "queue-b", "set-1"))]
     assert wholly == []
 
 

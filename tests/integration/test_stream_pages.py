@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from sqlalchemy import event
 
+from armada.eventstore import dialects
 from armada.eventstore.database import Database
 from armada.services import streams
 from tests.factories import make_job, submission
@@ -32,7 +34,7 @@ async def test_pages_cover_the_job_set_in_order(database: Database) -> None:
     assert [len(page) for page in pages] == [3, 3, 3, 3, 2]
     assert [s.seq for page in pages for s in page] == expected
     pages_after = streams.job_set_pages(database.store, "queue-a", "set-1", after=expected[5])
-    resumed = [s.seq async for s in streams.flatten(pages_after)]
+    resumed = [s.seq async for page in streams.until_stopped(pages_after) for s in page]
     assert resumed == expected[6:]
 
 
@@ -56,3 +58,32 @@ async def test_a_watching_reader_gets_new_events_and_can_stop_at_any_page(databa
     assert reads and all(t.cancelling() for t in reads)  # dropped, not left to run
     await asyncio.sleep(0.1)
     assert all(t.cancelled() for t in reads)
+
+
+async def test_an_idle_watcher_asks_the_log_only_without_a_listener(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch whose wait times out with no commit seen: PostgreSQL's listener would have heard
+    any, so it queries nothing (a thousand idle streams timing out together took the pool);
+    without a listener (SQLite) another process may have appended unheard, so it asks the log."""
+    monkeypatch.setattr(streams, "IDLE_WAIT", 0.02)
+    expected = await _fill(database, 1)
+    postgres = dialects.is_postgres(database.engine)
+    if postgres:
+        assert database._listener is not None
+        await asyncio.wait_for(database._listener.connected.wait(), 10)
+    statements: list[str] = []
+
+    def executed(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        statements.append(statement)
+
+    event.listen(database.engine.sync_engine, "before_cursor_execute", executed)
+    pages = streams.job_set_pages(database.store, "queue-a", "set-1", watch=True)
+    assert [s.seq for s in await anext(pages)] == expected
+    waiting = asyncio.ensure_future(anext(pages))
+    await asyncio.sleep(0.3)  # many idle timeouts
+    assert (statements == []) == postgres
+    new = await database.store.append(submission(make_job(job_set_id="set-1")))
+    assert [s.seq for s in await asyncio.wait_for(waiting, 10)] == [new - 1, new]
+    await pages.aclose()
+    event.remove(database.engine.sync_engine, "before_cursor_execute", executed)
