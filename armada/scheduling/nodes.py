@@ -122,7 +122,7 @@ class NodeDb:
         self._taint_matrix: BoolArray = np.zeros((0, 0), dtype=bool)
         self._pool_rows: dict[str, IntArray] | None = None
         self._mask_cache: dict[object, BoolArray] = {}
-        self._live_shapes: tuple[int, Mapping[str, Mapping[str, int]], LiveShapes] | None = None
+        self._live_shapes: tuple[int, int, Mapping[str, Mapping[str, int]], LiveShapes] | None = None
 
     # -- updates -------------------------------------------------------------------------
 
@@ -317,16 +317,18 @@ class NodeDb:
 
     def live_shapes(self, floating: Mapping[str, Mapping[str, int]]) -> LiveShapes:
         """:meth:`shapes` and the distinct shapes of the live nodes, kept until a node changes
-        (a cycle asks every time; a simulation's nodes stay put). Not to be changed."""
+        or a resource is first named (a cycle asks every time; a simulation's nodes stay
+        put). Not to be changed."""
         cached = self._live_shapes
-        if cached is not None and cached[0] == self.version and cached[1] == floating:
-            return cached[2]
+        key = (self.version, len(self.resources))
+        if cached is not None and cached[:2] == key and cached[2] == floating:
+            return cached[3]
         shape = self.shapes(floating)
         rows = list(self.pool_rows().values())
         live = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
         distinct, inverse, _ = unique_rows(shape[live])
         found = LiveShapes(shape, live, distinct, inverse)
-        self._live_shapes = (self.version, floating, found)
+        self._live_shapes = (*key, floating, found)
         return found
 
     def admitting(

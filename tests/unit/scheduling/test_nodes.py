@@ -145,3 +145,13 @@ def test_could_hold_counts_pool_tolerations_and_floating_resources() -> None:
     assert not nodes.could_hold(licensed)
     assert nodes.could_hold(licensed, floating={"p": {"licence": 2}})
     assert not nodes.could_hold(licensed, floating={"p": {"licence": 1}})
+
+
+def test_live_shapes_follow_a_resource_first_named_after_they_were_kept() -> None:
+    """A job naming a new resource widens every vector; the kept shapes must widen too."""
+    nodes = db()
+    before = nodes.live_shapes({}).shape.shape[1]
+    nodes.resources.column("example.com/fpga")
+    after = nodes.live_shapes({})
+    assert after.shape.shape[1] == before + 1
+    assert after.shape.shape[1] == len(nodes.resources)
