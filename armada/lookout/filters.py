@@ -8,7 +8,8 @@ queue, state and id prefix only can be answered from ``job_states`` alone
 (:func:`needs_jobs`).
 Annotations are read with SQLAlchemy's JSON operators, which render as
 ``json_extract`` on SQLite and ``->>`` on PostgreSQL: the dialect difference lives there
-(:func:`group_columns.annotation_value`). ``within`` (the enclosing groups of nested
+(:func:`group_columns.annotation_value`). A bound on the submission time is a bound on
+the job id too (:mod:`minted`). ``within`` (the enclosing groups of nested
 grouping) is one condition per group (:func:`group_columns.within`).
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, true
 
 from armada.eventstore import schema
-from armada.lookout import group_columns, matches
+from armada.lookout import group_columns, matches, minted
 from armada.lookout.wire import JobFilter
 
 ULID_LENGTH = 26
@@ -80,9 +81,15 @@ def conditions(
     for key, value in sorted(job_filter.annotations.items()):
         parts.append(group_columns.annotation_value(key, "filter.annotations") == value)
     if job_filter.submitted_from is not None:
-        parts.append(jobs.c.submitted >= job_filter.submitted_from)
+        parts += [
+            jobs.c.submitted >= job_filter.submitted_from,
+            minted.submitted_from(job_filter.submitted_from),
+        ]
     if job_filter.submitted_to is not None:
-        parts.append(jobs.c.submitted < job_filter.submitted_to)
+        parts += [
+            jobs.c.submitted < job_filter.submitted_to,
+            minted.submitted_before(job_filter.submitted_to),
+        ]
     parts += [matches.condition(match, index) for index, match in enumerate(job_filter.matches)]
     parts += [group_columns.within(group, index) for index, group in enumerate(job_filter.within)]
     return and_(true(), *parts)
