@@ -1,22 +1,34 @@
 """Bounds on the submission time, which Lookout also states on the job id
 (``armada.lookout.minted``), on SQLite and PostgreSQL: jobs whose ids were minted up to the
 slack before or after their submission time must match exactly as their ``submitted`` says,
-in every bound kind and sort order.
+in every bound kind and sort order; and submissions keep their time in their ids' millisecond.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 
+from armada.eventstore import schema
 from armada.eventstore.database import Database
+from armada.eventstore.views import utc
 from armada.lookout.jobs import count_jobs, jobs_page
 from armada.lookout.minted import SLACK
 from armada.lookout.wire import ColumnMatch, CountRequest, JobFilter, JobsRequest, Order
-from armada.model.ids import DIGITS, TIME_DIGITS, time_prefix
+from armada.model.ids import DIGITS, TIME_DIGITS, minted_at, new_job_ids, time_prefix
+from armada.model.queues import Queue
+from armada.model.wire.jobs import JobSubmitRequest
+from armada.services.pod_policy import QueueSecurityGate
+from armada.services.queues import create_queue
+from armada.services.submission import submit_jobs
+from armada.services.validation import SubmissionRules
+from armada.settings import Settings
+from tests.api.jobs import item
 from tests.factories import make_job, submission
 
 BASE = datetime(2026, 3, 1, 12, 0, 0, 500, tzinfo=UTC)
@@ -118,3 +130,28 @@ async def test_time_bounds_match_exactly_what_submitted_says(database: Database,
             assert sorted(row.job_id for row in page.jobs) == sorted(expected), (name, direction)
         counted = await count_jobs(database.store, CountRequest(filter=job_filter), None)
         assert counted.count == len(expected), name
+
+
+async def test_submissions_lie_in_their_ids_millisecond(database: Database) -> None:
+    """Also after a clock step back, when the id counter is ahead of the clock: the ids then
+    keep the counter's millisecond and the submission takes its time from them."""
+    gate = QueueSecurityGate(may_administer=True, reserved_namespaces=frozenset())
+    await create_queue(database.store, Queue(name="queue-a"), "admin", gate)
+    rules = SubmissionRules.from_settings(Settings())
+    request = JobSubmitRequest(
+        queue="queue-a", job_set_id="set", job_request_items=[item() for _ in range(3)]
+    )
+    on_time = await submit_jobs(database.store, request, rules, "alice")
+    (ahead,) = new_job_ids(1, datetime.now(UTC) + timedelta(seconds=2))  # as if the clock stepped back 2 s
+    try:
+        stepped = await submit_jobs(database.store, request, rules, "alice")
+    finally:  # let the clock pass the counter again before other tests mint ids
+        await asyncio.sleep(max(0.0, (minted_at(ahead) - datetime.now(UTC)).total_seconds() + 0.01))
+    async with database.engine.connect() as conn:
+        rows = {row.job_id: utc(row.submitted) for row in await conn.execute(select(schema.jobs))}
+    assert set(rows) == {
+        item.job_id for response in (on_time, stepped) for item in response.job_response_items
+    }
+    for job_id, submitted in rows.items():
+        assert minted_at(job_id) <= submitted < minted_at(job_id) + MS
+    assert {rows[item.job_id] for item in stepped.job_response_items} == {minted_at(ahead)}
