@@ -46,6 +46,7 @@ def conditions(
     *,
     with_jobs: bool = True,
     by_state: bool | None = None,
+    joined: bool = True,
 ) -> ColumnElement[bool]:
     """All of the filter's conditions joined with AND (``true`` when it filters nothing),
     within the ``readable`` queues unless that is ``None`` (the caller may read them all).
@@ -55,7 +56,8 @@ def conditions(
     stated on one table only — ``job_states`` when the rows are found ``by_state`` (by
     default: when the filter names states), else ``jobs`` — since the planner takes such
     conditions on both sides of the join as independent and underestimates the match
-    by the square, then sorts thousands of joined rows for a page.
+    by the square, then sorts thousands of joined rows for a page. ``joined``: whether the
+    query joins ``job_states`` to ``jobs`` (a submission time's id bound is on both then).
     """
     on_states = not with_jobs or (bool(job_filter.states) if by_state is None else by_state)
     table = schema.job_states if on_states else schema.jobs
@@ -83,13 +85,13 @@ def conditions(
     if job_filter.submitted_from is not None:
         parts += [
             jobs.c.submitted >= job_filter.submitted_from,
-            minted.submitted_from(job_filter.submitted_from),
+            minted.submitted_from(job_filter.submitted_from, joined),
         ]
     if job_filter.submitted_to is not None:
         parts += [
             jobs.c.submitted < job_filter.submitted_to,
-            minted.submitted_before(job_filter.submitted_to),
+            minted.submitted_before(job_filter.submitted_to, joined),
         ]
-    parts += [matches.condition(match, index) for index, match in enumerate(job_filter.matches)]
+    parts += [matches.condition(match, index, joined) for index, match in enumerate(job_filter.matches)]
     parts += [group_columns.within(group, index) for index, group in enumerate(job_filter.within)]
     return and_(true(), *parts)

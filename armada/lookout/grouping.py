@@ -51,7 +51,7 @@ def groups_query(request: GroupJobsRequest, readable: Collection[str] | None) ->
     matching = (
         select(key.label("value"), _jobs.c.cpu_millis, _jobs.c.memory_bytes, _jobs.c.gpu)
         .select_from(schema.jobs_and_states if by_state else _jobs)
-        .where(filters.conditions(request.filter, readable, by_state=by_state))
+        .where(filters.conditions(request.filter, readable, by_state=by_state, joined=by_state))
         .subquery()
     )
     count = func.count().label("count")

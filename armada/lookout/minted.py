@@ -24,9 +24,12 @@ Ids that are not ULIDs (tests name jobs freely) are never stored by a server.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import ColumnElement
+from sqlalchemy import ColumnElement, and_
 
 from armada.eventstore import schema
 from armada.model.ids import time_prefix
@@ -37,11 +40,23 @@ SLACK = timedelta(minutes=10)
 _MILLISECOND = timedelta(milliseconds=1)
 
 
-def submitted_from(moment: datetime) -> ColumnElement[bool]:
-    """What ``submitted >= moment`` (or ``>``) implies for the job id."""
-    return schema.jobs.c.job_id >= time_prefix(moment - SLACK)
+def submitted_from(moment: datetime, joined: bool) -> ColumnElement[bool]:
+    """What ``submitted >= moment`` (or ``>``) implies for the job id (``joined``: see
+    :func:`_bound`)."""
+    return _bound(operator.ge, time_prefix(moment - SLACK), joined)
 
 
-def submitted_before(moment: datetime) -> ColumnElement[bool]:
-    """What ``submitted < moment`` (or ``<=``) implies for the job id."""
-    return schema.jobs.c.job_id < time_prefix(moment + SLACK + _MILLISECOND)
+def submitted_before(moment: datetime, joined: bool) -> ColumnElement[bool]:
+    """What ``submitted < moment`` (or ``<=``) implies for the job id (``joined``: see
+    :func:`_bound`)."""
+    return _bound(operator.lt, time_prefix(moment + SLACK + _MILLISECOND), joined)
+
+
+def _bound(
+    compare: Callable[[Any, str], ColumnElement[bool]], prefix: str, joined: bool
+) -> ColumnElement[bool]:
+    """The id bound on ``jobs``, and on ``job_states`` too where the query ``joined`` it:
+    PostgreSQL carries no range across a join, so a merge join of the two by id scanned
+    ``job_states`` from its end to the bound (2.1 s at 1,000,000 jobs instead of 10 ms)."""
+    tables = (schema.jobs, schema.job_states) if joined else (schema.jobs,)
+    return and_(*(compare(table.c.job_id, prefix) for table in tables))

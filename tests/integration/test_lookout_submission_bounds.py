@@ -17,9 +17,18 @@ from sqlalchemy import select
 from armada.eventstore import schema
 from armada.eventstore.database import Database
 from armada.eventstore.views import utc
+from armada.lookout.grouping import group_jobs
 from armada.lookout.jobs import count_jobs, jobs_page
 from armada.lookout.minted import SLACK
-from armada.lookout.wire import ColumnMatch, CountRequest, JobFilter, JobsRequest, Order
+from armada.lookout.wire import (
+    ColumnMatch,
+    CountRequest,
+    GroupJobsRequest,
+    GroupKey,
+    JobFilter,
+    JobsRequest,
+    Order,
+)
 from armada.model.ids import DIGITS, TIME_DIGITS, minted_at, new_job_ids, time_prefix
 from armada.model.queues import Queue
 from armada.model.wire.jobs import JobSubmitRequest
@@ -130,6 +139,9 @@ async def test_time_bounds_match_exactly_what_submitted_says(database: Database,
             assert sorted(row.job_id for row in page.jobs) == sorted(expected), (name, direction)
         counted = await count_jobs(database.store, CountRequest(filter=job_filter), None)
         assert counted.count == len(expected), name
+        by_queue = GroupJobsRequest(group_by=GroupKey(column="queue"), filter=job_filter)
+        groups = await group_jobs(database.store, by_queue, None)
+        assert sum(group.count for group in groups.groups) == len(expected), name
 
 
 async def test_submissions_lie_in_their_ids_millisecond(database: Database) -> None:
