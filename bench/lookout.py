@@ -129,8 +129,11 @@ async def run(
             rate = await load(database, total, batch)
             loaded = total
             if is_postgres(database.engine):
-                async with database.engine.begin() as conn:
-                    await conn.exec_driver_sql("ANALYZE")  # every view, job_states too
+                # As autovacuum would leave it (some hosts run without): statistics of every
+                # view, and a visibility map, without which index-only scans read the table.
+                autocommit = database.engine.execution_options(isolation_level="AUTOCOMMIT")
+                async with autocommit.connect() as conn:
+                    await conn.exec_driver_sql("VACUUM ANALYZE")
         async with database.engine.connect() as conn:
             sample = list(await conn.scalars(select(schema.jobs.c.job_id).limit(1000)))
         pages_mix = page_mix(random.Random(7), sample)[:page_queries]

@@ -5,7 +5,8 @@ shared cluster (a few common values and a long tail), so each column filter of t
 table selects a realistic share: ``namespace`` one of 40, ``priorityClass`` one of 3,
 ``pool`` one of 4, ``cluster`` one of 8, ``node`` one of 2,000 (jobs that ran: 75%),
 ``reason`` one of 6 failure reasons (failed jobs: 10%). Submission times spread over 30
-days, so time filters select a share of the whole.
+days, so time filters select a share of the whole. Job ids are ULIDs of the submission
+time, as the submission path mints them (:mod:`armada.model.ids`), seeded by the job's index.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from armada.lookout.wire import (
     Order,
 )
 from armada.model import events as ev
-from armada.model.ids import new_run_id
+from armada.model.ids import DIGITS, TIME_DIGITS, new_run_id, time_prefix
 from tests.factories import make_job, submission
 
 QUEUES = 20
@@ -58,11 +59,18 @@ def submitted_at(index: int) -> datetime:
     return EPOCH + index * SPACING
 
 
+def job_id_of(index: int) -> str:
+    """The id the submission path would mint for job ``index``: its submission time's ULID."""
+    rng = random.Random(-index)
+    return time_prefix(submitted_at(index)) + "".join(rng.choices(DIGITS, k=26 - TIME_DIGITS))
+
+
 def job_events(index: int) -> tuple[list[ev.Event], list[ev.Event]]:
     """A job's submission and, separately, what happened to it later: 60% succeed and 10%
     fail after a run, 5% are cancelled while queued, 5% run, 20% stay queued."""
     queue = queue_of(index)
     job = make_job(
+        job_id=job_id_of(index),
         queue=queue,
         job_set_id=f"{queue}-set-{index % 500}",
         priority=float(index % 7),

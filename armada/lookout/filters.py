@@ -8,7 +8,8 @@ queue, state and id prefix only can be answered from ``job_states`` alone
 (:func:`needs_jobs`).
 Annotations are read with SQLAlchemy's JSON operators, which render as
 ``json_extract`` on SQLite and ``->>`` on PostgreSQL: the dialect difference lives there
-(:func:`group_columns.annotation_value`). ``within`` (the enclosing groups of nested
+(:func:`group_columns.annotation_value`). A bound on the submission time is a bound on
+the job id too (:mod:`minted`). ``within`` (the enclosing groups of nested
 grouping) is one condition per group (:func:`group_columns.within`).
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, true
 
 from armada.eventstore import schema
-from armada.lookout import group_columns, matches
+from armada.lookout import group_columns, matches, minted
 from armada.lookout.wire import JobFilter
 
 ULID_LENGTH = 26
@@ -45,6 +46,7 @@ def conditions(
     *,
     with_jobs: bool = True,
     by_state: bool | None = None,
+    joined: bool = True,
 ) -> ColumnElement[bool]:
     """All of the filter's conditions joined with AND (``true`` when it filters nothing),
     within the ``readable`` queues unless that is ``None`` (the caller may read them all).
@@ -54,7 +56,8 @@ def conditions(
     stated on one table only — ``job_states`` when the rows are found ``by_state`` (by
     default: when the filter names states), else ``jobs`` — since the planner takes such
     conditions on both sides of the join as independent and underestimates the match
-    by the square, then sorts thousands of joined rows for a page.
+    by the square, then sorts thousands of joined rows for a page. ``joined``: whether the
+    query joins ``job_states`` to ``jobs`` (a submission time's id bound is on both then).
     """
     on_states = not with_jobs or (bool(job_filter.states) if by_state is None else by_state)
     table = schema.job_states if on_states else schema.jobs
@@ -80,9 +83,15 @@ def conditions(
     for key, value in sorted(job_filter.annotations.items()):
         parts.append(group_columns.annotation_value(key, "filter.annotations") == value)
     if job_filter.submitted_from is not None:
-        parts.append(jobs.c.submitted >= job_filter.submitted_from)
+        parts += [
+            jobs.c.submitted >= job_filter.submitted_from,
+            minted.submitted_from(job_filter.submitted_from, joined),
+        ]
     if job_filter.submitted_to is not None:
-        parts.append(jobs.c.submitted < job_filter.submitted_to)
-    parts += [matches.condition(match, index) for index, match in enumerate(job_filter.matches)]
+        parts += [
+            jobs.c.submitted < job_filter.submitted_to,
+            minted.submitted_before(job_filter.submitted_to, joined),
+        ]
+    parts += [matches.condition(match, index, joined) for index, match in enumerate(job_filter.matches)]
     parts += [group_columns.within(group, index) for index, group in enumerate(job_filter.within)]
     return and_(true(), *parts)

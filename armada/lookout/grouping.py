@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+import msgspec
 from sqlalchemy import ColumnElement, func, select
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
-from armada.lookout import filters, group_columns
+from armada.lookout import filters, group_columns, searches
 from armada.lookout.wire import (
     MAX_GROUP_LEVELS,
     GroupAggregate,
@@ -50,7 +51,7 @@ def groups_query(request: GroupJobsRequest, readable: Collection[str] | None) ->
     matching = (
         select(key.label("value"), _jobs.c.cpu_millis, _jobs.c.memory_bytes, _jobs.c.gpu)
         .select_from(schema.jobs_and_states if by_state else _jobs)
-        .where(filters.conditions(request.filter, readable, by_state=by_state))
+        .where(filters.conditions(request.filter, readable, by_state=by_state, joined=by_state))
         .subquery()
     )
     count = func.count().label("count")
@@ -79,8 +80,9 @@ async def group_jobs(
     store: EventStore, request: GroupJobsRequest, readable: Collection[str] | None
 ) -> GroupJobsResponse:
     """The groups of ``request.groupBy`` with their job counts and summed requests."""
-    query = groups_query(request, readable)
     async with store.engine.connect() as conn:
+        job_filter = await searches.resolved(conn, request.filter)
+        query = groups_query(msgspec.structs.replace(request, filter=job_filter), readable)
         rows = (await conn.execute(query)).all()
     groups = [
         GroupAggregate(

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+import msgspec
 from sqlalchemy import ColumnElement, Row, func, literal, select, union_all
 
 from armada.eventstore import schema
 from armada.eventstore.store import EventStore
 from armada.eventstore.views import utc
-from armada.lookout import filters
+from armada.lookout import filters, searches
 from armada.lookout.wire import (
     CountRequest,
     CountResponse,
@@ -180,6 +181,7 @@ async def jobs_page(
     store: EventStore, request: JobsRequest, readable: Collection[str] | None
 ) -> JobsResponse:
     async with store.engine.connect() as conn:
+        request = msgspec.structs.replace(request, filter=await searches.resolved(conn, request.filter))
         rows = (await conn.execute(page_query(request, readable))).all()
     return JobsResponse(
         jobs=[job_row(row) for row in rows[: request.take]], has_more=len(rows) > request.take
@@ -190,11 +192,12 @@ async def count_jobs(
     store: EventStore, request: CountRequest, readable: Collection[str] | None
 ) -> CountResponse:
     """Jobs matching the filter, up to :data:`COUNT_LIMIT`."""
-    with_jobs = filters.needs_jobs(request.filter)
-    matches = filters.conditions(request.filter, readable, with_jobs=with_jobs)
-    source = schema.jobs_and_states if with_jobs else _states
-    capped = select(_states.c.job_id).select_from(source).where(matches).limit(COUNT_LIMIT + 1)
     async with store.engine.connect() as conn:
+        job_filter = await searches.resolved(conn, request.filter)
+        with_jobs = filters.needs_jobs(job_filter)
+        matches = filters.conditions(job_filter, readable, with_jobs=with_jobs)
+        source = schema.jobs_and_states if with_jobs else _states
+        capped = select(_states.c.job_id).select_from(source).where(matches).limit(COUNT_LIMIT + 1)
         count = int(await conn.scalar(select(func.count()).select_from(capped.subquery())) or 0)
     return CountResponse(count=min(count, COUNT_LIMIT), capped=count > COUNT_LIMIT)
 
@@ -208,16 +211,17 @@ async def job_groups(
     ``job_states`` index alone; job sets and other filters also read each job's ``jobs`` row.
     """
     job_sets = request.group_by == "jobSet"
-    with_jobs = job_sets or filters.needs_jobs(request.filter)
     keys = _GROUP_COLUMNS[request.group_by]
     latest = func.max(_jobs.c.job_id) if job_sets else literal("")
-    query = (
-        select(*keys, _states.c.state, func.count(), latest)
-        .select_from(schema.jobs_and_states if with_jobs else _states)
-        .where(filters.conditions(request.filter, readable, with_jobs=with_jobs))
-        .group_by(*keys, _states.c.state)
-    )
     async with store.engine.connect() as conn:
+        job_filter = await searches.resolved(conn, request.filter)
+        with_jobs = job_sets or filters.needs_jobs(job_filter)
+        query = (
+            select(*keys, _states.c.state, func.count(), latest)
+            .select_from(schema.jobs_and_states if with_jobs else _states)
+            .where(filters.conditions(job_filter, readable, with_jobs=with_jobs))
+            .group_by(*keys, _states.c.state)
+        )
         rows = (await conn.execute(query)).all()
     groups: dict[tuple[str, ...], JobGroup] = {}
     for row in rows:

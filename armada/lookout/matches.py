@@ -17,6 +17,7 @@ from typing import Any, get_args
 from sqlalchemy import ColumnElement, and_, select
 
 from armada.eventstore import schema
+from armada.lookout import minted
 from armada.lookout.wire import ColumnMatch, NumberColumn, TextColumn, TimeColumn
 from armada.model.errors import InvalidRequest
 
@@ -50,8 +51,9 @@ _SUITS = {
 }
 
 
-def condition(match: ColumnMatch, index: int) -> ColumnElement[bool]:
-    """The SQL condition of the filter's ``index``-th match."""
+def condition(match: ColumnMatch, index: int, joined: bool) -> ColumnElement[bool]:
+    """The SQL condition of the filter's ``index``-th match (``joined``: whether the query
+    joins ``job_states``, see :func:`.minted.submitted_from`)."""
     where = f"filter.matches[{index}]"
     if match.column not in _SUITS[match.match]:
         raise InvalidRequest(
@@ -72,11 +74,25 @@ def condition(match: ColumnMatch, index: int) -> ColumnElement[bool]:
         return column.istartswith(value, autoescape=True)
     if match.match == "contains":
         return column.icontains(value, autoescape=True)
+    bounds = _minted(match, value, joined)
     if match.match == "greaterThan":
-        return column > value
+        return and_(column > value, *bounds)
     if match.match == "lessThan":
-        return column < value
-    return _on_node(match.column, column == value, schema.runs.c.node == value)
+        return and_(column < value, *bounds)
+    return _on_node(match.column, and_(column == value, *bounds), schema.runs.c.node == value)
+
+
+def _minted(match: ColumnMatch, value: object, joined: bool) -> list[ColumnElement[bool]]:
+    """What a bound on the submission time implies for the job id, which indexes serve (see
+    :mod:`armada.lookout.minted`); nothing for other columns."""
+    if match.column != "submitted" or not isinstance(value, datetime):
+        return []
+    bounds = []
+    if match.match in ("greaterThan", "exact"):
+        bounds.append(minted.submitted_from(value, joined))
+    if match.match in ("lessThan", "exact"):
+        bounds.append(minted.submitted_before(value, joined))
+    return bounds
 
 
 def _on_node(

@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
 _RANDOM_BITS = 80
 _LOW_MASK = (1 << 64) - 1
-_DIGITS = "0123456789abcdefghjkmnpqrstvwxyz"
-_ALPHABET = np.frombuffer(_DIGITS.encode(), dtype=np.uint8)
+DIGITS = "0123456789abcdefghjkmnpqrstvwxyz"
+_ALPHABET = np.frombuffer(DIGITS.encode(), dtype=np.uint8)
 _BIT_WEIGHTS = np.array([16, 8, 4, 2, 1], dtype=np.uint8)
 #: Where each of a ULID's 26 base32 digits starts, most significant first.
 _DIGIT_SHIFTS = range(125, -1, -5)
@@ -52,24 +53,29 @@ class _Counter:
 
 
 _counter = _Counter()
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _first_value(count: int) -> int:
-    """Reserve ``count`` consecutive 128-bit ULID values above any handed out before."""
+def _first_value(count: int, millis: int | None = None) -> int:
+    """Reserve ``count`` consecutive 128-bit ULID values above any handed out before, of the
+    millisecond ``millis`` since the Unix epoch (now by default) or the last id's if later."""
     with _counter.lock:
-        start = (time.time_ns() // 1_000_000) << _RANDOM_BITS | _counter.random_part()
+        millis = time.time_ns() // 1_000_000 if millis is None else millis
+        start = millis << _RANDOM_BITS | _counter.random_part()
         start = max(start, _counter.last + 1)
         _counter.last = start + count - 1
     return start
 
 
 def _encoded(value: int) -> str:
-    return "".join([_DIGITS[(value >> shift) & 31] for shift in _DIGIT_SHIFTS])
+    return "".join([DIGITS[(value >> shift) & 31] for shift in _DIGIT_SHIFTS])
 
 
-def new_job_ids(count: int) -> list[str]:
-    """``count`` lower-case ULIDs in increasing order."""
-    start = _first_value(count)
+def new_job_ids(count: int, at: datetime | None = None) -> list[str]:
+    """``count`` lower-case ULIDs in increasing order, minted ``at`` that time (now by
+    default); all in one millisecond: ``at``'s, or the last id's if a clock step back left
+    that later (see :func:`minted_at`)."""
+    start = _first_value(count, None if at is None else _millis(at))
     if count <= _FEW_IDS:
         return [_encoded(start + i) for i in range(count)]
     low = np.uint64(start & _LOW_MASK) + np.arange(count, dtype=np.uint64)  # may wrap: carry below
@@ -87,6 +93,28 @@ def new_job_ids(count: int) -> list[str]:
 
 def new_job_id() -> str:
     return new_job_ids(1)[0]
+
+
+#: Leading base32 digits of a ULID that hold its time (48 bits of milliseconds).
+TIME_DIGITS = 10
+
+
+def time_prefix(moment: datetime) -> str:
+    """The time digits of the ULIDs minted at ``moment`` (a time with its zone): every id
+    minted at or after it sorts at or above the prefix, every id minted before it below."""
+    return _encoded(_millis(moment) << _RANDOM_BITS)[:TIME_DIGITS]
+
+
+def _millis(moment: datetime) -> int:
+    return max(0, (moment - _UNIX_EPOCH) // timedelta(milliseconds=1))
+
+
+def minted_at(job_id: str) -> datetime:
+    """The millisecond a job id was minted in (the time its ULID holds)."""
+    millis = 0
+    for digit in job_id[:TIME_DIGITS].lower():
+        millis = millis * 32 + DIGITS.index(digit)
+    return _UNIX_EPOCH + timedelta(milliseconds=millis)
 
 
 def new_run_id() -> str:

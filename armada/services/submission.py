@@ -16,7 +16,7 @@ from armada.eventstore.job_views import job_ids_by_client_id
 from armada.eventstore.store import EventStore, Lane, PreparedEvents, Transaction
 from armada.model.errors import Conflict, NotFound
 from armada.model.events import Event, JobQueued, JobSubmitted
-from armada.model.ids import new_job_ids
+from armada.model.ids import minted_at, new_job_ids
 from armada.model.jobs import Job
 from armada.model.wire.jobs import JobSubmitRequest, JobSubmitResponse, JobSubmitResponseItem
 from armada.services.forecasts import ForecastService
@@ -51,9 +51,8 @@ async def submit_jobs(
             return await _dry_run(store, request, valid, rules, user, forecasts)
         if queued_cap is not None:
             await queued_cap.admit(store, request.queue, len(valid))
-        now = datetime.now(UTC)
         # Everything that needs no database is built before the store's write lock is taken.
-        jobs = _jobs(request, valid, user, now)
+        jobs, now = _jobs(request, valid, user)
         job_events = [_events(job, now) for job in jobs]
         # Without client ids every job is stored: serialise it all before taking the lock too.
         dedupe = any(job.client_id for job in jobs)
@@ -98,7 +97,7 @@ async def _dry_run(
 ) -> JobSubmitResponse:
     async with store.engine.connect() as conn:
         await _check_queue(conn, store, request, valid, rules)
-    jobs = _jobs(request, valid, user, datetime.now(UTC))
+    jobs, _ = _jobs(request, valid, user)
     found = (await forecasts.if_submitted(jobs)) if forecasts is not None else None
     return JobSubmitResponse(
         job_response_items=[
@@ -156,11 +155,20 @@ def _events(job: Job, now: datetime) -> tuple[JobSubmitted, JobQueued]:
     )
 
 
-def _jobs(request: JobSubmitRequest, valid: list[ValidItem], user: str, now: datetime) -> list[Job]:
+def _jobs(request: JobSubmitRequest, valid: list[ValidItem], user: str) -> tuple[list[Job], datetime]:
+    """The request's jobs and their submission time, which lies in their ids' millisecond.
+
+    Lookout bounds a filter on the submission time by the job id too (``armada.lookout.
+    minted``): the ids are minted at this time, and after a clock step back, when the id
+    counter stays ahead of the clock (:func:`new_job_ids`), the time is the ids' instead.
+    """
+    now = datetime.now(UTC)
+    job_ids = new_job_ids(len(valid), now)
+    if job_ids:
+        now = max(now, minted_at(job_ids[0]))
     return [
-        _job(request, entry, job_id, user, now)
-        for entry, job_id in zip(valid, new_job_ids(len(valid)), strict=True)
-    ]
+        _job(request, entry, job_id, user, now) for entry, job_id in zip(valid, job_ids, strict=True)
+    ], now
 
 
 def _job(request: JobSubmitRequest, entry: ValidItem, job_id: str, user: str, now: datetime) -> Job:

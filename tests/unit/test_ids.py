@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from ulid import ULID
 
 from armada.model import ids
-from armada.model.ids import new_job_id, new_job_ids, new_run_id
+from armada.model.ids import minted_at, new_job_id, new_job_ids, new_run_id, time_prefix
 
 
 @pytest.mark.parametrize("count", [1, 8, 9, 1000])  # few are encoded in Python, more with numpy
@@ -52,3 +53,23 @@ def test_random_parts_differ_across_many_calls() -> None:
     parts = [counter.random_part() for _ in range(1500)]  # the pool holds 400
     assert len(set(parts)) == 1500
     assert all(0 <= part < 1 << 79 for part in parts)
+
+
+def test_time_prefixes_and_minted_at_read_the_ulid_time() -> None:
+    moment = datetime(2026, 3, 1, 12, 0, 0, 999_999, tzinfo=UTC)
+    job_id = str(ULID.from_datetime(moment)).lower()
+    assert minted_at(job_id) == minted_at(job_id.upper()) == moment.replace(microsecond=999_000)
+    assert job_id.startswith(time_prefix(moment))
+    assert (
+        time_prefix(moment - timedelta(milliseconds=1))
+        < job_id
+        < time_prefix(moment + timedelta(milliseconds=1))
+    )
+
+
+def test_ids_minted_at_an_earlier_time_stay_above_the_last_id() -> None:
+    """After a clock step back the ids keep counting up in the last id's millisecond."""
+    last = new_job_id()
+    later = new_job_ids(20, datetime.now(UTC) - timedelta(minutes=5))
+    assert later == sorted(later) and later[0] > last
+    assert {minted_at(job_id) for job_id in later} == {minted_at(last)}
