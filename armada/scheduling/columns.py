@@ -1,8 +1,9 @@
-"""Reductions over a short axis 1 (the resources of nodes x resources, or of units x resources).
+"""Reductions of nodes x resources (or units x resources) matrices, whose axis 1 is short.
 
 numpy reduces along a short axis one row at a time: ``(free >= request).all(axis=1)`` over
 5,000 nodes and 3 resources takes ~75 us, ``max(axis=1)`` over 1,000 units ~30 us. Combining the
-few columns with one vectorised operation each gives the same result 5-10x faster.
+few columns with one vectorised operation each gives the same result 5-10x faster. Summing over
+axis 0 is as slow (``free.sum(axis=0)`` over 5,000 nodes ~50-90 us): a sum per column is ~10x faster.
 """
 
 from __future__ import annotations
@@ -25,3 +26,12 @@ def reduce_columns(op: np.ufunc, matrix: npt.NDArray[_A]) -> npt.NDArray[_A]:
     for column in range(2, width):
         op(out, matrix[:, column], out=out)
     return out
+
+
+def column_sums(
+    matrix: npt.NDArray[np.int64], rows: npt.NDArray[np.bool_] | None = None
+) -> npt.NDArray[np.int64]:
+    """``matrix[rows].sum(axis=0)`` (all rows if ``rows`` is None), summed column by column."""
+    columns = np.ascontiguousarray(matrix.T) if rows is None else matrix.T.compress(rows, axis=1)
+    sums: npt.NDArray[np.int64] = columns.sum(axis=1)
+    return sums

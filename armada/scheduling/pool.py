@@ -27,6 +27,7 @@ from armada.scheduling.candidates import (
     queue_costs,
     scan_queued,
 )
+from armada.scheduling.columns import column_sums
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import GLOBAL_RATE_LIMITED, QUEUE_CORDONED, QUEUE_RATE_LIMITED
 from armada.scheduling.eviction import Eviction
@@ -197,7 +198,7 @@ class PoolCycle:
         requests = self.state.key_requests[key_ok]
         if not len(requests):
             return 0
-        free = np.maximum(self.state.free[self.state.schedulable].sum(axis=0), 0)
+        free = np.maximum(column_sums(self.state.free, self.state.schedulable), 0)
         with np.errstate(divide="ignore"):
             per_resource = np.where(requests > 0, free // np.maximum(requests, 1), UNLIMITED)
         return int(min(per_resource.min(axis=1).max(), self.ctx.global_tokens, 10**7))

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.away import AWAY_QUEUE_SUFFIX, away_keys, away_running, away_tolerations, cycle_use
-from armada.scheduling.columns import reduce_columns
+from armada.scheduling.columns import column_sums, reduce_columns
 from armada.scheduling.context import CycleContext
 from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
 from armada.scheduling.placement import dominant_columns
@@ -55,7 +55,7 @@ class PoolState:
         self.schedulable: BoolArray = nodes.schedulable[node_rows]
         if ctx.paused_nodes is not None:
             self.schedulable = self.schedulable & ~ctx.paused_nodes[node_rows]
-        self.totals: IntArray = allocatable.sum(axis=0)
+        self.totals: IntArray = column_sums(allocatable)
         self.names = db.resources.names
         self.policy = config.pool_config(pool)
         self.scale = drf_scale(self.totals, self.names, config.drf_multipliers(pool))
