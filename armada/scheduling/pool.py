@@ -142,7 +142,7 @@ class PoolCycle:
         slots = self._slot_estimate(key_ok)
         total_weight = float(self.state.weights.sum())
         parts: list[Units] = []
-        boundary: tuple[float, int] | None = None
+        chunked_parts: list[int] = []
         for qi, spec in enumerate(self.state.queues):
             if not key_ok[list(self.db.queued_counts[int(self.state.db_queue[qi])])].any():
                 self.state.cursor[qi] = self.state.stop[qi]
@@ -182,14 +182,25 @@ class PoolCycle:
             )
             if not len(units):
                 continue
-            requests = units.counts[:, None] * self.state.key_requests[units.keys]
-            units.cost = queue_costs(
-                requests, self.state.alloc[qi], self.state.scale, self.state.usage[qi], self.state.weights[qi]
-            )
             parts.append(units)
-            if chunked and (boundary is None or (units.cost[-1], qi) < boundary):
-                boundary = (float(units.cost[-1]), qi)
-        return Units.concat(parts), boundary
+            if chunked:
+                chunked_parts.append(len(parts) - 1)
+        units = Units.concat(parts)
+        state = self.state
+        units.cost = queue_costs(
+            units.counts[:, None] * state.key_requests[units.keys],
+            units.queue,
+            state.alloc,
+            state.scale,
+            state.usage,
+            state.weights,
+        )
+        # The cheapest of the queues with more to come after their last unit here.
+        ends = np.cumsum([len(part) for part in parts]) - 1
+        boundary = min(
+            ((float(units.cost[ends[p]]), int(units.queue[ends[p]])) for p in chunked_parts), default=None
+        )
+        return units, boundary
 
     def _slot_estimate(self, key_ok: BoolArray) -> int:
         """Most jobs of any usable key the pool's free capacity could hold (ignoring packing),
