@@ -542,10 +542,11 @@ class JobDb:
         width = requests.shape[1]
         self._grow_nodes()
         pcs = self._key_pcs()[keys]
-        np.add.at(self._node_alloc[:, :, :width], (cols["node"][rows], pcs), requests[keys] * sign)
+        signed = np.take(requests, keys, axis=0) * sign  # ``requests[keys]``, much faster
+        np.add.at(self._node_alloc[:, :, :width], (cols["node"][rows], pcs), signed)
         groups, inverse, _ = unique_rows(np.stack([cols["queue"][rows], cols["pool"][rows], pcs], axis=1))
         sums = np.zeros((len(groups), width), dtype=np.int64)
-        np.add.at(sums, inverse, requests[keys] * sign)
+        np.add.at(sums, inverse, signed)
         for (queue, pool_index, pc), total in zip(groups.tolist(), sums, strict=True):
             pool = self.pool_names[pool_index]
             alloc = self.queue_allocation(queue, pool)

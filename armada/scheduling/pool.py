@@ -27,7 +27,7 @@ from armada.scheduling.candidates import (
     queue_costs,
     scan_queued,
 )
-from armada.scheduling.columns import column_sums
+from armada.scheduling.columns import column_sums, outer, scaled_rows
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import GLOBAL_RATE_LIMITED, QUEUE_CORDONED, QUEUE_RATE_LIMITED
 from armada.scheduling.eviction import Eviction
@@ -188,7 +188,7 @@ class PoolCycle:
         units = Units.concat(parts)
         state = self.state
         units.cost = queue_costs(
-            units.counts[:, None] * state.key_requests[units.keys],
+            scaled_rows(state.key_requests, units.keys, units.counts),
             units.queue,
             state.alloc,
             state.scale,
@@ -386,7 +386,7 @@ class PoolCycle:
         nodes = nodes[: len(nodes) - len(nodes) % size]
         if len(nodes) == count or not holding or not self.eviction.held.any():
             return nodes
-        strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
+        strict -= outer(np.bincount(nodes, minlength=len(strict)), request)
         return np.concatenate(
             [nodes, self.eviction.displace(strict, request, mask, count - len(nodes), size=size)]
         )
@@ -428,7 +428,7 @@ class PoolCycle:
             total = int(units.counts[chosen].sum())
             nodes = place_identical(trial, request, mask, total, int(state.key_dominant[key])).nodes
             nodes = nodes[: len(nodes) - len(nodes) % size]
-            trial -= np.bincount(nodes, minlength=len(trial))[:, None] * request
+            trial -= outer(np.bincount(nodes, minlength=len(trial)), request)
             if len(nodes) < total and saved is not None:  # displacement updates ``trial`` itself
                 more = self.eviction.displace(
                     trial, request, mask, total - len(nodes), size=size, protected=protected
@@ -489,7 +489,7 @@ class PoolCycle:
         if 8 * len(nodes) < len(state.free):  # a few nodes of many: touch only those
             np.subtract.at(state.free, nodes, request)
         else:
-            state.free -= np.bincount(nodes, minlength=len(state.free))[:, None] * request
+            state.free -= outer(np.bincount(nodes, minlength=len(state.free)), request)
         queues = units.queue[chosen]
         per_queue = np.bincount(queues, weights=units.counts[chosen], minlength=len(state.queues))
         added = per_queue.astype(np.int64)[:, None] * request

@@ -46,7 +46,8 @@ def place_runs(
     positive = least > 0
     mask = np.logical_or.reduce([masks[key] for key in distinct])
     nodes = np.flatnonzero(mask & reduce_columns(np.logical_and, free[:, positive] >= least[positive]))
-    room = _Room(free[nodes].tolist(), {key: masks[key][nodes] for key in distinct}, requests, dominant)
+    rows = np.take(free, nodes, axis=0).tolist()  # ``free[nodes]``, several times faster
+    room = _Room(rows, {key: masks[key][nodes] for key in distinct}, requests, dominant)
     placed: list[int] = []
     for key, count in zip(keys.tolist(), np.diff(bounds).tolist(), strict=True):
         if out_of_time():
