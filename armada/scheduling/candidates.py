@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from armada.scheduling.columns import reduce_columns
+from armada.scheduling.columns import max_scaled, reduce_columns
 from armada.scheduling.jobdb import JobDb
 
 IntArray = npt.NDArray[np.int64]
@@ -136,7 +136,7 @@ def queue_costs(
     before[1:] = cumulative[starts[1:] - 1]
     # Each queue's own cumulative sum plus its allocation (exact: integers).
     cumulative += np.repeat(allocated[queue[starts]] - before, np.diff(np.append(starts, len(queue))), axis=0)
-    shares: FloatArray = reduce_columns(np.maximum, cumulative * scale)
+    shares = max_scaled(cumulative, scale)
     return (shares + usage[queue]) / weight[queue]
 
 

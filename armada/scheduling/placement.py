@@ -15,7 +15,6 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.model.quantities import format_units
-from armada.scheduling.columns import reduce_columns
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -34,7 +33,8 @@ def fit_counts(free: IntArray, request: IntArray, mask: BoolArray, cap: int) -> 
     positive = request > 0
     if not positive.any():
         return np.where(mask, cap, 0).astype(np.int64)
-    counts: IntArray = reduce_columns(np.minimum, free[:, positive] // request[positive])
+    columns = np.flatnonzero(positive).tolist()
+    counts = _all_columns(np.floor_divide, [free[:, c] for c in columns], request[columns].tolist())
     np.clip(counts, 0, cap, out=counts)
     counts[~mask] = 0
     return counts
