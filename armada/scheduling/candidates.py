@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from armada.scheduling.columns import max_scaled, reduce_columns
+from armada.scheduling.columns import reduce_columns
 from armada.scheduling.jobdb import JobDb
 
 IntArray = npt.NDArray[np.int64]
@@ -131,12 +131,17 @@ def queue_costs(
     if not len(scale):
         return (usage / weight)[queue]
     starts = np.flatnonzero(np.concatenate([[True], queue[1:] != queue[:-1]]))
-    cumulative = np.cumsum(requests, axis=0)
-    before = np.zeros((len(starts), requests.shape[1]), dtype=np.int64)
-    before[1:] = cumulative[starts[1:] - 1]
-    # Each queue's own cumulative sum plus its allocation (exact: integers).
-    cumulative += np.repeat(allocated[queue[starts]] - before, np.diff(np.append(starts, len(queue))), axis=0)
-    shares = max_scaled(cumulative, scale)
+    lengths = np.diff(np.append(starts, len(queue)))
+    shares: FloatArray | None = None
+    for column in range(requests.shape[1]):  # column by column: a short axis 1 is slow
+        cumulative = np.cumsum(requests[:, column])
+        before = np.zeros(len(starts), dtype=np.int64)
+        before[1:] = cumulative[starts[1:] - 1]
+        # Each queue's own cumulative sum plus its allocation (exact: integers).
+        cumulative += np.repeat(allocated[queue[starts], column] - before, lengths)
+        scaled = cumulative * scale[column]
+        shares = scaled if shares is None else np.maximum(shares, scaled, out=shares)
+    assert shares is not None  # ``scale`` has a column per resource, and there is one
     return (shares + usage[queue]) / weight[queue]
 
 

@@ -52,12 +52,3 @@ def outer(counts: npt.NDArray[np.int64], vector: npt.NDArray[np.int64]) -> npt.N
     """``counts[:, None] * vector`` (a transposed view)."""
     product: npt.NDArray[np.int64] = np.multiply.outer(vector, counts).T
     return product
-
-
-def max_scaled(matrix: npt.NDArray[np.int64], scale: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """``(matrix * scale).max(axis=1)`` for a non-empty ``scale``, column by column (the
-    product broadcast over a short axis 1 is as slow as reducing it)."""
-    out: npt.NDArray[np.float64] = matrix[:, 0] * scale[0]
-    for column in range(1, matrix.shape[1]):
-        np.maximum(out, matrix[:, column] * scale[column], out=out)
-    return out
