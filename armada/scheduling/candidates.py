@@ -116,19 +116,33 @@ def scan_queued(
 
 def queue_costs(
     requests: npt.NDArray[np.int64],
+    queue: IntArray,
     allocated: npt.NDArray[np.int64],
     scale: FloatArray,
-    usage: float,
-    weight: float,
+    usage: FloatArray,
+    weight: FloatArray,
 ) -> FloatArray:
-    """Cost of a queue after taking each unit in turn (``requests`` is units x R)."""
+    """Cost of each unit's queue after taking it and the units before it of that queue
+    (``requests`` is units x R; the units of a queue are consecutive; ``allocated``, ``usage``
+    and ``weight`` are per queue). All queues at once: a cumulative sum over every unit, less
+    what the queues before took."""
     if not len(requests):
         return np.zeros(0)
-    cumulative = np.cumsum(requests, axis=0) + allocated
     if not len(scale):
-        return np.full(len(requests), usage / weight)
-    shares: FloatArray = reduce_columns(np.maximum, cumulative * scale)
-    return (shares + usage) / weight
+        return (usage / weight)[queue]
+    starts = np.flatnonzero(np.concatenate([[True], queue[1:] != queue[:-1]]))
+    lengths = np.diff(np.append(starts, len(queue)))
+    shares: FloatArray | None = None
+    for column in range(requests.shape[1]):  # column by column: a short axis 1 is slow
+        cumulative = np.cumsum(requests[:, column])
+        before = np.zeros(len(starts), dtype=np.int64)
+        before[1:] = cumulative[starts[1:] - 1]
+        # Each queue's own cumulative sum plus its allocation (exact: integers).
+        cumulative += np.repeat(allocated[queue[starts], column] - before, lengths)
+        scaled = cumulative * scale[column]
+        shares = scaled if shares is None else np.maximum(shares, scaled, out=shares)
+    assert shares is not None  # ``scale`` has a column per resource, and there is one
+    return (shares + usage[queue]) / weight[queue]
 
 
 def merge_order(units: Units) -> IntArray:

@@ -290,13 +290,16 @@ def forecast(
     def runtimes(job_ids: list[str]) -> tuple[Sequence[float], Sequence[str]]:
         given = list(map(estimates.get, job_ids))
         found = cast(list[RuntimeEstimate], given)  # unless some job has none: then rebuilt
-        if None in given:
+        if not all(given):  # ``None in given`` would call each estimate's ``__eq__``
             found = [e or estimates.get(original_id(j), default) for e, j in zip(given, job_ids, strict=True)]
         fields = list(map(_FIELDS, found))
-        for key, estimate in dict(zip(fields, found, strict=True)).items():
-            if key not in unstarted:
-                unstarted[key] = (estimate.mean(), estimate.basis_after(0.0))
-        runs = list(map(unstarted.__getitem__, fields))
+        runs = list(map(unstarted.get, fields))
+        if not all(runs):  # estimates not seen before: worked out once each
+            for i in [i for i, run in enumerate(runs) if run is None]:
+                run = unstarted.get(fields[i])
+                if run is None:
+                    run = unstarted[fields[i]] = (found[i].mean(), found[i].basis_after(0.0))
+                runs[i] = run
         for i in [i for i, at in enumerate(map(started.get, job_ids)) if at is not None] if started else ():
             elapsed = now - started[job_ids[i]]
             runs[i] = (found[i].mean(elapsed), found[i].basis_after(elapsed))

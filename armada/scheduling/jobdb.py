@@ -89,7 +89,9 @@ class JobDb:
         #: per gang index: members with differing scheduling keys (never schedulable)
         self.gang_mixed: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self._gang_index: dict[tuple[int, str], int] = {}
-        self._node_jobs: dict[int, set[int]] = {}
+        #: Node row -> rows of the jobs running there, kept up to date by one-job updates; ``None``
+        #: after a batch of leases or ends (whose sets a simulation never reads), rebuilt on read.
+        self._node_jobs: dict[int, set[int]] | None = {}
         self._node_alloc = np.zeros((0, len(self.priority_class_names), 0), dtype=np.int64)
         self._queue_alloc: dict[tuple[int, str], npt.NDArray[np.int64]] = {}
         self._seq = 0
@@ -220,7 +222,8 @@ class JobDb:
         cols["run_seq"][row] = self._run_seq
         cols["started"][row] = np.nan
         self._run_seq += 1
-        self._node_jobs.setdefault(node, set()).add(row)
+        if self._node_jobs is not None:
+            self._node_jobs.setdefault(node, set()).add(row)
         self._account_one(row, +1)
 
     def lease_many(self, job_ids: Sequence[str], node_ids: Sequence[str], pools: Sequence[str]) -> None:
@@ -252,13 +255,7 @@ class JobDb:
         cols["run_seq"][rows] = np.arange(self._run_seq, self._run_seq + len(rows))
         cols["started"][rows] = np.nan
         self._run_seq += len(rows)
-        node_jobs = self._node_jobs
-        for node, row in zip(nodes.tolist(), rows.tolist(), strict=True):
-            jobs = node_jobs.get(node)
-            if jobs is None:
-                node_jobs[node] = {row}
-            else:
-                jobs.add(row)
+        self._node_jobs = None
         self._account(rows, +1)
 
     def _check_leasable(self, rows: Rows) -> None:
@@ -391,7 +388,20 @@ class JobDb:
         return alloc
 
     def jobs_on_node(self, node: int) -> set[int]:
+        if self._node_jobs is None:
+            self._node_jobs = self._running_by_node()
         return self._node_jobs.get(node, set())
+
+    def _running_by_node(self) -> dict[int, set[int]]:
+        """Node row -> rows of the jobs running there, from the columns."""
+        n = len(self.ids)
+        running = np.flatnonzero(self.cols["state"][:n] == RUNNING)
+        nodes = self.cols["node"][running]
+        order = np.argsort(nodes, kind="stable")
+        nodes, running = nodes[order], running[order]
+        cuts = np.flatnonzero(nodes[1:] != nodes[:-1]) + 1
+        firsts = nodes[np.concatenate([[0], cuts])].tolist() if len(nodes) else []
+        return {node: set(rows.tolist()) for node, rows in zip(firsts, np.split(running, cuts), strict=True)}
 
     def running_rows(self, queue: int, pool: str) -> Rows:
         """Running rows of ``queue`` in ``pool`` (a scan; only used for fair-share eviction)."""
@@ -427,7 +437,7 @@ class JobDb:
         clone.gangs = [None if g is None else replace(g, members=list(g.members)) for g in self.gangs]
         clone.gang_queued, clone.gang_mixed = self.gang_queued.copy(), self.gang_mixed.copy()
         clone._gang_index = dict(self._gang_index)
-        clone._node_jobs = {node: set(rows) for node, rows in self._node_jobs.items()}
+        clone._node_jobs = None  # rebuilt if read
         clone._node_alloc = self._node_alloc.copy()
         clone._queue_alloc = {key: alloc.copy() for key, alloc in self._queue_alloc.items()}
         clone.penalties = self.penalties.copy()
@@ -458,7 +468,7 @@ class JobDb:
         self.gang_queued = self.gang_queued[kept]
         self.gang_mixed = self.gang_mixed[kept]
         self._gang_index = {(g.queue, g.gang_id): i for i, g in enumerate(self.gangs) if g is not None}
-        self._node_jobs = {n: {int(new_row[r]) for r in rows} for n, rows in self._node_jobs.items() if rows}
+        self._node_jobs = None  # rebuilt if read
         if self.renumbering is not None:
             self.renumbering.append(new_row)
 
@@ -532,10 +542,11 @@ class JobDb:
         width = requests.shape[1]
         self._grow_nodes()
         pcs = self._key_pcs()[keys]
-        np.add.at(self._node_alloc[:, :, :width], (cols["node"][rows], pcs), requests[keys] * sign)
+        signed = np.take(requests, keys, axis=0) * sign  # ``requests[keys]``, much faster
+        np.add.at(self._node_alloc[:, :, :width], (cols["node"][rows], pcs), signed)
         groups, inverse, _ = unique_rows(np.stack([cols["queue"][rows], cols["pool"][rows], pcs], axis=1))
         sums = np.zeros((len(groups), width), dtype=np.int64)
-        np.add.at(sums, inverse, requests[keys] * sign)
+        np.add.at(sums, inverse, signed)
         for (queue, pool_index, pc), total in zip(groups.tolist(), sums, strict=True):
             pool = self.pool_names[pool_index]
             alloc = self.queue_allocation(queue, pool)
@@ -562,15 +573,14 @@ class JobDb:
 
     def _release(self, row: int) -> None:
         self._account_one(row, -1)
-        self._node_jobs[int(self.cols["node"][row])].discard(row)
+        if self._node_jobs is not None:
+            self._node_jobs[int(self.cols["node"][row])].discard(row)
         self.cols["node"][row] = -1
         self.cols["pool"][row] = -1
 
     def _release_many(self, rows: Rows) -> None:
         self._account(rows, -1)
-        node_jobs = self._node_jobs
-        for node, row in zip(self.cols["node"][rows].tolist(), rows.tolist(), strict=True):
-            node_jobs[node].discard(row)
+        self._node_jobs = None
         self.cols["node"][rows] = -1
         self.cols["pool"][rows] = -1
 

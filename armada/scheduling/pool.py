@@ -27,6 +27,7 @@ from armada.scheduling.candidates import (
     queue_costs,
     scan_queued,
 )
+from armada.scheduling.columns import column_sums, outer, scaled_rows
 from armada.scheduling.context import CycleContext
 from armada.scheduling.decisions import GLOBAL_RATE_LIMITED, QUEUE_CORDONED, QUEUE_RATE_LIMITED
 from armada.scheduling.eviction import Eviction
@@ -141,7 +142,7 @@ class PoolCycle:
         slots = self._slot_estimate(key_ok)
         total_weight = float(self.state.weights.sum())
         parts: list[Units] = []
-        boundary: tuple[float, int] | None = None
+        chunked_parts: list[int] = []
         for qi, spec in enumerate(self.state.queues):
             if not key_ok[list(self.db.queued_counts[int(self.state.db_queue[qi])])].any():
                 self.state.cursor[qi] = self.state.stop[qi]
@@ -181,14 +182,25 @@ class PoolCycle:
             )
             if not len(units):
                 continue
-            requests = units.counts[:, None] * self.state.key_requests[units.keys]
-            units.cost = queue_costs(
-                requests, self.state.alloc[qi], self.state.scale, self.state.usage[qi], self.state.weights[qi]
-            )
             parts.append(units)
-            if chunked and (boundary is None or (units.cost[-1], qi) < boundary):
-                boundary = (float(units.cost[-1]), qi)
-        return Units.concat(parts), boundary
+            if chunked:
+                chunked_parts.append(len(parts) - 1)
+        units = Units.concat(parts)
+        state = self.state
+        units.cost = queue_costs(
+            scaled_rows(state.key_requests, units.keys, units.counts),
+            units.queue,
+            state.alloc,
+            state.scale,
+            state.usage,
+            state.weights,
+        )
+        # The cheapest of the queues with more to come after their last unit here.
+        ends = np.cumsum([len(part) for part in parts]) - 1
+        boundary = min(
+            ((float(units.cost[ends[p]]), int(units.queue[ends[p]])) for p in chunked_parts), default=None
+        )
+        return units, boundary
 
     def _slot_estimate(self, key_ok: BoolArray) -> int:
         """Most jobs of any usable key the pool's free capacity could hold (ignoring packing),
@@ -197,7 +209,7 @@ class PoolCycle:
         requests = self.state.key_requests[key_ok]
         if not len(requests):
             return 0
-        free = np.maximum(self.state.free[self.state.schedulable].sum(axis=0), 0)
+        free = np.maximum(column_sums(self.state.free, self.state.schedulable), 0)
         with np.errstate(divide="ignore"):
             per_resource = np.where(requests > 0, free // np.maximum(requests, 1), UNLIMITED)
         return int(min(per_resource.min(axis=1).max(), self.ctx.global_tokens, 10**7))
@@ -374,7 +386,7 @@ class PoolCycle:
         nodes = nodes[: len(nodes) - len(nodes) % size]
         if len(nodes) == count or not holding or not self.eviction.held.any():
             return nodes
-        strict -= np.bincount(nodes, minlength=len(strict))[:, None] * request
+        strict -= outer(np.bincount(nodes, minlength=len(strict)), request)
         return np.concatenate(
             [nodes, self.eviction.displace(strict, request, mask, count - len(nodes), size=size)]
         )
@@ -416,7 +428,7 @@ class PoolCycle:
             total = int(units.counts[chosen].sum())
             nodes = place_identical(trial, request, mask, total, int(state.key_dominant[key])).nodes
             nodes = nodes[: len(nodes) - len(nodes) % size]
-            trial -= np.bincount(nodes, minlength=len(trial))[:, None] * request
+            trial -= outer(np.bincount(nodes, minlength=len(trial)), request)
             if len(nodes) < total and saved is not None:  # displacement updates ``trial`` itself
                 more = self.eviction.displace(
                     trial, request, mask, total - len(nodes), size=size, protected=protected
@@ -477,7 +489,7 @@ class PoolCycle:
         if 8 * len(nodes) < len(state.free):  # a few nodes of many: touch only those
             np.subtract.at(state.free, nodes, request)
         else:
-            state.free -= np.bincount(nodes, minlength=len(state.free))[:, None] * request
+            state.free -= outer(np.bincount(nodes, minlength=len(state.free)), request)
         queues = units.queue[chosen]
         per_queue = np.bincount(queues, weights=units.counts[chosen], minlength=len(state.queues))
         added = per_queue.astype(np.int64)[:, None] * request

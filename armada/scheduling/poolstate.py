@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from armada.scheduling.away import AWAY_QUEUE_SUFFIX, away_keys, away_running, away_tolerations, cycle_use
-from armada.scheduling.columns import reduce_columns
+from armada.scheduling.columns import column_sums, reduce_columns
 from armada.scheduling.context import CycleContext
 from armada.scheduling.fairshare import dominant_shares, drf_scale, fair_shares, water_fill
 from armada.scheduling.placement import dominant_columns
@@ -48,14 +48,15 @@ class PoolState:
         #: how reasons name where jobs were tried
         self.where = pool if away_in is None else f"{pool} (away in {away_in})"
         nodes = db.nodes
-        allocatable = nodes.allocatable()[node_rows]
-        self.running_by_class: IntArray = db.node_allocation()[node_rows]  # a copy: indexed by rows
+        # Copies of the pool's rows (``np.take``: several times faster than ``matrix[node_rows]``).
+        allocatable = np.take(nodes.allocatable(), node_rows, axis=0)
+        self.running_by_class: IntArray = np.take(db.node_allocation(), node_rows, axis=0)
         running = reduce_columns(np.add, self.running_by_class)
-        self.free: IntArray = allocatable - nodes.non_armada()[node_rows] - running
+        self.free: IntArray = allocatable - np.take(nodes.non_armada(), node_rows, axis=0) - running
         self.schedulable: BoolArray = nodes.schedulable[node_rows]
         if ctx.paused_nodes is not None:
             self.schedulable = self.schedulable & ~ctx.paused_nodes[node_rows]
-        self.totals: IntArray = allocatable.sum(axis=0)
+        self.totals: IntArray = column_sums(allocatable)
         self.names = db.resources.names
         self.policy = config.pool_config(pool)
         self.scale = drf_scale(self.totals, self.names, config.drf_multipliers(pool))

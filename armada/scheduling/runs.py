@@ -16,8 +16,6 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from armada.scheduling.columns import reduce_columns
-
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -45,8 +43,11 @@ def place_runs(
     least = requests[distinct].min(axis=0)
     positive = least > 0
     mask = np.logical_or.reduce([masks[key] for key in distinct])
-    nodes = np.flatnonzero(mask & reduce_columns(np.logical_and, free[:, positive] >= least[positive]))
-    room = _Room(free[nodes].tolist(), {key: masks[key][nodes] for key in distinct}, requests, dominant)
+    for column in np.flatnonzero(positive).tolist():
+        mask = mask & (free[:, column] >= least[column])
+    nodes = np.flatnonzero(mask)
+    rows = np.take(free, nodes, axis=0).tolist()  # ``free[nodes]``, several times faster
+    room = _Room(rows, {key: masks[key][nodes] for key in distinct}, requests, dominant)
     placed: list[int] = []
     for key, count in zip(keys.tolist(), np.diff(bounds).tolist(), strict=True):
         if out_of_time():

@@ -195,3 +195,30 @@ def test_a_copy_is_independent_of_the_original() -> None:
     assert pickle.dumps(db) == before
     assert order(db, "q") == ["g1", "g2", "b"] and db.state("a") == RUNNING
     assert order(clone, "q") == ["g3", "y"]
+
+
+def test_jobs_on_node_follow_batches_and_single_updates() -> None:
+    """Batched leases and ends leave the per-node sets to be rebuilt on read; single updates
+    keep them: either way they hold the jobs running on each node."""
+    nodes = NodeDb(ResourceIndex())
+    for name in ("n1", "n2"):
+        nodes.upsert(NodeSpec(id=name, allocatable={"cpu": 8000}))
+    db = JobDb(unlimited(), nodes)
+    db.add_many([job(f"j{i}", "q", submitted=i) for i in range(6)])
+    n1, n2 = nodes.row("n1"), nodes.row("n2")
+    assert n1 is not None and n2 is not None
+
+    def on(node: int) -> set[str | None]:
+        return {db.ids[row] for row in db.jobs_on_node(node)}
+
+    db.lease_many(["j0", "j1", "j2"], ["n1", "n2", "n1"], ["default"] * 3)
+    assert (on(n1), on(n2)) == ({"j0", "j2"}, {"j1"})
+    db.lease("j3", "n2", "default")
+    db.remove("j0")
+    assert (on(n1), on(n2)) == ({"j2"}, {"j1", "j3"})
+    db.remove_many(["j2", "j3"])
+    db.lease("j4", "n1", "default")
+    assert (on(n1), on(n2)) == ({"j4"}, {"j1"})
+    clone = db.copy()
+    clone.remove("j4")
+    assert on(n1) == {"j4"} and not clone.jobs_on_node(n1)
