@@ -5,9 +5,10 @@ every index looks as selective as any other, so a Lookout page takes whichever i
 matches most conditions: a queue with a priority bound read the queue's jobs in that range
 through ``(queue, priority, job_id)`` and sorted them, a node's jobs by last transition
 walked whole states. Measuring the statistics does not suit a served database: a full
-``ANALYZE`` holds the only writer for ~14 s per 1,000,000 jobs, a sampled one
-(``analysis_limit``) reads the first rows of each index and calls a common value's
-selectivity the index's, and ``PRAGMA optimize`` analyses only what its own connection read.
+``ANALYZE`` holds the only writer for 5-14 s per 1,000,000 jobs, a sampled one
+(``analysis_limit``) counts each index's first entries (1,000 of them made queue, namespace,
+state and priority equally selective), ``ANALYZE`` of a new database records nothing, and
+``PRAGMA optimize`` analyses only what its own connection read.
 
 What the planner needs is how the indexes compare, which the schema and the shape of a
 shared cluster's jobs decide more than the row counts do. So these rows describe 1,000,000
