@@ -24,7 +24,7 @@ from sqlalchemy import Connection, insert, inspect, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import armada
-from armada.eventstore import schema, usage
+from armada.eventstore import dialects, schema, sqlite_stats, usage
 
 log = structlog.get_logger(__name__)
 #: A version runs on a database up to this many contract steps ahead of its own head.
@@ -152,10 +152,13 @@ def _downgrade(connection: Connection, revision: str) -> None:
 
 async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
     """Migrate to ``revision``; on a newer database, check that it still serves this version
-    and leave it as it is (raises :class:`SchemaTooNew` if it does not)."""
+    and leave it as it is (raises :class:`SchemaTooNew` if it does not). On SQLite, then
+    write the planner's statistics (:mod:`.sqlite_stats`)."""
     async with engine.begin() as conn:
         if await conn.run_sync(_upgrade, revision):
             await usage.count_log(conn)
+        if not dialects.is_postgres(conn):
+            await conn.run_sync(sqlite_stats.write)
 
 
 async def downgrade(engine: AsyncEngine, revision: str) -> None:
