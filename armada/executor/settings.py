@@ -203,6 +203,11 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     request_timeout_seconds: float = 30.0
     #: Events sent in one ``/v1/executor/events`` call at most.
     event_batch_size: int = 2000
+    #: Event reports under way at once (each run's events stay in order: they share one of
+    #: these lanes). Reports mostly wait for the server's append lock and commit; with two,
+    #: a burst of run ends is not held up behind one report's round trip, and the server
+    #: commits the two together. 1: one report at a time.
+    event_reports_in_flight: int = 2
     #: Events buffered while the server is unreachable before backends are slowed down
     #: (events are never dropped).
     max_buffered_events: int = 100_000
