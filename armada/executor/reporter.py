@@ -145,7 +145,9 @@ class EventReporter:
                 log.debug("events delivered", events=len(events))
                 return
 
-    async def _isolate_rejected(self, events: list[RunEvent], exc: ArmadaClientError, backoff: Backoff) -> None:
+    async def _isolate_rejected(
+        self, events: list[RunEvent], exc: ArmadaClientError, backoff: Backoff
+    ) -> None:
         if len(events) == 1:
             event = events[0]
             log.error(
