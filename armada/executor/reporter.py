@@ -8,10 +8,9 @@ and that one event is logged and skipped so that it cannot block the rest for ev
 
 Up to ``in_flight`` reports are under way at once, one per *lane*: a run's events all go
 through the lane its id hashes to, and a lane sends its next batch only once the last is
-delivered, so each run's events still reach the server in order. A report spends most of
-its time waiting for the server (its turn at the append lock, the commit): with one
-report at a time, the events of a burst of run ends queue behind it, and the server's
-group commit, which would take two reports in one transaction, never gets the chance.
+delivered, so each run's events still reach the server in order. A report mostly waits
+(for the network, the server's append lock, the commit); a second lane overlaps those
+waits, and the server's group commit may take both reports in one transaction.
 """
 
 from __future__ import annotations
