@@ -67,9 +67,10 @@ class ExecutorAgent:
             client,
             settings.cluster_id,
             on_delivered=self._delivered,
-            backoff=self._backoff(),
+            backoff=self._backoff,
             batch_size=settings.event_batch_size,
             max_buffered=settings.max_buffered_events,
+            in_flight=settings.event_reports_in_flight,
         )
         self.tracker = RunTracker(Classifier(settings.error_categories))
         self.observer = TrackingObserver(

@@ -5,6 +5,12 @@ same event ids, after an exponential back-off with jitter. Memory stays bounded 
 ``put`` waits while the buffer is full, which slows the backends down instead. Only a
 batch the server rejects as invalid (4xx) is split until the offending event is found,
 and that one event is logged and skipped so that it cannot block the rest for ever.
+
+Up to ``in_flight`` reports are under way at once, one per *lane*: a run's events all go
+through the lane its id hashes to, and a lane sends its next batch only once the last is
+delivered, so each run's events still reach the server in order. A report mostly waits
+(for the network, the server's append lock, the commit); a second lane overlaps those
+waits, and the server's group commit may take both reports in one transaction.
 """
 
 from __future__ import annotations
@@ -37,57 +43,74 @@ class EventReporter:
         executor_id: str,
         *,
         on_delivered: Callable[[list[RunEvent]], Awaitable[None]],
-        backoff: Backoff,
+        backoff: Callable[[], Backoff],
         batch_size: int = 500,
         max_buffered: int = 100_000,
+        in_flight: int = 1,
     ) -> None:
         self._sender = sender
         self._executor_id = executor_id
         self._on_delivered = on_delivered
         self._backoff = backoff
         self._batch_size = batch_size
-        self._queue: asyncio.Queue[RunEvent] = asyncio.Queue(maxsize=max_buffered)
+        #: One queue per lane; together they hold ``max_buffered`` events at most.
+        self._queues: list[asyncio.Queue[RunEvent]] = [
+            asyncio.Queue(maxsize=max(1, max_buffered // in_flight)) for _ in range(max(1, in_flight))
+        ]
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
 
+    def _queue_of(self, event: RunEvent) -> asyncio.Queue[RunEvent]:
+        """The lane of ``event``'s run (the same for all its events)."""
+        queues = self._queues
+        return queues[0] if len(queues) == 1 else queues[hash(event.run_id) % len(queues)]
+
     @property
     def backlog(self) -> int:
         """Events accepted but not yet delivered."""
-        return self._queue.qsize() + self._in_flight
+        return sum(queue.qsize() for queue in self._queues) + self._in_flight
 
     @property
     def full(self) -> bool:
-        """Whether ``put`` would wait: the server has not been keeping up."""
-        return self._queue.full()
+        """Whether ``put`` may wait: the server has not been keeping up."""
+        return any(queue.full() for queue in self._queues)
 
     def offer(self, event: RunEvent) -> bool:
         """Queue ``event`` if there is room now; False (nothing queued) if ``put`` would wait."""
-        if self._queue.full():
+        queue = self._queue_of(event)
+        if queue.full():
             return False
         self._idle.clear()
-        self._queue.put_nowait(event)
+        queue.put_nowait(event)
         return True
 
     async def put(self, event: RunEvent) -> None:
         """Queue ``event`` for delivery, waiting while the buffer is full."""
         self._idle.clear()
-        await self._queue.put(event)
+        await self._queue_of(event).put(event)
 
     async def run(self) -> None:
-        """Deliver queued events until cancelled."""
+        """Deliver queued events until cancelled (or a lane fails)."""
+        async with asyncio.TaskGroup() as lanes:
+            for number, queue in enumerate(self._queues):
+                lanes.create_task(self._lane(queue), name=f"event-lane-{number}")
+
+    async def _lane(self, queue: asyncio.Queue[RunEvent]) -> None:
+        """Deliver one lane's events, a batch at a time, in the order they were queued."""
+        backoff = self._backoff()
         while True:
-            batch = [await self._queue.get()]
-            while len(batch) < self._batch_size and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            self._in_flight = len(batch)
-            await self._deliver(batch)
-            self._in_flight = 0
+            batch = [await queue.get()]
+            while len(batch) < self._batch_size and not queue.empty():
+                batch.append(queue.get_nowait())
+            self._in_flight += len(batch)
+            await self._deliver(batch, backoff)
+            self._in_flight -= len(batch)
             try:
                 await self._on_delivered(batch)
             except Exception:  # a clean-up failure must not stop event delivery
                 log.exception("after-delivery handler failed", events=len(batch))
-            if self._queue.empty():
+            if not self.backlog:
                 self._idle.set()
 
     async def flush(self, within: float) -> bool:
@@ -99,29 +122,31 @@ class EventReporter:
             return False
         return True
 
-    async def _deliver(self, events: list[RunEvent]) -> None:
+    async def _deliver(self, events: list[RunEvent], backoff: Backoff) -> None:
         while True:
             try:
                 await self._sender.report_events(RunEventBatch(executor_id=self._executor_id, events=events))
             except ArmadaClientError as exc:
                 if not exc.retryable:
-                    await self._isolate_rejected(events, exc)
+                    await self._isolate_rejected(events, exc, backoff)
                     return
-                delay = self._backoff.next_delay()
+                delay = backoff.next_delay()
                 log.warning(
                     "event delivery failed; retrying",
                     error=str(exc),
                     events=len(events),
-                    failures=self._backoff.failures,
+                    failures=backoff.failures,
                     retry_in=round(delay, 2),
                 )
                 await asyncio.sleep(delay)
             else:
-                self._backoff.reset()
+                backoff.reset()
                 log.debug("events delivered", events=len(events))
                 return
 
-    async def _isolate_rejected(self, events: list[RunEvent], exc: ArmadaClientError) -> None:
+    async def _isolate_rejected(
+        self, events: list[RunEvent], exc: ArmadaClientError, backoff: Backoff
+    ) -> None:
         if len(events) == 1:
             event = events[0]
             log.error(
@@ -133,5 +158,5 @@ class EventReporter:
             )
             return
         middle = len(events) // 2
-        await self._deliver(events[:middle])
-        await self._deliver(events[middle:])
+        await self._deliver(events[:middle], backoff)
+        await self._deliver(events[middle:], backoff)

@@ -203,6 +203,11 @@ class ExecutorSettings(msgspec.Struct, kw_only=True, rename="camel", forbid_unkn
     request_timeout_seconds: float = 30.0
     #: Events sent in one ``/v1/executor/events`` call at most.
     event_batch_size: int = 2000
+    #: Event reports under way at once (a run's events all share one of these lanes, so
+    #: they stay in order). More than 1 overlaps the reports' round trips: for a link to
+    #: the server slow next to the server's commit. On a busy server the reports, sharing
+    #: a commit, hold its append lock longer, and submissions and leases wait for them.
+    event_reports_in_flight: int = 1
     #: Events buffered while the server is unreachable before backends are slowed down
     #: (events are never dropped).
     max_buffered_events: int = 100_000

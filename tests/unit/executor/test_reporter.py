@@ -34,7 +34,7 @@ def two_slot_reporter() -> EventReporter:
         FlakyServer(0),
         "ex",
         on_delivered=lambda _: asyncio.sleep(0),
-        backoff=Backoff(0.001, 0.002),
+        backoff=lambda: Backoff(0.001, 0.002),
         max_buffered=2,
     )
 
@@ -47,7 +47,11 @@ async def test_retries_until_delivered_and_isolates_rejected_events() -> None:
         delivered.extend(events)
 
     reporter = EventReporter(
-        server, "ex", on_delivered=on_delivered, backoff=Backoff(0.001, 0.002, random.Random(0)), batch_size=4
+        server,
+        "ex",
+        on_delivered=on_delivered,
+        backoff=lambda: Backoff(0.001, 0.002, random.Random(0)),
+        batch_size=4,
     )
     events = [RunEvent(run_id=f"r{i}" if i != 5 else "bad", job_id="j", kind="pending") for i in range(10)]
     for event in events:
@@ -93,3 +97,73 @@ def test_backoff_grows_and_resets() -> None:
     assert max(delays[5:]) > 2.0
     backoff.reset()
     assert backoff.next_delay() <= 1.0
+
+
+class GatedServer:
+    """Holds every report until ``gate`` opens, records each run's event kinds as received,
+    and answers the reports in the reverse order of their arrival."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.open_calls = 0
+        self.kinds: dict[str, list[str]] = {}
+        self._answered: list[asyncio.Event] = []
+
+    async def report_events(self, batch: RunEventBatch) -> None:
+        self.open_calls += 1
+        mine = asyncio.Event()
+        self._answered.append(mine)
+        await self.gate.wait()
+        later = self._answered[self._answered.index(mine) + 1 :]
+        for other in later:  # the later arrivals are answered first
+            await other.wait()
+        for event in batch.events:
+            self.kinds.setdefault(event.run_id, []).append(event.kind)
+        mine.set()
+        self.open_calls -= 1
+
+
+def lanes_reporter(server: GatedServer, in_flight: int, batch_size: int) -> EventReporter:
+    return EventReporter(
+        server,
+        "ex",
+        on_delivered=lambda _: asyncio.sleep(0),
+        backoff=lambda: Backoff(0.001, 0.002),
+        batch_size=batch_size,
+        in_flight=in_flight,
+    )
+
+
+async def settle() -> None:
+    """Let the reporter's lanes take their batches and send them (nothing is answered yet)."""
+    for _ in range(100):
+        await asyncio.sleep(0)
+
+
+async def test_reports_go_in_lanes_without_waiting_for_each_other() -> None:
+    server = GatedServer()
+    reporter = lanes_reporter(server, in_flight=2, batch_size=3)
+    for i in range(40):
+        await reporter.put(RunEvent(run_id=f"r{i}", job_id="j", kind="pending"))
+    runner = asyncio.create_task(reporter.run())
+    await settle()
+    assert server.open_calls == 2, "one report per lane under way"
+    server.gate.set()
+    assert await reporter.flush(within=30)
+    runner.cancel()
+    assert len(server.kinds) == 40
+
+
+async def test_each_runs_events_arrive_in_order_whatever_order_reports_are_answered_in() -> None:
+    server = GatedServer()
+    reporter = lanes_reporter(server, in_flight=3, batch_size=1)
+    runner = asyncio.create_task(reporter.run())
+    kinds = ["pending", "running", "succeeded"]
+    for i in range(20):
+        for kind in kinds:  # a run's events one after the other, one per report
+            await reporter.put(RunEvent(run_id=f"r{i}", job_id="j", kind=kind))
+    await settle()
+    server.gate.set()
+    assert await reporter.flush(within=30)
+    runner.cancel()
+    assert server.kinds == {f"r{i}": kinds for i in range(20)}

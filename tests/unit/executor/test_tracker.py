@@ -227,7 +227,11 @@ async def test_events_are_offered_to_the_reporter_and_put_once_its_buffer_is_ful
 
     sink = Sink()
     reporter = EventReporter(
-        Server(), "ex", on_delivered=lambda _: asyncio.sleep(0), backoff=Backoff(0.001, 0.002), max_buffered=2
+        Server(),
+        "ex",
+        on_delivered=lambda _: asyncio.sleep(0),
+        backoff=lambda: Backoff(0.001, 0.002),
+        max_buffered=2,
     )
     tracker = make()
     observer = TrackingObserver(
