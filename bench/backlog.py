@@ -167,17 +167,21 @@ async def active_jobs(db: Database) -> int:
 
 async def drain(
     url: str, args: argparse.Namespace, processes: list[ArmadaProcess], probe_stop: asyncio.Event
-) -> float:
-    """Poll the jobs view until no job is active; stop the probe at 99% drained. Return when it ended."""
+) -> tuple[float, int]:
+    """Poll the jobs view until no job is active (or ``--drain-seconds`` passed); stop the
+    probe at 99% drained. Return when it ended and the jobs still active then."""
     db = await Database(url).open(migrate_schema=False, listen=False)
     try:
-        deadline = time.monotonic() + args.timeout
+        started = time.monotonic()
+        deadline = started + args.timeout
         while time.monotonic() < deadline:
             active = await active_jobs(db)
-            if active <= args.jobs // 100:
+            if active <= args.jobs // 100 or (
+                args.drain_seconds and time.monotonic() - started >= args.drain_seconds
+            ):
                 probe_stop.set()
-            if active == 0 and probe_stop.is_set():
-                return time.perf_counter()
+            if probe_stop.is_set() and (active == 0 or args.drain_seconds):
+                return time.perf_counter(), active
             for process in processes:
                 if process.process.poll() is not None:
                     tail = process.log().splitlines()[-5:]
@@ -321,7 +325,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             probe = Probe(probe_client, args.probe_batch, args.probe_interval)
             probe_stop = asyncio.Event()
             probing = asyncio.create_task(probe.run(probe_stop))
-            ended = await drain(url, args, [server, *executors], probe_stop)
+            ended, left = await drain(url, args, [server, *executors], probe_stop)
             await probing
         after_drain = usage.sample()
         lanes = lane_figures(lanes_before, lane_counters(base))
@@ -329,8 +333,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         rss.samples.append(("end", tree_rss_mb(server.process.pid)))
         high_water = tree_rss_mb(server.process.pid, "VmHWM")
         drain_seconds = ended - drain_started
+        drained = args.jobs + probe.submitted - left
         load_usage = Usage.figures(before_load, after_load, args.jobs)
-        drain_usage = Usage.figures(before_drain, after_drain, args.jobs + probe.submitted)
+        drain_usage = Usage.figures(before_drain, after_drain, drained)
         return {
             "benchmark": "backlog",
             "database": normalise_url(url).get_backend_name(),
@@ -343,7 +348,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "load_jobs_per_second": round(args.jobs / load_seconds, 1) if load_seconds else 0.0,
             **restarted,
             "drain_seconds": round(drain_seconds, 1),
-            "drain_jobs_per_second": round((args.jobs + probe.submitted) / drain_seconds, 1),
+            "drained_jobs": drained,
+            "drain_jobs_per_second": round(drained / drain_seconds, 1),
             **rss.figures(),
             "rss_high_water_mb": round(high_water, 1),
             **cycles(workdir / "serve.log"),
@@ -370,6 +376,12 @@ def main() -> None:
         default=[],
         metavar="ARMADA_X=VALUE",
         help="a setting for the server (repeatable), e.g. ARMADA_SCHEDULING_MAXIMUM_SCHEDULING_BURST=5000",
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=0.0,
+        help="stop the drain after this many seconds (0: when every job ended); the figures cover that part",
     )
     parser.add_argument(
         "--restart",

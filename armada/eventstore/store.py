@@ -324,6 +324,12 @@ class EventStore:
             tx.append(events)
         return tx.last_seq
 
+    @property
+    def known_head(self) -> int:
+        """The newest seq this process knows committed: its own appends and those it was
+        told of (no query; :meth:`head` asks the database)."""
+        return self.notifier.head
+
     async def head(self) -> int:
         """Sequence number of the newest committed event (0 for an empty log)."""
         async with self.engine.connect() as conn:

@@ -84,14 +84,22 @@ class EventLogFollower:
         log.info("scheduler state loaded", seq=head, jobs=len(state.jobs), executors=len(state.executors))
 
     async def catch_up(self) -> int:
-        """Apply every committed event not yet applied; return the state's sequence number."""
+        """Apply the committed events not yet applied, up to the log's head as this process
+        knew it when called (at least one batch); return the state's sequence number.
+
+        Events committed while it runs are left to the next call: under a steady stream of
+        appends (run reports while a backlog drains) a catch-up that chased the head would
+        hold the lock for as long as the stream kept ahead of it, one loop turn per batch,
+        and every caller waiting for the lock (the scheduling cycle among them) with it.
+        """
+        target = self.store.known_head
         async with self._lock:
             while True:
                 batch = await self.store.read(self.state.seq, limit=READ_BATCH)
                 self.state.apply_all(batch, observe=self._observers)
                 if batch:
                     self.applied.publish(self.state.seq)
-                if len(batch) < READ_BATCH:
+                if len(batch) < READ_BATCH or self.state.seq >= target:
                     return self.state.seq
                 await asyncio.sleep(0)  # requests (and the append in flight) run between batches
 

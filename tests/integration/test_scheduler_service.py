@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import msgspec
 import pytest
 
 from armada.eventstore.database import Database
+from armada.eventstore.store import StoredEvent
 from armada.eventstore.writelock import Lane
 from armada.model import events as ev
 from armada.model.leases import LeaseRequest, NodeReport, RunEvent, RunEventBatch
@@ -261,6 +263,35 @@ async def test_jobs_committed_with_the_decisions_wake_the_next_cycle(harness: Ha
     head = await store.head()
     assert h.scheduler.considered_seq < head
     assert await store.wait_for_change(h.scheduler.considered_seq, timeout=0) == head  # no sleep
+
+
+async def test_catch_up_stops_at_the_head_it_was_called_for_under_a_stream_of_appends(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each read is followed by a full batch of new events: a catch-up chasing the head
+    would hold the follower's lock (and the cycle waiting for it) until the stream stops."""
+    h = harness
+    monkeypatch.setattr(follower_module, "READ_BATCH", 2)
+    store = h.database.store
+    await h.follower.stop()  # no background catch-up: this one reads every batch
+    await h.follower.catch_up()
+    heartbeat = [ev.ExecutorHeartbeat(executor_id="c1")] * 2
+    await store.append(heartbeat * 2)
+    target = await store.head()
+    read = store.read
+    streamed = 0
+
+    async def read_then_append(after_seq: int = 0, **kwargs: Any) -> list[StoredEvent]:
+        nonlocal streamed
+        found = await read(after_seq, **kwargs)
+        if streamed < 10:
+            streamed += 1
+            await store.append(heartbeat)
+        return found
+
+    monkeypatch.setattr(store, "read", read_then_append)
+    assert await h.follower.catch_up() == target  # not the stream's newest events
+    assert streamed < 10
 
 
 async def test_a_cancel_landing_while_a_report_waits_to_write_wins_over_the_stale_read(
