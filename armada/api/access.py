@@ -1,6 +1,7 @@
-"""Enforcing route access policies: the one guard every request passes.
+"""Enforcing route access policies: the one check every request passes (the app's
+``before_request`` hook, run before any dependency or the body is resolved).
 
-The guard authenticates the caller, stores its :class:`~armada.auth.identity.Identity` in
+It authenticates the caller, stores its :class:`~armada.auth.identity.Identity` in
 the scope (where :mod:`armada.api.caller` reads it), then checks the route's declared
 policy (:mod:`armada.auth.policy`). Failures are 401 with a ``WWW-Authenticate`` challenge
 or 403, both RFC 9457 problems. A route without a policy is refused with 500, and a test
@@ -27,7 +28,6 @@ from litestar.exceptions import (
     PermissionDeniedException,
     TooManyRequestsException,
 )
-from litestar.handlers.base import BaseRouteHandler
 
 from armada.api.guard import refuse_hostile_url, reject_hostile_input
 from armada.api.services import services_of
@@ -122,15 +122,25 @@ class AccessControl:
         )
 
 
-async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
-    """The app's one Litestar guard (Litestar copies the route handler for every guard it
-    calls, per request): refuse a hostile URL, authenticate, then apply the handler's policy."""
+async def enforce_access(request: Request[Any, Any, Any]) -> None:
+    """The app's ``before_request`` hook, which Litestar runs before it resolves any
+    dependency or the body: refuse a hostile URL, authenticate, apply the route's policy,
+    then check the body (:mod:`armada.api.guard`). Not a guard: Litestar copies the route
+    handler for every guard it calls, per request (issue 44's pollers)."""
+    if await _authenticated(request):
+        return
+    await reject_hostile_input(request)  # a public route's body, no caller named
+
+
+async def _authenticated(connection: Request[Any, Any, Any]) -> bool:
+    """Whether the caller was authenticated and allowed (then the body was checked too);
+    ``False`` for a public route called without credentials."""
     refuse_hostile_url(connection)
     control = services_of(connection.app.state).access
-    policy = _effective(policy_of(handler.opt), control.settings, connection)
+    policy = _effective(policy_of(connection.route_handler.opt), control.settings, connection)
     authorization = connection.headers.get("authorization")
     if isinstance(policy, Public) and not authorization:
-        return
+        return False
     try:
         identity = await _identify(control, connection, authorization)
     except Unauthenticated as exc:
@@ -144,10 +154,10 @@ async def enforce_access(connection: ASGIConnection[Any, Any, Any, Any], handler
             detail=str(exc), headers={"Retry-After": str(exc.retry_after)}
         ) from None
     connection.scope[IDENTITY] = identity  # type: ignore[literal-required]
-    if isinstance(connection, Request):
-        await reject_hostile_input(connection)  # before the policy reads queue names from it
+    await reject_hostile_input(connection)  # before the policy reads queue names from it
     if not await _allowed(policy, identity, control, connection):
         raise PermissionDeniedException(detail=f"{identity.name} may not {_what(policy)}")
+    return True
 
 
 async def _identify(

@@ -31,7 +31,6 @@ from armada.api import (
 from armada.api.access import AccessControl, enforce_access
 from armada.api.browser_safety import BrowserSafety
 from armada.api.dependencies import DEPENDENCIES
-from armada.api.guard import reject_hostile_input
 from armada.api.lifespan import Companion, server_lifespan
 from armada.api.problems import EXCEPTION_HANDLERS
 from armada.auth.bind_address import metrics_public
@@ -85,13 +84,12 @@ def create_app(
         ],
         middleware=[metrics.http, BrowserSafety(settings.server.cors_allow_origins)],
         dependencies=DEPENDENCIES,
-        guards=[enforce_access],  # the URL, the caller, the policy: see armada.api.guard
         cors_config=CORSConfig(allow_origins=settings.server.cors_allow_origins)
         if settings.server.cors_allow_origins
         else None,
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
-        before_request=reject_hostile_input,
+        before_request=enforce_access,  # the URL, the caller, the policy, the body
         request_max_body_size=settings.server.max_request_bytes,
         openapi_config=OpenAPIConfig(
             title="Armada",

@@ -73,6 +73,10 @@ class Refusal(NamedTuple):
 
 
 _JSON_ONLY = "the request body must be application/json"
+#: The request headers :meth:`BrowserSafety.refusal` reads (the rest are not decoded).
+_READ = frozenset(
+    {b"origin", b"sec-fetch-site", b"host", b"content-type", b"content-length", b"transfer-encoding"}
+)
 
 
 class BrowserSafety(ASGIMiddleware):
@@ -106,7 +110,11 @@ class BrowserSafety(ASGIMiddleware):
         """Why a request is refused, if it is: only state-changing ones ever are."""
         if method not in STATE_CHANGING:
             return None
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in raw_headers}
+        headers = {
+            name.lower().decode("latin-1"): value.decode("latin-1")
+            for name, value in raw_headers
+            if name.lower() in _READ
+        }
         origin = headers.get("origin")
         allowed = origin is not None and origin.rstrip("/").lower() in self.allowed_origins
         if headers.get("sec-fetch-site", "").strip().lower() == "cross-site" and not allowed:

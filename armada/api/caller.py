@@ -1,6 +1,6 @@
 """Who is calling: the one place a request's user and read scope come from.
 
-The access guard (:mod:`armada.api.access`) authenticates every request before its
+The access check (:mod:`armada.api.access`) authenticates every request before its
 handler runs; handlers and services only ever see the ``user`` dependency (the caller's
 name, recorded as requestor and job owner) and, for reads, the ``reads`` (or
 ``lookout_reads``) dependency: the queues the caller may read.
@@ -36,8 +36,13 @@ def _scope(request: Request[Any, Any, Any], *, lookout: bool) -> ReadScope:
     return services.access.read_scope(services.store, identity_of(request) or _NOBODY, lookout=lookout)
 
 
-async def provide_reads(request: Request[Any, Any, Any]) -> ReadScope:
+def reads_of(request: Request[Any, Any, Any]) -> ReadScope:
+    """The queues the caller may read, for a handler that takes no dependency at all."""
     return _scope(request, lookout=False)
+
+
+async def provide_reads(request: Request[Any, Any, Any]) -> ReadScope:
+    return reads_of(request)
 
 
 async def provide_lookout_reads(request: Request[Any, Any, Any]) -> ReadScope:

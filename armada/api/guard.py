@@ -6,12 +6,12 @@ errors), and NUL characters, which PostgreSQL cannot store in text columns or co
 queries. A NUL can arrive as a ``\\u0000`` escape in a JSON string or as ``%00`` in the
 path or query, so those are refused everywhere, on SQLite too, so both databases agree.
 
-The URL is checked first in the access guard, before authentication; the body right after
-authentication, also inside the access guard (:func:`armada.api.access.enforce_access`): that
-guard reads queue names from the path and body to look the queue up, where a NUL would reach
-PostgreSQL as a 500, yet callers without valid credentials are refused before their body is
-read at all. Bodies of routes whose policy needs none of it are checked (once) before the
-handler, as a ``before_request`` hook.
+The URL is checked first in the access check, before authentication; the body right after
+authentication, also inside the access check (:func:`armada.api.access.enforce_access`, the
+app's ``before_request`` hook): it reads queue names from the path and body to look the queue
+up, where a NUL would reach PostgreSQL as a 500, yet callers without valid credentials are
+refused before their body is read at all. Bodies of public routes called without credentials
+are checked there too, once the policy has let them through.
 
 A route whose ``data`` is a struct gets its body decoded straight into that type, once,
 and handed to Litestar's data extraction as the connection's parsed JSON (a struct passes
@@ -53,7 +53,7 @@ _CHECKED = "armada.body_checked"
 
 
 def refuse_hostile_url(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
-    """No NUL in the path or query string (the access guard's first check)."""
+    """No NUL in the path or query string (the access check's first step)."""
     if "\x00" in connection.scope["path"] or b"%00" in connection.scope.get("query_string", b""):
         raise InvalidRequest("the URL must not contain NUL characters")
 

@@ -21,6 +21,18 @@ class HttpMetrics(ASGIMiddleware):
             labels,
             registry=registry,
         )
+        #: Each label set's two children: ``labels()`` locks and builds a key on every call.
+        self._children: dict[tuple[object, object, int], tuple[Histogram, Counter]] = {}
+
+    def _observed(self, method: object, route: object, status: int) -> tuple[Histogram, Counter]:
+        children = self._children.get((method, route, status))
+        if children is None:
+            labels = (str(method), str(route), str(status))
+            children = self._children[(method, route, status)] = (
+                self.seconds.labels(*labels),
+                self.requests.labels(*labels),
+            )
+        return children
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         started = time.perf_counter()
@@ -30,11 +42,11 @@ class HttpMetrics(ASGIMiddleware):
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                labels = (scope.get("method", ""), scope.get("path_template", ""), str(status))
-                self.seconds.labels(*labels).observe(time.perf_counter() - started)
+                seconds, _ = self._observed(scope.get("method", ""), scope.get("path_template", ""), status)
+                seconds.observe(time.perf_counter() - started)
             await send(message)
 
         try:
             await next_app(scope, receive, observed_send)
         finally:
-            self.requests.labels(scope.get("method", ""), scope.get("path_template", ""), str(status)).inc()
+            self._observed(scope.get("method", ""), scope.get("path_template", ""), status)[1].inc()

@@ -22,6 +22,7 @@ import pytest
 from litestar import Litestar
 from litestar.routes import HTTPRoute
 
+from armada.api.access import enforce_access
 from armada.auth.permissions import VERB_PERMISSION
 from armada.auth.permissions import GlobalPermission as P
 from armada.auth.policy import (
@@ -243,6 +244,16 @@ def test_every_route_declares_the_expected_policy(secured: ApiServer) -> None:
             f"{method} {path} is not in EXPECTED_POLICIES: add it with the policy it should have"
         )
         assert policy == EXPECTED_POLICIES[(method, path)], f"{method} {path}"
+
+
+def test_every_route_runs_the_access_check(secured: ApiServer) -> None:
+    """The check is the app's ``before_request`` hook: Litestar runs one hook per route, so a
+    route (or router) with a hook of its own could replace it and skip authentication."""
+    routes = [route for route in secured.app.routes if isinstance(route, HTTPRoute)]
+    handlers = [handler for route in routes for handler in route.route_handlers]
+    assert handlers
+    for handler in handlers:
+        assert handler.resolve_before_request() is enforce_access, handler
 
 
 #: Reads of one queue named in the path (reads naming jobs answer "not found" instead).
