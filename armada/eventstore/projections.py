@@ -313,8 +313,14 @@ _STATE_COLUMNS = ("last_transition", "state")
 
 def state_row(job: Row, pk: str = "") -> Row:
     """A job's ``job_states`` row (to insert), or with ``pk`` its changed values (to update)."""
-    values = {"state": job["state"], "last_transition": job["last_transition"]}
-    return values | ({"_pk": pk} if pk else {"job_id": job["job_id"], "queue": job["queue"]})
+    if pk:
+        return {"state": job["state"], "last_transition": job["last_transition"], "_pk": pk}
+    return {
+        "state": job["state"],
+        "last_transition": job["last_transition"],
+        "job_id": job["job_id"],
+        "queue": job["queue"],
+    }
 
 
 async def apply_ordered(conn: AsyncConnection, changes: ViewChanges) -> None:

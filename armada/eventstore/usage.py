@@ -13,6 +13,7 @@ rows it empties), so the live rows and a rebuild's are the same rows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from enum import Enum
 from typing import Any, cast
 
 import msgspec
@@ -43,7 +44,39 @@ _COUNTED: tuple[type[ev.Event], ...] = (
 
 def counted(events: Iterable[ev.Event]) -> list[ev.Event]:
     """The events usage accounting folds (kept by a batch until it is written)."""
-    return [event for event in events if isinstance(event, _COUNTED)]
+    return [event for event in events if _role(event) is not _Role.OTHER]
+
+
+class _Role(Enum):
+    """What :func:`_start` needs to know of an event: which jobs and runs it introduces or ends."""
+
+    SUBMITTED = 1
+    LEASED = 2
+    ENDED = 3
+    COUNTED = 4
+    OTHER = 5
+
+
+#: Each event type's role (filled on first sight of a type: a dict lookup costs a fraction
+#: of the ``isinstance`` chain per event, under the append lock).
+_ROLES: dict[type[ev.Event], _Role] = {}
+
+
+def _role(event: ev.Event) -> _Role:
+    role = _ROLES.get(type(event))
+    if role is None:
+        if isinstance(event, ev.JobSubmitted):
+            role = _Role.SUBMITTED
+        elif isinstance(event, ev.JobLeased):
+            role = _Role.LEASED
+        elif isinstance(event, ev.RUN_ENDS):
+            role = _Role.ENDED
+        elif isinstance(event, _COUNTED):
+            role = _Role.COUNTED
+        else:
+            role = _Role.OTHER
+        _ROLES[type(event)] = role
+    return role
 
 
 async def count(conn: AsyncConnection, events: Sequence[ev.Event], known: KnownFacts | None = None) -> Deltas:
@@ -68,28 +101,29 @@ async def _start(conn: AsyncConnection, events: Sequence[ev.Event], known: Known
     leased: dict[str, str] = {}  # run id -> job id
     ended: dict[str, str] = {}
     for event in events:
-        if isinstance(event, ev.JobSubmitted):
+        role = _role(event)
+        if role is _Role.SUBMITTED:
             submitted.add(event.job_id)
-        elif isinstance(event, ev.JobLeased):
+        elif role is _Role.LEASED:
             leased[event.run_id] = event.job_id
-        elif isinstance(event, ev.RUN_ENDS) and event.run_id:
+        elif role is _Role.ENDED and event.run_id:
             ended[event.run_id] = event.job_id
     fold = _from_known(events, known, submitted, leased)
     earlier = [run_id for run_id in ended.keys() - leased.keys() if run_id not in fold.runs]
-    jobs, runs = schema.jobs, schema.runs
-    query = select(runs.c.run_id, runs.c.pool, runs.c.started, *_JOB_COLUMNS, jobs.c.spec)
-    query = query.join_from(runs, jobs, runs.c.job_id == jobs.c.job_id)
-    for row in await rows_in(conn, query, runs.c.run_id, earlier):
-        fold.runs[row.run_id] = RunFacts(row.pool, utc(row.started))
-        if row.job_id not in fold.jobs:
-            fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
+    if earlier:
+        for row in await rows_in(conn, _EARLIER_RUNS, schema.runs.c.run_id, earlier):
+            fold.runs[row.run_id] = RunFacts(row.pool, utc(row.started))
+            if row.job_id not in fold.jobs:
+                fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
     # Runs ended here need their job's requests; leases only its queueing.
     with_spec = set(ended.values()) - submitted - fold.jobs.keys()
     without = set(leased.values()) - submitted - with_spec - fold.jobs.keys()
-    for row in await rows_in(conn, select(*_JOB_COLUMNS, jobs.c.spec), jobs.c.job_id, with_spec):
-        fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
-    for row in await rows_in(conn, select(*_JOB_COLUMNS), jobs.c.job_id, without):
-        fold.jobs[row.job_id] = _job_facts(row, None)
+    if with_spec:
+        for row in await rows_in(conn, _JOBS_WITH_SPEC, schema.jobs.c.job_id, with_spec):
+            fold.jobs[row.job_id] = _job_facts(row, _requests(row.spec))
+    if without:
+        for row in await rows_in(conn, _JOBS, schema.jobs.c.job_id, without):
+            fold.jobs[row.job_id] = _job_facts(row, None)
     return fold
 
 
@@ -99,17 +133,13 @@ def _from_known(
     """A fold holding what ``known`` has of every job and run ``events`` name (but do not
     introduce): each event then updates what it would have read from the views."""
     fold = UsageFold()
+    jobs, runs = fold.jobs, fold.runs
     for event in events:
         job_id, run_id = event.job_id, event.run_id
-        if job_id not in submitted and job_id not in fold.jobs and (facts := known.job(job_id)) is not None:
-            fold.jobs[job_id] = facts
-        if (
-            run_id
-            and run_id not in leased
-            and run_id not in fold.runs
-            and (run := known.run(run_id)) is not None
-        ):
-            fold.runs[run_id] = run
+        if job_id not in jobs and job_id not in submitted and (facts := known.job(job_id)) is not None:
+            jobs[job_id] = facts
+        if run_id and run_id not in runs and run_id not in leased and (run := known.run(run_id)) is not None:
+            runs[run_id] = run
     return fold
 
 
@@ -121,6 +151,12 @@ _JOB_COLUMNS = (
     schema.jobs.c.state,
     schema.jobs.c.last_transition,
 )
+#: The reads of :func:`_start`, built once (building them costs more than a small batch's fold).
+_EARLIER_RUNS = select(
+    schema.runs.c.run_id, schema.runs.c.pool, schema.runs.c.started, *_JOB_COLUMNS, schema.jobs.c.spec
+).join_from(schema.runs, schema.jobs, schema.runs.c.job_id == schema.jobs.c.job_id)
+_JOBS_WITH_SPEC = select(*_JOB_COLUMNS, schema.jobs.c.spec)
+_JOBS = select(*_JOB_COLUMNS)
 
 
 class _Requests(msgspec.Struct, rename="camel"):

@@ -26,6 +26,9 @@ from armada.model import events as ev
 MAX_JOBS = 200_000
 #: Events after which a job has no further use for its facts.
 _JOB_ENDS = (ev.JobSucceeded, ev.JobFailed, ev.JobCancelled)
+#: Whether events of a type end a run, and their job (filled on first sight of a type: a dict
+#: lookup costs less than two ``isinstance`` checks per event, under the append lock).
+_ENDS: dict[type[ev.Event], tuple[bool, bool]] = {}
 
 
 class KnownFacts:
@@ -58,9 +61,13 @@ class KnownFacts:
         for run_id, run in fold.runs.items():
             self.runs[run_id] = run
         for event in events:
-            if isinstance(event, ev.RUN_ENDS) and event.run_id and event.run_id not in fold.runs:
+            ends = _ENDS.get(type(event))
+            if ends is None:
+                ends = _ENDS[type(event)] = (isinstance(event, ev.RUN_ENDS), isinstance(event, _JOB_ENDS))
+            run_ends, job_ends = ends
+            if run_ends and event.run_id and event.run_id not in fold.runs:
                 self.runs[event.run_id] = None
-            if isinstance(event, _JOB_ENDS):
+            if job_ends:
                 self.jobs[event.job_id] = None
 
 
