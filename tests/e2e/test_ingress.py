@@ -88,3 +88,16 @@ def test_a_served_port_is_reachable_at_its_ingress_address(server: Server) -> No
             assert kinds.count("ingressInfo") == 1
     finally:
         admin.cancel_jobs(queue="web", job_set_id="serve", job_id=job_id)
+    stops_serving(f"http://127.0.0.1:{port}/")  # else the process outlives the module's server
+
+
+def stops_serving(url: str, timeout: float = 30) -> None:
+    """Wait until nothing listens at ``url`` (a cancelled job's process has ended)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            httpx.get(url, timeout=5)
+        except httpx.TransportError:
+            return
+        assert time.monotonic() < deadline, f"{url} still answers after the job was cancelled"
+        time.sleep(0.2)
