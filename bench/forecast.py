@@ -474,7 +474,7 @@ def main() -> None:
         help="round every runtime up to a multiple of this (60 x --slurm-scale: Slurm's workload)",
     )
     parser.add_argument(
-        "--slurm-tail", type=float, default=1.5, help="stop Slurm at this multiple of warm-up + hours"
+        "--slurm-tail", type=float, default=3.0, help="stop Slurm at this multiple of warm-up + hours"
     )
     parser.add_argument(
         "--oracle",
