@@ -213,7 +213,13 @@ class ForecastService:
             return {}
         now = self.clock()
         extra = [job_requirements(job, submitted=now) for job in jobs]
-        known = {job.id: self.learner.estimate(job_facts(job), job.queue, job.job_set_id) for job in jobs}
+        running = self.learner.running(self.follower.state, now)
+        known = {
+            job.id: self.learner.estimate(
+                job_facts(job), job.queue, job.job_set_id, running.get((job.queue, job.job_set_id), ())
+            )
+            for job in jobs
+        }
         found = await self._forecast(extra, known)
         return {job.id: describe(found.jobs[job.id], found.as_of) for job in jobs}
 
@@ -227,18 +233,19 @@ class ForecastService:
         async with self._busy:
             started = time.monotonic()
             state = self.follower.state
+            now = self.clock()
             snapshot = ForecastSnapshot(
                 db=state.jobs.copy(),  # consistent: the event loop is the only writer
                 queues=state.queue_specs(),
                 config=self.config,
                 state=self.scheduler.scheduler_state,
-                now=self.clock(),
+                now=now,
                 paused_executors=frozenset(state.cordoned_executors),
                 started=dict(self.learner.started),
                 cycle_period=self.scheduler.settings.cycle_period,
                 extra_jobs=extra,
             )
-            estimates = {**self.learner.estimates(state), **(known or {})}
+            estimates = {**self.learner.estimates(state, now), **(known or {})}
             default = self.learner.estimate(None, "", "")
             horizon = self.config.forecast_horizon
             found = await asyncio.to_thread(

@@ -25,8 +25,8 @@ from armada.model.ids import new_run_id
 from armada.model.wire.forecasts import ForecastOutcome as Outcome
 from armada.scheduling.calibration import PRIOR
 from armada.scheduling.forecast import COARSENING
+from armada.scheduling.runtime_model import Evidence, estimate_runtime, prior
 from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION as HINT
-from armada.scheduling.runtimes import choose_estimate
 from armada.services.forecasts import ForecastService
 from tests.api.jobs import item, pod_spec, raw_item
 from tests.servers import ApiServer
@@ -83,11 +83,19 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
 
     found = client.job_forecast([*queued, running, huge, late, NEVER_SUBMITTED])
     first, second = found[queued[0]], found[queued[1]]
-    # The running job ends 100 s after it started: the first queued job starts then, the
-    # second 60 s after that. Nothing is calibrated yet: the range is the prior's.
+    # The running job ends about 100 s after it started (its hint's mean given 40 s run): the
+    # first queued job starts then, the second about 60 s after that (its hint's mean, a little
+    # longer for its sibling that has run 40 s). Nothing is calibrated yet: the range is the prior's.
     assert first.outcome is Outcome.FORECAST and first.basis == "hint"
-    assert close(first.expected_start, since + timedelta(seconds=100))
-    assert close(second.expected_start, since + timedelta(seconds=160))
+    service = forecasts_of(server)
+    assert first.as_of is not None
+    now = first.as_of.timestamp()  # the refresh's
+    estimates = service.learner.estimates(service.follower.state, now)
+    ends = now - since.timestamp() + estimates[running].mean(now - since.timestamp())
+    assert 100 < ends < 115 and close(first.expected_start, since + timedelta(seconds=ends))
+    after = estimates[queued[0]].mean()
+    assert 60 < after < 75 and estimates[queued[0]].basis.startswith("hint")
+    assert close(second.expected_start, since + timedelta(seconds=ends + after))
     assert first.as_of is not None and first.as_of >= since + timedelta(seconds=40)
     for each in (first, second):
         assert each.as_of is not None and each.expected_start is not None
@@ -107,10 +115,10 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
     assert shown[running] is None and shown[late] is None
 
     # A new job of the queue's typical shape (1 cpu, 64Mi, on this node) queues behind the
-    # two waiting jobs: it starts when the second ends, 60 s after its start at +160.
+    # two waiting jobs: it starts when the second ends, about 60 s after it started.
     new_job = client.queue_report(queue).new_job
     assert new_job is not None and "cpu=1" in new_job.shape and "forecast-test=" in new_job.shape
-    assert close(new_job.forecast.expected_start, since + timedelta(seconds=220))
+    assert close(new_job.forecast.expected_start, since + timedelta(seconds=ends + 2 * after))
     assert "A new job of its typical shape would start: in ~" in client.queue_report(queue).report
     assert client.scheduling_report().new_jobs[queue] == new_job
 
@@ -303,9 +311,10 @@ def test_watch_shows_when_the_next_queued_job_starts(
         summary.apply(line.event)
     follow.Forecasts(client, summary).update()
     # The simulation runs a job for its mean runtime: a hint's, a little over the hint.
-    mean = choose_estimate(hint=1200, job_set=None, shape=None, deadline=None, default=1).mean()
-    assert 1200 < mean < 1300 and close(summary.next_start, since + timedelta(seconds=mean))
-    assert summary.line(now=since).endswith("queued: 1, running: 1 | next start in ~21 min")
+    within = forecasts_of(server).learner.learned.within.sigma
+    mean = estimate_runtime(Evidence(prior([], within, 3600), hint=1200)).mean()
+    assert 1200 < mean < 1350 and close(summary.next_start, since + timedelta(seconds=mean))
+    assert summary.line(now=since).endswith(f"queued: 1, running: 1 | next start in ~{round(mean / 60)} min")
 
 
 def test_forecasts_pause_above_the_job_limit(server: ApiServer, client: ArmadaClient, queue: str) -> None:
