@@ -424,7 +424,8 @@ def _summary(values: dict[str, list[float]]) -> dict[str, float | int | None]:
 
 def cost_snapshot(nodes: int, queued: int) -> tuple[ForecastSnapshot, dict[str, RuntimeEstimate]]:
     """A synthetic backlog: ``queued`` jobs of 10 queues on ``nodes`` 32-cpu nodes, half of
-    them busy; the snapshot and every job's runtime estimate."""
+    them busy with jobs that have run up to two hours; the snapshot and every job's runtime
+    estimate."""
     rng = random.Random(0)
     config = CONFIG
     node_db = NodeDb(ResourceIndex())
@@ -457,7 +458,12 @@ def cost_snapshot(nodes: int, queued: int) -> tuple[ForecastSnapshot, dict[str, 
     for i in range(queued):
         e = (300, 1800, 3600)[i % 3]
         estimates[f"j{i}"] = RuntimeEstimate(e, e / 2, e * 2, "hint")
-    snapshot = ForecastSnapshot(db=db, queues=queues, config=config, state=SchedulerState(), now=0.0)
+    # The running jobs started over the last two hours, as a server's have (their time left is
+    # conditioned on it).
+    started = {f"r{i}": -rng.uniform(0, 7200) for i in range(nodes * 4)}
+    snapshot = ForecastSnapshot(
+        db=db, queues=queues, config=config, state=SchedulerState(), now=0.0, started=started
+    )
     return snapshot, estimates
 
 
@@ -549,8 +555,9 @@ def main() -> None:
     parser.add_argument(
         "--draws",
         choices=[d.value for d in Draws],
-        default=Draws.NONE.value,
-        help="which jobs the engine runs for their own draw (a quantile fixed by its id), not their mean",
+        default=Draws.RUNNING.value,
+        help="which jobs the engine runs for their own draw (a quantile fixed by its id), not their"
+        " mean (the engine's default: running)",
     )
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument(

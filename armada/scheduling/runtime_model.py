@@ -319,4 +319,4 @@ class LearnedRuntimes:
         if belief is None:
             shape_runs = self.shapes.runs(shape) if shape is not None else ()
             belief = self._priors[shape] = prior(shape_runs, self.within.sigma, self.default)
-        return Evidence(belief, hint, self.sets.runs(job_set), running, deadline)
+        return Evidence(belief, hint, tuple(self.sets.runs(job_set)), running, deadline)

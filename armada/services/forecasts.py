@@ -39,7 +39,7 @@ from armada.scheduling.probes import typical_jobs
 from armada.scheduling.requirements import JobRequirements, job_requirements
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.services.forecast_share import Forecasts, SharedForecasts
-from armada.services.runtime_learning import RuntimeLearner, job_facts
+from armada.services.runtime_learning import Asked, RuntimeLearner, job_facts
 
 log = structlog.get_logger(__name__)
 
@@ -245,26 +245,29 @@ class ForecastService:
                 cycle_period=self.scheduler.settings.cycle_period,
                 extra_jobs=extra,
             )
-            estimates = {**self.learner.estimates(state, now), **(known or {})}
+            asked = self.learner.asked(state, now)  # worked out in the thread, with the simulation
             default = self.learner.estimate(None, "", "")
             horizon = self.config.forecast_horizon
             found = await asyncio.to_thread(
-                _simulate, snapshot, estimates, default, horizon, self.calibration, probes
+                _simulate, snapshot, asked, known or {}, default, horizon, self.calibration, probes
             )
             return dataclasses.replace(found, duration=time.monotonic() - started)
 
 
 def _simulate(
     snapshot: ForecastSnapshot,
-    estimates: Mapping[str, RuntimeEstimate],
+    asked: Asked,
+    known: Mapping[str, RuntimeEstimate],
     default: RuntimeEstimate,
     horizon: float,
     calibration: Calibration,
     probes: bool,
 ) -> Forecasts:
-    """The queued jobs' forecasts and, with ``probes``, each queue's for a new job of its
-    typical shape (a second pass, ending once the probes start: probes must not delay the
-    real jobs' forecasts)."""
+    """The active jobs' runtime estimates (``known``: those of the jobs not submitted), the
+    queued jobs' forecasts and, with ``probes``, each queue's for a new job of its typical
+    shape (a second pass, ending once the probes start: probes must not delay the real jobs'
+    forecasts)."""
+    estimates = {**asked.estimates(), **known}
     jobs = forecast(snapshot, estimates, default, horizon, calibration=calibration)
     if not probes:
         return Forecasts(snapshot.now, jobs)

@@ -96,21 +96,40 @@ class RuntimeLearner:
                 out[(of.queue, of.job_set_id)].append(now - started)
         return out
 
-    def estimates(self, state: ClusterState, now: float) -> Mapping[str, RuntimeEstimate]:
-        """Every active job's estimate at ``now``: one per job set and facts, worked out together."""
+    def asked(self, state: ClusterState, now: float) -> Asked:
+        """What every active job's estimate at ``now`` rests on (cheap: read on the event loop;
+        :meth:`Asked.estimates` does the work, anywhere)."""
         running = self.running(state, now)
         keys: dict[tuple[str, str, JobFacts | None], int] = {}
         of_job = [
             keys.setdefault((extras.queue, extras.job_set_id, self._known.get(job_id)), len(keys))
             for job_id, extras in state.extras.items()
         ]
-        found = estimate_runtimes(
-            [
-                self._evidence(known, queue, job_set, running.get((queue, job_set), ()))
-                for queue, job_set, known in keys
-            ]
-        )
-        return dict(zip(state.extras, map(found.__getitem__, of_job), strict=True))
+        evidence = [
+            self._evidence(known, queue, job_set, running.get((queue, job_set), ()))
+            for queue, job_set, known in keys
+        ]
+        return Asked(list(state.extras), of_job, evidence)
+
+    def estimates(self, state: ClusterState, now: float) -> Mapping[str, RuntimeEstimate]:
+        """Every active job's estimate at ``now``."""
+        return self.asked(state, now).estimates()
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """Active jobs and what their estimates rest on: one :class:`Evidence` per job set and
+    facts, shared by its jobs."""
+
+    job_ids: list[str]
+    #: Each job's index into ``evidence``.
+    of_job: list[int]
+    evidence: list[Evidence]
+
+    def estimates(self) -> dict[str, RuntimeEstimate]:
+        """Each job's estimate, the grids of all job sets worked out together."""
+        found = estimate_runtimes(self.evidence)
+        return dict(zip(self.job_ids, map(found.__getitem__, self.of_job), strict=True))
 
 
 def job_facts(job: Job) -> JobFacts:

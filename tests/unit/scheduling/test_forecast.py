@@ -72,13 +72,13 @@ def test_draws_run_jobs_for_their_own_quantile_instead_of_the_mean() -> None:
     spread = RuntimeEstimate(100, 50, 200, "learned")
     estimates = {"r": spread, "a": spread, "b": exact(10)}
     at = snapshot(sim, started={"r": NOW - 40}, coarsening=0.0)
-    mean = forecast(at, estimates, default=exact(1))
+    mean = forecast(at, estimates, default=exact(1), draws=Draws.NONE)
     assert mean["a"].expected_start == pytest.approx(NOW + spread.mean(40))
     assert mean["b"].expected_start == pytest.approx(NOW + spread.mean(40) + spread.mean())
     # The running job ends at its own quantile of what is left after 40 s; with Draws.ALL the
     # queued job runs for its own quantile too (ids fix them: the same at every refresh).
     ends = spread.draw(quantile_of("r"), 40)
-    some = forecast(at, estimates, default=exact(1), draws=Draws.RUNNING)
+    some = forecast(at, estimates, default=exact(1))  # Draws.RUNNING
     assert some["a"].expected_start == pytest.approx(NOW + ends)
     assert some["b"].expected_start == pytest.approx(NOW + ends + spread.mean())
     every = forecast(at, estimates, default=exact(1), draws=Draws.ALL)
