@@ -10,8 +10,10 @@ arrive over time in job sets of several queues with different weights, run for t
 runtime (a heavy-tailed lognormal per job set, with a spread within the set), some as gangs,
 and a burst of preemptible jobs arrives midway. Every ``--forecast-every`` simulated seconds
 the forecast engine runs on a copy of the state with *estimated* runtimes, as the server's
-refresh does: the job's hint where its job set gave one (true median x noise), else what was
-learned from finished runs of its job set, then of its queue and shape, else the default.
+refresh does (:mod:`armada.scheduling.runtime_model`, the server's code): its job set's
+runtime learned from the set's queue and shape's runs (or the default), the hint where its
+job set gave one (true median x noise), the set's finished runs and its running members; the
+engine runs the running jobs for their own draws (``--draws`` chooses).
 The first ``--warmup`` hours only feed the learned runtimes (a server that has run for a while;
 a restarted one starts with none), then every forecast made is compared with the job's
 actual start:
@@ -23,7 +25,9 @@ actual start:
   (starts in the last ``--rate-window`` seconds), what Kueue users compute by hand;
 * the same figures for the forecasts of jobs with and without a hint, and by the forecast's
   basis (that of the runtimes whose ends make room: hint, job set, queue and shape, default,
-  re-estimated running jobs), to see where the error comes from.
+  re-estimated running jobs), to see where the error comes from;
+* for the running jobs at each forecast, their median estimate and what the simulation runs
+  them for in all over their true runtime, by basis (``running_estimate_ratio``).
 
 Forecasts cannot know jobs that have not arrived yet, and the workload keeps arriving: that
 is part of the measured error (``--oracle`` forecasts with the true runtimes, leaving only
@@ -31,7 +35,8 @@ it; ``--oracle-arrivals`` simulates the jobs that will in fact arrive, with ``--
 the floor of the error; ``--arrival-window S`` adds the engine's extrapolated arrivals: the
 last S seconds of submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
 ``--cost-*`` times one refresh of a synthetic backlog as the server makes it (the queued
-jobs' forecast, then the per-queue probes'), in CPU seconds. ``--slurm`` runs the same
+jobs' forecast, then the per-queue probes'), in CPU seconds, and the runtime estimates of its
+jobs (``estimates_cpu_seconds``). ``--slurm`` runs the same
 workload through a local Slurm instead and scores ``squeue --start`` alike
 (:mod:`bench.forecast_slurm`; e.g. ``--slurm --warmup 1 --hours 2``: ~15 minutes a seed).
 The last line is JSON.

@@ -7,7 +7,8 @@ the median of that key's runs, with a *between-set* spread (the key's spread les
 within-set one), or the configured default. Then evidence updates it:
 
 1. the job's hint, read as a measurement of ``m`` with the hint's own spread;
-2. the set's finished runs, each a measurement of ``m`` with spread ``sigma_w``;
+2. the set's finished runs: their median, a measurement of ``m`` with spread ``sigma_w /
+   sqrt(n)`` (the median rather than the mean: one hung run moves it by one place);
 3. the set's *running* members as censored runs: each is known to run longer than its
    elapsed time. Siblings running long pull ``m`` up: a set's first finished runs are its
    shortest (survivorship), so the finished runs alone are short.
