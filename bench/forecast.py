@@ -25,7 +25,7 @@ actual start:
   (starts in the last ``--rate-window`` seconds), what Kueue users compute by hand;
 * the same figures for the forecasts of jobs with and without a hint, and by the forecast's
   basis (that of the runtimes whose ends make room: hint, job set, queue and shape, default,
-  re-estimated running jobs), to see where the error comes from;
+  re-estimated running jobs), and by queue, to see where the error comes from;
 * for the running jobs at each forecast, their median estimate and what the simulation runs
   them for in all over their true runtime, by basis (``running_estimate_ratio``).
 
@@ -33,7 +33,10 @@ Forecasts cannot know jobs that have not arrived yet, and the workload keeps arr
 is part of the measured error (``--oracle`` forecasts with the true runtimes, leaving only
 it; ``--oracle-arrivals`` simulates the jobs that will in fact arrive, with ``--oracle``
 the floor of the error; ``--arrival-window S`` adds the engine's extrapolated arrivals: the
-last S seconds of submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
+last S seconds of submissions repeated, up to ``--arrival-horizon``; with ``--arrival-model
+flow`` instead each queue's work rate over them as a steady flow of jobs of its typical shape,
+:mod:`armada.scheduling.flow`, tuned by ``--flow-delay``, ``--flow-skip-backlogged`` and, to
+measure the model with a perfect rate, ``--flow-from-future``). Figures are the median of the seeds.
 ``--cost-*`` times one refresh of a synthetic backlog as the server makes it (the queued
 jobs' forecast, then the per-queue probes'), in CPU seconds, and the runtime estimates of its
 jobs (``estimates_cpu_seconds``). ``--slurm`` runs the same
@@ -75,6 +78,7 @@ from armada.scheduling import (
 from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
+from armada.scheduling.flow import Submitted, steady_flow
 from armada.scheduling.forecast import COARSENING, Draws, ForecastSnapshot, forecast, quantile_of
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.probes import typical_jobs
@@ -116,6 +120,8 @@ class Record:
     basis: str
     #: Whether the job itself carried a runtime hint.
     hinted: bool
+    #: The job's queue.
+    queue: str = "?"
 
 
 @dataclass
@@ -285,10 +291,14 @@ class Replay:
         window = self.args.arrival_window
         while self.submitted and self.submitted[0].submitted < t - window:
             self.submitted.popleft()
-        arrivals = extrapolate(self.submitted, now=t, window=window, until=t + self.args.arrival_horizon)
-        if arrivals:  # the copies run as long as their originals, ended or not
+        until = t + self.args.arrival_horizon
+        if window > 0:  # the recent jobs' estimates, ended or not: the copies or flow run as long
             recent = [self.jobs[job.id] for job in self.submitted if job.id not in estimates]
             estimates.update(self._estimates(recent, elapsed))
+        if self.args.arrival_model == "flow":
+            arrivals = self._flow(t, window, until, estimates)
+        else:
+            arrivals = extrapolate(self.submitted, now=t, window=window, until=until)
         if self.args.oracle_arrivals:  # the jobs that will in fact arrive: the floor of the error
             ahead = [(at, job) for at, jobs in self.future if at > t for job in jobs]
             arrivals = [(at, job.requirements) for at, job in ahead]
@@ -314,7 +324,17 @@ class Replay:
         for job_id, f in found.items():
             hinted = self.jobs[job_id].hint is not None
             self.records[job_id].append(
-                Record(t, f.expected_start, f.low, f.high, naive.get(job_id), f.simulated, f.basis, hinted)
+                Record(
+                    t,
+                    f.expected_start,
+                    f.low,
+                    f.high,
+                    naive.get(job_id),
+                    f.simulated,
+                    f.basis,
+                    hinted,
+                    self.jobs[job_id].requirements.queue,
+                )
             )
             if f.simulated is not None:
                 self.pending[job_id].append((t, f.simulated))
@@ -329,6 +349,43 @@ class Replay:
             ratios = self.running_ratios[basis_group(estimate.basis)]
             ratios["median"].append(estimate.expected / job.runtime)
             ratios["simulated"].append((elapsed + left) / job.runtime)
+
+    def _flow(
+        self, t: float, window: float, until: float, estimates: dict[str, RuntimeEstimate]
+    ) -> list[tuple[float, JobRequirements]]:
+        """Each queue's steady flow of the last ``window``'s work (:func:`steady_flow`); its
+        runtimes go into ``estimates``."""
+        if window <= 0:
+            return []
+        typical = {queue: probe.job for queue, probe in typical_jobs(self.db, t).items()}
+        skip = self.args.flow_skip_backlogged
+        if skip > 0:  # queues whose oldest queued job has waited longer: their new jobs queue behind
+            waited: dict[str, float] = {}
+            for job_id in self.db.ids:
+                if job_id is not None and job_id not in self.started:
+                    req = self.jobs[job_id].requirements
+                    waited[req.queue] = max(waited.get(req.queue, 0.0), t - req.submitted)
+            typical = {q: job for q, job in typical.items() if waited.get(q, 0.0) <= skip}
+        recent = [
+            Submitted(req.queue, req.submitted, req.requests, estimates[req.id].mean())
+            for req in self.submitted
+        ]
+        if self.args.flow_from_future:  # the rate of the next ``window``'s true arrivals, as if past
+            ahead = [job for at, jobs in self.future if t <= at < t + window for job in jobs]
+            found = self._estimates(ahead, {})
+            recent = [
+                Submitted(
+                    job.requirements.queue,
+                    job.requirements.submitted - window,
+                    job.requirements.requests,
+                    found[job.requirements.id].mean(),
+                )
+                for job in ahead
+            ]
+        arrivals, runtimes = steady_flow(recent, typical, now=t, window=window, until=until)
+        estimates.update(runtimes)
+        delay = self.args.flow_delay
+        return [(at, job) for at, job in arrivals if at >= t + delay]
 
     def _naive(self, t: float) -> dict[str, float]:
         """Position in the queue over the queue's start rate in the last ``--rate-window``."""
@@ -376,7 +433,7 @@ def errors(replays: Sequence[Replay | SlurmRun]) -> dict[str, dict[str, float | 
                 # max: Slurm's start stamps are whole seconds, a forecast's time is not.
                 label = next(lbl for lo, hi, lbl in HORIZONS if lo <= max(0.0, actual - r.made) < hi)
                 hinted = "hinted" if r.hinted else "unhinted"
-                for name in (label, "all", hinted, f"basis: {basis_group(r.basis)}"):
+                for name in (label, "all", hinted, f"basis: {basis_group(r.basis)}", f"queue: {r.queue}"):
                     into = buckets[name]
                     expected = r.expected if r.expected is not None else math.inf
                     into["error"].append(abs(expected - actual) / lead)
@@ -555,6 +612,23 @@ def main() -> None:
     )
     parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")
     parser.add_argument(
+        "--arrival-model",
+        choices=("repeat", "flow"),
+        default="repeat",
+        help="repeat: the window's jobs again; flow: each queue's work rate over the window, "
+        "as evenly spaced jobs of its typical shape",
+    )
+    parser.add_argument(
+        "--flow-skip-backlogged",
+        type=float,
+        default=0.0,
+        help="flow: none for queues whose oldest queued job waited longer than this (0: all queues)",
+    )
+    parser.add_argument("--flow-delay", type=float, default=0.0, help="flow: none in the first seconds")
+    parser.add_argument(
+        "--flow-from-future", action="store_true", help="flow: the rate of the true arrivals ahead"
+    )
+    parser.add_argument(
         "--coarsening", type=float, default=COARSENING, help="the engine's step, share of time simulated"
     )
     parser.add_argument(
@@ -614,6 +688,7 @@ def main() -> None:
                 )
         by_horizon = {}
         groups = ["hinted", "unhinted", *(f"basis: {g}" for g in (*BASIS_GROUPS, "other"))]
+        groups += [f"queue: {queue.name}" for queue in QUEUES]
         for name in [*(label for *_, label in HORIZONS), "all", *groups]:
             if not all(name in seed for seed in per_seed):
                 continue
