@@ -10,8 +10,10 @@ arrive over time in job sets of several queues with different weights, run for t
 runtime (a heavy-tailed lognormal per job set, with a spread within the set), some as gangs,
 and a burst of preemptible jobs arrives midway. Every ``--forecast-every`` simulated seconds
 the forecast engine runs on a copy of the state with *estimated* runtimes, as the server's
-refresh does: the job's hint where its job set gave one (true median x noise), else what was
-learned from finished runs of its job set, then of its queue and shape, else the default.
+refresh does (:mod:`armada.scheduling.runtime_model`, the server's code): its job set's
+runtime learned from the set's queue and shape's runs (or the default), the hint where its
+job set gave one (true median x noise), the set's finished runs and its running members; the
+engine runs the running jobs for their own draws (``--draws`` chooses).
 The first ``--warmup`` hours only feed the learned runtimes (a server that has run for a while;
 a restarted one starts with none), then every forecast made is compared with the job's
 actual start:
@@ -23,15 +25,21 @@ actual start:
   (starts in the last ``--rate-window`` seconds), what Kueue users compute by hand;
 * the same figures for the forecasts of jobs with and without a hint, and by the forecast's
   basis (that of the runtimes whose ends make room: hint, job set, queue and shape, default,
-  re-estimated running jobs), to see where the error comes from.
+  re-estimated running jobs), and by queue, to see where the error comes from;
+* for the running jobs at each forecast, their median estimate and what the simulation runs
+  them for in all over their true runtime, by basis (``running_estimate_ratio``).
 
 Forecasts cannot know jobs that have not arrived yet, and the workload keeps arriving: that
 is part of the measured error (``--oracle`` forecasts with the true runtimes, leaving only
 it; ``--oracle-arrivals`` simulates the jobs that will in fact arrive, with ``--oracle``
 the floor of the error; ``--arrival-window S`` adds the engine's extrapolated arrivals: the
-last S seconds of submissions repeated, up to ``--arrival-horizon``). Figures are the median of the seeds.
+last S seconds of submissions repeated, up to ``--arrival-horizon``; with ``--arrival-model
+flow`` instead each queue's work rate over them as a steady flow of jobs of its typical shape,
+:mod:`armada.scheduling.flow`, tuned by ``--flow-delay``, ``--flow-skip-backlogged`` and, to
+measure the model with a perfect rate, ``--flow-from-future``). Figures are the median of the seeds.
 ``--cost-*`` times one refresh of a synthetic backlog as the server makes it (the queued
-jobs' forecast, then the per-queue probes'), in CPU seconds. ``--slurm`` runs the same
+jobs' forecast, then the per-queue probes'), in CPU seconds, and the runtime estimates of its
+jobs (``estimates_cpu_seconds``). ``--slurm`` runs the same
 workload through a local Slurm instead and scores ``squeue --start`` alike
 (:mod:`bench.forecast_slurm`; e.g. ``--slurm --warmup 1 --hours 2``: ~15 minutes a seed).
 The last line is JSON.
@@ -70,10 +78,12 @@ from armada.scheduling import (
 from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
-from armada.scheduling.forecast import COARSENING, ForecastSnapshot, forecast
+from armada.scheduling.flow import Submitted, steady_flow
+from armada.scheduling.forecast import COARSENING, Draws, ForecastSnapshot, forecast, quantile_of
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.probes import typical_jobs
-from armada.scheduling.runtimes import RuntimeEstimate, RuntimeHistory, choose_estimate
+from armada.scheduling.runtime_model import LearnedRuntimes, estimate_runtimes
+from armada.scheduling.runtimes import RuntimeEstimate
 from bench.forecast_slurm import SlurmRun, run_slurm
 
 GI = 2**30
@@ -110,6 +120,8 @@ class Record:
     basis: str
     #: Whether the job itself carried a runtime hint.
     hinted: bool
+    #: The job's queue.
+    queue: str = "?"
 
 
 @dataclass
@@ -123,17 +135,22 @@ class Replay:
     jobs: dict[str, Job] = field(default_factory=dict)
     started: dict[str, float] = field(default_factory=dict)
     records: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
-    history: RuntimeHistory = field(default_factory=RuntimeHistory)
+    learned: LearnedRuntimes = field(init=False)
     starts_by_queue: dict[str, deque[float]] = field(default_factory=lambda: defaultdict(deque))
     forecast_seconds: list[float] = field(default_factory=list)
     submitted: deque[JobRequirements] = field(default_factory=deque)
     calibration: Calibration = field(default_factory=Calibration)
     #: Job -> (time made, simulated start) of its forecasts, until it starts.
     pending: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))
+    #: Running jobs' estimate over true runtime, per basis group ("median", "simulated").
+    running_ratios: dict[str, dict[str, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
     #: The whole workload, (time, jobs) in time order (``--oracle-arrivals`` reads ahead in it).
     future: list[tuple[float, list[Job]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.learned = LearnedRuntimes(self.args.default_runtime)
         self.nodes = NodeDb(ResourceIndex())
         for n in range(self.args.nodes):
             self.nodes.upsert(
@@ -242,38 +259,50 @@ class Replay:
 
     def _learn(self, job_id: str, seconds: float) -> None:
         job = self.jobs[job_id]
-        self.history.record(("set", job.job_set), seconds)
-        self.history.record(
-            ("shape", job.requirements.queue, tuple(job.requirements.requests.items())), seconds
-        )
+        self.learned.record(job.job_set, _shape(job), seconds)
 
-    def _estimate(self, job: Job) -> RuntimeEstimate:
+    def _estimates(self, jobs: list[Job], running: dict[str, list[float]]) -> dict[str, RuntimeEstimate]:
+        """Each job's estimate as the server's learner makes them: once per job set, hint and
+        shape, all together."""
+        ids = [job.requirements.id for job in jobs]
         if self.args.oracle:
-            return RuntimeEstimate(job.runtime, job.runtime, job.runtime, "oracle")
-        shape = ("shape", job.requirements.queue, tuple(job.requirements.requests.items()))
-        return choose_estimate(
-            hint=job.hint,
-            job_set=self.history.sample(("set", job.job_set)),
-            shape=self.history.sample(shape),
-            deadline=None,
-            default=self.args.default_runtime,
+            exact = [RuntimeEstimate(job.runtime, job.runtime, job.runtime, "oracle") for job in jobs]
+            return dict(zip(ids, exact, strict=True))
+        keys: dict[tuple[str, float | None, tuple[object, ...]], int] = {}
+        of_job = [keys.setdefault((job.job_set, job.hint, _shape(job)), len(keys)) for job in jobs]
+        found = estimate_runtimes(
+            [
+                self.learned.evidence(
+                    hint=hint, job_set=job_set, shape=shape, running=running.get(job_set, ()), deadline=None
+                )
+                for job_set, hint, shape in keys
+            ]
         )
+        return dict(zip(ids, map(found.__getitem__, of_job), strict=True))
 
     def _forecast(self, t: float, state: SchedulerState) -> None:
         live = [job_id for job_id in self.db.ids if job_id is not None]
-        estimates = {job_id: self._estimate(self.jobs[job_id]) for job_id in live}
         running = {job_id: self.started[job_id] for job_id in live if job_id in self.started}
+        elapsed: dict[str, list[float]] = defaultdict(list)
+        for job_id, at in running.items():
+            elapsed[self.jobs[job_id].job_set].append(t - at)
+        estimates = self._estimates([self.jobs[job_id] for job_id in live], elapsed)
+        self._diagnose(t, running, estimates)
         window = self.args.arrival_window
         while self.submitted and self.submitted[0].submitted < t - window:
             self.submitted.popleft()
-        arrivals = extrapolate(self.submitted, now=t, window=window, until=t + self.args.arrival_horizon)
-        if arrivals:  # the copies run as long as their originals, ended or not
-            recent = (job.id for job in self.submitted if job.id not in estimates)
-            estimates.update({job_id: self._estimate(self.jobs[job_id]) for job_id in recent})
+        until = t + self.args.arrival_horizon
+        if window > 0:  # the recent jobs' estimates, ended or not: the copies or flow run as long
+            recent = [self.jobs[job.id] for job in self.submitted if job.id not in estimates]
+            estimates.update(self._estimates(recent, elapsed))
+        if self.args.arrival_model == "flow":
+            arrivals = self._flow(t, window, until, estimates)
+        else:
+            arrivals = extrapolate(self.submitted, now=t, window=window, until=until)
         if self.args.oracle_arrivals:  # the jobs that will in fact arrive: the floor of the error
             ahead = [(at, job) for at, jobs in self.future if at > t for job in jobs]
             arrivals = [(at, job.requirements) for at, job in ahead]
-            estimates.update({job.requirements.id: self._estimate(job) for _, job in ahead})
+            estimates.update(self._estimates([job for _, job in ahead], elapsed))
         snapshot = ForecastSnapshot(
             db=self.db,
             queues=QUEUES,
@@ -287,16 +316,76 @@ class Replay:
         )
         clock = time.process_time()
         default = RuntimeEstimate(3600, 900, 14400, "default")
-        found = forecast(snapshot, estimates, default, calibration=self.calibration)
+        found = forecast(
+            snapshot, estimates, default, calibration=self.calibration, draws=Draws(self.args.draws)
+        )
         self.forecast_seconds.append(time.process_time() - clock)
         naive = self._naive(t)
         for job_id, f in found.items():
             hinted = self.jobs[job_id].hint is not None
             self.records[job_id].append(
-                Record(t, f.expected_start, f.low, f.high, naive.get(job_id), f.simulated, f.basis, hinted)
+                Record(
+                    t,
+                    f.expected_start,
+                    f.low,
+                    f.high,
+                    naive.get(job_id),
+                    f.simulated,
+                    f.basis,
+                    hinted,
+                    self.jobs[job_id].requirements.queue,
+                )
             )
             if f.simulated is not None:
                 self.pending[job_id].append((t, f.simulated))
+
+    def _diagnose(self, t: float, running: dict[str, float], estimates: dict[str, RuntimeEstimate]) -> None:
+        """For each running job: its median estimate, and what the simulation runs it for in
+        all (elapsed + mean or draw left), over its true runtime; by the estimate's basis."""
+        for job_id, at in running.items():
+            job, estimate, elapsed = self.jobs[job_id], estimates[job_id], t - at
+            drawn = self.args.draws != Draws.NONE.value
+            left = estimate.draw(quantile_of(job_id), elapsed) if drawn else estimate.mean(elapsed)
+            ratios = self.running_ratios[basis_group(estimate.basis)]
+            ratios["median"].append(estimate.expected / job.runtime)
+            ratios["simulated"].append((elapsed + left) / job.runtime)
+
+    def _flow(
+        self, t: float, window: float, until: float, estimates: dict[str, RuntimeEstimate]
+    ) -> list[tuple[float, JobRequirements]]:
+        """Each queue's steady flow of the last ``window``'s work (:func:`steady_flow`); its
+        runtimes go into ``estimates``."""
+        if window <= 0:
+            return []
+        typical = {queue: probe.job for queue, probe in typical_jobs(self.db, t).items()}
+        skip = self.args.flow_skip_backlogged
+        if skip > 0:  # queues whose oldest queued job has waited longer: their new jobs queue behind
+            waited: dict[str, float] = {}
+            for job_id in self.db.ids:
+                if job_id is not None and job_id not in self.started:
+                    req = self.jobs[job_id].requirements
+                    waited[req.queue] = max(waited.get(req.queue, 0.0), t - req.submitted)
+            typical = {q: job for q, job in typical.items() if waited.get(q, 0.0) <= skip}
+        recent = [
+            Submitted(req.queue, req.submitted, req.requests, estimates[req.id].mean())
+            for req in self.submitted
+        ]
+        if self.args.flow_from_future:  # the rate of the next ``window``'s true arrivals, as if past
+            ahead = [job for at, jobs in self.future if t <= at < t + window for job in jobs]
+            found = self._estimates(ahead, {})
+            recent = [
+                Submitted(
+                    job.requirements.queue,
+                    job.requirements.submitted - window,
+                    job.requirements.requests,
+                    found[job.requirements.id].mean(),
+                )
+                for job in ahead
+            ]
+        arrivals, runtimes = steady_flow(recent, typical, now=t, window=window, until=until)
+        estimates.update(runtimes)
+        delay = self.args.flow_delay
+        return [(at, job) for at, job in arrivals if at >= t + delay]
 
     def _naive(self, t: float) -> dict[str, float]:
         """Position in the queue over the queue's start rate in the last ``--rate-window``."""
@@ -315,6 +404,10 @@ class Replay:
                 if job_id is not None and self.db.cols["state"][row] == QUEUED:
                     out[job_id] = t + position / rate
         return out
+
+
+def _shape(job: Job) -> tuple[object, ...]:
+    return (job.requirements.queue, tuple(job.requirements.requests.items()))
 
 
 #: Breakdown groups beside the horizons: the job's own hint, the forecast's basis.
@@ -340,7 +433,7 @@ def errors(replays: Sequence[Replay | SlurmRun]) -> dict[str, dict[str, float | 
                 # max: Slurm's start stamps are whole seconds, a forecast's time is not.
                 label = next(lbl for lo, hi, lbl in HORIZONS if lo <= max(0.0, actual - r.made) < hi)
                 hinted = "hinted" if r.hinted else "unhinted"
-                for name in (label, "all", hinted, f"basis: {basis_group(r.basis)}"):
+                for name in (label, "all", hinted, f"basis: {basis_group(r.basis)}", f"queue: {r.queue}"):
                     into = buckets[name]
                     expected = r.expected if r.expected is not None else math.inf
                     into["error"].append(abs(expected - actual) / lead)
@@ -353,6 +446,20 @@ def errors(replays: Sequence[Replay | SlurmRun]) -> dict[str, dict[str, float | 
                     simulated = r.simulated if r.simulated is not None else math.inf
                     into["simulated"].append(abs(simulated - actual) / lead)
     return {name: _summary(values) for name, values in buckets.items()}
+
+
+def running_ratios(replays: Sequence[Replay]) -> dict[str, dict[str, float | None]]:
+    """Per basis group: the running jobs' median estimate and simulated runtime over their true
+    runtime, the median over each seed's forecasts, then over the seeds."""
+    out = {}
+    for group in BASIS_GROUPS:
+        seeds = [replay.running_ratios[group] for replay in replays if group in replay.running_ratios]
+        if seeds:
+            out[group] = {
+                kind: _median([statistics.median(seed[kind]) for seed in seeds])
+                for kind in ("median", "simulated")
+            }
+    return out
 
 
 def _summary(values: dict[str, list[float]]) -> dict[str, float | int | None]:
@@ -379,7 +486,8 @@ def _summary(values: dict[str, list[float]]) -> dict[str, float | int | None]:
 
 def cost_snapshot(nodes: int, queued: int) -> tuple[ForecastSnapshot, dict[str, RuntimeEstimate]]:
     """A synthetic backlog: ``queued`` jobs of 10 queues on ``nodes`` 32-cpu nodes, half of
-    them busy; the snapshot and every job's runtime estimate."""
+    them busy with jobs that have run up to two hours; the snapshot and every job's runtime
+    estimate."""
     rng = random.Random(0)
     config = CONFIG
     node_db = NodeDb(ResourceIndex())
@@ -412,20 +520,66 @@ def cost_snapshot(nodes: int, queued: int) -> tuple[ForecastSnapshot, dict[str, 
     for i in range(queued):
         e = (300, 1800, 3600)[i % 3]
         estimates[f"j{i}"] = RuntimeEstimate(e, e / 2, e * 2, "hint")
-    snapshot = ForecastSnapshot(db=db, queues=queues, config=config, state=SchedulerState(), now=0.0)
+    # The running jobs started over the last two hours, as a server's have (their time left is
+    # conditioned on it).
+    started = {f"r{i}": -rng.uniform(0, 7200) for i in range(nodes * 4)}
+    snapshot = ForecastSnapshot(
+        db=db, queues=queues, config=config, state=SchedulerState(), now=0.0, started=started
+    )
     return snapshot, estimates
 
 
-def cost(nodes: int, queued: int) -> float:
+def cost(nodes: int, queued: int, draws: Draws) -> float:
     """CPU seconds of one refresh of :func:`cost_snapshot`'s backlog, as the server makes it."""
     snapshot, estimates = cost_snapshot(nodes, queued)
     default = RuntimeEstimate(3600, 900, 14400, "default")
     clock = time.process_time()
-    forecast(snapshot, estimates, default)
+    forecast(snapshot, estimates, default, draws=draws)
     # The server's second pass: one probe job per queue, for the reports' "new job" forecasts.
     probes = [probe.job for probe in typical_jobs(snapshot.db, 0.0).values()]
-    forecast(dataclasses.replace(snapshot, extra_jobs=probes), estimates, default, extra_only=True)
+    forecast(
+        dataclasses.replace(snapshot, extra_jobs=probes), estimates, default, extra_only=True, draws=draws
+    )
     return time.process_time() - clock
+
+
+def estimates_cost(nodes: int, queued: int) -> tuple[float, int]:
+    """CPU seconds of the estimates of :func:`cost_snapshot`'s jobs as the server's learner
+    makes them (once per job set and shape), and the number of those: queued jobs in job sets
+    of 10 of one shape, running jobs (4 a node) in sets of 4 that have run up to 2 hours, each running set
+    with 0-3 finished runs, 64 runs of every queue and shape."""
+    rng = random.Random(0)
+    learned = LearnedRuntimes(3600.0)
+    shapes = [(f"q{q}", cpu) for q in range(10) for cpu in (1000, 2000, 4000)]
+    for shape in shapes:
+        for _ in range(64):
+            learned.record(("finished", shape), shape, rng.lognormvariate(math.log(900), 1.0))
+    jobs: list[tuple[tuple[str, str], tuple[str, int]]] = []
+    running: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for i in range(nodes * 4):
+        job_set, shape = (f"q{i % 10}", f"run{i // 40}"), (f"q{i % 10}", 4000)
+        jobs.append((job_set, shape))
+        running[job_set].append(rng.uniform(0, 7200))
+    for job_set in running:
+        for _ in range(rng.randint(0, 3)):
+            learned.record(job_set, None, rng.lognormvariate(math.log(900), 1.0))
+    jobs += [
+        ((f"q{i % 10}", f"set{i // 100}"), (f"q{i % 10}", (1, 2, 4)[i // 100 % 3] * 1000))
+        for i in range(queued)
+    ]
+    clock = time.process_time()
+    keys: dict[tuple[tuple[str, str], tuple[str, int]], int] = {}
+    of_job = [keys.setdefault(key, len(keys)) for key in jobs]
+    found = estimate_runtimes(
+        [
+            learned.evidence(
+                hint=None, job_set=job_set, shape=shape, running=running.get(job_set, ()), deadline=None
+            )
+            for job_set, shape in keys
+        ]
+    )
+    dict(zip(range(len(jobs)), map(found.__getitem__, of_job), strict=True))  # the server's per-job map
+    return time.process_time() - clock, len(keys)
 
 
 def main() -> None:
@@ -458,7 +612,31 @@ def main() -> None:
     )
     parser.add_argument("--arrival-horizon", type=float, default=6 * 3600.0, help="... this far ahead")
     parser.add_argument(
+        "--arrival-model",
+        choices=("repeat", "flow"),
+        default="repeat",
+        help="repeat: the window's jobs again; flow: each queue's work rate over the window, "
+        "as evenly spaced jobs of its typical shape",
+    )
+    parser.add_argument(
+        "--flow-skip-backlogged",
+        type=float,
+        default=0.0,
+        help="flow: none for queues whose oldest queued job waited longer than this (0: all queues)",
+    )
+    parser.add_argument("--flow-delay", type=float, default=0.0, help="flow: none in the first seconds")
+    parser.add_argument(
+        "--flow-from-future", action="store_true", help="flow: the rate of the true arrivals ahead"
+    )
+    parser.add_argument(
         "--coarsening", type=float, default=COARSENING, help="the engine's step, share of time simulated"
+    )
+    parser.add_argument(
+        "--draws",
+        choices=[d.value for d in Draws],
+        default=Draws.RUNNING.value,
+        help="which jobs the engine runs for their own draw (a quantile fixed by its id), not their"
+        " mean (the engine's default: running)",
     )
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument(
@@ -510,6 +688,7 @@ def main() -> None:
                 )
         by_horizon = {}
         groups = ["hinted", "unhinted", *(f"basis: {g}" for g in (*BASIS_GROUPS, "other"))]
+        groups += [f"queue: {queue.name}" for queue in QUEUES]
         for name in [*(label for *_, label in HORIZONS), "all", *groups]:
             if not all(name in seed for seed in per_seed):
                 continue
@@ -531,10 +710,16 @@ def main() -> None:
         summary["median_relative_error"] = by_horizon["all"]["median"]
         summary["naive_median_relative_error"] = by_horizon["all"]["naive_median"]
         summary["coverage"] = by_horizon["all"]["coverage"]
+        ratios = running_ratios([replay for replay in replays if isinstance(replay, Replay)])
+        print(f"running jobs' estimate / true runtime: {json.dumps(ratios)}", flush=True)
+        summary["running_estimate_ratio"] = ratios
     if args.cost_nodes and args.cost_queued:
-        seconds = cost(args.cost_nodes, args.cost_queued)
+        seconds = cost(args.cost_nodes, args.cost_queued, Draws(args.draws))
         print(f"refresh of {args.cost_queued} queued jobs on {args.cost_nodes} nodes: {seconds:.2f} s CPU")
         summary["refresh_cpu_seconds"] = round(seconds, 3)
+        seconds, sets = estimates_cost(args.cost_nodes, args.cost_queued)
+        print(f"  their runtime estimates ({sets} job sets and shapes): {seconds:.2f} s CPU")
+        summary["estimates_cpu_seconds"] = round(seconds, 3)
         summary["refresh_shape"] = {"nodes": args.cost_nodes, "queued": args.cost_queued}
     print(json.dumps(summary))
 

@@ -1,17 +1,17 @@
 """Runtime estimates for forecasts: what a job's runtime is believed to be, and why.
 
-Pure: the estimate is chosen from what the caller knows of the job (its hint annotation,
-its ``activeDeadlineSeconds``, the runs learned for its job set and for its queue and shape)
-in a fixed order, so a forecast can say which basis it used. Learned runtimes are kept in a
-:class:`RuntimeHistory`, a bounded window per key read by quantiles: one job that ran for a
-week moves the median of 64 runs by one place, not by a week.
+A :class:`RuntimeEstimate` is a lognormal (its median, 10th and 90th percentiles) with the
+basis it rests on, which a simulation reads as a mean, a draw, or what is left of a running
+job. Estimates are made by :mod:`.runtime_model` from the job's hint annotation, its
+``activeDeadlineSeconds`` and the runs kept in a :class:`RuntimeHistory` (a bounded window
+per key: one job that ran for a week is one run of 64, its weight in a median one place).
 """
 
 from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -32,8 +32,6 @@ OVERDUE_FACTORS = (1.5, 3.0)
 #: is ``expected``: they are this many of its sigmas from the median.
 _NORMAL = NormalDist()
 _Z90 = _NORMAL.inv_cdf(0.9)
-#: Learned runtimes need this many runs of a key before they are trusted.
-MIN_SAMPLES = 3
 
 
 def runtime_hint(annotations: Mapping[str, str]) -> float | None:
@@ -102,6 +100,25 @@ class RuntimeEstimate:
         # E[T | T > e] = exp(mu + sigma^2 / 2) * Phi(sigma - z) / Phi(-z).
         return max(0.0, math.exp(mu + sigma * sigma / 2) * _NORMAL.cdf(sigma - z) / survival - elapsed)
 
+    def draw(self, u: float, elapsed: float = 0.0) -> float:
+        """The runtime left after ``elapsed`` seconds at quantile ``u`` (in (0, 1)) of the
+        distribution given it ran that long: ``F^-1(F(e) + u (1 - F(e)))``, less ``e``.
+
+        What a simulation runs one job for when each job takes its own draw (a quantile fixed
+        per job) rather than the mean."""
+        elapsed = max(0.0, elapsed)
+        sigma = self.sigma
+        survival = 1.0
+        if elapsed > 0:
+            tail = self._tail(elapsed)
+            if tail is None:
+                return self.remaining(elapsed).expected
+            survival = tail[3]
+        elif not sigma:
+            return self.expected
+        p = min(1.0 - 1e-12, max(1e-12, 1.0 - survival * (1.0 - u)))
+        return max(0.0, self.expected * math.exp(sigma * _NORMAL.inv_cdf(p)) - elapsed)
+
     def basis_after(self, elapsed: float) -> str:
         """The basis of what is left after ``elapsed`` seconds (re-estimated past the median)."""
         return self.basis if elapsed < self.expected else f"{self.basis}, re-estimated after running longer"
@@ -130,16 +147,6 @@ class RuntimeEstimate:
         return RuntimeEstimate(left(0.5), left(0.1), left(0.9), basis)
 
 
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """Quantiles of the runtimes learned for one key."""
-
-    count: int
-    p10: float
-    p50: float
-    p90: float
-
-
 class RuntimeHistory:
     """The last ``window`` runtimes of at most ``max_keys`` keys (least recently fed dropped)."""
 
@@ -158,46 +165,6 @@ class RuntimeHistory:
             self._runs.move_to_end(key)
         runs.append(max(0.0, seconds))
 
-    def sample(self, key: Hashable) -> Sample | None:
-        runs = self._runs.get(key)
-        if not runs:
-            return None
-        ordered = sorted(runs)
-        return Sample(len(ordered), _quantile(ordered, 0.1), _quantile(ordered, 0.5), _quantile(ordered, 0.9))
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    """Linear interpolation between the closest ranks of a sorted list."""
-    position = q * (len(ordered) - 1)
-    below = int(position)
-    above = min(below + 1, len(ordered) - 1)
-    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
-
-
-def choose_estimate(
-    *,
-    hint: float | None,
-    job_set: Sample | None,
-    shape: Sample | None,
-    deadline: float | None,
-    default: float,
-) -> RuntimeEstimate:
-    """The estimate from the best basis available, in this order: the job's own hint, runs of
-    its job set, runs of its queue and shape, then the configured default; all bounded above
-    by ``activeDeadlineSeconds``."""
-    if hint is not None:
-        estimate = RuntimeEstimate(hint, hint * HINT_SPREAD[0], hint * HINT_SPREAD[1], "hint")
-    elif job_set is not None and job_set.count >= MIN_SAMPLES:
-        estimate = _learned(job_set, f"learned from {job_set.count} runs of its job set")
-    elif shape is not None and shape.count >= MIN_SAMPLES:
-        estimate = _learned(shape, f"learned from {shape.count} runs of its queue and shape")
-    else:
-        low, high = default * DEFAULT_SPREAD[0], default * DEFAULT_SPREAD[1]
-        estimate = RuntimeEstimate(default, low, high, "default")
-    if deadline is not None and deadline > 0:
-        return estimate.capped(deadline, f"{estimate.basis}, bounded by activeDeadlineSeconds")
-    return estimate
-
-
-def _learned(sample: Sample, basis: str) -> RuntimeEstimate:
-    return RuntimeEstimate(sample.p50, sample.p10, sample.p90, basis)
+    def runs(self, key: Hashable) -> Sequence[float]:
+        """The runtimes kept for ``key``, oldest first (empty if none)."""
+        return self._runs.get(key, ())

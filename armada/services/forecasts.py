@@ -39,7 +39,7 @@ from armada.scheduling.probes import typical_jobs
 from armada.scheduling.requirements import JobRequirements, job_requirements
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.services.forecast_share import Forecasts, SharedForecasts
-from armada.services.runtime_learning import RuntimeLearner, job_facts
+from armada.services.runtime_learning import Asked, RuntimeLearner, job_facts
 
 log = structlog.get_logger(__name__)
 
@@ -213,7 +213,13 @@ class ForecastService:
             return {}
         now = self.clock()
         extra = [job_requirements(job, submitted=now) for job in jobs]
-        known = {job.id: self.learner.estimate(job_facts(job), job.queue, job.job_set_id) for job in jobs}
+        running = self.learner.running(self.follower.state, now)
+        known = {
+            job.id: self.learner.estimate(
+                job_facts(job), job.queue, job.job_set_id, running.get((job.queue, job.job_set_id), ())
+            )
+            for job in jobs
+        }
         found = await self._forecast(extra, known)
         return {job.id: describe(found.jobs[job.id], found.as_of) for job in jobs}
 
@@ -227,37 +233,41 @@ class ForecastService:
         async with self._busy:
             started = time.monotonic()
             state = self.follower.state
+            now = self.clock()
             snapshot = ForecastSnapshot(
                 db=state.jobs.copy(),  # consistent: the event loop is the only writer
                 queues=state.queue_specs(),
                 config=self.config,
                 state=self.scheduler.scheduler_state,
-                now=self.clock(),
+                now=now,
                 paused_executors=frozenset(state.cordoned_executors),
                 started=dict(self.learner.started),
                 cycle_period=self.scheduler.settings.cycle_period,
                 extra_jobs=extra,
             )
-            estimates = {**self.learner.estimates(state), **(known or {})}
+            asked = self.learner.asked(state, now)  # worked out in the thread, with the simulation
             default = self.learner.estimate(None, "", "")
             horizon = self.config.forecast_horizon
             found = await asyncio.to_thread(
-                _simulate, snapshot, estimates, default, horizon, self.calibration, probes
+                _simulate, snapshot, asked, known or {}, default, horizon, self.calibration, probes
             )
             return dataclasses.replace(found, duration=time.monotonic() - started)
 
 
 def _simulate(
     snapshot: ForecastSnapshot,
-    estimates: Mapping[str, RuntimeEstimate],
+    asked: Asked,
+    known: Mapping[str, RuntimeEstimate],
     default: RuntimeEstimate,
     horizon: float,
     calibration: Calibration,
     probes: bool,
 ) -> Forecasts:
-    """The queued jobs' forecasts and, with ``probes``, each queue's for a new job of its
-    typical shape (a second pass, ending once the probes start: probes must not delay the
-    real jobs' forecasts)."""
+    """The active jobs' runtime estimates (``known``: those of the jobs not submitted), the
+    queued jobs' forecasts and, with ``probes``, each queue's for a new job of its typical
+    shape (a second pass, ending once the probes start: probes must not delay the real jobs'
+    forecasts)."""
+    estimates = {**asked.estimates(), **known}
     jobs = forecast(snapshot, estimates, default, horizon, calibration=calibration)
     if not probes:
         return Forecasts(snapshot.now, jobs)

@@ -2,22 +2,26 @@
 
 A follower listener: for each job submitted it remembers its hint and deadline (only if it
 has them) and its shape; for each run that starts, when; for each job that succeeds, how
-long it ran, fed to a :class:`RuntimeHistory` under its job set and under its queue and
-shape. Jobs loaded from the views at start-up (not replayed) have no hint or shape here and
-learned runtimes start empty after a restart: their estimates fall back to the job set's
-runs, then to the default, until new runs are learned.
+long it ran, fed to :class:`LearnedRuntimes` under its job set and under its queue and
+shape. Each refresh's estimates also read how long each job set's running members have run
+(:mod:`armada.scheduling.runtime_model`: siblings running long make a set long). Jobs loaded
+from the views at start-up (not replayed) have no hint or shape here and learned runtimes
+start empty after a restart: their estimates rest on the job set's new runs and running
+members, then the default, until new runs are learned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.scheduler.cluster_state import ClusterState
-from armada.scheduling.runtimes import RuntimeEstimate, RuntimeHistory, choose_estimate, runtime_hint
+from armada.scheduling.runtime_model import Evidence, LearnedRuntimes, estimate_runtime, estimate_runtimes
+from armada.scheduling.runtimes import RuntimeEstimate, runtime_hint
 
 Shape = tuple[str, tuple[tuple[str, str], ...]]
 
@@ -36,9 +40,8 @@ class RuntimeLearner:
 
     events: ClassVar[tuple[type[ev.Event], ...]] = (ev.JobSubmitted, ev.JobRunning, *ev.RUN_ENDS)
 
-    def __init__(self, default_runtime: float, history: RuntimeHistory | None = None) -> None:
-        self.default_runtime = default_runtime
-        self.history = history or RuntimeHistory()
+    def __init__(self, default_runtime: float) -> None:
+        self.learned = LearnedRuntimes(default_runtime)
         self._known: dict[str, JobFacts] = {}
         self._facts: dict[JobFacts, JobFacts] = {}  # interning: a job set of equal jobs costs one
         #: Running job -> when its current run started running (epoch seconds).
@@ -57,9 +60,8 @@ class RuntimeLearner:
             known = self._known.pop(event.job_id, None)
             if kind is ev.JobSucceeded and started is not None:
                 seconds = event.created.timestamp() - started
-                self.history.record(("set", event.queue, event.job_set_id), seconds)
-                if known is not None:
-                    self.history.record(("shape", known.shape), seconds)
+                shape = known.shape if known is not None else None
+                self.learned.record((event.queue, event.job_set_id), shape, seconds)
 
     def _submitted(self, event: ev.JobSubmitted) -> None:
         facts = job_facts(event.job)
@@ -67,27 +69,67 @@ class RuntimeLearner:
         if len(self._facts) > 4 * len(self._known) + 1024:  # forget facts no active job shares
             self._facts = {f: f for f in self._known.values()}
 
-    def estimate(self, known: JobFacts | None, queue: str, job_set_id: str) -> RuntimeEstimate:
-        """A job's total runtime estimate, from the best basis known."""
-        return choose_estimate(
+    def estimate(
+        self, known: JobFacts | None, queue: str, job_set_id: str, running: Sequence[float] = ()
+    ) -> RuntimeEstimate:
+        """A job's total runtime estimate, given its job set's running members' elapsed seconds."""
+        return estimate_runtime(self._evidence(known, queue, job_set_id, running))
+
+    def _evidence(
+        self, known: JobFacts | None, queue: str, job_set_id: str, running: Sequence[float]
+    ) -> Evidence:
+        return self.learned.evidence(
             hint=known.hint if known else None,
-            job_set=self.history.sample(("set", queue, job_set_id)),
-            shape=self.history.sample(("shape", known.shape)) if known else None,
+            job_set=(queue, job_set_id),
+            shape=known.shape if known else None,
+            running=running,
             deadline=known.deadline if known else None,
-            default=self.default_runtime,
         )
 
-    def estimates(self, state: ClusterState) -> Mapping[str, RuntimeEstimate]:
-        """Every active job's estimate (jobs of one job set and shape share the work)."""
-        out: dict[str, RuntimeEstimate] = {}
-        cache: dict[tuple[str, str, JobFacts | None], RuntimeEstimate] = {}
-        for job_id, extras in state.extras.items():
-            key = (extras.queue, extras.job_set_id, self._known.get(job_id))
-            estimate = cache.get(key)
-            if estimate is None:
-                estimate = cache[key] = self.estimate(key[2], extras.queue, extras.job_set_id)
-            out[job_id] = estimate
+    def running(self, state: ClusterState, now: float) -> dict[tuple[str, str], list[float]]:
+        """(queue, job set) -> the elapsed seconds of its running members at ``now``."""
+        out: dict[tuple[str, str], list[float]] = defaultdict(list)
+        extras = state.extras
+        for job_id, started in self.started.items():
+            of = extras.get(job_id)
+            if of is not None:
+                out[(of.queue, of.job_set_id)].append(now - started)
         return out
+
+    def asked(self, state: ClusterState, now: float) -> Asked:
+        """What every active job's estimate at ``now`` rests on (cheap: read on the event loop;
+        :meth:`Asked.estimates` does the work, anywhere)."""
+        running = self.running(state, now)
+        keys: dict[tuple[str, str, JobFacts | None], int] = {}
+        of_job = [
+            keys.setdefault((extras.queue, extras.job_set_id, self._known.get(job_id)), len(keys))
+            for job_id, extras in state.extras.items()
+        ]
+        evidence = [
+            self._evidence(known, queue, job_set, running.get((queue, job_set), ()))
+            for queue, job_set, known in keys
+        ]
+        return Asked(list(state.extras), of_job, evidence)
+
+    def estimates(self, state: ClusterState, now: float) -> Mapping[str, RuntimeEstimate]:
+        """Every active job's estimate at ``now``."""
+        return self.asked(state, now).estimates()
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """Active jobs and what their estimates rest on: one :class:`Evidence` per job set and
+    facts, shared by its jobs."""
+
+    job_ids: list[str]
+    #: Each job's index into ``evidence``.
+    of_job: list[int]
+    evidence: list[Evidence]
+
+    def estimates(self) -> dict[str, RuntimeEstimate]:
+        """Each job's estimate, the grids of all job sets worked out together."""
+        found = estimate_runtimes(self.evidence)
+        return dict(zip(self.job_ids, map(found.__getitem__, self.of_job), strict=True))
 
 
 def job_facts(job: Job) -> JobFacts:

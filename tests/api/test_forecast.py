@@ -24,9 +24,9 @@ from armada.model import events as ev
 from armada.model.ids import new_run_id
 from armada.model.wire.forecasts import ForecastOutcome as Outcome
 from armada.scheduling.calibration import PRIOR
-from armada.scheduling.forecast import COARSENING
+from armada.scheduling.forecast import COARSENING, quantile_of
+from armada.scheduling.runtime_model import Evidence, estimate_runtime, prior
 from armada.scheduling.runtimes import EXPECTED_RUNTIME_ANNOTATION as HINT
-from armada.scheduling.runtimes import choose_estimate
 from armada.services.forecasts import ForecastService
 from tests.api.jobs import item, pod_spec, raw_item
 from tests.servers import ApiServer
@@ -83,11 +83,20 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
 
     found = client.job_forecast([*queued, running, huge, late, NEVER_SUBMITTED])
     first, second = found[queued[0]], found[queued[1]]
-    # The running job ends 100 s after it started: the first queued job starts then, the
-    # second 60 s after that. Nothing is calibrated yet: the range is the prior's.
+    # The running job ends at its own draw from its hint's distribution (100 s) given it ran
+    # 40 s: the first queued job starts then, the second about 60 s after that (its hint's
+    # mean, a little longer for its sibling that has run 40 s). Nothing is calibrated yet: the
+    # range is the prior's.
     assert first.outcome is Outcome.FORECAST and first.basis == "hint"
-    assert close(first.expected_start, since + timedelta(seconds=100))
-    assert close(second.expected_start, since + timedelta(seconds=160))
+    service = forecasts_of(server)
+    assert first.as_of is not None
+    elapsed = first.as_of.timestamp() - since.timestamp()  # at the refresh
+    estimates = service.learner.estimates(service.follower.state, since.timestamp() + elapsed)
+    ends = elapsed + estimates[running].draw(quantile_of(running), elapsed)
+    assert close(first.expected_start, since + timedelta(seconds=ends))
+    after = estimates[queued[0]].mean()
+    assert 60 < after < 75 and estimates[queued[0]].basis.startswith("hint")
+    assert close(second.expected_start, since + timedelta(seconds=ends + after))
     assert first.as_of is not None and first.as_of >= since + timedelta(seconds=40)
     for each in (first, second):
         assert each.as_of is not None and each.expected_start is not None
@@ -107,10 +116,10 @@ def test_queued_jobs_start_as_running_ones_end(server: ApiServer, client: Armada
     assert shown[running] is None and shown[late] is None
 
     # A new job of the queue's typical shape (1 cpu, 64Mi, on this node) queues behind the
-    # two waiting jobs: it starts when the second ends, 60 s after its start at +160.
+    # two waiting jobs: it starts when the second ends, about 60 s after it started.
     new_job = client.queue_report(queue).new_job
     assert new_job is not None and "cpu=1" in new_job.shape and "forecast-test=" in new_job.shape
-    assert close(new_job.forecast.expected_start, since + timedelta(seconds=220))
+    assert close(new_job.forecast.expected_start, since + timedelta(seconds=ends + 2 * after))
     assert "A new job of its typical shape would start: in ~" in client.queue_report(queue).report
     assert client.scheduling_report().new_jobs[queue] == new_job
 
@@ -231,9 +240,16 @@ def test_dry_run_forecasts_jobs_not_submitted_and_stores_nothing(
         queue, "set", [item(pod_spec=spec, annotations={HINT: "30s"}), item(pod_spec=spec)]
     )
     assert server.head() == head
-    assert first is not None and first.outcome is Outcome.FORECAST
-    assert close(first.expected_start, since + timedelta(seconds=100))
-    assert second is not None and close(second.expected_start, since + timedelta(seconds=130))
+    assert first is not None and first.outcome is Outcome.FORECAST and first.as_of is not None
+    # The running job ends at its own draw given its elapsed time, the first job then runs
+    # for its 30 s hint's mean.
+    service = forecasts_of(server)
+    elapsed = first.as_of.timestamp() - since.timestamp()
+    estimate = service.learner.estimates(service.follower.state, first.as_of.timestamp())[running]
+    ends = elapsed + estimate.draw(quantile_of(running), elapsed)
+    assert close(first.expected_start, since + timedelta(seconds=ends))
+    assert second is not None and second.expected_start is not None and first.expected_start is not None
+    assert 30 < (second.expected_start - first.expected_start).total_seconds() < 45
     with pytest.raises(ArmadaApiError) as missing:
         client.forecast_submission("no-such-queue", "set", [item()])
     assert (missing.value.status, missing.value.field) == (404, "queue")
@@ -302,10 +318,11 @@ def test_watch_shows_when_the_next_queued_job_starts(
     for line in client.job_set_events(queue, "set"):
         summary.apply(line.event)
     follow.Forecasts(client, summary).update()
-    # The simulation runs a job for its mean runtime: a hint's, a little over the hint.
-    mean = choose_estimate(hint=1200, job_set=None, shape=None, deadline=None, default=1).mean()
-    assert 1200 < mean < 1300 and close(summary.next_start, since + timedelta(seconds=mean))
-    assert summary.line(now=since).endswith("queued: 1, running: 1 | next start in ~21 min")
+    # The simulation runs a running job for its own draw from its runtime distribution (the hint's).
+    within = forecasts_of(server).learner.learned.within.sigma
+    ends = estimate_runtime(Evidence(prior([], within, 3600), hint=1200)).draw(quantile_of(running))
+    assert close(summary.next_start, since + timedelta(seconds=ends))
+    assert "queued: 1, running: 1 | next start in ~" in summary.line(now=since)
 
 
 def test_forecasts_pause_above_the_job_limit(server: ApiServer, client: ArmadaClient, queue: str) -> None:

@@ -58,7 +58,7 @@ def test_jobs_start_within_their_forecast_range(tmp_path: Path, server: Server) 
             found = forecast[job_id]
             assert found.low is not None and found.high is not None, found
             assert found.low <= started <= found.high, (job_id, found, started)
-            assert found.basis == "hint"
+            assert found.basis.startswith("hint")  # with its running sibling once that has run long
 
 
 def _event_time(client: ArmadaClient, job_id: str, kind: str) -> datetime:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from armada.model import events as ev
 from armada.model.jobs import Job
 from armada.scheduler.cluster_state import ClusterState
@@ -39,11 +41,31 @@ def test_runtimes_are_learned_per_job_set_then_per_queue_and_shape() -> None:
     state.apply(1, submitted("next"))
     learner(state, submitted("other-set", job_set="new"))
     state.apply(2, submitted("other-set", job_set="new"))
-    estimates = learner.estimates(state)
+    estimates = learner.estimates(state, T0.timestamp())
     assert estimates["next"].basis == "learned from 4 runs of its job set"
-    assert estimates["next"].expected == 115  # the median: the outlier moves it by one place
+    # The median of the set's runs and of its queue and shape's: the outlier moves it by one place.
+    assert estimates["next"].expected == pytest.approx(115)
     assert estimates["other-set"].basis == "learned from 4 runs of its queue and shape"
+    assert estimates["other-set"].expected == pytest.approx(115)
     assert not learner.started
+
+
+def test_running_members_of_a_job_set_lengthen_its_estimate() -> None:
+    state = ClusterState(SchedulingConfig())
+    learner = RuntimeLearner(default_runtime=3600)
+    for i in range(3):
+        ran(learner, state, f"done{i}", 100)
+    for job_id in ("long1", "long2", "queued"):
+        learner(state, submitted(job_id))
+        state.apply(1, submitted(job_id))
+    before = learner.estimates(state, T0.timestamp())["queued"]
+    for job_id in ("long1", "long2"):
+        envelope = {"queue": "q", "job_set_id": "set", "job_id": job_id, "run_id": f"r-{job_id}"}
+        learner(state, ev.JobRunning(**envelope, created=T0))
+    assert learner.running(state, T0.timestamp() + 400) == {("q", "set"): [400.0, 400.0]}
+    after = learner.estimates(state, T0.timestamp() + 400)["queued"]
+    assert after.expected > 1.5 * before.expected  # two siblings past 400 s against three runs of 100 s
+    assert after.basis == "learned from 3 runs of its job set (2 still running)"
 
 
 def test_hint_and_deadline_and_run_starts() -> None:
@@ -54,9 +76,7 @@ def test_hint_and_deadline_and_run_starts() -> None:
     envelope = {"queue": "q", "job_set_id": "set", "job_id": "hinted", "run_id": "r1"}
     learner(state, ev.JobRunning(**envelope, created=T0))
     assert learner.started == {"hinted": T0.timestamp()}
-    assert (learner.estimates(state)["hinted"].expected, learner.estimates(state)["hinted"].basis) == (
-        300,
-        "hint",
-    )
+    hinted = learner.estimates(state, T0.timestamp())["hinted"]
+    assert (hinted.expected, hinted.basis) == (pytest.approx(300), "hint")  # just started: no news
     learner(state, ev.JobLeaseReturned(**envelope))
     assert learner.started == {}

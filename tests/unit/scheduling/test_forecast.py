@@ -6,7 +6,7 @@ import pytest
 
 from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.calibration import Calibration
-from armada.scheduling.forecast import ROOM_NOW, ForecastSnapshot, forecast, simulate
+from armada.scheduling.forecast import ROOM_NOW, Draws, ForecastSnapshot, forecast, quantile_of, simulate
 from armada.scheduling.probes import typical_jobs
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.scheduling.schedule import apply_decisions, schedule
@@ -62,6 +62,28 @@ def test_elapsed_time_counts_and_an_overdue_job_is_re_estimated() -> None:
     overdue = forecast(snapshot(sim, started={"r": NOW - 200}), estimates, default=exact(1))
     assert overdue["a"].expected_start == NOW + 100
     assert "re-estimated" in overdue["a"].basis
+
+
+def test_draws_run_jobs_for_their_own_quantile_instead_of_the_mean() -> None:
+    sim = Sim(nodes=[node("n1", cpu=1)])
+    sim.queue("q")
+    running(sim, ("r", "q"))
+    sim.submit([job("a", "q", submitted=1), job("b", "q", submitted=2)])
+    spread = RuntimeEstimate(100, 50, 200, "learned")
+    estimates = {"r": spread, "a": spread, "b": exact(10)}
+    at = snapshot(sim, started={"r": NOW - 40}, coarsening=0.0)
+    mean = forecast(at, estimates, default=exact(1), draws=Draws.NONE)
+    assert mean["a"].expected_start == pytest.approx(NOW + spread.mean(40))
+    assert mean["b"].expected_start == pytest.approx(NOW + spread.mean(40) + spread.mean())
+    # The running job ends at its own quantile of what is left after 40 s; with Draws.ALL the
+    # queued job runs for its own quantile too (ids fix them: the same at every refresh).
+    ends = spread.draw(quantile_of("r"), 40)
+    some = forecast(at, estimates, default=exact(1))  # Draws.RUNNING
+    assert some["a"].expected_start == pytest.approx(NOW + ends)
+    assert some["b"].expected_start == pytest.approx(NOW + ends + spread.mean())
+    every = forecast(at, estimates, default=exact(1), draws=Draws.ALL)
+    assert every["b"].expected_start == pytest.approx(NOW + ends + spread.draw(quantile_of("a")))
+    assert spread.draw(quantile_of("a")) != spread.mean()
 
 
 def test_the_range_comes_from_the_calibration() -> None:
