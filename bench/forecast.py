@@ -37,6 +37,12 @@ last S seconds of submissions repeated, up to ``--arrival-horizon``; with ``--ar
 flow`` instead each queue's work rate over them as a steady flow of jobs of its typical shape,
 :mod:`armada.scheduling.flow`, tuned by ``--flow-delay``, ``--flow-skip-backlogged`` and, to
 measure the model with a perfect rate, ``--flow-from-future``). Figures are the median of the seeds.
+``--ensemble K`` forecasts instead by an (approximately) Bayes-ideal forecaster, the bound on
+what any forecaster knowing what a server knows can reach here (:mod:`bench.forecast_ideal`):
+the median of K simulations, each with runtimes drawn from their posterior (or true, with
+``--oracle``) and arrivals drawn from the workload's own process (``--future``). Each seed
+prints its offered load (the cpu-seconds of its jobs outside the burst over the capacity's
+over the span: ~1.16 ``--load``, since the rate assumes a set's work; ``--true-load`` does not).
 ``--cost-*`` times one refresh of a synthetic backlog as the server makes it (the queued
 jobs' forecast, then the per-queue probes'), in CPU seconds, and the runtime estimates of its
 jobs (``estimates_cpu_seconds``). ``--slurm`` runs the same
@@ -77,16 +83,16 @@ from armada.scheduling import (
 )
 from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.calibration import Calibration
-from armada.scheduling.config import PREEMPTIBLE_PRIORITY_CLASS
 from armada.scheduling.flow import Submitted, steady_flow
 from armada.scheduling.forecast import COARSENING, Draws, ForecastSnapshot, forecast, quantile_of
 from armada.scheduling.jobdb import QUEUED
 from armada.scheduling.probes import typical_jobs
 from armada.scheduling.runtime_model import LearnedRuntimes, estimate_runtimes
 from armada.scheduling.runtimes import RuntimeEstimate
+from bench.forecast_ideal import Ideal, ensemble_point
 from bench.forecast_slurm import SlurmRun, run_slurm
+from bench.forecast_workload import BURST_SET, GI, Job, burst, job_set, set_rate
 
-GI = 2**30
 QUEUES = [QueueSpec("alpha", 1.0), QueueSpec("beta", 2.0), QueueSpec("gamma", 0.5)]
 HORIZONS = [(0, 600, "<10m"), (600, 3600, "10m-1h"), (3600, 6 * 3600, "1h-6h"), (6 * 3600, math.inf, ">6h")]
 CONFIG = SchedulingConfig(
@@ -97,14 +103,6 @@ CONFIG = SchedulingConfig(
     max_scheduling_duration=0.0,
     usage_half_life=1800.0,
 )
-
-
-@dataclass
-class Job:
-    requirements: JobRequirements
-    runtime: float
-    job_set: str
-    hint: float | None
 
 
 @dataclass
@@ -148,6 +146,8 @@ class Replay:
     )
     #: The whole workload, (time, jobs) in time order (``--oracle-arrivals`` reads ahead in it).
     future: list[tuple[float, list[Job]]] = field(default_factory=list)
+    #: ``--ensemble``: the ideal forecaster, in place of the engine's forecast.
+    ideal: Ideal | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.learned = LearnedRuntimes(self.args.default_runtime)
@@ -162,6 +162,12 @@ class Replay:
                 )
             )
         self.db = JobDb(CONFIG, self.nodes)
+        self.ideal = Ideal(self, QUEUES, CONFIG) if self.args.ensemble else None
+
+    @property
+    def burst_at(self) -> float:
+        """When the preemptible burst arrives: midway through the forecast hours."""
+        return float(self.args.warmup + self.args.hours / 2) * 3600
 
     def workload(self) -> list[tuple[float, list[Job]]]:
         """Job sets arriving over ``--hours``: (time, jobs), in time order."""
@@ -169,42 +175,12 @@ class Replay:
         end = (self.args.warmup + self.args.hours) * 3600
         arrivals: list[tuple[float, list[Job]]] = []
         t, number = 0.0, 0
-        capacity = self.args.nodes * 16
+        rate = set_rate(self.args.load, self.args.nodes * 16, true_work=self.args.true_load)
         while t < end:
-            t += rng.expovariate(self.args.load * capacity / (5 * 2.5 * 1200))
+            t += rng.expovariate(rate)
             number += 1
-            queue = rng.choices([q.name for q in QUEUES], weights=[3, 2, 2])[0]
-            median = min(8 * 3600, max(60.0, rng.lognormvariate(math.log(900), 1.0)))
-            hint = median * rng.lognormvariate(0, 0.2) if rng.random() < 0.3 else None
-            gang = rng.random() < 0.1
-            size = 4 if gang else rng.randint(1, 9)
-            cpu = 2 if gang else rng.choice([1, 2, 4])
-            jobs = []
-            for i in range(size):
-                job_id = f"s{self.seed}-{number}-{i}"
-                requests = {"cpu": cpu * 1000, "memory": cpu * 2 * GI}
-                gang_fields = {"gang_id": f"g{number}", "gang_cardinality": size} if gang else {}
-                req = JobRequirements(id=job_id, queue=queue, requests=requests, submitted=t, **gang_fields)  # type: ignore[arg-type]
-                runtime = median * (1.0 if gang else rng.lognormvariate(0, 0.3))
-                jobs.append(Job(req, runtime, f"{queue}/set{number}", hint))
-            arrivals.append((t, jobs))
-        burst_at = (self.args.warmup + self.args.hours / 2) * 3600
-        burst = [
-            Job(
-                JobRequirements(
-                    id=f"s{self.seed}-burst-{i}",
-                    queue="gamma",
-                    requests={"cpu": 1000, "memory": 2 * GI},
-                    priority_class_name=PREEMPTIBLE_PRIORITY_CLASS,
-                    submitted=burst_at,
-                ),
-                rng.lognormvariate(math.log(600), 0.5),
-                "gamma/burst",
-                None,
-            )
-            for i in range(self.args.nodes * 4)
-        ]
-        arrivals.append((burst_at, burst))
+            arrivals.append((t, job_set(rng, f"s{self.seed}-", number, t)))
+        arrivals.append((self.burst_at, burst(rng, f"s{self.seed}-", self.args.nodes * 4, self.burst_at)))
         arrivals.sort(key=lambda a: a[0])
         quantum = self.args.runtime_quantum
         if quantum > 0:  # as Slurm's whole-minute time limits make them (--slurm)
@@ -281,6 +257,9 @@ class Replay:
         return dict(zip(ids, map(found.__getitem__, of_job), strict=True))
 
     def _forecast(self, t: float, state: SchedulerState) -> None:
+        if self.ideal is not None:
+            self._ensemble(t, state, self.ideal)
+            return
         live = [job_id for job_id in self.db.ids if job_id is not None]
         running = {job_id: self.started[job_id] for job_id in live if job_id in self.started}
         elapsed: dict[str, list[float]] = defaultdict(list)
@@ -386,6 +365,29 @@ class Replay:
         estimates.update(runtimes)
         delay = self.args.flow_delay
         return [(at, job) for at, job in arrivals if at >= t + delay]
+
+    def _ensemble(self, t: float, state: SchedulerState, ideal: Ideal) -> None:
+        """``--ensemble``: a point of the ideal forecaster's starts, its range their min and max."""
+        clock = time.process_time()
+        found = ideal.forecast(t, state)
+        self.forecast_seconds.append(time.process_time() - clock)
+        for job_id, starts in found.items():
+            point = ensemble_point(starts, t, self.args.ensemble_point)
+            expected = point if math.isfinite(point) else None
+            low, high = (starts[0], starts[-1]) if len(starts) > 1 else (None, None)
+            hinted = self.jobs[job_id].hint is not None
+            self.records[job_id].append(Record(t, expected, low, high, None, expected, "ensemble", hinted))
+
+    def offered_load(self) -> float:
+        """The workload's cpu-seconds outside the burst over the capacity's over its span."""
+        span = (self.args.warmup + self.args.hours) * 3600
+        work = sum(
+            job.runtime * job.requirements.requests["cpu"] / 1000
+            for _, jobs in self.future
+            for job in jobs
+            if job.job_set != BURST_SET
+        )
+        return float(work / (self.args.nodes * 16 * span))
 
     def _naive(self, t: float) -> dict[str, float]:
         """Position in the queue over the queue's start rate in the last ``--rate-window``."""
@@ -598,6 +600,11 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=20, help="16-cpu nodes")
     parser.add_argument("--load", type=float, default=0.95, help="offered load / capacity")
     parser.add_argument(
+        "--true-load",
+        action="store_true",
+        help="set the arrival rate by a job set's true mean work (by default ~1.16 times --load)",
+    )
+    parser.add_argument(
         "--forecast-every", type=float, default=600.0, help="simulated seconds between forecasts"
     )
     parser.add_argument("--rate-window", type=float, default=1800.0)
@@ -664,6 +671,31 @@ def main() -> None:
         action="store_true",
         help="simulate the jobs that will arrive (with --oracle: the error's floor)",
     )
+    parser.add_argument(
+        "--ensemble",
+        type=int,
+        default=0,
+        metavar="K",
+        help="forecast by the ideal forecaster instead (bench/forecast_ideal.py): median of K simulations",
+    )
+    parser.add_argument(
+        "--future",
+        choices=("generator", "true", "none"),
+        default="generator",
+        help="--ensemble's arrivals: drawn from the workload's process, the true ones, or none",
+    )
+    parser.add_argument(
+        "--future-burst", action="store_true", help="--future generator: the burst is known (if to come)"
+    )
+    parser.add_argument(
+        "--ensemble-point",
+        choices=("median", "weighted", "within"),
+        default="median",
+        help="--ensemble's forecast: the median start, weighted by 1 / lead, or the likeliest within 0.2",
+    )
+    parser.add_argument(
+        "--ensemble-horizon", type=float, default=12 * 3600.0, help="--ensemble's simulated seconds"
+    )
     args = parser.parse_args()
 
     summary: dict[str, object] = {"bench": "forecast"}
@@ -671,20 +703,26 @@ def main() -> None:
         per_seed = []
         replays = []
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            replay: Replay | SlurmRun = Replay(args, seed)
+            replayed = Replay(args, seed)
+            replay: Replay | SlurmRun = replayed
             if args.slurm:
-                replay = run_slurm(args, seed, replay.workload())
+                replay = run_slurm(args, seed, replayed.workload())
                 counts = {k: getattr(replay, k) for k in ("submitted", "estimated", "unestimated")}
                 print(f"seed {seed}: slurm {json.dumps(counts)}", flush=True)
             else:
-                replay.run()
+                replayed.run()
             replays.append(replay)
             figures = errors([replay])
+            if args.ensemble == 1:  # one draw has no range
+                for bucket in figures.values():
+                    bucket["coverage"] = None
             per_seed.append(figures)
             print(f"seed {seed}: {json.dumps(figures['all'])}", flush=True)
             if isinstance(replay, Replay):
                 print(
-                    f"  forecast cpu s: median {statistics.median(replay.forecast_seconds):.3f}", flush=True
+                    f"  forecast cpu s: median {statistics.median(replay.forecast_seconds):.3f},"
+                    f" offered load {replay.offered_load():.3f}",
+                    flush=True,
                 )
         by_horizon = {}
         groups = ["hinted", "unhinted", *(f"basis: {g}" for g in (*BASIS_GROUPS, "other"))]
