@@ -54,7 +54,6 @@ The last line is JSON.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import heapq
 import json
 import math
@@ -86,7 +85,7 @@ from armada.scheduling.calibration import Calibration
 from armada.scheduling.flow import Submitted, steady_flow
 from armada.scheduling.forecast import COARSENING, Draws, ForecastSnapshot, forecast, quantile_of
 from armada.scheduling.jobdb import QUEUED
-from armada.scheduling.probes import typical_jobs
+from armada.scheduling.probes import forecast_with_probes, typical_jobs
 from armada.scheduling.runtime_model import LearnedRuntimes, estimate_runtimes
 from armada.scheduling.runtimes import RuntimeEstimate
 from bench.forecast_ideal import Ideal, ensemble_point
@@ -511,7 +510,7 @@ def cost_snapshot(nodes: int, queued: int) -> tuple[ForecastSnapshot, dict[str, 
             id=f"j{i}",
             queue=f"q{i % 10}",
             requests={"cpu": (1, 2, 4)[i % 3] * 1000, "memory": 4 * GI},
-            submitted=i,
+            submitted=i - queued,  # before now: a probe submitted now queues behind them all
         )
         for i in range(queued)
     )
@@ -536,12 +535,7 @@ def cost(nodes: int, queued: int, draws: Draws) -> float:
     snapshot, estimates = cost_snapshot(nodes, queued)
     default = RuntimeEstimate(3600, 900, 14400, "default")
     clock = time.process_time()
-    forecast(snapshot, estimates, default, draws=draws)
-    # The server's second pass: one probe job per queue, for the reports' "new job" forecasts.
-    probes = [probe.job for probe in typical_jobs(snapshot.db, 0.0).values()]
-    forecast(
-        dataclasses.replace(snapshot, extra_jobs=probes), estimates, default, extra_only=True, draws=draws
-    )
+    forecast_with_probes(snapshot, estimates, default, draws=draws)  # the jobs' and the probes'
     return time.process_time() - clock
 
 

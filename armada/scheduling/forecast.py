@@ -148,12 +148,9 @@ def simulate(
     snapshot: ForecastSnapshot,
     runtime: Runtimes,
     horizon: float = DEFAULT_HORIZON,
-    *,
-    extra_only: bool = False,
 ) -> Simulation:
     """Run the scheduling core forward from ``snapshot`` until every queued job, the
-    ``extra_jobs`` included (with ``extra_only``: every one of those), has started or
-    ``horizon`` seconds have passed.
+    ``extra_jobs`` included, has started or ``horizon`` seconds have passed.
 
     ``runtime(job_ids)`` gives the seconds each job runs (for a running job: the seconds
     *left* from ``snapshot.now``) and the basis of that figure, reported for the jobs that
@@ -162,11 +159,7 @@ def simulate(
     db = snapshot.db.copy()
     if snapshot.extra_jobs:
         db.add_many(snapshot.extra_jobs)
-    n = len(db.ids)
-    if extra_only:  # added last
-        watched = np.arange(n - len(snapshot.extra_jobs), n)
-    else:
-        watched = np.flatnonzero(db.cols["state"][:n] == QUEUED)
+    watched = np.flatnonzero(db.cols["state"][: len(db.ids)] == QUEUED)
     watcher = _StartWatcher(watched, db)
     forward = Forward(
         db=db,
@@ -239,6 +232,9 @@ class _StartWatcher:
                 self.result.rejected[rejection.job_id] = rejection.reason
 
     def ended(self, t: float, rows: IntArray, bases: Sequence[str], db: JobDb) -> None:
+        if "" in bases:  # ends without a basis (probes, which run for no time) make no room
+            kept = [i for i, basis in enumerate(bases) if basis]
+            rows, bases = rows[kept], [bases[i] for i in kept]
         nodes = db.cols["node"][rows]  # running jobs: all on a node
         if self._at != t:
             self._bases.clear()
@@ -292,7 +288,6 @@ def forecast(
     horizon: float = DEFAULT_HORIZON,
     *,
     calibration: Calibration | None = None,
-    extra_only: bool = False,
     draws: Draws = Draws.RUNNING,
 ) -> dict[str, JobForecast]:
     """Expected start and ``[low, high]`` range of every queued job (and ``extra_jobs``).
@@ -305,8 +300,7 @@ def forecast(
     so that the first of many ends comes as early as it would. Extrapolated arrivals
     take their original's; jobs without one get ``default``. One simulation with the
     expected runtimes gives each job's simulated start, the expected start; ``calibration``
-    (its prior factors if ``None``) gives the range around it. With
-    ``extra_only``, only ``extra_jobs`` are forecast (the simulation ends once they start).
+    (its prior factors if ``None``) gives the range around it.
     """
 
     started, now = snapshot.started, snapshot.now
@@ -330,7 +324,7 @@ def forecast(
                 if run is None:
                     drawn = draws is Draws.ALL
                     run_for = found[i].draw(quantile_of(job_ids[i])) if drawn else found[i].mean()
-                    run = unstarted[fields[i]] = (run_for, found[i].basis_after(0.0))
+                    run = unstarted[fields[i]] = (run_for, found[i].basis)  # not run yet: not re-estimated
                 runs[i] = run
         for i in [i for i, at in enumerate(map(started.get, job_ids)) if at is not None] if started else ():
             elapsed = now - started[job_ids[i]]
@@ -343,14 +337,12 @@ def forecast(
         return seconds, bases
 
     db, extra = snapshot.db, snapshot.extra_jobs
-    rows = np.zeros(0, dtype=np.int64)
-    if not extra_only:
-        rows = np.flatnonzero(db.cols["state"][: len(db.ids)] == QUEUED)
+    rows = np.flatnonzero(db.cols["state"][: len(db.ids)] == QUEUED)
     index = {name: i for i, name in enumerate(db.queue_names)}
     extra_queues = [index.setdefault(job.queue, len(index)) for job in extra]
     queue = np.concatenate([db.cols["queue"][rows], np.array(extra_queues, dtype=np.int64)])
     names = list(index)
-    simulated = simulate(snapshot, runtimes, horizon, extra_only=extra_only)
+    simulated = simulate(snapshot, runtimes, horizon)
     job_ids = simulated.job_ids  # the queued jobs in row order, then the extra ones: as ``queue``
     calibration = calibration or Calibration()
     out: dict[str, JobForecast] = {}

@@ -35,7 +35,7 @@ from armada.scheduling.calibration import Calibration
 from armada.scheduling.config import SchedulingConfig
 from armada.scheduling.forecast import ForecastSnapshot, JobForecast, forecast
 from armada.scheduling.jobdb import QUEUED
-from armada.scheduling.probes import typical_jobs
+from armada.scheduling.probes import forecast_with_probes
 from armada.scheduling.requirements import JobRequirements, job_requirements
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.services.forecast_share import Forecasts, SharedForecasts
@@ -265,20 +265,17 @@ def _simulate(
 ) -> Forecasts:
     """The active jobs' runtime estimates (``known``: those of the jobs not submitted), the
     queued jobs' forecasts and, with ``probes``, each queue's for a new job of its typical
-    shape (a second pass, ending once the probes start: probes must not delay the real jobs'
-    forecasts)."""
+    shape (:func:`~armada.scheduling.probes.forecast_with_probes`)."""
     estimates = {**asked.estimates(), **known}
-    jobs = forecast(snapshot, estimates, default, horizon, calibration=calibration)
     if not probes:
+        jobs = forecast(snapshot, estimates, default, horizon, calibration=calibration)
         return Forecasts(snapshot.now, jobs)
-    typical = typical_jobs(snapshot.db, snapshot.now)
-    with_probes = dataclasses.replace(snapshot, extra_jobs=[probe.job for probe in typical.values()])
-    found = forecast(with_probes, estimates, default, horizon, calibration=calibration, extra_only=True)
+    jobs, found = forecast_with_probes(snapshot, estimates, default, horizon, calibration=calibration)
     return Forecasts(
         snapshot.now,
         jobs,
-        queues={queue: found[probe.job.id] for queue, probe in typical.items()},
-        shapes={queue: probe.shape for queue, probe in typical.items()},
+        queues={queue: forecast for queue, (_, forecast) in found.items()},
+        shapes={queue: probe.shape for queue, (probe, _) in found.items()},
     )
 
 

@@ -7,7 +7,7 @@ import pytest
 from armada.scheduling.arrivals import extrapolate
 from armada.scheduling.calibration import Calibration
 from armada.scheduling.forecast import ROOM_NOW, Draws, ForecastSnapshot, forecast, quantile_of, simulate
-from armada.scheduling.probes import typical_jobs
+from armada.scheduling.probes import forecast_with_probes, typical_jobs
 from armada.scheduling.runtimes import RuntimeEstimate
 from armada.scheduling.schedule import apply_decisions, schedule
 from tests.unit.scheduling.helpers import Sim, job, node, unlimited
@@ -226,3 +226,33 @@ def test_a_probe_of_the_typical_shape_is_forecast_like_a_new_job() -> None:
     assert (found["a"].expected_start, found[probe.job.id].expected_start) == (NOW, NOW + 10)
     assert found["big"].expected_start == NOW + 110
     assert found["g0"].expected_start is None
+
+
+def test_probes_forecast_with_the_jobs_take_no_room_from_them() -> None:
+    sim = Sim(nodes=[node("n1", cpu=2)])
+    sim.queue("q")
+    sim.queue("other")
+    running(sim, ("r", "q"))
+    sim.submit(
+        [job("a", "q", submitted=1), job("big", "q", cpu=2, submitted=2), job("o", "other", submitted=3)]
+    )
+    estimates = {"r": exact(10), "a": exact(100), "big": exact(50), "o": exact(30)}
+    alone = forecast(snapshot(sim, coarsening=0.0), estimates, default=exact(1))
+    jobs, probes = forecast_with_probes(snapshot(sim, coarsening=0.0), estimates, default=exact(1))
+    # The real jobs' forecasts are those without probes: a probe runs for no time.
+    assert jobs == alone
+    # o takes the free cpu now (its queue is below its share), a r's at +10; big needs both
+    # cpus: +110, when a ends. At +30 o's cpu frees: other's probe takes it (its queue further
+    # below its share) and ends at once; q's probe, behind big but with no room reserved for
+    # big, takes it one step later: probes cost each other a step, never a real job room.
+    assert {j: alone[j].expected_start for j in ("o", "a", "big")} == {
+        "o": NOW,
+        "a": NOW + 10,
+        "big": NOW + 110,
+    }
+    assert {queue: found.expected_start for queue, (_, found) in probes.items()} == {
+        "q": NOW + 31,
+        "other": NOW + 30,
+    }
+    # A probe's end frees no room in the bases: q's probe starts on o's end.
+    assert (probes["q"][1].basis, probes["other"][1].basis) == ("hint", "hint")
